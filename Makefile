@@ -1,0 +1,49 @@
+# lsm_lab — two commands on a fresh machine:  make demo   and   make test
+# Needs Python 3.11+ (python3 on PATH, or PY=/path/to/python3.11) and Java 17+ (for Spark).
+
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+PYTEST_ARGS ?=
+
+.PHONY: demo test test-fast check-env install notebooks-strip bench clean help
+
+help:
+	@echo "make demo       create .venv if missing, install, run the main job (lsm-lab demo)"
+	@echo "make test       same set-up, run every test (notebooks included)"
+	@echo "make test-fast  unit tests only, no slow/Spark/notebook tests"
+	@echo "make bench      run the benchmarks (slow)"
+
+check-env:
+	@$(PY) -c 'import sys; v=sys.version_info; sys.exit(0 if v >= (3, 11) else "lsm_lab needs Python 3.11 or newer; this is %d.%d (set PY=/path/to/python3.11)" % v[:2])'
+	@command -v java >/dev/null 2>&1 || { echo "lsm_lab needs Java 17 or newer for Spark (PySpark 4): no 'java' on PATH. Install a JDK 17+ (e.g. apt install openjdk-17-jdk-headless) and retry."; exit 1; }
+	@ver=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	 if [ -z "$$ver" ] || [ "$$ver" -lt 17 ]; then echo "lsm_lab needs Java 17 or newer for Spark (PySpark 4); found: $$(java -version 2>&1 | head -1)"; exit 1; fi
+
+$(STAMP): pyproject.toml | check-env
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/lsm-lab demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS) --nbmake tests notebooks
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow and not spark" $(PYTEST_ARGS) tests
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_merge.py
+
+notebooks-strip: $(STAMP)
+	$(BIN)/python -m nbformat.sign --help >/dev/null 2>&1 || true
+	$(BIN)/python tools/strip_notebooks.py notebooks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

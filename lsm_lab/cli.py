@@ -1,0 +1,266 @@
+"""`lsm-lab`: the command line.  Every command has `--help`.
+
+    lsm-lab demo [--dir D] [--rows N]                 the main job (see lsm_lab.demo)
+    lsm-lab create PATH --name N --key K [...]        a new table
+    lsm-lab write PATH FILE --op upsert|insert|delete|bulk_insert
+    lsm-lab read PATH [--as-of T] [--columns a,b] [--out F]
+    lsm-lab show timeline|fsview|levels|footers PATH [--json]
+    lsm-lab merge OUT IN1 IN2 ... --key K             merge sorted Parquet runs
+    lsm-lab bench merge ...                           benchmarks
+
+A user mistake ends with one line `error: <file>: <problem>` and exit code 2,
+never a traceback; set LSM_LAB_DEBUG=1 to see the traceback anyway.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pyarrow as pa
+
+from lsm_lab.errors import InputError, LsmLabError
+
+
+# --------------------------------------------------------------------------- file helpers
+def read_input_file(path: str) -> pa.Table:
+    """Read Parquet, CSV or JSON lines (by extension) into an Arrow table."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such file", path=p)
+    suffix = p.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            return pq.read_table(p)
+        if suffix == ".csv":
+            import pyarrow.csv as pcsv
+
+            return pcsv.read_csv(p)
+        if suffix in (".json", ".jsonl", ".ndjson"):
+            import pyarrow.json as pjson
+
+            return pjson.read_json(p)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"cannot read {suffix[1:]} file: {exc}", path=p) from None
+    raise InputError("unknown file type (use .parquet, .csv or .jsonl)", path=p)
+
+
+def write_output_file(table: pa.Table, path: str) -> None:
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, p)
+    elif suffix == ".csv":
+        import pyarrow.csv as pcsv
+
+        pcsv.write_csv(table, p)
+    elif suffix in (".json", ".jsonl", ".ndjson"):
+        with open(p, "w", encoding="utf-8") as fh:
+            for row in table.to_pylist():
+                fh.write(json.dumps(row, default=str) + "\n")
+    else:
+        raise InputError("unknown output type (use .parquet, .csv or .jsonl)", path=p)
+
+
+def _frame_out(df, as_json: bool) -> None:
+    if as_json:
+        print(df.to_json(orient="records", indent=2, default_handler=str))
+    else:
+        import pandas as pd
+
+        with pd.option_context("display.max_rows", 500, "display.max_columns", 50, "display.width", 200,
+                               "display.max_colwidth", 60):
+            print(df.to_string(index=False) if len(df) else "(empty)")
+
+
+# --------------------------------------------------------------------------- commands
+def cmd_demo(args: argparse.Namespace) -> int:
+    from lsm_lab.demo import run_demo
+
+    table = run_demo(args.dir, rows=args.rows, rounds=args.rounds, engine=args.engine)
+    if args.figures:
+        from lsm_lab.viz import write_figures  # issue 8
+
+        write_figures(table, args.figures)
+    return 0
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    from lsm_lab.table.table import create_table
+
+    options = {}
+    for item in args.option or []:
+        if "=" not in item:
+            raise InputError(f"--option expects key=value, got {item!r}")
+        k, v = item.split("=", 1)
+        options[k] = v
+    table = create_table(args.path, name=args.name, record_key=args.key, partition_by=args.partition_by,
+                         ordering_field=args.ordering, table_type=args.type, layout=args.layout,
+                         hive_style=not args.no_hive_style, num_buckets=args.buckets, **options)
+    print(f"created {table!r}")
+    return 0
+
+
+def cmd_write(args: argparse.Namespace) -> int:
+    from lsm_lab.table.table import open_table
+
+    table = open_table(args.path)
+    data = read_input_file(args.file)
+    instant = getattr(table, args.op)(data)
+    print(f"{args.op}: {data.num_rows} rows → {instant}")
+    return 0
+
+
+def cmd_read(args: argparse.Namespace) -> int:
+    from lsm_lab.table.table import open_table
+
+    table = open_table(args.path)
+    columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
+    if args.read_optimized:
+        result = table.read_optimized(columns=columns, as_of=args.as_of)
+    else:
+        result = table.read(as_of=args.as_of, columns=columns, merge=args.merge)
+    if args.out:
+        write_output_file(result, args.out)
+        print(f"{result.num_rows} rows written to {args.out}")
+    else:
+        df = result.slice(0, args.limit).to_pandas() if args.limit else result.to_pandas()
+        _frame_out(df, args.json)
+        print(f"({result.num_rows} rows)", file=sys.stderr)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from lsm_lab.table.inspect import footers
+    from lsm_lab.table.table import open_table
+
+    if args.what == "footers":
+        _frame_out(footers(args.path), args.json)
+        return 0
+    table = open_table(args.path)
+    if args.what == "timeline":
+        _frame_out(table.timeline(), args.json)
+    elif args.what == "fsview":
+        _frame_out(table.file_slices(as_of=args.as_of), args.json)
+    elif args.what == "levels":
+        if args.json:
+            _frame_out(table.file_slices(as_of=args.as_of), True)
+        else:
+            print(table.dump_levels(as_of=args.as_of))
+    return 0
+
+
+# --------------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lsm-lab",
+        description="lsm_lab: the LSM tree layout of Apache Hudi RFC-103 — build, inspect and benchmark tables.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("demo", help="run the main job: build a trips table, change it, read it, check it",
+                       description="Generate trips, create an lsm_tree MOR table, insert, upsert, delete, print the "
+                                   "timeline and levels, and check snapshot and time-travel reads against a model.")
+    p.add_argument("--dir", help="folder for the table (default: a new temporary folder)")
+    p.add_argument("--rows", type=int, default=100_000, help="trips to insert (default 100000)")
+    p.add_argument("--rounds", type=int, default=3, help="upsert rounds (default 3)")
+    p.add_argument("--engine", choices=["local", "spark"], default="local", help="run writes locally or on Spark")
+    p.add_argument("--figures", metavar="DIR", help="also write the main pictures into DIR")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("create", help="create a new table", description="Create a new lsm_lab table.")
+    p.add_argument("path", help="table folder")
+    p.add_argument("--name", required=True, help="table name")
+    p.add_argument("--key", required=True, help="record key field(s), comma separated")
+    p.add_argument("--partition-by", help="partition field(s), comma separated")
+    p.add_argument("--ordering", help="ordering field (event-time ordering); omit for commit-time ordering")
+    p.add_argument("--type", default="MERGE_ON_READ", help="MERGE_ON_READ (default) or COPY_ON_WRITE")
+    p.add_argument("--layout", default="lsm_tree", choices=["lsm_tree", "default"], help="storage layout")
+    p.add_argument("--buckets", type=int, default=4, help="number of buckets per partition (lsm_tree)")
+    p.add_argument("--no-hive-style", action="store_true", help="plain partition folders (chennai, not city=chennai)")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="extra hoodie property (repeatable)")
+    p.set_defaults(func=cmd_create)
+
+    p = sub.add_parser("write", help="write a Parquet/CSV/JSON-lines file into a table",
+                       description="Write the records of FILE (.parquet, .csv, .jsonl) into the table at PATH.")
+    p.add_argument("path", help="table folder")
+    p.add_argument("file", help="input file (.parquet, .csv, .jsonl)")
+    p.add_argument("--op", default="upsert", choices=["upsert", "insert", "delete", "bulk_insert"],
+                   help="write operation (default upsert); for delete the file holds the keys")
+    p.set_defaults(func=cmd_write)
+
+    p = sub.add_parser("read", help="read a snapshot (or time travel)", description="Read the table at PATH.")
+    p.add_argument("path", help="table folder")
+    p.add_argument("--as-of", help="completion time to travel to (yyyyMMddHHmmssSSS)")
+    p.add_argument("--columns", help="comma separated columns")
+    p.add_argument("--merge", choices=["sorted", "loser_tree", "hash", "heapq"], help="force a merge engine")
+    p.add_argument("--read-optimized", action="store_true", help="base files only")
+    p.add_argument("--out", help="write rows to a .parquet/.csv/.jsonl file instead of printing")
+    p.add_argument("--limit", type=int, default=20, help="rows to print (default 20, 0 = all)")
+    p.add_argument("--json", action="store_true", help="print JSON records")
+    p.set_defaults(func=cmd_read)
+
+    p = sub.add_parser("show", help="inspect a table: timeline, fsview, levels, footers",
+                       description="Inspect the table at PATH.")
+    p.add_argument("what", choices=["timeline", "fsview", "levels", "footers"], help="what to show")
+    p.add_argument("path", help="table folder (for footers: a table folder or one Parquet file)")
+    p.add_argument("--as-of", help="completion time (fsview, levels)")
+    p.add_argument("--json", action="store_true", help="JSON output")
+    p.set_defaults(func=cmd_show)
+
+    for register in _plugins():
+        register(sub)
+    return parser
+
+
+def _plugins() -> list[Callable[[argparse._SubParsersAction], None]]:
+    """Commands contributed by feature modules (merge, bench, services, ...)."""
+    out: list[Callable] = []
+    try:
+        from lsm_lab.merge import command as merge_command
+
+        out.append(merge_command.register)
+        bench_registrars = [merge_command.register_bench]
+    except ImportError:
+        bench_registrars = []
+
+    def register_bench(sub: argparse._SubParsersAction) -> None:
+        if not bench_registrars:
+            return
+        p = sub.add_parser("bench", help="benchmarks (ratios against baselines measured in the same run)",
+                           description="Run a benchmark; each reports ratios against a baseline of the same run.")
+        bsub = p.add_subparsers(dest="bench", metavar="BENCHMARK")
+        bsub.required = True
+        for reg in bench_registrars:
+            reg(bsub)
+
+    out.append(register_bench)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except LsmLabError as exc:
+        if os.environ.get("LSM_LAB_DEBUG"):
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,399 @@
+"""Table configuration: `.hoodie/hoodie.properties` <-> `TableConfig`.
+
+Every Hudi table carries one small Java `.properties` file that says what the
+table *is*: its name, type (COPY_ON_WRITE or MERGE_ON_READ), version, record key
+fields, partition fields, ordering field and merge mode.  RFC-103 adds one key,
+`hoodie.table.storage.layout`, whose value `lsm_tree` promises that every data
+file of the table is sorted by record key.
+
+    .hoodie/hoodie.properties
+    ┌──────────────────────────────────────────────────────┐
+    │ hoodie.table.name=trips                              │
+    │ hoodie.table.type=MERGE_ON_READ                      │
+    │ hoodie.table.version=9                               │
+    │ hoodie.table.recordkey.fields=uuid                   │
+    │ hoodie.table.partition.fields=city                   │
+    │ hoodie.table.ordering.fields=ts                      │  (v6/v8: precombine.field)
+    │ hoodie.record.merge.mode=EVENT_TIME_ORDERING         │
+    │ hoodie.table.storage.layout=lsm_tree                 │  (RFC-103)
+    │ hoodie.bucket.index.num.buckets=4                    │
+    └──────────────────────────────────────────────────────┘
+
+The file is read leniently (unknown keys are kept and written back unchanged,
+so real Hudi tables round-trip) and validated strictly (a missing table type or
+an unknown version is a `TableConfigError`, never a guess).
+
+Simplified compared with Apache Hudi: no config upgrade/downgrade machinery, no
+backup file (`hoodie.properties.backup`); the file is replaced atomically
+instead (write a temp file, then rename).
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from lsm_lab.errors import TableConfigError, TableNotFoundError
+
+PROPERTIES_FILE = "hoodie.properties"
+META_FOLDER = ".hoodie"
+
+SUPPORTED_TABLE_VERSIONS = (6, 8, 9)
+TABLE_TYPES = ("COPY_ON_WRITE", "MERGE_ON_READ")
+LAYOUTS = ("default", "lsm_tree")
+MERGE_MODES = ("COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING", "CUSTOM")
+
+# Keys lsm_lab adds for its own bookkeeping (documented in docs/FORMAT.md).
+KEY_INSTANT_FORMAT = "lsm_lab.timeline.instant.format"  # json | avro
+KEY_LOG_FORMAT = "lsm_lab.log.format.version"  # 1 (#HUDI# blocks) | 2 (native Parquet)
+
+
+# --------------------------------------------------------------------------- properties syntax
+def _unescape(text: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt == "u" and i + 5 < len(text):
+                out.append(chr(int(text[i + 2 : i + 6], 16)))
+                i += 6
+                continue
+            out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _escape(text: str, *, is_key: bool) -> str:
+    out: list[str] = []
+    for i, ch in enumerate(text):
+        if ch in "\\:=#!":
+            out.append("\\" + ch)
+        elif ch == " " and (is_key or i == 0):
+            out.append("\\ ")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java `.properties` text (comments, `=`/`:` separators, escapes, continuations)."""
+    props: dict[str, str] = {}
+    logical: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.lstrip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        # a line ending in an odd number of backslashes continues on the next line
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending += line[:-1]
+            continue
+        logical.append(pending + line)
+        pending = ""
+    if pending:
+        logical.append(pending)
+    for line in logical:
+        key_chars: list[str] = []
+        i = 0
+        while i < len(line):
+            ch = line[i]
+            if ch == "\\" and i + 1 < len(line):
+                key_chars.append(line[i : i + 2])
+                i += 2
+                continue
+            if ch in "=: \t":
+                break
+            key_chars.append(ch)
+            i += 1
+        rest = line[i:].lstrip(" \t")
+        if rest[:1] in ("=", ":"):
+            rest = rest[1:].lstrip(" \t")
+        props[_unescape("".join(key_chars))] = _unescape(rest)
+    return props
+
+
+def format_properties(props: Mapping[str, str], header: str | None = None) -> str:
+    lines = [f"#{header}"] if header else []
+    for key in sorted(props):
+        lines.append(f"{_escape(key, is_key=True)}={_escape(str(props[key]), is_key=False)}")
+    return "\n".join(lines) + "\n"
+
+
+def table_checksum(database: str, table: str) -> int:
+    """Hudi's `hoodie.table.checksum`: CRC32 of `<database>.<table>` (format page, section 2)."""
+    return zlib.crc32(f"{database}.{table}".encode("utf-8"))
+
+
+def _split_fields(value: str | None) -> tuple[str, ...]:
+    if not value:
+        return ()
+    return tuple(f.strip() for f in value.split(",") if f.strip())
+
+
+# --------------------------------------------------------------------------- TableConfig
+@dataclass(frozen=True)
+class TableConfig:
+    """The parsed, validated contents of `hoodie.properties`.
+
+    `props` holds every key of the file (unknown ones included) so that a
+    round trip never loses what another writer put there.
+    """
+
+    name: str
+    table_type: str
+    version: int
+    record_key: tuple[str, ...]
+    partition_by: tuple[str, ...] = ()
+    ordering_field: str | None = None
+    merge_mode: str = "COMMIT_TIME_ORDERING"
+    layout: str = "default"
+    hive_style: bool = False
+    num_buckets: int = 4
+    database: str = "default"
+    props: Mapping[str, str] = field(default_factory=dict)
+
+    # ---- derived facts used everywhere
+    @property
+    def is_mor(self) -> bool:
+        return self.table_type == "MERGE_ON_READ"
+
+    @property
+    def is_lsm(self) -> bool:
+        return self.layout == "lsm_tree"
+
+    @property
+    def timeline_layout(self) -> int:
+        """1 = table version 6 (flat `.hoodie/`), 2 = versions 8+ (`.hoodie/timeline/`)."""
+        return 1 if self.version < 8 else 2
+
+    @property
+    def log_format_version(self) -> int:
+        """Which log format new log files use: 2 (native Parquet) unless the table says 1."""
+        raw = self.props.get(KEY_LOG_FORMAT)
+        if raw is not None:
+            return int(raw)
+        return 2 if self.version >= 9 and self.props.get("lsm_lab.created") == "true" else 1
+
+    @property
+    def instant_format(self) -> str:
+        return self.props.get(KEY_INSTANT_FORMAT, "avro" if self.version >= 8 else "json")
+
+    @property
+    def keygen_type(self) -> str:
+        if "hoodie.table.keygenerator.type" in self.props:
+            return self.props["hoodie.table.keygenerator.type"]
+        cls = self.props.get("hoodie.table.keygenerator.class", "")
+        if "NonpartitionedKeyGenerator" in cls:
+            return "NON_PARTITION"
+        if "ComplexKeyGenerator" in cls:
+            return "COMPLEX"
+        if len(self.record_key) > 1:
+            return "COMPLEX"
+        return "SIMPLE" if self.partition_by else "NON_PARTITION"
+
+    @property
+    def populate_meta_fields(self) -> bool:
+        return self.props.get("hoodie.populate.meta.fields", "true").lower() != "false"
+
+    def with_props(self, **updates: str) -> "TableConfig":
+        props = dict(self.props)
+        props.update(updates)
+        return TableConfig.from_props(props)
+
+    # ---- properties <-> config
+    @classmethod
+    def from_props(cls, props: Mapping[str, str], *, path: str | None = None) -> "TableConfig":
+        def need(key: str) -> str:
+            value = props.get(key)
+            if value is None or value == "":
+                raise TableConfigError(f"hoodie.properties has no '{key}'", path=path)
+            return value
+
+        name = need("hoodie.table.name")
+        table_type = need("hoodie.table.type").upper()
+        if table_type not in TABLE_TYPES:
+            raise TableConfigError(
+                f"unknown hoodie.table.type '{table_type}' (expected one of {', '.join(TABLE_TYPES)})", path=path
+            )
+        raw_version = props.get("hoodie.table.version", "6")
+        try:
+            version = int(raw_version)
+        except ValueError:
+            raise TableConfigError(f"hoodie.table.version '{raw_version}' is not an integer", path=path) from None
+        if version not in SUPPORTED_TABLE_VERSIONS:
+            raise TableConfigError(
+                f"unknown table version {version}: lsm_lab reads versions "
+                f"{', '.join(map(str, SUPPORTED_TABLE_VERSIONS))}",
+                path=path,
+            )
+        record_key = _split_fields(props.get("hoodie.table.recordkey.fields"))
+        if not record_key:
+            raise TableConfigError("hoodie.properties has no 'hoodie.table.recordkey.fields'", path=path)
+        partition_by = _split_fields(props.get("hoodie.table.partition.fields"))
+        # partition fields may carry a key generator suffix (`city:SIMPLE` in custom keygen)
+        partition_by = tuple(p.split(":")[0] for p in partition_by)
+        ordering = props.get("hoodie.table.ordering.fields") or props.get("hoodie.table.precombine.field") or None
+        if ordering and "," in ordering:
+            ordering = _split_fields(ordering)[0]
+        merge_mode = props.get("hoodie.record.merge.mode") or _infer_merge_mode(props, version, ordering)
+        if merge_mode not in MERGE_MODES:
+            raise TableConfigError(f"unknown hoodie.record.merge.mode '{merge_mode}'", path=path)
+        layout = props.get("hoodie.table.storage.layout", "default")
+        if layout not in LAYOUTS:
+            raise TableConfigError(
+                f"unknown hoodie.table.storage.layout '{layout}' (expected one of {', '.join(LAYOUTS)})", path=path
+            )
+        if merge_mode == "EVENT_TIME_ORDERING" and not ordering:
+            raise TableConfigError("EVENT_TIME_ORDERING needs an ordering field", path=path)
+        try:
+            num_buckets = int(props.get("hoodie.bucket.index.num.buckets", "4"))
+        except ValueError:
+            raise TableConfigError("hoodie.bucket.index.num.buckets is not an integer", path=path) from None
+        if num_buckets < 1:
+            raise TableConfigError("hoodie.bucket.index.num.buckets must be at least 1", path=path)
+        return cls(
+            name=name,
+            table_type=table_type,
+            version=version,
+            record_key=record_key,
+            partition_by=partition_by,
+            ordering_field=ordering,
+            merge_mode=merge_mode,
+            layout=layout,
+            hive_style=props.get("hoodie.datasource.write.hive_style_partitioning", "false").lower() == "true",
+            num_buckets=num_buckets,
+            database=props.get("hoodie.database.name", "default") or "default",
+            props=dict(props),
+        )
+
+
+def _infer_merge_mode(props: Mapping[str, str], version: int, ordering: str | None) -> str:
+    """Tables without `hoodie.record.merge.mode` (version 6) merge as their payload class did.
+
+    Hudi 0.x defaulted to `OverwriteWithLatestAvroPayload` (latest write wins:
+    commit-time ordering); `DefaultHoodieRecordPayload` compares the ordering field.
+    """
+    payload = props.get("hoodie.compaction.payload.class", "")
+    if "DefaultHoodieRecordPayload" in payload and ordering:
+        return "EVENT_TIME_ORDERING"
+    if version < 8 or not ordering:
+        return "COMMIT_TIME_ORDERING"
+    return "EVENT_TIME_ORDERING"
+
+
+def build_props(
+    *,
+    name: str,
+    record_key: tuple[str, ...],
+    partition_by: tuple[str, ...],
+    ordering_field: str | None,
+    table_type: str,
+    layout: str,
+    version: int,
+    hive_style: bool,
+    num_buckets: int,
+    database: str = "default",
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The properties lsm_lab writes for a new table (format page, section 2)."""
+    merge_mode = "EVENT_TIME_ORDERING" if ordering_field else "COMMIT_TIME_ORDERING"
+    if len(record_key) > 1:
+        keygen = "COMPLEX"
+    elif partition_by and len(partition_by) > 1:
+        keygen = "COMPLEX"
+    elif partition_by:
+        keygen = "SIMPLE"
+    else:
+        keygen = "NON_PARTITION"
+    props: dict[str, str] = {
+        "hoodie.table.name": name,
+        "hoodie.database.name": database,
+        "hoodie.table.type": table_type,
+        "hoodie.table.version": str(version),
+        "hoodie.table.initial.version": str(version),
+        "hoodie.table.recordkey.fields": ",".join(record_key),
+        "hoodie.table.keygenerator.type": keygen,
+        "hoodie.record.merge.mode": merge_mode,
+        "hoodie.table.storage.layout": layout,
+        "hoodie.datasource.write.hive_style_partitioning": "true" if hive_style else "false",
+        "hoodie.datasource.write.partitionpath.urlencode": "false",
+        "hoodie.datasource.write.drop.partition.columns": "false",
+        "hoodie.populate.meta.fields": "true",
+        "hoodie.index.type": "BUCKET" if layout == "lsm_tree" else "SIMPLE",
+        "hoodie.bucket.index.num.buckets": str(num_buckets),
+        "hoodie.table.checksum": str(table_checksum(database, name)),
+        "lsm_lab.created": "true",
+    }
+    if partition_by:
+        props["hoodie.table.partition.fields"] = ",".join(partition_by)
+    if ordering_field:
+        key = "hoodie.table.ordering.fields" if version >= 9 else "hoodie.table.precombine.field"
+        props[key] = ordering_field
+    if version >= 8:
+        props["hoodie.timeline.layout.version"] = "2"
+        props["hoodie.timeline.path"] = "timeline"
+        props["hoodie.timeline.history.path"] = "history"
+    else:
+        props["hoodie.timeline.layout.version"] = "1"
+        props["hoodie.archivelog.folder"] = "archived"
+    props[KEY_INSTANT_FORMAT] = "json"
+    props[KEY_LOG_FORMAT] = "2" if version >= 9 else "1"
+    if extra:
+        props.update({k: str(v) for k, v in extra.items()})
+    return props
+
+
+# --------------------------------------------------------------------------- file I/O
+def properties_path(base: str | os.PathLike[str]) -> Path:
+    return Path(base) / META_FOLDER / PROPERTIES_FILE
+
+
+def read_config(base: str | os.PathLike[str]) -> TableConfig:
+    """Read and validate `<base>/.hoodie/hoodie.properties`."""
+    base_path = Path(base)
+    if not base_path.exists():
+        raise TableNotFoundError("no such folder", path=base_path)
+    if not (base_path / META_FOLDER).is_dir():
+        raise TableNotFoundError("not a table: there is no .hoodie folder", path=base_path)
+    ppath = properties_path(base_path)
+    if not ppath.is_file():
+        raise TableConfigError("the table has a .hoodie folder but no hoodie.properties", path=ppath)
+    try:
+        text = ppath.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TableConfigError(f"cannot read hoodie.properties: {exc}", path=ppath) from None
+    return TableConfig.from_props(parse_properties(text), path=str(ppath))
+
+
+def write_config(base: str | os.PathLike[str], props: Mapping[str, str], *, create: bool) -> TableConfig:
+    """Write hoodie.properties atomically (temp file + rename); `create=True` never overwrites."""
+    ppath = properties_path(base)
+    ppath.parent.mkdir(parents=True, exist_ok=True)
+    config = TableConfig.from_props(props, path=str(ppath))  # validate before touching disk
+    tmp = ppath.with_name(f".{PROPERTIES_FILE}.{os.getpid()}.tmp")
+    tmp.write_text(format_properties(props, header="written by lsm_lab"), encoding="utf-8")
+    if create:
+        try:
+            os.link(tmp, ppath)
+        except FileExistsError:
+            raise TableConfigError("a table already exists here", path=ppath) from None
+        finally:
+            tmp.unlink(missing_ok=True)
+    else:
+        os.replace(tmp, ppath)
+    return config

@@ -1,0 +1,89 @@
+"""The `LsmLabError` hierarchy: every mistake a user can make gets a typed error.
+
+A user mistake (a path that is not a table, a column that is missing, a corrupt
+footer) must never surface as a deep traceback from pyarrow or os: the library
+catches it where it knows *which file* and *what* was wrong and raises one of
+the classes below with both in the message.
+
+    LsmLabError
+    ├── TableNotFoundError        path has no .hoodie/hoodie.properties
+    ├── TableConfigError          hoodie.properties missing a key, bad value, unknown version
+    ├── SchemaError               missing key/ordering/partition column, type change, null key
+    ├── PartitionValueError       a partition value that would escape the table folder
+    ├── CorruptFileError          a footer/block/instant file that cannot be decoded
+    ├── UnsupportedFeatureError   a real Hudi feature lsm_lab does not read (HFile, Lance, ...)
+    ├── InputError                bad user input to a command (unsorted runs, bad option)
+    ├── TimelineError             an instant transition that is not allowed, unknown instant
+    └── ConflictError             optimistic concurrency: another writer won
+
+Simplified compared with Apache Hudi: Hudi has dozens of exception classes spread
+over modules (HoodieIOException, HoodieCorruptedDataException, ...); lsm_lab keeps
+one small tree so that callers can catch `LsmLabError` and show the message.
+"""
+
+from __future__ import annotations
+
+from os import PathLike
+
+
+class LsmLabError(Exception):
+    """Base class of every error lsm_lab raises on purpose.
+
+    `path` (when given) names the file or folder the problem is about; it is
+    prefixed to the message so that a user always sees *where*.
+    """
+
+    def __init__(self, message: str, *, path: str | PathLike[str] | None = None) -> None:
+        self.path = None if path is None else str(path)
+        self.message = message
+        super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+class TableNotFoundError(LsmLabError):
+    """The path is not an lsm_lab/Hudi table (no `.hoodie/hoodie.properties`)."""
+
+
+class TableConfigError(LsmLabError):
+    """`hoodie.properties` is missing, incomplete, invalid or of an unknown version."""
+
+
+class SchemaError(LsmLabError):
+    """Data does not fit the table: missing columns, type changes, null record keys."""
+
+
+class PartitionValueError(LsmLabError):
+    """A partition value is empty or contains `/`, `\\` or `..` (it would escape the table folder)."""
+
+
+class CorruptFileError(LsmLabError):
+    """A data, log or timeline file cannot be decoded (bad footer, truncated block, bad JSON/Avro)."""
+
+
+class UnsupportedFeatureError(LsmLabError):
+    """The table uses a Hudi feature that lsm_lab does not implement (HFile blocks, Lance files, ...)."""
+
+
+class InputError(LsmLabError):
+    """Bad input to a command or function: unsorted runs, mismatched schemas, bad options."""
+
+
+class TimelineError(LsmLabError):
+    """A timeline operation that is not allowed (unknown instant, illegal transition, clock problem)."""
+
+
+class ConflictError(LsmLabError):
+    """Optimistic concurrency control: a concurrent writer committed to the same file groups first."""
+
+
+__all__ = [
+    "ConflictError",
+    "CorruptFileError",
+    "InputError",
+    "LsmLabError",
+    "PartitionValueError",
+    "SchemaError",
+    "TableConfigError",
+    "TableNotFoundError",
+    "TimelineError",
+    "UnsupportedFeatureError",
+]

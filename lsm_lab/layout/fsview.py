@@ -1,0 +1,198 @@
+"""The file-system view: partitions → file groups → file slices, as of a time.
+
+    table
+    └── partition  city=chennai
+        └── file group  00000001-…-0            (one bucket / one key range of the table)
+            ├── file slice @ 20261122001500123   (older version, kept for time travel)
+            └── file slice @ 20261122003000456   (latest)
+                ├── L1  base file   00000001-…_0-1-0_20261122003000456.parquet
+                └── L0  log files   …_20261122003100001_1.parquet
+                                    …_20261122003200002_1.delete.parquet   (completion order)
+
+How the view is built (reader rules, format page section 6):
+
+1. Keep only files whose instant completed at or before the read time (a file of
+   an inflight, failed or rolled-back write is invisible).  v1 logs of table
+   version 6 carry the *base* instant in their name: they are kept and their
+   blocks are filtered by instant when read.
+2. Drop file groups replaced by completed replacecommits/clusterings.
+3. A base file opens a slice.  A log file joins the slice with the greatest base
+   instant strictly below the log's *completion* time: a log written while a
+   compaction was pending lands in the slice that compaction will open, and is
+   never lost.  Logs in a slice are ordered by completion time.
+
+Simplified compared with Apache Hudi: the view is rebuilt by listing the folder
+on every call (no metadata table, no incremental sync), and bootstrap/external
+files are not supported.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from lsm_lab.layout import naming
+from lsm_lab.layout.naming import FileName
+from lsm_lab.timeline.instant import CLUSTERING, REPLACE_COMMIT, Instant, normalize_time
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One base or log file on disk, with the instant facts the view attached to it."""
+
+    partition: str
+    path: Path
+    name: FileName
+    size: int
+    completion_time: str  # of the instant that wrote it ("" for v6 v1 logs: decided per block)
+
+    @property
+    def file_id(self) -> str:
+        return self.name.file_id
+
+    @property
+    def instant(self) -> str:
+        return self.name.instant
+
+    @property
+    def relative(self) -> str:
+        return f"{self.partition}/{self.path.name}" if self.partition else self.path.name
+
+
+@dataclass(frozen=True)
+class FileSlice:
+    """A base file (or none) plus the log files written on top of it, in completion order."""
+
+    partition: str
+    file_id: str
+    base_instant: str
+    base_file: DataFile | None
+    log_files: tuple[DataFile, ...] = ()
+
+    @property
+    def files(self) -> tuple[DataFile, ...]:
+        return ((self.base_file,) if self.base_file else ()) + self.log_files
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def _repr_html_(self) -> str:
+        base = self.base_file.path.name if self.base_file else "—"
+        logs = "".join(f"<li><code>{f.path.name}</code></li>" for f in self.log_files)
+        return (f"<div><b>file slice</b> {self.partition or '(root)'} / <code>{self.file_id}</code> "
+                f"@ {self.base_instant}<br>L1 base: <code>{base}</code><br>L0 logs ({len(self.log_files)}):"
+                f"<ul>{logs}</ul></div>")
+
+
+@dataclass(frozen=True)
+class FileGroup:
+    partition: str
+    file_id: str
+    slices: tuple[FileSlice, ...] = field(default_factory=tuple)
+
+    @property
+    def latest(self) -> FileSlice:
+        return self.slices[-1]
+
+
+def list_data_files(base_path: Path) -> list[tuple[str, Path, FileName]]:
+    """Every data file under the table folder (hidden folders like .hoodie skipped)."""
+    out: list[tuple[str, Path, FileName]] = []
+    for root, dirs, files in os.walk(base_path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        rel = os.path.relpath(root, base_path)
+        partition = "" if rel == "." else rel.replace(os.sep, "/")
+        for fname in files:
+            parsed = naming.parse(fname)
+            if parsed is not None:
+                out.append((partition, Path(root) / fname, parsed))
+    return out
+
+
+def list_partitions(base_path: Path) -> list[str]:
+    return sorted({p for p, _, _ in list_data_files(base_path)})
+
+
+def replaced_file_groups(instants: Iterable[Instant], metadata_of) -> set[tuple[str, str]]:
+    """(partition, file id) pairs replaced by completed replacecommits/clusterings."""
+    out: set[tuple[str, str]] = set()
+    for inst in instants:
+        if inst.action in (REPLACE_COMMIT, CLUSTERING) and inst.is_completed:
+            meta = metadata_of(inst)
+            for partition, ids in (meta.get("partitionToReplaceFileIds") or {}).items():
+                for fid in ids or []:
+                    out.add((partition, fid))
+    return out
+
+
+def build_file_groups(
+    base_path: Path,
+    completion_of: Mapping[str, str],
+    *,
+    read_time: str | None,
+    replaced: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
+    v1_logs_by_base_instant: bool = False,
+    partitions: Iterable[str] | None = None,
+    files: list[tuple[str, Path, FileName]] | None = None,
+) -> list[FileGroup]:
+    """Group the visible data files into file groups and slices.
+
+    `completion_of` maps the begin time of every *completed* write instant to
+    its completion time; `read_time` (a completion time) hides later instants.
+    """
+    wanted = None if partitions is None else set(partitions)
+    limit = normalize_time(read_time) if read_time else None
+    groups: dict[tuple[str, str], tuple[list[DataFile], list[DataFile]]] = {}
+    for partition, path, name in (files if files is not None else list_data_files(base_path)):
+        if wanted is not None and partition not in wanted:
+            continue
+        if (partition, name.file_id) in replaced:
+            continue
+        per_block = v1_logs_by_base_instant and name.is_log and name.log_format == 1
+        completion = completion_of.get(name.instant)
+        if per_block:
+            completion = ""  # decided block by block when the log is read
+        elif completion is None or (limit is not None and normalize_time(completion) > limit):
+            continue
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:  # removed by a concurrent cleaner between listing and stat
+            continue
+        df = DataFile(partition, path, name, size, completion)
+        bases, logs = groups.setdefault((partition, name.file_id), ([], []))
+        (bases if name.is_base else logs).append(df)
+
+    out: list[FileGroup] = []
+    for (partition, file_id), (bases, logs) in sorted(groups.items()):
+        bases.sort(key=lambda f: normalize_time(f.instant))
+        base_times = [normalize_time(b.instant) for b in bases]
+        slice_logs: dict[int, list[DataFile]] = {i: [] for i in range(len(bases))}
+        orphan: list[DataFile] = []  # logs older than every base (or no base at all)
+        for log in logs:
+            if log.completion_time == "":  # v6 v1 log: the name carries the base instant
+                key = normalize_time(log.instant)
+                idx = max((i for i, t in enumerate(base_times) if t <= key), default=-1)
+            else:
+                key = normalize_time(log.completion_time)
+                idx = max((i for i, t in enumerate(base_times) if t < key), default=-1)
+            (slice_logs[idx] if idx >= 0 else orphan).append(log)
+        slices: list[FileSlice] = []
+        if orphan:
+            orphan.sort(key=_log_order)
+            slices.append(FileSlice(partition, file_id, orphan[0].instant, None, tuple(orphan)))
+        for i, base in enumerate(bases):
+            lg = sorted(slice_logs[i], key=_log_order)
+            slices.append(FileSlice(partition, file_id, base.instant, base, tuple(lg)))
+        if slices:
+            out.append(FileGroup(partition, file_id, tuple(slices)))
+    return out
+
+
+def _log_order(f: DataFile) -> tuple[str, str, int, int]:
+    # completion time first; then begin time and version (v1 logs of one base instant);
+    # a delete log after a data log of the same instant.
+    return (normalize_time(f.completion_time or f.instant), normalize_time(f.instant), f.name.version,
+            1 if f.name.is_delete else 0)

@@ -1,0 +1,107 @@
+"""File names of base files and log files: what each name says, in every dialect.
+
+A data file's name carries its file group, the writer's task (write token), the
+instant that wrote it and, for logs, a version:
+
+    base file (L1)      <fileId>_<writeToken>_<instant>.parquet
+    v2 data log (L0)    <fileId>_<writeToken>_<instant>_<version>.parquet            (RFC-103)
+    v2 delete log (L0)  <fileId>_<writeToken>_<instant>_<version>.delete.parquet     (RFC-103)
+    upstream v2 logs    <fileId>_<writeToken>_<instant>_<version>.log.parquet        (Hudi table v10)
+                        <fileId>_<writeToken>_<instant>_<version>.deletes.parquet
+                        <fileId>_<writeToken>_<instant>_<version>.cdc.parquet
+    v1 log (L0)         .<fileId>_<instant>.log.<version>_<writeToken>               (#HUDI# blocks)
+
+    e.g. 00000002-5c1d..-0_0-1-0_20261122001500123_1.parquet
+         └ file id ──────┘ └tok┘ └ instant ───────┘ └ version
+
+Names are parsed by regular expressions anchored at both ends, so a stray file
+(`.hoodie_partition_metadata`, a temp file) is never mistaken for data.  For v1
+logs of table version 6 the `<instant>` is the base file's instant, for 8+ the
+writing deltacommit's (format page, section 4).
+
+Simplified compared with Apache Hudi: ORC and HFile base files are recognised
+only so that a clear "not supported" error can name them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_T = r"\d{14}(?:\d{3})?"
+_TOKEN = r"\d+-\d+-\d+"
+_BASE = re.compile(rf"^(?P<fid>[^/]+?)_(?P<tok>{_TOKEN})_(?P<t>{_T})\.(?P<ext>parquet|orc|hfile|lance)$")
+_V2_LOG = re.compile(
+    rf"^(?P<fid>[^/]+?)_(?P<tok>{_TOKEN})_(?P<t>{_T})_(?P<ver>\d+)"
+    rf"(?P<kind>\.delete|\.deletes|\.log|\.cdc)?\.parquet$"
+)
+_V1_LOG = re.compile(rf"^\.(?P<fid>[^/]+?)_(?P<t>{_T})\.log\.(?P<ver>\d+)(?:_(?P<tok>{_TOKEN}))?(?P<cdc>\.cdc)?$")
+
+
+@dataclass(frozen=True)
+class FileName:
+    """What a data file's name says.
+
+    kind: "base" | "log";  log_format: 1 (#HUDI# blocks) or 2 (native Parquet);
+    content: "data" | "delete" | "cdc";  ext: "parquet", "orc", "hfile", "lance".
+    """
+
+    name: str
+    file_id: str
+    instant: str
+    kind: str
+    write_token: str = ""
+    version: int = 0
+    log_format: int = 0
+    content: str = "data"
+    ext: str = "parquet"
+
+    @property
+    def is_base(self) -> bool:
+        return self.kind == "base"
+
+    @property
+    def is_log(self) -> bool:
+        return self.kind == "log"
+
+    @property
+    def is_delete(self) -> bool:
+        return self.content == "delete"
+
+
+def parse(name: str) -> FileName | None:
+    """Parse a data file name; None when the name is not a Hudi/lsm_lab data file."""
+    m = _V2_LOG.match(name)
+    if m:
+        kind = m.group("kind") or ""
+        content = {"": "data", ".log": "data", ".delete": "delete", ".deletes": "delete", ".cdc": "cdc"}[kind]
+        return FileName(name, m.group("fid"), m.group("t"), "log", m.group("tok"), int(m.group("ver")), 2, content)
+    m = _BASE.match(name)
+    if m:
+        return FileName(name, m.group("fid"), m.group("t"), "base", m.group("tok"), 0, 0, "data", m.group("ext"))
+    m = _V1_LOG.match(name)
+    if m:
+        content = "cdc" if m.group("cdc") else "data"
+        return FileName(name, m.group("fid"), m.group("t"), "log", m.group("tok") or "", int(m.group("ver")), 1,
+                        content, "log")
+    return None
+
+
+def write_token(task: int = 0, stage: int = 0, attempt: int = 0) -> str:
+    """`<taskPartitionId>-<stageId>-<attemptId>` (format page, section 1)."""
+    return f"{task}-{stage}-{attempt}"
+
+
+def base_file_name(file_id: str, token: str, instant: str) -> str:
+    return f"{file_id}_{token}_{instant}.parquet"
+
+
+def log_file_name(file_id: str, token: str, instant: str, version: int = 1, *, delete: bool = False) -> str:
+    """An RFC-103 native (v2) log file name; `delete=True` for a delete log."""
+    suffix = ".delete.parquet" if delete else ".parquet"
+    return f"{file_id}_{token}_{instant}_{version}{suffix}"
+
+
+def v1_log_file_name(file_id: str, instant: str, version: int, token: str) -> str:
+    """A v1 (#HUDI# blocks) log file name."""
+    return f".{file_id}_{instant}.log.{version}_{token}"

@@ -1,0 +1,99 @@
+"""Merging a file slice's sources into one row per key.
+
+``merge_sources(sources, spec, engine=...)`` is the one entry point the table
+uses; the engines (``sorted``, ``loser_tree``, ``hash``, ``heapq``) give the
+same rows, and all but ``hash`` give them in key order (UTF-8 byte order).
+See semantics.py for the rules, loser_tree.py for the RFC-103 state machine,
+sorted.py for the production engine, hashmerge.py for Hudi's classic merge.
+
+This package's only code beyond re-exports is the small dispatch below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from lsm_lab.errors import InputError
+from lsm_lab.merge.hashmerge import merge_hash
+from lsm_lab.merge.heap import merge_heapq
+from lsm_lab.merge.loser_tree import (
+    LeafState,
+    LeafView,
+    LoserTree,
+    MergeIterator,
+    Step,
+    merge_batches,
+    trace_merge,
+)
+from lsm_lab.merge.semantics import MergeMode, MergeSpec, Source, fold, model_merge, prepare_sources
+from lsm_lab.merge.sorted import merge_sorted
+
+ENGINES: tuple[str, ...] = ("sorted", "loser_tree", "hash", "heapq")
+SORTED_ENGINES: tuple[str, ...] = ("sorted", "loser_tree", "heapq")
+
+
+def open_merge(sources: Sequence[Source], spec: MergeSpec, *, engine: str = "sorted",
+               batch_size: int = 65_536, read_ahead: bool = False,
+               stats: dict[str, Any] | None = None) -> tuple[pa.Schema | None, Iterator[pa.RecordBatch]]:
+    """Check the arguments now, and return (output schema or None, the lazy batch iterator)."""
+    if engine not in ENGINES:
+        raise InputError(f"unknown merge engine {engine!r}; choose one of: {', '.join(ENGINES)}")
+    inputs, schema = prepare_sources(list(sources), spec, batch_size)
+    if schema is None:
+        return None, iter(())
+    if engine == "sorted":
+        it = merge_sorted(inputs, schema, spec, batch_size, read_ahead=read_ahead, stats=stats)
+    elif engine == "loser_tree":
+        it = merge_batches(inputs, schema, spec, batch_size, stats=stats)
+    elif engine == "heapq":
+        it = merge_heapq(inputs, schema, spec, batch_size, stats=stats)
+    else:
+        it = merge_hash(inputs, schema, spec, batch_size, base_source=sources[0] if sources else None)
+    return spec.output_schema(schema), it
+
+
+def merge_sources(sources: Sequence[Source], spec: MergeSpec, *, engine: str = "sorted",
+                  batch_size: int = 65_536, read_ahead: bool = False,
+                  stats: dict[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
+    """Merge `sources` (0 = base, then logs in completion order) into batches, one row per surviving key.
+
+    The output schema is the input schema without ``spec.delete``. Sorted
+    engines need every source sorted by key without repeats (`InputError`
+    naming the source otherwise); ``hash`` accepts any order. Batches hold
+    at most `batch_size` rows. Arguments are checked when called; the merge
+    runs as the iterator is consumed.
+    """
+    return open_merge(sources, spec, engine=engine, batch_size=batch_size,
+                      read_ahead=read_ahead, stats=stats)[1]
+
+
+def merge_to_table(sources: Sequence[Source], spec: MergeSpec, *, engine: str = "sorted",
+                   **kw: Any) -> pa.Table:
+    """`merge_sources`, concatenated into one table."""
+    schema, it = open_merge(sources, spec, engine=engine, **kw)
+    if schema is None:
+        raise InputError("cannot merge: no source has a schema (only empty iterables were given)")
+    return pa.Table.from_batches(list(it), schema=schema)
+
+
+__all__ = [
+    "ENGINES",
+    "SORTED_ENGINES",
+    "LeafState",
+    "LeafView",
+    "LoserTree",
+    "MergeIterator",
+    "MergeMode",
+    "MergeSpec",
+    "Source",
+    "Step",
+    "fold",
+    "merge_sources",
+    "merge_to_table",
+    "model_merge",
+    "open_merge",
+    "trace_merge",
+]

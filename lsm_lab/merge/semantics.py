@@ -1,0 +1,412 @@
+"""Merge semantics: which record of a key survives, shared by every engine.
+
+A file slice is a base file (source 0) plus log files in completion order
+(sources 1, 2, ...). The same record key may appear once in several of them.
+Merging means: for every key, *fold* its records in source order into one
+state, and emit the final state unless it is a delete.
+
+    source:      0 (base)        1 (log)           2 (log)
+    key "k1":    {fare: 10, ts:5} {fare: 12, ts:7}  <delete, ts: 6>
+                      state  ->  replaced (7 >= 5) -> kept (6 < 7)   => emits fare 12
+
+**The fold.** The state of a key starts empty. Each record of the key, taken
+in source order (and, inside one source, in row order), either replaces the
+state or is ignored:
+
+* ``COMMIT_TIME_ORDERING``: a later record always replaces the state, whether
+  it is an upsert or a delete. The ordering column is ignored. In the example
+  above the delete from source 2 would win and ``k1`` would be dropped.
+* ``EVENT_TIME_ORDERING``: ordering values decide, and a null ordering value
+  compares lower than every non-null one. A record replaces the state iff its
+  ordering value is ``>=`` the state's (ties go to the later source, which is
+  what makes a re-delivered record with the same event time win). A delete
+  *with* an ordering value ``d`` follows the same rule, so it does not remove a
+  record with a greater ordering value (the example above). A delete with a
+  *null* ordering value is a delete-by-key and is unconditional: it always
+  empties the key; the state becomes "deleted, ordering null", which any later
+  record replaces (even one with a null ordering value).
+
+A key whose final state is a delete is dropped from the output.
+
+**The vectorised form.** The fold above has a closed form that the fast
+engines compute with array kernels instead of a Python loop. Per key, let
+``u`` be the position (in fold order) of the last null-ordering delete, or -1.
+Records before ``u`` can never matter. Among the records at or after ``u`` the
+winner is the maximum by ``(ordering value with nulls lowest, fold position)``:
+the unconditional delete itself ranks lowest (null ordering, earliest
+position), so it wins only when nothing follows it. Under commit-time ordering
+the winner is simply the last record. ``select_winners`` implements this with
+one stable sort by key and a few ``numpy.maximum.reduceat`` passes, and the
+hash engine combines a base record with a pre-folded log state using the
+``reset`` flag (did the log contain a delete-by-key?) from the same function.
+
+``fold`` and ``model_merge`` are the plain per-record reference: every test
+compares the engines against ``model_merge``.
+
+Simplified compared with Apache Hudi: Hudi delegates this to pluggable record
+mergers and payload classes (``DefaultHoodieRecordPayload``,
+``OverwriteWithLatestAvroPayload``, custom mergers, partial updates); lsm_lab
+implements the two built-in merge modes only, with deletes as a boolean column
+instead of ``_hoodie_is_deleted``/empty payloads. Ordering values are compared
+as Arrow sorts them (NaN ordering values are not supported).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Union
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lsm_lab.errors import InputError, SchemaError
+
+
+class MergeMode(str, enum.Enum):
+    """How two records of the same key are ordered."""
+
+    COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
+    EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
+
+
+@dataclass(frozen=True)
+class MergeSpec:
+    """What to merge on.
+
+    ``key`` is a non-null string column; ``ordering`` the column holding the
+    ordering value (required for event-time ordering); ``delete`` a boolean
+    column, ``True`` for a delete (a null there counts as ``False``).
+    """
+
+    mode: MergeMode = MergeMode.COMMIT_TIME_ORDERING
+    key: str = "_hoodie_record_key"
+    ordering: str | None = None
+    delete: str = "_lsm_delete"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", MergeMode(self.mode))
+        if self.mode is MergeMode.EVENT_TIME_ORDERING and not self.ordering:
+            raise InputError("EVENT_TIME_ORDERING needs an ordering column (MergeSpec.ordering)")
+
+    @property
+    def uses_ordering(self) -> bool:
+        """True when ordering values take part in the merge."""
+        return self.mode is MergeMode.EVENT_TIME_ORDERING
+
+    def check_schema(self, schema: pa.Schema, *, where: str = "input") -> None:
+        """Raise `SchemaError` unless `schema` has the key, delete and ordering columns."""
+        names = set(schema.names)
+        if self.key not in names:
+            raise SchemaError(f"{where}: missing key column {self.key!r} (columns: {schema.names})")
+        key_type = schema.field(self.key).type
+        if not (pa.types.is_string(key_type) or pa.types.is_large_string(key_type)):
+            raise SchemaError(f"{where}: key column {self.key!r} must be a string, not {key_type}")
+        if self.delete not in names:
+            raise SchemaError(f"{where}: missing delete column {self.delete!r} (columns: {schema.names})")
+        if not pa.types.is_boolean(schema.field(self.delete).type):
+            raise SchemaError(f"{where}: delete column {self.delete!r} must be bool, "
+                              f"not {schema.field(self.delete).type}")
+        if self.uses_ordering and self.ordering not in names:
+            raise SchemaError(f"{where}: missing ordering column {self.ordering!r} (columns: {schema.names})")
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:
+        """The merged output's schema: the input schema without the delete column."""
+        return schema.remove(schema.get_field_index(self.delete))
+
+
+# --------------------------------------------------------------------------------------
+# The per-record reference: fold and model_merge
+# --------------------------------------------------------------------------------------
+
+def _ordering_key(value: Any) -> tuple[int, Any]:
+    """Nulls compare lowest: (0,) < (1, v) for every v."""
+    return (0, 0) if value is None else (1, value)
+
+
+def is_delete(row: Mapping[str, Any], spec: MergeSpec) -> bool:
+    """True when `row` is a delete (a null delete flag counts as an upsert)."""
+    return bool(row.get(spec.delete))
+
+
+def replaces(state: Mapping[str, Any] | None, row: Mapping[str, Any], spec: MergeSpec) -> bool:
+    """One step of the fold: does `row` (from a later position) replace `state`?"""
+    if state is None or spec.mode is MergeMode.COMMIT_TIME_ORDERING:
+        return True
+    assert spec.ordering is not None
+    new = row.get(spec.ordering)
+    if new is None and is_delete(row, spec):
+        return True  # delete-by-key: unconditional
+    return _ordering_key(new) >= _ordering_key(state.get(spec.ordering))
+
+
+def fold(rows: Iterable[Mapping[str, Any]], spec: MergeSpec) -> Mapping[str, Any] | None:
+    """Fold the records of one key (in source order) into the final state.
+
+    Returns the winning row, which may be a delete (check `is_delete`), or
+    None when `rows` is empty.
+    """
+    state: Mapping[str, Any] | None = None
+    for row in rows:
+        if replaces(state, row, spec):
+            state = row
+    return state
+
+
+def surviving_row(state: Mapping[str, Any] | None, spec: MergeSpec) -> dict[str, Any] | None:
+    """The output row for a final state: None for a delete, else the row without the delete column."""
+    if state is None or is_delete(state, spec):
+        return None
+    return {name: value for name, value in state.items() if name != spec.delete}
+
+
+def model_merge(sources: Sequence[Iterable[Mapping[str, Any]]], spec: MergeSpec) -> dict[str, dict[str, Any]]:
+    """The dict model: merge lists of row dicts (source 0 first) into ``{key: row}``.
+
+    Rows of one key are folded in source order, then row order inside a source,
+    so a key repeated inside one source behaves like a key in two consecutive
+    sources. Deleted keys are absent from the result.
+    """
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for source in sources:
+        for row in source:
+            groups.setdefault(row[spec.key], []).append(row)
+    out: dict[str, dict[str, Any]] = {}
+    for key, rows in groups.items():
+        row = surviving_row(fold(rows, spec), spec)
+        if row is not None:
+            out[key] = row
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Inputs: what an engine consumes
+# --------------------------------------------------------------------------------------
+
+Source = Union[pa.Table, pa.RecordBatch, pa.RecordBatchReader, Iterable[pa.RecordBatch]]
+
+
+class SourceInput:
+    """One normalised source: its index, its schema (once known) and its batches.
+
+    Every batch handed out has been checked against the common schema; a
+    batch with a different schema raises `SchemaError` naming the source.
+    """
+
+    def __init__(self, index: int, source: Source, batch_size: int) -> None:
+        self.index = index
+        self.schema: pa.Schema | None
+        self._peeked: pa.RecordBatch | None = None
+        self._iter: Iterator[pa.RecordBatch]
+        if isinstance(source, pa.Table):
+            self.schema = source.schema
+            self._iter = iter(source.to_batches(max_chunksize=batch_size))
+        elif isinstance(source, pa.RecordBatch):
+            self.schema = source.schema
+            self._iter = iter([source.slice(i, batch_size) for i in range(0, source.num_rows, batch_size)])
+        elif isinstance(source, pa.RecordBatchReader):
+            self.schema = source.schema
+            self._iter = iter(source)
+        else:
+            try:
+                self._iter = iter(source)
+            except TypeError:
+                raise InputError(f"source {index}: expected a pyarrow Table, RecordBatch, "
+                                 f"RecordBatchReader or an iterable of RecordBatch, "
+                                 f"got {type(source).__name__}") from None
+            self.schema = None
+            self._peeked = next(self._iter, None)
+            if self._peeked is not None:
+                if not isinstance(self._peeked, pa.RecordBatch):
+                    raise InputError(f"source {index}: expected RecordBatch items, "
+                                     f"got {type(self._peeked).__name__}")
+                self.schema = self._peeked.schema
+        self._expected: pa.Schema | None = None
+
+    def expect(self, schema: pa.Schema) -> None:
+        """Set the common schema every batch must match."""
+        self._expected = schema
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """The source's batches (possibly empty ones), each checked against the schema."""
+        expected = self._expected
+        if self._peeked is not None:
+            first, self._peeked = self._peeked, None
+            yield self._check(first, expected)
+        for batch in self._iter:
+            yield self._check(batch, expected)
+
+    def _check(self, batch: pa.RecordBatch, expected: pa.Schema | None) -> pa.RecordBatch:
+        if not isinstance(batch, pa.RecordBatch):
+            raise InputError(f"source {self.index}: expected RecordBatch items, got {type(batch).__name__}")
+        if expected is not None and batch.schema is not expected and not batch.schema.equals(expected):
+            raise SchemaError(f"source {self.index}: batch schema differs from the other sources:\n"
+                              f"{batch.schema}\nexpected:\n{expected}")
+        return batch
+
+
+def prepare_sources(sources: Sequence[Source], spec: MergeSpec,
+                    batch_size: int) -> tuple[list[SourceInput], pa.Schema | None]:
+    """Normalise `sources` and check that they share one schema with the merge columns.
+
+    Returns the inputs and the common input schema (None when no source has
+    a schema, e.g. only empty iterables).
+    """
+    if batch_size < 1:
+        raise InputError(f"batch_size must be >= 1, got {batch_size}")
+    inputs = [SourceInput(i, s, batch_size) for i, s in enumerate(sources)]
+    schema: pa.Schema | None = None
+    for inp in inputs:
+        if inp.schema is None:
+            continue
+        if schema is None:
+            spec.check_schema(inp.schema, where=f"source {inp.index}")
+            schema = inp.schema
+        elif not inp.schema.equals(schema):
+            raise SchemaError(f"source {inp.index}: schema differs from source {inputs[0].index if inputs else 0}:"
+                              f"\n{inp.schema}\nexpected:\n{schema}")
+    if schema is not None:
+        for inp in inputs:
+            inp.expect(schema)
+    return inputs, schema
+
+
+def check_keys_not_null(keys: pa.Array | pa.ChunkedArray, source: int) -> None:
+    """Raise `SchemaError` when a key is null."""
+    if keys.null_count:
+        raise SchemaError(f"source {source}: {keys.null_count} null record key(s)")
+
+
+# --------------------------------------------------------------------------------------
+# The vectorised rule
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Winners:
+    """`select_winners` result, one entry per distinct key, in key order.
+
+    ``rows``: index of the winning row in the input table; ``deleted``: the
+    winner is a delete; ``reset``: the key's records contain a delete-by-key
+    (null-ordering delete), so earlier sources cannot matter (always True
+    under commit-time ordering, where the last record always wins).
+    """
+
+    rows: np.ndarray
+    deleted: np.ndarray
+    reset: np.ndarray
+
+
+def _orderable(values: pa.Array) -> np.ndarray:
+    """Ordering values as a NumPy array that orders like Arrow does (nulls filled, mask kept apart)."""
+    t = values.type
+    if pa.types.is_signed_integer(t) or (pa.types.is_unsigned_integer(t) and t.bit_width < 64):
+        return values.cast(pa.int64()).fill_null(0).to_numpy()
+    if pa.types.is_boolean(t):
+        return values.cast(pa.int8()).fill_null(0).to_numpy().astype(np.int64)
+    if pa.types.is_timestamp(t) or pa.types.is_duration(t):
+        return values.cast(pa.int64()).fill_null(0).to_numpy()
+    if pa.types.is_floating(t):
+        arr = values.cast(pa.float64()).fill_null(0.0).to_numpy()
+        if not np.isnan(arr).any():
+            return arr
+    # strings, dates, decimals, floats with NaN, ...: Arrow's own order as dense ranks
+    try:  # pyarrow >= 25: null placement per sort key
+        ranks = pc.rank(values, sort_keys=[("", "ascending", "at_start")], tiebreaker="dense")
+    except (TypeError, ValueError, pa.ArrowInvalid):
+        ranks = pc.rank(values, sort_keys="ascending", null_placement="at_start", tiebreaker="dense")
+    return np.asarray(ranks).astype(np.int64)
+
+
+def _as_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(col, pa.ChunkedArray):
+        return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return col
+
+
+def select_winners(table: pa.Table | pa.RecordBatch, spec: MergeSpec, *,
+                   presorted: bool = False) -> Winners:
+    """Apply the fold to every key of `table` at once.
+
+    The rows of `table` must be in fold order (source, then row order). With
+    ``presorted=True`` the caller promises the rows are already sorted by key
+    (equal keys adjacent, in fold order); otherwise a stable sort by key is
+    done first.
+    """
+    n = table.num_rows
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return Winners(empty, np.zeros(0, dtype=bool), np.zeros(0, dtype=bool))
+    keys = _as_array(table.column(spec.key))
+    if presorted:
+        order = np.arange(n, dtype=np.int64)
+        sorted_keys = keys
+    else:
+        order_arr = pc.sort_indices(keys)
+        order = np.asarray(order_arr).astype(np.int64, copy=False)
+        sorted_keys = keys.take(order_arr)
+    starts_flag = np.empty(n, dtype=bool)
+    starts_flag[0] = True
+    if n > 1:
+        starts_flag[1:] = np.asarray(pc.not_equal(sorted_keys.slice(1), sorted_keys.slice(0, n - 1)))
+    starts = np.flatnonzero(starts_flag)
+    deletes_all = np.asarray(_as_array(table.column(spec.delete)).fill_null(False), dtype=bool)
+    deletes = deletes_all[order]
+
+    if spec.mode is MergeMode.COMMIT_TIME_ORDERING:
+        win = np.empty(len(starts), dtype=np.int64)
+        win[:-1] = starts[1:] - 1
+        win[-1] = n - 1
+        reset = np.ones(len(starts), dtype=bool)
+    else:
+        assert spec.ordering is not None
+        ordering = _as_array(table.column(spec.ordering))
+        notnull_all = np.asarray(ordering.is_valid(), dtype=bool)
+        values_all = _orderable(ordering)
+        group = np.cumsum(starts_flag) - 1
+        pos = np.arange(n, dtype=np.int64)
+        notnull = notnull_all[order]
+        # u: last delete-by-key of each key; rows before it are dead
+        upos = np.where(deletes & ~notnull, pos, -1)
+        ustart = np.maximum.reduceat(upos, starts)
+        reset = ustart >= 0
+        alive = pos >= ustart[group]
+        # max by (non-null, value, position) among the live rows
+        k1 = np.where(alive, notnull.astype(np.int8), np.int8(-1))
+        c1 = k1 == np.maximum.reduceat(k1, starts)[group]
+        values = values_all[order]
+        low = -np.inf if values.dtype.kind == "f" else np.iinfo(values.dtype).min
+        v2 = np.where(c1, values, low)
+        c2 = c1 & (values == np.maximum.reduceat(v2, starts)[group])
+        win = np.maximum.reduceat(np.where(c2, pos, -1), starts)
+    return Winners(order[win], deletes[win], reset)
+
+
+def merge_resolved(table: pa.Table, spec: MergeSpec, *, presorted: bool = False) -> pa.Table:
+    """Merge the rows of one in-memory table (in fold order): one row per surviving key, key order."""
+    winners = select_winners(table, spec, presorted=presorted)
+    keep = winners.rows[~winners.deleted]
+    if presorted and len(keep) == table.num_rows:
+        out = table  # already one row per key, in key order, no deletes
+    else:
+        out = table.take(pa.array(keep, type=pa.int64()))
+    return out.drop_columns([spec.delete])
+
+
+__all__ = [
+    "MergeMode",
+    "MergeSpec",
+    "Source",
+    "SourceInput",
+    "Winners",
+    "check_keys_not_null",
+    "fold",
+    "is_delete",
+    "merge_resolved",
+    "model_merge",
+    "prepare_sources",
+    "replaces",
+    "select_winners",
+    "surviving_row",
+]

@@ -1,0 +1,1 @@
+"""Table services: the lock, rollback (and, later, compaction, cleaning, archiving)."""

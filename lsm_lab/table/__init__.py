@@ -1,0 +1,1 @@
+"""The table: records in, records out, and what is on disk."""

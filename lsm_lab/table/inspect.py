@@ -1,0 +1,141 @@
+"""Inspection: text dumps and tables of what is on disk, before any picture.
+
+`dump_levels` prints every file group as an LSM tree of two levels, like
+mini-lsm's `dump_structure`:
+
+    city=chennai/00000001-9c2f…-0   (slice @ 20261122001500123)
+      L1: base 00000001-…_0-1-0_20261122001500123.parquet  rows=250  keys [04a1…, fe3b…]  sorted
+      L0 (2): [ …_20261122001600456_1.parquet rows=40 keys [0b11…, f9e0…],
+                …_20261122001700789_1.delete.parquet rows=5 keys [1c2d…, e0f1…] ]
+
+`file_slices_frame` gives the same facts as a pandas DataFrame (one row per file
+slice), and `footers` decodes the Parquet footer of every data file into columns
+(`hudi.log.format.metadata` is expanded to one column per header key).
+
+Row counts and key ranges come from Parquet footers only (no data pages are
+read), so inspecting a large table is cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from lsm_lab.errors import CorruptFileError
+from lsm_lab.layout import fsview, parquet_io
+from lsm_lab.layout.fsview import DataFile
+from lsm_lab.logformat import v2
+
+if TYPE_CHECKING:
+    from lsm_lab.table.table import Table
+
+
+def file_facts(f: DataFile) -> dict[str, Any]:
+    """Rows, key range and sortedness of one data file, from its footer."""
+    facts: dict[str, Any] = {"rows": None, "min_key": None, "max_key": None, "sorted": False}
+    if f.name.ext != "parquet" or (f.name.is_log and f.name.log_format == 1):
+        return facts
+    try:
+        meta = pq.read_metadata(f.path)
+    except (OSError, Exception) as exc:  # pyarrow raises ArrowInvalid/OSError for bad files
+        raise CorruptFileError(f"cannot read the Parquet footer: {exc}", path=f.path) from None
+    kv = {k.decode(errors="replace"): v.decode(errors="replace") for k, v in (meta.metadata or {}).items()}
+    facts["rows"] = meta.num_rows
+    facts["min_key"] = kv.get(parquet_io.KEY_MIN)
+    facts["max_key"] = kv.get(parquet_io.KEY_MAX)
+    facts["sorted"] = kv.get(parquet_io.KEY_SORTED) == "true"
+    return facts
+
+
+def file_slices_frame(table: "Table", as_of: Any = None) -> pd.DataFrame:
+    rows = []
+    for group in table.file_groups(as_of):
+        fs = group.latest
+        num, lo, hi = 0, None, None
+        for f in fs.files:
+            facts = file_facts(f)
+            num += facts["rows"] or 0
+            if facts["min_key"] is not None:
+                lo = facts["min_key"] if lo is None else min(lo, facts["min_key"])
+                hi = facts["max_key"] if hi is None else max(hi, facts["max_key"])
+        rows.append({
+            "partition": fs.partition, "file_id": fs.file_id, "base_instant": fs.base_instant,
+            "base_file": fs.base_file.path.name if fs.base_file else None,
+            "log_files": [f.path.name for f in fs.log_files], "num_logs": len(fs.log_files),
+            "size_bytes": fs.size_bytes, "num_records": num, "min_key": lo, "max_key": hi,
+            "num_slices": len(group.slices),
+        })
+    cols = ["partition", "file_id", "base_instant", "base_file", "log_files", "num_logs", "size_bytes",
+            "num_records", "min_key", "max_key", "num_slices"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _short(key: str | None, width: int = 12) -> str:
+    if key is None:
+        return "?"
+    return key if len(key) <= width else key[: width - 1] + "…"
+
+
+def _describe(f: DataFile) -> str:
+    facts = file_facts(f)
+    rows = "?" if facts["rows"] is None else facts["rows"]
+    kind = "v1 log" if f.name.log_format == 1 else ("delete" if f.name.is_delete else "")
+    extra = f" {kind}" if kind else ""
+    sort = " sorted" if facts["sorted"] else ""
+    return f"{f.path.name} rows={rows} keys [{_short(facts['min_key'])}, {_short(facts['max_key'])}]{extra}{sort}"
+
+
+def dump_levels(table: "Table", as_of: Any = None) -> str:
+    """Text dump of every file group's latest slice: `L1: base …` and `L0 (n): [...]`."""
+    lines = []
+    groups = table.file_groups(as_of)
+    if not groups:
+        return "(no file groups)"
+    for group in groups:
+        fs = group.latest
+        where = f"{fs.partition}/" if fs.partition else ""
+        lines.append(f"{where}{fs.file_id}   (slice @ {fs.base_instant}, {len(group.slices)} slice(s))")
+        lines.append(f"  L1: base {_describe(fs.base_file)}" if fs.base_file else "  L1: (no base file)")
+        if fs.log_files:
+            inner = ",\n          ".join(_describe(f) for f in fs.log_files)
+            lines.append(f"  L0 ({len(fs.log_files)}): [{inner}]")
+        else:
+            lines.append("  L0 (0): []")
+    return "\n".join(lines)
+
+
+def footers(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """One row per Parquet data file under `path` (a table folder or one file), footer keys as columns."""
+    target = Path(path)
+    if target.is_file():
+        items = [("", target)]
+    else:
+        items = [(p, fp) for p, fp, name in fsview.list_data_files(target)
+                 if name.ext == "parquet" and not (name.is_log and name.log_format == 1)]
+    rows = []
+    for partition, fp in items:
+        kv = parquet_io.footer(fp)
+        row: dict[str, Any] = {"partition": partition, "file": fp.name}
+        meta = pq.read_metadata(fp)
+        row["num_rows"] = meta.num_rows
+        row["num_row_groups"] = meta.num_row_groups
+        row["size_bytes"] = fp.stat().st_size
+        for key, value in sorted(kv.items()):
+            if key == v2.KEY_METADATA:
+                try:
+                    header = json.loads(value)
+                except json.JSONDecodeError:
+                    raise CorruptFileError(f"footer key {key} is not JSON", path=fp) from None
+                for hk, hv in header.items():
+                    row[f"log.{hk}"] = hv
+            elif key.startswith("org.apache.spark") or key == "parquet.avro.schema":
+                continue
+            else:
+                row[key] = value
+        rows.append(row)
+    return pd.DataFrame(rows)

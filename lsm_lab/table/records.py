@@ -1,0 +1,235 @@
+"""Incoming records: normalise, key, partition, validate, de-duplicate, sort.
+
+Before a batch touches storage it goes through a fixed pipeline, all of it in
+Arrow kernels (no per-row Python):
+
+    pyarrow.Table | pandas.DataFrame | list[dict]
+      │ to_arrow            one Arrow table; `_hoodie_*` columns the caller passed are dropped
+      │ check_schema        same names and types as the table; new nullable columns allowed
+      │ record_keys         "uuid-1"  or  "id:7,name:x" for composite keys (Hudi's complex keygen)
+      │ partition_paths     "chennai" or "city=chennai";  a/b for composite partitions
+      │ dedupe              one row per key: greatest ordering value, ties to the later row
+      ▼ sort_by_key         UTF-8 byte order of the record key (lsm_tree layout)
+
+Partition values become folder names, so a value containing `/`, `\\`, `..`, a
+leading `.` or a NUL byte is rejected (`PartitionValueError`): it could escape the
+table folder or hide the partition from listings.
+
+Simplified compared with Apache Hudi: key generators are limited to simple,
+complex and non-partitioned (no timestamp-based or custom generators); a value
+is turned into text with Arrow's cast to string.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lsm_lab.errors import InputError, PartitionValueError, SchemaError
+
+COMMIT_TIME = "_hoodie_commit_time"
+COMMIT_SEQNO = "_hoodie_commit_seqno"
+RECORD_KEY = "_hoodie_record_key"
+PARTITION_PATH = "_hoodie_partition_path"
+FILE_NAME = "_hoodie_file_name"
+META_COLUMNS = (COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME)
+META_SCHEMA = pa.schema([pa.field(c, pa.string()) for c in META_COLUMNS])
+DELETE_FLAG = "_lsm_delete"
+DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+NULL_KEY_PART = "__null__"
+EMPTY_KEY_PART = "__empty__"
+
+
+def to_arrow(data: Any, *, what: str = "data") -> pa.Table:
+    """Turn a pyarrow Table/RecordBatch, pandas DataFrame or list of dicts into a pyarrow Table."""
+    if isinstance(data, pa.Table):
+        table = data
+    elif isinstance(data, pa.RecordBatch):
+        table = pa.Table.from_batches([data])
+    elif isinstance(data, list):
+        if data and not all(isinstance(r, dict) for r in data):
+            raise InputError(f"{what}: a list must hold dicts (one per record)")
+        table = pa.Table.from_pylist(data)
+    else:
+        try:
+            import pandas as pd
+        except ImportError:  # pragma: no cover - pandas is a dependency
+            pd = None
+        if pd is not None and isinstance(data, pd.DataFrame):
+            table = pa.Table.from_pandas(data, preserve_index=False)
+        else:
+            raise InputError(f"{what}: expected a pyarrow Table, pandas DataFrame or list of dicts, "
+                             f"got {type(data).__name__}")
+    keep = [c for c in table.column_names if c not in META_COLUMNS and c != DELETE_FLAG]
+    table = table.select(keep).replace_schema_metadata(None)
+    return normalize_types(table)
+
+
+def _normal_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_dictionary(t):
+        return _normal_type(t.value_type)
+    return t
+
+
+def normalize_types(table: pa.Table) -> pa.Table:
+    """Large/view strings and dictionaries become plain strings, so files agree on types."""
+    fields = [pa.field(f.name, _normal_type(f.type), f.nullable) for f in table.schema]
+    target = pa.schema(fields)
+    return table if target == table.schema else table.cast(target)
+
+
+def check_columns(table: pa.Table, needed: Iterable[str], role: str) -> None:
+    missing = [c for c in needed if c not in table.column_names]
+    if missing:
+        raise SchemaError(f"the data has no {role} column{'s' if len(missing) > 1 else ''} "
+                          f"{', '.join(repr(m) for m in missing)} (columns: {', '.join(table.column_names)})")
+
+
+def evolve_schema(current: pa.Schema | None, incoming: pa.Schema, *, partial: bool = False) -> pa.Schema:
+    """The table schema after accepting `incoming` (SchemaError for anything but added nullable columns).
+
+    `partial=True` (deletes) allows the batch to carry only some of the columns.
+    """
+    if current is None:
+        return pa.schema([pa.field(f.name, f.type, True) for f in incoming])
+    fields = list(current)
+    names = set(current.names)
+    for f in incoming:
+        if f.name in names:
+            old = current.field(f.name)
+            if old.type != f.type and not pa.types.is_null(f.type):
+                raise SchemaError(f"column '{f.name}' changes type from {old.type} to {f.type}; "
+                                  "lsm_lab only accepts added nullable columns")
+        else:
+            if partial:
+                continue
+            fields.append(pa.field(f.name, f.type, True))
+    if not partial:
+        missing = [n for n in current.names if n not in incoming.names]
+        if missing:
+            raise SchemaError(f"the data lacks column{'s' if len(missing) > 1 else ''} "
+                              f"{', '.join(repr(m) for m in missing)} of the table schema")
+    return pa.schema(fields)
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Reorder/cast `table` to `schema`, filling absent columns with nulls."""
+    cols = []
+    for f in schema:
+        if f.name in table.column_names:
+            col = table.column(f.name)
+            cols.append(col if col.type == f.type else pc.cast(col, f.type))
+        else:
+            cols.append(pa.nulls(table.num_rows, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def _as_text(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if pa.types.is_string(arr.type):
+        return arr
+    try:
+        return pc.cast(arr, pa.string())
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as exc:
+        raise SchemaError(f"cannot use a column of type {arr.type} in a key or partition path: {exc}") from None
+
+
+def record_keys(table: pa.Table, fields: Sequence[str]) -> pa.Array:
+    """Record keys as strings: the value for one field, `f1:v1,f2:v2` for several (Hudi complex keygen)."""
+    check_columns(table, fields, "record key")
+    if len(fields) == 1:
+        keys = _as_text(table.column(fields[0]))
+        if keys.null_count:
+            raise SchemaError(f"record key column '{fields[0]}' has {keys.null_count} null value(s)")
+        return keys
+    parts = []
+    all_null = None
+    for f in fields:
+        txt = _as_text(table.column(f))
+        is_null = txt.is_null()
+        all_null = is_null if all_null is None else pc.and_(all_null, is_null)
+        txt = pc.if_else(pc.equal(txt, ""), EMPTY_KEY_PART, txt).fill_null(NULL_KEY_PART)
+        parts.append(pc.binary_join_element_wise(f"{f}:", txt, ""))
+    if all_null is not None and pc.any(all_null).as_py():
+        raise SchemaError(f"record key fields {', '.join(fields)} are all null in some rows")
+    return pc.binary_join_element_wise(*parts, ",")
+
+
+def _check_partition_values(values: pa.Array, field: str) -> None:
+    bad = pc.or_(
+        pc.or_(pc.match_substring(values, "/"), pc.match_substring(values, "\\")),
+        pc.or_(pc.match_substring(values, ".."), pc.or_(pc.starts_with(values, "."),
+                                                          pc.match_substring(values, "\x00"))),
+    )
+    if pc.any(bad).as_py():
+        sample = values.filter(bad)[0].as_py()
+        raise PartitionValueError(
+            f"partition column '{field}' has the value {sample!r}: partition values may not contain "
+            "'/', '\\', '..' or NUL, nor start with '.', because they become folder names"
+        )
+
+
+def partition_paths(table: pa.Table, fields: Sequence[str], *, hive_style: bool) -> pa.Array:
+    """Relative partition folder of every row ("" for a non-partitioned table)."""
+    n = table.num_rows
+    if not fields:
+        return pa.array([""] * n, pa.string()) if n else pa.array([], pa.string())
+    check_columns(table, fields, "partition")
+    parts = []
+    for f in fields:
+        txt = _as_text(table.column(f))
+        txt = pc.if_else(pc.equal(txt, ""), DEFAULT_PARTITION, txt).fill_null(DEFAULT_PARTITION)
+        _check_partition_values(txt, f)
+        parts.append(pc.binary_join_element_wise(f"{f}=", txt, "") if hive_style else txt)
+    return parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, "/")
+
+
+def check_partition_path(path: str) -> None:
+    """Reject a partition path that would leave the table folder (for paths given directly)."""
+    pieces = path.split("/") if path else []
+    if path.startswith("/") or "\\" in path or any(p in ("", ".", "..") or p.startswith(".") for p in pieces):
+        raise PartitionValueError(f"partition path {path!r} would escape the table folder")
+
+
+def dedupe(table: pa.Table, key: str, ordering: str | None) -> pa.Table:
+    """One row per key: the greatest ordering value wins, ties (and no ordering) go to the later row.
+
+    The result is sorted by key (UTF-8 byte order)."""
+    if table.num_rows == 0:
+        return table
+    idx = pa.array(np.arange(table.num_rows, dtype=np.int64))
+    sort_keys: list[tuple[str, str, str]] = [(key, "ascending", "at_start")]
+    work = table.append_column("__row", idx)
+    if ordering is not None:
+        sort_keys.append((ordering, "ascending", "at_start"))  # nulls lowest: a non-null ordering wins
+    sort_keys.append(("__row", "ascending", "at_start"))
+    order = pc.sort_indices(work, sort_keys=sort_keys)
+    ordered = work.take(order)
+    keys = ordered.column(key).combine_chunks()
+    n = len(keys)
+    if n > 1:
+        last = pc.not_equal(keys.slice(0, n - 1), keys.slice(1)).to_numpy(zero_copy_only=False)
+        keep = np.append(last, True)
+        ordered = ordered.filter(pa.array(keep))
+    return ordered.drop_columns(["__row"])
+
+
+def sort_by_key(table: pa.Table, key: str = RECORD_KEY) -> pa.Table:
+    if table.num_rows <= 1:
+        return table
+    return table.take(pc.sort_indices(table, sort_keys=[(key, "ascending")]))
+
+
+def is_strictly_sorted(keys: pa.Array | pa.ChunkedArray) -> bool:
+    """True when the keys increase strictly (UTF-8 byte order), i.e. sorted with no key twice."""
+    arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    if len(arr) <= 1:
+        return True
+    return bool(pc.all(pc.less(arr.slice(0, len(arr) - 1), arr.slice(1))).as_py())

@@ -1,0 +1,390 @@
+"""`Table`: the one object a user holds — create or open, write, read, inspect.
+
+    create_table(path, name=…, record_key=…)          open_table(path)
+                 │                                          │
+                 └──────────────► Table ◄───────────────────┘
+        writes:  insert · upsert · delete · bulk_insert      → completed Instant
+        reads:   read(as_of, columns, filter, merge) · read_optimized · read_incremental
+        inspect: timeline() · file_slices() · dump_levels() · file_groups()
+
+A `Table` holds no cached state that could go stale: every call lists the
+timeline and the folder again, so two `Table` objects (or two processes) on one
+path always agree with the disk.
+
+Simplified compared with Apache Hudi: no write client / table service client
+split, no metadata table, no schema registry: the table schema is kept in the
+latest commit's `extraMetadata`, as Hudi does.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import pandas as pd
+import pyarrow as pa
+from tqdm.auto import tqdm
+
+from lsm_lab import config as cfg
+from lsm_lab.config import TableConfig
+from lsm_lab.errors import InputError, LsmLabError, TableConfigError, TimelineError, UnsupportedFeatureError
+from lsm_lab.layout import fsview, parquet_io
+from lsm_lab.layout.fsview import FileGroup, FileSlice
+from lsm_lab.services.lock import table_lock
+from lsm_lab.services.rollback import files_of_instant, rollback_failed_writes
+from lsm_lab.table import read as reader
+from lsm_lab.table import records, write as writer
+from lsm_lab.timeline.active import ActiveTimeline
+from lsm_lab.timeline.clock import parse_time
+from lsm_lab.timeline.instant import COMMIT, DELTA_COMMIT, WRITE_ACTIONS, Instant, normalize_time
+from lsm_lab.timeline.metadata import commit_metadata, summarize
+
+
+class Table:
+    """A Hudi table on local storage, as lsm_lab reads and writes it."""
+
+    def __init__(self, path: str | os.PathLike[str], config: TableConfig) -> None:
+        self.path = Path(path)
+        self.config = config
+        self.active_timeline = ActiveTimeline(self.path, config)
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    def __repr__(self) -> str:
+        c = self.config
+        return (f"Table({str(self.path)!r}, name={c.name!r}, type={c.table_type}, layout={c.layout}, "
+                f"version={c.version}, key={list(c.record_key)}, partition_by={list(c.partition_by)})")
+
+    def _repr_html_(self) -> str:
+        c = self.config
+        inst = self.instants()
+        last = inst[-1] if inst else None
+        rows = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in [
+            ("path", self.path), ("type", c.table_type), ("layout", c.layout), ("table version", c.version),
+            ("record key", ", ".join(c.record_key)), ("partitioned by", ", ".join(c.partition_by) or "—"),
+            ("ordering field", c.ordering_field or "—"), ("merge mode", c.merge_mode),
+            ("instants", len(inst)), ("latest", last._repr_html_() if last else "—"),
+        ])
+        return f"<table><caption><b>lsm_lab table {c.name}</b></caption>{rows}</table>"
+
+    # ------------------------------------------------------------------ timeline
+    def instants(self) -> list[Instant]:
+        """Active-timeline instants in reader order (completion time, then begin time)."""
+        return self.active_timeline.instants()
+
+    def completed_writes(self) -> list[Instant]:
+        return [i for i in self.active_timeline.completed() if i.action in WRITE_ACTIONS]
+
+    def latest_completion(self) -> str | None:
+        done = self.completed_writes()
+        return done[-1].completion_time if done else None
+
+    def timeline(self) -> pd.DataFrame:
+        """One row per instant: begin/completion time, action, state and the write statistics."""
+        rows = []
+        for inst in self.instants():
+            row: dict[str, Any] = {"begin_time": inst.begin_time, "completion_time": inst.completion_time,
+                                   "action": inst.action, "state": inst.state.value}
+            stats = {"operation": None, "partitions": 0, "files": 0, "records_written": 0, "records_inserted": 0,
+                     "records_updated": 0, "records_deleted": 0, "bytes_written": 0}
+            if inst.is_completed and inst.is_write:
+                meta = self.active_timeline.read_content(inst)
+                stats.update(summarize(meta))
+                stats["operation"] = meta.get("operationType")
+            row.update(stats)
+            rows.append(row)
+        cols = ["begin_time", "completion_time", "action", "state", "operation", "partitions", "files",
+                "records_written", "records_inserted", "records_updated", "records_deleted", "bytes_written"]
+        return pd.DataFrame(rows, columns=cols)
+
+    def _resolve_time(self, as_of: Any) -> str | None:
+        if as_of is None:
+            return None
+        if isinstance(as_of, Instant):
+            if not as_of.is_completed:
+                raise InputError(f"cannot read as of {as_of}: it has not completed")
+            return as_of.completion_time
+        if hasattr(as_of, "strftime"):
+            from lsm_lab.timeline.clock import format_time
+
+            return format_time(as_of)
+        text = str(as_of)
+        parse_time(text)  # validates (TimelineError with a clear message)
+        return normalize_time(text)
+
+    def completion_map(self, read_time: str | None = None) -> dict[str, str]:
+        """Begin time → completion time of the completed write instants visible at `read_time`."""
+        limit = normalize_time(read_time) if read_time else None
+        out = {}
+        for inst in self.completed_writes():
+            assert inst.completion_time is not None
+            if limit is None or normalize_time(inst.completion_time) <= limit:
+                out[inst.begin_time] = inst.completion_time
+        return out
+
+    # ------------------------------------------------------------------ schema
+    @property
+    def schema(self) -> pa.Schema | None:
+        """The table's user columns (no meta columns), or None before the first write."""
+        for inst in reversed(self.completed_writes()):
+            extra = self.active_timeline.read_content(inst).get("extraMetadata") or {}
+            text = extra.get(writer.SCHEMA_KEY)
+            if text:
+                return writer.schema_from_text(text)
+            if extra.get("schema"):
+                return _schema_from_avro(extra["schema"])
+        create = self.config.props.get("hoodie.table.create.schema")
+        if create:
+            return _schema_from_avro(create)
+        return None
+
+    def _read_context(self, read_time: str | None) -> reader.ReadContext:
+        schema = self.schema
+        if schema is None:
+            schema = self._schema_from_files()
+        return reader.ReadContext(self.path, self.config, schema or pa.schema([]),
+                                  self.completion_map(read_time), read_time)
+
+    def _schema_from_files(self) -> pa.Schema | None:
+        for _, path, name in fsview.list_data_files(self.path):
+            if name.is_base and name.ext == "parquet":
+                import pyarrow.parquet as pq
+
+                s = pq.read_schema(path)
+                return pa.schema([f for f in s if f.name not in records.META_COLUMNS])
+        return None
+
+    # ------------------------------------------------------------------ file system view
+    def file_groups(self, as_of: Any = None, partitions: Iterable[str] | None = None) -> list[FileGroup]:
+        """File groups with their slices, as visible at `as_of` (default: now)."""
+        read_time = self._resolve_time(as_of)
+        completion = self.completion_map(read_time)
+        replaced = fsview.replaced_file_groups(
+            [i for i in self.active_timeline.completed() if i.begin_time in completion],
+            self.active_timeline.read_content,
+        )
+        return fsview.build_file_groups(
+            self.path, completion, read_time=read_time, replaced=replaced,
+            v1_logs_by_base_instant=self.config.version < 8, partitions=partitions,
+        )
+
+    def latest_slices(self, as_of: Any = None, partitions: Iterable[str] | None = None) -> list[FileSlice]:
+        return [g.latest for g in self.file_groups(as_of, partitions)]
+
+    def partitions(self) -> list[str]:
+        return fsview.list_partitions(self.path)
+
+    # ------------------------------------------------------------------ writes
+    def insert(self, data: Any) -> Instant:
+        """Insert records (a later version of an existing key still merges by key)."""
+        return self._write(data, "insert")
+
+    def upsert(self, data: Any) -> Instant:
+        """Insert new records and update existing ones (by record key)."""
+        return self._write(data, "upsert")
+
+    def bulk_insert(self, data: Any) -> Instant:
+        """Insert a large batch in one pass (new file groups are written as sorted base files)."""
+        return self._write(data, "bulk_insert")
+
+    def delete(self, keys_or_data: Any) -> Instant:
+        """Delete records: rows holding the key (and partition, ordering) columns, or a list of key strings."""
+        return self._write(keys_or_data, "delete")
+
+    def _write(self, data: Any, op: str) -> Instant:
+        if self.config.version < 9 and not self.config.props.get("lsm_lab.created"):
+            raise UnsupportedFeatureError("lsm_lab writes only to tables it created; this table was written by "
+                                          "Apache Hudi (read it, or copy its rows into a new lsm_lab table)",
+                                          path=self.path)
+        if self.config.log_format_version == 1 and self.config.is_mor:
+            raise UnsupportedFeatureError("this table writes v1 (#HUDI#) logs, which lsm_lab does not write yet",
+                                          path=self.path)
+        with table_lock(self.path):
+            rollback_failed_writes(self.path, self.active_timeline)
+            current = self.schema
+            batch = writer.prepare(self.config, current, data, op)
+            action = DELTA_COMMIT if self.config.is_mor else COMMIT
+            requested = self.active_timeline.request(action, {"operationType": op.upper()})
+            inflight = self.active_timeline.start(requested)
+            instant = inflight.begin_time
+            try:
+                stats = self._write_files(batch, instant, op)
+            except BaseException:
+                for path in files_of_instant(self.path, instant):
+                    path.unlink(missing_ok=True)
+                self.active_timeline.remove_pending(inflight)
+                raise
+            schema = batch.schema if len(batch.schema) else (current or pa.schema([]))
+            extra = {writer.SCHEMA_KEY: writer.schema_to_text(schema)} if len(schema) else {}
+            meta = commit_metadata(stats, operation=op, extra=extra)
+            return self.active_timeline.complete(inflight, meta)
+
+    def _write_files(self, batch: writer.PreparedBatch, instant: str, op: str) -> list:
+        rows = batch.rows
+        if rows.num_rows == 0:
+            return []
+        parts = sorted(set(rows.column(records.PARTITION_PATH).to_pylist()))
+        for p in parts:
+            records.check_partition_path(p)
+        groups = self.file_groups(partitions=parts)
+        by_partition: dict[str, list[FileGroup]] = {}
+        for g in groups:
+            by_partition.setdefault(g.partition, []).append(g)
+        schema = batch.schema if len(batch.schema) else (self.schema or pa.schema([]))
+        ctx = reader.ReadContext(self.path, self.config, schema, self.completion_map(), None)
+        tagged = writer.tag(self.config, rows, by_partition, ctx)
+        writer.write_partition_metadata(self.path, parts, instant)
+        stats = []
+        for task, (partition, file_id, group_rows, latest, keys) in enumerate(
+                tqdm(tagged, desc=f"{op} {instant}", unit="file group", disable=None, leave=False)):
+            stats.extend(writer.write_file_group(
+                base_path=self.path, config=self.config, ctx=ctx, partition=partition, file_id=file_id,
+                rows=group_rows, latest=latest, existing_keys=keys, instant=instant, op=op, task=task))
+        return stats
+
+    # ------------------------------------------------------------------ reads
+    def read(self, *, as_of: Any = None, columns: Sequence[str] | None = None, filter: Any = None,
+             merge: str | None = None) -> pa.Table:
+        """Snapshot read (or time travel to the completion time `as_of`).
+
+        `filter`: a list of `(column, op, value)` tuples (partition columns prune
+        folders) or a `pyarrow.compute.Expression`; `merge`: force an engine
+        (`sorted`, `loser_tree`, `hash`, `heapq`).
+        """
+        read_time = self._resolve_time(as_of)
+        ctx = self._read_context(read_time)
+        parts = reader.prune_partitions(self.config, ctx.schema, self.partitions(), filter)
+        slices = self.latest_slices(read_time, partitions=parts)
+        if isinstance(filter, pa.compute.Expression) and columns is not None:
+            table = reader.snapshot(ctx, slices, columns=None, filter=filter, engine=merge)
+            return table.select(list(columns))
+        return reader.snapshot(ctx, slices, columns=columns, filter=filter, engine=merge,
+                               progress=lambda s: tqdm(s, desc="read", unit="slice", disable=None, leave=False))
+
+    def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: Any = None) -> pa.Table:
+        """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table."""
+        read_time = self._resolve_time(as_of)
+        ctx = self._read_context(read_time)
+        out_cols = list(columns) if columns is not None else list(ctx.full_schema.names)
+        pieces = []
+        for fs in self.latest_slices(read_time):
+            if fs.base_file is None:
+                continue
+            only_base = FileSlice(fs.partition, fs.file_id, fs.base_instant, fs.base_file, ())
+            pieces.append(reader.read_slice(ctx, only_base, columns=out_cols, engine="hash").select(out_cols))
+        schema = pa.schema([ctx.full_schema.field(n) for n in out_cols])
+        return pa.concat_tables([p.cast(schema) for p in pieces]) if pieces else schema.empty_table()
+
+    def read_incremental(self, start: Any, end: Any = None, *, columns: Sequence[str] | None = None) -> pa.Table:
+        """Records whose latest version was written by instants completed in (start, end]."""
+        lo = self._resolve_time(start)
+        hi = self._resolve_time(end) or self.latest_completion()
+        if hi is None:
+            return self.read(columns=columns)
+        wanted = {b for b, c in self.completion_map(hi).items()
+                  if lo is None or normalize_time(c) > normalize_time(lo)}
+        full = self.read(as_of=hi)
+        mask = pa.compute.is_in(full.column(records.COMMIT_TIME), value_set=pa.array(sorted(wanted), pa.string()))
+        out = full.filter(mask)
+        return out.select(list(columns)) if columns is not None else out
+
+    # ------------------------------------------------------------------ inspection
+    def file_slices(self, as_of: Any = None) -> pd.DataFrame:
+        from lsm_lab.table.inspect import file_slices_frame
+
+        return file_slices_frame(self, as_of)
+
+    def dump_levels(self, as_of: Any = None) -> str:
+        from lsm_lab.table.inspect import dump_levels
+
+        return dump_levels(self, as_of)
+
+
+def _schema_from_avro(text: str) -> pa.Schema | None:
+    try:
+        from lsm_lab.logformat.avro_schema import avro_to_arrow_schema
+    except ImportError:
+        return None
+    try:
+        schema = avro_to_arrow_schema(text)
+    except LsmLabError:
+        return None
+    return pa.schema([f for f in schema if f.name not in records.META_COLUMNS])
+
+
+# ---------------------------------------------------------------------- create / open
+def _fields(value: str | Sequence[str] | None, what: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",")]
+    out = tuple(v for v in value if v)
+    for v in out:
+        if not isinstance(v, str) or not v or v.startswith("_hoodie_"):
+            raise InputError(f"invalid {what} field {v!r}")
+    return out
+
+
+def create_table(
+    path: str | os.PathLike[str],
+    *,
+    name: str,
+    record_key: str | Sequence[str],
+    partition_by: str | Sequence[str] | None = None,
+    ordering_field: str | None = None,
+    table_type: str = "MERGE_ON_READ",
+    layout: str = "lsm_tree",
+    hive_style: bool = True,
+    num_buckets: int = 4,
+    table_version: int = 9,
+    **options: Any,
+) -> Table:
+    """Create a new table at `path` (the folder may exist but must not hold a table).
+
+    `record_key`/`partition_by` take a field or a list of fields; an
+    `ordering_field` makes the merge mode EVENT_TIME_ORDERING.  Extra Hudi
+    properties can be passed as `options` (e.g. ``**{"hoodie.cleaner.commits.retained": "5"}``).
+    """
+    table_type = table_type.upper()
+    if table_type in ("MOR",):
+        table_type = "MERGE_ON_READ"
+    if table_type in ("COW",):
+        table_type = "COPY_ON_WRITE"
+    if table_type not in cfg.TABLE_TYPES:
+        raise InputError(f"table_type must be one of {', '.join(cfg.TABLE_TYPES)}, not {table_type!r}")
+    if layout not in cfg.LAYOUTS:
+        raise InputError(f"layout must be one of {', '.join(cfg.LAYOUTS)}, not {layout!r}")
+    if table_version != 9:
+        raise UnsupportedFeatureError(f"creating tables of version {table_version} (compatibility mode) is not "
+                                      "supported yet; use table_version=9")
+    if not name or any(ch in name for ch in "/\\ ."):
+        raise InputError(f"invalid table name {name!r} (letters, digits, '_' and '-' only)")
+    keys = _fields(record_key, "record key")
+    if not keys:
+        raise InputError("record_key is required")
+    parts = _fields(partition_by, "partition")
+    if int(num_buckets) < 1:
+        raise InputError("num_buckets must be at least 1")
+    base = Path(path)
+    if (base / ".hoodie").exists():
+        raise TableConfigError("a table (or a .hoodie folder) already exists here", path=base)
+    extra = {str(k): str(v) for k, v in options.items()}
+    props = cfg.build_props(name=name, record_key=keys, partition_by=parts, ordering_field=ordering_field,
+                            table_type=table_type, layout=layout, version=table_version, hive_style=hive_style,
+                            num_buckets=int(num_buckets), extra=extra)
+    base.mkdir(parents=True, exist_ok=True)
+    config = cfg.write_config(base, props, create=True)
+    ActiveTimeline(base, config).folder.mkdir(parents=True, exist_ok=True)
+    return Table(base, config)
+
+
+def open_table(path: str | os.PathLike[str]) -> Table:
+    """Open an existing table (lsm_lab's or Apache Hudi's) at `path`."""
+    return Table(path, cfg.read_config(path))
+
+
+__all__ = ["Table", "create_table", "open_table"]

@@ -1,0 +1,275 @@
+"""Writes: tag records to file groups, write one sorted file per group, commit atomically.
+
+    insert / upsert / bulk_insert / delete(batch)
+      │ records.*           Arrow table, keys, partition paths, de-duplicated, sorted
+      │ index.*             (partition, file id) per record: bucket (lsm_tree) or key lookup (default)
+      │ timeline            <t>.deltacommit.requested → <t>.deltacommit.inflight
+      │ per file group:     MERGE_ON_READ   new group → base file (L1); else → v2 log (L0),
+      │                                     deletes → v2 delete log
+      │                     COPY_ON_WRITE   merge the current base with the batch → new base
+      │ timeline            <t>_<c>.deltacommit  with per-file write stats  ◄── the commit point
+      ▼
+    Instant (completed)
+
+Nothing is visible until the completed instant file exists: readers ignore files
+whose instant has not completed, so a crash at any point leaves the table at its
+last commit.  The next writer (holding the table lock, so every pending write it
+sees is dead) rolls such leftovers back before it starts.
+
+With the `lsm_tree` layout every file written is sorted by record key with no
+key twice (the batch is de-duplicated first; COW merges use the sorted engine).
+
+`write_file_group` does the work for one file group from plain arguments, so
+that a Spark task can call it for its partition of the data.
+
+Simplified compared with Apache Hudi: no small-file bin-packing for inserts, no
+log-file rollover by size (one log file per file group per commit), no record
+positions; `insert` and `upsert` store records the same way (a later version of
+a key always merges with the earlier one) and differ only in the statistics.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lsm_lab.config import TableConfig
+from lsm_lab.errors import InputError
+from lsm_lab.layout import naming, parquet_io
+from lsm_lab.layout.fsview import FileGroup, FileSlice
+from lsm_lab.logformat import v2
+from lsm_lab.merge import merge_to_table
+from lsm_lab.table import index, records
+from lsm_lab.table.read import ReadContext, read_slice
+from lsm_lab.table.records import (
+    COMMIT_SEQNO, COMMIT_TIME, DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY,
+)
+from lsm_lab.timeline.metadata import WriteStat
+
+OPERATIONS = ("insert", "upsert", "bulk_insert", "delete")
+SCHEMA_KEY = "lsm_lab.arrow_schema"
+DEFAULT_MAX_RECORDS_PER_GROUP = 1_000_000
+
+
+def schema_to_text(schema: pa.Schema) -> str:
+    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
+
+
+def schema_from_text(text: str) -> pa.Schema:
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+
+
+@dataclass(frozen=True)
+class PreparedBatch:
+    """A batch ready to write: user columns + `_hoodie_record_key` + `_hoodie_partition_path`."""
+
+    rows: pa.Table
+    schema: pa.Schema  # the table's user schema after this batch
+    is_delete: bool
+
+
+def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) -> PreparedBatch:
+    """Normalise, validate, key, partition and de-duplicate a batch (sorted by key)."""
+    if op not in OPERATIONS:
+        raise InputError(f"unknown operation '{op}' (expected one of {', '.join(OPERATIONS)})")
+    is_delete = op == "delete"
+    if is_delete and isinstance(data, (list, tuple)) and data and all(isinstance(k, str) for k in data):
+        if len(config.record_key) != 1 or config.partition_by:
+            raise InputError("delete by plain key strings needs a single-field key and a non-partitioned table; "
+                             "pass rows with the key and partition columns instead")
+        data = [{config.record_key[0]: k} for k in data]
+    table = records.to_arrow(data, what="delete keys" if is_delete else "data")
+    records.check_columns(table, config.record_key, "record key")
+    records.check_columns(table, config.partition_by, "partition")
+    ordering = config.ordering_field if config.merge_mode == "EVENT_TIME_ORDERING" else None
+    if ordering and not is_delete:
+        records.check_columns(table, [ordering], "ordering")
+    if ordering and ordering in table.column_names:
+        v2.validate_ordering_type(table.schema.field(ordering).type, ordering)
+    if current is None and is_delete:
+        schema = None
+    else:
+        schema = records.evolve_schema(current, table.schema, partial=is_delete)
+        if not is_delete:
+            table = records.conform(table, schema)
+    keys = records.record_keys(table, config.record_key)
+    parts = records.partition_paths(table, config.partition_by, hive_style=config.hive_style)
+    table = table.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
+    table = records.dedupe(table, RECORD_KEY, ordering if ordering in table.column_names else None)
+    return PreparedBatch(table, schema if schema is not None else pa.schema([]), is_delete)
+
+
+# --------------------------------------------------------------------------- tagging
+def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list[FileGroup]],
+        ctx: ReadContext | None, *, max_records_per_group: int = DEFAULT_MAX_RECORDS_PER_GROUP
+        ) -> list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]]:
+    """Assign rows to file groups: (partition, file id, rows sorted by key, latest slice, existing keys)."""
+    out: list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]] = []
+    parts = rows.column(PARTITION_PATH).combine_chunks()
+    for partition in sorted(set(parts.to_pylist())):
+        prow = rows.filter(pc.equal(parts, partition))
+        existing = {g.file_id: g for g in groups_by_partition.get(partition, [])}
+        if config.is_lsm:
+            buckets = index.bucket_ids(prow.column(RECORD_KEY), config.num_buckets)
+            for b in np.unique(buckets):
+                fid = index.bucket_file_id(config.name, partition, int(b))
+                grp = existing.get(fid)
+                out.append((partition, fid, prow.filter(pa.array(buckets == b)),
+                            grp.latest if grp else None, None))
+        else:
+            keys = prow.column(RECORD_KEY).combine_chunks()
+            assigned = np.zeros(len(keys), dtype=bool)
+            for fid, grp in sorted(existing.items()):
+                stored = slice_keys(grp.latest, ctx) if ctx is not None else pa.array([], pa.string())
+                hit = pc.is_in(keys, value_set=stored).to_numpy(zero_copy_only=False) & ~assigned
+                if hit.any():
+                    out.append((partition, fid, prow.filter(pa.array(hit)), grp.latest, stored))
+                    assigned |= hit
+            fresh = prow.filter(pa.array(~assigned))
+            for start in range(0, fresh.num_rows, max_records_per_group):
+                out.append((partition, index.new_file_id(), fresh.slice(start, max_records_per_group), None, None))
+    return out
+
+
+def slice_keys(fs: FileSlice, ctx: ReadContext) -> pa.Array:
+    """Record keys stored in a slice's base and data logs (deleted keys included: an upper bound)."""
+    return read_slice(ctx, fs, columns=[RECORD_KEY], engine="hash").column(RECORD_KEY).combine_chunks()
+
+
+# --------------------------------------------------------------------------- one file group
+def _meta_columns(rows: pa.Table, instant: str, file_name: str, task: int) -> pa.Table:
+    n = rows.num_rows
+    seq = pc.binary_join_element_wise(f"{instant}_{task}_", pc.cast(pa.array(np.arange(n)), pa.string()), "")
+    cols = {
+        COMMIT_TIME: pa.array([instant] * n, pa.string()),
+        COMMIT_SEQNO: seq,
+        RECORD_KEY: rows.column(RECORD_KEY),
+        PARTITION_PATH: rows.column(PARTITION_PATH),
+        FILE_NAME: pa.array([file_name] * n, pa.string()),
+    }
+    user = [c for c in rows.column_names if c not in cols and c != DELETE_FLAG]
+    return pa.table({**cols, **{c: rows.column(c) for c in user}})
+
+
+def _delete_rows(rows: pa.Table, ordering: str | None) -> pa.Table:
+    n = rows.num_rows
+    ordering_val = (v2.encode_ordering(rows.column(ordering)) if ordering and ordering in rows.column_names
+                    else pa.nulls(n, pa.binary()))
+    return pa.table({"record_key": rows.column(RECORD_KEY), "ordering_val": ordering_val,
+                     "partition_path": rows.column(PARTITION_PATH)}, schema=v2.DELETE_SCHEMA)
+
+
+def write_file_group(
+    *,
+    base_path: Path,
+    config: TableConfig,
+    ctx: ReadContext,
+    partition: str,
+    file_id: str,
+    rows: pa.Table,
+    latest: FileSlice | None,
+    existing_keys: pa.Array | None,
+    instant: str,
+    op: str,
+    task: int = 0,
+    token: str | None = None,
+    engine: str | None = None,
+) -> list[WriteStat]:
+    """Write one file group's share of a batch; returns the write stats (empty when nothing to do)."""
+    token = token or naming.write_token(task, 0, 0)
+    folder = base_path / partition if partition else base_path
+    is_delete = op == "delete"
+    lsm = config.is_lsm
+    rows = records.sort_by_key(rows) if lsm else rows
+    ordering = ctx.spec.ordering
+    prev = latest.base_instant if latest else "null"
+    n = rows.num_rows
+    if n == 0 or (is_delete and latest is None):
+        return []
+    if latest is not None and existing_keys is None and not is_delete:
+        existing_keys = slice_keys(latest, ctx)
+    num_updates = 0
+    if existing_keys is not None and not is_delete:
+        num_updates = int(pc.sum(pc.is_in(rows.column(RECORD_KEY), value_set=existing_keys)).as_py() or 0)
+
+    if config.is_mor:
+        if is_delete:
+            name = naming.log_file_name(file_id, token, instant, 1, delete=True)
+            size = v2.write_delete_log(folder / name, _delete_rows(rows, ordering), instant_time=instant, is_sorted=lsm)
+            return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev, numWrites=0,
+                              numDeletes=n, totalWriteBytes=size, fileSizeInBytes=size,
+                              baseFile=latest.base_file.path.name if latest and latest.base_file else "",
+                              logFiles=[name], minRecordKey=_first(rows), maxRecordKey=_last(rows))]
+        if latest is None:
+            name = naming.base_file_name(file_id, token, instant)
+            data = _meta_columns(rows, instant, name, task)
+            size = parquet_io.write_parquet(folder / name, data, is_sorted=lsm)
+            return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev, numWrites=n,
+                              numInserts=n, totalWriteBytes=size, fileSizeInBytes=size, baseFile=name,
+                              minRecordKey=_first(rows), maxRecordKey=_last(rows))]
+        name = naming.log_file_name(file_id, token, instant, 1)
+        data = _meta_columns(rows, instant, name, task)
+        size = v2.write_data_log(folder / name, data, instant_time=instant, is_sorted=lsm)
+        return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev, numWrites=n,
+                          numInserts=n - num_updates, numUpdateWrites=num_updates, totalWriteBytes=size,
+                          fileSizeInBytes=size,
+                          baseFile=latest.base_file.path.name if latest.base_file else "", logFiles=[name],
+                          minRecordKey=_first(rows), maxRecordKey=_last(rows))]
+
+    # COPY_ON_WRITE: a new version of the base file = current base merged with the batch
+    name = naming.base_file_name(file_id, token, instant)
+    incoming = _meta_columns(rows, instant, name, task)
+    full = ctx.full_schema
+    target = pa.schema(list(full) + [pa.field(DELETE_FLAG, pa.bool_(), False)])
+    flag = pa.array([is_delete] * n, pa.bool_())
+    incoming = records.conform(incoming.append_column(DELETE_FLAG, flag), target)
+    sources: list[pa.Table] = []
+    before = 0
+    if latest is not None:
+        current = read_slice(ctx, latest, columns=list(full.names), engine=engine)
+        before = current.num_rows
+        sources.append(records.conform(current.append_column(
+            DELETE_FLAG, pa.array([False] * current.num_rows, pa.bool_())), target))
+    sources.append(incoming)
+    chosen = engine or ("sorted" if lsm else "hash")
+    merged = merge_to_table(sources, ctx.spec, engine=chosen).select(full.names)
+    if lsm and chosen == "hash":
+        merged = records.sort_by_key(merged)
+    deleted = max(0, before - merged.num_rows) if is_delete else 0
+    if is_delete and deleted == 0:
+        return []
+    size = parquet_io.write_parquet(folder / name, merged, is_sorted=lsm)
+    written = 0 if is_delete else n
+    return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev,
+                      numWrites=merged.num_rows, numInserts=written - num_updates, numUpdateWrites=num_updates,
+                      numDeletes=deleted, totalWriteBytes=size, fileSizeInBytes=size, baseFile=name,
+                      minRecordKey=_first(merged), maxRecordKey=_last(merged))]
+
+
+def _first(rows: pa.Table) -> str | None:
+    return parquet_io.key_range(rows.column(RECORD_KEY))[0] if rows.num_rows else None
+
+
+def _last(rows: pa.Table) -> str | None:
+    return parquet_io.key_range(rows.column(RECORD_KEY))[1] if rows.num_rows else None
+
+
+def write_partition_metadata(base_path: Path, partitions: Sequence[str], instant: str) -> None:
+    """Hudi's `.hoodie_partition_metadata` marker in each partition folder (written once)."""
+    for p in partitions:
+        if not p:
+            continue
+        folder = base_path / p
+        marker = folder / ".hoodie_partition_metadata"
+        if marker.exists():
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".hoodie_partition_metadata.{instant}.tmp"
+        tmp.write_text(f"#partition metadata\ncommitTime={instant}\npartitionDepth={len(p.split('/'))}\n")
+        tmp.replace(marker)

@@ -1,0 +1,1 @@
+"""The timeline: instants, their files and transitions, instant times, commit metadata."""

@@ -1,0 +1,172 @@
+"""The active timeline: instants as files, moved forward by atomic creates.
+
+    .hoodie/timeline/                                (table version 6: .hoodie/ itself)
+      20261122001500123.deltacommit.requested        ┐
+      20261122001500123.deltacommit.inflight         ├ one instant, three states
+      20261122001500123_20261122001501456.deltacommit┘ completed at ...1456
+      20261122001600001.compaction.requested         a pending compaction
+
+A transition never rewrites a file: it *creates* the next state's file.  The
+content is written to a temporary file first and then hard-linked to its final
+name; `link` fails if the name exists, so two writers can never both create the
+same state, and a reader can never see a half-written instant file.  The
+requested and inflight files stay behind (Hudi keeps them too); a reader takes
+the most advanced state of each begin time.
+
+Which completed `commit` was a compaction?  Hudi stores a finished compaction
+as `<t>_<c>.commit` next to `<t>.compaction.requested`; the loader restores the
+action from the pending file, so `Table.timeline()` shows `compaction`.
+
+Simplified compared with Apache Hudi: no timeline server, no caching of the
+listing (every call lists the folder; a few hundred files is cheap), and the
+archived (LSM) timeline is read by `timeline.archive`, not here.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from lsm_lab.config import TableConfig
+from lsm_lab.errors import TimelineError
+from lsm_lab.timeline import clock
+from lsm_lab.timeline.instant import (
+    CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, REPLACE_COMMIT,
+    Instant, State, file_name_for, parse_file_name,
+)
+from lsm_lab.timeline.metadata import decode_instant_content, encode_json
+
+# completed action → pending actions that complete into it
+_RESTORE_ACTION = {COMMIT: (COMPACTION,), DELTA_COMMIT: (LOG_COMPACTION,), REPLACE_COMMIT: (CLUSTERING,)}
+
+
+def atomic_create(path: Path, data: bytes) -> None:
+    """Create `path` with `data`, atomically, failing if it already exists."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise TimelineError("instant file already exists; another writer created it", path=path) from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class ActiveTimeline:
+    """Load, read and advance the instants of one table's active timeline."""
+
+    def __init__(self, base_path: str | os.PathLike[str], config: TableConfig) -> None:
+        self.base_path = Path(base_path)
+        self.config = config
+        meta = self.base_path / ".hoodie"
+        if config.timeline_layout >= 2:
+            self.folder = meta / config.props.get("hoodie.timeline.path", "timeline")
+        else:
+            self.folder = meta
+        self.meta_folder = meta
+
+    # ------------------------------------------------------------------ loading
+    def instants(self) -> list[Instant]:
+        """Every instant in its most advanced state, in reader order (completion, then begin time)."""
+        if not self.folder.is_dir():
+            return []
+        states: dict[str, dict[State, tuple[str, str | None, str]]] = {}
+        for name in os.listdir(self.folder):
+            parsed = parse_file_name(name)
+            if parsed is None:
+                continue
+            begin, action, state, completion = parsed
+            states.setdefault(begin, {})[state] = (action, completion, name)
+        out: list[Instant] = []
+        for begin, by_state in states.items():
+            if State.COMPLETED in by_state:
+                action, completion, name = by_state[State.COMPLETED]
+                pending_actions = {by_state[s][0] for s in (State.REQUESTED, State.INFLIGHT) if s in by_state}
+                for original in _RESTORE_ACTION.get(action, ()):
+                    if original in pending_actions:
+                        action = original
+                if completion is None:  # table version 6: no completion time in the name
+                    completion = begin
+                out.append(Instant.make(begin, action, State.COMPLETED, completion, name))
+            else:
+                state = State.INFLIGHT if State.INFLIGHT in by_state else State.REQUESTED
+                action, _, name = by_state[state]
+                if state is State.INFLIGHT and action == COMMIT and State.REQUESTED in by_state:
+                    action = by_state[State.REQUESTED][0]  # `<t>.inflight` of a non-commit action
+                out.append(Instant.make(begin, action, state, None, name))
+        return sorted(out)
+
+    def completed(self, actions: Iterable[str] | None = None) -> list[Instant]:
+        wanted = set(actions) if actions is not None else None
+        return [i for i in self.instants() if i.is_completed and (wanted is None or i.action in wanted)]
+
+    def pending(self) -> list[Instant]:
+        return [i for i in self.instants() if not i.is_completed]
+
+    def find(self, begin_time: str) -> Instant:
+        for inst in self.instants():
+            if inst.begin_time == begin_time:
+                return inst
+        raise TimelineError(f"no instant {begin_time} on the timeline", path=self.folder)
+
+    def file_path(self, instant: Instant) -> Path:
+        return self.folder / instant.file_name
+
+    def read_content(self, instant: Instant, state: State | None = None) -> dict[str, Any]:
+        """Decoded content of an instant file (the completed metadata by default)."""
+        name = instant.file_name if state is None else file_name_for(
+            instant.begin_time, instant.action, state, instant.completion_time,
+            timeline_layout=self.config.timeline_layout,
+        )
+        path = self.folder / name
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise TimelineError(f"instant file {name} is missing", path=self.folder) from None
+        return decode_instant_content(data, path=str(path))
+
+    # ------------------------------------------------------------------ transitions
+    def new_instant_time(self) -> str:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        return clock.next_instant_time(self.meta_folder)
+
+    def _create(self, begin: str, action: str, state: State, content: Mapping[str, Any] | bytes | None,
+                completion: str | None = None) -> Instant:
+        name = file_name_for(begin, action, state, completion, timeline_layout=self.config.timeline_layout)
+        data = content if isinstance(content, bytes) else (encode_json(content) if content else b"")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        atomic_create(self.folder / name, data)
+        return Instant.make(begin, action, state, completion, name)
+
+    def request(self, action: str, content: Mapping[str, Any] | bytes | None = None,
+                begin_time: str | None = None) -> Instant:
+        begin = begin_time or self.new_instant_time()
+        return self._create(begin, action, State.REQUESTED, content)
+
+    def start(self, instant: Instant, content: Mapping[str, Any] | bytes | None = None) -> Instant:
+        if instant.state is not State.REQUESTED:
+            raise TimelineError(f"cannot move {instant} to inflight: it is not requested")
+        return self._create(instant.begin_time, instant.action, State.INFLIGHT, content)
+
+    def complete(self, instant: Instant, metadata: Mapping[str, Any]) -> Instant:
+        if instant.state is not State.INFLIGHT:
+            raise TimelineError(f"cannot complete {instant}: it is not inflight")
+        completion = self.new_instant_time()
+        done = self._create(instant.begin_time, instant.action, State.COMPLETED, metadata, completion)
+        if self.config.timeline_layout < 2:
+            completion = instant.begin_time
+        return Instant.make(done.begin_time, instant.action, State.COMPLETED, completion, done.file_name)
+
+    def remove_pending(self, instant: Instant) -> None:
+        """Delete the requested/inflight files of a pending instant (after its rollback)."""
+        if instant.is_completed:
+            raise TimelineError(f"{instant} is completed; roll it back instead of removing it")
+        for state in (State.INFLIGHT, State.REQUESTED):
+            name = file_name_for(instant.begin_time, instant.action, state,
+                                 timeline_layout=self.config.timeline_layout)
+            (self.folder / name).unlink(missing_ok=True)
