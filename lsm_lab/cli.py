@@ -138,9 +138,19 @@ def cmd_read(args: argparse.Namespace) -> int:
     return 0
 
 
+# `show` subjects contributed by feature modules: name -> handler(args) -> exit code
+SHOW_HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     from lsm_lab.table.inspect import footers
     from lsm_lab.table.table import open_table
+
+    known = ["timeline", "fsview", "levels", "footers", *SHOW_HANDLERS]
+    if args.what not in known:
+        raise InputError(f"cannot show {args.what!r}; choose one of {', '.join(known)}")
+    if args.what in SHOW_HANDLERS:
+        return SHOW_HANDLERS[args.what](args)
 
     if args.what == "footers":
         _frame_out(footers(args.path), args.json)
@@ -211,10 +221,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", help="inspect a table: timeline, fsview, levels, footers",
                        description="Inspect the table at PATH.")
-    p.add_argument("what", choices=["timeline", "fsview", "levels", "footers"], help="what to show")
+    p.add_argument("what", help="timeline, fsview, levels, footers (and plan)")
     p.add_argument("path", help="table folder (for footers: a table folder or one Parquet file)")
     p.add_argument("--as-of", help="completion time (fsview, levels)")
     p.add_argument("--json", action="store_true", help="JSON output")
+    p.add_argument("--archived", action="store_true", help="timeline: include archived (LSM history) instants")
     p.set_defaults(func=cmd_show)
 
     for register in _plugins():
@@ -232,6 +243,19 @@ def _plugins() -> list[Callable[[argparse._SubParsersAction], None]]:
         bench_registrars = [merge_command.register_bench]
     except ImportError:
         bench_registrars = []
+
+    for module in ("lsm_lab.services.command", "lsm_lab.interop.command", "lsm_lab.lookup.command",
+                   "lsm_lab.spark.command"):
+        try:
+            mod = __import__(module, fromlist=["register"])
+        except ModuleNotFoundError as exc:
+            if exc.name and module.startswith(exc.name):
+                continue  # feature not installed in this build
+            raise
+        out.append(mod.register)
+        SHOW_HANDLERS.update(getattr(mod, "SHOW", {}))
+        if hasattr(mod, "register_bench"):
+            bench_registrars.append(mod.register_bench)
 
     def register_bench(sub: argparse._SubParsersAction) -> None:
         if not bench_registrars:
