@@ -82,7 +82,6 @@ import struct
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from enum import IntEnum
 from typing import Any, BinaryIO
 
@@ -441,9 +440,9 @@ def _guard(fn: Any, where: str, name: str) -> Any:
     """Run a content decoder; turn any failure into a CorruptFileError naming the block."""
     try:
         return fn()
-    except (UnsupportedFeatureError, SchemaError) as exc:
-        raise type(exc)(f"{where}: {exc.message}", path=name) from exc
-    except CorruptFileError as exc:
+    except UnsupportedFeatureError as exc:
+        raise UnsupportedFeatureError(f"{where}: {exc.message}", path=name) from exc
+    except (CorruptFileError, SchemaError) as exc:  # a malformed SCHEMA header is a damaged file
         raise CorruptFileError(f"{where}: {exc.message}", path=name) from exc
     except Exception as exc:  # fastavro/pyarrow raise many kinds on bad bytes
         raise CorruptFileError(f"{where}: content cannot be decoded ({type(exc).__name__}: {exc})", path=name) from exc
@@ -863,7 +862,8 @@ def _string_values(table: pa.Table, name: str) -> list[str | None]:
 # writing blocks and files
 # --------------------------------------------------------------------------------------
 
-HeaderLike = Mapping["HeaderKey | int | str", str]
+#: header/footer entries keyed by `HeaderKey`, ordinal or name, in the order to write them
+HeaderLike = Mapping[HeaderKey | int | str, str]
 
 
 def _key_ordinal(key: HeaderKey | int | str) -> int:

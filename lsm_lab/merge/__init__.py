@@ -36,9 +36,14 @@ SORTED_ENGINES: tuple[str, ...] = ("sorted", "loser_tree", "heapq")
 
 
 def open_merge(sources: Sequence[Source], spec: MergeSpec, *, engine: str = "sorted",
-               batch_size: int = 65_536, read_ahead: bool = False,
+               batch_size: int = 65_536, read_ahead: bool = False, count_comparisons: bool = False,
                stats: dict[str, Any] | None = None) -> tuple[pa.Schema | None, Iterator[pa.RecordBatch]]:
-    """Check the arguments now, and return (output schema or None, the lazy batch iterator)."""
+    """Check the arguments now, and return (output schema or None, the lazy batch iterator).
+
+    `read_ahead` (sorted engine): fetch each input's next batch on a thread.
+    `count_comparisons` (heapq engine): count heap comparisons (slower).
+    `stats`: a dict the engine fills with its counters when the iterator ends.
+    """
     if engine not in ENGINES:
         raise InputError(f"unknown merge engine {engine!r}; choose one of: {', '.join(ENGINES)}")
     inputs, schema = prepare_sources(list(sources), spec, batch_size)
@@ -49,14 +54,14 @@ def open_merge(sources: Sequence[Source], spec: MergeSpec, *, engine: str = "sor
     elif engine == "loser_tree":
         it = merge_batches(inputs, schema, spec, batch_size, stats=stats)
     elif engine == "heapq":
-        it = merge_heapq(inputs, schema, spec, batch_size, stats=stats)
+        it = merge_heapq(inputs, schema, spec, batch_size, count_comparisons=count_comparisons, stats=stats)
     else:
         it = merge_hash(inputs, schema, spec, batch_size, base_source=sources[0] if sources else None)
     return spec.output_schema(schema), it
 
 
 def merge_sources(sources: Sequence[Source], spec: MergeSpec, *, engine: str = "sorted",
-                  batch_size: int = 65_536, read_ahead: bool = False,
+                  batch_size: int = 65_536, read_ahead: bool = False, count_comparisons: bool = False,
                   stats: dict[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
     """Merge `sources` (0 = base, then logs in completion order) into batches, one row per surviving key.
 
@@ -66,8 +71,8 @@ def merge_sources(sources: Sequence[Source], spec: MergeSpec, *, engine: str = "
     at most `batch_size` rows. Arguments are checked when called; the merge
     runs as the iterator is consumed.
     """
-    return open_merge(sources, spec, engine=engine, batch_size=batch_size,
-                      read_ahead=read_ahead, stats=stats)[1]
+    return open_merge(sources, spec, engine=engine, batch_size=batch_size, read_ahead=read_ahead,
+                      count_comparisons=count_comparisons, stats=stats)[1]
 
 
 def merge_to_table(sources: Sequence[Source], spec: MergeSpec, *, engine: str = "sorted",
