@@ -3,7 +3,7 @@
     lsm-lab demo [--dir D] [--rows N]                 the main job (see lsm_lab.demo)
     lsm-lab create PATH --name N --key K [...]        a new table
     lsm-lab write PATH FILE --op upsert|insert|delete|bulk_insert
-    lsm-lab read PATH [--as-of T] [--columns a,b] [--out F]
+    lsm-lab read PATH [--as-of T] [--columns a,b] [--key K ...] [--out F]
     lsm-lab show timeline|fsview|levels|footers PATH [--json]
     lsm-lab merge OUT IN1 IN2 ... --key K             merge sorted Parquet runs
     lsm-lab bench merge ...                           benchmarks
@@ -124,10 +124,20 @@ def cmd_read(args: argparse.Namespace) -> int:
 
     table = open_table(args.path)
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
-    if args.read_optimized:
+    lookup_stats = None
+    if args.key:
+        if args.read_optimized:
+            raise InputError("--key looks keys up in the snapshot; it cannot be combined with --read-optimized")
+        from lsm_lab.lookup.lookup import LookupStats
+
+        lookup_stats = LookupStats()
+        result = table.lookup(args.key, as_of=args.as_of, columns=columns, stats=lookup_stats)
+    elif args.read_optimized:
         result = table.read_optimized(columns=columns, as_of=args.as_of)
     else:
         result = table.read(as_of=args.as_of, columns=columns, merge=args.merge)
+    if lookup_stats is not None:
+        print(f"lookup: {lookup_stats.summary()}", file=sys.stderr)
     if args.out:
         write_output_file(result, args.out)
         print(f"{result.num_rows} rows written to {args.out}")
@@ -214,6 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--columns", help="comma separated columns")
     p.add_argument("--merge", choices=["sorted", "loser_tree", "hash", "heapq"], help="force a merge engine")
     p.add_argument("--read-optimized", action="store_true", help="base files only")
+    p.add_argument("--key", action="append", metavar="K",
+                   help="look up this record key (repeatable; composite keys as f1:v1,f2:v2): reads only the "
+                        "files and row groups that can hold it")
     p.add_argument("--out", help="write rows to a .parquet/.csv/.jsonl file instead of printing")
     p.add_argument("--limit", type=int, default=20, help="rows to print (default 20, 0 = all)")
     p.add_argument("--json", action="store_true", help="print JSON records")

@@ -31,6 +31,7 @@ instead (write a temp file, then rename).
 from __future__ import annotations
 
 import os
+import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +85,8 @@ def _escape(text: str, *, is_key: bool) -> str:
             out.append("\\r")
         elif ch == "\t":
             out.append("\\t")
+        elif ch == "\f":
+            out.append("\\f")
         else:
             out.append(ch)
     return "".join(out)
@@ -94,8 +97,10 @@ def parse_properties(text: str) -> dict[str, str]:
     props: dict[str, str] = {}
     logical: list[str] = []
     pending = ""
-    for raw in text.splitlines():
-        line = raw.lstrip()
+    # only \n, \r and \r\n end a line, and only space, tab and form feed are blanks (as in
+    # java.util.Properties); str.splitlines/str.strip would also cut at \x1c-\x1e, \x85, \u2028...
+    for raw in re.split(r"\r\n|\r|\n", text):
+        line = raw.lstrip(" \t\f")
         if not pending and (not line or line[0] in "#!"):
             continue
         # a line ending in an odd number of backslashes continues on the next line
@@ -175,6 +180,16 @@ class TableConfig:
     @property
     def is_lsm(self) -> bool:
         return self.layout == "lsm_tree"
+
+    @property
+    def bucket_index(self) -> bool:
+        """Whether writes place keys by bucket (`hoodie.index.type=BUCKET`, lsm_lab's default for lsm_tree).
+
+        A table switched to lsm_tree later (`lsm_lab.interop.upgrade`) keeps its
+        key-lookup index: its existing file groups are not buckets.
+        """
+        default = "BUCKET" if self.is_lsm else "SIMPLE"
+        return self.props.get("hoodie.index.type", default).upper() == "BUCKET"
 
     @property
     def timeline_layout(self) -> int:

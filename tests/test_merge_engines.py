@@ -44,9 +44,9 @@ def as_source(rows: list[dict], form: str, chunk: int):
 
 
 def check(sources_rows: list[list[dict]], spec: MergeSpec, engine: str, batch_size: int,
-          forms: list[str]) -> None:
+          forms: list[str], read_ahead: bool = False) -> None:
     sources = [as_source(rows, form, max(1, batch_size)) for rows, form in zip(sources_rows, forms)]
-    batches = list(merge_sources(sources, spec, engine=engine, batch_size=batch_size))
+    batches = list(merge_sources(sources, spec, engine=engine, batch_size=batch_size, read_ahead=read_ahead))
     assert all(0 < b.num_rows <= batch_size for b in batches)
     rows = [r for b in batches for r in b.to_pylist()]
     keys = [r["k"] for r in rows]
@@ -73,15 +73,15 @@ def merge_case(draw: st.DrawFn) -> tuple:
     forms = [draw(st.sampled_from(["table", "batch", "reader", "iter"])) for _ in range(k)]
     mode = draw(st.sampled_from(list(MergeMode)))
     batch_size = draw(st.sampled_from([1, 2, 3, 5, 65_536]))
-    return sources, forms, mode, batch_size
+    return sources, forms, mode, batch_size, draw(st.booleans())
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=merge_case())
 def test_engine_equals_the_model(engine: str, case: tuple) -> None:
-    sources, forms, mode, batch_size = case
-    check(sources, spec_for(mode), engine, batch_size, forms)
+    sources, forms, mode, batch_size, read_ahead = case
+    check(sources, spec_for(mode), engine, batch_size, forms, read_ahead)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -217,3 +217,15 @@ def test_large_string_keys_and_read_ahead() -> None:
     spec = spec_for(MergeMode.COMMIT_TIME_ORDERING)
     out = merge_to_table([a, b], spec, engine="sorted", batch_size=1, read_ahead=True)
     assert out.column("k").to_pylist() == ["a", "b", "c", "d", "e"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_equal_width_keys_with_nul_bytes(engine: str, data: st.DataObject) -> None:
+    """Keys of one byte width take the NumPy fixed-width path; NUL bytes must order like bytes."""
+    alphabet = ["\x00\x00", "\x00a", "\x00b", "a\x00", "a\x01", "ab", "é"]  # "é" is 2 bytes in UTF-8
+    k = data.draw(st.integers(1, 6))
+    sources = [source_rows(data.draw, alphabet) for _ in range(k)]
+    mode = data.draw(st.sampled_from(list(MergeMode)))
+    check(sources, spec_for(mode), engine, data.draw(st.sampled_from([1, 2, 4, 100])), ["table"] * k)

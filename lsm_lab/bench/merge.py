@@ -1,7 +1,7 @@
 """Benchmark: merging k sorted Parquet runs into one, against peers measured in the same run.
 
-Each contender runs in its own process (so peak RSS is its own, read from
-``resource.getrusage`` in the child) on the same k runs:
+Each contender runs in its own process (so peak RSS is its own: the child's
+``VmHWM``) on the same k runs:
 
     io_floor    read every input, write every row, no merge (the bound to beat)
     sorted      lsm_lab's streaming engine (read-ahead thread, writer thread)
@@ -38,7 +38,6 @@ import json
 import math
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -97,18 +96,23 @@ def make_runs(directory: str | os.PathLike[str], rows: int, k: int, overlap: flo
     """Write k sorted Parquet runs with about `rows` rows in total (cached by parameters)."""
     if not (0.0 <= overlap < 1.0):
         raise ValueError("overlap must be in [0, 1)")
-    folder = Path(directory) / f"runs_n{rows}_k{k}_o{overlap:g}_s{seed}"
+    folder = Path(directory) / f"runs_v2_n{rows}_k{k}_o{overlap:g}_s{seed}"
     meta = folder / "dataset.json"
     if meta.exists():
-        return Dataset(**{**json.loads(meta.read_text()), "paths": tuple(json.loads(meta.read_text())["paths"])})
+        saved = json.loads(meta.read_text())
+        return Dataset(**{**saved, "paths": tuple(saved["paths"])})
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     distinct = max(1, round(rows * (1 - overlap)))
     keys, _ = _hex_keys(rng, distinct)
     updates = rows - distinct
-    run = np.concatenate([rng.integers(0, k, distinct), rng.integers(0, k, updates)])
-    key = np.concatenate([np.arange(distinct), rng.integers(0, distinct, updates)])
-    pairs = np.unique(run.astype(np.int64) * distinct + key)  # sorted by run, then key; no key twice in a run
+    insert_run = rng.integers(0, k, distinct)
+    upd_key = rng.integers(0, distinct, updates)
+    # an update goes to another run than its key's insert (k > 1); repeats inside a run are dropped
+    upd_run = (insert_run[upd_key] + rng.integers(1, k, updates)) % k if k > 1 else insert_run[upd_key]
+    run = np.concatenate([insert_run, upd_run]).astype(np.int64)
+    key = np.concatenate([np.arange(distinct), upd_key])
+    pairs = np.unique(run * distinct + key)  # sorted by run, then key; no key twice in a run
     run_of, key_of = pairs // distinct, pairs % distinct
     riders = pa.array([f"rider-{i:03d}" for i in range(1000)])
     cities = pa.array(CITIES)
@@ -216,13 +220,31 @@ RUNNERS = {
 }
 
 
+def peak_rss_bytes() -> int:
+    """This process's peak resident set size.
+
+    Linux's ``VmHWM`` belongs to the process's own address space. ``getrusage``'s
+    ``ru_maxrss`` is not used on Linux: exec keeps the parent's high-water mark
+    (the benchmark's parent, which generated the data, would leak into every child).
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    scale = 1 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
 def child_main(spec_json: str) -> None:
     """Entry point inside the child process: run one contender, print one JSON line."""
     job = json.loads(spec_json)
     started = time.perf_counter()
     result = RUNNERS[job["contender"]](job["paths"], job["out"])
     seconds = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+    peak = peak_rss_bytes()
     if job["contender"] == "heapq":
         result["comparisons"] = _counted_heapq(job["paths"]).get("comparisons")
     rec = {"seconds": seconds, "peak_rss_bytes": peak,

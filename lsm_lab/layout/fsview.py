@@ -20,6 +20,10 @@ How the view is built (reader rules, format page section 6):
    instant strictly below the log's *completion* time: a log written while a
    compaction was pending lands in the slice that compaction will open, and is
    never lost.  Logs in a slice are ordered by completion time.
+4. A compacted log (written by a log compaction; its footer header
+   `COMPACTED_BLOCK_TIMES` lists the instants it replaces) hides the logs of
+   those instants in its file group, and takes the place of the latest of
+   them: a log that completed while the log compaction ran stays after it.
 
 Simplified compared with Apache Hudi: the view is rebuilt by listing the folder
 on every call (no metadata table, no incremental sync), and bootstrap/external
@@ -29,9 +33,9 @@ files are not supported.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Collection, Iterable, Mapping
 
 from lsm_lab.layout import naming
 from lsm_lab.layout.naming import FileName
@@ -46,7 +50,9 @@ class DataFile:
     path: Path
     name: FileName
     size: int
-    completion_time: str  # of the instant that wrote it ("" for v6 v1 logs: decided per block)
+    # of the instant that wrote it ("" for v6 v1 logs: decided per block); for a compacted log,
+    # that of the latest log it replaces (its place in the merge order, rule 4)
+    completion_time: str
 
     @property
     def file_id(self) -> str:
@@ -137,11 +143,15 @@ def build_file_groups(
     v1_logs_by_base_instant: bool = False,
     partitions: Iterable[str] | None = None,
     files: list[tuple[str, Path, FileName]] | None = None,
+    compaction_instants: Collection[str] = (),
 ) -> list[FileGroup]:
     """Group the visible data files into file groups and slices.
 
     `completion_of` maps the begin time of every *completed* write instant to
     its completion time; `read_time` (a completion time) hides later instants.
+    `compaction_instants` are the begin times of completed (log) compactions:
+    their v2 logs are compacted logs whose footer names the logs they replace
+    (rule 4 of the module doc).
     """
     wanted = None if partitions is None else set(partitions)
     limit = normalize_time(read_time) if read_time else None
@@ -171,6 +181,8 @@ def build_file_groups(
         base_times = [normalize_time(b.instant) for b in bases]
         slice_logs: dict[int, list[DataFile]] = {i: [] for i in range(len(bases))}
         orphan: list[DataFile] = []  # logs older than every base (or no base at all)
+        if compaction_instants:
+            logs = _apply_compacted_logs(logs, completion_of, compaction_instants)
         for log in logs:
             if log.completion_time == "":  # v6 v1 log: the name carries the base instant
                 key = normalize_time(log.instant)
@@ -196,3 +208,68 @@ def _log_order(f: DataFile) -> tuple[str, str, int, int]:
     # a delete log after a data log of the same instant.
     return (normalize_time(f.completion_time or f.instant), normalize_time(f.instant), f.name.version,
             1 if f.name.is_delete else 0)
+
+
+# --------------------------------------------------------------------------- compacted logs
+_HEADER_CACHE: dict[tuple[str, int], frozenset[str]] = {}
+
+
+def compacted_block_times(f: DataFile) -> frozenset[str]:
+    """The instants a compacted v2 log replaces (its footer's COMPACTED_BLOCK_TIMES), cached per file."""
+    key = (str(f.path), f.size)
+    hit = _HEADER_CACHE.get(key)
+    if hit is not None:
+        return hit
+    from lsm_lab.logformat import v2
+
+    try:
+        header = v2.read_log_header(f.path)
+    except FileNotFoundError:
+        return frozenset()
+    raw = header.get("COMPACTED_BLOCK_TIMES", "")
+    times = frozenset(t.strip() for t in raw.split(",") if t.strip())
+    if len(_HEADER_CACHE) > 4096:
+        _HEADER_CACHE.clear()
+    _HEADER_CACHE[key] = times
+    return times
+
+
+def _apply_compacted_logs(logs: list[DataFile], completion_of: Mapping[str, str],
+                          compaction_instants: Collection[str]) -> list[DataFile]:
+    """Drop the logs replaced by visible compacted logs; move each compacted log to its place.
+
+    A compacted log takes the place of the *latest* log it replaces, not its own
+    completion time: a log that completed while the log compaction ran is newer
+    than everything the compaction read, and must stay after it.  The view
+    records that place as the compacted log's `completion_time`, so every
+    consumer orders it the same way.  Replacement is transitive (a compacted
+    log may itself be compacted again later).
+    """
+    replaces: dict[str, frozenset[str]] = {}
+    for log in logs:
+        if log.instant in compaction_instants and log.name.log_format == 2 and log.completion_time:
+            times = compacted_block_times(log)
+            if times:
+                replaces[log.instant] = replaces.get(log.instant, frozenset()) | times
+    if not replaces:
+        return logs
+    dropped = frozenset().union(*replaces.values())
+    memo: dict[str, tuple[str, str]] = {}
+
+    def place(instant: str, depth: int = 0) -> tuple[str, str]:
+        """(completion time, begin time) of the latest original log behind `instant`."""
+        if instant not in memo:
+            inner = [place(r, depth + 1) for r in replaces.get(instant, ())
+                     if depth < 64 and (r in completion_of or r in replaces)]
+            done = completion_of.get(instant, instant)
+            memo[instant] = max(inner) if inner else (normalize_time(done), normalize_time(instant))
+        return memo[instant]
+
+    out = []
+    for log in logs:
+        if log.instant in dropped:
+            continue
+        if log.instant in replaces:
+            log = replace(log, completion_time=place(log.instant)[0])
+        out.append(log)
+    return out

@@ -325,67 +325,139 @@ def _as_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     return col
 
 
+def fixed_width_keys(keys: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
+    """The keys as a NumPy ``S<width>`` array, when every key has the same non-zero byte length.
+
+    Equal-length byte strings order like ``memcmp``, so NumPy's stable sort
+    (timsort, which exploits the already-sorted runs of a k-way merge) and
+    element-wise ``!=`` give the same answers as Arrow, with fewer copies.
+    """
+    chunks = keys.chunks if isinstance(keys, pa.ChunkedArray) else [keys]
+    parts = []
+    width = -1
+    for chunk in chunks:
+        if len(chunk) == 0:
+            continue
+        if chunk.null_count:
+            return None
+        off_type = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=off_type)[chunk.offset:chunk.offset + len(chunk) + 1]
+        w = int(offsets[1] - offsets[0])
+        if w <= 0 or (width >= 0 and w != width) or int(offsets[-1] - offsets[0]) != w * len(chunk):
+            return None
+        if len(chunk) > 2 and not (np.diff(offsets) == w).all():
+            return None
+        width = w
+        data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]]
+        parts.append(data.view(f"S{w}"))
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _sort_and_group(keys: pa.ChunkedArray | pa.Array, n: int,
+                    fixed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(stable order by key, flags marking the first row of each key in that order)."""
+    starts_flag = np.empty(n, dtype=bool)
+    starts_flag[0] = True
+    if fixed is None:
+        fixed = fixed_width_keys(keys)
+    if fixed is not None:
+        order = np.argsort(fixed, kind="stable")
+        sorted_fixed = fixed[order]
+        np.not_equal(sorted_fixed[1:], sorted_fixed[:-1], out=starts_flag[1:])
+        return order, starts_flag
+    flat = _as_array(keys)
+    order_arr = pc.sort_indices(flat)
+    sorted_keys = flat.take(order_arr)
+    if n > 1:
+        starts_flag[1:] = np.asarray(pc.not_equal(sorted_keys.slice(1), sorted_keys.slice(0, n - 1)))
+    return np.asarray(order_arr).astype(np.int64, copy=False), starts_flag
+
+
+def _bool_column(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
+    """A boolean column as a NumPy array (nulls as False), or None when it holds no True."""
+    if not pc.any(col).as_py():
+        return None
+    return np.asarray(_as_array(col).fill_null(False), dtype=bool)
+
+
 def select_winners(table: pa.Table | pa.RecordBatch, spec: MergeSpec, *,
-                   presorted: bool = False) -> Winners:
+                   presorted: bool = False, fixed_keys: np.ndarray | None = None) -> Winners:
     """Apply the fold to every key of `table` at once.
 
     The rows of `table` must be in fold order (source, then row order). With
     ``presorted=True`` the caller promises the rows are already sorted by key
     (equal keys adjacent, in fold order); otherwise a stable sort by key is
-    done first.
+    done first. `fixed_keys` may pass the keys already viewed as a NumPy
+    ``S<width>`` array (all keys of one byte length), saving that conversion.
     """
     n = table.num_rows
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
         return Winners(empty, np.zeros(0, dtype=bool), np.zeros(0, dtype=bool))
-    keys = _as_array(table.column(spec.key))
+    keys = table.column(spec.key)
     if presorted:
         order = np.arange(n, dtype=np.int64)
-        sorted_keys = keys
+        flat = _as_array(keys)
+        starts_flag = np.empty(n, dtype=bool)
+        starts_flag[0] = True
+        if n > 1:
+            starts_flag[1:] = np.asarray(pc.not_equal(flat.slice(1), flat.slice(0, n - 1)))
     else:
-        order_arr = pc.sort_indices(keys)
-        order = np.asarray(order_arr).astype(np.int64, copy=False)
-        sorted_keys = keys.take(order_arr)
-    starts_flag = np.empty(n, dtype=bool)
-    starts_flag[0] = True
-    if n > 1:
-        starts_flag[1:] = np.asarray(pc.not_equal(sorted_keys.slice(1), sorted_keys.slice(0, n - 1)))
+        order, starts_flag = _sort_and_group(keys, n, fixed_keys)
     starts = np.flatnonzero(starts_flag)
-    deletes_all = np.asarray(_as_array(table.column(spec.delete)).fill_null(False), dtype=bool)
-    deletes = deletes_all[order]
+    deletes_all = _bool_column(table.column(spec.delete))
+    deletes = np.zeros(n, dtype=bool) if deletes_all is None else deletes_all[order]
 
+    if len(starts) == n:  # every key once: each row is its own winner
+        reset = np.ones(n, dtype=bool) if spec.mode is MergeMode.COMMIT_TIME_ORDERING else \
+            np.zeros(n, dtype=bool) if deletes_all is None else deletes.copy()
+        if spec.mode is MergeMode.EVENT_TIME_ORDERING and deletes_all is not None:
+            assert spec.ordering is not None
+            reset &= ~np.asarray(_as_array(table.column(spec.ordering)).is_valid(), dtype=bool)[order]
+        return Winners(order, deletes, reset)
     if spec.mode is MergeMode.COMMIT_TIME_ORDERING:
         win = np.empty(len(starts), dtype=np.int64)
         win[:-1] = starts[1:] - 1
         win[-1] = n - 1
         reset = np.ones(len(starts), dtype=bool)
-    else:
-        assert spec.ordering is not None
-        ordering = _as_array(table.column(spec.ordering))
-        notnull_all = np.asarray(ordering.is_valid(), dtype=bool)
-        values_all = _orderable(ordering)
-        group = np.cumsum(starts_flag) - 1
-        pos = np.arange(n, dtype=np.int64)
-        notnull = notnull_all[order]
+        return Winners(order[win], deletes[win], reset)
+
+    assert spec.ordering is not None
+    ordering = _as_array(table.column(spec.ordering))
+    group = np.cumsum(starts_flag) - 1
+    pos = np.arange(n, dtype=np.int64)
+    values = _orderable(ordering)[order]
+    candidates: np.ndarray | None = None
+    if ordering.null_count or deletes_all is not None:
+        notnull = np.asarray(ordering.is_valid(), dtype=bool)[order]
         # u: last delete-by-key of each key; rows before it are dead
         upos = np.where(deletes & ~notnull, pos, -1)
         ustart = np.maximum.reduceat(upos, starts)
         reset = ustart >= 0
         alive = pos >= ustart[group]
-        # max by (non-null, value, position) among the live rows
+        # among live rows, non-null ordering values beat nulls
         k1 = np.where(alive, notnull.astype(np.int8), np.int8(-1))
-        c1 = k1 == np.maximum.reduceat(k1, starts)[group]
-        values = values_all[order]
+        candidates = k1 == np.maximum.reduceat(k1, starts)[group]
+    else:
+        reset = np.zeros(len(starts), dtype=bool)
+    # max by (value, position) among the candidates
+    if candidates is None:
+        best = np.maximum.reduceat(values, starts)[group]
+        top = values == best
+    else:
         low = -np.inf if values.dtype.kind == "f" else np.iinfo(values.dtype).min
-        v2 = np.where(c1, values, low)
-        c2 = c1 & (values == np.maximum.reduceat(v2, starts)[group])
-        win = np.maximum.reduceat(np.where(c2, pos, -1), starts)
+        best = np.maximum.reduceat(np.where(candidates, values, low), starts)[group]
+        top = candidates & (values == best)
+    win = np.maximum.reduceat(np.where(top, pos, -1), starts)
     return Winners(order[win], deletes[win], reset)
 
 
-def merge_resolved(table: pa.Table, spec: MergeSpec, *, presorted: bool = False) -> pa.Table:
+def merge_resolved(table: pa.Table, spec: MergeSpec, *, presorted: bool = False,
+                   fixed_keys: np.ndarray | None = None) -> pa.Table:
     """Merge the rows of one in-memory table (in fold order): one row per surviving key, key order."""
-    winners = select_winners(table, spec, presorted=presorted)
+    winners = select_winners(table, spec, presorted=presorted, fixed_keys=fixed_keys)
     keep = winners.rows[~winners.deleted]
     if presorted and len(keep) == table.num_rows:
         out = table  # already one row per key, in key order, no deletes
@@ -401,6 +473,7 @@ __all__ = [
     "SourceInput",
     "Winners",
     "check_keys_not_null",
+    "fixed_width_keys",
     "fold",
     "is_delete",
     "merge_resolved",

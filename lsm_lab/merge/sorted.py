@@ -48,8 +48,10 @@ per-record engine by the mirror tests).
 from __future__ import annotations
 
 import bisect
+from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -58,10 +60,49 @@ import pyarrow.compute as pc
 
 from lsm_lab.errors import InputError
 from lsm_lab.merge.loser_tree import LoserTree
-from lsm_lab.merge.semantics import MergeSpec, SourceInput, check_keys_not_null, merge_resolved
+from lsm_lab.merge.semantics import MergeSpec, SourceInput, check_keys_not_null, fixed_width_keys, merge_resolved
 
 T = TypeVar("T")
 _END = object()
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """A checked input batch: the rows, their keys as ``S<width>`` (when of one width), the last key."""
+
+    rows: pa.RecordBatch
+    fixed: np.ndarray | None
+    tail: str
+
+
+def _checked(inp: SourceInput, key: str) -> Iterator[_Batch]:
+    """An input's non-empty batches, checked for null keys and strict key order (also across batches)."""
+    last: str | None = None
+    for batch in inp.batches():
+        n = batch.num_rows
+        if n == 0:
+            continue
+        keys = batch.column(key)
+        check_keys_not_null(keys, inp.index)
+        first = keys[0].as_py()
+        if last is not None and not (last < first):
+            raise InputError(f"source {inp.index}: keys are not strictly sorted "
+                             f"({last!r} at the end of a batch is followed by {first!r})")
+        fixed = fixed_width_keys(keys)
+        if n > 1:
+            if fixed is not None:
+                ok = fixed[:-1] < fixed[1:]
+                good = bool(ok.all())
+            else:
+                ok_arr = pc.less(keys.slice(0, n - 1), keys.slice(1))
+                good = bool(pc.all(ok_arr).as_py())
+                ok = None if good else np.asarray(ok_arr, dtype=bool)
+            if not good:
+                i = int(np.flatnonzero(~ok)[0])  # type: ignore[operator]
+                raise InputError(f"source {inp.index}: keys are not strictly sorted "
+                                 f"({keys[i].as_py()!r} is followed by {keys[i + 1].as_py()!r})")
+        last = keys[n - 1].as_py()
+        yield _Batch(batch, fixed, last)
 
 
 class _Keys:
@@ -79,58 +120,54 @@ class _Keys:
         return self._arr[i].as_py()  # type: ignore[no-any-return]
 
 
+@dataclass(frozen=True)
+class _Piece:
+    source: int
+    rows: pa.RecordBatch
+    fixed: np.ndarray | None
+
+
 class _Run:
     """One input of the merge: the unconsumed rest of its current batch, and its batch stream."""
 
-    def __init__(self, inp: SourceInput, spec: MergeSpec, batches: Iterator[pa.RecordBatch]) -> None:
-        self.index = inp.index
-        self.key_name = spec.key
+    def __init__(self, index: int, key: str, batches: Iterator[_Batch]) -> None:
+        self.index = index
+        self.key_name = key
         self.batches = batches
         self.rest: pa.RecordBatch | None = None
-        self._tail: str | None = None
+        self.fixed: np.ndarray | None = None
 
     def stream(self) -> Iterator[tuple[str, None]]:
-        """The loser tree's view of this input: one item per non-empty batch, keyed by its tail."""
-        for batch in self.batches:
-            n = batch.num_rows
-            if n == 0:
-                continue
-            keys = batch.column(self.key_name)
-            check_keys_not_null(keys, self.index)
-            self._check_sorted(keys)
-            tail = keys[n - 1].as_py()
-            self.rest, self._tail = batch, tail
-            yield tail, None
-        self.rest = None
+        """The loser tree's view of this input: one item per batch, keyed by its last key."""
+        for b in self.batches:
+            self.rest, self.fixed = b.rows, b.fixed
+            yield b.tail, None
+        self.rest, self.fixed = None, None
 
-    def _check_sorted(self, keys: pa.Array) -> None:
-        n = len(keys)
-        first = keys[0].as_py()
-        if self._tail is not None and not (self._tail < first):
-            raise InputError(f"source {self.index}: keys are not strictly sorted "
-                             f"({self._tail!r} at the end of a batch is followed by {first!r})")
-        if n > 1:
-            ok = pc.less(keys.slice(0, n - 1), keys.slice(1))
-            if not pc.all(ok).as_py():
-                i = int(np.flatnonzero(~np.asarray(ok, dtype=bool))[0])
-                raise InputError(f"source {self.index}: keys are not strictly sorted "
-                                 f"({keys[i].as_py()!r} is followed by {keys[i + 1].as_py()!r})")
-
-    def cut(self, horizon: str) -> pa.RecordBatch | None:
+    def cut(self, horizon: str, horizon_bytes: bytes) -> _Piece | None:
         """Take the rows with key <= horizon from the current batch (None when there are none)."""
         rest = self.rest
         if rest is None or rest.num_rows == 0:
             return None
         keys = rest.column(self.key_name)
         n = rest.num_rows
-        if keys[0].as_py() > horizon:
+        fixed = self.fixed
+        if fixed is not None and fixed.dtype.itemsize == len(horizon_bytes):
+            i = int(np.searchsorted(fixed, horizon_bytes, side="right"))
+        elif keys[0].as_py() > horizon:
+            i = 0
+        elif keys[n - 1].as_py() <= horizon:
+            i = n
+        else:
+            i = bisect.bisect_right(_Keys(keys), horizon, 0, n)
+        if i == 0:
             return None
-        if keys[n - 1].as_py() <= horizon:
-            self.rest = rest.slice(n)
-            return rest
-        i = bisect.bisect_right(_Keys(keys), horizon, 0, n)
+        if i == n:
+            self.rest, self.fixed = rest.slice(n), None if fixed is None else fixed[n:]
+            return _Piece(self.index, rest, fixed)
         self.rest = rest.slice(i)
-        return rest.slice(0, i)
+        self.fixed = None if fixed is None else fixed[i:]
+        return _Piece(self.index, rest.slice(0, i), None if fixed is None else fixed[:i])
 
 
 def _read_ahead(it: Iterator[T], pool: ThreadPoolExecutor) -> Iterator[T]:
@@ -144,38 +181,70 @@ def _read_ahead(it: Iterator[T], pool: ThreadPoolExecutor) -> Iterator[T]:
         yield item  # type: ignore[misc]
 
 
+def _resolve(pieces: list[_Piece], spec: MergeSpec) -> pa.Table:
+    """Merge one round's cuts (in source order) into one row per surviving key, in key order."""
+    table = pa.Table.from_batches([p.rows for p in pieces])
+    if len(pieces) == 1:
+        return merge_resolved(table, spec, presorted=True)
+    fixed = None
+    widths = {p.fixed.dtype.itemsize if p.fixed is not None else -1 for p in pieces}
+    if len(widths) == 1 and -1 not in widths:
+        fixed = np.concatenate([p.fixed for p in pieces])  # type: ignore[misc]
+    return merge_resolved(table, spec, fixed_keys=fixed)
+
+
 def merge_sorted(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSpec, batch_size: int, *,
                  read_ahead: bool = False, stats: dict[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
-    """The ``sorted`` engine: merged batches (at most `batch_size` rows) in key order."""
+    """The ``sorted`` engine: merged batches (at most `batch_size` rows) in key order.
+
+    With `read_ahead`, inputs are read and checked one batch ahead on a small
+    thread pool, and each round is resolved on a worker thread while the next
+    round is cut (two rounds in flight at most).
+    """
     out_schema = spec.output_schema(schema)
     pool = ThreadPoolExecutor(max_workers=min(4, max(1, len(inputs))),
                               thread_name_prefix="lsm-merge-read") if read_ahead else None
+    resolver = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lsm-merge-resolve") if read_ahead else None
     try:
-        runs = [_Run(inp, spec, _read_ahead(inp.batches(), pool) if pool else inp.batches()) for inp in inputs]
+        runs = []
+        for inp in inputs:
+            batches = _checked(inp, spec.key)
+            runs.append(_Run(inp.index, spec.key, _read_ahead(batches, pool) if pool else batches))
         tree: LoserTree[str, None] = LoserTree([run.stream() for run in runs])
         rounds = sorted_cuts = 0
-        while not tree.is_exhausted():
-            head = tree.peek()
-            assert head is not None
-            horizon = head[0]
-            pieces = [piece for run in runs if (piece := run.cut(horizon)) is not None]
-            rounds += 1
-            if len(pieces) == 1:
-                merged = merge_resolved(pa.Table.from_batches(pieces), spec, presorted=True)
-            else:
-                sorted_cuts += 1
-                merged = merge_resolved(pa.Table.from_batches(pieces), spec)
-            tree.pop_group()
-            tree.advance_popped()
+        pending: deque[Future[pa.Table]] = deque()
+
+        def emit(merged: pa.Table) -> Iterator[pa.RecordBatch]:
             for batch in merged.to_batches(max_chunksize=batch_size):
                 if batch.num_rows:
                     yield batch if batch.schema.equals(out_schema) else \
                         pa.RecordBatch.from_arrays(batch.columns, schema=out_schema)
+
+        while not tree.is_exhausted():
+            head = tree.peek()
+            assert head is not None
+            horizon = head[0]
+            horizon_bytes = horizon.encode("utf-8")
+            pieces = [piece for run in runs if (piece := run.cut(horizon, horizon_bytes)) is not None]
+            rounds += 1
+            sorted_cuts += len(pieces) > 1
+            # every input whose batch ended at the horizon is used up: advance those (the tree reads)
+            tree.pop_group()
+            tree.advance_popped()
+            if resolver is None:
+                yield from emit(_resolve(pieces, spec))
+                continue
+            pending.append(resolver.submit(_resolve, pieces, spec))
+            if len(pending) > 1:
+                yield from emit(pending.popleft().result())
+        while pending:
+            yield from emit(pending.popleft().result())
         if stats is not None:
             stats.update(rounds=rounds, sorted_cuts=sorted_cuts, tree_comparisons=tree.comparisons)
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        for executor in (pool, resolver):
+            if executor is not None:
+                executor.shutdown(wait=True, cancel_futures=True)
 
 
 __all__ = ["merge_sorted"]

@@ -4,8 +4,15 @@
 
 An OS file lock is released by the kernel when its process dies, so a writer
 killed with SIGKILL can never leave the table locked.  The lock is re-entrant
-within a process (a nested `table_lock` on the same table is a no-op), so a
-write that triggers an inline compaction does not deadlock.
+within one *thread* (a nested `table_lock` on the same table is a no-op), so a
+write that triggers an inline compaction does not deadlock; two threads of one
+process each open their own file description, and `flock` makes the second
+one wait exactly as a second process would.
+
+What the lock protects is short: creating an instant, the conflict check and
+the completion of a write, the planning and the completion of a table
+service.  Data files are written *outside* the lock (optimistic concurrency,
+see `services.occ`), so writers only queue for milliseconds.
 
 Simplified compared with Apache Hudi: Hudi plugs in lock providers (ZooKeeper,
 DynamoDB, Hive metastore, file system); lsm_lab only has the local-file one,
@@ -25,14 +32,24 @@ from typing import Iterator
 from lsm_lab.errors import ConflictError
 
 LOCK_FILE = ".lsm_lab.lock"
-_held: dict[str, int] = {}
+_held: dict[tuple[str, int], int] = {}
 _guard = threading.Lock()
+
+
+def _key(base_path: str | os.PathLike[str]) -> tuple[str, int]:
+    return str(Path(base_path).resolve()), threading.get_ident()
+
+
+def holds_lock(base_path: str | os.PathLike[str]) -> bool:
+    """True when the calling thread holds the table lock of `base_path`."""
+    with _guard:
+        return bool(_held.get(_key(base_path)))
 
 
 @contextlib.contextmanager
 def table_lock(base_path: str | os.PathLike[str], *, timeout: float = 120.0) -> Iterator[None]:
     """Hold the table's exclusive lock for the duration of the block (ConflictError on timeout)."""
-    key = str(Path(base_path).resolve())
+    key = _key(base_path)
     with _guard:
         if _held.get(key):
             _held[key] += 1
@@ -58,7 +75,7 @@ def table_lock(base_path: str | os.PathLike[str], *, timeout: float = 120.0) -> 
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     raise ConflictError(f"could not take the table lock within {timeout:.0f} s", path=path) from None
-                time.sleep(0.02)
+                time.sleep(0.005)
         with _guard:
             _held[key] = 1
         try:

@@ -1,75 +1,209 @@
-"""Rollback: undo a write that never completed.
+"""Rollback: undo an instant — a write that never completed, or the latest one that did.
 
 A writer that dies between `<t>.deltacommit.inflight` and the completed file
 leaves data files named with `t` behind.  Readers already ignore them (their
 instant is not completed); rollback removes them for good and records what it
 did, so the timeline tells the story:
 
-    <t>.deltacommit.inflight            (dead writer)
-    files *_<t>.parquet, *_<t>_1.parquet ...
+    <t>.deltacommit.inflight            dead writer (its heartbeat lock is free)
+    files *_<t>.parquet, *_<t>_1.parquet ... (named by markers in .hoodie/.temp/<t>/)
           │ rollback_pending(t)
           ▼
-    <r>.rollback.requested / .inflight / <r>_<c>.rollback   {"instantsRollback": [t], "deletedFiles": [...]}
+    <r>.rollback.requested / .inflight / <r>_<c>.rollback
+        {"commitsRollback": [t], "instantsRollback": [{"commitTime": t, "action": ...}],
+         "partitionMetadata": {p: {"successDeleteFiles": [...]}}, "totalFilesDeleted": n}
     (the inflight/requested files of t are removed last)
 
 The order makes rollback itself crash safe: data files go first, the rollback
 instant completes, and only then the pending files of `t` disappear; a rollback
-killed half way is simply done again by the next writer.
+killed half way is simply done again by the next writer.  A *completed*
+instant is first made invisible (its completed file goes first), then treated
+like a pending one.
 
-Simplified compared with Apache Hudi: no marker-based partial rollback of v1
-log blocks (lsm_lab never appends to an existing file), no rollback of
-completed instants here (restore does that).
+Who may roll back what:
+
+* a pending write whose owner is alive (its heartbeat is held) is never
+  touched — `ConflictError`;
+* a *requested* compaction or log compaction is a plan waiting to run, not a
+  failed write: it is kept; an inflight one whose runner died goes back to
+  requested (its output files removed) and is run again later;
+* a pending restore is finished (restore is all-or-nothing), a pending clean
+  is left for the next cleaner, which resumes it.
+
+Simplified compared with Apache Hudi: no rollback command blocks appended to
+v1 logs (lsm_lab never appends to an existing file), no rollback plan
+separate from the rollback instant's requested file, and only the latest
+completed write can be rolled back directly (older ones: `restore`).
 """
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
+from typing import Any
 
+from lsm_lab.errors import ConflictError, InputError
 from lsm_lab.layout.fsview import list_data_files
+from lsm_lab.services import heartbeat, markers
 from lsm_lab.timeline.active import ActiveTimeline
-from lsm_lab.timeline.instant import COMPACTION, LOG_COMPACTION, ROLLBACK, Instant, State
+from lsm_lab.timeline.instant import (
+    CLEAN, COMPACTION, LOG_COMPACTION, RESTORE, ROLLBACK, SAVEPOINT, Instant, State, parse_file_name,
+)
 
 
 def files_of_instant(base_path: Path, begin_time: str) -> list[Path]:
-    return [path for _, path, name in list_data_files(base_path) if name.instant == begin_time]
+    """Data files an instant wrote: those its markers name plus any file carrying its time in the name."""
+    base_path = Path(base_path)
+    found = {path for _, path, name in list_data_files(base_path) if name.instant == begin_time}
+    for partition, file_name, _ in markers.marked_files(base_path, begin_time):
+        path = (base_path / partition / file_name) if partition else base_path / file_name
+        if path.exists():
+            found.add(path)
+    return sorted(found)
 
 
-def rollback_pending(base_path: Path, timeline: ActiveTimeline, instant: Instant) -> Instant:
-    """Remove the files of a pending write instant and record a completed rollback instant."""
+def delete_instant_files(base_path: Path, begin_time: str) -> list[str]:
+    """Delete an instant's data files; returns their paths relative to the table."""
     deleted = []
-    for path in files_of_instant(base_path, instant.begin_time):
-        path.unlink(missing_ok=True)
-        deleted.append(str(path.relative_to(base_path)))
-    req = timeline.request(ROLLBACK, {"instantToRollback": instant.begin_time, "action": instant.action})
-    inflight = timeline.start(req)
-    done = timeline.complete(inflight, {
-        "instantsRollback": [{"commitTime": instant.begin_time, "action": instant.action}],
-        "deletedFiles": sorted(deleted),
+    for path in files_of_instant(base_path, begin_time):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        deleted.append(path.relative_to(base_path).as_posix())
+    return sorted(deleted)
+
+
+def remove_timeline_files(timeline: ActiveTimeline, begin_time: str, *, keep_requested: bool = False,
+                          completed_last: bool = False) -> None:
+    """Remove every timeline file of `begin_time`.
+
+    By default the completed file goes first (the instant stops being visible
+    at once, as rollback needs); `completed_last=True` removes it last (the
+    instant never looks pending, as archival needs).
+    """
+    if not timeline.folder.is_dir():
+        return
+    rank = {State.COMPLETED: 0, State.INFLIGHT: 1, State.REQUESTED: 2}
+    if completed_last:
+        rank = {State.REQUESTED: 0, State.INFLIGHT: 1, State.COMPLETED: 2}
+    names = []
+    for name in os.listdir(timeline.folder):
+        parsed = parse_file_name(name)
+        if parsed is not None and parsed[0] == begin_time:
+            names.append((rank[parsed[2]], name, parsed[2]))
+    for _, name, state in sorted(names):
+        if keep_requested and state is State.REQUESTED:
+            continue
+        (timeline.folder / name).unlink(missing_ok=True)
+
+
+def rollback_metadata(instant: Instant, deleted: list[str], started: float) -> dict[str, Any]:
+    """A `HoodieRollbackMetadata`-shaped dict for one rolled back instant."""
+    by_partition: dict[str, dict[str, Any]] = {}
+    for rel in deleted:
+        partition = rel.rsplit("/", 1)[0] if "/" in rel else ""
+        entry = by_partition.setdefault(partition, {"partitionPath": partition, "successDeleteFiles": [],
+                                                    "failedDeleteFiles": []})
+        entry["successDeleteFiles"].append(rel)
+    return {
+        "startRollbackTime": instant.begin_time,
+        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
         "totalFilesDeleted": len(deleted),
-    })
-    timeline.remove_pending(instant)
+        "commitsRollback": [instant.begin_time],
+        "instantsRollback": [{"commitTime": instant.begin_time, "action": instant.action}],
+        "partitionMetadata": by_partition,
+        "version": 1,
+    }
+
+
+def _check_dead(base_path: Path, instant: Instant) -> None:
+    if heartbeat.is_alive(base_path, instant.begin_time):
+        raise ConflictError(f"{instant} belongs to a live process (its heartbeat is held); "
+                            "it cannot be rolled back", path=heartbeat.heartbeat_path(base_path, instant.begin_time))
+
+
+def rollback_pending(base_path: Path, timeline: ActiveTimeline, instant: Instant, *,
+                     check_heartbeat: bool = True) -> Instant:
+    """Remove the files of a pending write instant and record a completed rollback instant.
+
+    Call with the table lock held.  `check_heartbeat=False` is for the owner
+    rolling back its own instant (it holds the heartbeat itself).
+    """
+    base_path = Path(base_path)
+    if instant.is_completed:
+        raise InputError(f"{instant} is completed; use rollback_completed")
+    if check_heartbeat:
+        _check_dead(base_path, instant)
+    started = time.monotonic()
+    deleted = delete_instant_files(base_path, instant.begin_time)
+    req = timeline.request(ROLLBACK, {"instantToRollback": {"commitTime": instant.begin_time,
+                                                            "action": instant.action}})
+    inflight = timeline.start(req)
+    done = timeline.complete(inflight, rollback_metadata(instant, deleted, started))
+    remove_timeline_files(timeline, instant.begin_time)
+    markers.delete_markers(base_path, instant.begin_time)
+    if check_heartbeat:
+        heartbeat.clear(base_path, instant.begin_time)
     return done
 
 
-def rollback_failed_writes(base_path: Path, timeline: ActiveTimeline, *, keep_plans: bool = True) -> list[Instant]:
-    """Roll back every pending write (call with the table lock held: then every pending write is dead).
+def rollback_completed(base_path: Path, timeline: ActiveTimeline, instant: Instant) -> Instant:
+    """Roll back a completed instant: invisible first (its completed file goes), then files, then the rest."""
+    base_path = Path(base_path)
+    if not instant.is_completed:
+        raise InputError(f"{instant} is not completed; use rollback_pending")
+    started = time.monotonic()
+    req = timeline.request(ROLLBACK, {"instantToRollback": {"commitTime": instant.begin_time,
+                                                            "action": instant.action}})
+    inflight = timeline.start(req)
+    remove_timeline_files(timeline, instant.begin_time, keep_requested=True)  # invisible from here on
+    deleted = delete_instant_files(base_path, instant.begin_time)
+    done = timeline.complete(inflight, rollback_metadata(instant, deleted, started))
+    remove_timeline_files(timeline, instant.begin_time)
+    markers.delete_markers(base_path, instant.begin_time)
+    return done
 
-    A *requested* compaction or log compaction is a plan waiting to run, not a
-    failed write, so it is kept; an *inflight* one is rolled back (its plan is
-    re-run later from the requested file).
+
+def reset_compaction(base_path: Path, timeline: ActiveTimeline, instant: Instant) -> None:
+    """An inflight (log) compaction whose runner died: remove its output and go back to requested."""
+    base_path = Path(base_path)
+    delete_instant_files(base_path, instant.begin_time)
+    remove_timeline_files(timeline, instant.begin_time, keep_requested=True)
+    markers.delete_markers(base_path, instant.begin_time)
+    heartbeat.clear(base_path, instant.begin_time)
+
+
+def rollback_failed_writes(base_path: Path, timeline: ActiveTimeline, *, keep_plans: bool = True) -> list[Instant]:
+    """Clean up after dead processes; call with the table lock held.
+
+    Pending instants whose heartbeat is held by a live process are left alone.
+    Returns the rollback instants created.
     """
+    base_path = Path(base_path)
+    pending = timeline.pending()
+    if any(i.action == RESTORE for i in pending):
+        from lsm_lab.services import savepoint  # a restore killed half way is finished first
+
+        for inst in pending:
+            if inst.action == RESTORE and not heartbeat.is_alive(base_path, inst.begin_time):
+                savepoint.resume_restore(base_path, timeline, inst)
+        pending = timeline.pending()
     done = []
-    for inst in timeline.pending():
+    for inst in pending:
+        if heartbeat.is_alive(base_path, inst.begin_time):
+            continue
         if inst.action in (COMPACTION, LOG_COMPACTION) and keep_plans:
             if inst.state is State.INFLIGHT:
-                for path in files_of_instant(base_path, inst.begin_time):
-                    path.unlink(missing_ok=True)
-                # back to requested: remove only the inflight file
-                (timeline.folder / inst.file_name).unlink(missing_ok=True)
+                reset_compaction(base_path, timeline, inst)
             continue
-        if inst.action == ROLLBACK:
-            timeline.remove_pending(inst)
+        if inst.action in (ROLLBACK, SAVEPOINT):
+            remove_timeline_files(timeline, inst.begin_time)
+            heartbeat.clear(base_path, inst.begin_time)
             continue
+        if inst.action in (CLEAN, RESTORE):
+            continue  # the next cleaner resumes a pending clean plan
         if inst.is_write:
             done.append(rollback_pending(base_path, timeline, inst))
     return done

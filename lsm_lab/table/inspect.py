@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import pyarrow.parquet as pq
 
-from lsm_lab.errors import CorruptFileError
+from lsm_lab.errors import CorruptFileError, TableNotFoundError
 from lsm_lab.layout import fsview, parquet_io
 from lsm_lab.layout.fsview import DataFile
 from lsm_lab.logformat import v2
@@ -112,6 +112,8 @@ def dump_levels(table: "Table", as_of: Any = None) -> str:
 def footers(path: str | os.PathLike[str]) -> pd.DataFrame:
     """One row per Parquet data file under `path` (a table folder or one file), footer keys as columns."""
     target = Path(path)
+    if not target.exists():
+        raise TableNotFoundError("no such file or folder", path=target)
     if target.is_file():
         items = [("", target)]
     else:

@@ -15,9 +15,16 @@ Columns a file lacks (added later by schema evolution) are nulls; a delete log
 becomes rows with `_lsm_delete = true`, its key and its decoded ordering value.
 
 A slice whose files are not all marked sorted (`lsm_lab.sorted=true` in the
-footer; v1 logs never are) is merged with the `hash` engine, which needs no
-order, and a sorted engine that finds an out-of-order key falls back to `hash`
-as well: an unsorted file can cost speed, never correctness.
+footer; a v1 log block counts when its keys are strictly increasing) is merged
+with the `hash` engine, which needs no order, and a sorted engine that finds an
+out-of-order key falls back to `hash` as well: an unsorted file can cost speed,
+never correctness.
+
+A filter on the record key (`_hoodie_record_key`, or the key field(s) of a
+table lsm_lab created: `=`, `in`, ranges) also prunes inside each slice: files
+by key range and bloom filter, row groups by statistics, rows by binary search
+in sorted files (lsm_lab/lookup/lookup.py).  The full filter is still applied
+after the merge, so pruning changes what is read, never what is returned.
 
 Simplified compared with Apache Hudi: no positional merging (RECORD_POSITIONS),
 no partial updates, no custom record mergers; partition pruning understands
@@ -28,14 +35,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lsm_lab.config import TableConfig
-from lsm_lab.errors import InputError, UnsupportedFeatureError
+from lsm_lab.errors import CorruptFileError, InputError, UnsupportedFeatureError
 from lsm_lab.layout import parquet_io
 from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.logformat import v2
@@ -98,12 +105,19 @@ def _target_schema(ctx: ReadContext, needed: Sequence[str]) -> pa.Schema:
 
 
 def _with_keys(ctx: ReadContext, table: pa.Table, partition: str) -> pa.Table:
-    """Fill meta columns a file lacks (tables written without meta fields)."""
+    """Fill meta columns a file lacks (tables written without meta fields).
+
+    Hudi tables with `hoodie.populate.meta.fields=false` still have the meta
+    columns in their files, but all NULL: keys are rebuilt from the key fields.
+    """
     n = table.num_rows
-    if RECORD_KEY not in table.column_names:
-        table = table.append_column(RECORD_KEY, records.record_keys(table, ctx.config.record_key))
-    if PARTITION_PATH not in table.column_names:
-        table = table.append_column(PARTITION_PATH, pa.array([partition] * n, pa.string()))
+    no_meta = not ctx.config.populate_meta_fields
+    for name, make in ((RECORD_KEY, lambda: records.record_keys(table, ctx.config.record_key)),
+                       (PARTITION_PATH, lambda: pa.array([partition] * n, pa.string()))):
+        if name not in table.column_names:
+            table = table.append_column(name, make())
+        elif n and (no_meta or table.column(name).null_count == n):
+            table = table.set_column(table.schema.get_field_index(name), name, make())
     return table
 
 
@@ -137,20 +151,32 @@ def _file_columns(needed: Sequence[str], ctx: ReadContext) -> list[str]:
 
 
 def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str]) -> tuple[list[pa.Table], bool]:
-    """The slice's files as normalised merge sources (base first), and whether all are sorted."""
+    """The slice's files as normalised merge sources (base first), and whether all are sorted.
+
+    Logs are merged in commit order: v2 log files and the blocks of v1 log files
+    (all v1 logs of the slice together, so that rollback command blocks apply)
+    are ordered by the completion time of the instant that wrote them
+    (`v1read.ordered_units`).
+    """
+    from lsm_lab.table import v1read  # v1 (#HUDI#) log blocks, resolved per slice
+
     target = _target_schema(ctx, needed)
     sources: list[pa.Table] = []
     all_sorted = True
     for f in fs.files:
         if f.name.ext in ("orc", "hfile", "lance"):
             raise UnsupportedFeatureError(f"{f.name.ext} data files are not supported (only Parquet)", path=f.path)
-        if f.name.is_log and f.name.log_format == 1:
-            from lsm_lab.table import v1read  # issue 5: v1 (#HUDI#) log blocks
-
-            blocks, ok = v1read.log_sources(ctx, f, target, _file_columns(needed, ctx))
-            sources.extend(_data_source(ctx, b, target, f.partition) if kind == "data"
-                           else _delete_source(ctx, b, target, f.partition) for kind, b in blocks)
-            all_sorted = all_sorted and ok
+    if fs.base_file is not None:
+        table = parquet_io.read_parquet(fs.base_file.path, _file_columns(needed, ctx))
+        sources.append(_data_source(ctx, table, target, fs.partition))
+        all_sorted = (table.schema.metadata or {}).get(parquet_io.KEY_SORTED.encode()) == b"true"
+    for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs):
+        f = unit.file
+        if unit.is_v1:
+            kind, table = v1read.block_table(unit)
+            all_sorted = all_sorted and v1read.is_sorted(kind, table)
+            sources.append(_data_source(ctx, table, target, f.partition) if kind == "data"
+                           else _delete_source(ctx, table, target, f.partition))
             continue
         if f.name.is_delete:
             table = parquet_io.read_parquet(f.path)
@@ -181,6 +207,53 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
             raise
         merged = merge_to_table(sources, spec, engine="hash")  # unsorted despite the footer: never wrong rows
     return merged.select(needed)
+
+
+# --------------------------------------------------------------------------- streaming sources (compaction)
+STREAM_BUFFER_BYTES = 1 << 20
+
+
+def _stream_file(ctx: ReadContext, f: DataFile, target: pa.Schema, columns: list[str] | None,
+                 batch_size: int) -> Iterator[pa.RecordBatch]:
+    try:
+        pf = pq.ParquetFile(f.path, pre_buffer=False, buffer_size=STREAM_BUFFER_BYTES)
+        names = pf.schema_arrow.names
+        cols = None if columns is None else [c for c in columns if c in names]
+        for batch in pf.iter_batches(batch_size=batch_size, columns=cols):
+            if batch.num_rows == 0:
+                continue
+            table = pa.Table.from_batches([batch])
+            table = (_delete_source(ctx, table, target, f.partition) if f.name.is_delete
+                     else _data_source(ctx, table, target, f.partition))
+            yield from table.to_batches(max_chunksize=batch_size)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise CorruptFileError(f"cannot read Parquet file: {exc}", path=f.path) from None
+
+
+def iter_sources(ctx: ReadContext, files: Sequence[DataFile], needed: Sequence[str], *,
+                 batch_size: int = 65_536) -> tuple[list[pa.RecordBatchReader], bool]:
+    """Streaming merge sources, one per file in the given order, and whether all files are sorted.
+
+    The streaming twin of `load_sources` for compaction: each source reads its
+    file batch by batch (`pre_buffer=False`, a small read buffer), so memory
+    stays O(files x batch) instead of O(rows).  The caller gives the files in
+    merge order (base first, then logs as the compaction plan lists them).
+    v1 (#HUDI#) logs are not streamed (`UnsupportedFeatureError`).
+    """
+    target = _target_schema(ctx, needed)
+    out: list[pa.RecordBatchReader] = []
+    all_sorted = True
+    for f in files:
+        if f.name.ext in ("orc", "hfile", "lance") or (f.name.is_log and f.name.log_format == 1):
+            raise UnsupportedFeatureError("compaction streams Parquet base files and v2 logs only", path=f.path)
+        try:
+            meta = pq.read_metadata(f.path).metadata or {}
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise CorruptFileError(f"not a readable Parquet file: {exc}", path=f.path) from None
+        all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
+        columns = None if f.name.is_delete else _file_columns(needed, ctx)
+        out.append(pa.RecordBatchReader.from_batches(target, _stream_file(ctx, f, target, columns, batch_size)))
+    return out, all_sorted
 
 
 # --------------------------------------------------------------------------- filters and pruning
@@ -252,8 +325,15 @@ def snapshot(ctx: ReadContext, slices: Iterable[FileSlice], *, columns: Sequence
     read_cols = list(dict.fromkeys(out_cols + [c for c in needed_for_filter if c in ctx.full_schema.names]))
     pieces: list[pa.Table] = []
     items = list(slices)
+    from lsm_lab.lookup import lookup as key_lookup  # key-predicate pruning (lsm_lab/lookup/lookup.py)
+
+    pred = key_lookup.key_predicate(ctx.config, ctx.full_schema, filter)
+    pruned = None if pred is None else key_lookup.PrunedReader(ctx, pred, columns=read_cols, engine=engine)
     for fs in (progress(items) if progress else items):
-        part = read_slice(ctx, fs, columns=read_cols, engine=engine)
+        if pruned is None:
+            part = read_slice(ctx, fs, columns=read_cols, engine=engine)
+        else:  # only the files, row groups and rows that can hold the keys; same rows after the filter
+            part = pruned.read_slice(fs)
         if expr is not None:
             part = part.filter(expr)
         pieces.append(part.select(out_cols))

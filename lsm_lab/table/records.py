@@ -104,7 +104,10 @@ def evolve_schema(current: pa.Schema | None, incoming: pa.Schema, *, partial: bo
     for f in incoming:
         if f.name in names:
             old = current.field(f.name)
-            if old.type != f.type and not pa.types.is_null(f.type):
+            if pa.types.is_null(old.type) and not pa.types.is_null(f.type):
+                # a column that held only nulls so far has no type yet: the first real values give it one
+                fields[current.get_field_index(f.name)] = pa.field(f.name, f.type, True)
+            elif old.type != f.type and not pa.types.is_null(f.type):
                 raise SchemaError(f"column '{f.name}' changes type from {old.type} to {f.type}; "
                                   "lsm_lab only accepts added nullable columns")
         else:
@@ -198,8 +201,12 @@ def check_partition_path(path: str) -> None:
         raise PartitionValueError(f"partition path {path!r} would escape the table folder")
 
 
-def dedupe(table: pa.Table, key: str, ordering: str | None) -> pa.Table:
+def dedupe(table: pa.Table, key: str, ordering: str | None, *, deletes: bool = False) -> pa.Table:
     """One row per key: the greatest ordering value wins, ties (and no ordering) go to the later row.
+
+    A null ordering value ranks lowest, except in a batch of deletes (`deletes=True`): there a
+    delete without an ordering value is unconditional, so it beats every ordered delete of its
+    key, wherever it stands in the batch (applying the rows one by one gives the same result).
 
     The result is sorted by key (UTF-8 byte order)."""
     if table.num_rows == 0:
@@ -207,8 +214,8 @@ def dedupe(table: pa.Table, key: str, ordering: str | None) -> pa.Table:
     idx = pa.array(np.arange(table.num_rows, dtype=np.int64))
     sort_keys: list[tuple[str, str, str]] = [(key, "ascending", "at_start")]
     work = table.append_column("__row", idx)
-    if ordering is not None:
-        sort_keys.append((ordering, "ascending", "at_start"))  # nulls lowest: a non-null ordering wins
+    if ordering is not None:  # nulls lowest (a non-null ordering wins), highest among deletes
+        sort_keys.append((ordering, "ascending", "at_end" if deletes else "at_start"))
     sort_keys.append(("__row", "ascending", "at_start"))
     order = pc.sort_indices(work, sort_keys=sort_keys)
     ordered = work.take(order)

@@ -4,7 +4,7 @@
                  │                                          │
                  └──────────────► Table ◄───────────────────┘
         writes:  insert · upsert · delete · bulk_insert      → completed Instant
-        reads:   read(as_of, columns, filter, merge) · read_optimized · read_incremental
+        reads:   read(as_of, columns, filter, merge) · lookup(keys) · read_optimized · read_incremental
         inspect: timeline() · file_slices() · dump_levels() · file_groups()
 
 A `Table` holds no cached state that could go stale: every call lists the
@@ -29,15 +29,18 @@ from tqdm.auto import tqdm
 from lsm_lab import config as cfg
 from lsm_lab.config import TableConfig
 from lsm_lab.errors import InputError, LsmLabError, TableConfigError, TimelineError, UnsupportedFeatureError
-from lsm_lab.layout import fsview, parquet_io
+from lsm_lab.layout import fsview, naming, parquet_io
 from lsm_lab.layout.fsview import FileGroup, FileSlice
+from lsm_lab.services import occ
 from lsm_lab.services.lock import table_lock
-from lsm_lab.services.rollback import files_of_instant, rollback_failed_writes
 from lsm_lab.table import read as reader
 from lsm_lab.table import records, write as writer
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.clock import parse_time
-from lsm_lab.timeline.instant import COMMIT, DELTA_COMMIT, WRITE_ACTIONS, Instant, normalize_time
+from lsm_lab.timeline.archive import ArchivedTimeline, is_archived
+from lsm_lab.timeline.instant import (
+    COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, WRITE_ACTIONS, Instant, normalize_time,
+)
 from lsm_lab.timeline.metadata import commit_metadata, summarize
 
 
@@ -76,29 +79,67 @@ class Table:
         """Active-timeline instants in reader order (completion time, then begin time)."""
         return self.active_timeline.instants()
 
+    @property
+    def archived_timeline(self) -> ArchivedTimeline:
+        """The LSM timeline under `.hoodie/timeline/history/` (archived instants)."""
+        return ArchivedTimeline(self.path, self.config)
+
+    def archived_instants(self) -> list[Instant]:
+        """Instants moved to the LSM timeline by `archive()`, in reader order."""
+        return self.archived_timeline.instants()
+
     def completed_writes(self) -> list[Instant]:
-        return [i for i in self.active_timeline.completed() if i.action in WRITE_ACTIONS]
+        """Completed write instants of the archived *and* the active timeline, in reader order."""
+        active = [i for i in self.active_timeline.completed() if i.action in WRITE_ACTIONS]
+        archived = [i for i in self.archived_instants() if i.action in WRITE_ACTIONS]
+        if not archived:
+            return active
+        seen = {i.begin_time for i in active}
+        return sorted(active + [i for i in archived if i.begin_time not in seen])
+
+    def instant_metadata(self, instant: Instant) -> dict[str, Any]:
+        """The completed metadata of an instant, from the active timeline or the archive."""
+        if is_archived(instant):
+            return self.archived_timeline.read_metadata(instant.begin_time)
+        try:
+            return self.active_timeline.read_content(instant)
+        except TimelineError:
+            if instant.is_completed and any(r.begin_time == instant.begin_time
+                                            for r in self.archived_timeline.rows()):
+                return self.archived_timeline.read_metadata(instant.begin_time)  # archived meanwhile
+            raise
 
     def latest_completion(self) -> str | None:
         done = self.completed_writes()
         return done[-1].completion_time if done else None
 
-    def timeline(self) -> pd.DataFrame:
-        """One row per instant: begin/completion time, action, state and the write statistics."""
+    def timeline(self, archived: bool = False) -> pd.DataFrame:
+        """One row per instant: begin/completion time, action, state and the write statistics.
+
+        `archived=True` puts the instants of the LSM timeline first (column
+        `archived` tells them apart).
+        """
         rows = []
-        for inst in self.instants():
+        items = [(i, False) for i in self.instants()]
+        if archived:
+            items = [(i, True) for i in self.archived_instants()] + items
+        for inst, is_old in items:
             row: dict[str, Any] = {"begin_time": inst.begin_time, "completion_time": inst.completion_time,
                                    "action": inst.action, "state": inst.state.value}
             stats = {"operation": None, "partitions": 0, "files": 0, "records_written": 0, "records_inserted": 0,
                      "records_updated": 0, "records_deleted": 0, "bytes_written": 0}
             if inst.is_completed and inst.is_write:
-                meta = self.active_timeline.read_content(inst)
+                meta = self.instant_metadata(inst)
                 stats.update(summarize(meta))
                 stats["operation"] = meta.get("operationType")
             row.update(stats)
+            if archived:
+                row["archived"] = is_old
             rows.append(row)
         cols = ["begin_time", "completion_time", "action", "state", "operation", "partitions", "files",
                 "records_written", "records_inserted", "records_updated", "records_deleted", "bytes_written"]
+        if archived:
+            cols.append("archived")
         return pd.DataFrame(rows, columns=cols)
 
     def _resolve_time(self, as_of: Any) -> str | None:
@@ -131,7 +172,7 @@ class Table:
     def schema(self) -> pa.Schema | None:
         """The table's user columns (no meta columns), or None before the first write."""
         for inst in reversed(self.completed_writes()):
-            extra = self.active_timeline.read_content(inst).get("extraMetadata") or {}
+            extra = self.instant_metadata(inst).get("extraMetadata") or {}
             text = extra.get(writer.SCHEMA_KEY)
             if text:
                 return writer.schema_from_text(text)
@@ -162,14 +203,16 @@ class Table:
     def file_groups(self, as_of: Any = None, partitions: Iterable[str] | None = None) -> list[FileGroup]:
         """File groups with their slices, as visible at `as_of` (default: now)."""
         read_time = self._resolve_time(as_of)
-        completion = self.completion_map(read_time)
-        replaced = fsview.replaced_file_groups(
-            [i for i in self.active_timeline.completed() if i.begin_time in completion],
-            self.active_timeline.read_content,
-        )
+        writes = [i for i in self.completed_writes()
+                  if read_time is None
+                  or normalize_time(i.completion_time or i.begin_time) <= normalize_time(read_time)]
+        completion = {i.begin_time: i.completion_time or i.begin_time for i in writes}
+        replaced = fsview.replaced_file_groups(writes, self.instant_metadata)
+        compactions = {i.begin_time for i in writes if i.action in (COMPACTION, LOG_COMPACTION)}
         return fsview.build_file_groups(
             self.path, completion, read_time=read_time, replaced=replaced,
             v1_logs_by_base_instant=self.config.version < 8, partitions=partitions,
+            compaction_instants=compactions,
         )
 
     def latest_slices(self, as_of: Any = None, partitions: Iterable[str] | None = None) -> list[FileSlice]:
@@ -195,56 +238,89 @@ class Table:
         """Delete records: rows holding the key (and partition, ordering) columns, or a list of key strings."""
         return self._write(keys_or_data, "delete")
 
-    def _write(self, data: Any, op: str) -> Instant:
+    def _check_writable(self) -> None:
         if self.config.version < 9 and not self.config.props.get("lsm_lab.created"):
             raise UnsupportedFeatureError("lsm_lab writes only to tables it created; this table was written by "
                                           "Apache Hudi (read it, or copy its rows into a new lsm_lab table)",
                                           path=self.path)
-        if self.config.log_format_version == 1 and self.config.is_mor:
-            raise UnsupportedFeatureError("this table writes v1 (#HUDI#) logs, which lsm_lab does not write yet",
-                                          path=self.path)
-        with table_lock(self.path):
-            rollback_failed_writes(self.path, self.active_timeline)
-            current = self.schema
-            batch = writer.prepare(self.config, current, data, op)
-            action = DELTA_COMMIT if self.config.is_mor else COMMIT
-            requested = self.active_timeline.request(action, {"operationType": op.upper()})
-            inflight = self.active_timeline.start(requested)
-            instant = inflight.begin_time
-            try:
-                stats = self._write_files(batch, instant, op)
-            except BaseException:
-                for path in files_of_instant(self.path, instant):
-                    path.unlink(missing_ok=True)
-                self.active_timeline.remove_pending(inflight)
-                raise
-            schema = batch.schema if len(batch.schema) else (current or pa.schema([]))
-            extra = {writer.SCHEMA_KEY: writer.schema_to_text(schema)} if len(schema) else {}
-            meta = commit_metadata(stats, operation=op, extra=extra)
-            return self.active_timeline.complete(inflight, meta)
 
-    def _write_files(self, batch: writer.PreparedBatch, instant: str, op: str) -> list:
+    def _write(self, data: Any, op: str) -> Instant:
+        """One optimistic write (services.occ): files written without the lock, conflicts checked at commit."""
+        self._check_writable()
+        current = self.schema
+        batch = writer.prepare(self.config, current, data, op)
+        action = DELTA_COMMIT if self.config.is_mor else COMMIT
+        with occ.WriteTransaction(self.path, self.active_timeline, action, {"operationType": op.upper()}) as txn:
+            txn.begin(self.latest_completion)
+            stats = self._write_files(batch, txn.begin_time, op, snapshot=txn.snapshot, txn=txn)
+            schema = batch.schema if len(batch.schema) else (current or pa.schema([]))
+            with table_lock(self.path):  # the schema committed meanwhile, plus this write's new columns
+                if len(schema):
+                    schema = occ.merge_schemas(self.schema, schema)
+                extra = {writer.SCHEMA_KEY: writer.schema_to_text(schema)} if len(schema) else {}
+                done = txn.commit(commit_metadata(stats, operation=op, extra=extra))
+        self._after_write()
+        return done
+
+    def _after_write(self) -> None:
+        """Inline table services configured in hoodie.properties: compaction, cleaning, archival."""
+        from lsm_lab.services import archiver, clean, compaction
+
+        due, _ = compaction.inline_due(self)
+        if due:
+            compaction.compact(self, strategy=compaction.inline_strategy(self.config.props))
+        clean.maybe_clean(self)
+        archiver.maybe_archive(self)
+
+    def _write_files(self, batch: writer.PreparedBatch, instant: str, op: str, *, snapshot: str | None = None,
+                     txn: occ.WriteTransaction | None = None) -> list:
+        """Tag the batch against the snapshot the write started from and write one file per file group."""
         rows = batch.rows
         if rows.num_rows == 0:
             return []
         parts = sorted(set(rows.column(records.PARTITION_PATH).to_pylist()))
         for p in parts:
             records.check_partition_path(p)
-        groups = self.file_groups(partitions=parts)
+        if txn is not None and snapshot is None:
+            groups: list[FileGroup] = []  # the table was empty when this write started
+        else:
+            groups = self.file_groups(as_of=snapshot, partitions=parts)
         by_partition: dict[str, list[FileGroup]] = {}
         for g in groups:
             by_partition.setdefault(g.partition, []).append(g)
         schema = batch.schema if len(batch.schema) else (self.schema or pa.schema([]))
-        ctx = reader.ReadContext(self.path, self.config, schema, self.completion_map(), None)
+        ctx = reader.ReadContext(self.path, self.config, schema, self.completion_map(snapshot), snapshot)
         tagged = writer.tag(self.config, rows, by_partition, ctx)
         writer.write_partition_metadata(self.path, parts, instant)
         stats = []
         for task, (partition, file_id, group_rows, latest, keys) in enumerate(
                 tqdm(tagged, desc=f"{op} {instant}", unit="file group", disable=None, leave=False)):
+            if txn is not None:
+                for name, io_type in self._planned_files(partition, file_id, latest, instant, op, task):
+                    txn.mark(partition, name, io_type)
             stats.extend(writer.write_file_group(
                 base_path=self.path, config=self.config, ctx=ctx, partition=partition, file_id=file_id,
                 rows=group_rows, latest=latest, existing_keys=keys, instant=instant, op=op, task=task))
         return stats
+
+    def _planned_files(self, partition: str, file_id: str, latest: FileSlice | None, instant: str, op: str,
+                       task: int) -> list[tuple[str, str]]:
+        """(file name, marker IO type) that `write.write_file_group` may create for one file group."""
+        token = naming.write_token(task, 0, 0)
+        if not self.config.is_mor:
+            return [(naming.base_file_name(file_id, token, instant), "MERGE" if latest else "CREATE")]
+        if latest is None:
+            return [] if op == "delete" else [(naming.base_file_name(file_id, token, instant), "CREATE")]
+        if self.config.log_format_version == 1:
+            try:
+                from lsm_lab.interop import compat
+
+                folder = self.path / partition if partition else self.path
+                return [(compat.v1_log_name(self.config, folder, file_id, token, instant, latest.base_instant),
+                         "APPEND")]
+            except (ImportError, LsmLabError):
+                return []
+        return [(naming.log_file_name(file_id, token, instant, 1, delete=op == "delete"), "APPEND")]
 
     # ------------------------------------------------------------------ reads
     def read(self, *, as_of: Any = None, columns: Sequence[str] | None = None, filter: Any = None,
@@ -264,6 +340,20 @@ class Table:
             return table.select(list(columns))
         return reader.snapshot(ctx, slices, columns=columns, filter=filter, engine=merge,
                                progress=lambda s: tqdm(s, desc="read", unit="slice", disable=None, leave=False))
+
+    def lookup(self, keys: str | Iterable[str], *, as_of: Any = None, columns: Sequence[str] | None = None,
+               stats: Any = None) -> pa.Table:
+        """Rows with the given record keys (composite keys as `f1:v1,f2:v2`), as of `as_of`.
+
+        Equals `read(as_of=as_of, columns=columns)` filtered to those keys (rows
+        in key order), but reads only what can hold them: file slices by bucket,
+        files by key range and bloom filter, row groups by statistics, rows by
+        binary search in sorted files (lsm_lab/lookup/lookup.py).  Pass a
+        `lsm_lab.lookup.LookupStats` as `stats` to count what was read.
+        """
+        from lsm_lab.lookup.lookup import lookup as _lookup
+
+        return _lookup(self, keys, as_of=as_of, columns=columns, stats=stats)
 
     def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: Any = None) -> pa.Table:
         """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table."""
@@ -302,6 +392,83 @@ class Table:
         from lsm_lab.table.inspect import dump_levels
 
         return dump_levels(self, as_of)
+
+    # ------------------------------------------------------------------ table services (lsm_lab.services)
+    def compact(self, strategy: str = "hybrid", merge: str | None = None, plan_only: bool = False, *,
+                options: Mapping[str, str] | None = None, progress: bool | None = None) -> Instant | None:
+        """Compact file groups: `hybrid` (FULL or LOG per file group), `full` (L0+L1 → L1) or `log` (L0 → L0).
+
+        Pending plans nobody is running are finished first. `merge` forces an
+        engine; `plan_only` only saves the plan (`<t>.compaction.requested`);
+        `options` override the planner thresholds of hoodie.properties.
+        Returns the completed (or, with `plan_only`, requested) instant, or None.
+        """
+        from lsm_lab.services import compaction
+
+        return compaction.compact(self, strategy=strategy, merge=merge, plan_only=plan_only, options=options,
+                                  progress=progress)
+
+    def compaction_plans(self, *, include_completed: bool = True) -> list:
+        """(instant, CompactionPlan) of the compactions on the active timeline, oldest first."""
+        from lsm_lab.services import compaction
+
+        return compaction.plans(self, include_completed=include_completed)
+
+    def clean(self, policy: str | None = None, retained: int | None = None) -> Instant | None:
+        """Delete files no retained snapshot needs (KEEP_LATEST_COMMITS or KEEP_LATEST_FILE_VERSIONS)."""
+        from lsm_lab.services import clean
+
+        return clean.clean(self, policy=policy, retained=retained)
+
+    def rollback(self, instant: Any = None) -> list[Instant]:
+        """Roll back dead pending writes (no argument), or one instant: pending and dead, or the latest write."""
+        from lsm_lab.services import rollback as rb
+
+        with table_lock(self.path):
+            if instant is None:
+                return rb.rollback_failed_writes(self.path, self.active_timeline)
+            begin = instant.begin_time if isinstance(instant, Instant) else str(instant)
+            current = self.active_timeline.find(begin)
+            if not current.is_completed:
+                if current.action in (COMPACTION, LOG_COMPACTION):
+                    rb.reset_compaction(self.path, self.active_timeline, current)
+                    rb.remove_timeline_files(self.active_timeline, begin)
+                    return []
+                return [rb.rollback_pending(self.path, self.active_timeline, current)]
+            writes = self.completed_writes()
+            if not writes or writes[-1].begin_time != begin or current.action not in (COMMIT, DELTA_COMMIT):
+                raise InputError(f"only the latest completed write (commit/deltacommit) can be rolled back; "
+                                 f"{current} is not it — use savepoint() and restore() for older instants")
+            return [rb.rollback_completed(self.path, self.active_timeline, current)]
+
+    def savepoint(self, instant: Any = None, *, user: str | None = None, comment: str = "") -> Instant:
+        """Pin a completed write (default: the latest): its files survive cleaning, restore() can return to it."""
+        from lsm_lab.services import savepoint
+
+        return savepoint.create_savepoint(self, instant, user=user, comment=comment)
+
+    def savepoints(self) -> list[dict[str, Any]]:
+        """The table's savepoints, oldest first (instant, savepointedInstant, its completion time, files)."""
+        from lsm_lab.services import savepoint
+
+        return savepoint.list_savepoints(self.active_timeline)
+
+    def delete_savepoint(self, instant: Any) -> None:
+        from lsm_lab.services import savepoint
+
+        savepoint.delete_savepoint(self, instant)
+
+    def restore(self, instant: Any) -> Instant:
+        """Put the table back to a savepoint (every later instant rolled back, a `restore` instant recorded)."""
+        from lsm_lab.services import savepoint
+
+        return savepoint.restore(self, instant)
+
+    def archive(self, keep: int | None = None) -> list[Instant]:
+        """Move old completed instants into the LSM timeline (`.hoodie/timeline/history/`)."""
+        from lsm_lab.services import archiver
+
+        return archiver.archive(self, keep=keep)
 
 
 def _schema_from_avro(text: str) -> pa.Schema | None:
@@ -348,6 +515,9 @@ def create_table(
     `record_key`/`partition_by` take a field or a list of fields; an
     `ordering_field` makes the merge mode EVENT_TIME_ORDERING.  Extra Hudi
     properties can be passed as `options` (e.g. ``**{"hoodie.cleaner.commits.retained": "5"}``).
+    `table_version=6` or `8` creates a compatibility table that older Hudi readers
+    understand: v1 log files, the timeline and properties of that version
+    (`lsm_lab.interop.compat`).
     """
     table_type = table_type.upper()
     if table_type in ("MOR",):
@@ -358,9 +528,9 @@ def create_table(
         raise InputError(f"table_type must be one of {', '.join(cfg.TABLE_TYPES)}, not {table_type!r}")
     if layout not in cfg.LAYOUTS:
         raise InputError(f"layout must be one of {', '.join(cfg.LAYOUTS)}, not {layout!r}")
-    if table_version != 9:
-        raise UnsupportedFeatureError(f"creating tables of version {table_version} (compatibility mode) is not "
-                                      "supported yet; use table_version=9")
+    if table_version not in (6, 8, 9):
+        raise UnsupportedFeatureError(f"lsm_lab creates tables of version 9 (RFC-103), or 6 and 8 in compatibility "
+                                      f"mode (v1 logs that older readers understand), not {table_version}")
     if not name or any(ch in name for ch in "/\\ ."):
         raise InputError(f"invalid table name {name!r} (letters, digits, '_' and '-' only)")
     keys = _fields(record_key, "record key")
@@ -376,6 +546,11 @@ def create_table(
     props = cfg.build_props(name=name, record_key=keys, partition_by=parts, ordering_field=ordering_field,
                             table_type=table_type, layout=layout, version=table_version, hive_style=hive_style,
                             num_buckets=int(num_buckets), extra=extra)
+    if table_version < 9:  # compatibility mode: the keys and formats of that version (lsm_lab.interop.compat)
+        from lsm_lab.interop.compat import compat_props
+
+        props = compat_props(props, table_version)
+        props.update(extra)
     base.mkdir(parents=True, exist_ok=True)
     config = cfg.write_config(base, props, create=True)
     ActiveTimeline(base, config).folder.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,8 @@
       │ records.*           Arrow table, keys, partition paths, de-duplicated, sorted
       │ index.*             (partition, file id) per record: bucket (lsm_tree) or key lookup (default)
       │ timeline            <t>.deltacommit.requested → <t>.deltacommit.inflight
-      │ per file group:     MERGE_ON_READ   new group → base file (L1); else → v2 log (L0),
+      │ per file group:     MERGE_ON_READ   new group → base file (L1); else → v2 log (L0)
+      │                                     (v1 #HUDI# log in table versions 6 and 8),
       │                                     deletes → v2 delete log
       │                     COPY_ON_WRITE   merge the current base with the batch → new base
       │ timeline            <t>_<c>.deltacommit  with per-file write stats  ◄── the commit point
@@ -46,7 +47,7 @@ from lsm_lab.layout.fsview import FileGroup, FileSlice
 from lsm_lab.logformat import v2
 from lsm_lab.merge import merge_to_table
 from lsm_lab.table import index, records
-from lsm_lab.table.read import ReadContext, read_slice
+from lsm_lab.table.read import ReadContext, load_sources, read_slice
 from lsm_lab.table.records import (
     COMMIT_SEQNO, COMMIT_TIME, DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY,
 )
@@ -85,6 +86,9 @@ def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) 
                              "pass rows with the key and partition columns instead")
         data = [{config.record_key[0]: k} for k in data]
     table = records.to_arrow(data, what="delete keys" if is_delete else "data")
+    if table.num_rows == 0 and table.num_columns == 0:  # `[]`: an empty batch, with no columns to check
+        empty = pa.table({RECORD_KEY: pa.array([], pa.string()), PARTITION_PATH: pa.array([], pa.string())})
+        return PreparedBatch(empty, current if current is not None else pa.schema([]), is_delete)
     records.check_columns(table, config.record_key, "record key")
     records.check_columns(table, config.partition_by, "partition")
     ordering = config.ordering_field if config.merge_mode == "EVENT_TIME_ORDERING" else None
@@ -101,7 +105,8 @@ def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) 
     keys = records.record_keys(table, config.record_key)
     parts = records.partition_paths(table, config.partition_by, hive_style=config.hive_style)
     table = table.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
-    table = records.dedupe(table, RECORD_KEY, ordering if ordering in table.column_names else None)
+    table = records.dedupe(table, RECORD_KEY, ordering if ordering in table.column_names else None,
+                           deletes=is_delete)
     return PreparedBatch(table, schema if schema is not None else pa.schema([]), is_delete)
 
 
@@ -115,7 +120,7 @@ def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list
     for partition in sorted(set(parts.to_pylist())):
         prow = rows.filter(pc.equal(parts, partition))
         existing = {g.file_id: g for g in groups_by_partition.get(partition, [])}
-        if config.is_lsm:
+        if config.bucket_index:
             buckets = index.bucket_ids(prow.column(RECORD_KEY), config.num_buckets)
             for b in np.unique(buckets):
                 fid = index.bucket_file_id(config.name, partition, int(b))
@@ -138,8 +143,17 @@ def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list
 
 
 def slice_keys(fs: FileSlice, ctx: ReadContext) -> pa.Array:
-    """Record keys stored in a slice's base and data logs (deleted keys included: an upper bound)."""
-    return read_slice(ctx, fs, columns=[RECORD_KEY], engine="hash").column(RECORD_KEY).combine_chunks()
+    """Record keys stored in a slice's base and logs (deleted keys included: an upper bound).
+
+    A deleted key still sits in the base file until compaction, so a later insert
+    of it must go to the same file group (as Hudi's index sends it), or the
+    read-optimized view would show it twice.
+    """
+    sources, _ = load_sources(ctx, fs, [RECORD_KEY])
+    if not sources:
+        return pa.array([], pa.string())
+    keys = pa.chunked_array([k for s in sources for k in s.column(RECORD_KEY).chunks], pa.string())
+    return pc.unique(keys.combine_chunks())
 
 
 # --------------------------------------------------------------------------- one file group
@@ -199,6 +213,10 @@ def write_file_group(
         num_updates = int(pc.sum(pc.is_in(rows.column(RECORD_KEY), value_set=existing_keys)).as_py() or 0)
 
     if config.is_mor:
+        if config.log_format_version == 1 and latest is not None:  # compatibility tables (versions 6, 8)
+            return _write_v1_log(config=config, folder=folder, partition=partition, file_id=file_id, rows=rows,
+                                 latest=latest, instant=instant, token=token, task=task, is_delete=is_delete,
+                                 ordering=ordering, num_updates=num_updates, user_schema=ctx.schema)
         if is_delete:
             name = naming.log_file_name(file_id, token, instant, 1, delete=True)
             size = v2.write_delete_log(folder / name, _delete_rows(rows, ordering), instant_time=instant, is_sorted=lsm)
@@ -238,7 +256,13 @@ def write_file_group(
             DELETE_FLAG, pa.array([False] * current.num_rows, pa.bool_())), target))
     sources.append(incoming)
     chosen = engine or ("sorted" if lsm else "hash")
-    merged = merge_to_table(sources, ctx.spec, engine=chosen).select(full.names)
+    try:
+        merged = merge_to_table(sources, ctx.spec, engine=chosen).select(full.names)
+    except InputError:  # an unsorted older base (a table switched to lsm_tree): merge by hash, sort below
+        if chosen == "hash":
+            raise
+        chosen = "hash"
+        merged = merge_to_table(sources, ctx.spec, engine=chosen).select(full.names)
     if lsm and chosen == "hash":
         merged = records.sort_by_key(merged)
     deleted = max(0, before - merged.num_rows) if is_delete else 0
@@ -250,6 +274,32 @@ def write_file_group(
                       numWrites=merged.num_rows, numInserts=written - num_updates, numUpdateWrites=num_updates,
                       numDeletes=deleted, totalWriteBytes=size, fileSizeInBytes=size, baseFile=name,
                       minRecordKey=_first(merged), maxRecordKey=_last(merged))]
+
+
+def _write_v1_log(*, config: TableConfig, folder: Path, partition: str, file_id: str, rows: pa.Table,
+                  latest: FileSlice, instant: str, token: str, task: int, is_delete: bool, ordering: str | None,
+                  num_updates: int, user_schema: pa.Schema) -> list[WriteStat]:
+    """A MERGE_ON_READ write to a compatibility table: one v1 (#HUDI#) log file, Avro data or delete block."""
+    from lsm_lab.interop import compat
+
+    n = rows.num_rows
+    name = compat.v1_log_name(config, folder, file_id, token, instant, latest.base_instant)
+    rel = f"{partition}/{name}" if partition else name
+    base = latest.base_file.path.name if latest.base_file else ""
+    if is_delete:
+        cols = {"record_key": rows.column(RECORD_KEY), "partition_path": rows.column(PARTITION_PATH)}
+        if ordering and ordering in rows.column_names:
+            cols["ordering_val"] = rows.column(ordering)
+        size = compat.write_v1_delete_log(folder / name, config, pa.table(cols), instant=instant,
+                                          user_schema=user_schema if len(user_schema) else None)
+        return [WriteStat(partition, file_id, rel, latest.base_instant, numWrites=0, numDeletes=n,
+                          totalWriteBytes=size, fileSizeInBytes=size, baseFile=base, logFiles=[name],
+                          minRecordKey=_first(rows), maxRecordKey=_last(rows))]
+    data = _meta_columns(rows, instant, name, task)
+    size = compat.write_v1_data_log(folder / name, config, data, instant=instant)
+    return [WriteStat(partition, file_id, rel, latest.base_instant, numWrites=n, numInserts=n - num_updates,
+                      numUpdateWrites=num_updates, totalWriteBytes=size, fileSizeInBytes=size, baseFile=base,
+                      logFiles=[name], minRecordKey=_first(rows), maxRecordKey=_last(rows))]
 
 
 def _first(rows: pa.Table) -> str | None:

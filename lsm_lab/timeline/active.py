@@ -17,6 +17,10 @@ Which completed `commit` was a compaction?  Hudi stores a finished compaction
 as `<t>_<c>.commit` next to `<t>.compaction.requested`; the loader restores the
 action from the pending file, so `Table.timeline()` shows `compaction`.
 
+Compatibility tables (versions 6 and 8, and tables upgraded from them) get
+commit metadata as Hudi writes it: `extraMetadata.schema` holds the Avro table
+schema, and in version 8 the completed write instants are Avro files.
+
 Simplified compared with Apache Hudi: no timeline server, no caching of the
 listing (every call lists the folder; a few hundred files is cheap), and the
 archived (LSM) timeline is read by `timeline.archive`, not here.
@@ -34,9 +38,11 @@ from lsm_lab.errors import TimelineError
 from lsm_lab.timeline import clock
 from lsm_lab.timeline.instant import (
     CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, REPLACE_COMMIT,
-    Instant, State, file_name_for, parse_file_name,
+    WRITE_ACTIONS, Instant, State, file_name_for, parse_file_name,
 )
-from lsm_lab.timeline.metadata import decode_instant_content, encode_json
+from lsm_lab.timeline.metadata import (
+    decode_instant_content, encode_avro_commit_metadata, encode_json, with_hudi_schema,
+)
 
 # completed action → pending actions that complete into it
 _RESTORE_ACTION = {COMMIT: (COMPACTION,), DELTA_COMMIT: (LOG_COMPACTION,), REPLACE_COMMIT: (CLUSTERING,)}
@@ -138,10 +144,23 @@ class ActiveTimeline:
     def _create(self, begin: str, action: str, state: State, content: Mapping[str, Any] | bytes | None,
                 completion: str | None = None) -> Instant:
         name = file_name_for(begin, action, state, completion, timeline_layout=self.config.timeline_layout)
-        data = content if isinstance(content, bytes) else (encode_json(content) if content else b"")
+        data = content if isinstance(content, bytes) else (self._encode(action, state, content) if content else b"")
         self.folder.mkdir(parents=True, exist_ok=True)
         atomic_create(self.folder / name, data)
         return Instant.make(begin, action, state, completion, name)
+
+    @property
+    def _hudi_compatible(self) -> bool:
+        """Compatibility tables (versions 6, 8) and tables upgraded from one: commit metadata as Hudi writes it."""
+        return self.config.version < 9 or "lsm_lab.upgraded.from.version" in self.config.props
+
+    def _encode(self, action: str, state: State, content: Mapping[str, Any]) -> bytes:
+        """JSON, except completed write instants of tables whose instant format is Avro (version 8 compat)."""
+        if state is State.COMPLETED and action in WRITE_ACTIONS and self.config.instant_format == "avro":
+            avro = encode_avro_commit_metadata(content)
+            if avro is not None:
+                return avro
+        return encode_json(content)
 
     def request(self, action: str, content: Mapping[str, Any] | bytes | None = None,
                 begin_time: str | None = None) -> Instant:
@@ -157,6 +176,8 @@ class ActiveTimeline:
         if instant.state is not State.INFLIGHT:
             raise TimelineError(f"cannot complete {instant}: it is not inflight")
         completion = self.new_instant_time()
+        if self._hudi_compatible and instant.action in WRITE_ACTIONS:
+            metadata = with_hudi_schema(metadata, self.config.name)
         done = self._create(instant.begin_time, instant.action, State.COMPLETED, metadata, completion)
         if self.config.timeline_layout < 2:
             completion = instant.begin_time

@@ -19,10 +19,13 @@ A completed write instant stores a `HoodieCommitMetadata`:
 lsm_lab writes JSON (say so in `hoodie.properties`, `lsm_lab.timeline.instant.format=json`);
 Apache Hudi 1.x writes the same structure as an Avro object container file
 (`Obj\\x01` magic).  `decode_instant_content` reads both, so that the rest of the
-library only ever sees dicts.
+library only ever sees dicts.  Compatibility tables of version 8
+(`lsm_lab.timeline.instant.format=avro`) get their completed write instants as
+Avro (`encode_avro_commit_metadata`), because readers of that version (hudi-rs
+among them) refuse JSON there.
 
 Simplified compared with Apache Hudi: no per-file runtime stats (`totalLogBlocks`,
-`totalCorruptLogBlock`, timings); the Avro encoding is read but never written.
+`totalCorruptLogBlock`, timings); only completed commit metadata is ever written as Avro.
 """
 
 from __future__ import annotations
@@ -141,3 +144,124 @@ def summarize(metadata: Mapping[str, Any]) -> dict[str, int]:
         "records_deleted": sum(int(s.get("numDeletes") or 0) for s in stats),
         "bytes_written": sum(int(s.get("totalWriteBytes") or 0) for s in stats),
     }
+
+
+# --------------------------------------------------------------------------- Avro commit metadata
+_STAT_LONGS = ("numWrites", "numDeletes", "numUpdateWrites", "numInserts", "totalWriteBytes", "totalWriteErrors",
+               "fileSizeInBytes", "totalLogRecords", "totalLogBlocks", "totalCorruptLogBlock",
+               "totalRollbackBlocks", "totalUpdatedRecordsCompacted", "totalLogFilesCompacted",
+               "totalLogSizeCompacted", "minEventTime", "maxEventTime")
+_STAT_STRINGS = ("fileId", "path", "prevCommit", "partitionPath", "baseFile", "prevBaseFile", "tempPath",
+                 "minRecordKey", "maxRecordKey")
+_TOP_KEYS = frozenset({"partitionToWriteStats", "compacted", "extraMetadata", "version", "operationType",
+                       "partitionToReplaceFileIds"})
+_NS = "org.apache.hudi.avro.model"
+
+
+def _opt(t: Any) -> list[Any]:
+    return ["null", t]
+
+
+def commit_metadata_avro_schema(*, replace: bool = False) -> dict[str, Any]:
+    """`HoodieCommitMetadata` (or `HoodieReplaceCommitMetadata`) as Hudi 1.x writes it, nullable fields first.
+
+    lsm_lab's `minRecordKey`/`maxRecordKey` ride along in the write stats (Avro
+    readers resolve fields by name and skip ones they do not know).
+    """
+    stat_fields = ([{"name": n, "type": _opt("string"), "default": None} for n in _STAT_STRINGS]
+                   + [{"name": n, "type": _opt("long"), "default": None} for n in _STAT_LONGS]
+                   + [{"name": "logVersion", "type": _opt("int"), "default": None},
+                      {"name": "logOffset", "type": _opt("long"), "default": None},
+                      {"name": "logFiles", "type": _opt({"type": "array", "items": "string"}), "default": None}])
+    write_stat = {"type": "record", "name": "HoodieWriteStat", "namespace": _NS, "fields": stat_fields}
+    fields: list[dict[str, Any]] = [
+        {"name": "partitionToWriteStats", "type": _opt({"type": "map", "values": {"type": "array", "items": write_stat}}),
+         "default": None},
+        {"name": "compacted", "type": _opt("boolean"), "default": None},
+        {"name": "extraMetadata", "type": _opt({"type": "map", "values": "string"}), "default": None},
+        {"name": "version", "type": ["int", "null"], "default": 1},
+        {"name": "operationType", "type": _opt("string"), "default": None},
+    ]
+    if replace:
+        fields.append({"name": "partitionToReplaceFileIds",
+                       "type": _opt({"type": "map", "values": {"type": "array", "items": "string"}}), "default": None})
+    name = "HoodieReplaceCommitMetadata" if replace else "HoodieCommitMetadata"
+    return {"type": "record", "name": name, "namespace": _NS, "fields": fields}
+
+
+def _stat_for_avro(stat: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for n in _STAT_STRINGS:
+        v = stat.get(n)
+        out[n] = None if v is None else str(v)
+    for n in _STAT_LONGS:
+        v = stat.get(n)
+        out[n] = None if v is None else int(v)
+    out["logVersion"] = None if stat.get("logVersion") is None else int(stat["logVersion"])
+    out["logOffset"] = None if stat.get("logOffset") is None else int(stat["logOffset"])
+    logs = stat.get("logFiles")
+    out["logFiles"] = None if logs is None else [str(x) for x in logs]
+    return out
+
+
+def encode_avro_commit_metadata(content: Mapping[str, Any]) -> bytes | None:
+    """Commit metadata as an Avro object container file, or None when `content` has keys Hudi's schema lacks.
+
+    (A None tells the caller to keep JSON, so nothing lsm_lab stored is ever dropped.)
+    """
+    if not set(content) <= _TOP_KEYS:
+        return None
+    import fastavro
+
+    replace = "partitionToReplaceFileIds" in content
+    stats = content.get("partitionToWriteStats")
+    datum: dict[str, Any] = {
+        "partitionToWriteStats": None if stats is None else {
+            str(p): [_stat_for_avro(s) for s in (lst or [])] for p, lst in stats.items()},
+        "compacted": None if content.get("compacted") is None else bool(content["compacted"]),
+        "extraMetadata": None if content.get("extraMetadata") is None else {
+            str(k): str(v) for k, v in content["extraMetadata"].items()},
+        "version": content.get("version", 1),
+        "operationType": None if content.get("operationType") is None else str(content["operationType"]),
+    }
+    if replace:
+        datum["partitionToReplaceFileIds"] = {str(p): [str(f) for f in ids or []]
+                                              for p, ids in (content.get("partitionToReplaceFileIds") or {}).items()}
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(commit_metadata_avro_schema(replace=replace)), [datum])
+    return buf.getvalue()
+
+
+ARROW_SCHEMA_KEY = "lsm_lab.arrow_schema"
+
+
+def with_hudi_schema(content: Mapping[str, Any], table_name: str) -> dict[str, Any]:
+    """`content` with `extraMetadata.schema` (the Avro table schema Hudi readers look for) added.
+
+    Derived from lsm_lab's Arrow schema (`extraMetadata["lsm_lab.arrow_schema"]`),
+    without the meta columns, named as Hudi names it (`<table>_record` in
+    `hoodie.<table>`). Content without an Arrow schema, or with types Avro cannot
+    carry, is returned unchanged.
+    """
+    extra = dict(content.get("extraMetadata") or {})
+    text = extra.get(ARROW_SCHEMA_KEY)
+    if not text or extra.get("schema"):
+        return dict(content)
+    import base64
+
+    import pyarrow as pa
+
+    from lsm_lab.errors import LsmLabError
+    from lsm_lab.logformat.avro_schema import arrow_to_avro_schema, avro_schema_json, hudi_record_names
+
+    try:
+        schema = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+        user = pa.schema([f for f in schema if not f.name.startswith("_hoodie_")])
+        name, namespace = hudi_record_names(table_name)
+        extra["schema"] = avro_schema_json(arrow_to_avro_schema(user, name=name, namespace=namespace))
+    except (LsmLabError, ValueError, pa.ArrowInvalid):
+        return dict(content)
+    out = dict(content)
+    out["extraMetadata"] = extra
+    return out
+

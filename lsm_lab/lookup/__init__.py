@@ -1,0 +1,32 @@
+"""Point lookups and data skipping: bloom filters and key ranges in footers, pruning, binary search.
+
+    bloom.py     BloomFilter: NumPy bloom filter of record keys, stored base64 in the footer
+    lookup.py    KeyPredicate, LookupStats, Table.lookup's engine and read(filter=...)'s key pruning
+    command.py   `lsm-lab lookup`, `lsm-lab show blooms`, `lsm-lab bench lookup`
+
+The function `lookup.lookup(table, keys)` is not re-exported here, so that
+`lsm_lab.lookup.lookup` always names the module; use `Table.lookup`.
+"""
+
+from lsm_lab.lookup.bloom import BloomFilter, key_hashes
+from lsm_lab.lookup.lookup import (
+    FooterCache,
+    KeyLookup,
+    KeyPredicate,
+    LookupStats,
+    clear_footer_cache,
+    key_predicate,
+    open_lookup,
+)
+
+__all__ = [
+    "BloomFilter",
+    "FooterCache",
+    "KeyLookup",
+    "KeyPredicate",
+    "LookupStats",
+    "clear_footer_cache",
+    "key_hashes",
+    "key_predicate",
+    "open_lookup",
+]

@@ -1,0 +1,840 @@
+"""Point lookups and key-predicate pruning: read only what can hold the keys.
+
+A snapshot read merges every file of every file slice.  A lookup of a few
+record keys needs far less, and each layer of the layout says what it may skip:
+
+    keys ──► file slice ── bucket: crc32(key) mod B ≠ the group's bucket ──────────► skip slice   (lsm_tree)
+               │
+               └─► each file (base, then logs in commit order)
+                     │ footer range  [hoodie_min_record_key, hoodie_max_record_key]  ─► skip file
+                     │ footer bloom  lsm_lab.bloom says "certainly absent"            ─► skip file
+                     └─► each row group
+                           │ statistics min/max of the key column                    ─► skip row group
+                           │ read the KEY COLUMN only
+                           │   sorted file (lsm_lab.sorted=true): binary search per key
+                           │   otherwise: hash scan (is_in) over the chunk
+                           └─► rows found: read the other needed columns of that row group, take the rows
+               │
+               └─► the found versions of every file → the table's merge (same normalisation and engine
+                   as a snapshot read: deletes, ordering, commit order)  ─► rows of the keys
+
+**The invariant: pruning never changes results.**  Every test compares a lookup
+with a full snapshot read filtered to the same keys.  That is why each step
+only ever *narrows* on a proof: a footer range or statistics the writer
+computed from the data, a bloom filter whose CRC verifies (a missing, damaged
+or unreadable filter means "maybe" and the file is read), a sorted flag that is
+re-checked on the key chunk before a binary search (an out-of-order chunk is
+scanned instead).  Slices the fast path does not understand (v1 `#HUDI#` logs,
+files without a usable record-key column, tables without meta fields) are read
+in full and filtered: slower, never different.
+
+**Counting.**  `LookupStats` counts what the reader did: footers read from disk
+(and their bytes), files whose data pages were opened, row groups read, and the
+compressed size of every column chunk read (from the footer's column-chunk
+metadata, so "bytes read" means bytes fetched from storage, not decoded).
+Footers of immutable files are cached per process (`FooterCache`, keyed by
+path, size and modification time): a serving process pays for a footer and its
+bloom once.
+
+**Cumulative filters.**  RFC-06 discusses keeping one cumulative bloom filter
+and key range per file slice so an index checks one filter per slice.  lsm_lab
+keeps per-file filters only: logs are immutable, so a cumulative filter must
+either be rebuilt from every key of the slice on each commit (the write
+amplification the LSM layout exists to avoid) or be the OR of per-file filters,
+whose false-positive rate climbs with every log and never recovers until
+compaction; a cumulative range is the union of ranges, which random or bucketed
+keys make the whole key space.  `lsm_lab.bench.lookup.cumulative_tradeoff`
+measures both (see the lookup benchmark's `--cumulative` mode).
+
+Simplified compared with Apache Hudi: Hudi uses footers' blooms and ranges in
+its *write-path* index (HoodieBloomIndex) and, for reads, column statistics in
+the metadata table; it has no sorted-file binary search.  lsm_lab has no
+metadata table, so footers are the only index, and page-level indexes (Parquet
+column/offset indexes) are not used: the smallest unit read is a column chunk
+of one row group.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lsm_lab.errors import CorruptFileError, InputError, UnsupportedFeatureError
+from lsm_lab.layout import parquet_io
+from lsm_lab.layout.fsview import DataFile, FileSlice
+from lsm_lab.lookup.bloom import BloomFilter, key_hashes
+from lsm_lab.merge import merge_to_table
+from lsm_lab.table import index, records
+from lsm_lab.table import read as reader
+from lsm_lab.table.read import ReadContext
+from lsm_lab.table.records import PARTITION_PATH, RECORD_KEY
+
+if TYPE_CHECKING:
+    from lsm_lab.table.table import Table
+
+DELETE_KEY = "record_key"  # the key column of v2 delete logs
+_FOOTER_TAIL = 8  # 4-byte footer length + "PAR1"
+
+
+# --------------------------------------------------------------------------- counters
+@dataclass
+class LookupStats:
+    """What a lookup (or a pruned read) did; pass one in to accumulate over calls."""
+
+    slices: int = 0
+    slices_pruned_bucket: int = 0
+    slices_fallback: int = 0
+    files: int = 0
+    files_pruned_range: int = 0
+    files_pruned_bloom: int = 0
+    files_without_bloom: int = 0
+    footers_read: int = 0
+    footer_bytes: int = 0
+    files_opened: int = 0
+    row_groups: int = 0
+    row_groups_read: int = 0
+    binary_searches: int = 0
+    scans: int = 0
+    data_bytes: int = 0
+    rows_matched: int = 0
+    trace: list[str] | None = None
+
+    @property
+    def bytes_read(self) -> int:
+        """Footer bytes read from disk plus compressed column-chunk bytes read."""
+        return self.footer_bytes + self.data_bytes
+
+    def note(self, text: str) -> None:
+        if self.trace is not None:
+            self.trace.append(text)
+
+    def as_dict(self) -> dict[str, int]:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "trace"}
+        out["bytes_read"] = self.bytes_read
+        return out
+
+    def add(self, other: "LookupStats") -> None:
+        for f in fields(self):
+            if f.name != "trace":
+                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    def summary(self) -> str:
+        return (f"{self.files_opened} of {self.files} files opened "
+                f"({self.files_pruned_range} skipped by key range, {self.files_pruned_bloom} by bloom, "
+                f"{self.slices_pruned_bucket} slices by bucket), {self.row_groups_read} of {self.row_groups} "
+                f"row groups read ({self.binary_searches} binary searches, {self.scans} scans), "
+                f"{self.bytes_read / 1e6:.2f} MB read ({self.footers_read} footers)")
+
+
+class _Fallback(Exception):
+    """Internal: this slice cannot use the fast path; read it in full and filter."""
+
+
+# --------------------------------------------------------------------------- key predicates
+@dataclass(frozen=True)
+class KeyPredicate:
+    """A condition on the record key: a set of keys, or a range, or both (folded into the set).
+
+    `keys` is sorted and unique (None = any key in the range).  `lo`/`hi` bound
+    the range (None = unbounded).  Keys compare as Python strings, which is the
+    UTF-8 byte order of the files and of Parquet statistics.
+    """
+
+    keys: tuple[str, ...] | None = None
+    lo: str | None = None
+    lo_inclusive: bool = True
+    hi: str | None = None
+    hi_inclusive: bool = True
+
+    @classmethod
+    def of_keys(cls, keys: Iterable[str]) -> "KeyPredicate":
+        return cls(keys=tuple(sorted(set(keys))))
+
+    @property
+    def is_empty(self) -> bool:
+        if self.keys is not None:
+            return len(self.keys) == 0
+        if self.lo is not None and self.hi is not None:
+            return self.lo > self.hi or (self.lo == self.hi and not (self.lo_inclusive and self.hi_inclusive))
+        return False
+
+    def in_range(self, key: str) -> bool:
+        if self.lo is not None and (key < self.lo or (key == self.lo and not self.lo_inclusive)):
+            return False
+        if self.hi is not None and (key > self.hi or (key == self.hi and not self.hi_inclusive)):
+            return False
+        return True
+
+    def normalised(self) -> "KeyPredicate":
+        """Fold the range into the key set when there is one."""
+        if self.keys is None:
+            return self
+        return KeyPredicate(keys=tuple(k for k in self.keys if self.in_range(k)))
+
+    def keys_between(self, lo: str | None, hi: str | None) -> tuple[int, int]:
+        """Index range [a, b) of `keys` inside [lo, hi] (None bounds are open)."""
+        assert self.keys is not None
+        a = 0 if lo is None else bisect.bisect_left(self.keys, lo)
+        b = len(self.keys) if hi is None else bisect.bisect_right(self.keys, hi)
+        return a, b
+
+    def overlaps(self, lo: str | None, hi: str | None) -> bool:
+        """Can a key in [lo, hi] satisfy the range part?"""
+        if self.lo is not None and hi is not None and (hi < self.lo or (hi == self.lo and not self.lo_inclusive)):
+            return False
+        if self.hi is not None and lo is not None and (lo > self.hi or (lo == self.hi and not self.hi_inclusive)):
+            return False
+        return True
+
+    def mask(self, keys: pa.Array) -> np.ndarray:
+        """Rows of `keys` that satisfy the predicate (vectorised)."""
+        n = len(keys)
+        if self.keys is not None:
+            m = pc.is_in(keys, value_set=pa.array(self.keys, pa.string()))
+        else:
+            m = pa.array(np.ones(n, dtype=bool))
+            if self.lo is not None:
+                m = pc.and_(m, (pc.greater_equal if self.lo_inclusive else pc.greater)(keys, self.lo))
+            if self.hi is not None:
+                m = pc.and_(m, (pc.less_equal if self.hi_inclusive else pc.less)(keys, self.hi))
+        return np.asarray(m.fill_null(False), dtype=bool)
+
+
+def key_predicate(config: Any, schema: pa.Schema, filter: Any) -> KeyPredicate | None:
+    """The record-key part of a conjunctive `(column, op, value)` filter, or None when it has none.
+
+    Understood: `_hoodie_record_key` with `=`/`==`/`in`/`<`/`<=`/`>`/`>=`; and on tables
+    lsm_lab created (whose keys it generated), the record key field(s) themselves:
+    `=`/`in` on every key field (composite keys become `f1:v1,f2:v2`), and ranges on a
+    single string key field.  Anything else (`!=`, `not in`, nulls, type mismatches)
+    is ignored: it cannot prune, and the filter still applies after the merge.
+    """
+    if not (isinstance(filter, list) and filter and all(isinstance(t, tuple) and len(t) == 3 for t in filter)):
+        return None
+    own_keys = config.props.get("lsm_lab.created") == "true"
+    key_fields = tuple(config.record_key)
+    sets: list[set[str]] = []
+    lo: tuple[str, bool] | None = None
+    hi: tuple[str, bool] | None = None
+    per_field: dict[str, list[Any]] = {}
+    for col, op, value in filter:
+        op = str(op).lower()
+        is_key_col = col == RECORD_KEY
+        single_string_field = (own_keys and len(key_fields) == 1 and col == key_fields[0]
+                               and col in schema.names and pa.types.is_string(schema.field(col).type))
+        if is_key_col or single_string_field:
+            if op in ("=", "==") and isinstance(value, str):
+                sets.append({value})
+                continue
+            if op == "in" and _all_str(value):
+                sets.append(set(value))
+                continue
+            if op in ("<", "<=", ">", ">=") and isinstance(value, str):
+                if op in ("<", "<="):
+                    cand = (value, op == "<=")
+                    if hi is None or cand[0] < hi[0] or (cand[0] == hi[0] and not cand[1]):
+                        hi = cand
+                else:
+                    cand = (value, op == ">=")
+                    if lo is None or cand[0] > lo[0] or (cand[0] == lo[0] and not cand[1]):
+                        lo = cand
+                continue
+            continue
+        if own_keys and col in key_fields and col in schema.names and op in ("=", "==", "in"):
+            values = list(value) if op == "in" and isinstance(value, (list, tuple, set, frozenset)) else [value]
+            if op != "in" and isinstance(value, (list, tuple, set, frozenset)):
+                continue
+            if any(v is None for v in values):
+                continue
+            try:
+                typed = pa.array(values, type=schema.field(col).type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, OverflowError):
+                continue
+            prev = per_field.get(col)
+            vals = typed.to_pylist()
+            per_field[col] = vals if prev is None else [v for v in prev if v in vals]
+    if per_field and len(key_fields) > 1 and all(f in per_field for f in key_fields):
+        combos = 1
+        for f in key_fields:
+            combos *= max(1, len(per_field[f]))
+        if combos <= 100_000:
+            sets.append(_composite_keys(key_fields, per_field, schema))
+    elif per_field and len(key_fields) == 1 and key_fields[0] in per_field:
+        f = key_fields[0]
+        tbl = pa.table({f: pa.array(per_field[f], type=schema.field(f).type)})
+        sets.append(set(records.record_keys(tbl, [f]).to_pylist()) if tbl.num_rows else set())
+    if not sets and lo is None and hi is None:
+        return None
+    keys: tuple[str, ...] | None = None
+    if sets:
+        acc = set.intersection(*sets)
+        keys = tuple(sorted(acc))
+    pred = KeyPredicate(keys=keys, lo=lo[0] if lo else None, lo_inclusive=lo[1] if lo else True,
+                        hi=hi[0] if hi else None, hi_inclusive=hi[1] if hi else True)
+    return pred.normalised()
+
+
+def _all_str(value: Any) -> bool:
+    return isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(v, str) for v in value)
+
+
+def _composite_keys(fields_: Sequence[str], per_field: dict[str, list[Any]], schema: pa.Schema) -> set[str]:
+    grids = np.meshgrid(*[np.arange(len(per_field[f])) for f in fields_], indexing="ij")
+    cols = {}
+    for f, g in zip(fields_, grids):
+        values = pa.array(per_field[f], type=schema.field(f).type)
+        cols[f] = values.take(pa.array(g.ravel()))
+    tbl = pa.table(cols)
+    if tbl.num_rows == 0:
+        return set()
+    return set(records.record_keys(tbl, list(fields_)).to_pylist())
+
+
+# --------------------------------------------------------------------------- footers
+@dataclass
+class FileInfo:
+    """What a file's footer says, for pruning: key range, bloom, row-group statistics and sizes."""
+
+    path: str
+    metadata: pq.FileMetaData
+    footer_bytes: int
+    columns: tuple[str, ...]
+    min_key: str | None
+    max_key: str | None
+    is_sorted: bool
+    bloom_text: str | None
+    rg_rows: list[int]
+    rg_stats: dict[str, list[tuple[str | None, str | None, int | None]]] = field(default_factory=dict)
+    chunk_bytes: list[dict[str, int]] = field(default_factory=list)
+    _bloom: BloomFilter | None = None
+    bloom_status: str = "unchecked"
+
+    @property
+    def num_row_groups(self) -> int:
+        return len(self.rg_rows)
+
+    def bloom(self) -> BloomFilter | None:
+        """The decoded, CRC-checked filter, or None (missing or corrupt: then nothing is pruned)."""
+        if self.bloom_status == "unchecked":
+            if self.bloom_text is None:
+                self.bloom_status = "missing"
+            else:
+                try:
+                    self._bloom = BloomFilter.from_base64(self.bloom_text)
+                    self.bloom_status = "ok"
+                except CorruptFileError as exc:
+                    self.bloom_status = f"corrupt ({exc.message})"
+                self.bloom_text = None  # the decoded form (or the verdict) replaces the text
+        return self._bloom
+
+    def key_stats(self, column: str) -> list[tuple[str | None, str | None, int | None]]:
+        """Per row group: (min, max, null count) of `column`; None where the writer left no statistics."""
+        cached = self.rg_stats.get(column)
+        if cached is not None:
+            return cached
+        out: list[tuple[str | None, str | None, int | None]] = []
+        md = self.metadata
+        leaf = _leaf_index(md, column)
+        for i in range(md.num_row_groups):
+            if leaf is None:
+                out.append((None, None, None))
+                continue
+            st = md.row_group(i).column(leaf).statistics
+            if st is None:
+                out.append((None, None, None))
+                continue
+            nulls = st.null_count if st.has_null_count else None
+            if st.has_min_max and isinstance(st.min, str) and isinstance(st.max, str):
+                out.append((st.min, st.max, nulls))
+            else:
+                out.append((None, None, nulls))
+        self.rg_stats[column] = out
+        return out
+
+    def cost(self) -> int:
+        return self.footer_bytes + (len(self.bloom_text) if self.bloom_text else 0) + (
+            len(self._bloom.bits) if self._bloom is not None else 0)
+
+
+def _leaf_index(md: pq.FileMetaData, column: str) -> int | None:
+    for i in range(md.num_columns):
+        if md.schema.column(i).path == column:
+            return i
+    return None
+
+
+def _file_info(path: Path) -> FileInfo:
+    try:
+        md = pq.read_metadata(path)
+        schema = md.schema.to_arrow_schema()
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise CorruptFileError(f"cannot read the Parquet footer: {exc}", path=path) from None
+    kv = {k.decode("utf-8", "replace"): v for k, v in (md.metadata or {}).items()}
+
+    def text(key: str) -> str | None:
+        raw = kv.get(key)
+        return None if raw is None else raw.decode("utf-8", "replace")
+
+    chunk_bytes: list[dict[str, int]] = []
+    top_names = [md.schema.column(i).path.split(".")[0] for i in range(md.num_columns)]
+    for r in range(md.num_row_groups):
+        rg = md.row_group(r)
+        sizes: dict[str, int] = {}
+        for c in range(md.num_columns):
+            sizes[top_names[c]] = sizes.get(top_names[c], 0) + rg.column(c).total_compressed_size
+        chunk_bytes.append(sizes)
+    return FileInfo(
+        path=str(path), metadata=md, footer_bytes=md.serialized_size + _FOOTER_TAIL,
+        columns=tuple(schema.names), min_key=text(parquet_io.KEY_MIN), max_key=text(parquet_io.KEY_MAX),
+        is_sorted=text(parquet_io.KEY_SORTED) == "true", bloom_text=text(parquet_io.KEY_BLOOM),
+        rg_rows=[md.row_group(r).num_rows for r in range(md.num_row_groups)], chunk_bytes=chunk_bytes,
+    )
+
+
+class FooterCache:
+    """An LRU of decoded footers of immutable data files, bounded by their in-memory size."""
+
+    def __init__(self, max_bytes: int = 512 << 20) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[tuple[str, int, int], FileInfo] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, path: Path, stats: LookupStats | None = None) -> FileInfo:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise CorruptFileError("data file vanished while being read (cleaned concurrently?)", path=path) from None
+        key = (str(path), st.st_size, st.st_mtime_ns)
+        with self._lock:
+            info = self._items.get(key)
+            if info is not None:
+                self._items.move_to_end(key)
+                return info
+        info = _file_info(path)
+        if stats is not None:
+            stats.footers_read += 1
+            stats.footer_bytes += info.footer_bytes
+        with self._lock:
+            self._items[key] = info
+            self._shrink()
+        return info
+
+    def _shrink(self) -> None:
+        total = sum(i.cost() for i in self._items.values())
+        while self._items and total > self.max_bytes and len(self._items) > 1:
+            _, old = self._items.popitem(last=False)
+            total -= old.cost()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+FOOTERS = FooterCache()
+
+
+def clear_footer_cache() -> None:
+    """Forget every cached footer (benchmarks use it to measure cold lookups)."""
+    FOOTERS.clear()
+
+
+# --------------------------------------------------------------------------- one file
+class _KeyView:
+    """A string column's values as UTF-8 `bytes`, by index, straight from Arrow's buffers (for bisect)."""
+
+    __slots__ = ("_offsets", "_data", "_n")
+
+    def __init__(self, arr: pa.Array) -> None:
+        width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+        n = len(arr)
+        self._offsets = np.frombuffer(arr.buffers()[1], dtype=width)[arr.offset : arr.offset + n + 1]
+        buf = arr.buffers()[2]
+        self._data = memoryview(buf) if buf is not None else memoryview(b"")
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: int) -> bytes:
+        return self._data[int(self._offsets[i]) : int(self._offsets[i + 1])].tobytes()
+
+
+def _binary_search(arr: pa.Array, pred: KeyPredicate, keys: Sequence[str]) -> np.ndarray:
+    """Row positions of the wanted keys in a strictly sorted key chunk, by bisection."""
+    view = _KeyView(arr)
+    n = len(view)
+    if pred.keys is not None:
+        hits = []
+        lo = 0
+        for k in keys:  # keys are sorted: each search starts where the previous one ended
+            kb = k.encode("utf-8")
+            i = bisect.bisect_left(view, kb, lo, n)
+            if i < n and view[i] == kb:
+                hits.append(i)
+            lo = i
+        return np.asarray(hits, dtype=np.int64)
+    a, b = 0, n
+    if pred.lo is not None:
+        lb = pred.lo.encode("utf-8")
+        a = (bisect.bisect_left if pred.lo_inclusive else bisect.bisect_right)(view, lb, 0, n)
+    if pred.hi is not None:
+        hb = pred.hi.encode("utf-8")
+        b = (bisect.bisect_right if pred.hi_inclusive else bisect.bisect_left)(view, hb, a, n)
+    return np.arange(a, max(a, b), dtype=np.int64)
+
+
+def _cheaper_to_bisect(num_keys: int, rows: int) -> bool:
+    # ~log2(rows) Python-level probes per key versus one vectorised pass over the chunk
+    return num_keys * max(1, rows.bit_length()) * 40 <= rows
+
+
+def _as_string_array(col: pa.ChunkedArray) -> pa.Array:
+    arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        return arr
+    if pa.types.is_string_view(arr.type):
+        return arr.cast(pa.string())
+    raise _Fallback(f"key column has type {arr.type}")
+
+
+def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[np.ndarray, np.ndarray] | None,
+               columns: Sequence[str], stats: LookupStats, *, use_bloom: bool = True,
+               use_binary_search: bool = True) -> pa.Table | None:
+    """The rows of one data file whose key satisfies `pred` (the file's `columns` that exist), or None.
+
+    Raises `_Fallback` when the file's key column cannot be trusted for pruning.
+    """
+    name = os.path.basename(info.path)
+    stats.files += 1
+    if key_col not in info.columns:
+        raise _Fallback(f"{name} has no {key_col} column")
+    # 1. the file's key range and bloom filter
+    wanted: list[int] | None = None  # indices into pred.keys still possible in this file
+    if pred.keys is not None:
+        a, b = pred.keys_between(info.min_key, info.max_key)
+        if a >= b:
+            stats.files_pruned_range += 1
+            stats.note(f"{name}: skipped, key range [{info.min_key}, {info.max_key}]")
+            return None
+        wanted = list(range(a, b))
+        bloom = info.bloom() if use_bloom else None
+        if bloom is None:
+            stats.files_without_bloom += 1
+            if use_bloom:
+                stats.note(f"{name}: bloom {info.bloom_status}: cannot skip by bloom")
+        elif hashes is not None:
+            ok = bloom.contains_hashes(hashes[0][a:b], hashes[1][a:b])
+            wanted = [i for i, hit in zip(wanted, ok.tolist()) if hit]
+            if not wanted:
+                stats.files_pruned_bloom += 1
+                stats.note(f"{name}: skipped, bloom says none of {b - a} key(s) is here")
+                return None
+    elif not pred.overlaps(info.min_key, info.max_key):
+        stats.files_pruned_range += 1
+        stats.note(f"{name}: skipped, key range [{info.min_key}, {info.max_key}]")
+        return None
+    # 2. row groups by statistics
+    stats.row_groups += info.num_row_groups
+    plan: list[tuple[int, list[str]]] = []
+    candidates = None if wanted is None or pred.keys is None else [pred.keys[i] for i in wanted]  # sorted
+    for rg, (lo, hi, nulls) in enumerate(info.key_stats(key_col)):
+        if nulls:
+            raise _Fallback(f"{name} row group {rg} has null keys")
+        if candidates is not None:
+            a = 0 if lo is None else bisect.bisect_left(candidates, lo)
+            b = len(candidates) if hi is None else bisect.bisect_right(candidates, hi)
+            if a < b:
+                plan.append((rg, candidates[a:b]))
+        elif pred.overlaps(lo, hi):
+            plan.append((rg, []))
+    if not plan:
+        stats.note(f"{name}: skipped, no row group's statistics admit the key(s)")
+        return None
+    # 3. read the key column of the candidate row groups, find the rows, then read the rest
+    stats.files_opened += 1
+    try:
+        pf = pq.ParquetFile(info.path, metadata=info.metadata)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise CorruptFileError(f"cannot open Parquet file: {exc}", path=info.path) from None
+    others = [c for c in columns if c in info.columns and c != key_col]
+    pieces: list[pa.Table] = []
+    for rg, ks in plan:
+        try:
+            key_tbl = pf.read_row_group(rg, columns=[key_col])
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise CorruptFileError(f"cannot read row group {rg}: {exc}", path=info.path) from None
+        stats.row_groups_read += 1
+        stats.data_bytes += info.chunk_bytes[rg].get(key_col, 0)
+        arr = _as_string_array(key_tbl.column(0))
+        if arr.null_count:
+            raise _Fallback(f"{name} row group {rg} has null keys")
+        sub = KeyPredicate(keys=tuple(ks)) if pred.keys is not None else pred
+        sorted_here = (use_binary_search and info.is_sorted and records.is_strictly_sorted(arr)
+                       and (pred.keys is None or _cheaper_to_bisect(len(ks), len(arr))))
+        if sorted_here:
+            stats.binary_searches += 1
+            idx = _binary_search(arr, sub, ks)
+            how = "binary search"
+        else:
+            stats.scans += 1
+            idx = np.flatnonzero(sub.mask(arr))
+            how = "scan"
+        stats.note(f"{name}: row group {rg} ({info.rg_rows[rg]} rows) {how}: {len(idx)} row(s)")
+        if len(idx) == 0:
+            continue
+        take = pa.array(idx, pa.int64())
+        cols: dict[str, pa.Array | pa.ChunkedArray] = {key_col: arr.take(take)}
+        if others:
+            try:
+                rest = pf.read_row_group(rg, columns=others)
+            except (OSError, pa.ArrowInvalid) as exc:
+                raise CorruptFileError(f"cannot read row group {rg}: {exc}", path=info.path) from None
+            stats.data_bytes += sum(info.chunk_bytes[rg].get(c, 0) for c in others)
+            rest = rest.take(take)
+            for c in rest.column_names:
+                cols[c] = rest.column(c)
+        pieces.append(pa.table(cols))
+    if not pieces:
+        return None
+    out = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+    stats.rows_matched += out.num_rows
+    return out
+
+
+# --------------------------------------------------------------------------- one slice
+def _ordered_logs(ctx: ReadContext, fs: FileSlice) -> list[DataFile]:
+    """The slice's log files in the order a snapshot read merges them (v1 logs → _Fallback)."""
+    if any(f.name.log_format == 1 for f in fs.log_files):
+        raise _Fallback("v1 log files")
+    try:
+        from lsm_lab.table import v1read
+    except ImportError:  # pragma: no cover - older checkouts: the view's completion order
+        return [f for f in fs.log_files if f.name.content != "cdc"]
+    units = v1read.ordered_units(ctx.completion_of, ctx.read_time, fs)
+    if any(getattr(u, "is_v1", False) for u in units):
+        raise _Fallback("v1 log blocks")
+    return [u.file for u in units]
+
+
+class PrunedReader:
+    """Reads file slices restricted to a key predicate; built once per lookup or filtered read.
+
+    Work that does not depend on the slice (the hashes of the keys, their
+    buckets, the schemas) is done once here, so a lookup over many slices pays
+    it once.
+    """
+
+    def __init__(self, ctx: ReadContext, pred: KeyPredicate, *, columns: Sequence[str] | None = None,
+                 engine: str | None = None, stats: LookupStats | None = None, use_bloom: bool = True,
+                 use_binary_search: bool = True, use_buckets: bool = True,
+                 footers: FooterCache | None = None) -> None:
+        self.ctx = ctx
+        self.pred = pred.normalised()
+        self.engine = engine
+        self.stats = stats if stats is not None else LookupStats()
+        self.use_bloom = use_bloom
+        self.use_binary_search = use_binary_search
+        self.use_buckets = use_buckets
+        self.footers = footers or FOOTERS
+        self.needed = reader._needed_columns(ctx, columns)
+        full = ctx.full_schema
+        self.out_schema = pa.schema([full.field(n) for n in self.needed])
+        self.target = reader._target_schema(ctx, self.needed)
+        self.file_cols = reader._file_columns(self.needed, ctx)
+        self._hashes: tuple[np.ndarray, np.ndarray] | None = None
+        self._buckets: np.ndarray | None = None
+
+    # ------------------------------------------------------------------ per-key facts, computed once
+    def _key_hashes(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._hashes is None:
+            assert self.pred.keys is not None
+            self._hashes = key_hashes(pa.array(self.pred.keys, pa.string()))
+        return self._hashes
+
+    def _narrow(self, fs: FileSlice) -> tuple[KeyPredicate, tuple[np.ndarray, np.ndarray] | None] | None:
+        """The predicate and key hashes for one slice; None when bucket pruning rules the slice out.
+
+        lsm_tree tables place a key in bucket crc32(key) mod B (lsm_lab/table/index.py),
+        so a bucket file group lsm_lab wrote can only hold the keys of its bucket.
+        """
+        pred = self.pred
+        if pred.keys is None:
+            return pred, None
+        config = self.ctx.config
+        if self.use_buckets and config.is_lsm:
+            b = index.bucket_of_file_id(fs.file_id)
+            if b is not None and fs.file_id == index.bucket_file_id(config.name, fs.partition, b):
+                if self._buckets is None:
+                    self._buckets = index.bucket_ids(pa.array(pred.keys, pa.string()), config.num_buckets)
+                keep = np.flatnonzero(self._buckets == b)
+                if len(keep) == 0:
+                    return None
+                if len(keep) < len(pred.keys):
+                    h1, h2 = self._key_hashes()
+                    return KeyPredicate(keys=tuple(pred.keys[i] for i in keep)), (h1[keep], h2[keep])
+        return pred, self._key_hashes()
+
+    # ------------------------------------------------------------------ one slice
+    def read_slice(self, fs: FileSlice) -> pa.Table:
+        """`read.read_slice` restricted to the predicate's keys: the same rows for them, reading less."""
+        stats = self.stats
+        stats.slices += 1
+        if self.pred.is_empty:
+            return self.out_schema.empty_table()
+        narrowed = self._narrow(fs)
+        if narrowed is None:
+            stats.slices_pruned_bucket += 1
+            stats.note(f"slice {fs.partition}/{fs.file_id}: skipped, no key hashes to its bucket")
+            return self.out_schema.empty_table()
+        pred, hashes = narrowed
+        try:
+            return self._fast_slice(fs, pred, hashes)
+        except _Fallback as why:
+            stats.slices_fallback += 1
+            stats.note(f"slice {fs.partition}/{fs.file_id}: read in full ({why})")
+            full = reader.read_slice(self.ctx, fs, columns=self.needed, engine=self.engine)
+            if full.num_rows == 0:
+                return full
+            return full.filter(pa.array(pred.mask(_as_string_array(full.column(RECORD_KEY)))))
+
+    def _fast_slice(self, fs: FileSlice, pred: KeyPredicate,
+                    hashes: tuple[np.ndarray, np.ndarray] | None) -> pa.Table:
+        ctx, stats = self.ctx, self.stats
+        if not ctx.config.populate_meta_fields:
+            raise _Fallback("the table does not populate meta fields")
+        files: list[DataFile] = ([fs.base_file] if fs.base_file is not None else []) + _ordered_logs(ctx, fs)
+        sources: list[pa.Table] = []
+        all_sorted = True
+        for f in files:
+            if f.name.ext != "parquet":
+                raise UnsupportedFeatureError(f"{f.name.ext} data files are not supported (only Parquet)",
+                                              path=f.path)
+            info = self.footers.get(f.path, stats)
+            all_sorted = all_sorted and info.is_sorted
+            delete = f.name.is_delete
+            found = probe_file(info, DELETE_KEY if delete else RECORD_KEY, pred, hashes,
+                               list(info.columns) if delete else self.file_cols, stats,
+                               use_bloom=self.use_bloom, use_binary_search=self.use_binary_search)
+            if found is not None:
+                sources.append(reader._delete_source(ctx, found, self.target, f.partition) if delete
+                               else reader._data_source(ctx, found, self.target, f.partition))
+        if not sources:
+            return self.out_schema.empty_table()
+        chosen = self.engine or ctx.default_engine()
+        if chosen in reader.SORTED_ENGINES and not all_sorted:
+            chosen = "hash"
+        try:
+            merged = merge_to_table(sources, ctx.spec, engine=chosen)
+        except InputError:
+            if chosen == "hash":
+                raise
+            merged = merge_to_table(sources, ctx.spec, engine="hash")
+        return merged.select(self.needed)
+
+
+def read_slice_pruned(ctx: ReadContext, fs: FileSlice, pred: KeyPredicate, *,
+                      columns: Sequence[str] | None = None, engine: str | None = None,
+                      stats: LookupStats | None = None, **options: Any) -> pa.Table:
+    """One slice through a one-off `PrunedReader` (prefer a shared reader for many slices)."""
+    return PrunedReader(ctx, pred, columns=columns, engine=engine, stats=stats, **options).read_slice(fs)
+
+
+# --------------------------------------------------------------------------- many slices
+def _as_keys(keys: str | Iterable[str] | pa.Array | pa.ChunkedArray) -> list[str]:
+    if isinstance(keys, str):
+        return [keys]
+    if isinstance(keys, (pa.Array, pa.ChunkedArray)):
+        if not (pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type)):
+            raise InputError(f"lookup keys must be strings, got an Arrow array of {keys.type}")
+        values = keys.to_pylist()
+    else:
+        try:
+            values = list(keys)
+        except TypeError:
+            raise InputError(f"lookup keys must be a string or an iterable of strings, "
+                             f"got {type(keys).__name__}") from None
+    bad = [v for v in values if not isinstance(v, str)]
+    if bad:
+        raise InputError(f"lookup keys must be record-key strings (composite keys as 'f1:v1,f2:v2'); "
+                         f"got {bad[0]!r} ({type(bad[0]).__name__})")
+    return values
+
+
+def lookup_slices(ctx: ReadContext, slices: Iterable[FileSlice], pred: KeyPredicate, *,
+                  columns: Sequence[str] | None = None, engine: str | None = None,
+                  stats: LookupStats | None = None, **options: Any) -> pa.Table:
+    """Merged rows of every slice for the keys of `pred`, in (record key, partition) order."""
+    out_cols = list(columns) if columns is not None else list(ctx.full_schema.names)
+    needed = reader._needed_columns(ctx, out_cols)
+    if PARTITION_PATH not in needed:
+        needed.append(PARTITION_PATH)  # for the output order
+    pruned = PrunedReader(ctx, pred, columns=needed, engine=engine, stats=stats, **options)
+    pieces = [p for p in (pruned.read_slice(fs) for fs in slices) if p.num_rows]
+    full = ctx.full_schema
+    schema = pa.schema([full.field(n) for n in needed])
+    if not pieces:
+        return pa.schema([full.field(n) for n in out_cols]).empty_table()
+    table = pa.concat_tables([p.cast(schema) for p in pieces])
+    order = pc.sort_indices(table, sort_keys=[(RECORD_KEY, "ascending"), (PARTITION_PATH, "ascending")])
+    return table.take(order).select(out_cols)
+
+
+class KeyLookup:
+    """A prepared point-lookup reader over one snapshot of a table (its slices listed once).
+
+    `Table.lookup` builds one per call; a long-lived reader (a service, the
+    benchmark) keeps one and pays the timeline and folder listing only once.
+    """
+
+    def __init__(self, ctx: ReadContext, slices: Sequence[FileSlice]) -> None:
+        self.ctx = ctx
+        self.slices = list(slices)
+
+    def lookup(self, keys: str | Iterable[str] | pa.Array, *, columns: Sequence[str] | None = None,
+               stats: LookupStats | None = None, engine: str | None = None, **options: Any) -> pa.Table:
+        pred = KeyPredicate.of_keys(_as_keys(keys))
+        return lookup_slices(self.ctx, self.slices, pred, columns=columns, engine=engine, stats=stats, **options)
+
+
+def open_lookup(table: "Table", *, as_of: Any = None) -> KeyLookup:
+    """A `KeyLookup` over the snapshot of `table` at `as_of` (default: latest)."""
+    read_time = table._resolve_time(as_of)
+    ctx = table._read_context(read_time)
+    return KeyLookup(ctx, table.latest_slices(read_time))
+
+
+def lookup(table: "Table", keys: str | Iterable[str] | pa.Array, *, as_of: Any = None,
+           columns: Sequence[str] | None = None, stats: LookupStats | None = None) -> pa.Table:
+    """Rows of `table` with the given record keys (as of `as_of`); see `Table.lookup`."""
+    return open_lookup(table, as_of=as_of).lookup(keys, columns=columns, stats=stats)
+
+
+__all__ = [
+    "FileInfo",
+    "FooterCache",
+    "KeyLookup",
+    "KeyPredicate",
+    "LookupStats",
+    "PrunedReader",
+    "clear_footer_cache",
+    "key_predicate",
+    "lookup",
+    "lookup_slices",
+    "open_lookup",
+    "probe_file",
+    "read_slice_pruned",
+]

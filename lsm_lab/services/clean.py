@@ -1,0 +1,276 @@
+"""Cleaning: delete data files no retained read can need any more.
+
+Every compaction and every copy-on-write update leaves the previous file
+slice behind, so that readers who started earlier, and time travel, still
+find it.  The cleaner removes old versions once the retention policy says
+nobody may ask for them:
+
+    KEEP_LATEST_COMMITS (n = hoodie.cleaner.commits.retained, 10)
+        retained read times = completion times of the last n write instants
+        keep every file that the snapshot at one of those times reads
+        → time travel to any of the last n commits still works
+
+    KEEP_LATEST_FILE_VERSIONS (n = hoodie.cleaner.fileversions.retained, 3)
+        keep the files of the latest n slices of every file group
+
+    always kept: the latest snapshot, the snapshot of every savepoint, the
+    files named by pending compaction plans, and files of instants that have
+    not completed (those belong to rollback, not to the cleaner)
+
+"Files a snapshot reads" come from the same file-system view the reader
+uses, built once per retained time from one listing of the table, so the
+cleaner can never disagree with a reader about what is needed — including
+logs hidden by a later log compaction, which are needed only by snapshots
+taken before it.
+
+The clean is an instant like any other:
+
+    <t>.clean.requested   HoodieCleanerPlan  {"earliestInstantToRetain": {...}, "policy": ...,
+                                              "filePathsToBeDeletedPerPartition": {p: [{"filePath": ...}]}}
+    <t>.clean.inflight    (files being deleted, heartbeat held)
+    <t>_<c>.clean         HoodieCleanMetadata {"totalFilesDeleted": n, "partitionMetadata": {...}}
+
+A cleaner killed half way leaves the plan pending; the next `clean` finishes
+that plan before it makes a new one (deleting a file twice is harmless).
+
+Simplified compared with Apache Hudi: no KEEP_LATEST_BY_HOURS policy, no
+incremental cleaning (every clean looks at the whole table), no partition
+deletion, no bootstrap base files.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from lsm_lab.errors import InputError
+from lsm_lab.layout import fsview
+from lsm_lab.services import heartbeat
+from lsm_lab.services.lock import table_lock
+from lsm_lab.services.planner import pending_plans
+from lsm_lab.services.rollback import rollback_failed_writes
+from lsm_lab.timeline.instant import (
+    CLEAN, CLUSTERING, COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, Instant, State, file_name_for,
+    normalize_time,
+)
+
+if TYPE_CHECKING:
+    from lsm_lab.table.table import Table
+
+KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
+KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
+POLICIES = (KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS)
+PLAN_VERSION = 2
+
+
+def _setting(props: Mapping[str, str], names: Iterable[str], default: str) -> str:
+    for name in names:
+        value = props.get(name)
+        if value not in (None, ""):
+            return str(value)
+    return default
+
+
+def _positive(value: Any, what: str) -> int:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{what} must be an integer, not {value!r}") from None
+    if n < 1:
+        raise InputError(f"{what} must be at least 1 (got {n})")
+    return n
+
+
+def resolve_policy(props: Mapping[str, str], policy: str | None, retained: int | None) -> tuple[str, int]:
+    """(policy, how many commits/versions to keep) from the arguments or the table properties."""
+    chosen = (policy or _setting(props, ("hoodie.clean.policy", "hoodie.cleaner.policy"),
+                                 KEEP_LATEST_COMMITS)).upper()
+    aliases = {"COMMITS": KEEP_LATEST_COMMITS, "FILE_VERSIONS": KEEP_LATEST_FILE_VERSIONS,
+               "VERSIONS": KEEP_LATEST_FILE_VERSIONS}
+    chosen = aliases.get(chosen, chosen)
+    if chosen not in POLICIES:
+        raise InputError(f"unknown cleaning policy {chosen!r}; choose one of {', '.join(POLICIES)}")
+    if retained is None:
+        if chosen == KEEP_LATEST_COMMITS:
+            retained = _positive(_setting(props, ("hoodie.clean.commits.retained", "hoodie.cleaner.commits.retained"),
+                                          "10"), "hoodie.cleaner.commits.retained")
+        else:
+            retained = _positive(_setting(props, ("hoodie.clean.fileversions.retained",
+                                                  "hoodie.cleaner.fileversions.retained"), "3"),
+                                 "hoodie.cleaner.fileversions.retained")
+    return chosen, _positive(retained, "retained")
+
+
+# --------------------------------------------------------------------------- what is needed
+class _Views:
+    """File-system views of one table listing at any read time."""
+
+    def __init__(self, table: "Table") -> None:
+        self.table = table
+        self.files = fsview.list_data_files(table.path)
+        self.writes = table.completed_writes()
+        self.completion = {i.begin_time: i.completion_time or i.begin_time for i in self.writes}
+        self.compactions = {i.begin_time for i in self.writes if i.action in (COMPACTION, LOG_COMPACTION)}
+        self.replacing = [i for i in self.writes if i.action in (REPLACE_COMMIT, CLUSTERING)]
+
+    def groups(self, read_time: str | None) -> list[fsview.FileGroup]:
+        limit = normalize_time(read_time) if read_time else None
+        cmap = {b: c for b, c in self.completion.items() if limit is None or normalize_time(c) <= limit}
+        replaced = fsview.replaced_file_groups([i for i in self.replacing if i.begin_time in cmap],
+                                               self.table.instant_metadata)
+        return fsview.build_file_groups(
+            self.table.path, cmap, read_time=read_time, replaced=replaced, files=self.files,
+            v1_logs_by_base_instant=self.table.config.version < 8,
+            compaction_instants=self.compactions & cmap.keys())
+
+    def snapshot_files(self, read_time: str | None) -> set[Path]:
+        return {f.path for g in self.groups(read_time) for f in g.latest.files}
+
+
+def plan_clean(table: "Table", policy: str, retained: int) -> dict[str, Any]:
+    """A `HoodieCleanerPlan` dict: the files the policy lets go (possibly none)."""
+    views = _Views(table)
+    writes = views.writes
+    needed = views.snapshot_files(None)
+    earliest: Instant | None = None
+    if policy == KEEP_LATEST_COMMITS:
+        if len(writes) <= retained:
+            return _plan({}, policy, None, writes)
+        kept = writes[-retained:]
+        earliest = kept[0]
+        for inst in kept:
+            needed |= views.snapshot_files(inst.completion_time)
+    else:
+        for g in views.groups(None):
+            for fs in g.slices[-retained:]:
+                needed |= {f.path for f in fs.files}
+    for sp in table.savepoints():
+        needed |= views.snapshot_files(str(sp["savepointedCompletionTime"]))
+        for partition, files in (sp.get("files") or {}).items():
+            needed |= {(table.path / partition / n) if partition else table.path / n for n in files}
+    for _, plan in pending_plans(table.active_timeline):
+        for op in plan.operations:
+            folder = table.path / op.partition if op.partition else table.path
+            needed |= {folder / n for n in ([op.base_file] if op.base_file else []) + list(op.log_files)}
+    per_block = table.config.version < 8
+    doomed: dict[str, list[dict[str, Any]]] = {}
+    for partition, path, name in views.files:
+        if path in needed or name.instant not in views.completion:
+            continue
+        if per_block and name.is_log and name.log_format == 1:
+            continue  # version-6 logs are named by their base instant; never guess about them
+        rel = f"{partition}/{path.name}" if partition else path.name
+        doomed.setdefault(partition, []).append({"filePath": rel, "isBootstrapBaseFile": False})
+    return _plan(doomed, policy, earliest, writes)
+
+
+def _plan(doomed: dict[str, list[dict[str, Any]]], policy: str, earliest: Instant | None,
+          writes: list[Instant]) -> dict[str, Any]:
+    return {
+        "earliestInstantToRetain": None if earliest is None else {
+            "timestamp": earliest.begin_time, "action": earliest.action, "state": "COMPLETED"},
+        "lastCompletedCommitTimestamp": writes[-1].completion_time if writes else None,
+        "policy": policy,
+        "filesToBeDeletedPerPartition": None,
+        "filePathsToBeDeletedPerPartition": {p: sorted(v, key=lambda e: e["filePath"]) for p, v in doomed.items()},
+        "partitionsToBeDeleted": [],
+        "version": PLAN_VERSION,
+    }
+
+
+def files_in_plan(plan: Mapping[str, Any]) -> list[str]:
+    return [e["filePath"] for entries in (plan.get("filePathsToBeDeletedPerPartition") or {}).values()
+            for e in entries]
+
+
+# --------------------------------------------------------------------------- running a plan
+def _execute(table: "Table", inflight: Instant, plan: Mapping[str, Any], started: float) -> Instant:
+    deleted: dict[str, list[str]] = {}
+    failed: dict[str, list[str]] = {}
+    for partition, entries in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
+        for entry in entries:
+            path = table.path / entry["filePath"]
+            try:
+                path.unlink()
+                deleted.setdefault(partition, []).append(entry["filePath"])
+            except FileNotFoundError:
+                deleted.setdefault(partition, []).append(entry["filePath"])  # an earlier attempt got it
+            except OSError:
+                failed.setdefault(partition, []).append(entry["filePath"])
+    earliest = (plan.get("earliestInstantToRetain") or {}).get("timestamp")
+    partitions = sorted(set(deleted) | set(failed))
+    meta = {
+        "startCleanTime": inflight.begin_time,
+        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
+        "totalFilesDeleted": sum(len(v) for v in deleted.values()),
+        "earliestCommitToRetain": earliest or "",
+        "lastCompletedCommitTimestamp": plan.get("lastCompletedCommitTimestamp") or "",
+        "partitionMetadata": {p: {"partitionPath": p, "policy": plan.get("policy"), "deletePathPatterns": [],
+                                  "successDeleteFiles": deleted.get(p, []), "failedDeleteFiles": failed.get(p, []),
+                                  "isPartitionDeleted": False} for p in partitions},
+        "version": PLAN_VERSION,
+    }
+    with table_lock(table.path):
+        return table.active_timeline.complete(inflight, meta)
+
+
+def _run(table: "Table", instant: Instant, hb: heartbeat.Heartbeat) -> Instant:
+    """Run a pending clean plan whose heartbeat the caller holds."""
+    timeline = table.active_timeline
+    started = time.monotonic()
+    try:
+        if instant.state is State.REQUESTED:
+            with table_lock(table.path):
+                instant = timeline.start(instant)
+        plan = timeline.read_content(instant, State.REQUESTED)
+        return _execute(table, instant, plan, started)
+    finally:
+        hb.stop()
+
+
+def clean(table: "Table", *, policy: str | None = None, retained: int | None = None) -> Instant | None:
+    """Finish a pending clean left by a dead cleaner, or plan and run a new one; None when nothing to delete."""
+    chosen, n = resolve_policy(table.config.props, policy, retained)
+    timeline = table.active_timeline
+    resumed: Instant | None = None
+    for _ in range(8):  # finish pending plans first (there is normally at most one)
+        done, was_pending = _clean_once(table, chosen, n)
+        if not was_pending:
+            return done or resumed
+        resumed = done
+    return resumed
+
+
+def _clean_once(table: "Table", chosen: str, n: int) -> tuple[Instant | None, bool]:
+    timeline = table.active_timeline
+    pending = False
+    with table_lock(table.path):
+        rollback_failed_writes(table.path, timeline)
+        for inst in timeline.pending():
+            if inst.action == CLEAN and not heartbeat.is_alive(table.path, inst.begin_time):
+                hb = heartbeat.Heartbeat(table.path, inst.begin_time).start()
+                req = Instant.make(inst.begin_time, CLEAN, State.REQUESTED, None, file_name_for(
+                    inst.begin_time, CLEAN, State.REQUESTED, timeline_layout=table.config.timeline_layout))
+                target = req if inst.state is State.REQUESTED else inst
+                pending = True
+                break
+        else:
+            plan = plan_clean(table, chosen, n)
+            if not files_in_plan(plan):
+                return None, False
+            begin = timeline.new_instant_time()
+            hb = heartbeat.Heartbeat(table.path, begin).start()
+            try:
+                target = timeline.request(CLEAN, plan, begin_time=begin)
+            except BaseException:
+                hb.stop()
+                raise
+    return _run(table, target, hb), pending
+
+
+def maybe_clean(table: "Table") -> Instant | None:
+    """Automatic cleaning after a write, when `hoodie.clean.automatic=true`."""
+    if str(table.config.props.get("hoodie.clean.automatic", "false")).lower() != "true":
+        return None
+    return clean(table)

@@ -1,0 +1,479 @@
+"""Compaction: run a plan, file group by file group — L0 + L1 → L1 (FULL) or L0 → L0 (LOG).
+
+    schedule (table lock)          execute (no lock, heartbeat held)               finish (table lock)
+    ─────────────────────          ─────────────────────────────────               ───────────────────
+    plan = planner.make_plan       per operation of the plan:                      <t>_<c>.commit
+    <t>.compaction.requested        FULL: base + logs ──merge──► new base @ t       (logcompaction:
+    (or .logcompaction.requested)   LOG:  logs ──fold──► compacted log(s) @ t        <t>_<c>.deltacommit)
+                                    markers first, files written atomically
+
+**FULL** streams every file of the slice (`read.iter_sources`: batches, no
+pre-buffering) through the table's merge engine — `sorted` for `lsm_tree`
+(memory O(files x batch)), `hash` otherwise or when forced — and writes the
+survivors as one new base file named with the compaction instant, in row
+groups of 65536 rows, sorted by key for `lsm_tree`.  Records keep their meta
+columns (`_hoodie_commit_time` stays the time of the write that produced the
+record, so incremental reads still work); `_hoodie_file_name` names the new
+file.
+
+**LOG** folds the slice's logs into at most three log files at the
+compaction instant, all carrying `COMPACTED_BLOCK_TIMES` (the instants they
+replace) in their footer header:
+
+    version 1  .delete.parquet  delete-by-key "resets" (event-time ordering only: a key whose logs
+                                hold a null-ordering delete followed by newer records — the base
+                                must not win over them)
+    version 2  .parquet         the surviving records, one per key, sorted
+    version 3  .delete.parquet  keys whose last state is a delete (with its ordering value)
+
+A v2 data log cannot hold a delete, so deletes need a delete log; with them
+the compacted logs merge with the base exactly as the original logs did.  The
+file-system view hides the replaced logs and puts the compacted ones where the
+*latest replaced log* was, so a write that completed while the log compaction
+ran still wins over it (`layout.fsview`, rule 4).
+
+**Visibility.** Nothing is visible before the completed instant: files of a
+pending compaction belong to no completed instant.  Writes that complete
+while the compaction runs land in the slice it opens (their completion time is
+after the plan's instant), so they are never lost.  A runner that dies leaves
+an inflight instant; the next writer (or `compact`) removes its files and
+puts the plan back to requested, and it runs again from scratch.
+
+**Triggers** for inline compaction after a write (`hoodie.compact.inline=true`):
+`hoodie.compact.inline.trigger.strategy` = NUM_COMMITS (default) |
+TIME_ELAPSED | NUM_OR_TIME | NUM_AND_TIME, with
+`hoodie.compact.inline.max.delta.commits` (5) and
+`hoodie.compact.inline.max.delta.seconds` (3600).
+
+Simplified compared with Apache Hudi: operations run one after the other in
+this process (Hudi spreads them over Spark tasks); log compaction folds the
+logs of one file group in memory (they are small by the planner's choice);
+no record-position (RECORD_POSITIONS) bookkeeping.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from tqdm.auto import tqdm
+
+from lsm_lab.errors import ConflictError, CorruptFileError, InputError, LsmLabError, TimelineError
+from lsm_lab.layout import naming, parquet_io
+from lsm_lab.layout.fsview import DataFile
+from lsm_lab.logformat import v2
+from lsm_lab.merge import SORTED_ENGINES, merge_sources, merge_to_table
+from lsm_lab.merge.semantics import MergeMode, select_winners
+from lsm_lab.services import heartbeat, markers
+from lsm_lab.services.lock import table_lock
+from lsm_lab.services.planner import (
+    FULL, LOG, STRATEGIES, CompactionPlan, Operation, PlannerConfig, make_plan, pending_file_groups,
+    pending_plans, read_plan,
+)
+from lsm_lab.services.rollback import delete_instant_files, reset_compaction, rollback_failed_writes
+from lsm_lab.table import records
+from lsm_lab.table.read import ReadContext, iter_sources
+from lsm_lab.table.records import DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
+from lsm_lab.timeline.clock import parse_time
+from lsm_lab.timeline.instant import (
+    COMPACTION, DELTA_COMMIT, LOG_COMPACTION, Instant, State, file_name_for,
+)
+from lsm_lab.timeline.metadata import WriteStat, commit_metadata
+
+if TYPE_CHECKING:
+    from lsm_lab.table.table import Table
+
+BATCH_ROWS = 65_536
+COMPACTED_BLOCK_TIMES = "COMPACTED_BLOCK_TIMES"
+
+
+# --------------------------------------------------------------------------- streaming base writer
+class _StreamingBaseWriter:
+    """Write batches to a new base file: row groups of a fixed size, temp file, atomic link."""
+
+    def __init__(self, path: Path, schema: pa.Schema, *, is_sorted: bool,
+                 row_group_size: int = parquet_io.DEFAULT_ROW_GROUP_ROWS) -> None:
+        self.path = path
+        self.row_group_size = row_group_size
+        meta = dict(schema.metadata or {})
+        if is_sorted:
+            meta[parquet_io.KEY_SORTED.encode()] = b"true"
+        self.schema = schema.with_metadata(meta)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+        self._writer = pq.ParquetWriter(self.tmp, self.schema, compression=parquet_io.COMPRESSION,
+                                        write_statistics=True)
+        self._buffer: list[pa.RecordBatch] = []
+        self._buffered = 0
+        self.rows = 0
+        self.min_key: str | None = None
+        self.max_key: str | None = None
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        mm = pc.min_max(batch.column(RECORD_KEY))
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        self.min_key = lo if self.min_key is None else min(self.min_key, lo)
+        self.max_key = hi if self.max_key is None else max(self.max_key, hi)
+        self._buffer.append(batch)
+        self._buffered += batch.num_rows
+        self.rows += batch.num_rows
+        while self._buffered >= self.row_group_size:
+            self._flush(self.row_group_size)
+
+    def _flush(self, rows: int) -> None:
+        table = pa.Table.from_batches(self._buffer, schema=self._buffer[0].schema)
+        head, rest = table.slice(0, rows), table.slice(rows)
+        self._writer.write_table(head.cast(self.schema), row_group_size=rows)
+        self._buffer = rest.to_batches() if rest.num_rows else []
+        self._buffered = rest.num_rows
+
+    def close(self) -> int:
+        """Finish the file and link it to its final name; returns its size."""
+        if self._buffered:
+            self._flush(self._buffered)
+        if self.rows == 0:
+            self._writer.write_table(self.schema.empty_table())
+        if self.min_key is not None:
+            self._writer.add_key_value_metadata({parquet_io.KEY_MIN: self.min_key, parquet_io.KEY_MAX: self.max_key})
+        self._writer.close()
+        try:
+            os.link(self.tmp, self.path)
+        except FileExistsError:
+            raise LsmLabError("refusing to overwrite an existing data file", path=self.path) from None
+        finally:
+            self.tmp.unlink(missing_ok=True)
+        return self.path.stat().st_size
+
+    def abort(self) -> None:
+        try:
+            self._writer.close()
+        finally:
+            self.tmp.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------- operations
+@dataclass(frozen=True)
+class _Context:
+    base_path: Path
+    instant: str
+    read: ReadContext
+    engine: str | None
+    is_lsm: bool
+
+
+def _data_file(ctx: _Context, partition: str, name: str) -> DataFile:
+    folder = ctx.base_path / partition if partition else ctx.base_path
+    path = folder / name
+    parsed = naming.parse(name)
+    if parsed is None:
+        raise TimelineError(f"the compaction plan names {name!r}, which is not a data file name", path=folder)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise CorruptFileError(f"compaction {ctx.instant}: the plan's file {name} is missing "
+                               "(cleaned or deleted by hand?)", path=path) from None
+    return DataFile(partition, path, parsed, size, ctx.read.completion_of.get(parsed.instant, ""))
+
+
+def _with_file_name(batch: pa.RecordBatch | pa.Table, name: str) -> Any:
+    idx = batch.schema.get_field_index(FILE_NAME)
+    col = pa.array([name] * batch.num_rows, pa.string())
+    return batch.set_column(idx, FILE_NAME, col)
+
+
+def _rel(partition: str, name: str) -> str:
+    return f"{partition}/{name}" if partition else name
+
+
+def run_full(ctx: _Context, op: Operation, task: int) -> WriteStat:
+    """L0 + L1 → a new L1 base file at the compaction instant."""
+    files = ([_data_file(ctx, op.partition, op.base_file)] if op.base_file else []) + \
+        [_data_file(ctx, op.partition, n) for n in op.log_files]
+    needed = list(ctx.read.full_schema.names)
+    name = naming.base_file_name(op.file_id, naming.write_token(task, 0, 0), ctx.instant)
+    folder = ctx.base_path / op.partition if op.partition else ctx.base_path
+    markers.create_marker(ctx.base_path, ctx.instant, op.partition, name, "MERGE" if op.base_file else "CREATE")
+    spec = ctx.read.spec
+    out_schema = pa.schema([ctx.read.full_schema.field(n) for n in needed])
+    chosen = ctx.engine or ctx.read.default_engine()
+    sources, all_sorted = iter_sources(ctx.read, files, needed, batch_size=BATCH_ROWS)
+    if chosen in SORTED_ENGINES and not all_sorted:
+        chosen = "hash"
+    size = rows = 0
+    lo = hi = None
+    if chosen in SORTED_ENGINES:
+        out = _StreamingBaseWriter(folder / name, out_schema, is_sorted=ctx.is_lsm)
+        try:
+            for batch in merge_sources(sources, spec, engine=chosen, batch_size=BATCH_ROWS):
+                out.write(_with_file_name(batch, name).select(needed))
+            size = out.close()
+            rows, lo, hi = out.rows, out.min_key, out.max_key
+        except InputError:  # a file was not sorted after all: the hash engine never gives wrong rows
+            out.abort()
+            chosen = "hash"
+            sources, _ = iter_sources(ctx.read, files, needed, batch_size=BATCH_ROWS)
+        except BaseException:
+            out.abort()
+            raise
+    if chosen not in SORTED_ENGINES:
+        merged = merge_to_table(sources, spec, engine=chosen, batch_size=BATCH_ROWS) if sources else \
+            out_schema.empty_table()
+        merged = _with_file_name(merged.select(needed), name)
+        if ctx.is_lsm:
+            merged = records.sort_by_key(merged)
+        size = parquet_io.write_parquet(folder / name, merged.cast(out_schema), is_sorted=ctx.is_lsm)
+        rows = merged.num_rows
+        lo, hi = parquet_io.key_range(merged.column(RECORD_KEY))
+    return WriteStat(op.partition, op.file_id, _rel(op.partition, name), op.base_instant or "null",
+                     numWrites=rows, totalWriteBytes=size, fileSizeInBytes=size, baseFile=name,
+                     minRecordKey=lo, maxRecordKey=hi)
+
+
+def _log_header(instant: str, replaced: str) -> dict[str, str]:
+    return v2.log_metadata(instant, **{COMPACTED_BLOCK_TIMES: replaced})
+
+
+def _write_compacted_log(ctx: _Context, op: Operation, name: str, rows: pa.Table, *, delete: bool,
+                         replaced: str) -> int:
+    folder = ctx.base_path / op.partition if op.partition else ctx.base_path
+    markers.create_marker(ctx.base_path, ctx.instant, op.partition, name, "APPEND")
+    meta = {v2.KEY_METADATA: json.dumps(_log_header(ctx.instant, replaced), sort_keys=True),
+            v2.KEY_BLOCK_TYPE: v2.BLOCK_DELETE if delete else v2.BLOCK_DATA}
+    if delete:
+        rows = rows.select(v2.DELETE_SCHEMA.names).cast(v2.DELETE_SCHEMA)
+        return parquet_io.write_parquet(folder / name, rows, metadata=meta, key_column="record_key",
+                                        is_sorted=True)
+    return parquet_io.write_parquet(folder / name, rows, metadata=meta, is_sorted=True)
+
+
+def _delete_rows(keys: pa.Array, partitions: pa.Array, ordering: pa.Array | None) -> pa.Table:
+    n = len(keys)
+    ordering_val = v2.encode_ordering(ordering) if ordering is not None else pa.nulls(n, pa.binary())
+    return pa.table({"record_key": keys, "ordering_val": ordering_val, "partition_path": partitions},
+                    schema=v2.DELETE_SCHEMA)
+
+
+def run_log(ctx: _Context, op: Operation, task: int) -> list[WriteStat]:
+    """L0 → compacted L0 log(s) at the compaction instant (see the module doc for the three files)."""
+    files = [_data_file(ctx, op.partition, n) for n in op.log_files]
+    if not files:
+        return []
+    needed = list(ctx.read.full_schema.names)
+    readers, _ = iter_sources(ctx.read, files, needed, batch_size=BATCH_ROWS)
+    tables = [r.read_all() for r in readers]
+    combined = pa.concat_tables(tables) if tables else None
+    if combined is None or combined.num_rows == 0:
+        return []
+    spec = ctx.read.spec
+    won = select_winners(combined, spec)
+    replaced = ",".join(sorted({f.instant for f in files}))
+    token = naming.write_token(task, 0, 0)
+    event_time = spec.mode is MergeMode.EVENT_TIME_ORDERING and spec.ordering is not None
+    stats: list[WriteStat] = []
+
+    def stat(name: str, *, writes: int = 0, deletes: int = 0, size: int, lo: str | None, hi: str | None) -> WriteStat:
+        return WriteStat(op.partition, op.file_id, _rel(op.partition, name), op.base_instant or "null",
+                         numWrites=writes, numDeletes=deletes, totalWriteBytes=size, fileSizeInBytes=size,
+                         baseFile=op.base_file or "", logFiles=[name], minRecordKey=lo, maxRecordKey=hi)
+
+    winners = combined.take(pa.array(won.rows, type=pa.int64()))
+    keys = winners.column(RECORD_KEY).combine_chunks()
+    parts = winners.column(PARTITION_PATH).combine_chunks()
+    ordering = winners.column(spec.ordering).combine_chunks() if event_time else None
+    deleted = won.deleted
+    if event_time:
+        assert ordering is not None
+        ord_null = np.asarray(ordering.is_null(), dtype=bool)
+        resets = won.reset & ~(deleted & ord_null)
+        if resets.any():
+            mask = pa.array(resets)
+            name = naming.log_file_name(op.file_id, token, ctx.instant, 1, delete=True)
+            rows = _delete_rows(keys.filter(mask), parts.filter(mask), None)
+            size = _write_compacted_log(ctx, op, name, rows, delete=True, replaced=replaced)
+            lo, hi = parquet_io.key_range(rows.column("record_key"))
+            stats.append(stat(name, deletes=rows.num_rows, size=size, lo=lo, hi=hi))
+    if (~deleted).any():
+        name = naming.log_file_name(op.file_id, token, ctx.instant, 2)
+        data = winners.filter(pa.array(~deleted)).drop_columns([DELETE_FLAG])
+        data = _with_file_name(data.select(needed), name)
+        size = _write_compacted_log(ctx, op, name, data, delete=False, replaced=replaced)
+        lo, hi = parquet_io.key_range(data.column(RECORD_KEY))
+        stats.append(stat(name, writes=data.num_rows, size=size, lo=lo, hi=hi))
+    if deleted.any():
+        mask = pa.array(deleted)
+        name = naming.log_file_name(op.file_id, token, ctx.instant, 3, delete=True)
+        rows = _delete_rows(keys.filter(mask), parts.filter(mask),
+                            ordering.filter(mask) if ordering is not None else None)
+        size = _write_compacted_log(ctx, op, name, rows, delete=True, replaced=replaced)
+        lo, hi = parquet_io.key_range(rows.column("record_key"))
+        stats.append(stat(name, deletes=rows.num_rows, size=size, lo=lo, hi=hi))
+    return stats
+
+
+# --------------------------------------------------------------------------- schedule / execute
+def _requested(instant: Instant, layout: int) -> Instant:
+    name = file_name_for(instant.begin_time, instant.action, State.REQUESTED, timeline_layout=layout)
+    return Instant.make(instant.begin_time, instant.action, State.REQUESTED, None, name)
+
+
+def schedule(table: "Table", *, strategy: str = "hybrid", merge: str | None = None,
+             options: Mapping[str, str] | None = None) -> Instant | None:
+    """Plan a compaction and save it as `<t>.compaction.requested`; None when nothing needs compacting."""
+    if strategy not in STRATEGIES:
+        raise InputError(f"unknown compaction strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    table._check_writable()
+    config = PlannerConfig.from_props({**table.config.props, **dict(options or {})})
+    timeline = table.active_timeline
+    with table_lock(table.path):
+        rollback_failed_writes(table.path, timeline)
+        if not table.config.is_mor:
+            return None
+        plan = make_plan(table.latest_slices(), strategy=strategy, merge=merge, config=config,
+                         exclude=pending_file_groups(timeline))
+        if not plan.operations:
+            return None
+        return timeline.request(plan.action, plan.to_json())
+
+
+def execute(table: "Table", instant: Instant | str, *, merge: str | None = None,
+            progress: bool | None = None) -> Instant:
+    """Run a requested (log) compaction plan and complete it; returns the completed instant."""
+    timeline = table.active_timeline
+    begin = instant if isinstance(instant, str) else instant.begin_time
+    with table_lock(table.path):
+        rollback_failed_writes(table.path, timeline)
+        current = timeline.find(begin)
+        if current.action not in (COMPACTION, LOG_COMPACTION):
+            raise InputError(f"{current} is not a compaction")
+        if current.is_completed:
+            return current
+        hb = heartbeat.Heartbeat(table.path, begin).start()  # ConflictError if a live runner has it
+        try:
+            delete_instant_files(table.path, begin)  # leftovers of a dead earlier attempt
+            markers.delete_markers(table.path, begin)
+            inflight = current if current.state is State.INFLIGHT else \
+                timeline.start(_requested(current, table.config.timeline_layout))
+        except BaseException:
+            hb.stop()
+            raise
+    try:
+        plan = read_plan(timeline, inflight)
+        engine = merge or plan.merge
+        schema = table.schema
+        read_ctx = ReadContext(table.path, table.config, schema or pa.schema([]), table.completion_map(), None)
+        ctx = _Context(table.path, begin, read_ctx, engine, table.config.is_lsm)
+        stats: list[WriteStat] = []
+        ops = list(plan.operations)
+        bar = tqdm(ops, desc=f"{inflight.action} {begin}", unit="file group",
+                   disable=None if progress is None else not progress, leave=False)
+        for task, op in enumerate(bar):
+            if op.operation_type == FULL:
+                stats.append(run_full(ctx, op, task))
+            elif op.operation_type == LOG:
+                stats.extend(run_log(ctx, op, task))
+        from lsm_lab.table import write as writer
+
+        extra = {writer.SCHEMA_KEY: writer.schema_to_text(schema)} if schema is not None and len(schema) else {}
+        extra["lsm_lab.strategy"] = plan.strategy
+        operation = "log_compact" if inflight.action == LOG_COMPACTION else "compact"
+        meta = commit_metadata(stats, operation=operation, extra=extra, compacted=True)
+        with table_lock(table.path):
+            done = timeline.complete(inflight, meta)
+            markers.delete_markers(table.path, begin)
+        return done
+    except BaseException:
+        with table_lock(table.path):
+            reset_compaction(table.path, timeline, inflight)  # back to requested; runs again later
+        raise
+    finally:
+        hb.stop()
+
+
+def compact(table: "Table", *, strategy: str = "hybrid", merge: str | None = None, plan_only: bool = False,
+            options: Mapping[str, str] | None = None, progress: bool | None = None) -> Instant | None:
+    """Finish pending plans nobody runs, then plan (and unless `plan_only`, run) a new compaction.
+
+    Returns the last completed compaction instant, the requested one with
+    `plan_only`, or None when there was nothing to do.
+    """
+    if merge is not None and merge not in ("sorted", "loser_tree", "hash", "heapq"):
+        raise InputError(f"unknown merge engine {merge!r}")
+    done: Instant | None = None
+    if not plan_only:
+        for inst, _ in pending_plans(table.active_timeline):
+            if heartbeat.is_alive(table.path, inst.begin_time):
+                continue
+            try:
+                done = execute(table, inst, merge=merge, progress=progress)
+            except ConflictError:
+                continue  # another process picked it up first
+    scheduled = schedule(table, strategy=strategy, merge=merge, options=options)
+    if plan_only or scheduled is None:
+        return scheduled if plan_only else done
+    return execute(table, scheduled, merge=merge, progress=progress)
+
+
+# --------------------------------------------------------------------------- inline triggers
+TRIGGERS = ("NUM_COMMITS", "TIME_ELAPSED", "NUM_OR_TIME", "NUM_AND_TIME")
+
+
+def inline_due(table: "Table", *, now: _dt.datetime | None = None) -> tuple[bool, str]:
+    """(should an inline compaction run now, why) from the `hoodie.compact.inline*` properties."""
+    props = table.config.props
+    if str(props.get("hoodie.compact.inline", "false")).lower() != "true" or not table.config.is_mor:
+        return False, "inline compaction is off"
+    trigger = str(props.get("hoodie.compact.inline.trigger.strategy", "NUM_COMMITS")).upper()
+    if trigger not in TRIGGERS:
+        raise InputError(f"hoodie.compact.inline.trigger.strategy={trigger!r}; choose one of {', '.join(TRIGGERS)}")
+    try:
+        max_commits = int(props.get("hoodie.compact.inline.max.delta.commits", "5"))
+        max_seconds = float(props.get("hoodie.compact.inline.max.delta.seconds", "3600"))
+    except ValueError as exc:
+        raise InputError(f"bad inline compaction setting: {exc}") from None
+    instants = table.instants()
+    last = max((i.begin_time for i in instants if i.action in (COMPACTION, LOG_COMPACTION)), default=None)
+    deltas = [i for i in instants if i.is_completed and i.action == DELTA_COMMIT
+              and (last is None or i.begin_time > last)]
+    start = last or (min(i.begin_time for i in deltas) if deltas else None)
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    elapsed = (now - parse_time(start)).total_seconds() if start else 0.0
+    by_num, by_time = len(deltas) >= max_commits, bool(deltas) and elapsed >= max_seconds
+    due = {"NUM_COMMITS": by_num, "TIME_ELAPSED": by_time, "NUM_OR_TIME": by_num or by_time,
+           "NUM_AND_TIME": by_num and by_time}[trigger]
+    return due, f"{len(deltas)} delta commit(s), {elapsed:.0f} s since the last compaction ({trigger})"
+
+
+def inline_strategy(props: Mapping[str, str]) -> str:
+    strategy = str(props.get("lsm_lab.compaction.strategy", "hybrid")).lower()
+    if strategy not in STRATEGIES:
+        raise InputError(f"lsm_lab.compaction.strategy={strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    return strategy
+
+
+def plans(table: "Table", *, include_completed: bool = True) -> list[tuple[Instant, CompactionPlan]]:
+    """Compaction plans on the active timeline (pending ones, and completed ones if asked), oldest first."""
+    out = []
+    for inst in table.instants():
+        if inst.action not in (COMPACTION, LOG_COMPACTION):
+            continue
+        if inst.is_completed and not include_completed:
+            continue
+        try:
+            out.append((inst, read_plan(table.active_timeline, inst)))
+        except TimelineError:
+            continue  # a completed compaction whose requested file was archived away
+    return out
+
+
+__all__ = ["compact", "execute", "inline_due", "plans", "run_full", "run_log", "schedule"]

@@ -1,0 +1,66 @@
+"""Markers: a note left *before* each data file is created, so a rollback finds every file.
+
+    .hoodie/.temp/<instant>/<partition>/<file name>.marker.<IO type>
+        IO type  CREATE  a new base file          (insert into a new file group)
+                 MERGE   a new version of a base  (copy-on-write update, full compaction)
+                 APPEND  a log file               (merge-on-read update, log compaction)
+
+A writer creates the marker, then the file.  If it dies in between, the marker
+names a file that may or may not exist; if it dies after, the marker names the
+orphan.  Either way `rollback` deletes what the markers name (plus, as a safety
+net, any data file carrying the instant in its name), and the marker folder
+goes when the instant completes or is rolled back.
+
+Simplified compared with Apache Hudi: no timeline-server-based markers (Hudi
+batches marker creation through its timeline server on cloud storage); one
+empty file per marker, as Hudi's DIRECT markers do.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+TEMP_FOLDER = ".temp"
+IO_TYPES = ("CREATE", "MERGE", "APPEND")
+_SUFFIX = ".marker."
+
+
+def marker_folder(base_path: str | os.PathLike[str], instant: str) -> Path:
+    return Path(base_path) / ".hoodie" / TEMP_FOLDER / instant
+
+
+def create_marker(base_path: str | os.PathLike[str], instant: str, partition: str, file_name: str,
+                  io_type: str) -> Path:
+    """Record that `partition/file_name` is about to be written by `instant`."""
+    if io_type not in IO_TYPES:
+        raise ValueError(f"unknown marker IO type {io_type!r}")
+    folder = marker_folder(base_path, instant)
+    if partition:
+        folder = folder / partition
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{file_name}{_SUFFIX}{io_type}"
+    path.touch(exist_ok=True)
+    return path
+
+
+def marked_files(base_path: str | os.PathLike[str], instant: str) -> list[tuple[str, str, str]]:
+    """(partition, file name, IO type) of every marker an instant left."""
+    root = marker_folder(base_path, instant)
+    out: list[tuple[str, str, str]] = []
+    if not root.is_dir():
+        return out
+    for folder, _, files in os.walk(root):
+        rel = os.path.relpath(folder, root)
+        partition = "" if rel == "." else rel.replace(os.sep, "/")
+        for name in files:
+            if _SUFFIX not in name:
+                continue
+            file_name, io_type = name.rsplit(_SUFFIX, 1)
+            out.append((partition, file_name, io_type))
+    return sorted(out)
+
+
+def delete_markers(base_path: str | os.PathLike[str], instant: str) -> None:
+    shutil.rmtree(marker_folder(base_path, instant), ignore_errors=True)

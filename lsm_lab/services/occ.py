@@ -1,0 +1,198 @@
+"""Optimistic concurrency control: writers work in parallel, the table lock decides at commit.
+
+Hudi's "Writer Expectations": a writer does not hold a lock while it writes
+data files; it takes the table lock twice, briefly, to start and to finish.
+
+    writer A                               writer B
+    ── lock ─────────────────────────┐
+    │ roll back dead pending writes  │
+    │ snapshot S_A = latest completion
+    │ <a>.deltacommit.requested/.inflight, heartbeat .hoodie/.heartbeat/<a>
+    └────────────────────────────────┘
+    write files (no lock)                  ── lock: snapshot S_B, <b> inflight ──
+          │                                write files (no lock)
+    ── lock ─────────────────────────┐           │
+    │ writes completed after S_A that │     ── lock ──────────────────────────┐
+    │ touched A's file groups? none   │     │ A completed after S_B and touched │
+    │ → <a>_<c>.deltacommit  (commit) │     │ a file group B wrote → conflict:  │
+    └─────────────────────────────────┘     │ remove B's files, roll back <b>,  │
+                                            │ raise ConflictError("... <a> ...")│
+                                            └───────────────────────────────────┘
+
+**The conflict rule.** Two writes conflict when they write to the same file
+group (partition path + file id, from the write stats of the completed
+metadata).  A new file group of the default layout gets a fresh random id, so
+inserts never conflict; with the bucket index the id is a function of the
+bucket, so two writers touching one bucket do.  Completed compactions and log
+compactions never conflict with a writer: their output belongs to the slice
+that existed when they were planned, and logs that complete later attach to
+the next slice (see `layout.fsview`).
+
+**Liveness.** The heartbeat (`services.heartbeat`) is held from before the
+instant appears until after it completed or was rolled back, so another
+process never mistakes a slow writer for a dead one.
+
+**Schema.** A concurrent writer may have added columns: the schema recorded
+at commit is the one completed last plus this writer's new columns; a type
+clash between the two is a `ConflictError`.
+
+Simplified compared with Apache Hudi: one conflict resolution strategy
+(Hudi's `SimpleConcurrentFileWritesConflictResolutionStrategy`), no
+early conflict detection, no bucket-index "NBCC" (non-blocking concurrency
+control) mode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+import pyarrow as pa
+
+from lsm_lab.errors import ConflictError, TimelineError
+from lsm_lab.services import heartbeat, markers
+from lsm_lab.services.lock import table_lock
+from lsm_lab.services.rollback import delete_instant_files, rollback_failed_writes, rollback_pending
+from lsm_lab.timeline.active import ActiveTimeline
+from lsm_lab.timeline.instant import (
+    COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant, normalize_time,
+)
+from lsm_lab.timeline.metadata import iter_write_stats
+
+# completed actions a writer can conflict with (compactions never conflict, see the module doc)
+CONFLICTING_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
+
+
+def touched_file_groups(metadata: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """(partition path, file id) of every file group a commit metadata wrote or replaced."""
+    out = {(str(s.get("partitionPath") or ""), str(s.get("fileId"))) for s in iter_write_stats(metadata)
+           if s.get("fileId")}
+    for partition, ids in (metadata.get("partitionToReplaceFileIds") or {}).items():
+        out.update((partition, fid) for fid in ids or [])
+    return out
+
+
+def find_conflict(timeline: ActiveTimeline, snapshot: str | None, mine: set[tuple[str, str]],
+                  own_instant: str) -> Instant | None:
+    """The first write completed after `snapshot` that touched one of `mine`, or None."""
+    if not mine:
+        return None
+    limit = normalize_time(snapshot) if snapshot else None
+    for inst in timeline.completed(CONFLICTING_ACTIONS):
+        if inst.begin_time == own_instant or inst.completion_time is None:
+            continue
+        if limit is not None and normalize_time(inst.completion_time) <= limit:
+            continue
+        if touched_file_groups(timeline.read_content(inst)) & mine:
+            return inst
+    return None
+
+
+def merge_schemas(committed: pa.Schema | None, mine: pa.Schema) -> pa.Schema:
+    """The schema to record at commit: the committed one plus this writer's new columns."""
+    if committed is None or committed.equals(mine):
+        return mine
+    fields = list(committed)
+    names = set(committed.names)
+    for f in mine:
+        if f.name in names:
+            other = committed.field(f.name)
+            if other.type != f.type:
+                raise ConflictError(f"column '{f.name}' was changed to {other.type} by a concurrent writer "
+                                    f"while this write used {f.type}")
+        else:
+            fields.append(f)
+    return pa.schema(fields)
+
+
+@dataclass
+class WriteTransaction:
+    """One optimistic write: `begin()` under the lock, files without it, `commit()` under the lock again."""
+
+    base_path: Path
+    timeline: ActiveTimeline
+    action: str
+    requested_content: Mapping[str, Any] = field(default_factory=dict)
+    instant: Instant | None = None
+    snapshot: str | None = None
+    heartbeat: heartbeat.Heartbeat | None = None
+    _closed: bool = False
+
+    @property
+    def begin_time(self) -> str:
+        if self.instant is None:
+            raise TimelineError("the write transaction has not begun")
+        return self.instant.begin_time
+
+    def begin(self, latest_completion: Callable[[], str | None]) -> "WriteTransaction":
+        """Under the table lock: clean up dead writers, take a snapshot, create the inflight instant."""
+        with table_lock(self.base_path):
+            rollback_failed_writes(self.base_path, self.timeline)
+            self.snapshot = latest_completion()
+            begin = self.timeline.new_instant_time()
+            self.heartbeat = heartbeat.Heartbeat(self.base_path, begin).start()
+            try:
+                requested = self.timeline.request(self.action, dict(self.requested_content), begin_time=begin)
+                self.instant = self.timeline.start(requested)
+            except BaseException:
+                self.heartbeat.stop()
+                raise
+        return self
+
+    def mark(self, partition: str, file_name: str, io_type: str) -> None:
+        """Leave a marker before creating a data file (see `services.markers`)."""
+        markers.create_marker(self.base_path, self.begin_time, partition, file_name, io_type)
+
+    def commit(self, metadata: Mapping[str, Any], *, check_conflicts: bool = True) -> Instant:
+        """Under the table lock: conflict check, then the completed instant (the commit point)."""
+        assert self.instant is not None
+        with table_lock(self.base_path):
+            if check_conflicts:
+                conflict = find_conflict(self.timeline, self.snapshot, touched_file_groups(metadata),
+                                         self.begin_time)
+                if conflict is not None:
+                    rollback_pending(self.base_path, self.timeline, self.instant, check_heartbeat=False)
+                    self._finish()
+                    raise ConflictError(
+                        f"write {self.begin_time} conflicts with {conflict.action} {conflict.begin_time} "
+                        f"(completed {conflict.completion_time}), which wrote to the same file group(s) after "
+                        f"this write started; it was rolled back — retry it")
+            done = self.timeline.complete(self.instant, metadata)
+            markers.delete_markers(self.base_path, self.begin_time)
+        self._finish()
+        return done
+
+    def abort(self) -> None:
+        """Undo an instant whose writing failed in this process (no rollback instant: nothing was visible)."""
+        if self._closed or self.instant is None:
+            self._finish()
+            return
+        with table_lock(self.base_path):
+            delete_instant_files(self.base_path, self.begin_time)
+            try:
+                self.timeline.remove_pending(self.instant)
+            except TimelineError:
+                pass
+            markers.delete_markers(self.base_path, self.begin_time)
+        self._finish()
+
+    def _finish(self) -> None:
+        self._closed = True
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
+
+    def __enter__(self) -> "WriteTransaction":
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if not self._closed:
+            self.abort()
+
+
+def touched(stats: Iterable[Any]) -> set[tuple[str, str]]:
+    """(partition, file id) of WriteStat objects (for callers holding stats, not metadata)."""
+    return {(s.partitionPath, s.fileId) for s in stats}
+
+
+__all__ = ["ConflictError", "WriteTransaction", "find_conflict", "merge_schemas", "touched_file_groups"]

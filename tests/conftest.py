@@ -1,0 +1,76 @@
+"""Fixtures shared by every test module.
+
+    tmp_table(**kw)     a new, empty lsm_lab table in a fresh temporary folder
+    shared_dir          the `shared/` folder of real Hudi files (skips the test when absent)
+    real_table(name)    one table of shared/hudi-tables/*.zip, unzipped once per session
+
+Keep this file small and general: fixtures for one module belong in that module.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+import lsm_lab
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _find_shared() -> Path | None:
+    env = os.environ.get("LSM_LAB_SHARED")
+    candidate = Path(env) if env else REPO.parent / "shared"
+    return candidate if candidate.is_dir() else None
+
+
+@pytest.fixture()
+def tmp_table(tmp_path: Path) -> Callable[..., lsm_lab.Table]:
+    """Factory: `tmp_table(record_key="id", ordering_field="ts", ...)` → a new Table.
+
+    Every call makes a new table in its own folder under `tmp_path`; keyword
+    arguments go to `lsm_lab.create_table` (defaults: name "t", key "id").
+    """
+    count = 0
+
+    def make(**kw: Any) -> lsm_lab.Table:
+        nonlocal count
+        count += 1
+        kw.setdefault("name", "t")
+        kw.setdefault("record_key", "id")
+        return lsm_lab.create_table(tmp_path / f"table{count}", **kw)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """`$LSM_LAB_SHARED` or `<repo>/../shared`; the test is skipped when neither exists."""
+    path = _find_shared()
+    if path is None:
+        pytest.skip("no shared folder (set LSM_LAB_SHARED or put it at ../shared)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def real_table(shared_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """Factory: `real_table("v8_trips_8i3u1d")` → the unzipped table folder (read-only use, please)."""
+    root = tmp_path_factory.mktemp("hudi-tables")
+    zips = sorted((shared_dir / "hudi-tables").glob("*.zip"))
+
+    def get(name: str) -> Path:
+        target = root / name
+        if target.is_dir():
+            return target
+        for z in zips:
+            with zipfile.ZipFile(z) as zf:
+                members = [m for m in zf.namelist() if m.startswith(f"{name}/")]
+                if members:
+                    zf.extractall(root, members=members)  # skips __MACOSX/ resource forks
+                    return target
+        pytest.skip(f"no table {name!r} in {shared_dir / 'hudi-tables'}")
+
+    return get

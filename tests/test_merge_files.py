@@ -1,0 +1,117 @@
+"""Merging sorted Parquet runs into one file, and the ``merge`` subcommand."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lsm_lab.errors import InputError
+from lsm_lab.merge import ENGINES, MergeMode, MergeSpec, model_merge
+from lsm_lab.merge.command import main as command_main
+from lsm_lab.merge.files import merge_parquet_files
+
+SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("fare", pa.float64()), ("del", pa.bool_())])
+
+
+def write_runs(tmp_path: Path, k: int = 4, n: int = 500, seed: int = 1, with_deletes: bool = True) -> list[Path]:
+    rnd = random.Random(seed)
+    universe = [f"trip-{i:06d}" for i in range(n * 2)]
+    paths = []
+    for r in range(k):
+        rows = []
+        for key in sorted(rnd.sample(universe, n)):
+            d = with_deletes and rnd.random() < 0.1
+            rows.append({"id": key, "ts": rnd.randint(0, 5), "fare": None if d else rnd.random(), "del": d})
+        path = tmp_path / f"run{r}.parquet"
+        pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), path, row_group_size=97)
+        paths.append(path)
+    return paths
+
+
+def expected(paths: list[Path], ordering: str | None, delete: bool) -> dict[str, dict]:
+    mode = MergeMode.EVENT_TIME_ORDERING if ordering else MergeMode.COMMIT_TIME_ORDERING
+    sources = []
+    for p in paths:
+        rows = pq.read_table(p).to_pylist()
+        if not delete:
+            for row in rows:
+                row["__d"] = False
+        sources.append(rows)
+    spec = MergeSpec(mode, key="id", ordering=ordering, delete="del" if delete else "__d")
+    out = model_merge(sources, spec)
+    for row in out.values():
+        row.pop("__d", None)
+    return out
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("ordering, delete", [("ts", "del"), (None, None)])
+def test_merge_files_equals_the_model(tmp_path: Path, engine: str, ordering: str | None,
+                                      delete: str | None) -> None:
+    paths = write_runs(tmp_path)
+    out = tmp_path / "out.parquet"
+    stats = merge_parquet_files(out, paths, key="id", ordering=ordering, engine=engine, delete_column=delete,
+                                row_group_size=300, batch_size=64)
+    table = pq.read_table(out)
+    rows = table.to_pylist()
+    assert {r["id"]: r for r in rows} == expected(paths, ordering, delete is not None)
+    assert stats["rows_out"] == len(rows) and stats["rows_in"] == 2000
+    assert ("del" in table.schema.names) == (delete is None)
+    meta = pq.ParquetFile(out).metadata
+    assert all(meta.row_group(i).num_rows == 300 for i in range(meta.num_row_groups - 1))
+    if engine != "hash":
+        ids = table.column("id").to_pylist()
+        assert ids == sorted(ids)
+
+
+def test_unsorted_input_names_the_file(tmp_path: Path) -> None:
+    paths = write_runs(tmp_path, k=2, with_deletes=False)
+    bad = tmp_path / "bad.parquet"
+    t = pq.read_table(paths[1])
+    pq.write_table(t.take(pa.array(list(range(t.num_rows - 1, -1, -1)))), bad)
+    out = tmp_path / "out.parquet"
+    with pytest.raises(InputError, match="bad.parquet.*not strictly sorted"):
+        merge_parquet_files(out, [paths[0], bad], key="id")
+    assert not out.exists() and not list(tmp_path.glob(".out.parquet*"))
+
+
+def test_missing_key_column_names_the_file(tmp_path: Path) -> None:
+    paths = write_runs(tmp_path, k=2)
+    with pytest.raises(InputError, match="run1.parquet: missing key column 'trip'"):
+        merge_parquet_files(tmp_path / "o.parquet", paths[1:], key="trip")
+
+
+def test_mismatched_schemas_name_the_file(tmp_path: Path) -> None:
+    paths = write_runs(tmp_path, k=2)
+    other = tmp_path / "other.parquet"
+    pq.write_table(pq.read_table(paths[1]).drop_columns(["fare"]), other)
+    with pytest.raises(InputError, match="other.parquet: schema differs"):
+        merge_parquet_files(tmp_path / "o.parquet", [paths[0], other], key="id")
+
+
+def test_missing_file_and_bad_engine(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="nope.parquet: input file does not exist"):
+        merge_parquet_files(tmp_path / "o.parquet", [tmp_path / "nope.parquet"], key="id")
+    with pytest.raises(InputError, match="unknown merge engine"):
+        merge_parquet_files(tmp_path / "o.parquet", [tmp_path / "nope.parquet"], key="id", engine="x")
+
+
+def test_output_may_not_be_an_input(tmp_path: Path) -> None:
+    paths = write_runs(tmp_path, k=2)
+    with pytest.raises(InputError, match="also an input"):
+        merge_parquet_files(paths[0], paths, key="id")
+
+
+def test_command_merges_and_reports_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths = write_runs(tmp_path, k=3)
+    out = tmp_path / "cli.parquet"
+    code = command_main(["merge", str(out), *map(str, paths), "--key", "id", "--ordering", "ts",
+                         "--delete-column", "del", "-q"])
+    assert code == 0 and "rows out" in capsys.readouterr().out
+    assert {r["id"]: r for r in pq.read_table(out).to_pylist()} == expected(paths, "ts", True)
+    code = command_main(["merge", str(out), str(tmp_path / "missing.parquet"), "--key", "id", "-q"])
+    assert code == 2 and "does not exist" in capsys.readouterr().err

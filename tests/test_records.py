@@ -1,0 +1,250 @@
+"""Incoming records: inputs, keys, partition paths, schema evolution, de-duplication, key order."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lsm_lab.errors import InputError, PartitionValueError, SchemaError
+from lsm_lab.merge.semantics import MergeMode, MergeSpec, fold, surviving_row
+from lsm_lab.table import records
+
+# --------------------------------------------------------------------------- inputs
+ROWS = [{"id": "a", "ts": 1}, {"id": "b", "ts": 2}]
+
+
+@pytest.mark.parametrize("form", ["arrow", "batch", "pandas", "dicts"])
+def test_to_arrow_accepts_every_input_form(form: str) -> None:
+    table = pa.Table.from_pylist(ROWS)
+    data = {"arrow": table, "batch": table.to_batches()[0], "pandas": pd.DataFrame(ROWS), "dicts": ROWS}[form]
+    out = records.to_arrow(data)
+    assert out.to_pylist() == ROWS
+    assert out.schema.metadata is None  # pandas metadata dropped
+
+
+def test_to_arrow_drops_meta_columns_and_normalises_types() -> None:
+    table = pa.table({
+        "_hoodie_record_key": ["x"], "_hoodie_commit_time": ["1"], "_lsm_delete": [True],
+        "id": pa.array(["a"], pa.large_string()),
+        "city": pa.array(["c"]).dictionary_encode(),
+        "blob": pa.array([b"z"], pa.large_binary()),
+    })
+    out = records.to_arrow(table)
+    assert out.column_names == ["id", "city", "blob"]
+    assert out.schema.types == [pa.string(), pa.string(), pa.binary()]
+
+
+@pytest.mark.parametrize("bad", ["text", 42, [1, 2], [{"id": "a"}, "b"], {"id": ["a"]}])
+def test_to_arrow_rejects_other_inputs(bad: object) -> None:
+    with pytest.raises(InputError):
+        records.to_arrow(bad)
+
+
+# --------------------------------------------------------------------------- keys
+def test_single_field_keys() -> None:
+    table = pa.table({"id": [3, 1, 20]})
+    assert records.record_keys(table, ["id"]).to_pylist() == ["3", "1", "20"]
+
+
+def test_composite_keys() -> None:
+    table = pa.table({"a": [1, None, 3, 4], "b": ["x", "y", None, ""]})
+    assert records.record_keys(table, ["a", "b"]).to_pylist() == [
+        "a:1,b:x", "a:__null__,b:y", "a:3,b:__null__", "a:4,b:__empty__"]
+
+
+def test_null_keys_rejected() -> None:
+    with pytest.raises(SchemaError, match="record key column 'id' has 1 null value"):
+        records.record_keys(pa.table({"id": ["a", None]}), ["id"])
+    with pytest.raises(SchemaError, match="all null"):
+        records.record_keys(pa.table({"a": [1, None], "b": ["x", None]}), ["a", "b"])
+
+
+def test_missing_key_column() -> None:
+    with pytest.raises(SchemaError, match="no record key column 'uuid'"):
+        records.record_keys(pa.table({"id": ["a"]}), ["uuid"])
+    with pytest.raises(SchemaError, match="columns 'x', 'y'"):
+        records.check_columns(pa.table({"id": ["a"]}), ["x", "id", "y"], "record key")
+
+
+def test_nested_key_rejected() -> None:
+    with pytest.raises(SchemaError, match="cannot use a column of type"):
+        records.record_keys(pa.table({"id": [[1, 2]]}), ["id"])
+
+
+# --------------------------------------------------------------------------- partition paths
+def test_partition_paths() -> None:
+    table = pa.table({"city": ["sf", None, "", "chennai"], "day": [1, 2, 3, None]})
+    assert records.partition_paths(table, [], hive_style=True).to_pylist() == ["", "", "", ""]
+    assert records.partition_paths(table, ["city"], hive_style=False).to_pylist() == [
+        "sf", "__HIVE_DEFAULT_PARTITION__", "__HIVE_DEFAULT_PARTITION__", "chennai"]
+    assert records.partition_paths(table, ["city", "day"], hive_style=True).to_pylist() == [
+        "city=sf/day=1", "city=__HIVE_DEFAULT_PARTITION__/day=2", "city=__HIVE_DEFAULT_PARTITION__/day=3",
+        "city=chennai/day=__HIVE_DEFAULT_PARTITION__"]
+    assert records.partition_paths(pa.table({"c": pa.array([], pa.string())}), [], hive_style=True).to_pylist() == []
+
+
+@pytest.mark.parametrize("value", ["a/b", "/abs", "a\\b", "..", "x..y", "../up", ".hidden", ".", "nul\x00"])
+def test_rejected_partition_values(value: str) -> None:
+    table = pa.table({"city": ["ok", value]})
+    for hive in (True, False):
+        with pytest.raises(PartitionValueError, match="partition column 'city'") as info:
+            records.partition_paths(table, ["city"], hive_style=hive)
+        assert repr(value) in str(info.value)
+
+
+@pytest.mark.parametrize("value", ["a.b", "a b", "é", "x=y", "a-b_c", "trailing."])
+def test_accepted_partition_values(value: str) -> None:
+    assert records.partition_paths(pa.table({"c": [value]}), ["c"], hive_style=False).to_pylist() == [value]
+
+
+def test_missing_partition_column() -> None:
+    with pytest.raises(SchemaError, match="no partition column 'city'"):
+        records.partition_paths(pa.table({"id": ["a"]}), ["city"], hive_style=True)
+
+
+@pytest.mark.parametrize("path", ["/abs", "a//b", "a/../b", "..", ".hidden/x", "a/.b", "a\\b", "./a"])
+def test_check_partition_path_rejects(path: str) -> None:
+    with pytest.raises(PartitionValueError):
+        records.check_partition_path(path)
+
+
+@pytest.mark.parametrize("path", ["", "a", "city=x/day=1", "a.b/c"])
+def test_check_partition_path_accepts(path: str) -> None:
+    records.check_partition_path(path)
+
+
+# --------------------------------------------------------------------------- schema evolution
+BASE = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.float64())])
+
+
+def test_first_write_fixes_the_schema_nullable() -> None:
+    incoming = pa.schema([pa.field("id", pa.string(), False), ("ts", pa.int64())])
+    out = records.evolve_schema(None, incoming)
+    assert out.names == ["id", "ts"] and all(f.nullable for f in out)
+
+
+def test_added_nullable_column_accepted() -> None:
+    incoming = pa.schema([("v", pa.float64()), ("id", pa.string()), ("ts", pa.int64()), ("new", pa.string())])
+    out = records.evolve_schema(BASE, incoming)
+    assert out.names == ["id", "ts", "v", "new"] and out.field("new").nullable
+
+
+def test_null_typed_values_fit_any_column() -> None:
+    incoming = pa.schema([("id", pa.string()), ("ts", pa.null()), ("v", pa.float64())])
+    assert records.evolve_schema(BASE, incoming) == BASE
+
+
+def test_all_null_column_gets_its_type_later() -> None:
+    first = records.evolve_schema(None, pa.schema([("id", pa.string()), ("note", pa.null())]))
+    later = records.evolve_schema(first, pa.schema([("id", pa.string()), ("note", pa.int64())]))
+    assert later.field("note").type == pa.int64()
+    with pytest.raises(SchemaError):
+        records.evolve_schema(later, pa.schema([("id", pa.string()), ("note", pa.string())]))
+
+
+@pytest.mark.parametrize("new_type", [pa.int32(), pa.string(), pa.float64(), pa.timestamp("us")])
+def test_type_change_rejected(new_type: pa.DataType) -> None:
+    incoming = pa.schema([("id", pa.string()), ("ts", new_type), ("v", pa.float64())])
+    with pytest.raises(SchemaError, match=re.escape(f"column 'ts' changes type from int64 to {new_type}")):
+        records.evolve_schema(BASE, incoming)
+
+
+def test_missing_column_rejected() -> None:
+    with pytest.raises(SchemaError, match="lacks column 'v'"):
+        records.evolve_schema(BASE, pa.schema([("id", pa.string()), ("ts", pa.int64())]))
+
+
+def test_partial_batches_for_deletes() -> None:
+    incoming = pa.schema([("id", pa.string()), ("other", pa.string())])
+    assert records.evolve_schema(BASE, incoming, partial=True) == BASE
+    with pytest.raises(SchemaError, match="changes type"):
+        records.evolve_schema(BASE, pa.schema([("id", pa.int64())]), partial=True)
+
+
+def test_conform() -> None:
+    table = pa.table({"v": [1.0], "id": ["a"], "extra": [1]})
+    out = records.conform(table, pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.float64())]))
+    assert out.to_pylist() == [{"id": "a", "ts": None, "v": 1.0}]
+
+
+# --------------------------------------------------------------------------- de-duplication
+def test_dedupe_by_ordering_ties_to_later_row() -> None:
+    table = pa.table({"k": ["b", "a", "b", "a", "b", "c"], "ts": [5, 1, 7, 1, 7, None], "row": range(6)})
+    out = records.dedupe(table, "k", "ts")
+    assert out.to_pylist() == [{"k": "a", "ts": 1, "row": 3}, {"k": "b", "ts": 7, "row": 4},
+                               {"k": "c", "ts": None, "row": 5}]
+
+
+def test_dedupe_without_ordering_keeps_the_last_row() -> None:
+    table = pa.table({"k": ["b", "a", "b", "a"], "ts": [9, 9, 1, 1], "row": range(4)})
+    assert records.dedupe(table, "k", None).column("row").to_pylist() == [3, 2]
+
+
+def test_dedupe_null_ordering_ranks_lowest() -> None:
+    table = pa.table({"k": ["a", "a", "a"], "ts": [3, None, None], "row": range(3)})
+    assert records.dedupe(table, "k", "ts").column("row").to_pylist() == [0]
+
+
+def test_dedupe_deletes_without_ordering_win() -> None:
+    # a delete without an ordering value removes the key unconditionally, wherever it stands
+    for ts in ([None, 5], [5, None]):
+        table = pa.table({"k": ["a", "a"], "ts": pa.array(ts, pa.int64())})
+        assert records.dedupe(table, "k", "ts", deletes=True).column("ts").to_pylist() == [None]
+
+
+def test_dedupe_empty() -> None:
+    empty = pa.table({"k": pa.array([], pa.string())})
+    assert records.dedupe(empty, "k", None).num_rows == 0
+
+
+_keys = st.sampled_from(["a", "b", "bb", "é", "\U0001f600", "Z"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_keys, st.none() | st.integers(-3, 3)), max_size=25), st.booleans(), st.booleans())
+def test_dedupe_equals_folding_the_rows_in_order(rows: list, use_ordering: bool, deletes: bool) -> None:
+    """Dedupe = applying the batch's rows one by one with the merge rules, on top of any stored record."""
+    table = pa.table({"k": pa.array([k for k, _ in rows], pa.string()),
+                      "ts": pa.array([o for _, o in rows], pa.int64()),
+                      "row": pa.array(range(len(rows)), pa.int64())})
+    out = records.dedupe(table, "k", "ts" if use_ordering else None, deletes=deletes)
+    got_keys = out.column("k").to_pylist()
+    assert got_keys == sorted(set(got_keys), key=str.encode)
+    mode = MergeMode.EVENT_TIME_ORDERING if use_ordering else MergeMode.COMMIT_TIME_ORDERING
+    spec = MergeSpec(mode, key="k", ordering="ts", delete="d")
+    winners = {r["k"]: r for r in out.to_pylist()}
+    for stored in (None, -2, 0, 2):
+        for key in set(got_keys):
+            mine = [{"k": key, "ts": o, "d": deletes, "row": i} for i, (k, o) in enumerate(rows) if k == key]
+            start = [] if stored is None else [{"k": key, "ts": stored, "d": False, "row": -1}]
+            expected = surviving_row(fold(start + mine, spec), spec)
+            got = surviving_row(fold(start + [{**winners[key], "d": deletes}], spec), spec)
+            assert got == expected, (key, stored, mine)
+
+
+# --------------------------------------------------------------------------- key order
+def test_sort_by_key_is_utf8_byte_order() -> None:
+    keys = ["b", "\U0001f600", "é", "A", "a", "\uffff", "z", "", "ab"]
+    rng = random.Random(7)
+    rng.shuffle(keys)
+    out = records.sort_by_key(pa.table({"_hoodie_record_key": keys}))
+    got = out.column("_hoodie_record_key").to_pylist()
+    assert got == sorted(keys, key=lambda k: k.encode("utf-8"))
+    assert records.is_strictly_sorted(out.column("_hoodie_record_key"))
+
+
+def test_is_strictly_sorted() -> None:
+    assert records.is_strictly_sorted(pa.array([], pa.string()))
+    assert records.is_strictly_sorted(pa.array(["a"]))
+    assert records.is_strictly_sorted(pa.chunked_array([["a", "b"], ["c"]]))
+    assert not records.is_strictly_sorted(pa.array(["a", "a"]))
+    assert not records.is_strictly_sorted(pa.array(["b", "a"]))
+    # UTF-8 byte order, not UTF-16 (where the surrogate pair of U+1F600 sorts below U+FFFF)
+    assert records.is_strictly_sorted(pa.array(["\uffff", "\U0001f600"]))
+    assert not records.is_strictly_sorted(pa.array(["\U0001f600", "\uffff"]))
