@@ -167,7 +167,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     table = open_table(args.path)
     if args.what == "timeline":
-        _frame_out(table.timeline(), args.json)
+        _frame_out(table.timeline(archived=args.archived), args.json)
     elif args.what == "fsview":
         _frame_out(table.file_slices(as_of=args.as_of), args.json)
     elif args.what == "levels":
@@ -292,7 +292,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LsmLabError as exc:
         if os.environ.get("LSM_LAB_DEBUG"):
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        one_line = " ".join(str(exc).split("\n"))  # a quoted CSV row or an Arrow message may hold newlines
+        print(f"error: {one_line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -214,3 +214,79 @@ def test_many_types_round_trip_through_v1_blocks(tmp_path: Path) -> None:
     mine = t.read()
     assert compare_rows(mine, hudi_rs_read(t.path), ["id"]) == []
     assert mine.sort_by("id").select(rows.column_names).to_pylist() == rows.to_pylist()
+
+
+def test_benchmark_runs_small(tmp_path: Path) -> None:
+    """benchmarks/bench_v1_v2.py's work at a tiny size: figures are produced and both tables agree."""
+    from lsm_lab.bench.interop import format_report, run
+
+    report = run(rows=3000, rounds=1, repeat=1, work_dir=tmp_path, sizes=(500,))
+    (row,) = report["log_bytes"]
+    assert row["v1_data_bytes"] > 0 and row["v2_data_bytes"] > 0 and row["data_ratio"] > 0
+    m = report["mor_read"]
+    assert m["snapshot_rows"] > 0 and m["v2_table_same_keys"]
+    if hudi_available():
+        assert m["hudi_rs_same_keys"]
+    assert "bytes on disk" in format_report(report)
+
+
+
+# --------------------------------------------------------------------------- compaction of compatibility tables
+@needs_hudi
+@pytest.mark.parametrize("version", [6, 8])
+def test_full_compaction_keeps_hudi_rs_reading(tmp_path: Path, version: int) -> None:
+    t = lsm_lab.create_table(tmp_path / "t", name="trips_compat", record_key="id", partition_by="city",
+                             ordering_field="ts", table_version=version, layout="default")
+    model = Model()
+    for op, data in ROUNDS[:4]:
+        getattr(t, op)(data)
+        getattr(model, op)(data)
+    assert t.compact(strategy="full") is not None
+    for op, data in ROUNDS[4:]:
+        getattr(t, op)(data)
+        getattr(model, op)(data)
+    assert sorted(t.read().column("id").to_pylist()) == sorted(model.rows)
+    assert all(n.log_format == 1 for _, _, n in fsview.list_data_files(t.path) if n.is_log)
+    assert compare_rows(t.read(), hudi_rs_read(t.path), ["id"]) == []
+
+
+def test_v6_log_written_while_a_compaction_is_pending_is_named_for_it(tmp_path: Path) -> None:
+    """Table version 6 names a log for its slice's base; a pending compaction opens the next slice (Hudi 0.x)."""
+    t = lsm_lab.create_table(tmp_path / "t", name="v6p", record_key="id", ordering_field="ts", table_version=6,
+                             layout="default")
+    t.upsert([{"id": f"k{i}", "ts": 1, "v": 0} for i in range(5)])
+    t.upsert([{"id": "k1", "ts": 2, "v": 1}])
+    plan = t.compact(strategy="full", plan_only=True)
+    assert plan is not None
+    t.upsert([{"id": "k2", "ts": 3, "v": 2}])
+    newest = max((n for _, _, n in fsview.list_data_files(t.path) if n.is_log), key=lambda n: n.name)
+    assert newest.instant == plan.begin_time and newest.version == 1
+    rows = t.read()
+    assert dict(zip(rows.column("id").to_pylist(), rows.column("v").to_pylist()))["k2"] == 2
+
+
+@pytest.mark.xfail(reason="services: compaction deletes `files_of_instant(c)` before running plan c, and a table "
+                          "version 6 log named for the pending compaction c (Hudi's convention) matches by name; "
+                          "files_of_instant must not treat v6 v1-log names as the writer's instant", strict=False)
+def test_v6_write_during_pending_compaction_survives_the_compaction(tmp_path: Path) -> None:
+    t = lsm_lab.create_table(tmp_path / "t", name="v6p", record_key="id", ordering_field="ts", table_version=6,
+                             layout="default")
+    t.upsert([{"id": f"k{i}", "ts": 1, "v": 0} for i in range(5)])
+    t.upsert([{"id": "k1", "ts": 2, "v": 1}])  # a log, so that the plan compacts this file group
+    t.compact(strategy="full", plan_only=True)
+    t.upsert([{"id": "k2", "ts": 3, "v": 2}])
+    t.compact(strategy="full")
+    rows = t.read()
+    assert dict(zip(rows.column("id").to_pylist(), rows.column("v").to_pylist()))["k2"] == 2
+
+
+@pytest.mark.xfail(reason="services: log compaction writes v2 compacted logs even when the table writes v1 logs "
+                          "(table version < 9); it should plan FULL only, or write v1 blocks", strict=False)
+def test_log_compaction_keeps_compat_tables_v1(tmp_path: Path) -> None:
+    t = lsm_lab.create_table(tmp_path / "t", name="lc", record_key="id", ordering_field="ts", table_version=8,
+                             layout="default")
+    t.upsert([{"id": f"k{i}", "ts": 1, "v": 0} for i in range(200)])
+    for r in range(5):
+        t.upsert([{"id": f"k{i}", "ts": 2 + r, "v": r} for i in range(r, 200, 17)])
+    t.compact(strategy="log")
+    assert all(n.log_format == 1 for _, _, n in fsview.list_data_files(t.path) if n.is_log)

@@ -18,7 +18,9 @@ import pytest
 import lsm_lab
 from lsm_lab.cli import main as cli_main
 from lsm_lab.errors import UnsupportedFeatureError
-from lsm_lab.interop.hudi_tables import compare_rows, hudi_available, hudi_rs_read, unpack_tables
+from lsm_lab.interop.hudi_tables import (
+    compare_rows, hudi_available, hudi_rs_incremental, hudi_rs_read, unpack_tables,
+)
 
 TABLES = (
     "qs_mor_avro_v6_trips_8i1u",
@@ -86,6 +88,28 @@ def test_read_optimized_equals_hudi_rs(real_tables: dict[str, Path], stem: str) 
     table = lsm_lab.open_table(path)
     assert compare_rows(table.read_optimized(), hudi_rs_read(path, read_optimized=True),
                         table.config.record_key) == []
+
+
+@needs_hudi
+@pytest.mark.parametrize("stem", TABLES)
+def test_incremental_reads_equal_hudi_rs(real_tables: dict[str, Path], stem: str) -> None:
+    """Records written by the instants completed in (previous, this], for every consecutive pair."""
+    path = _table(real_tables, stem)
+    table = lsm_lab.open_table(path)
+    writes = table.completed_writes()
+    for start, end in zip(writes, writes[1:]):
+        mine = table.read_incremental(start.completion_time, end.completion_time)
+        theirs = hudi_rs_incremental(path, start.completion_time, end.completion_time)
+        assert mine.num_rows == theirs.num_rows, f"({start}, {end}]"
+        assert compare_rows(mine, theirs, table.config.record_key) == [], f"({start}, {end}]"
+
+
+@needs_hudi
+def test_cli_compare(real_tables: dict[str, Path], capsys: pytest.CaptureFixture) -> None:
+    path = str(_table(real_tables, "qs_mor_avro_v8_trips_8i3u1d"))
+    assert cli_main(["interop", "compare", path]) == 0
+    assert cli_main(["interop", "compare", path, "--read-optimized"]) == 0
+    assert "equal" in capsys.readouterr().out
 
 
 def test_what_the_tables_hold(real_tables: dict[str, Path]) -> None:
@@ -175,5 +199,6 @@ def test_no_meta_fields_keys_are_rebuilt(real_tables: dict[str, Path]) -> None:
     assert pq.read_table(base).column("_hoodie_record_key").null_count > 0  # the files hold NULL meta columns
     rows = lsm_lab.open_table(path).read()
     assert rows.column("_hoodie_record_key").null_count == 0
-    assert sorted(rows.column("_hoodie_record_key").to_pylist()) == sorted(str(i) for i in rows.column("id").to_pylist())
+    keys = rows.column("_hoodie_record_key").to_pylist()
+    assert sorted(keys) == sorted(str(i) for i in rows.column("id").to_pylist())
     assert set(rows.column("_hoodie_partition_path").to_pylist()) == {"byteField=10", "byteField=20", "byteField=30"}

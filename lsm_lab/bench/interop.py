@@ -171,7 +171,7 @@ def run(*, rows: int = 1_000_000, update_fraction: float = 0.1, rounds: int = 2,
         work_dir: str | os.PathLike[str] | None = None, sizes: tuple[int, ...] = SIZES) -> dict[str, Any]:
     """Both measurements; the work folder is removed afterwards unless given."""
     own = work_dir is None
-    folder = Path(tempfile.mkdtemp(prefix="lsm_lab_bench_interop_")) if own else Path(work_dir)  # type: ignore[arg-type]
+    folder = Path(tempfile.mkdtemp(prefix="lsm_lab_bench_interop_")) if work_dir is None else Path(work_dir)
     folder.mkdir(parents=True, exist_ok=True)
     try:
         return {"log_bytes": log_bytes(tuple(s for s in sizes if s <= max(rows, 1)) or (rows,), work_dir=folder),

@@ -8,20 +8,26 @@ ordered on `ts`, MERGE_ON_READ:
     one delete round                          → one delete log per touched group
 
 so every file group has a base and several logs.  The `lsm_tree` table keeps
-every file sorted by key in buckets (crc32(key) mod B); the `default` table
-writes unsorted files into groups of at most 1M records found by key lookup
-(new keys of an upsert go to new groups).
+every file sorted by key in buckets (crc32(key) mod B), in row groups of 2 MiB;
+the `default` table writes groups of at most 1M records found by key lookup
+(new keys of an upsert go to new groups), 64k-row row groups, no sorted flag.
+lsm_lab's writer de-duplicates every batch by sorting it, so its `default`
+files happen to be in key order anyway and row-group statistics prune them
+well; Apache Hudi's default layout writes rows in arrival order.  The third
+table, `default_unsorted`, is the `default` table with the rows of every file
+shuffled (same files, names, footers and row-group sizes): the unsorted layout
+the comparison is about.
 
 Then random point lookups, one key per call, of keys that are present, deleted,
 and absent (never written), through one prepared `KeyLookup` per table (the
 timeline and folder listed once, as a serving process would), each with its own
 `LookupStats`:
 
-    layout     mode              what the reader may use
-    lsm_tree   lookup            bucket, footer range + bloom, row-group stats, binary search
-    lsm_tree   no_binary_search  the same, but scan the key chunk instead of bisecting
-    default    lookup            footer range + bloom, row-group stats (files are unsorted: no bisection)
-    default    no_bloom          row-group stats only: what a Parquet reader with a key filter does
+    layout             mode              what the reader may use
+    lsm_tree           lookup            bucket, footer range + bloom, row-group stats, binary search
+    lsm_tree           no_binary_search  the same, but scan the key chunk instead of bisecting
+    default(_unsorted) lookup            footer range + bloom, row-group stats (no sorted flag: no bisection)
+    default(_unsorted) no_bloom          row-group stats only: what a Parquet reader with a key filter does
 
 `cache=warm`: footers (and their blooms) of the immutable files are cached
 after a warm-up pass; `cache=cold`: the footer cache is cleared before every
@@ -45,6 +51,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shutil
 import statistics
 import sys
@@ -59,7 +66,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-LAYOUTS = ("lsm_tree", "default")
+LAYOUTS = ("lsm_tree", "default", "default_unsorted")
+WRITTEN = ("lsm_tree", "default")
 MARKER = "lookup_bench.json"
 USER_COLUMNS = ["uuid", "ts", "rider", "driver", "fare", "begin_lat", "begin_lon", "end_lat", "end_lon", "city"]
 
@@ -86,6 +94,8 @@ def build_tables(root: Path, params: BenchParams, *, log: Any = print) -> dict[s
         saved = json.loads(marker.read_text())
         if saved.get("params") == asdict(params):
             log(f"reusing the tables in {root}")
+            if not (root / "default_unsorted").exists():
+                shuffled_copy(root / "default", root / "default_unsorted", seed=params.seed)
             return saved
         raise SystemExit(f"{root} holds benchmark tables built with other parameters; use another --dir")
     root.mkdir(parents=True, exist_ok=True)
@@ -104,7 +114,7 @@ def build_tables(root: Path, params: BenchParams, *, log: Any = print) -> dict[s
                if k not in deleted]
     absent = TripsGenerator(params.seed + 1_000_003).inserts(2000).column("uuid").to_pylist()
     timings: dict[str, float] = {}
-    for layout in LAYOUTS:
+    for layout in WRITTEN:
         path = root / layout
         if path.exists():
             shutil.rmtree(path)
@@ -116,10 +126,39 @@ def build_tables(root: Path, params: BenchParams, *, log: Any = print) -> dict[s
             getattr(table, op)(batch)
             log(f"  {layout}: {op} {batch.num_rows:,} rows in {time.perf_counter() - t1:.1f} s")
         timings[layout] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    shuffled_copy(root / "default", root / "default_unsorted", seed=params.seed)
+    timings["default_unsorted"] = time.perf_counter() - t0
+    log(f"  default_unsorted: shuffled copy in {timings['default_unsorted']:.1f} s")
     saved = {"params": asdict(params), "present": present[:2000], "deleted": sorted(deleted)[:500],
              "absent": absent, "build_seconds": timings}
     marker.write_text(json.dumps(saved))
     return saved
+
+
+def shuffled_copy(src: Path, dst: Path, *, seed: int = 0) -> None:
+    """Copy a table, rewriting every data file with its rows in random order (footers otherwise kept)."""
+    import pyarrow.parquet as pq
+
+    from lsm_lab.layout import fsview, parquet_io
+
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst)
+    rng = np.random.default_rng(seed)
+    for _, path, name in fsview.list_data_files(dst):
+        md = pq.read_metadata(path)
+        data = pq.read_table(path)
+        kv = {k: v for k, v in parquet_io.footer(path).items()
+              if k not in (parquet_io.KEY_MIN, parquet_io.KEY_MAX, parquet_io.KEY_SORTED, parquet_io.KEY_BLOOM)}
+        rows = data.take(pa.array(rng.permutation(data.num_rows))).replace_schema_metadata(None)
+        stat = path.stat()
+        tmp = path.with_name(f".{path.name}.shuffled")
+        parquet_io.write_parquet(tmp, rows, metadata=kv, key_column="record_key" if name.is_delete else
+                                 parquet_io.RECORD_KEY, row_group_size=md.row_group(0).num_rows if md.num_row_groups
+                                 else parquet_io.DEFAULT_ROW_GROUP_ROWS)
+        tmp.replace(path)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
 # --------------------------------------------------------------------------- measuring
@@ -156,7 +195,8 @@ def run_lookups(root: Path, saved: dict[str, Any], *, lookups: int, log: Any = p
         "absent": [saved["absent"][i] for i in rng.permutation(len(saved["absent"]))[:lookups]],
     }
     modes = {"lsm_tree": [("lookup", {}), ("no_binary_search", {"use_binary_search": False})],
-             "default": [("lookup", {}), ("no_bloom", {"use_bloom": False})]}
+             "default": [("lookup", {}), ("no_bloom", {"use_bloom": False})],
+             "default_unsorted": [("lookup", {}), ("no_bloom", {"use_bloom": False})]}
     records: list[dict[str, Any]] = []
     answers: dict[str, dict[str, list]] = {}
     rows = saved["params"]["rows"]
@@ -170,8 +210,8 @@ def run_lookups(root: Path, saved: dict[str, Any], *, lookups: int, log: Any = p
         for mode, options in modes[layout]:
             for cache in ("warm", "cold"):
                 for kind, keys in samples.items():
-                    if cache == "cold" and kind == "deleted":
-                        continue
+                    if cache == "cold" and (kind == "deleted" or mode != "lookup"):
+                        continue  # cold: footers dominate; measured for the full lookup only
                     if cache == "warm":
                         _measure(kl, keys[:3], cold=False, **options)
                     measured, results = _measure(kl, keys, cold=cache == "cold", **options)
@@ -199,19 +239,24 @@ def run_lookups(root: Path, saved: dict[str, Any], *, lookups: int, log: Any = p
         records.append(rec)
         log(_line(rec))
     _check_agreement(answers)
-    records.extend(_ratios(records))
-    return records
+    ratios = _ratios(records)
+    for rec in ratios:
+        log(_line(rec))
+    return records + ratios
 
 
 def _check_agreement(answers: dict[str, dict[str, list]]) -> None:
-    """Both layouts hold the same data: their lookups must agree on the user columns."""
-    if set(answers) != set(LAYOUTS):
+    """All tables hold the same data: their lookups must agree on the user columns."""
+    if "lsm_tree" not in answers:
         return
+    for other in [layout for layout in answers if layout != "lsm_tree"]:
+        for kind in answers["lsm_tree"]:
+            for a, b in zip(answers["lsm_tree"][kind], answers[other][kind]):
+                cols = [c for c in USER_COLUMNS if c in a.column_names]
+                if not a.select(cols).equals(b.select(cols)):
+                    raise AssertionError(f"lsm_tree and {other} lookups disagree on {kind} keys:\n{a}\n{b}")
     for kind in answers["lsm_tree"]:
-        for a, b in zip(answers["lsm_tree"][kind], answers["default"][kind]):
-            cols = [c for c in USER_COLUMNS if c in a.column_names]
-            if not a.select(cols).equals(b.select(cols)):
-                raise AssertionError(f"lsm_tree and default lookups disagree on {kind} keys:\n{a}\n{b}")
+        for a in answers["lsm_tree"][kind]:
             if kind != "present" and a.num_rows:
                 raise AssertionError(f"a {kind} key was found: {a}")
             if kind == "present" and a.num_rows != 1:
@@ -229,11 +274,11 @@ def _ratios(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for cache in ("warm", "cold"):
         for kind in ("present", "absent"):
             lsm = find("lsm_tree", "lookup", cache, kind)
-            for base_mode in ("lookup", "no_bloom"):
-                base = find("default", base_mode, cache, kind)
+            for other, base_mode in [(o, m) for o in LAYOUTS[1:] for m in ("lookup", "no_bloom")]:
+                base = find(other, base_mode, cache, kind)
                 if lsm is None or base is None:
                     continue
-                out.append({"layout": "ratio", "mode": f"lsm_tree/default({base_mode})", "cache": cache,
+                out.append({"layout": "ratio", "mode": f"lsm_tree/{other}({base_mode})", "cache": cache,
                             "keys": kind, "rows": lsm["rows"],
                             "seconds": lsm["seconds"] / base["seconds"] if base["seconds"] else math.nan,
                             "bytes_read": lsm["bytes_read"] / base["bytes_read"] if base["bytes_read"] else math.nan,
@@ -244,11 +289,11 @@ def _ratios(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _line(r: dict[str, Any]) -> str:
     if r["layout"] == "ratio":
-        return (f"  ratio {r['mode']:<32} {r['cache']:<5} {r['keys']:<8} time x{r['seconds']:.4f}  "
+        return (f"  ratio {r['mode']:<42} {r['cache']:<5} {r['keys']:<8} time x{r['seconds']:.4f}  "
                 f"bytes x{r['bytes_read']:.4f}")
     if r["mode"] == "table_lookup":
-        return f"  {r['layout']:<9} {r['mode']:<17} {'':<5} {r['keys']:<8} {r['seconds'] * 1e3:9.2f} ms"
-    return (f"  {r['layout']:<9} {r['mode']:<17} {r['cache']:<5} {r['keys']:<8} {r['seconds'] * 1e3:9.2f} ms "
+        return f"  {r['layout']:<16} {r['mode']:<17} {'':<5} {r['keys']:<8} {r['seconds'] * 1e3:9.2f} ms"
+    return (f"  {r['layout']:<16} {r['mode']:<17} {r['cache']:<5} {r['keys']:<8} {r['seconds'] * 1e3:9.2f} ms "
             f"{r['bytes_read'] / 1e6:9.3f} MB  files opened {r['files_opened']:.0f}  "
             f"row groups {r['row_groups_read']:.0f}  footers {r['footers_read']:.0f}")
 

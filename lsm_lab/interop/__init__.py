@@ -5,5 +5,5 @@
     upgrade       switch a v1-log table to v2 logs (and to the lsm_tree layout)
     command       `lsm-lab interop ...` and `lsm-lab bench interop`
 
-This package only re-exports; import the submodule you need.
+This package imports nothing on purpose (hudi-rs is optional): import the submodule you need.
 """

@@ -11,7 +11,9 @@ and lsm_lab then writes what those readers expect:
     hoodie.properties    keygenerator.class, payload.class       keygenerator.type, record.merge.mode,
                          (no merge mode: the payload decides)     payload.class, initial.version
     MOR log files        .<fid>_<BASE instant>.log.<n>_<token>   .<fid>_<WRITE instant>.log.1_<token>
-                         n = 1, 2, ... per slice                 one file per deltacommit
+                         n = 1, 2, ... per slice; while a        one file per deltacommit
+                         compaction of the group is pending,
+                         BASE = the compaction's instant
     log blocks           #HUDI# v1: Avro data block, delete block (HoodieDeleteRecordList)
     commit metadata      HoodieCommitMetadata as JSON            as Avro (completed write instants)
                          extraMetadata.schema = the Avro table schema (without meta fields)
@@ -137,9 +139,36 @@ def next_log_version(folder: Path, file_id: str, instant: str) -> int:
     return best + 1
 
 
+def pending_compaction_instant(base_path: Path, config: TableConfig, partition: str, file_id: str) -> str | None:
+    """The begin time of a pending compaction whose plan rewrites this file group's base (else None).
+
+    In table version 6 a log file is named for the base instant of its slice. A log
+    written while a compaction of its file group is pending belongs to the slice
+    that compaction opens, so it is named for the compaction instant (as Hudi 0.x
+    does); naming it for the old base would leave it behind in the old slice and
+    lose the write once the compaction completes.
+    """
+    from lsm_lab.services.planner import FULL, pending_plans
+    from lsm_lab.timeline.active import ActiveTimeline
+    from lsm_lab.timeline.instant import COMPACTION
+
+    found: str | None = None
+    for inst, plan in pending_plans(ActiveTimeline(base_path, config)):
+        if inst.action != COMPACTION:
+            continue
+        for op in plan.operations:
+            if op.partition == partition and op.file_id == file_id and op.operation_type == FULL:
+                found = inst.begin_time if found is None or inst.begin_time > found else found
+    return found
+
+
 def v1_log_name(config: TableConfig, folder: Path, file_id: str, token: str, instant: str,
                 base_instant: str | None) -> str:
-    """The name of a new v1 log file: version 6 names the slice's base instant, 8+ the writing instant."""
+    """The name of a new v1 log file: version 6 names the slice's base instant, 8+ the writing instant.
+
+    (For version 6, pass the pending compaction's instant as `base_instant` when
+    there is one: `pending_compaction_instant`.)
+    """
     if config.version < 8:
         if not base_instant:
             raise InputError(f"file group {file_id}: a table version 6 log file needs the slice's base instant")
@@ -173,6 +202,7 @@ __all__ = [
     "avro_table_schema",
     "compat_props",
     "next_log_version",
+    "pending_compaction_instant",
     "v1_log_name",
     "write_v1_data_log",
     "write_v1_delete_log",

@@ -28,13 +28,12 @@ scanned instead).  Slices the fast path does not understand (v1 `#HUDI#` logs,
 files without a usable record-key column, tables without meta fields) are read
 in full and filtered: slower, never different.
 
-**Counting.**  `LookupStats` counts what the reader did: footers read from disk
-(and their bytes), files whose data pages were opened, row groups read, and the
-compressed size of every column chunk read (from the footer's column-chunk
-metadata, so "bytes read" means bytes fetched from storage, not decoded).
-Footers of immutable files are cached per process (`FooterCache`, keyed by
-path, size and modification time): a serving process pays for a footer and its
-bloom once.
+**Counting.**  `LookupStats` (stats.py) counts what the reader did: footers
+read from disk, files whose data pages were opened, row groups read, and the
+compressed size of every column chunk read.  Footers of immutable files are
+cached per process (footer.py): a serving process pays for a footer and its
+bloom once.  Key predicates (predicate.py) come from `Table.lookup`'s keys or
+from the record-key conditions of a `read(filter=...)`.
 
 **Cumulative filters.**  RFC-06 discusses keeping one cumulative bloom filter
 and key range per file slice so an index checks one filter per slice.  lsm_lab
@@ -58,11 +57,7 @@ from __future__ import annotations
 
 import bisect
 import os
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -71,9 +66,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lsm_lab.errors import CorruptFileError, InputError, UnsupportedFeatureError
-from lsm_lab.layout import parquet_io
 from lsm_lab.layout.fsview import DataFile, FileSlice
-from lsm_lab.lookup.bloom import BloomFilter, key_hashes
+from lsm_lab.lookup.bloom import key_hashes
+from lsm_lab.lookup.footer import FOOTERS, FileInfo, FooterCache, clear_footer_cache
+from lsm_lab.lookup.predicate import KeyPredicate, key_predicate
+from lsm_lab.lookup.stats import LookupStats
 from lsm_lab.merge import merge_to_table
 from lsm_lab.table import index, records
 from lsm_lab.table import read as reader
@@ -84,372 +81,10 @@ if TYPE_CHECKING:
     from lsm_lab.table.table import Table
 
 DELETE_KEY = "record_key"  # the key column of v2 delete logs
-_FOOTER_TAIL = 8  # 4-byte footer length + "PAR1"
-
-
-# --------------------------------------------------------------------------- counters
-@dataclass
-class LookupStats:
-    """What a lookup (or a pruned read) did; pass one in to accumulate over calls."""
-
-    slices: int = 0
-    slices_pruned_bucket: int = 0
-    slices_fallback: int = 0
-    files: int = 0
-    files_pruned_range: int = 0
-    files_pruned_bloom: int = 0
-    files_without_bloom: int = 0
-    footers_read: int = 0
-    footer_bytes: int = 0
-    files_opened: int = 0
-    row_groups: int = 0
-    row_groups_read: int = 0
-    binary_searches: int = 0
-    scans: int = 0
-    data_bytes: int = 0
-    rows_matched: int = 0
-    trace: list[str] | None = None
-
-    @property
-    def bytes_read(self) -> int:
-        """Footer bytes read from disk plus compressed column-chunk bytes read."""
-        return self.footer_bytes + self.data_bytes
-
-    def note(self, text: str) -> None:
-        if self.trace is not None:
-            self.trace.append(text)
-
-    def as_dict(self) -> dict[str, int]:
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "trace"}
-        out["bytes_read"] = self.bytes_read
-        return out
-
-    def add(self, other: "LookupStats") -> None:
-        for f in fields(self):
-            if f.name != "trace":
-                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
-
-    def summary(self) -> str:
-        return (f"{self.files_opened} of {self.files} files opened "
-                f"({self.files_pruned_range} skipped by key range, {self.files_pruned_bloom} by bloom, "
-                f"{self.slices_pruned_bucket} slices by bucket), {self.row_groups_read} of {self.row_groups} "
-                f"row groups read ({self.binary_searches} binary searches, {self.scans} scans), "
-                f"{self.bytes_read / 1e6:.2f} MB read ({self.footers_read} footers)")
 
 
 class _Fallback(Exception):
     """Internal: this slice cannot use the fast path; read it in full and filter."""
-
-
-# --------------------------------------------------------------------------- key predicates
-@dataclass(frozen=True)
-class KeyPredicate:
-    """A condition on the record key: a set of keys, or a range, or both (folded into the set).
-
-    `keys` is sorted and unique (None = any key in the range).  `lo`/`hi` bound
-    the range (None = unbounded).  Keys compare as Python strings, which is the
-    UTF-8 byte order of the files and of Parquet statistics.
-    """
-
-    keys: tuple[str, ...] | None = None
-    lo: str | None = None
-    lo_inclusive: bool = True
-    hi: str | None = None
-    hi_inclusive: bool = True
-
-    @classmethod
-    def of_keys(cls, keys: Iterable[str]) -> "KeyPredicate":
-        return cls(keys=tuple(sorted(set(keys))))
-
-    @property
-    def is_empty(self) -> bool:
-        if self.keys is not None:
-            return len(self.keys) == 0
-        if self.lo is not None and self.hi is not None:
-            return self.lo > self.hi or (self.lo == self.hi and not (self.lo_inclusive and self.hi_inclusive))
-        return False
-
-    def in_range(self, key: str) -> bool:
-        if self.lo is not None and (key < self.lo or (key == self.lo and not self.lo_inclusive)):
-            return False
-        if self.hi is not None and (key > self.hi or (key == self.hi and not self.hi_inclusive)):
-            return False
-        return True
-
-    def normalised(self) -> "KeyPredicate":
-        """Fold the range into the key set when there is one."""
-        if self.keys is None:
-            return self
-        return KeyPredicate(keys=tuple(k for k in self.keys if self.in_range(k)))
-
-    def keys_between(self, lo: str | None, hi: str | None) -> tuple[int, int]:
-        """Index range [a, b) of `keys` inside [lo, hi] (None bounds are open)."""
-        assert self.keys is not None
-        a = 0 if lo is None else bisect.bisect_left(self.keys, lo)
-        b = len(self.keys) if hi is None else bisect.bisect_right(self.keys, hi)
-        return a, b
-
-    def overlaps(self, lo: str | None, hi: str | None) -> bool:
-        """Can a key in [lo, hi] satisfy the range part?"""
-        if self.lo is not None and hi is not None and (hi < self.lo or (hi == self.lo and not self.lo_inclusive)):
-            return False
-        if self.hi is not None and lo is not None and (lo > self.hi or (lo == self.hi and not self.hi_inclusive)):
-            return False
-        return True
-
-    def mask(self, keys: pa.Array) -> np.ndarray:
-        """Rows of `keys` that satisfy the predicate (vectorised)."""
-        n = len(keys)
-        if self.keys is not None:
-            m = pc.is_in(keys, value_set=pa.array(self.keys, pa.string()))
-        else:
-            m = pa.array(np.ones(n, dtype=bool))
-            if self.lo is not None:
-                m = pc.and_(m, (pc.greater_equal if self.lo_inclusive else pc.greater)(keys, self.lo))
-            if self.hi is not None:
-                m = pc.and_(m, (pc.less_equal if self.hi_inclusive else pc.less)(keys, self.hi))
-        return np.asarray(m.fill_null(False), dtype=bool)
-
-
-def key_predicate(config: Any, schema: pa.Schema, filter: Any) -> KeyPredicate | None:
-    """The record-key part of a conjunctive `(column, op, value)` filter, or None when it has none.
-
-    Understood: `_hoodie_record_key` with `=`/`==`/`in`/`<`/`<=`/`>`/`>=`; and on tables
-    lsm_lab created (whose keys it generated), the record key field(s) themselves:
-    `=`/`in` on every key field (composite keys become `f1:v1,f2:v2`), and ranges on a
-    single string key field.  Anything else (`!=`, `not in`, nulls, type mismatches)
-    is ignored: it cannot prune, and the filter still applies after the merge.
-    """
-    if not (isinstance(filter, list) and filter and all(isinstance(t, tuple) and len(t) == 3 for t in filter)):
-        return None
-    own_keys = config.props.get("lsm_lab.created") == "true"
-    key_fields = tuple(config.record_key)
-    sets: list[set[str]] = []
-    lo: tuple[str, bool] | None = None
-    hi: tuple[str, bool] | None = None
-    per_field: dict[str, list[Any]] = {}
-    for col, op, value in filter:
-        op = str(op).lower()
-        is_key_col = col == RECORD_KEY
-        single_string_field = (own_keys and len(key_fields) == 1 and col == key_fields[0]
-                               and col in schema.names and pa.types.is_string(schema.field(col).type))
-        if is_key_col or single_string_field:
-            if op in ("=", "==") and isinstance(value, str):
-                sets.append({value})
-                continue
-            if op == "in" and _all_str(value):
-                sets.append(set(value))
-                continue
-            if op in ("<", "<=", ">", ">=") and isinstance(value, str):
-                if op in ("<", "<="):
-                    cand = (value, op == "<=")
-                    if hi is None or cand[0] < hi[0] or (cand[0] == hi[0] and not cand[1]):
-                        hi = cand
-                else:
-                    cand = (value, op == ">=")
-                    if lo is None or cand[0] > lo[0] or (cand[0] == lo[0] and not cand[1]):
-                        lo = cand
-                continue
-            continue
-        if own_keys and col in key_fields and col in schema.names and op in ("=", "==", "in"):
-            values = list(value) if op == "in" and isinstance(value, (list, tuple, set, frozenset)) else [value]
-            if op != "in" and isinstance(value, (list, tuple, set, frozenset)):
-                continue
-            if any(v is None for v in values):
-                continue
-            try:
-                typed = pa.array(values, type=schema.field(col).type)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, OverflowError):
-                continue
-            prev = per_field.get(col)
-            vals = typed.to_pylist()
-            per_field[col] = vals if prev is None else [v for v in prev if v in vals]
-    if per_field and len(key_fields) > 1 and all(f in per_field for f in key_fields):
-        combos = 1
-        for f in key_fields:
-            combos *= max(1, len(per_field[f]))
-        if combos <= 100_000:
-            sets.append(_composite_keys(key_fields, per_field, schema))
-    elif per_field and len(key_fields) == 1 and key_fields[0] in per_field:
-        f = key_fields[0]
-        tbl = pa.table({f: pa.array(per_field[f], type=schema.field(f).type)})
-        sets.append(set(records.record_keys(tbl, [f]).to_pylist()) if tbl.num_rows else set())
-    if not sets and lo is None and hi is None:
-        return None
-    keys: tuple[str, ...] | None = None
-    if sets:
-        acc = set.intersection(*sets)
-        keys = tuple(sorted(acc))
-    pred = KeyPredicate(keys=keys, lo=lo[0] if lo else None, lo_inclusive=lo[1] if lo else True,
-                        hi=hi[0] if hi else None, hi_inclusive=hi[1] if hi else True)
-    return pred.normalised()
-
-
-def _all_str(value: Any) -> bool:
-    return isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(v, str) for v in value)
-
-
-def _composite_keys(fields_: Sequence[str], per_field: dict[str, list[Any]], schema: pa.Schema) -> set[str]:
-    grids = np.meshgrid(*[np.arange(len(per_field[f])) for f in fields_], indexing="ij")
-    cols = {}
-    for f, g in zip(fields_, grids):
-        values = pa.array(per_field[f], type=schema.field(f).type)
-        cols[f] = values.take(pa.array(g.ravel()))
-    tbl = pa.table(cols)
-    if tbl.num_rows == 0:
-        return set()
-    return set(records.record_keys(tbl, list(fields_)).to_pylist())
-
-
-# --------------------------------------------------------------------------- footers
-@dataclass
-class FileInfo:
-    """What a file's footer says, for pruning: key range, bloom, row-group statistics and sizes."""
-
-    path: str
-    metadata: pq.FileMetaData
-    footer_bytes: int
-    columns: tuple[str, ...]
-    min_key: str | None
-    max_key: str | None
-    is_sorted: bool
-    bloom_text: str | None
-    rg_rows: list[int]
-    rg_stats: dict[str, list[tuple[str | None, str | None, int | None]]] = field(default_factory=dict)
-    chunk_bytes: list[dict[str, int]] = field(default_factory=list)
-    _bloom: BloomFilter | None = None
-    bloom_status: str = "unchecked"
-
-    @property
-    def num_row_groups(self) -> int:
-        return len(self.rg_rows)
-
-    def bloom(self) -> BloomFilter | None:
-        """The decoded, CRC-checked filter, or None (missing or corrupt: then nothing is pruned)."""
-        if self.bloom_status == "unchecked":
-            if self.bloom_text is None:
-                self.bloom_status = "missing"
-            else:
-                try:
-                    self._bloom = BloomFilter.from_base64(self.bloom_text)
-                    self.bloom_status = "ok"
-                except CorruptFileError as exc:
-                    self.bloom_status = f"corrupt ({exc.message})"
-                self.bloom_text = None  # the decoded form (or the verdict) replaces the text
-        return self._bloom
-
-    def key_stats(self, column: str) -> list[tuple[str | None, str | None, int | None]]:
-        """Per row group: (min, max, null count) of `column`; None where the writer left no statistics."""
-        cached = self.rg_stats.get(column)
-        if cached is not None:
-            return cached
-        out: list[tuple[str | None, str | None, int | None]] = []
-        md = self.metadata
-        leaf = _leaf_index(md, column)
-        for i in range(md.num_row_groups):
-            if leaf is None:
-                out.append((None, None, None))
-                continue
-            st = md.row_group(i).column(leaf).statistics
-            if st is None:
-                out.append((None, None, None))
-                continue
-            nulls = st.null_count if st.has_null_count else None
-            if st.has_min_max and isinstance(st.min, str) and isinstance(st.max, str):
-                out.append((st.min, st.max, nulls))
-            else:
-                out.append((None, None, nulls))
-        self.rg_stats[column] = out
-        return out
-
-    def cost(self) -> int:
-        return self.footer_bytes + (len(self.bloom_text) if self.bloom_text else 0) + (
-            len(self._bloom.bits) if self._bloom is not None else 0)
-
-
-def _leaf_index(md: pq.FileMetaData, column: str) -> int | None:
-    for i in range(md.num_columns):
-        if md.schema.column(i).path == column:
-            return i
-    return None
-
-
-def _file_info(path: Path) -> FileInfo:
-    try:
-        md = pq.read_metadata(path)
-        schema = md.schema.to_arrow_schema()
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise CorruptFileError(f"cannot read the Parquet footer: {exc}", path=path) from None
-    kv = {k.decode("utf-8", "replace"): v for k, v in (md.metadata or {}).items()}
-
-    def text(key: str) -> str | None:
-        raw = kv.get(key)
-        return None if raw is None else raw.decode("utf-8", "replace")
-
-    chunk_bytes: list[dict[str, int]] = []
-    top_names = [md.schema.column(i).path.split(".")[0] for i in range(md.num_columns)]
-    for r in range(md.num_row_groups):
-        rg = md.row_group(r)
-        sizes: dict[str, int] = {}
-        for c in range(md.num_columns):
-            sizes[top_names[c]] = sizes.get(top_names[c], 0) + rg.column(c).total_compressed_size
-        chunk_bytes.append(sizes)
-    return FileInfo(
-        path=str(path), metadata=md, footer_bytes=md.serialized_size + _FOOTER_TAIL,
-        columns=tuple(schema.names), min_key=text(parquet_io.KEY_MIN), max_key=text(parquet_io.KEY_MAX),
-        is_sorted=text(parquet_io.KEY_SORTED) == "true", bloom_text=text(parquet_io.KEY_BLOOM),
-        rg_rows=[md.row_group(r).num_rows for r in range(md.num_row_groups)], chunk_bytes=chunk_bytes,
-    )
-
-
-class FooterCache:
-    """An LRU of decoded footers of immutable data files, bounded by their in-memory size."""
-
-    def __init__(self, max_bytes: int = 512 << 20) -> None:
-        self.max_bytes = max_bytes
-        self._items: OrderedDict[tuple[str, int, int], FileInfo] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, path: Path, stats: LookupStats | None = None) -> FileInfo:
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            raise CorruptFileError("data file vanished while being read (cleaned concurrently?)", path=path) from None
-        key = (str(path), st.st_size, st.st_mtime_ns)
-        with self._lock:
-            info = self._items.get(key)
-            if info is not None:
-                self._items.move_to_end(key)
-                return info
-        info = _file_info(path)
-        if stats is not None:
-            stats.footers_read += 1
-            stats.footer_bytes += info.footer_bytes
-        with self._lock:
-            self._items[key] = info
-            self._shrink()
-        return info
-
-    def _shrink(self) -> None:
-        total = sum(i.cost() for i in self._items.values())
-        while self._items and total > self.max_bytes and len(self._items) > 1:
-            _, old = self._items.popitem(last=False)
-            total -= old.cost()
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-
-FOOTERS = FooterCache()
-
-
-def clear_footer_cache() -> None:
-    """Forget every cached footer (benchmarks use it to measure cold lookups)."""
-    FOOTERS.clear()
 
 
 # --------------------------------------------------------------------------- one file

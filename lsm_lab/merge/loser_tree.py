@@ -145,7 +145,7 @@ class LoserTree(Generic[K, P]):
         for leaf in self.leaves:
             leaf.advance()
         for i in range(self.k):
-            self._climb(i, building=True)
+            self._climb(i)
         if self.k:
             self._note("init", f"built the tree over {self.k} inputs ({self.comparisons} comparisons)",
                        tuple(range(self.k)), tuple(range(self.k)))
@@ -233,7 +233,7 @@ class LoserTree(Generic[K, P]):
             return False, False
         return a.source < b.source, True
 
-    def _climb(self, leaf_index: int, *, building: bool = False) -> tuple[int, ...]:
+    def _climb(self, leaf_index: int) -> tuple[int, ...]:
         """``adjust``: replay the matches on one leaf-to-root path; returns the nodes visited."""
         cand = self.leaves[leaf_index]
         cand.state = LeafState.WINNER_POPPED if cand.popped else LeafState.WINNER_WITH_NEW_KEY

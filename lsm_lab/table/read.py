@@ -238,18 +238,64 @@ def iter_sources(ctx: ReadContext, files: Sequence[DataFile], needed: Sequence[s
     file batch by batch (`pre_buffer=False`, a small read buffer), so memory
     stays O(files x batch) instead of O(rows).  The caller gives the files in
     merge order (base first, then logs as the compaction plan lists them).
-    v1 (#HUDI#) logs are not streamed (`UnsupportedFeatureError`).
+    A slice holding v1 (#HUDI#) logs is resolved like `load_sources` does
+    (`_iter_sources_v1`): its logs in commit order, each v1 block one source
+    decoded in memory (blocks are small next to the base file, which streams).
     """
+    if any(f.name.is_log and f.name.log_format == 1 for f in files):
+        return _iter_sources_v1(ctx, files, needed, batch_size=batch_size)
     target = _target_schema(ctx, needed)
     out: list[pa.RecordBatchReader] = []
     all_sorted = True
     for f in files:
-        if f.name.ext in ("orc", "hfile", "lance") or (f.name.is_log and f.name.log_format == 1):
+        if f.name.ext in ("orc", "hfile", "lance"):
             raise UnsupportedFeatureError("compaction streams Parquet base files and v2 logs only", path=f.path)
         try:
             meta = pq.read_metadata(f.path).metadata or {}
         except (OSError, pa.ArrowInvalid) as exc:
             raise CorruptFileError(f"not a readable Parquet file: {exc}", path=f.path) from None
+        all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
+        columns = None if f.name.is_delete else _file_columns(needed, ctx)
+        out.append(pa.RecordBatchReader.from_batches(target, _stream_file(ctx, f, target, columns, batch_size)))
+    return out, all_sorted
+
+
+def _iter_sources_v1(ctx: ReadContext, files: Sequence[DataFile], needed: Sequence[str], *,
+                     batch_size: int) -> tuple[list[pa.RecordBatchReader], bool]:
+    """`iter_sources` for a slice with v1 logs (a compatibility table, or one switched to v2 logs since).
+
+    The base file streams; the logs are ordered and filtered per slice by
+    `v1read.ordered_units` (rollback command blocks, block instants, completion
+    order across v1 and v2 logs), v2 logs stream, v1 blocks are one source each.
+    """
+    from lsm_lab.table import v1read
+
+    target = _target_schema(ctx, needed)
+    bases = [f for f in files if not f.name.is_log]
+    logs = tuple(f for f in files if f.name.is_log)
+    for f in files:
+        if f.name.ext in ("orc", "hfile", "lance"):
+            raise UnsupportedFeatureError(f"{f.name.ext} data files are not supported (only Parquet)", path=f.path)
+    out: list[pa.RecordBatchReader] = []
+    all_sorted = True
+    for f in bases:
+        meta = pq.read_metadata(f.path).metadata or {}
+        all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
+        out.append(pa.RecordBatchReader.from_batches(
+            target, _stream_file(ctx, f, target, _file_columns(needed, ctx), batch_size)))
+    first = logs[0]
+    fs = FileSlice(first.partition, first.file_id, bases[0].instant if bases else first.instant,
+                   bases[0] if bases else None, logs)
+    for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs):
+        f = unit.file
+        if unit.is_v1:
+            kind, table = v1read.block_table(unit)
+            all_sorted = all_sorted and v1read.is_sorted(kind, table)
+            table = (_data_source(ctx, table, target, f.partition) if kind == "data"
+                     else _delete_source(ctx, table, target, f.partition))
+            out.append(pa.RecordBatchReader.from_batches(target, table.to_batches(max_chunksize=batch_size)))
+            continue
+        meta = pq.read_metadata(f.path).metadata or {}
         all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
         columns = None if f.name.is_delete else _file_columns(needed, ctx)
         out.append(pa.RecordBatchReader.from_batches(target, _stream_file(ctx, f, target, columns, batch_size)))

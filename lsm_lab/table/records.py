@@ -201,30 +201,35 @@ def check_partition_path(path: str) -> None:
         raise PartitionValueError(f"partition path {path!r} would escape the table folder")
 
 
-def dedupe(table: pa.Table, key: str, ordering: str | None, *, deletes: bool = False) -> pa.Table:
+def dedupe(table: pa.Table, key: str | Sequence[str], ordering: str | None, *, deletes: bool = False) -> pa.Table:
     """One row per key: the greatest ordering value wins, ties (and no ordering) go to the later row.
+
+    `key` is one column or several (the writer passes the partition path and the record key:
+    a record key is unique within its partition, not across partitions).
 
     A null ordering value ranks lowest, except in a batch of deletes (`deletes=True`): there a
     delete without an ordering value is unconditional, so it beats every ordered delete of its
     key, wherever it stands in the batch (applying the rows one by one gives the same result).
 
-    The result is sorted by key (UTF-8 byte order)."""
+    The result is sorted by the key column(s) (UTF-8 byte order)."""
     if table.num_rows == 0:
         return table
+    keys = [key] if isinstance(key, str) else list(key)
     idx = pa.array(np.arange(table.num_rows, dtype=np.int64))
-    sort_keys: list[tuple[str, str, str]] = [(key, "ascending", "at_start")]
+    sort_keys: list[tuple[str, str, str]] = [(k, "ascending", "at_start") for k in keys]
     work = table.append_column("__row", idx)
     if ordering is not None:  # nulls lowest (a non-null ordering wins), highest among deletes
         sort_keys.append((ordering, "ascending", "at_end" if deletes else "at_start"))
     sort_keys.append(("__row", "ascending", "at_start"))
     order = pc.sort_indices(work, sort_keys=sort_keys)
     ordered = work.take(order)
-    keys = ordered.column(key).combine_chunks()
-    n = len(keys)
+    n = ordered.num_rows
     if n > 1:
-        last = pc.not_equal(keys.slice(0, n - 1), keys.slice(1)).to_numpy(zero_copy_only=False)
-        keep = np.append(last, True)
-        ordered = ordered.filter(pa.array(keep))
+        last = np.zeros(n - 1, dtype=bool)  # row i is the last of its key: it differs from row i + 1
+        for k in keys:
+            col = ordered.column(k).combine_chunks()
+            last |= pc.not_equal(col.slice(0, n - 1), col.slice(1)).to_numpy(zero_copy_only=False)
+        ordered = ordered.filter(pa.array(np.append(last, True)))
     return ordered.drop_columns(["__row"])
 
 

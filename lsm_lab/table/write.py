@@ -105,7 +105,7 @@ def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) 
     keys = records.record_keys(table, config.record_key)
     parts = records.partition_paths(table, config.partition_by, hive_style=config.hive_style)
     table = table.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
-    table = records.dedupe(table, RECORD_KEY, ordering if ordering in table.column_names else None,
+    table = records.dedupe(table, [PARTITION_PATH, RECORD_KEY], ordering if ordering in table.column_names else None,
                            deletes=is_delete)
     return PreparedBatch(table, schema if schema is not None else pa.schema([]), is_delete)
 
@@ -214,9 +214,10 @@ def write_file_group(
 
     if config.is_mor:
         if config.log_format_version == 1 and latest is not None:  # compatibility tables (versions 6, 8)
-            return _write_v1_log(config=config, folder=folder, partition=partition, file_id=file_id, rows=rows,
-                                 latest=latest, instant=instant, token=token, task=task, is_delete=is_delete,
-                                 ordering=ordering, num_updates=num_updates, user_schema=ctx.schema)
+            return _write_v1_log(config=config, base_path=base_path, folder=folder, partition=partition,
+                                 file_id=file_id, rows=rows, latest=latest, instant=instant, token=token, task=task,
+                                 is_delete=is_delete, ordering=ordering, num_updates=num_updates,
+                                 user_schema=ctx.schema)
         if is_delete:
             name = naming.log_file_name(file_id, token, instant, 1, delete=True)
             size = v2.write_delete_log(folder / name, _delete_rows(rows, ordering), instant_time=instant, is_sorted=lsm)
@@ -276,14 +277,17 @@ def write_file_group(
                       minRecordKey=_first(merged), maxRecordKey=_last(merged))]
 
 
-def _write_v1_log(*, config: TableConfig, folder: Path, partition: str, file_id: str, rows: pa.Table,
-                  latest: FileSlice, instant: str, token: str, task: int, is_delete: bool, ordering: str | None,
-                  num_updates: int, user_schema: pa.Schema) -> list[WriteStat]:
+def _write_v1_log(*, config: TableConfig, base_path: Path, folder: Path, partition: str, file_id: str,
+                  rows: pa.Table, latest: FileSlice, instant: str, token: str, task: int, is_delete: bool,
+                  ordering: str | None, num_updates: int, user_schema: pa.Schema) -> list[WriteStat]:
     """A MERGE_ON_READ write to a compatibility table: one v1 (#HUDI#) log file, Avro data or delete block."""
     from lsm_lab.interop import compat
 
     n = rows.num_rows
-    name = compat.v1_log_name(config, folder, file_id, token, instant, latest.base_instant)
+    base_instant = latest.base_instant
+    if config.version < 8:  # v6 names the slice: the one a pending compaction opens, if any
+        base_instant = compat.pending_compaction_instant(base_path, config, partition, file_id) or base_instant
+    name = compat.v1_log_name(config, folder, file_id, token, instant, base_instant)
     rel = f"{partition}/{name}" if partition else name
     base = latest.base_file.path.name if latest.base_file else ""
     if is_delete:

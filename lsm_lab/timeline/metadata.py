@@ -175,8 +175,8 @@ def commit_metadata_avro_schema(*, replace: bool = False) -> dict[str, Any]:
                       {"name": "logFiles", "type": _opt({"type": "array", "items": "string"}), "default": None}])
     write_stat = {"type": "record", "name": "HoodieWriteStat", "namespace": _NS, "fields": stat_fields}
     fields: list[dict[str, Any]] = [
-        {"name": "partitionToWriteStats", "type": _opt({"type": "map", "values": {"type": "array", "items": write_stat}}),
-         "default": None},
+        {"name": "partitionToWriteStats",
+         "type": _opt({"type": "map", "values": {"type": "array", "items": write_stat}}), "default": None},
         {"name": "compacted", "type": _opt("boolean"), "default": None},
         {"name": "extraMetadata", "type": _opt({"type": "map", "values": "string"}), "default": None},
         {"name": "version", "type": ["int", "null"], "default": 1},

@@ -1,0 +1,72 @@
+"""`LookupStats`: what a lookup or a key-pruned read did, counted by the reader.
+
+    slices ─┬─ pruned by bucket                        (lsm_tree: the key hashes elsewhere)
+            ├─ read in full (fallback)                 (v1 logs, no usable key column)
+            └─ files ─┬─ pruned by key range           (footer hoodie_min/max_record_key)
+                      ├─ pruned by bloom               (footer lsm_lab.bloom)
+                      └─ opened ── row groups read ─┬─ binary search (sorted file)
+                                                    └─ scan (hash / mask over the key chunk)
+
+`bytes_read` is footer bytes read from disk (cache misses) plus the compressed
+size of every column chunk read, taken from the footer's column-chunk metadata:
+the bytes a reader fetches from storage, not the decoded size.
+
+Simplified compared with Apache Hudi: Hudi reports index lookups through Spark
+metrics and accumulators; lsm_lab counts in one plain dataclass per call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+
+@dataclass
+class LookupStats:
+    """What a lookup (or a pruned read) did; pass one in to accumulate over calls."""
+
+    slices: int = 0
+    slices_pruned_bucket: int = 0
+    slices_fallback: int = 0
+    files: int = 0
+    files_pruned_range: int = 0
+    files_pruned_bloom: int = 0
+    files_without_bloom: int = 0
+    footers_read: int = 0
+    footer_bytes: int = 0
+    files_opened: int = 0
+    row_groups: int = 0
+    row_groups_read: int = 0
+    binary_searches: int = 0
+    scans: int = 0
+    data_bytes: int = 0
+    rows_matched: int = 0
+    trace: list[str] | None = None
+
+    @property
+    def bytes_read(self) -> int:
+        """Footer bytes read from disk plus compressed column-chunk bytes read."""
+        return self.footer_bytes + self.data_bytes
+
+    def note(self, text: str) -> None:
+        if self.trace is not None:
+            self.trace.append(text)
+
+    def as_dict(self) -> dict[str, int]:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "trace"}
+        out["bytes_read"] = self.bytes_read
+        return out
+
+    def add(self, other: "LookupStats") -> None:
+        for f in fields(self):
+            if f.name != "trace":
+                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    def summary(self) -> str:
+        return (f"{self.files_opened} of {self.files} files opened "
+                f"({self.files_pruned_range} skipped by key range, {self.files_pruned_bloom} by bloom, "
+                f"{self.slices_pruned_bucket} slices by bucket), {self.row_groups_read} of {self.row_groups} "
+                f"row groups read ({self.binary_searches} binary searches, {self.scans} scans), "
+                f"{self.bytes_read / 1e6:.2f} MB read ({self.footers_read} footers)")
+
+
+__all__ = ["LookupStats"]

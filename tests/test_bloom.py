@@ -1,0 +1,156 @@
+"""The bloom filter: its hash is the documented one, it never forgets a key, its false-positive
+rate is near the design value, and a damaged serialisation is detected, never trusted."""
+
+from __future__ import annotations
+
+import base64
+import math
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lsm_lab.errors import CorruptFileError, InputError
+from lsm_lab.lookup.bloom import BloomFilter, key_hashes, optimal_size, union_all
+
+M64 = (1 << 64) - 1
+
+
+def reference_hashes(key: str) -> tuple[int, int]:
+    """The hash exactly as bloom.py's docstring (and docs/FORMAT.md) define it, one key at a time."""
+    raw = key.encode("utf-8")
+    n = len(raw)
+    raw += b"\0" * (-n % 8)
+    h = (n * 0x9E3779B185EBCA87 + 0x27D4EB2F165667C5) & M64
+    for j in range(0, len(raw), 8):
+        w = int.from_bytes(raw[j : j + 8], "little")
+        x = h ^ ((w * 0xC2B2AE3D27D4EB4F) & M64)
+        h = ((((x << 31) | (x >> 33)) & M64) * 0x9E3779B185EBCA87) & M64
+
+    def fmix(x: int) -> int:
+        x ^= x >> 33
+        x = (x * 0xFF51AFD7ED558CCD) & M64
+        x ^= x >> 33
+        x = (x * 0xC4CEB9FE1A85EC53) & M64
+        return x ^ (x >> 33)
+
+    return fmix(h), fmix(h ^ 0x165667B19E3779F9) | 1
+
+
+ODD_KEYS = ["", "a", "abcdefg", "abcdefgh", "abcdefgh\x00", "abcdefghi", "é" * 30, "\U0001f600", "x" * 1000,
+            "id:7,name:x", "5f0c6c9e-2b4f-4d8e-9d3a-0c1f2e3d4b5a"]
+
+
+def test_vectorised_hash_equals_the_documented_definition() -> None:
+    h1, h2 = key_hashes(ODD_KEYS)
+    assert [(int(a), int(b)) for a, b in zip(h1, h2)] == [reference_hashes(k) for k in ODD_KEYS]
+
+
+@pytest.mark.parametrize("form", ["string", "large_string", "sliced", "chunked", "list"])
+def test_hash_ignores_the_arrow_form(form: str) -> None:
+    keys = ODD_KEYS * 3
+    if form == "string":
+        arr = pa.array(keys, pa.string())
+    elif form == "large_string":
+        arr = pa.array(keys, pa.large_string())
+    elif form == "sliced":
+        arr = pa.array(["pad"] * 5 + keys + ["tail"], pa.string()).slice(5, len(keys))
+    elif form == "chunked":
+        arr = pa.chunked_array([keys[:7], keys[7:]], pa.string())
+    else:
+        arr = keys
+    h1, h2 = key_hashes(arr)
+    assert [(int(a), int(b)) for a, b in zip(h1, h2)] == [reference_hashes(k) for k in keys]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(max_size=40), max_size=200), st.sampled_from([0.5, 0.1, 0.01, 0.0001]))
+def test_no_false_negatives(keys: list[str], fpp: float) -> None:
+    bloom = BloomFilter.build(keys, fpp)
+    assert bloom.might_contain(keys).all()
+    assert all(k in bloom for k in keys)
+    again = BloomFilter.from_base64(bloom.to_base64())
+    assert again == bloom and again.might_contain(keys).all()
+
+
+@pytest.mark.parametrize("fpp", [0.01, 0.05])
+def test_false_positive_rate_near_design(fpp: float) -> None:
+    rng = np.random.default_rng(1)
+    present = [f"key-{i:016x}" for i in rng.integers(0, 1 << 62, 50_000)]
+    absent = [f"other-{i:016x}" for i in rng.integers(0, 1 << 62, 100_000)]
+    bloom = BloomFilter.build(present, fpp)
+    rate = float(bloom.might_contain(absent).mean())
+    assert fpp * 0.6 < rate < fpp * 1.5, rate
+    assert abs(bloom.expected_fpp - fpp) < fpp * 0.5
+    assert 0.4 < bloom.fill_ratio < 0.6  # an optimally sized filter is about half full
+
+
+def test_sizing() -> None:
+    m, k = optimal_size(1_000_000, 0.01)
+    assert m % 64 == 0 and abs(m / 1_000_000 - 9.585) < 0.01 and k == 7
+    assert optimal_size(0, 0.01)[0] == 64  # never an empty bit array
+    with pytest.raises(InputError):
+        optimal_size(10, 1.5)
+    with pytest.raises(InputError):
+        BloomFilter.build(["a"], 0.01, num_probes=40)
+    with pytest.raises(InputError):
+        key_hashes(pa.array([1, 2]))
+    with pytest.raises(InputError):
+        key_hashes(pa.array(["a", None]))
+
+
+def test_empty_filter_says_no() -> None:
+    bloom = BloomFilter.build([], 0.01)
+    assert not bloom.might_contain(["a", ""]).any()
+
+
+def test_layout_of_the_serialisation() -> None:
+    bloom = BloomFilter.build(["a", "b"], 0.01)
+    raw = bloom.to_bytes()
+    assert raw[:4] == b"LSMB" and raw[4] == 1 and raw[5] == 1 and raw[6] == bloom.num_probes
+    assert int.from_bytes(raw[8:16], "little") == bloom.num_bits
+    assert int.from_bytes(raw[16:24], "little") == 2
+    assert len(raw) == 28 + bloom.num_bits // 8
+
+
+def _damaged(text: str, how: str) -> str:
+    raw = bytearray(base64.b64decode(text))
+    if how == "flip_bit":
+        raw[40] ^= 0x10
+    elif how == "magic":
+        raw[0:4] = b"XXXX"
+    elif how == "version":
+        raw[4] = 9
+    elif how == "truncate":
+        raw = raw[:-5]
+    elif how == "short":
+        raw = raw[:10]
+    elif how == "shape":
+        raw[8:16] = (65).to_bytes(8, "little")
+    return base64.b64encode(bytes(raw)).decode()
+
+
+@pytest.mark.parametrize("how", ["flip_bit", "magic", "version", "truncate", "short", "shape"])
+def test_damage_is_detected(how: str) -> None:
+    text = BloomFilter.build([f"k{i}" for i in range(200)], 0.01).to_base64()
+    with pytest.raises(CorruptFileError):
+        BloomFilter.from_base64(_damaged(text, how))
+
+
+@pytest.mark.parametrize("text", ["not base64 at all!", "", "éé", "QUJD"])
+def test_garbage_is_detected(text: str) -> None:
+    with pytest.raises(CorruptFileError):
+        BloomFilter.from_base64(text)
+
+
+def test_union_is_the_or_and_fills_up() -> None:
+    a = BloomFilter.build([f"a{i}" for i in range(1000)], 0.01)
+    b = BloomFilter.build([f"b{i}" for i in range(1000)], 0.01, num_bits=a.num_bits, num_probes=a.num_probes)
+    u = union_all([a, b])
+    assert u.might_contain([f"a{i}" for i in range(1000)] + [f"b{i}" for i in range(1000)]).all()
+    assert u.expected_fpp > a.expected_fpp * 3  # twice the keys in the same bits: the rate climbs
+    with pytest.raises(InputError):
+        a.union(BloomFilter.build(["x"], 0.01))
+    assert math.isclose(u.fill_ratio, 1 - (1 - a.fill_ratio) * (1 - b.fill_ratio), rel_tol=0.05)

@@ -1,0 +1,171 @@
+"""`lsm-lab`: every command has --help; create/write/read/show on a temp table; mistakes end in one `error:` line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+
+from lsm_lab import open_table
+from lsm_lab.cli import build_parser, main
+
+
+@pytest.fixture(autouse=True)
+def _no_debug(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LSM_LAB_DEBUG", raising=False)
+
+
+def _commands(parser: argparse.ArgumentParser, prefix: list[str]) -> list[list[str]]:
+    out = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out.append(prefix + [name])
+                out.extend(_commands(sub, prefix + [name]))
+    return out
+
+
+COMMANDS = _commands(build_parser(), [])
+
+
+def test_the_documented_commands_exist() -> None:
+    assert {"demo", "create", "write", "read", "show"} <= {c[0] for c in COMMANDS}
+
+
+@pytest.mark.parametrize("command", [[]] + COMMANDS, ids=lambda c: " ".join(c) or "lsm-lab")
+def test_help(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(command + ["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: lsm-lab") and len(out.splitlines()) > 3
+
+
+ROWS = [
+    {"id": "a", "city": "sf", "ts": 1, "fare": 1.5},
+    {"id": "b", "city": "sf", "ts": 1, "fare": 2.5},
+    {"id": "c", "city": "chennai", "ts": 1, "fare": 3.5},
+]
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    return captured.out
+
+
+def test_create_write_read_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "trips"
+    out = _run(capsys, "create", path, "--name", "trips", "--key", "id", "--partition-by", "city",
+               "--ordering", "ts", "--buckets", "2", "--option", "hoodie.some.option=x=y")
+    assert out.startswith("created Table(")
+    table = open_table(path)
+    assert table.config.props["hoodie.some.option"] == "x=y" and table.config.num_buckets == 2
+
+    # the three input formats
+    pq.write_table(pa.Table.from_pylist(ROWS), tmp_path / "in.parquet")
+    assert "insert: 3 rows" in _run(capsys, "write", path, tmp_path / "in.parquet", "--op", "insert")
+    (tmp_path / "up.csv").write_text("id,city,ts,fare\na,sf,2,10.0\nd,sf,2,4.0\n")
+    assert "upsert: 2 rows" in _run(capsys, "write", path, tmp_path / "up.csv")
+    (tmp_path / "del.jsonl").write_text('{"id": "b", "city": "sf"}\n')
+    _run(capsys, "write", path, tmp_path / "del.jsonl", "--op", "delete")
+    (tmp_path / "bulk.json").write_text('{"id": "e", "city": "chennai", "ts": 5, "fare": 6.0}\n')
+    _run(capsys, "write", path, tmp_path / "bulk.json", "--op", "bulk_insert")
+
+    # read: to files of each format, with columns, time travel and engines
+    _run(capsys, "read", path, "--out", tmp_path / "out.parquet")
+    got = pq.read_table(tmp_path / "out.parquet")
+    assert sorted(zip(got.column("id").to_pylist(), got.column("fare").to_pylist())) == [
+        ("a", 10.0), ("c", 3.5), ("d", 4.0), ("e", 6.0)]
+    _run(capsys, "read", path, "--columns", "id, fare", "--out", tmp_path / "out.csv", "--merge", "hash")
+    assert pcsv.read_csv(tmp_path / "out.csv").column_names == ["id", "fare"]
+    first = table.completed_writes()[0].completion_time
+    _run(capsys, "read", path, "--as-of", first, "--columns", "id,fare", "--out", tmp_path / "old.jsonl")
+    old = [json.loads(line) for line in (tmp_path / "old.jsonl").read_text().splitlines()]
+    assert sorted((r["id"], r["fare"]) for r in old) == [("a", 1.5), ("b", 2.5), ("c", 3.5)]
+    printed = _run(capsys, "read", path, "--columns", "id,ts", "--json", "--limit", "0")
+    assert sorted(r["id"] for r in json.loads(printed)) == ["a", "c", "d", "e"]
+    assert "a" in _run(capsys, "read", path, "--read-optimized", "--limit", "2")
+
+    # show
+    out = _run(capsys, "show", "timeline", path)
+    assert out.count("deltacommit") == 4 and "completed" in out
+    timeline = json.loads(_run(capsys, "show", "timeline", path, "--json"))
+    assert [r["operation"] for r in timeline] == ["INSERT", "UPSERT", "DELETE", "BULK_INSERT"]
+    fsview = json.loads(_run(capsys, "show", "fsview", path, "--json"))
+    assert {r["partition"] for r in fsview} == {"city=sf", "city=chennai"}
+    assert "L1: base" in _run(capsys, "show", "levels", path)
+    levels_then = _run(capsys, "show", "levels", path, "--as-of", first)  # only the insert: base files
+    assert "L1: base" in levels_then and "L0 (0): []" in levels_then and "L0 (1)" not in levels_then
+    assert json.loads(_run(capsys, "show", "levels", path, "--json"))
+    footers = json.loads(_run(capsys, "show", "footers", path, "--json"))
+    assert {r.get("hudi.log.block_type") for r in footers} == {None, "parquet_data", "delete"}
+    assert "hoodie_min_record_key" in _run(capsys, "show", "footers", path)
+
+
+def test_no_hive_style_and_cow(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "t"
+    _run(capsys, "create", path, "--name", "t", "--key", "id,n", "--partition-by", "city", "--type",
+         "COPY_ON_WRITE", "--layout", "default", "--no-hive-style")
+    (tmp_path / "in.csv").write_text("id,n,city\na,1,sf\na,2,sf\n")
+    _run(capsys, "write", path, tmp_path / "in.csv")
+    table = open_table(path)
+    assert not table.config.is_mor and table.partitions() == ["sf"]
+    assert sorted(table.read().column("_hoodie_record_key").to_pylist()) == ["id:a,n:1", "id:a,n:2"]
+
+
+def _error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    assert code == 2, (captured.out, captured.err)
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
+    assert "Traceback" not in captured.err + captured.out
+    return lines[0]
+
+
+def test_user_mistakes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "t"
+    missing = tmp_path / "missing"
+    assert "no such folder" in _error(capsys, "read", missing)
+    assert "no such folder" in _error(capsys, "show", "timeline", missing)
+    assert "no such file" in _error(capsys, "show", "footers", missing)
+    assert "not a table" in _error(capsys, "read", tmp_path)
+    assert "table_type" in _error(capsys, "create", path, "--name", "t", "--key", "id", "--type", "BOGUS")
+    assert "key=value" in _error(capsys, "create", path, "--name", "t", "--key", "id", "--option", "novalue")
+    assert "num_buckets" in _error(capsys, "create", path, "--name", "t", "--key", "id", "--buckets", "0")
+    _run(capsys, "create", path, "--name", "t", "--key", "id", "--partition-by", "city")
+    assert "already exists" in _error(capsys, "create", path, "--name", "t", "--key", "id")
+    assert "no such file" in _error(capsys, "write", path, tmp_path / "nope.csv")
+    (tmp_path / "rows.txt").write_text("id\na\n")
+    assert "unknown file type" in _error(capsys, "write", path, tmp_path / "rows.txt")
+    (tmp_path / "nokey.csv").write_text("uuid,city\na,sf\n")
+    assert "record key column 'id'" in _error(capsys, "write", path, tmp_path / "nokey.csv")
+    (tmp_path / "bad.csv").write_text('id,city\n"a,sf\nb\n')
+    assert "cannot read csv file" in _error(capsys, "write", path, tmp_path / "bad.csv")
+    (tmp_path / "bad.parquet").write_bytes(b"PAR1 not really")
+    assert "bad.parquet" in _error(capsys, "write", path, tmp_path / "bad.parquet")
+    (tmp_path / "slash.csv").write_text("id,city\na,x/y\n")
+    assert "partition" in _error(capsys, "write", path, tmp_path / "slash.csv")
+    (tmp_path / "ok.csv").write_text("id,city\na,sf\n")
+    _run(capsys, "write", path, tmp_path / "ok.csv")
+    assert "unknown column 'nope'" in _error(capsys, "read", path, "--columns", "id,nope")
+    assert "not an instant time" in _error(capsys, "read", path, "--as-of", "yesterday")
+    assert "unknown output type" in _error(capsys, "read", path, "--out", tmp_path / "out.xlsx")
+    assert "cannot show 'bogus'" in _error(capsys, "show", "bogus", path)
+
+
+@pytest.mark.parametrize("argv", [["frobnicate"], ["read"], ["write", "x"], ["write", "t", "f", "--op", "merge"],
+                                  ["create", "t"], ["demo", "--rows", "many"]])
+def test_argument_mistakes_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "Traceback" not in err

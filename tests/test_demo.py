@@ -1,0 +1,88 @@
+"""The main job (`lsm-lab demo`) and the trips generator it runs on."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from lsm_lab import open_table
+from lsm_lab.datagen import CITIES, SCHEMA, TripsGenerator, trips
+from lsm_lab.demo import run_demo
+
+
+def test_run_demo_small(tmp_path: Path) -> None:
+    lines: list[str] = []
+    table = run_demo(tmp_path, rows=300, rounds=2, echo=lines.append)
+    text = "\n".join(lines)
+    assert "check: snapshot and time-travel reads equal the dict model" in text
+    assert "Timeline:" in text and "L1: base" in text and "L0 (" in text
+    assert table.path == tmp_path / "trips"
+    reopened = open_table(tmp_path / "trips")
+    assert reopened.config.is_lsm and reopened.config.is_mor and reopened.config.partition_by == ("city",)
+    tl = reopened.timeline()
+    assert list(tl["operation"]) == ["INSERT", "UPSERT", "UPSERT", "DELETE"]
+    assert set(reopened.partitions()) == {f"city={c}" for c in CITIES}
+
+
+def test_demo_command(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("lsm-lab")
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "lsm_lab.cli"]
+    env = {k: v for k, v in os.environ.items() if k != "LSM_LAB_DEBUG"}
+    done = subprocess.run(cmd + ["demo", "--rows", "2000", "--dir", str(tmp_path)], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "equal the dict model ✓" in done.stdout
+    assert "Traceback" not in done.stderr
+    assert open_table(tmp_path / "trips").read(columns=["uuid"]).num_rows > 1900
+
+
+def test_demo_refuses_an_existing_table(tmp_path: Path) -> None:
+    run_demo(tmp_path, rows=50, rounds=1, echo=lambda _: None)
+    with pytest.raises(Exception, match="already exists"):
+        run_demo(tmp_path, rows=50, rounds=1, echo=lambda _: None)
+
+
+# --------------------------------------------------------------------------- the generator
+def test_generator_is_deterministic() -> None:
+    def batches(seed: int) -> list[pa.Table]:
+        gen = TripsGenerator(seed)
+        return [gen.inserts(200), gen.updates(50), gen.deletes(20), gen.inserts(10)]
+
+    assert all(a.equals(b) for a, b in zip(batches(3), batches(3)))
+    assert not batches(3)[0].equals(batches(4)[0])
+    assert trips(100, seed=9).equals(TripsGenerator(9).inserts(100))
+
+
+def test_generator_batches() -> None:
+    gen = TripsGenerator(1)
+    ins = gen.inserts(500)
+    assert ins.schema == SCHEMA and ins.num_rows == 500
+    assert len(set(ins.column("uuid").to_pylist())) == 500
+    assert set(ins.column("city").to_pylist()) == set(CITIES)
+    assert pc.min(ins.column("fare")).as_py() >= 5.0 and pc.max(ins.column("fare")).as_py() <= 120.0
+    known = dict(zip(ins.column("uuid").to_pylist(), ins.column("city").to_pylist()))
+    upd = gen.updates(100)
+    keys = upd.column("uuid").to_pylist()
+    assert all(k in known and known[k] == c for k, c in zip(keys, upd.column("city").to_pylist()))
+    assert len(set(keys)) < 100  # some keys repeat inside the batch
+    assert pc.min(upd.column("ts")).as_py() > pc.max(ins.column("ts")).as_py()  # later events
+    dels = gen.deletes(30)
+    assert dels.column_names == ["uuid", "city", "ts"]
+    dkeys = dels.column("uuid").to_pylist()
+    assert len(set(dkeys)) == len(dkeys) and all(known[k] == c for k, c in zip(dkeys, dels.column("city").to_pylist()))
+
+
+def test_generator_late_events_and_errors() -> None:
+    gen = TripsGenerator(2, late_fraction=0.5)
+    first = gen.inserts(100)
+    late = gen.updates(200)
+    assert pc.sum(pc.less(late.column("ts"), pc.min(first.column("ts")))).as_py() > 50
+    with pytest.raises(ValueError, match="no trips inserted yet"):
+        TripsGenerator(0).updates(5)
+    assert TripsGenerator(0).inserts(0).num_rows == 0
