@@ -217,14 +217,14 @@ INT_TYPES = [(pa.int64(), -(2**63), 2**63 - 1), (pa.int32(), -(2**31), 2**31 - 1
              (pa.uint32(), 0, 2**32 - 1), (pa.uint8(), 0, 255)]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(st.data())
 def test_ordering_ints_round_trip(data: st.DataObject) -> None:
     typ, lo, hi = data.draw(st.sampled_from(INT_TYPES))
     _round_trip(data.draw(_opt(st.integers(lo, hi))), typ)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(_opt(st.floats(allow_nan=True, allow_infinity=True)), st.sampled_from([pa.float64(), pa.float32()]))
 def test_ordering_floats_round_trip(values: list, typ: pa.DataType) -> None:
     if typ == pa.float32():
@@ -233,14 +233,14 @@ def test_ordering_floats_round_trip(values: list, typ: pa.DataType) -> None:
     _round_trip(values, typ)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(_opt(st.text(st.characters(blacklist_categories=("Cs",)), max_size=10)),
        st.sampled_from([pa.string(), pa.large_string()]))
 def test_ordering_strings_round_trip(values: list, typ: pa.DataType) -> None:
     _round_trip(values, typ)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None, derandomize=True)
 @given(_opt(st.binary(max_size=10)))
 def test_ordering_binary_round_trip(values: list) -> None:
     _round_trip(values, pa.binary())
@@ -250,7 +250,7 @@ TIME_TYPES = [pa.timestamp("ms"), pa.timestamp("us"), pa.timestamp("ns"), pa.tim
               pa.timestamp("s", tz="Asia/Kolkata")]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(st.data())
 def test_ordering_timestamps_round_trip(data: st.DataObject) -> None:
     typ = data.draw(st.sampled_from(TIME_TYPES))
@@ -266,7 +266,7 @@ def test_ordering_timestamps_round_trip(data: st.DataObject) -> None:
     assert back.equals(arr)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None, derandomize=True)
 @given(_opt(st.dates()), _opt(st.booleans()))
 def test_ordering_dates_and_booleans_round_trip(dates: list, flags: list) -> None:
     _round_trip(dates, pa.date32())

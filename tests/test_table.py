@@ -413,6 +413,14 @@ def test_filters(trips) -> None:  # noqa: ANN001
     assert rows_of(table, "id", filter=expr) == [("k2",), ("k3",)]
     with pytest.raises(InputError, match="invalid filter"):
         table.read(filter=[("fare", "~", 1)])
+    with pytest.raises(InputError, match="invalid filter"):
+        table.read(filter=[("city", "~", "sf")])  # a partition column: pruning reads the filter first
+    with pytest.raises(InputError, match="unknown filter column 'nope'"):
+        table.read(columns=["id"], filter=[("nope", "=", 1)])
+    with pytest.raises(InputError, match="cannot apply the filter"):
+        table.read(filter=[("ts", "=", "not a number")])
+    with pytest.raises(InputError, match="cannot apply the filter"):
+        table.read(columns=["id"], filter=pc.field("nope") == 1)
 
 
 def test_partition_pruning_skips_other_partitions(trips) -> None:  # noqa: ANN001

@@ -238,7 +238,7 @@ def _times_in_process(folder: str, n: int) -> list[str]:
 
 
 def test_clock_strictly_increasing_across_processes(tmp_path: Path) -> None:
-    ctx = multiprocessing.get_context("spawn")  # fresh interpreters: no shared Python state at all
+    ctx = multiprocessing.get_context("fork")  # separate processes: only the clock file and its lock are shared
     with ctx.Pool(4) as pool:
         results = pool.starmap(_times_in_process, [(str(tmp_path), 150)] * 4)
     for times in results:

@@ -458,12 +458,11 @@ def merge_resolved(table: pa.Table, spec: MergeSpec, *, presorted: bool = False,
                    fixed_keys: np.ndarray | None = None) -> pa.Table:
     """Merge the rows of one in-memory table (in fold order): one row per surviving key, key order."""
     winners = select_winners(table, spec, presorted=presorted, fixed_keys=fixed_keys)
-    keep = winners.rows[~winners.deleted]
+    keep = winners.rows[~winners.deleted] if winners.deleted.any() else winners.rows
+    payload = table.drop_columns([spec.delete])
     if presorted and len(keep) == table.num_rows:
-        out = table  # already one row per key, in key order, no deletes
-    else:
-        out = table.take(pa.array(keep, type=pa.int64()))
-    return out.drop_columns([spec.delete])
+        return payload  # already one row per key, in key order, no deletes
+    return payload.take(pa.array(keep, type=pa.int64()))
 
 
 __all__ = [

@@ -64,8 +64,13 @@ def files_of_instant(base_path: Path, begin_time: str) -> list[Path]:
 
 
 def delete_instant_files(base_path: Path, begin_time: str) -> list[str]:
-    """Delete an instant's data files; returns their paths relative to the table."""
+    """Delete an instant's data files (and temp files of marked ones); returns paths relative to the table."""
+    base_path = Path(base_path)
     deleted = []
+    for partition, file_name, _ in markers.marked_files(base_path, begin_time):
+        folder = base_path / partition if partition else base_path
+        for tmp in folder.glob(f".{file_name}.*.tmp"):  # a writer killed inside write_parquet
+            tmp.unlink(missing_ok=True)
     for path in files_of_instant(base_path, begin_time):
         try:
             path.unlink()
@@ -73,6 +78,19 @@ def delete_instant_files(base_path: Path, begin_time: str) -> list[str]:
             continue
         deleted.append(path.relative_to(base_path).as_posix())
     return sorted(deleted)
+
+
+def sweep(base_path: Path, timeline: ActiveTimeline) -> None:
+    """Remove marker folders and heartbeat files that no pending instant owns (left by a kill after commit)."""
+    base_path = Path(base_path)
+    pending = {i.begin_time for i in timeline.pending()}
+    for folder, remove in ((base_path / ".hoodie" / markers.TEMP_FOLDER, markers.delete_markers),
+                           (base_path / ".hoodie" / heartbeat.HEARTBEAT_FOLDER, heartbeat.clear)):
+        if not folder.is_dir():
+            continue
+        for entry in os.listdir(folder):
+            if entry.isdigit() and entry not in pending and not heartbeat.is_alive(base_path, entry):
+                remove(base_path, entry)
 
 
 def remove_timeline_files(timeline: ActiveTimeline, begin_time: str, *, keep_requested: bool = False,
@@ -182,6 +200,7 @@ def rollback_failed_writes(base_path: Path, timeline: ActiveTimeline, *, keep_pl
     Returns the rollback instants created.
     """
     base_path = Path(base_path)
+    sweep(base_path, timeline)
     pending = timeline.pending()
     if any(i.action == RESTORE for i in pending):
         from lsm_lab.services import savepoint  # a restore killed half way is finished first

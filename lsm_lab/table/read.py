@@ -338,7 +338,7 @@ def prune_partitions(config: TableConfig, schema: pa.Schema, partitions: Iterabl
     conds = [t for t in _tuples(filter) if t[0] in config.partition_by]
     if not conds:
         return parts
-    expr = pq.filters_to_expression(conds)
+    expr = filter_expression(conds)  # InputError for a malformed tuple
     fields = [schema.field(c) if c in schema.names else pa.field(c, pa.string()) for c in config.partition_by]
     keep = []
     for p in parts:
@@ -368,7 +368,11 @@ def snapshot(ctx: ReadContext, slices: Iterable[FileSlice], *, columns: Sequence
     needed_for_filter: list[str] = []
     if isinstance(filter, list):
         needed_for_filter = [t[0] for t in _tuples(filter)]
-    read_cols = list(dict.fromkeys(out_cols + [c for c in needed_for_filter if c in ctx.full_schema.names]))
+    unknown = [c for c in needed_for_filter if c not in ctx.full_schema.names]
+    if unknown:
+        raise InputError(f"unknown filter column{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                         f"the table has {', '.join(ctx.full_schema.names)}")
+    read_cols = list(dict.fromkeys(out_cols + needed_for_filter))
     pieces: list[pa.Table] = []
     items = list(slices)
     from lsm_lab.lookup import lookup as key_lookup  # key-predicate pruning (lsm_lab/lookup/lookup.py)
@@ -381,7 +385,10 @@ def snapshot(ctx: ReadContext, slices: Iterable[FileSlice], *, columns: Sequence
         else:  # only the files, row groups and rows that can hold the keys; same rows after the filter
             part = pruned.read_slice(fs)
         if expr is not None:
-            part = part.filter(expr)
+            try:
+                part = part.filter(expr)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:  # column, value type
+                raise InputError(f"cannot apply the filter {filter!r}: {exc}".split("\n")[0]) from None
         pieces.append(part.select(out_cols))
     schema = pa.schema([ctx.full_schema.field(n) for n in out_cols])
     if not pieces:

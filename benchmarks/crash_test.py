@@ -1,0 +1,213 @@
+"""Crash test: a writer killed with SIGKILL at random moments, again and again.
+
+    parent                                         child (a fresh process each round)
+    ──────                                         ─────────────────────────────────
+    spawn child(start = batches applied so far) ─► open the table, print "ready"
+    wait for "ready", sleep a random time          loop i = start, start+1, ...:
+                                                     batch i: one upsert or delete commit (a pure function of i)
+                                                     append "i" to the ack file      ◄─ acknowledged
+                                                     every 3rd batch: compact (hybrid / log / full)
+                                                     every 7th: clean, every 11th: archive
+    SIGKILL ──────────────────────────────────────► (dies anywhere: inside a write, a compaction,
+                                                     a rollback, a clean, an archival ...)
+    open the table, read the snapshot: it must equal the state after batches 0..a or 0..a+1
+    (a = last acknowledged batch; a+1 may have committed just before the ack), check that
+    every data file belongs to an instant on the timeline, then go on from that state.
+
+After the last kill the parent writes once more itself and compacts, so the
+table must also still accept writes and table services after all that.
+
+Run it:  .venv/bin/python benchmarks/crash_test.py --kills 200
+(`tests/test_crash.py` runs a short version of the same loop.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+KEYS = 40
+PARTS = ("a", "b", "c")
+
+
+# --------------------------------------------------------------------------- the workload (pure functions of i)
+def batch(i: int) -> tuple[str, list[dict[str, Any]]]:
+    """(operation, rows) of batch i — one commit; ts = i, so every batch is newer than the ones before."""
+    rng = random.Random(i * 7919 + 1)
+    keys = rng.sample(range(KEYS), 6)
+    if i % 4 == 3:
+        rows = []
+        for k in keys[:3]:
+            row: dict[str, Any] = {"id": f"k{k:02d}", "p": PARTS[k % 3]}
+            if rng.random() < 0.7:
+                row["ts"] = i  # an ordered delete; otherwise a delete by key (null ordering value)
+            rows.append(row)
+        return "delete", rows
+    rows = [{"id": f"k{k:02d}", "p": PARTS[k % 3], "ts": i, "v": rng.randrange(1_000_000)} for k in keys]
+    rows.append({"id": "marker", "p": "a", "ts": i, "v": i})  # every upsert batch changes the state
+    return "upsert", rows
+
+
+def model(n: int) -> dict[str, tuple]:
+    """The table's content after batches 0..n-1."""
+    state: dict[str, tuple] = {}
+    for i in range(n):
+        op, rows = batch(i)
+        for r in rows:
+            if op == "delete":
+                state.pop(r["id"], None)
+            else:
+                state[r["id"]] = (r["p"], r["ts"], r["v"])
+    return state
+
+
+def create(path: Path) -> None:
+    import lsm_lab
+
+    lsm_lab.create_table(path, name="crash", record_key="id", partition_by="p", ordering_field="ts",
+                         num_buckets=2, **{"hoodie.keep.min.commits": "6", "hoodie.keep.max.commits": "9",
+                                           "hoodie.compaction.hybrid.log.file.num.threshold": "2"})
+
+
+# --------------------------------------------------------------------------- child
+def child(path: str, start: int, ack: str) -> None:
+    os.environ["TQDM_DISABLE"] = "1"
+    import lsm_lab
+
+    table = lsm_lab.open_table(path)
+    print("ready", flush=True)
+    fd = os.open(ack, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    strategies = ("hybrid", "log", "full")
+    i = start
+    while True:
+        op, rows = batch(i)
+        getattr(table, op)(rows)  # one batch, one commit ...
+        os.write(fd, f"{i}\n".encode())  # ... acknowledged once it landed
+        if i % 3 == 2:
+            table.compact(strategy=strategies[(i // 3) % 3])
+        if i % 7 == 6:
+            table.clean(retained=3)
+        if i % 11 == 10:
+            table.archive()
+        i += 1
+
+
+# --------------------------------------------------------------------------- parent
+def _snapshot(table: Any) -> dict[str, tuple]:
+    rows = table.read(columns=["id", "p", "ts", "v"]).to_pylist()
+    return {r["id"]: (r["p"], r["ts"], r["v"]) for r in rows}
+
+
+def _check_files(table: Any) -> None:
+    from lsm_lab.layout import fsview
+
+    known = {i.begin_time for i in table.instants()} | set(table.completion_map())
+    orphans = [p for _, p, n in fsview.list_data_files(table.path) if n.instant not in known]
+    if orphans:
+        raise AssertionError(f"data files of no instant on the timeline: {orphans[:3]}")
+
+
+def run(kills: int, *, workdir: Path | None = None, seed: int = 0, max_delay: float = 1.5,
+        verbose: bool = True) -> dict[str, Any]:
+    """Kill a writer `kills` times; raises AssertionError on the first inconsistency. Returns a summary."""
+    import lsm_lab
+
+    rng = random.Random(seed)
+    root = Path(workdir or tempfile.mkdtemp(prefix="lsm_lab_crash_"))
+    path = root / "table"
+    ack = root / "acks"
+    if path.exists():
+        shutil.rmtree(path)
+    ack.unlink(missing_ok=True)
+    create(path)
+    applied = 0  # batches the table holds
+    states = {0: model(0)}
+    started = time.monotonic()
+    stats = {"kills": 0, "batches": 0, "unacked_commits": 0, "pending_at_kill": 0, "killed_in": {}}
+    env = dict(os.environ, TQDM_DISABLE="1", PYTHONUNBUFFERED="1")
+    for k in range(kills):
+        proc = subprocess.Popen([sys.executable, __file__, "--child", str(path), str(applied), str(ack)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        line = proc.stdout.readline() if ready else ""
+        if line.strip() != "ready":
+            proc.kill()
+            raise AssertionError(f"child did not start: {line!r} {proc.stderr.read()}")
+        time.sleep(rng.uniform(0.0, max_delay))
+        if proc.poll() is not None:
+            raise AssertionError(f"child died on its own (exit {proc.returncode}):\n{proc.stderr.read()}")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        stats["kills"] += 1
+        acked = [int(x) for x in ack.read_text().split()] if ack.exists() else []
+        last = acked[-1] if acked else applied - 1
+        table = lsm_lab.open_table(path)
+        pending = [i for i in table.instants() if not i.is_completed]
+        stats["pending_at_kill"] += bool(pending)
+        for inst in pending:
+            stats["killed_in"][inst.action] = stats["killed_in"].get(inst.action, 0) + 1
+        _check_files(table)
+        got = _snapshot(table)
+        matched = None
+        for n in (last + 1, last + 2):  # the acknowledged prefix, or one more batch committed but not acked
+            if n not in states:
+                states[n] = model(n)
+            if got == states[n]:
+                matched = n
+                break
+        if matched is None:
+            raise AssertionError(f"kill {k}: the snapshot is no prefix of the acknowledged batches "
+                                 f"(last acknowledged {last}, {len(got)} rows)")
+        stats["unacked_commits"] += matched - (last + 1)
+        applied = matched
+        stats["batches"] = applied
+        if verbose and (k + 1) % 10 == 0:
+            print(f"kill {k + 1}/{kills}: {applied} batches applied, {time.monotonic() - started:.0f} s, "
+                  f"killed inside {stats['killed_in']}", flush=True)
+    table = lsm_lab.open_table(path)
+    op, rows = batch(applied)
+    getattr(table, op)(rows)
+    table.compact(strategy="full")
+    if _snapshot(table) != model(applied + 1):
+        raise AssertionError("the table did not accept a final write correctly")
+    _check_files(table)
+    stats["final_rows"] = len(_snapshot(table))
+    stats["instants_active"] = len(table.instants())
+    stats["instants_archived"] = len(table.archived_instants())
+    stats["seconds"] = round(time.monotonic() - started, 1)
+    if workdir is None:
+        shutil.rmtree(root, ignore_errors=True)
+    return stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Kill an lsm_lab writer with SIGKILL again and again and check "
+                                                 "that the table always holds a prefix of the acknowledged batches.")
+    parser.add_argument("--kills", type=int, default=200, help="number of kills (default 200)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the kill times")
+    parser.add_argument("--max-delay", type=float, default=1.5, help="longest time a child runs before the kill (s)")
+    parser.add_argument("--dir", help="keep the table in this folder")
+    parser.add_argument("--child", nargs=3, metavar=("PATH", "START", "ACKS"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(args.child[0], int(args.child[1]), args.child[2])
+        return 0
+    stats = run(args.kills, workdir=Path(args.dir) if args.dir else None, seed=args.seed, max_delay=args.max_delay)
+    print(json.dumps(stats, indent=2))
+    print(f"OK: {stats['kills']} kills, every snapshot a prefix of the acknowledged batches")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,257 @@
+"""Running lsm_lab's own functions as Spark tasks: identity, memory, progress, errors.
+
+Every Spark job of `lsm_lab.spark` has the same shape: the driver decides what
+each task does (a file group to write, a compaction operation, a file slice to
+read), ships plain arguments in the task closure, and the task calls the
+library function that does the work:
+
+    driver                                   executor (Python worker)
+    ──────                                   ────────────────────────
+    with job_progress(spark, "upsert"):      task_identity()  → partition, stage, attempt
+        rows = df.mapInArrow(fn).collect()     ├ write token "<partition>-<stage>-<attempt>"
+        │   ▲  tqdm bar fed by the             ├ lsm_lab function (write_file_group, run_full, read_slice)
+        │   │  status tracker (tasks done)     └ TaskReport: seconds, rows, peak RSS of this worker
+        └── report rows back to the driver
+
+**Write tokens.** A file's name carries the task that wrote it: Spark's task
+partition id, stage id and attempt number (Hudi's `<partitionId>-<stageId>-<attemptId>`).
+A retried task writes under a new name, so two attempts never overwrite each
+other; the driver keeps only the files its successful tasks reported.
+
+**Memory.** `peak_rss_mib` is `resource.getrusage(RUSAGE_SELF).ru_maxrss` of the
+Python worker at the end of the task. With `spark.python.worker.reuse=true` a
+worker runs many tasks and the figure is cumulative, so `start_rss_mib` (the
+worker's RSS when the task began) is reported too; the compaction benchmark
+turns reuse off, giving each task a fresh forked worker. The JVM's memory is
+not the Python worker's (`jvm_peak_mib` reads the driver JVM's VmHWM).
+
+**Errors.** An `LsmLabError` raised inside a task reaches the driver as
+Spark's `PythonException`, with the Python traceback as text; `reraise` turns
+it back into the same lsm_lab error class (any other failure becomes a
+`SparkJobError` carrying Spark's first error line).
+
+Simplified compared with Apache Hudi's Spark integration: no accumulators or
+custom `SparkListener`s; the progress bar polls `statusTracker()`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import resource
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+from lsm_lab import errors
+from lsm_lab.errors import LsmLabError
+from lsm_lab.layout import naming
+
+
+class SparkJobError(LsmLabError):
+    """A Spark job of lsm_lab failed for a reason that is not an lsm_lab error (see the message)."""
+
+
+# --------------------------------------------------------------------------- inside a task
+@dataclass(frozen=True)
+class TaskIdentity:
+    """Who is running: Spark's task partition id, stage id and attempt number."""
+
+    partition: int
+    stage: int
+    attempt: int
+
+    @property
+    def token(self) -> str:
+        """The write token of files this attempt creates (`<partition>-<stage>-<attempt>`)."""
+        return naming.write_token(self.partition, self.stage, self.attempt)
+
+
+def task_identity() -> TaskIdentity:
+    """The running task's identity (0-0-0 outside Spark, e.g. when a task function is unit-tested)."""
+    from pyspark import TaskContext
+
+    tc = TaskContext.get()
+    if tc is None:
+        return TaskIdentity(0, 0, 0)
+    return TaskIdentity(tc.partitionId(), tc.stageId(), tc.attemptNumber())
+
+
+def rss_mib() -> float:
+    """The current resident set size of this process (MiB), from /proc (0.0 where there is none)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            pages = int(fh.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def max_rss_mib() -> float:
+    """`ru_maxrss` of this process in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+@dataclass
+class TaskReport:
+    """What one task sends back to the driver besides its results."""
+
+    task: int
+    token: str
+    seconds: float
+    rows: int
+    start_rss_mib: float
+    peak_rss_mib: float
+    pid: int
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class TaskClock:
+    """Started when a task begins; `report(rows)` at the end gives its TaskReport."""
+
+    def __init__(self, task: int) -> None:
+        self.task = task
+        self.identity = task_identity()
+        self.start = time.perf_counter()
+        self.start_rss = rss_mib()
+
+    def report(self, rows: int) -> TaskReport:
+        return TaskReport(self.task, self.identity.token, time.perf_counter() - self.start, rows,
+                          round(self.start_rss, 1), round(max_rss_mib(), 1), os.getpid())
+
+
+# --------------------------------------------------------------------------- on the driver
+def active_session(spark: Any = None) -> Any:
+    """`spark` if given, else the active session, else a new one with lsm_lab's defaults."""
+    if spark is not None:
+        return spark
+    from lsm_lab.spark.session import session
+
+    return session()
+
+
+def table_uri(path: str | os.PathLike[str]) -> str:
+    """An absolute `file:` URI for a local path (paths with a scheme are returned unchanged)."""
+    text = os.fspath(path)
+    if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", text):
+        return text
+    return Path(text).resolve().as_uri()
+
+
+def spark_schema(schema: pa.Schema) -> Any:
+    """The Spark StructType of an Arrow schema (timestamps with a time zone stay TimestampType)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema, prefer_timestamp_ntz=True)
+
+
+def arrow_schema_for(struct: Any) -> pa.Schema:
+    """The Arrow schema Spark expects back from `mapInArrow` for a StructType."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(struct, timezone="UTC")
+
+
+def jvm_pid(spark: Any) -> int | None:
+    """The process id of the driver JVM (None if it cannot be asked)."""
+    try:
+        return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    except Exception:  # noqa: BLE001 - diagnostics only
+        return None
+
+
+def jvm_peak_mib(pid: int | None, *, reset: bool = False) -> float | None:
+    """VmHWM (peak RSS) of process `pid` in MiB; `reset=True` resets the peak to the current RSS after reading."""
+    if pid is None:
+        return None
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+        m = re.search(r"^VmHWM:\s+(\d+)\s+kB", text, re.M)
+        value = int(m.group(1)) / 1024 if m else None
+        if reset:
+            Path(f"/proc/{pid}/clear_refs").write_text("5")
+        return value
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def job_progress(spark: Any, description: str, *, enabled: bool | None = None,
+                 unit: str = "task") -> Iterator[None]:
+    """Run the enclosed Spark actions as one job group, with a tqdm bar of completed tasks on the driver.
+
+    `enabled=None` shows the bar only on a terminal (tqdm's rule). The bar
+    counts tasks of every stage of the group's jobs.
+    """
+    from tqdm.auto import tqdm
+
+    sc = spark.sparkContext
+    group = f"lsm_lab-{uuid.uuid4().hex[:12]}"
+    sc.setJobGroup(group, description, interruptOnCancel=True)
+    bar = tqdm(total=0, desc=description, unit=unit, disable=None if enabled is None else not enabled, leave=False)
+    stop = threading.Event()
+
+    def poll() -> None:
+        tracker = sc.statusTracker()
+        while not stop.wait(0.5):
+            try:
+                done = total = 0
+                for job in tracker.getJobIdsForGroup(group):
+                    info = tracker.getJobInfo(job)
+                    for stage in (info.stageIds if info else []):
+                        s = tracker.getStageInfo(stage)
+                        if s is not None:
+                            done += s.numCompletedTasks
+                            total += s.numTasks
+                if total:
+                    bar.total, bar.n = total, done
+                    bar.refresh()
+            except Exception:  # noqa: BLE001 - the bar is cosmetic; the session may be stopping
+                return
+
+    thread = threading.Thread(target=poll, name="lsm_lab-progress", daemon=True)
+    if not bar.disable:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        if thread.is_alive():
+            thread.join(timeout=2)
+        bar.close()
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+
+
+_LSM_ERROR = re.compile(r"lsm_lab\.errors\.(\w+): (.*)")
+
+
+def reraise(exc: BaseException, what: str) -> None:
+    """Re-raise a failed Spark action: the lsm_lab error a task raised, or a SparkJobError."""
+    if isinstance(exc, LsmLabError):
+        raise exc
+    text = str(exc)
+    found = _LSM_ERROR.findall(text)
+    if found:
+        name, message = found[-1]
+        cls = getattr(errors, name, None)
+        if isinstance(cls, type) and issubclass(cls, LsmLabError):
+            raise cls(message.strip()) from exc
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    tail = next((ln for ln in reversed(lines) if re.match(r"^\w+(\.\w+)*(Error|Exception):", ln)),
+                lines[0] if lines else type(exc).__name__)
+    raise SparkJobError(f"{what} failed on Spark: {tail[:500]}") from exc
+
+
+__all__ = [
+    "SparkJobError", "TaskClock", "TaskIdentity", "TaskReport", "active_session", "arrow_schema_for", "job_progress",
+    "jvm_peak_mib", "jvm_pid", "max_rss_mib", "reraise", "rss_mib", "spark_schema", "table_uri", "task_identity",
+]
