@@ -122,6 +122,8 @@ def cmd_write(args: argparse.Namespace) -> int:
 def cmd_read(args: argparse.Namespace) -> int:
     from lsm_lab.table.table import open_table
 
+    if args.limit < 0:
+        raise InputError(f"--limit must be 0 (every row) or more, not {args.limit}")
     table = open_table(args.path)
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     lookup_stats = None

@@ -281,6 +281,9 @@ class TableConfig:
             raise TableConfigError("hoodie.bucket.index.num.buckets is not an integer", path=path) from None
         if num_buckets < 1:
             raise TableConfigError("hoodie.bucket.index.num.buckets must be at least 1", path=path)
+        for key, allowed in ((KEY_LOG_FORMAT, ("1", "2")), (KEY_INSTANT_FORMAT, ("json", "avro"))):
+            if props.get(key) is not None and props[key] not in allowed:
+                raise TableConfigError(f"{key} must be {' or '.join(allowed)}, not {props[key]!r}", path=path)
         return cls(
             name=name,
             table_type=table_type,

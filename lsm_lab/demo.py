@@ -20,6 +20,7 @@ from typing import Callable
 import pyarrow as pa
 
 from lsm_lab.datagen import TripsGenerator
+from lsm_lab.errors import InputError
 from lsm_lab.table.table import Table, create_table
 
 
@@ -36,6 +37,8 @@ def _apply(model: dict[str, dict], batch: pa.Table, *, delete: bool = False) -> 
 def run_demo(directory: str | Path | None = None, *, rows: int = 100_000, rounds: int = 3, seed: int = 7,
              engine: str = "local", echo: Callable[[str], None] = print) -> Table:
     """Run the main job; returns the table. Raises AssertionError if a read disagrees with the model."""
+    if rows < 1 or rounds < 0:
+        raise InputError(f"the demo needs at least 1 row and no negative rounds (got rows={rows}, rounds={rounds})")
     base = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="lsm_lab_demo_"))
     path = base / "trips"
     echo(f"lsm_lab demo: {rows:,} trips, {rounds} upsert rounds, table at {path}")

@@ -74,3 +74,11 @@ def test_contenders_write_identical_rows(tmp_path: Path) -> None:
     assert len(reference["key"]) == ds.distinct_keys
     for name, table in tables.items():
         assert table == reference, name
+
+
+def test_bench_merge_subcommand(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from lsm_lab.merge.command import main as command_main
+
+    code = command_main(["bench", "merge", "--rows", "1200", "--k", "2", "--contenders", "io_floor",
+                         "--data-dir", str(tmp_path)])
+    assert code == 0 and "io_floor" in capsys.readouterr().out

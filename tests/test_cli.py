@@ -158,7 +158,12 @@ def test_user_mistakes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "unknown column 'nope'" in _error(capsys, "read", path, "--columns", "id,nope")
     assert "not an instant time" in _error(capsys, "read", path, "--as-of", "yesterday")
     assert "unknown output type" in _error(capsys, "read", path, "--out", tmp_path / "out.xlsx")
+    assert "--limit must be 0" in _error(capsys, "read", path, "--limit", "-1")
     assert "cannot show 'bogus'" in _error(capsys, "show", "bogus", path)
+    assert "at least 1 row" in _error(capsys, "demo", "--rows", "0", "--dir", tmp_path / "demo")
+    assert "check: snapshot and time-travel reads equal" in _run(capsys, "demo", "--rows", "5", "--rounds", "0",
+                                                                 "--dir", tmp_path / "d")
+    assert "already exists" in _error(capsys, "demo", "--rows", "5", "--dir", tmp_path / "d")
 
 
 @pytest.mark.parametrize("argv", [["frobnicate"], ["read"], ["write", "x"], ["write", "t", "f", "--op", "merge"],

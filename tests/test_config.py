@@ -91,6 +91,8 @@ def test_missing_required_key(missing: str) -> None:
         ("hoodie.record.merge.mode", "EVENT_TIME_ORDERING", "needs an ordering field"),
         ("hoodie.bucket.index.num.buckets", "x", "not an integer"),
         ("hoodie.bucket.index.num.buckets", "0", "at least 1"),
+        ("lsm_lab.log.format.version", "3", "must be 1 or 2"),
+        ("lsm_lab.timeline.instant.format", "xml", "must be json or avro"),
     ],
 )
 def test_invalid_values(key: str, value: str, message: str) -> None:

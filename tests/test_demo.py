@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from lsm_lab import open_table
+from lsm_lab import InputError, open_table
 from lsm_lab.datagen import CITIES, SCHEMA, TripsGenerator, trips
 from lsm_lab.demo import run_demo
 
@@ -40,6 +40,19 @@ def test_demo_command(tmp_path: Path) -> None:
     assert "equal the dict model ✓" in done.stdout
     assert "Traceback" not in done.stderr
     assert open_table(tmp_path / "trips").read(columns=["uuid"]).num_rows > 1900
+
+
+@pytest.mark.parametrize(("rows", "rounds"), [(1, 0), (1, 2)])
+def test_tiny_demos(tmp_path: Path, rows: int, rounds: int) -> None:
+    table = run_demo(tmp_path, rows=rows, rounds=rounds, echo=lambda _: None)
+    assert len(table.completed_writes()) == rounds + 2
+
+
+@pytest.mark.parametrize(("rows", "rounds"), [(0, 1), (-3, 1), (10, -1)])
+def test_demo_rejects_bad_sizes(tmp_path: Path, rows: int, rounds: int) -> None:
+    with pytest.raises(InputError, match="at least 1 row"):
+        run_demo(tmp_path, rows=rows, rounds=rounds, echo=lambda _: None)
+    assert not (tmp_path / "trips").exists()
 
 
 def test_demo_refuses_an_existing_table(tmp_path: Path) -> None:

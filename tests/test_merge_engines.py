@@ -229,3 +229,18 @@ def test_equal_width_keys_with_nul_bytes(engine: str, data: st.DataObject) -> No
     sources = [source_rows(data.draw, alphabet) for _ in range(k)]
     mode = data.draw(st.sampled_from(list(MergeMode)))
     check(sources, spec_for(mode), engine, data.draw(st.sampled_from([1, 2, 4, 100])), ["table"] * k)
+
+
+def test_sorted_engine_can_be_abandoned_midway() -> None:
+    """Closing the iterator early stops its reader and resolver threads (no hang, no error)."""
+    import threading
+
+    spec = spec_for(MergeMode.COMMIT_TIME_ORDERING)
+    tables = [pa.Table.from_pylist(rows_of([f"k{i:04d}" for i in range(j, 2000, 3)]), schema=SCHEMA)
+              for j in range(3)]
+    before = threading.active_count()
+    it = merge_sources(tables, spec, engine="sorted", batch_size=16, read_ahead=True)
+    first = next(it)
+    assert first.num_rows > 0
+    it.close()  # type: ignore[attr-defined]
+    assert threading.active_count() <= before

@@ -233,3 +233,14 @@ def test_savepoint_cli(tmp_table, capsys) -> None:  # noqa: ANN001
     assert main(["savepoint", path, "--delete", first.begin_time]) == 0
     assert main(["savepoint", path, "--list"]) == 0
     assert "(no savepoints)" in capsys.readouterr().out
+
+
+def test_rolling_back_a_write_drops_the_plans_that_read_it(tmp_table) -> None:  # noqa: ANN001
+    table = tmp_table(num_buckets=1)
+    table.upsert([{"id": "a", "v": 1}])
+    last = table.upsert([{"id": "a", "v": 2}])
+    plan = table.compact(plan_only=True)
+    table.rollback(last)
+    assert plan.begin_time not in {i.begin_time for i in table.instants()}
+    assert snapshot(table) == [("a", 1)]
+    assert table.compact() is None  # only a base file is left: nothing to compact, nothing broken

@@ -162,31 +162,28 @@ def shuffled_copy(src: Path, dst: Path, *, seed: int = 0) -> None:
 
 
 # --------------------------------------------------------------------------- measuring
-def _measure(kl: Any, keys: Sequence[str], *, cold: bool, **options: Any) -> tuple[list[dict[str, Any]], list]:
-    from lsm_lab.lookup.lookup import LookupStats, clear_footer_cache
-
-    out = []
-    results = []
-    for key in keys:
-        if cold:
-            clear_footer_cache()
-        st = LookupStats()
-        t0 = time.perf_counter()
-        res = kl.lookup([key], stats=st, **options)
-        dt = time.perf_counter() - t0
-        out.append({"seconds": dt, **st.as_dict()})
-        results.append(res)
-    return out, results
-
-
 def _median(rows: list[dict[str, Any]], name: str) -> float:
     return float(statistics.median(r[name] for r in rows)) if rows else float("nan")
 
 
+CONTENDERS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("lsm_tree", "lookup", {}),
+    ("lsm_tree", "no_binary_search", {"use_binary_search": False}),
+    ("default", "lookup", {}),
+    ("default", "no_bloom", {"use_bloom": False}),
+    ("default_unsorted", "lookup", {}),
+    ("default_unsorted", "no_bloom", {"use_bloom": False}),
+)
+
+
 def run_lookups(root: Path, saved: dict[str, Any], *, lookups: int, log: Any = print) -> list[dict[str, Any]]:
-    """Time random lookups on both tables; one JSON-able record per (layout, mode, cache, keys)."""
+    """Time random lookups on every table; one JSON-able record per (layout, mode, cache, keys).
+
+    Contenders are interleaved key by key (key 1 on every contender, then key 2,
+    ...), so that a busy machine slows them alike and their ratios stay fair.
+    """
     import lsm_lab
-    from lsm_lab.lookup.lookup import clear_footer_cache, open_lookup
+    from lsm_lab.lookup.lookup import LookupStats, clear_footer_cache, open_lookup
 
     rng = np.random.default_rng(7)
     samples = {
@@ -194,41 +191,54 @@ def run_lookups(root: Path, saved: dict[str, Any], *, lookups: int, log: Any = p
         "deleted": [saved["deleted"][i] for i in rng.permutation(len(saved["deleted"]))[:max(1, lookups // 4)]],
         "absent": [saved["absent"][i] for i in rng.permutation(len(saved["absent"]))[:lookups]],
     }
-    modes = {"lsm_tree": [("lookup", {}), ("no_binary_search", {"use_binary_search": False})],
-             "default": [("lookup", {}), ("no_bloom", {"use_bloom": False})],
-             "default_unsorted": [("lookup", {}), ("no_bloom", {"use_bloom": False})]}
-    records: list[dict[str, Any]] = []
-    answers: dict[str, dict[str, list]] = {}
     rows = saved["params"]["rows"]
-    for layout in LAYOUTS:
-        table = lsm_lab.open_table(root / layout)
-        kl = open_lookup(table)
-        files = sum(len(fs.files) for fs in kl.slices)
-        log(f"{layout}: {len(kl.slices)} file slices, {files} files")
-        clear_footer_cache()
-        _measure(kl, samples["present"][:5] + samples["absent"][:5], cold=False)  # warm-up: footers, page cache
-        for mode, options in modes[layout]:
-            for cache in ("warm", "cold"):
-                for kind, keys in samples.items():
-                    if cache == "cold" and (kind == "deleted" or mode != "lookup"):
+    tables = {layout: lsm_lab.open_table(root / layout) for layout in LAYOUTS if (root / layout).exists()}
+    readers = {layout: open_lookup(t) for layout, t in tables.items()}
+    shape = {layout: (len(kl.slices), sum(len(fs.files) for fs in kl.slices)) for layout, kl in readers.items()}
+    for layout, (slices, files) in shape.items():
+        log(f"{layout}: {slices} file slices, {files} files")
+    contenders = [c for c in CONTENDERS if c[0] in readers]
+    measured: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+    answers: dict[str, dict[str, list]] = {}
+    clear_footer_cache()
+    for layout, _, options in contenders:  # warm-up: footers, blooms, page cache
+        for key in samples["present"][:3] + samples["absent"][:3]:
+            readers[layout].lookup([key], **options)
+    for cache in ("warm", "cold"):
+        for kind, keys in samples.items():
+            if cache == "cold" and kind == "deleted":
+                continue
+            for key in keys:
+                for layout, mode, options in contenders:
+                    if cache == "cold" and mode != "lookup":
                         continue  # cold: footers dominate; measured for the full lookup only
-                    if cache == "warm":
-                        _measure(kl, keys[:3], cold=False, **options)
-                    measured, results = _measure(kl, keys, cold=cache == "cold", **options)
+                    if cache == "cold":
+                        clear_footer_cache()
+                    st = LookupStats()
+                    t0 = time.perf_counter()
+                    res = readers[layout].lookup([key], stats=st, **options)
+                    dt = time.perf_counter() - t0
+                    measured.setdefault((layout, mode, cache, kind), []).append({"seconds": dt, **st.as_dict(),
+                                                                                "found": res.num_rows})
                     if mode == "lookup" and cache == "warm":
-                        answers.setdefault(layout, {})[kind] = results
-                    rec = {"layout": layout, "mode": mode, "cache": cache, "keys": kind, "lookups": len(keys),
-                           "rows": rows, "file_slices": len(kl.slices), "files": files,
-                           "seconds": _median(measured, "seconds"), "bytes_read": _median(measured, "bytes_read"),
-                           "files_opened": _median(measured, "files_opened"),
-                           "row_groups_read": _median(measured, "row_groups_read"),
-                           "footers_read": _median(measured, "footers_read"),
-                           "files_pruned_bloom": _median(measured, "files_pruned_bloom"),
-                           "seconds_mean": statistics.fmean(m["seconds"] for m in measured),
-                           "found": sum(r.num_rows for r in results)}
-                    records.append(rec)
-                    log(_line(rec))
-        # end to end: Table.lookup lists the timeline and the folder on every call
+                        answers.setdefault(layout, {}).setdefault(kind, []).append(res)
+    records: list[dict[str, Any]] = []
+    for (layout, mode, cache, kind), ms in measured.items():
+        rec = {"layout": layout, "mode": mode, "cache": cache, "keys": kind, "lookups": len(ms), "rows": rows,
+               "file_slices": shape[layout][0], "files": shape[layout][1],
+               "seconds": _median(ms, "seconds"), "bytes_read": _median(ms, "bytes_read"),
+               "files_opened": _median(ms, "files_opened"), "row_groups_read": _median(ms, "row_groups_read"),
+               "footers_read": _median(ms, "footers_read"), "files_pruned_bloom": _median(ms, "files_pruned_bloom"),
+               "seconds_mean": statistics.fmean(m["seconds"] for m in ms),
+               "bytes_read_mean": statistics.fmean(m["bytes_read"] for m in ms),
+               "found": sum(m["found"] for m in ms)}
+        records.append(rec)
+    records.sort(key=lambda r: (LAYOUTS.index(r["layout"]), r["mode"] != "lookup", r["mode"], r["cache"] != "warm",
+                                list(samples).index(r["keys"])))
+    for rec in records:
+        log(_line(rec))
+    # end to end: Table.lookup lists the timeline and the folder on every call
+    for layout, table in tables.items():
         t_end = []
         for key in samples["present"][:20]:
             t0 = time.perf_counter()

@@ -241,13 +241,16 @@ def peak_rss_bytes() -> int:
 def child_main(spec_json: str) -> None:
     """Entry point inside the child process: run one contender, print one JSON line."""
     job = json.loads(spec_json)
+    cpu0 = os.times()
     started = time.perf_counter()
     result = RUNNERS[job["contender"]](job["paths"], job["out"])
     seconds = time.perf_counter() - started
+    cpu1 = os.times()
+    cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
     peak = peak_rss_bytes()
     if job["contender"] == "heapq":
         result["comparisons"] = _counted_heapq(job["paths"]).get("comparisons")
-    rec = {"seconds": seconds, "peak_rss_bytes": peak,
+    rec = {"seconds": seconds, "cpu_seconds": cpu, "peak_rss_bytes": peak,
            **{k: v for k, v in result.items() if isinstance(v, (int, float, str)) or v is None}}
     print("RESULT " + json.dumps(rec), flush=True)
 
@@ -256,6 +259,7 @@ def run_contender(contender: str, ds: Dataset, out_dir: Path, *, timeout: float 
     """Run one contender in a fresh Python process; returns its measurements."""
     out = out_dir / f"{contender}_k{ds.k}_n{ds.rows}.parquet"
     job = {"contender": contender, "paths": list(ds.paths), "out": str(out)}
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     wall = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "lsm_lab.bench.merge", "--child", json.dumps(job)],
                           capture_output=True, text=True, timeout=timeout,
@@ -266,6 +270,7 @@ def run_contender(contender: str, ds: Dataset, out_dir: Path, *, timeout: float 
         return {"contender": contender, "error": (proc.stderr or proc.stdout).strip().splitlines()[-1:]}
     rec = json.loads(lines[-1][len("RESULT "):])
     rec["process_seconds"] = wall
+    rec["load_1m_before"] = load
     out.unlink(missing_ok=True)
     return {"contender": contender, **rec}
 
@@ -329,8 +334,8 @@ def run_bench(rows: int, ks: Sequence[int], overlap: float, *, contenders: Seque
 
 def format_table(records: Sequence[dict[str, Any]]) -> str:
     """A readable table of benchmark records."""
-    head = f"{'k':>3} {'contender':<11} {'rows in':>11} {'seconds':>8} {'Mrows/s':>8} {'peak MiB':>9} " \
-           f"{'vs floor':>8} {'cmp/rec':>8}  notes"
+    head = f"{'k':>3} {'contender':<11} {'rows in':>11} {'seconds':>8} {'cpu s':>6} {'Mrows/s':>8} " \
+           f"{'peak MiB':>9} {'vs floor':>8} {'cmp/rec':>8}  notes"
     lines = [head, "-" * len(head)]
     for r in records:
         if "error" in r:
@@ -346,6 +351,7 @@ def format_table(records: Sequence[dict[str, Any]]) -> str:
         if "note" in r:
             notes.append(r["note"])
         lines.append(f"{r['k']:>3} {r['contender']:<11} {r['rows_in']:>11,} {r['seconds']:>8.2f} "
+                     f"{r.get('cpu_seconds', float('nan')):>6.2f} "
                      f"{r['rows_per_s'] / 1e6:>8.2f} {r['peak_rss_mib']:>9.0f} {ratio:>8} {cmp_:>8}  "
                      + "; ".join(notes))
     return "\n".join(lines)
@@ -411,8 +417,10 @@ def run_from_args(args: argparse.Namespace) -> int:
 
     records = run_bench(args.rows, args.k, args.overlap, contenders=args.contenders, repeat=args.repeat,
                         per_record_cap=args.per_record_cap, data_dir=args.data_dir, log=log)
+    loads = [r["load_1m_before"] for r in records if r.get("load_1m_before") is not None]
     print(f"merge benchmark: rows={args.rows:,} k={args.k} overlap={args.overlap} "
-          f"cores={os.cpu_count()} pyarrow={pa.__version__}")
+          f"cores={os.cpu_count()} pyarrow={pa.__version__}"
+          + (f" load(1m) {min(loads):.1f}..{max(loads):.1f}" if loads else ""))
     print(format_table(records))
     for line in summarize_targets(records):
         print(line)

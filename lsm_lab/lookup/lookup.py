@@ -151,6 +151,10 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
                use_binary_search: bool = True) -> pa.Table | None:
     """The rows of one data file whose key satisfies `pred` (the file's `columns` that exist), or None.
 
+    `hashes` are the bloom hashes of `pred.keys` (computed here when None).  A
+    sorted file's key chunk is checked to be strictly increasing (one vectorised
+    comparison) before it is bisected; many keys against a small chunk use one
+    hash scan instead, which is cheaper than many Python-level bisections.
     Raises `_Fallback` when the file's key column cannot be trusted for pruning.
     """
     name = os.path.basename(info.path)
@@ -171,7 +175,9 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
             stats.files_without_bloom += 1
             if use_bloom:
                 stats.note(f"{name}: bloom {info.bloom_status}: cannot skip by bloom")
-        elif hashes is not None:
+        else:
+            if hashes is None:
+                hashes = key_hashes(pa.array(pred.keys, pa.string()))
             ok = bloom.contains_hashes(hashes[0][a:b], hashes[1][a:b])
             wanted = [i for i, hit in zip(wanted, ok.tolist()) if hit]
             if not wanted:
@@ -265,6 +271,10 @@ def _ordered_logs(ctx: ReadContext, fs: FileSlice) -> list[DataFile]:
     return [u.file for u in units]
 
 
+def _where(fs: FileSlice) -> str:
+    return f"{fs.partition}/{fs.file_id}" if fs.partition else fs.file_id
+
+
 class PrunedReader:
     """Reads file slices restricted to a key predicate; built once per lookup or filtered read.
 
@@ -333,14 +343,14 @@ class PrunedReader:
         narrowed = self._narrow(fs)
         if narrowed is None:
             stats.slices_pruned_bucket += 1
-            stats.note(f"slice {fs.partition}/{fs.file_id}: skipped, no key hashes to its bucket")
+            stats.note(f"slice {_where(fs)}: skipped, no key hashes to its bucket")
             return self.out_schema.empty_table()
         pred, hashes = narrowed
         try:
             return self._fast_slice(fs, pred, hashes)
         except _Fallback as why:
             stats.slices_fallback += 1
-            stats.note(f"slice {fs.partition}/{fs.file_id}: read in full ({why})")
+            stats.note(f"slice {_where(fs)}: read in full ({why})")
             full = reader.read_slice(self.ctx, fs, columns=self.needed, engine=self.engine)
             if full.num_rows == 0:
                 return full
@@ -433,6 +443,9 @@ class KeyLookup:
 
     `Table.lookup` builds one per call; a long-lived reader (a service, the
     benchmark) keeps one and pays the timeline and folder listing only once.
+    It answers as of the moment it was opened: commits made later are not seen
+    (open a new one), and a cleaner removing its files makes lookups fail with
+    `CorruptFileError` rather than answer from a partial slice.
     """
 
     def __init__(self, ctx: ReadContext, slices: Sequence[FileSlice]) -> None:

@@ -179,15 +179,17 @@ class LoserTree(Generic[K, P]):
         record = (c.key, c.source, c.payload)
         c.popped, c.state = True, LeafState.WINNER_POPPED
         if c.first_same < 0:
-            self._note("pop", f"popped {c.key!r} from leaf {c.source}; no same-key loser: the key is complete",
-                       (c.source,), ())
+            if self._on_step is not None:
+                self._note("pop", f"popped {c.key!r} from leaf {c.source}; no same-key loser: "
+                                  f"the key is complete", (c.source,), ())
             return record  # type: ignore[return-value]
         nodes = self._promote(c)
         c.first_same = -1  # used up; a popped leaf points nowhere until it advances
-        new = self.leaves[self.tree[0]]
-        self._note("pop", f"popped {c.key!r} from leaf {c.source}; parked it at node {nodes[0]}; "
-                          f"leaf {new.source} (same key) is champion via nodes {list(nodes)}",
-                   (c.source, new.source), nodes)
+        if self._on_step is not None:
+            new = self.leaves[self.tree[0]]
+            self._note("pop", f"popped {c.key!r} from leaf {c.source}; parked it at node {nodes[0]}; "
+                              f"leaf {new.source} (same key) is champion via nodes {list(nodes)}",
+                       (c.source, new.source), nodes)
         return record  # type: ignore[return-value]
 
     def pop_group(self) -> list[tuple[K, int, P]]:
@@ -204,14 +206,16 @@ class LoserTree(Generic[K, P]):
             before = self.comparisons
             leaf.advance()
             nodes = self._climb(leaf.source)
-            head = "exhausted" if leaf.exhausted else repr(leaf.key)
-            self._note("advance", f"leaf {leaf.source} advanced to {head}; replayed nodes {list(nodes)} "
-                                  f"({self.comparisons - before} comparisons); champion is leaf {self.tree[0]}",
-                       (leaf.source,), nodes)
+            if self._on_step is not None:
+                head = "exhausted" if leaf.exhausted else repr(leaf.key)
+                self._note("advance", f"leaf {leaf.source} advanced to {head}; replayed nodes {list(nodes)} "
+                                      f"({self.comparisons - before} comparison(s)); "
+                                      f"champion is leaf {self.tree[0]}", (leaf.source,), nodes)
 
     # ---- the machinery ---------------------------------------------------------------
 
     def _note(self, action: str, text: str, leaves: tuple[int, ...], nodes: tuple[int, ...]) -> None:
+        """Report a transition to the step hook (callers build the text only when there is one)."""
         if self._on_step is not None:
             self._on_step(self, action, text, leaves, nodes)
 

@@ -41,7 +41,9 @@ hash engine combines a base record with a pre-folded log state using the
 ``reset`` flag (did the log contain a delete-by-key?) from the same function.
 
 ``fold`` and ``model_merge`` are the plain per-record reference: every test
-compares the engines against ``model_merge``.
+compares the engines against ``model_merge``. The module also defines what
+every engine consumes (``Source``, ``prepare_sources``: a common schema with
+the key, delete and ordering columns, checked batch by batch).
 
 Simplified compared with Apache Hudi: Hudi delegates this to pluggable record
 mergers and payload classes (``DefaultHoodieRecordPayload``,
@@ -258,14 +260,15 @@ def prepare_sources(sources: Sequence[Source], spec: MergeSpec,
         raise InputError(f"batch_size must be >= 1, got {batch_size}")
     inputs = [SourceInput(i, s, batch_size) for i, s in enumerate(sources)]
     schema: pa.Schema | None = None
+    first = -1
     for inp in inputs:
         if inp.schema is None:
             continue
         if schema is None:
             spec.check_schema(inp.schema, where=f"source {inp.index}")
-            schema = inp.schema
+            schema, first = inp.schema, inp.index
         elif not inp.schema.equals(schema):
-            raise SchemaError(f"source {inp.index}: schema differs from source {inputs[0].index if inputs else 0}:"
+            raise SchemaError(f"source {inp.index}: schema differs from source {first}:"
                               f"\n{inp.schema}\nexpected:\n{schema}")
     if schema is not None:
         for inp in inputs:

@@ -14,8 +14,9 @@ nobody may ask for them:
         keep the files of the latest n slices of every file group
 
     always kept: the latest snapshot, the snapshot of every savepoint, the
-    files named by pending compaction plans, and files of instants that have
-    not completed (those belong to rollback, not to the cleaner)
+    snapshot each pending writer started from, the files named by pending
+    compaction plans, and files of instants that have not completed (those
+    belong to rollback, not to the cleaner)
 
 "Files a snapshot reads" come from the same file-system view the reader
 uses, built once per retained time from one listing of the table, so the
@@ -149,6 +150,11 @@ def plan_clean(table: "Table", policy: str, retained: int) -> dict[str, Any]:
         needed |= views.snapshot_files(str(sp["savepointedCompletionTime"]))
         for partition, files in (sp.get("files") or {}).items():
             needed |= {(table.path / partition / n) if partition else table.path / n for n in files}
+    for inst in table.active_timeline.pending():  # what a writer still at work read when it began
+        if inst.is_write:
+            before = [c for c in views.completion.values() if normalize_time(c) < normalize_time(inst.begin_time)]
+            if before:
+                needed |= views.snapshot_files(max(before, key=normalize_time))
     for _, plan in pending_plans(table.active_timeline):
         for op in plan.operations:
             folder = table.path / op.partition if op.partition else table.path

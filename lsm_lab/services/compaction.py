@@ -57,6 +57,7 @@ import datetime as _dt
 import json
 import os
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
@@ -98,7 +99,11 @@ COMPACTED_BLOCK_TIMES = "COMPACTED_BLOCK_TIMES"
 
 # --------------------------------------------------------------------------- streaming base writer
 class _StreamingBaseWriter:
-    """Write batches to a new base file: row groups of a fixed size, temp file, atomic link."""
+    """Write batches to a new base file: row groups of a fixed size, temp file, atomic link.
+
+    Row groups are encoded on a writer thread (Arrow releases the GIL while it
+    compresses), one row group in flight, so merging and writing overlap.
+    """
 
     def __init__(self, path: Path, schema: pa.Schema, *, is_sorted: bool,
                  row_group_size: int = parquet_io.DEFAULT_ROW_GROUP_ROWS) -> None:
@@ -114,6 +119,8 @@ class _StreamingBaseWriter:
                                         write_statistics=True)
         self._buffer: list[pa.RecordBatch] = []
         self._buffered = 0
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lsm_lab-compaction-writer")
+        self._pending: Future[None] | None = None
         self.rows = 0
         self.min_key: str | None = None
         self.max_key: str | None = None
@@ -134,14 +141,22 @@ class _StreamingBaseWriter:
     def _flush(self, rows: int) -> None:
         table = pa.Table.from_batches(self._buffer, schema=self._buffer[0].schema)
         head, rest = table.slice(0, rows), table.slice(rows)
-        self._writer.write_table(head.cast(self.schema), row_group_size=rows)
+        self._wait()
+        self._pending = self._pool.submit(self._writer.write_table, head.cast(self.schema), row_group_size=rows)
         self._buffer = rest.to_batches() if rest.num_rows else []
         self._buffered = rest.num_rows
+
+    def _wait(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
 
     def close(self) -> int:
         """Finish the file and link it to its final name; returns its size."""
         if self._buffered:
             self._flush(self._buffered)
+        self._wait()
+        self._pool.shutdown()
         if self.rows == 0:
             self._writer.write_table(self.schema.empty_table())
         if self.min_key is not None:
@@ -157,7 +172,11 @@ class _StreamingBaseWriter:
 
     def abort(self) -> None:
         try:
-            self._writer.close()
+            try:
+                self._wait()
+            finally:
+                self._pool.shutdown()
+                self._writer.close()
         finally:
             self.tmp.unlink(missing_ok=True)
 
@@ -188,7 +207,7 @@ def _data_file(ctx: _Context, partition: str, name: str) -> DataFile:
 
 def _with_file_name(batch: pa.RecordBatch | pa.Table, name: str) -> Any:
     idx = batch.schema.get_field_index(FILE_NAME)
-    col = pa.array([name] * batch.num_rows, pa.string())
+    col = pa.repeat(pa.scalar(name, pa.string()), batch.num_rows)
     return batch.set_column(idx, FILE_NAME, col)
 
 
@@ -196,12 +215,12 @@ def _rel(partition: str, name: str) -> str:
     return f"{partition}/{name}" if partition else name
 
 
-def run_full(ctx: _Context, op: Operation, task: int) -> WriteStat:
-    """L0 + L1 → a new L1 base file at the compaction instant."""
+def run_full(ctx: _Context, op: Operation, task: int, *, token: str | None = None) -> WriteStat:
+    """L0 + L1 → a new L1 base file at the compaction instant (`token`: a Spark task's write token)."""
     files = ([_data_file(ctx, op.partition, op.base_file)] if op.base_file else []) + \
         [_data_file(ctx, op.partition, n) for n in op.log_files]
     needed = list(ctx.read.full_schema.names)
-    name = naming.base_file_name(op.file_id, naming.write_token(task, 0, 0), ctx.instant)
+    name = naming.base_file_name(op.file_id, token or naming.write_token(task, 0, 0), ctx.instant)
     folder = ctx.base_path / op.partition if op.partition else ctx.base_path
     markers.create_marker(ctx.base_path, ctx.instant, op.partition, name, "MERGE" if op.base_file else "CREATE")
     spec = ctx.read.spec
@@ -215,7 +234,8 @@ def run_full(ctx: _Context, op: Operation, task: int) -> WriteStat:
     if chosen in SORTED_ENGINES:
         out = _StreamingBaseWriter(folder / name, out_schema, is_sorted=ctx.is_lsm)
         try:
-            for batch in merge_sources(sources, spec, engine=chosen, batch_size=BATCH_ROWS):
+            for batch in merge_sources(sources, spec, engine=chosen, batch_size=BATCH_ROWS,
+                                       read_ahead=chosen == "sorted"):
                 out.write(_with_file_name(batch, name).select(needed))
             size = out.close()
             rows, lo, hi = out.rows, out.min_key, out.max_key
@@ -264,7 +284,7 @@ def _delete_rows(keys: pa.Array, partitions: pa.Array, ordering: pa.Array | None
                     schema=v2.DELETE_SCHEMA)
 
 
-def run_log(ctx: _Context, op: Operation, task: int) -> list[WriteStat]:
+def run_log(ctx: _Context, op: Operation, task: int, *, token: str | None = None) -> list[WriteStat]:
     """L0 → compacted L0 log(s) at the compaction instant (see the module doc for the three files)."""
     files = [_data_file(ctx, op.partition, n) for n in op.log_files]
     if not files:
@@ -278,7 +298,7 @@ def run_log(ctx: _Context, op: Operation, task: int) -> list[WriteStat]:
     spec = ctx.read.spec
     won = select_winners(combined, spec)
     replaced = ",".join(sorted({f.instant for f in files}))
-    token = naming.write_token(task, 0, 0)
+    token = token or naming.write_token(task, 0, 0)
     event_time = spec.mode is MergeMode.EVENT_TIME_ORDERING and spec.ordering is not None
     stats: list[WriteStat] = []
 

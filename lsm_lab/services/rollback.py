@@ -184,6 +184,19 @@ def rollback_completed(base_path: Path, timeline: ActiveTimeline, instant: Insta
     return done
 
 
+def drop_plans_reading(base_path: Path, timeline: ActiveTimeline, begin_time: str) -> None:
+    """Remove pending (log) compaction plans that read files of `begin_time` (before rolling it back)."""
+    from lsm_lab.layout import naming
+    from lsm_lab.services.planner import pending_plans
+
+    for inst, plan in pending_plans(timeline):
+        names = [n for op in plan.operations for n in ([op.base_file] if op.base_file else []) + list(op.log_files)]
+        if any((parsed := naming.parse(n)) is not None and parsed.instant == begin_time for n in names):
+            _check_dead(Path(base_path), inst)
+            reset_compaction(base_path, timeline, inst)
+            remove_timeline_files(timeline, inst.begin_time)
+
+
 def reset_compaction(base_path: Path, timeline: ActiveTimeline, instant: Instant) -> None:
     """An inflight (log) compaction whose runner died: remove its output and go back to requested."""
     base_path = Path(base_path)

@@ -83,6 +83,27 @@ def task_identity() -> TaskIdentity:
     return TaskIdentity(tc.partitionId(), tc.stageId(), tc.attemptNumber())
 
 
+class InjectedTaskFailure(RuntimeError):
+    """Raised by `FailTask` inside a task (a test's stand-in for a lost executor or a crash)."""
+
+
+@dataclass(frozen=True)
+class FailTask:
+    """A task hook that fails chosen attempts of one task, after it wrote its files (for tests).
+
+    `attempts=(0,)` fails the first attempt only (Spark retries it when
+    `spark.task.maxFailures` > 1, e.g. master `local[2,3]`); `attempts=()`
+    fails every attempt, so the job fails.
+    """
+
+    partition: int = 0
+    attempts: tuple[int, ...] = (0,)
+
+    def __call__(self, who: TaskIdentity) -> None:
+        if who.partition == self.partition and (not self.attempts or who.attempt in self.attempts):
+            raise InjectedTaskFailure(f"injected failure in task {who.token}")
+
+
 def rss_mib() -> float:
     """The current resident set size of this process (MiB), from /proc (0.0 where there is none)."""
     try:
@@ -117,9 +138,9 @@ class TaskReport:
 class TaskClock:
     """Started when a task begins; `report(rows)` at the end gives its TaskReport."""
 
-    def __init__(self, task: int) -> None:
-        self.task = task
+    def __init__(self, task: int | None = None) -> None:
         self.identity = task_identity()
+        self.task = self.identity.partition if task is None else task
         self.start = time.perf_counter()
         self.start_rss = rss_mib()
 
@@ -139,11 +160,12 @@ def active_session(spark: Any = None) -> Any:
 
 
 def table_uri(path: str | os.PathLike[str]) -> str:
-    """An absolute `file:` URI for a local path (paths with a scheme are returned unchanged)."""
+    """`file://<absolute path>` for a local path, as Hadoop's `Path` wants it (no percent-encoding: a
+    partition folder `city=chennai` stays as it is); paths with a scheme are returned unchanged."""
     text = os.fspath(path)
     if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", text):
         return text
-    return Path(text).resolve().as_uri()
+    return "file://" + Path(text).resolve().as_posix()
 
 
 def spark_schema(schema: pa.Schema) -> Any:
@@ -252,6 +274,6 @@ def reraise(exc: BaseException, what: str) -> None:
 
 
 __all__ = [
-    "SparkJobError", "TaskClock", "TaskIdentity", "TaskReport", "active_session", "arrow_schema_for", "job_progress",
+    "FailTask", "InjectedTaskFailure", "SparkJobError", "TaskClock", "TaskIdentity", "TaskReport", "active_session", "arrow_schema_for", "job_progress",
     "jvm_peak_mib", "jvm_pid", "max_rss_mib", "reraise", "rss_mib", "spark_schema", "table_uri", "task_identity",
 ]

@@ -46,7 +46,7 @@ from lsm_lab.errors import CorruptFileError, InputError, UnsupportedFeatureError
 from lsm_lab.layout import parquet_io
 from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.logformat import v2
-from lsm_lab.merge import merge_to_table
+from lsm_lab.merge import ENGINES, merge_to_table
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
 from lsm_lab.table import records
 from lsm_lab.table.records import COMMIT_TIME, DELETE_FLAG, META_COLUMNS, PARTITION_PATH, RECORD_KEY
@@ -189,9 +189,16 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str]) -> tupl
     return sources, all_sorted
 
 
+def check_engine(engine: str | None) -> None:
+    """InputError for an unknown merge engine (checked before the sorted-to-hash fallback can hide it)."""
+    if engine is not None and engine not in ENGINES:
+        raise InputError(f"unknown merge engine {engine!r}; choose one of: {', '.join(ENGINES)}")
+
+
 def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None = None,
                engine: str | None = None) -> pa.Table:
     """The merged rows of one file slice (requested columns plus key, commit time and ordering)."""
+    check_engine(engine)
     needed = _needed_columns(ctx, columns)
     sources, all_sorted = load_sources(ctx, fs, needed)
     chosen = engine or ctx.default_engine()
@@ -363,6 +370,7 @@ def snapshot(ctx: ReadContext, slices: Iterable[FileSlice], *, columns: Sequence
              filter: Any = None, engine: str | None = None,
              progress: Callable[[Iterable[FileSlice]], Iterable[FileSlice]] | None = None) -> pa.Table:
     """Merge every slice and concatenate; apply the filter after the merge."""
+    check_engine(engine)
     out_cols = list(columns) if columns is not None else list(ctx.full_schema.names)
     expr = filter_expression(filter)
     needed_for_filter: list[str] = []

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 import pyarrow as pa
@@ -42,6 +42,10 @@ from lsm_lab.timeline.instant import (
     COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, WRITE_ACTIONS, Instant, normalize_time,
 )
 from lsm_lab.timeline.metadata import commit_metadata, summarize
+
+
+if TYPE_CHECKING:
+    from lsm_lab.lookup.stats import LookupStats
 
 
 class Table:
@@ -342,7 +346,7 @@ class Table:
                                progress=lambda s: tqdm(s, desc="read", unit="slice", disable=None, leave=False))
 
     def lookup(self, keys: str | Iterable[str], *, as_of: Any = None, columns: Sequence[str] | None = None,
-               stats: Any = None) -> pa.Table:
+               stats: "LookupStats | None" = None) -> pa.Table:
         """Rows with the given record keys (composite keys as `f1:v1,f2:v2`), as of `as_of`.
 
         Equals `read(as_of=as_of, columns=columns)` filtered to those keys (rows
@@ -439,6 +443,7 @@ class Table:
             if not writes or writes[-1].begin_time != begin or current.action not in (COMMIT, DELTA_COMMIT):
                 raise InputError(f"only the latest completed write (commit/deltacommit) can be rolled back; "
                                  f"{current} is not it — use savepoint() and restore() for older instants")
+            rb.drop_plans_reading(self.path, self.active_timeline, begin)
             return [rb.rollback_completed(self.path, self.active_timeline, current)]
 
     def savepoint(self, instant: Any = None, *, user: str | None = None, comment: str = "") -> Instant:

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 from lsm_lab.errors import LsmLabError
 from lsm_lab.layout import naming
@@ -259,7 +260,8 @@ def group_order(files: Iterable[LevelFile]) -> list[tuple[str, str]]:
 
 
 def draw_levels(ax: Axes, files: Sequence[LevelFile], *, size: str, colours: Mapping[str, str],
-                groups: Sequence[tuple[str, str]] | None = None, scale: float | None = None) -> float:
+                groups: Sequence[tuple[str, str]] | None = None, scale: float | None = None,
+                xlabel: str | None = None) -> float:
     """Draw one row of bars per file group into `ax`; returns the widest row (for shared scales).
 
     Each bar is one patch whose gid is ``partition/file name``.
@@ -295,8 +297,10 @@ def draw_levels(ax: Axes, files: Sequence[LevelFile], *, size: str, colours: Map
     ax.set_yticks(range(len(groups)), [group_label(p, fid) for p, fid in groups], fontsize=8)
     ax.set_ylim(len(groups) - 0.5, -0.5)  # first group on top
     ax.set_xlim(0, ref * 1.12)
-    ax.set_xlabel({"rows": "rows", "bytes": "bytes", "files": "files (one unit each)"}[size]
-                  + "   —   L1 base file first, then L0 logs in completion order")
+    unit = {"rows": "rows", "bytes": "bytes", "files": "files (one unit each)"}[size]
+    ax.set_xlabel(unit if xlabel is None else xlabel.format(unit=unit))
+    if size == "files":
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(axis="x", color="#e6e6e6", linewidth=0.6)
     ax.set_axisbelow(True)
     for side in ("top", "right"):
@@ -337,7 +341,8 @@ def plot_levels(table: Any, *, as_of: Any = None, size: str = "rows", title: str
     groups = group_order(files)
     fig = new_figure(10.0, 1.4 + 0.42 * max(len(groups), 1))
     ax = fig.add_subplot()
-    draw_levels(ax, files, size=size, colours=colours, groups=groups)
+    draw_levels(ax, files, size=size, colours=colours, groups=groups,
+                xlabel="{unit}   —   L1 base file first, then L0 logs in completion order")
     name = getattr(table, "name", None)
     head = f"Levels of table {name!r}" if name else "Levels"
     ax.set_title(title or f"{head} ({_when(as_of)}): one row per file group, bars sized by {size}",

@@ -1,0 +1,447 @@
+"""Distributed writes: tag in Spark, one task per file group, the driver commits.
+
+`write(df, path, op)` is `Table.upsert` (insert, delete, bulk_insert) spread
+over Spark. Spark moves and sorts the rows; every file is still written by the
+library's own `write_file_group`, inside a task, so a Spark write and a local
+write store the same records:
+
+    driver                                    Spark
+    ──────                                    ─────
+    open table, check schema (evolve_schema)
+    WriteTransaction.begin  ─► <t>.deltacommit.inflight, snapshot S
+                                              input ─► mapInArrow(prepare): conform, record key,
+                                                       partition path, + row number (input order)
+                                              tag:  lsm_tree  bucket = pmod(crc32(key), n)  (a Spark expression)
+                                                    default   left join with the keys stored in the
+                                                              latest slices (mapInArrow over slices)
+    ◄── count rows per file group ─────────── groupBy(partition, file group).count()
+    file groups → task ordinals, partition metadata
+                                              repartition(G, key whose hash lands in partition = ordinal)
+                                              sortWithinPartitions(key, ordering, row number)
+                                              mapInArrow(write task): dedupe (greatest ordering wins,
+                                                ties to the later row), markers, write_file_group
+                                                with write token <partition>-<stage>-<attempt>
+    ◄── write stats (JSON rows) ───────────── collect()
+    reconcile: delete files of <t> that no stat names (failed or retried attempts)
+    WriteTransaction.commit ─► <t>_<c>.deltacommit  (conflict check under the table lock)
+
+**One file group per task.** The driver numbers the file groups 0..G-1 and
+repartitions by a long whose Spark hash (Murmur3, seed 42) is congruent to
+the ordinal modulo G, so Spark partition *i* holds exactly file group *i*, as
+Hudi's bucket partitioner does. A task that received more than one group
+(never, unless Spark's hash changes) still writes each on its own.
+
+**Retries and failures.** A retried task writes under a new token, so its
+files never collide with the failed attempt's. Each task leaves a marker
+before each file (`services.markers`); before committing, the driver deletes
+every file of the instant that its successful tasks did not report (Hudi's
+marker reconciliation), because readers trust every file of a completed
+instant. A job that fails aborts the transaction: the instant's files and
+markers are deleted, and nothing was ever visible.
+
+Simplified compared with Apache Hudi's Spark writer: no small-file packing or
+insert/update partitioner, no spill of large file groups (a task holds its file
+group's rows in memory, as `Table` does), no speculative-execution guard (a
+zombie attempt that writes after the commit would leave an orphan file, which
+`lsm-lab` rollback or clean removes), and the default layout joins against the
+keys of every partition's latest slices (Hudi prunes by partition and bloom
+filters).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lsm_lab.config import TableConfig
+from lsm_lab.errors import InputError, LsmLabError
+from lsm_lab.layout import naming
+from lsm_lab.layout.fsview import FileSlice
+from lsm_lab.logformat import v2
+from lsm_lab.services import markers, occ
+from lsm_lab.services.lock import table_lock
+from lsm_lab.services.rollback import files_of_instant
+from lsm_lab.spark.jobs import (
+    TaskClock, TaskIdentity, active_session, arrow_schema_for, job_progress, reraise, spark_schema,
+)
+from lsm_lab.table import index, records
+from lsm_lab.table import write as writer
+from lsm_lab.table.read import ReadContext
+from lsm_lab.table.records import DELETE_FLAG, META_COLUMNS, PARTITION_PATH, RECORD_KEY
+from lsm_lab.table.table import Table, open_table
+from lsm_lab.timeline.instant import COMMIT, DELTA_COMMIT, Instant
+from lsm_lab.timeline.metadata import WriteStat, commit_metadata
+
+ROW = "__lsm_row"          # input order, for "ties go to the later row"
+GROUP_KEY = "__lsm_gk"     # bucket number (lsm_tree), file id or "new-<n>" (default layout)
+FILE_ID = "__lsm_fid"      # default layout: the file group already holding the key
+ORDINAL = "__lsm_group"    # the file group's task ordinal 0..G-1
+PART_KEY = "__lsm_pkey"    # a long whose Spark hash puts the row in partition ORDINAL
+_HELPERS = (ROW, GROUP_KEY, FILE_ID, ORDINAL, PART_KEY)
+_NEW_GROUPS = uuid.UUID("0b7a6c52-52d5-4f0e-9d3c-5a1f2e3d4c5b")
+
+TaskHook = Callable[[TaskIdentity], None]
+
+
+# --------------------------------------------------------------------------- Spark's hash, in Python
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+
+def _mix(h1: int, k1: int) -> int:
+    k1 = _rotl((k1 * 0xCC9E2D51) & 0xFFFFFFFF, 15) * 0x1B873593 & 0xFFFFFFFF
+    h1 = _rotl(h1 ^ k1, 13)
+    return (h1 * 5 + 0xE6546B64) & 0xFFFFFFFF
+
+
+def spark_hash_long(value: int, seed: int = 42) -> int:
+    """Spark SQL's `hash(<long>)` (Murmur3 x86_32, seed 42), as a signed 32-bit int."""
+    v = value & 0xFFFFFFFFFFFFFFFF
+    h1 = _mix(_mix(seed, v & 0xFFFFFFFF), v >> 32)
+    h1 ^= 8
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & 0xFFFFFFFF
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & 0xFFFFFFFF
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
+
+
+def partition_keys(n: int) -> list[int]:
+    """For each i < n, a long whose `pmod(hash(long), n)` is i: `repartition(n, key)` sends it to partition i."""
+    out: dict[int, int] = {}
+    candidate = 0
+    while len(out) < n:
+        out.setdefault(spark_hash_long(candidate) % n, candidate)
+        candidate += 1
+    return [out[i] for i in range(n)]
+
+
+# --------------------------------------------------------------------------- what a task needs
+@dataclass(frozen=True)
+class GroupTask:
+    """One file group's share of the write: where it goes and what it holds now."""
+
+    ordinal: int
+    partition: str
+    file_id: str
+    latest: FileSlice | None
+    rows: int  # rows the driver counted for it (before de-duplication)
+
+
+def planned_files(config: TableConfig, base_path: Path, partition: str, file_id: str, latest: FileSlice | None,
+                  instant: str, op: str, token: str) -> list[tuple[str, str]]:
+    """(file name, marker IO type) that `write_file_group` may create (`Table._planned_files`, any token)."""
+    if not config.is_mor:
+        return [(naming.base_file_name(file_id, token, instant), "MERGE" if latest else "CREATE")]
+    if latest is None:
+        return [] if op == "delete" else [(naming.base_file_name(file_id, token, instant), "CREATE")]
+    if config.log_format_version == 1:
+        try:
+            from lsm_lab.interop import compat
+
+            folder = base_path / partition if partition else base_path
+            return [(compat.v1_log_name(config, folder, file_id, token, instant, latest.base_instant), "APPEND")]
+        except (ImportError, LsmLabError):
+            return []
+    return [(naming.log_file_name(file_id, token, instant, 1, delete=op == "delete"), "APPEND")]
+
+
+@dataclass(frozen=True)
+class PrepareTask:
+    """mapInArrow function: normalise a batch and add the record key and partition path (as `write.prepare`)."""
+
+    config: TableConfig
+    user_schema: pa.Schema  # the table schema after this write (the batch's own columns for deletes)
+    is_delete: bool
+    out_schema: pa.Schema   # the Arrow schema Spark expects back
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            table = records.normalize_types(pa.Table.from_batches([batch]))
+            row = table.column(ROW)
+            table = records.conform(table, self.user_schema)
+            keys = records.record_keys(table, self.config.record_key)
+            parts = records.partition_paths(table, self.config.partition_by, hive_style=self.config.hive_style)
+            table = table.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
+            table = table.append_column(ROW, row)
+            yield from table.cast(self.out_schema).to_batches()
+
+
+@dataclass(frozen=True)
+class StoredKeysTask:
+    """mapInArrow function over slice numbers: the record keys each latest slice stores (default layout)."""
+
+    ctx: ReadContext
+    slices: tuple[FileSlice, ...]
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                fs = self.slices[i]
+                keys = writer.slice_keys(fs, self.ctx)
+                n = len(keys)
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([fs.partition] * n, pa.string()), keys.cast(pa.string()),
+                     pa.array([fs.file_id] * n, pa.string())], names=[PARTITION_PATH, RECORD_KEY, FILE_ID])
+
+
+@dataclass(frozen=True)
+class WriteTask:
+    """mapInArrow function: de-duplicate one file group's rows and write them with `write_file_group`."""
+
+    base_path: str
+    config: TableConfig
+    ctx: ReadContext
+    instant: str
+    op: str
+    user_schema: pa.Schema
+    ordering: str | None
+    groups: tuple[GroupTask, ...]
+    hook: TaskHook | None = None
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        clock = TaskClock()
+        parts = [b for b in batches if b.num_rows]
+        if not parts:
+            return
+        table = pa.Table.from_batches(parts)
+        ordinals = pc.unique(table.column(ORDINAL)).to_pylist()
+        out: list[str] = []
+        written = 0
+        for ordinal in sorted(ordinals):
+            rows = table if len(ordinals) == 1 else table.filter(pc.equal(table.column(ORDINAL), ordinal))
+            group = self.groups[ordinal]
+            rows = self._rows(rows)
+            written += rows.num_rows
+            out.extend(json.dumps(s.to_json()) for s in self._write(group, rows, clock.identity))
+        if self.hook is not None:
+            self.hook(clock.identity)
+        report = json.dumps(clock.report(written).to_json())
+        yield pa.RecordBatch.from_arrays([pa.array(out, pa.string()), pa.array([report] * len(out), pa.string())],
+                                         names=["stat", "report"])
+
+    def _rows(self, rows: pa.Table) -> pa.Table:
+        """Back to the table's Arrow types, one row per key (rows arrive sorted by key, ordering, input order)."""
+        user = records.conform(rows, self.user_schema)
+        keyed = user.append_column(RECORD_KEY, rows.column(RECORD_KEY).cast(pa.string())) \
+            .append_column(PARTITION_PATH, rows.column(PARTITION_PATH).cast(pa.string()))
+        ordering = self.ordering if self.ordering in keyed.column_names else None
+        return records.dedupe(keyed, [PARTITION_PATH, RECORD_KEY], ordering, deletes=self.op == "delete")
+
+    def _write(self, group: GroupTask, rows: pa.Table, who: TaskIdentity) -> list[WriteStat]:
+        base = Path(self.base_path)
+        for name, io_type in planned_files(self.config, base, group.partition, group.file_id, group.latest,
+                                           self.instant, self.op, who.token):
+            markers.create_marker(base, self.instant, group.partition, name, io_type)
+        return writer.write_file_group(
+            base_path=base, config=self.config, ctx=self.ctx, partition=group.partition, file_id=group.file_id,
+            rows=rows, latest=group.latest, existing_keys=None, instant=self.instant, op=self.op,
+            task=group.ordinal, token=who.token)
+
+
+# --------------------------------------------------------------------------- driver side
+def _input_frame(spark: Any, config: TableConfig, data: Any, op: str) -> tuple[Any, pa.Schema]:
+    """(Spark DataFrame without meta columns, its Arrow schema); (None, schema) for an empty local batch."""
+    from pyspark.sql import DataFrame
+
+    if isinstance(data, DataFrame):
+        keep = [c for c in data.columns if c not in META_COLUMNS and c != DELETE_FLAG]
+        frame = data.select(*keep)
+        schema = records.normalize_types(arrow_schema_for(frame.schema).empty_table()).schema
+        return frame, pa.schema([pa.field(f.name, f.type, True) for f in schema])
+    if op == "delete" and isinstance(data, (list, tuple)) and data and all(isinstance(k, str) for k in data):
+        if len(config.record_key) != 1 or config.partition_by:
+            raise InputError("delete by plain key strings needs a single-field key and a non-partitioned table; "
+                             "pass rows with the key and partition columns instead")
+        data = [{config.record_key[0]: k} for k in data]
+    table = records.to_arrow(data, what="delete keys" if op == "delete" else "data")
+    if table.num_rows == 0:
+        return None, table.schema
+    try:
+        frame = spark.createDataFrame(table)
+    except Exception as exc:  # noqa: BLE001 - Spark rejects some Arrow types (unsigned ints, ...)
+        raise InputError(f"Spark cannot hold this batch: {str(exc).splitlines()[0]}") from None
+    return frame, table.schema
+
+
+def _evolve(config: TableConfig, current: pa.Schema | None, incoming: pa.Schema, is_delete: bool) -> pa.Schema:
+    """The checks of `write.prepare`, on the schema alone; returns the table schema after the write."""
+    empty = incoming.empty_table()
+    records.check_columns(empty, config.record_key, "record key")
+    records.check_columns(empty, config.partition_by, "partition")
+    ordering = config.ordering_field if config.merge_mode == "EVENT_TIME_ORDERING" else None
+    if ordering and not is_delete:
+        records.check_columns(empty, [ordering], "ordering")
+    if ordering and ordering in incoming.names:
+        v2.validate_ordering_type(incoming.field(ordering).type, ordering)
+    if current is None and is_delete:
+        return pa.schema([])
+    return records.evolve_schema(current, incoming, partial=is_delete)
+
+
+def _with_helpers(schema: pa.Schema) -> pa.Schema:
+    return pa.schema(list(schema) + [pa.field(RECORD_KEY, pa.string()), pa.field(PARTITION_PATH, pa.string()),
+                                     pa.field(ROW, pa.int64())])
+
+
+def _stored_keys(spark: Any, ctx: ReadContext, slices: Sequence[FileSlice]) -> Any:
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    struct = StructType([StructField(PARTITION_PATH, StringType()), StructField(RECORD_KEY, StringType()),
+                         StructField(FILE_ID, StringType())])
+    if not slices:
+        return spark.createDataFrame([], struct)
+    n = len(slices)
+    parallel = max(1, min(n, 2 * spark.sparkContext.defaultParallelism))
+    return spark.range(0, n, 1, parallel).mapInArrow(StoredKeysTask(ctx, tuple(slices)), struct)
+
+
+def reconcile(base_path: Path, instant: str, stats: Sequence[WriteStat]) -> list[str]:
+    """Delete files of `instant` that no write stat names (left by failed or retried task attempts)."""
+    keep = {s.path for s in stats} | {f"{s.partitionPath}/{n}" if s.partitionPath else n
+                                      for s in stats for n in s.logFiles}
+    removed = []
+    for path in files_of_instant(base_path, instant):
+        rel = path.relative_to(base_path).as_posix()
+        if rel not in keep:
+            path.unlink(missing_ok=True)
+            removed.append(rel)
+    return removed
+
+
+def _write_files(spark: Any, table: Table, frame: Any, user_schema: pa.Schema, ctx: ReadContext,
+                 snapshot_groups: Mapping[tuple[str, str], FileSlice], instant: str, op: str, *,
+                 progress: bool | None, hook: TaskHook | None,
+                 max_records_per_group: int = writer.DEFAULT_MAX_RECORDS_PER_GROUP) -> list[WriteStat]:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    config = table.config
+    is_delete = op == "delete"
+    ordering = config.ordering_field if config.merge_mode == "EVENT_TIME_ORDERING" else None
+    prepared_arrow = _with_helpers(user_schema)
+    prepared_struct = spark_schema(prepared_arrow)
+    prepared = frame.withColumn(ROW, F.monotonically_increasing_id()).mapInArrow(
+        PrepareTask(config, user_schema, is_delete, arrow_schema_for(prepared_struct)), prepared_struct)
+    key_bytes = F.crc32(F.col(RECORD_KEY).cast("binary"))
+    desc = f"{op} {instant}"
+
+    with job_progress(spark, f"{desc}: tag", enabled=progress):
+        try:
+            if config.bucket_index:
+                tagged = prepared.withColumn(GROUP_KEY, F.pmod(key_bytes, F.lit(config.num_buckets)).cast("string"))
+                counts = {(r[0], r[1]): int(r[2]) for r in tagged.groupBy(PARTITION_PATH, GROUP_KEY).count().collect()}
+            else:
+                slices = list(snapshot_groups.values())
+                joined = prepared.join(_stored_keys(spark, ctx, slices), [PARTITION_PATH, RECORD_KEY], "left")
+                found = joined.groupBy(PARTITION_PATH, FILE_ID).count().collect()
+                fresh = {r[0]: int(r[2]) for r in found if r[1] is None}
+                counts = {(r[0], r[1]): int(r[2]) for r in found if r[1] is not None}
+                per_partition = {p: max(1, math.ceil(c / max_records_per_group)) for p, c in fresh.items()}
+                for p, c in fresh.items():
+                    for s in range(per_partition[p]):
+                        counts[(p, f"new-{s}")] = c // per_partition[p]
+                slots = F.create_map(*[F.lit(x) for p, k in sorted(per_partition.items()) for x in (p, k)]) \
+                    if per_partition else F.create_map().cast("map<string,int>")
+                new_key = F.concat(F.lit("new-"), F.pmod(key_bytes, F.try_element_at(slots, F.col(PARTITION_PATH)))
+                                   .cast("string"))
+                tagged = joined.withColumn(GROUP_KEY, F.coalesce(F.col(FILE_ID), new_key)).drop(FILE_ID)
+        except Exception as exc:  # noqa: BLE001
+            reraise(exc, f"{op} (tagging)")
+    if not counts:
+        return []
+
+    groups: list[GroupTask] = []
+    for ordinal, (partition, gk) in enumerate(sorted(counts)):
+        records.check_partition_path(partition)
+        if config.bucket_index:
+            fid = index.bucket_file_id(config.name, partition, int(gk))
+        elif gk.startswith("new-"):
+            fid = f"{uuid.uuid5(_NEW_GROUPS, f'{instant}/{partition}/{gk}')}-0"
+        else:
+            fid = gk
+        groups.append(GroupTask(ordinal, partition, fid, snapshot_groups.get((partition, fid)), counts[(partition, gk)]))
+    writer.write_partition_metadata(table.path, sorted({g.partition for g in groups}), instant)
+
+    n = len(groups)
+    keys = partition_keys(n)
+    lookup_struct = StructType([StructField(PARTITION_PATH, StringType()), StructField(GROUP_KEY, StringType()),
+                                StructField(ORDINAL, LongType()), StructField(PART_KEY, LongType())])
+    lookup = spark.createDataFrame([(p, gk, i, keys[i]) for i, (p, gk) in enumerate(sorted(counts))], lookup_struct)
+    ordered = tagged.join(F.broadcast(lookup), [PARTITION_PATH, GROUP_KEY]).drop(GROUP_KEY).repartition(n, PART_KEY)
+    sort_cols = [ORDINAL, RECORD_KEY] + ([ordering] if ordering and ordering in user_schema.names else []) + [ROW]
+    ordered = ordered.sortWithinPartitions(*sort_cols)
+    task = WriteTask(str(table.path), config, ctx, instant, op, user_schema, ordering, tuple(groups), hook)
+    with job_progress(spark, f"{desc}: write", enabled=progress):
+        try:
+            rows = ordered.mapInArrow(task, "stat string, report string").collect()
+        except Exception as exc:  # noqa: BLE001
+            reraise(exc, op)
+    return [WriteStat(**json.loads(r["stat"])) for r in rows]
+
+
+def write(data: Any, path: str | Path, op: str = "upsert", spark: Any = None, *, progress: bool | None = None,
+          task_hook: TaskHook | None = None) -> Instant:
+    """Write a Spark DataFrame (or a pyarrow Table, pandas DataFrame, list of dicts) into the table at `path`.
+
+    `op`: upsert, insert, delete (rows holding the key and partition columns, or
+    a list of key strings) or bulk_insert. The rows stored are those
+    `Table.<op>(data)` would store. Returns the completed instant.
+    `task_hook(identity)` runs in every task after its file group was written
+    (tests inject task failures with it).
+    """
+    if op not in writer.OPERATIONS:
+        raise InputError(f"unknown operation '{op}' (expected one of {', '.join(writer.OPERATIONS)})")
+    table = open_table(path)
+    table._check_writable()
+    spark = active_session(spark)
+    frame, incoming = _input_frame(spark, table.config, data, op)
+    if frame is None:  # an empty local batch: nothing to distribute, the library commits the empty instant
+        return getattr(table, op)(data)
+    current = table.schema
+    user_schema = _evolve(table.config, current, incoming, op == "delete")
+    row_schema = incoming if op == "delete" else user_schema
+    action = DELTA_COMMIT if table.config.is_mor else COMMIT
+    with occ.WriteTransaction(table.path, table.active_timeline, action, {"operationType": op.upper()}) as txn:
+        txn.begin(table.latest_completion)
+        snapshot = txn.snapshot
+        groups = {} if snapshot is None else {(g.partition, g.file_id): g.latest
+                                              for g in table.file_groups(as_of=snapshot)}
+        ctx_schema = user_schema if len(user_schema) else (current or pa.schema([]))
+        ctx = ReadContext(table.path, table.config, ctx_schema, table.completion_map(snapshot), snapshot)
+        stats = _write_files(spark, table, frame, pa.schema([pa.field(f.name, f.type, True) for f in row_schema]),
+                             ctx, groups, txn.begin_time, op, progress=progress, hook=task_hook)
+        reconcile(table.path, txn.begin_time, stats)
+        schema = user_schema if len(user_schema) else (current or pa.schema([]))
+        with table_lock(table.path):  # the schema committed meanwhile, plus this write's new columns
+            if len(schema):
+                schema = occ.merge_schemas(table.schema, schema)
+            extra = {writer.SCHEMA_KEY: writer.schema_to_text(schema)} if len(schema) else {}
+            done = txn.commit(commit_metadata(stats, operation=op, extra=extra))
+    _after_write(table, spark, progress)
+    return done
+
+
+def _after_write(table: Table, spark: Any, progress: bool | None) -> None:
+    """Inline table services of hoodie.properties; an inline compaction runs on Spark too."""
+    from lsm_lab.services import archiver, clean, compaction
+
+    due, _ = compaction.inline_due(table)
+    if due:
+        from lsm_lab.spark.compact import compact
+
+        compact(table.path, spark=spark, strategy=compaction.inline_strategy(table.config.props), progress=progress)
+    clean.maybe_clean(table)
+    archiver.maybe_archive(table)
+
+
+__all__ = ["GroupTask", "PrepareTask", "StoredKeysTask", "TaskHook", "WriteTask", "partition_keys",
+           "planned_files", "reconcile", "spark_hash_long", "write"]

@@ -1,0 +1,30 @@
+"""One local SparkSession for every Spark test of the run (a cold start costs 10-30 s).
+
+`local[2,3]`: two cores, and a failed task is tried up to three times, so
+tests can inject a failure into the first attempt and watch the retry.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+
+SPARK_CONF = {
+    "spark.master": "local[2,3]",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.driver.memory": "1g",
+}
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    from lsm_lab.spark.session import SparkSetupError, session
+
+    try:
+        s = session("lsm_lab-tests", **SPARK_CONF)
+    except SparkSetupError as exc:
+        pytest.skip(str(exc))
+    yield s
+    s.stop()

@@ -1,0 +1,51 @@
+"""Smoke test of the lookup benchmark at a tiny size: it builds its tables, agrees across layouts,
+and writes the records the README quotes (layout, seconds, bytes_read, files_opened)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lsm_lab import cli
+from lsm_lab.bench.lookup import BenchParams, build_tables, cumulative_tradeoff, run_lookups
+
+
+def test_lookup_benchmark_smoke(tmp_path: Path) -> None:
+    saved = build_tables(tmp_path, BenchParams(rows=3000, logs=2, buckets=2), log=lambda *_: None)
+    records = run_lookups(tmp_path, saved, lookups=4, log=lambda *_: None)
+    measured = [r for r in records if r["layout"] != "ratio" and r["mode"] != "table_lookup"]
+    assert {r["layout"] for r in measured} == {"lsm_tree", "default", "default_unsorted"}
+    for r in measured:
+        assert {"layout", "seconds", "bytes_read", "files_opened"} <= set(r)
+        assert r["seconds"] > 0
+    by = {(r["layout"], r["mode"], r["cache"], r["keys"]): r for r in measured}
+    assert by[("lsm_tree", "lookup", "warm", "present")]["found"] == 4
+    assert by[("lsm_tree", "lookup", "warm", "absent")]["found"] == 0
+    assert by[("lsm_tree", "lookup", "warm", "absent")]["files_opened"] == 0  # blooms
+    assert (by[("lsm_tree", "lookup", "warm", "present")]["bytes_read"]
+            < by[("default_unsorted", "no_bloom", "warm", "present")]["bytes_read"])
+    assert any(r["layout"] == "ratio" for r in records)
+    # a second run reuses the tables
+    assert build_tables(tmp_path, BenchParams(rows=3000, logs=2, buckets=2), log=lambda *_: None) == saved
+
+
+def test_cumulative_tradeoff_smoke() -> None:
+    records = cumulative_tradeoff(base_keys=5000, log_keys=500, logs=(1, 8), queries=2000)
+    blooms = {r["logs"]: r for r in records if "per_file_probes" in r}
+    assert blooms[8]["per_file_probes"] == 9
+    assert blooms[8]["cumulative_reads_present"] == 9  # a per-slice "maybe" does not say which file
+    assert blooms[8]["cumulative_keys_hashed_per_commit"] > 10 * blooms[8]["per_file_keys_hashed_per_commit"]
+    assert blooms[8]["carried_fpp"] > blooms[1]["carried_fpp"]  # OR-ed forward, it fills up
+    ranges = [r for r in records if r.get("range_keys") == "time_ordered"]
+    assert all(r["per_file_fraction_of_files_skipped"] > r["cumulative_fraction_of_files_skipped"] for r in ranges)
+
+
+def test_bench_lookup_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.json"
+    assert cli.main(["bench", "lookup", "--rows", "2000", "--lookups", "2", "--logs", "1",
+                     "--dir", str(tmp_path / "t"), "--json", str(out)]) == 0
+    records = json.loads(out.read_text())
+    assert any(r["layout"] == "lsm_tree" for r in records)
+    assert "ratio" in capsys.readouterr().out
