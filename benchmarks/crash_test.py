@@ -134,7 +134,8 @@ def run(kills: int, *, workdir: Path | None = None, seed: int = 0, max_delay: fl
     applied = 0  # batches the table holds
     states = {0: model(0)}
     started = time.monotonic()
-    stats = {"kills": 0, "batches": 0, "unacked_commits": 0, "pending_at_kill": 0, "killed_in": {}}
+    stats: dict[str, Any] = {"kills": 0, "batches": 0, "unacked_commits": 0, "pending_at_kill": 0,
+                             "killed_in": {}}
     env = dict(os.environ, TQDM_DISABLE="1", PYTHONUNBUFFERED="1")
     for k in range(kills):
         proc = subprocess.Popen([sys.executable, __file__, "--child", str(path), str(applied), str(ack)],
@@ -156,8 +157,9 @@ def run(kills: int, *, workdir: Path | None = None, seed: int = 0, max_delay: fl
         table = lsm_lab.open_table(path)
         pending = [i for i in table.instants() if not i.is_completed]
         stats["pending_at_kill"] += bool(pending)
-        for inst in pending:
-            stats["killed_in"][inst.action] = stats["killed_in"].get(inst.action, 0) + 1
+        for inst in pending:  # "compaction requested" is a plan waiting; "... inflight" was cut short
+            what = f"{inst.action} {inst.state.value}"
+            stats["killed_in"][what] = stats["killed_in"].get(what, 0) + 1
         _check_files(table)
         got = _snapshot(table)
         matched = None

@@ -154,3 +154,13 @@ def test_union_is_the_or_and_fills_up() -> None:
     with pytest.raises(InputError):
         a.union(BloomFilter.build(["x"], 0.01))
     assert math.isclose(u.fill_ratio, 1 - (1 - a.fill_ratio) * (1 - b.fill_ratio), rel_tol=0.05)
+
+
+def test_hashing_in_chunks_matches_the_reference() -> None:
+    from lsm_lab.lookup import bloom
+
+    n = bloom._CHUNK + 1000  # crosses a chunk boundary: each chunk is a slice of one Arrow buffer
+    keys = pa.array([f"key-{i}" for i in range(n)], pa.string())
+    h1, h2 = key_hashes(keys)
+    for i in (0, 1, bloom._CHUNK - 1, bloom._CHUNK, n - 1):
+        assert (int(h1[i]), int(h2[i])) == reference_hashes(f"key-{i}")

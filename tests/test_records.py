@@ -198,6 +198,14 @@ def test_dedupe_deletes_without_ordering_win() -> None:
         assert records.dedupe(table, "k", "ts", deletes=True).column("ts").to_pylist() == [None]
 
 
+def test_dedupe_by_partition_and_key() -> None:
+    # a record key is unique within its partition: the same key in two partitions is two records
+    table = pa.table({"p": ["x", "y", "x", "y"], "k": ["a", "a", "a", "b"], "row": range(4)})
+    out = records.dedupe(table, ["p", "k"], None)
+    assert out.to_pylist() == [{"p": "x", "k": "a", "row": 2}, {"p": "y", "k": "a", "row": 1},
+                               {"p": "y", "k": "b", "row": 3}]
+
+
 def test_dedupe_empty() -> None:
     empty = pa.table({"k": pa.array([], pa.string())})
     assert records.dedupe(empty, "k", None).num_rows == 0

@@ -19,7 +19,9 @@ ordering on ``ts`` (greater wins, ties to the later run), and the output row
 count is checked against the number of distinct keys.
 
 Times vary by +-30% between repeats on a small machine: read the ratios to
-the I/O floor *of the same run*. The per-record engines (``loser_tree``,
+the I/O floor *of the same run*. Each record also carries the child's CPU
+seconds (user + system, all threads), which other load on the machine
+disturbs less than wall time, and the 1-minute load average before it ran. The per-record engines (``loser_tree``,
 ``heapq``) need minutes at millions of rows; above ``per_record_cap`` rows they
 run on a separate dataset of ``per_record_cap`` rows (same k and overlap), and
 the table says so. Their comparisons per record are the key comparisons of the

@@ -182,7 +182,7 @@ def build_file_groups(
         slice_logs: dict[int, list[DataFile]] = {i: [] for i in range(len(bases))}
         orphan: list[DataFile] = []  # logs older than every base (or no base at all)
         if compaction_instants:
-            logs = _apply_compacted_logs(logs, completion_of, compaction_instants)
+            logs = apply_compacted_logs(logs, completion_of, compaction_instants)
         for log in logs:
             if log.completion_time == "":  # v6 v1 log: the name carries the base instant
                 key = normalize_time(log.instant)
@@ -234,7 +234,7 @@ def compacted_block_times(f: DataFile) -> frozenset[str]:
     return times
 
 
-def _apply_compacted_logs(logs: list[DataFile], completion_of: Mapping[str, str],
+def apply_compacted_logs(logs: list[DataFile], completion_of: Mapping[str, str],
                           compaction_instants: Collection[str]) -> list[DataFile]:
     """Drop the logs replaced by visible compacted logs; move each compacted log to its place.
 

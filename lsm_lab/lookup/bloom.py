@@ -126,14 +126,15 @@ def _hash_chunk(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     data_buf = arr.buffers()[2]
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
     # 8 zero bytes of slack, then a view holding the little-endian word that starts at *every* byte
-    # offset, so word j of key i is simply at[offsets[i] + 8j] (bytes past the key are masked off)
-    data = np.concatenate([data[: int(offsets[-1]) if n else 0], np.zeros(8, np.uint8)])
+    # offset, so word j of key i is at[offsets[i] - first + 8j] (bytes past the key are masked off)
+    first = int(offsets[0]) if n else 0
+    data = np.concatenate([data[first : int(offsets[-1]) if n else 0], np.zeros(8, np.uint8)])
     at = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
     # keys with more words first: at word position j the active keys are a prefix
     order = np.argsort(-nwords, kind="stable")
     active_after = n - np.cumsum(np.bincount(nwords, minlength=1))  # [j] = keys with more than j words
     sorted_len = lengths[order]
-    starts = offsets[:-1][order]
+    starts = offsets[:-1][order] - first
     h = sorted_len.astype(np.uint64) * P1 + SEED
     for j in range(int(nwords.max()) if n else 0):
         cnt = int(active_after[j])

@@ -267,10 +267,19 @@ def reraise(exc: BaseException, what: str) -> None:
         cls = getattr(errors, name, None)
         if isinstance(cls, type) and issubclass(cls, LsmLabError):
             raise cls(message.strip()) from exc
+    raise SparkJobError(f"{what} failed on Spark: {_first_error_line(text)[:500]}") from exc
+
+
+def _first_error_line(text: str) -> str:
+    """The Python exception line of a worker traceback inside Spark's message, else its first error line."""
+    in_traceback = False
+    for line in text.splitlines():
+        if "Traceback (most recent call last)" in line:
+            in_traceback = True
+        elif in_traceback and line.strip() and not line.startswith((" ", "\t")):
+            return line.strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    tail = next((ln for ln in reversed(lines) if re.match(r"^\w+(\.\w+)*(Error|Exception):", ln)),
-                lines[0] if lines else type(exc).__name__)
-    raise SparkJobError(f"{what} failed on Spark: {tail[:500]}") from exc
+    return next((ln for ln in lines if re.match(r"^[\w.]+(Error|Exception):", ln)), lines[0] if lines else "unknown")
 
 
 __all__ = [

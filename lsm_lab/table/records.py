@@ -8,7 +8,7 @@ Arrow kernels (no per-row Python):
       │ check_schema        same names and types as the table; new nullable columns allowed
       │ record_keys         "uuid-1"  or  "id:7,name:x" for composite keys (Hudi's complex keygen)
       │ partition_paths     "chennai" or "city=chennai";  a/b for composite partitions
-      │ dedupe              one row per key: greatest ordering value, ties to the later row
+      │ dedupe              one row per (partition, key): greatest ordering value, ties to the later row
       ▼ sort_by_key         UTF-8 byte order of the record key (lsm_tree layout)
 
 Partition values become folder names, so a value containing `/`, `\\`, `..`, a

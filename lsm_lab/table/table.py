@@ -125,15 +125,18 @@ class Table:
         """
         rows = []
         items = [(i, False) for i in self.instants()]
+        old_meta: dict[str, dict[str, Any]] = {}
         if archived:
-            items = [(i, True) for i in self.archived_instants()] + items
+            old = self.archived_instants()
+            old_meta = self.archived_timeline.read_metadata_many(i.begin_time for i in old if i.is_write)
+            items = [(i, True) for i in old] + items
         for inst, is_old in items:
             row: dict[str, Any] = {"begin_time": inst.begin_time, "completion_time": inst.completion_time,
                                    "action": inst.action, "state": inst.state.value}
             stats = {"operation": None, "partitions": 0, "files": 0, "records_written": 0, "records_inserted": 0,
                      "records_updated": 0, "records_deleted": 0, "bytes_written": 0}
             if inst.is_completed and inst.is_write:
-                meta = self.instant_metadata(inst)
+                meta = old_meta[inst.begin_time] if is_old else self.instant_metadata(inst)
                 stats.update(summarize(meta))
                 stats["operation"] = meta.get("operationType")
             row.update(stats)

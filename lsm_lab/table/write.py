@@ -76,7 +76,7 @@ class PreparedBatch:
 
 
 def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) -> PreparedBatch:
-    """Normalise, validate, key, partition and de-duplicate a batch (sorted by key)."""
+    """Normalise, validate, key, partition and de-duplicate a batch (sorted by partition, then key)."""
     if op not in OPERATIONS:
         raise InputError(f"unknown operation '{op}' (expected one of {', '.join(OPERATIONS)})")
     is_delete = op == "delete"

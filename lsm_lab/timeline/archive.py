@@ -217,6 +217,21 @@ class ArchivedTimeline:
         data = self._bytes(begin_time, "metadata") or b""
         return decode_instant_content(data, path=str(self.folder))
 
+    def read_metadata_many(self, begin_times: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Completed metadata of many archived instants, reading each Parquet file once."""
+        wanted = set(begin_times)
+        by_file: dict[str, set[str]] = {}
+        for row in self.rows():
+            if row.begin_time in wanted:
+                by_file.setdefault(row.file, set()).add(row.begin_time)
+        out: dict[str, dict[str, Any]] = {}
+        for name, times in by_file.items():
+            table = pq.read_table(self.folder / name, columns=["instantTime", "metadata"])
+            for begin, data in zip(table.column("instantTime").to_pylist(), table.column("metadata").to_pylist()):
+                if begin in times:
+                    out[begin] = decode_instant_content(data or b"", path=str(self.folder / name))
+        return out
+
     def read_plan(self, begin_time: str) -> dict[str, Any] | None:
         data = self._bytes(begin_time, "plan")
         return decode_instant_content(data, path=str(self.folder)) if data else None

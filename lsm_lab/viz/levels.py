@@ -31,8 +31,10 @@ their prefixes (`KeyScale`): take the characters seen in the first 12
 characters of every drawn key, give each its rank in that sorted alphabet
 (0 is kept for "end of key"), and read a key as a fraction in that base. Two
 keys keep their order, and for keys with random characters (UUIDs, hashes)
-distances are proportional to how much key space lies between them. Tick
-labels are real boundary keys (their first 8 characters), never invented ones.
+distances are proportional to how much key space lies between them. The end
+ticks are the smallest and largest key drawn (first 8 characters); the ticks
+between them sit exactly where a one-character prefix falls ("8…" is where
+keys starting with "8" begin).
 
 Both pictures are drawn from `level_files`, plain per-file facts computed by
 the library (`Table.file_groups` and `table.inspect.file_facts`), so
@@ -295,7 +297,7 @@ def draw_levels(ax: Axes, files: Sequence[LevelFile], *, size: str, colours: Map
         logs = sum(1 for f in members if f.level == "L0")
         ax.text(x + gap, y, f"L0×{logs}" if logs else "no L0", va="center", fontsize=8, color="#444444")
     ax.set_yticks(range(len(groups)), [group_label(p, fid) for p, fid in groups], fontsize=8)
-    ax.set_ylim(len(groups) - 0.5, -0.5)  # first group on top
+    ax.set_ylim(max(len(groups), 1) - 0.5, -0.5)  # first group on top
     ax.set_xlim(0, ref * 1.12)
     unit = {"rows": "rows", "bytes": "bytes", "files": "files (one unit each)"}[size]
     ax.set_xlabel(unit if xlabel is None else xlabel.format(unit=unit))
@@ -373,25 +375,30 @@ class KeyScale:
         for c in str(key)[: self.DEPTH]:
             unit /= self.base
             rank = self._rank.get(c)
-            if rank is None:  # a character never seen: between its neighbours
-                rank = bisect.bisect_left(self.alphabet, c) + 0.5
+            if rank is None:  # a character never seen: halfway between its neighbours, and stop there
+                return x + (bisect.bisect_left(self.alphabet, c) + 0.5) * unit
             x += rank * unit
         return x
 
 
 def _key_ticks(keys: Sequence[str], scale: KeyScale, lo: float, hi: float, n: int = 5) -> tuple[list[float], list[str]]:
-    pos = sorted({(scale(k), k) for k in keys})
-    if not pos:
+    """Ticks at the smallest and largest key, and between them at one-character prefixes ("8…")."""
+    if not keys:
         return [], []
-    xs = [p for p, _ in pos]
-    ticks: list[tuple[float, str]] = []
-    for i in range(n):
-        target = lo + (hi - lo) * i / max(n - 1, 1)
-        j = min(range(len(xs)), key=lambda idx: abs(xs[idx] - target))
-        if all(abs(xs[j] - t) > 0.08 * (hi - lo or 1) for t, _ in ticks):
-            ticks.append(pos[j])
-    ticks.sort()
-    return [t for t, _ in ticks], [k[:8] + ("…" if len(k) > 8 else "") for _, k in ticks]
+    span = (hi - lo) or 1.0
+    first, last = min(keys, key=scale), max(keys, key=scale)
+    ticks: list[tuple[float, str]] = [(scale(first), first[:8] + ("…" if len(first) > 8 else "")),
+                                      (scale(last), last[:8] + ("…" if len(last) > 8 else ""))]
+    inner = [(scale(c), c + "…") for c in scale.alphabet if lo < scale(c) < hi]
+    for i in range(1, n - 1):
+        if not inner:
+            break
+        target = lo + span * i / (n - 1)
+        x, label = min(inner, key=lambda t: abs(t[0] - target))
+        if all(abs(x - t) > 0.1 * span for t, _ in ticks):
+            ticks.append((x, label))
+    ticks = sorted(set(ticks))
+    return [t for t, _ in ticks], [label for _, label in ticks]
 
 
 def plot_key_ranges(table: Any, *, as_of: Any = None, partition: str | None = None,

@@ -1,0 +1,389 @@
+"""Benchmark: full compaction on Spark — sorted merge vs hash merge vs what a Spark user would write.
+
+    table:  MERGE_ON_READ, lsm_tree, 16 file groups (buckets), one partition
+            base (L1) of N rows  +  k log files (L0) per file group, holding `updates` x N updated rows
+            columns key (21 hex chars), ts (int64, the ordering field), fare, rider, city
+
+    contender        what runs                                                 per-task memory
+    ─────────        ─────────                                                 ───────────────
+    sorted           lsm_lab.spark.compact(merge="sorted"): 16 tasks, each     O(k x batch)
+                     streams base + k logs through the sorted engine
+    hash             lsm_lab.spark.compact(merge="hash"): 16 tasks, each       O(log records + output)
+                     folds the logs into a map, streams the base (Hudi's way)
+    window           a Spark user's job: read every base and log file,         JVM only (no Python)
+                     row_number() over (partition by key order by ts desc,
+                     commit time desc) = 1, write Parquet
+    local_sorted /   the library's own `Table.compact` in one Python process   whole process
+    local_hash       (`--engine local`), for the Spark overhead
+
+Every contender compacts its own copy of the same table, in one Spark session
+(started once, not timed: ~10-30 s here). `seconds` is wall time from asking
+to the completed instant (planning and commit included); `peak_rss_mib` is the
+largest peak RSS of a Python worker over the tasks, measured inside each task
+with `getrusage(RUSAGE_SELF).ru_maxrss` — Python-worker reuse is switched off
+(`spark.python.worker.reuse=false`) so that every task runs in a fresh worker
+and the figure is not cumulative. `start_rss_mib` is the worker's RSS when the
+task began (interpreter, pyarrow, lsm_lab), so `peak_rss_mib - start_rss_mib`
+is what the merge itself added. `jvm_peak_mib` is the driver JVM's VmHWM over
+the contender (reset before it). The window baseline runs no Python worker.
+
+The targets of the issue (at 8M rows): sorted at most 0.5x hash's time and at
+most 0.1x its per-task memory; `summarize_targets` checks both, per k.
+
+Simplified compared with a real benchmark harness: one repeat by default, the
+machine's page cache is not dropped, local mode (executors share the driver
+JVM); on a 2-core machine the 16 tasks run two at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+CONTENDERS = ("sorted", "hash", "window")
+LOCAL_CONTENDERS = ("local_sorted", "local_hash")
+FILE_GROUPS = 16
+CITIES = ("san_francisco", "sao_paulo", "chennai", "amsterdam", "new_york", "tokyo", "lagos", "berlin")
+BENCH_CONF = {
+    "spark.master": "local[2]",
+    "spark.python.worker.reuse": "false",
+    "spark.sql.shuffle.partitions": str(FILE_GROUPS),
+    "spark.default.parallelism": "2",
+    "spark.driver.memory": "4g",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
+}
+
+
+# --------------------------------------------------------------------------- the table
+def _rows_frame(spark: Any, ids: Any, ts_offset: int, seed: int) -> Any:
+    from pyspark.sql import functions as F
+
+    cities = F.array(*[F.lit(c) for c in CITIES])
+    return ids.select(
+        F.substring(F.sha2(F.col("id").cast("string"), 256), 1, 21).alias("key"),
+        (F.lit(ts_offset) + F.col("id")).cast("long").alias("ts"),
+        F.round(F.rand(seed) * 100, 2).alias("fare"),
+        F.concat(F.lit("rider-"), F.char(F.lit(65) + F.col("id") % 26)).alias("rider"),
+        F.element_at(cities, (F.col("id") % len(CITIES) + 1).cast("int")).alias("city"),
+    )
+
+
+def make_base(spark: Any, path: Path, rows: int, *, progress: bool | None = None) -> Path:
+    """A new MOR lsm_tree table of `rows` rows in FILE_GROUPS base files, written with `lsm_lab.spark.write`."""
+    from lsm_lab.spark import write
+    from lsm_lab.table.table import create_table
+
+    if path.exists():
+        shutil.rmtree(path)
+    create_table(path, name="bench", record_key="key", ordering_field="ts", table_type="MERGE_ON_READ",
+                 layout="lsm_tree", num_buckets=FILE_GROUPS)
+    parts = max(2, rows // 500_000)
+    write(_rows_frame(spark, spark.range(0, rows, 1, parts), 1_000_000_000, 1), path, op="bulk_insert",
+          spark=spark, progress=progress)
+    return path
+
+
+def add_logs(spark: Any, path: Path, rows: int, k: int, updates: float, *, seed: int = 7,
+             progress: bool | None = None) -> int:
+    """k upserts, each updating a random `updates / k` of the keys: one more log file per file group each.
+
+    Returns the number of updated rows written (over all k logs).
+    """
+    from pyspark.sql import functions as F
+
+    from lsm_lab.spark import write
+
+    total = 0
+    parts = max(2, rows // 500_000)
+    for r in range(k):
+        ids = spark.range(0, rows, 1, parts).where(F.rand(seed + r) < updates / k)
+        frame = _rows_frame(spark, ids, 2_000_000_000 + r * 100_000_000, seed + 100 + r)
+        done = write(frame, path, op="upsert", spark=spark, progress=progress)
+        from lsm_lab.table.table import open_table
+
+        meta = open_table(path).instant_metadata(done)
+        total += sum(s["numWrites"] for stats in meta["partitionToWriteStats"].values() for s in stats)
+    return total
+
+
+# --------------------------------------------------------------------------- contenders
+def _spark_compact(spark: Any, path: Path, merge: str, progress: bool | None) -> dict[str, Any]:
+    from lsm_lab.spark.compact import run_compaction
+    from lsm_lab.table.table import open_table
+
+    run = run_compaction(path, spark=spark, strategy="full", merge=merge, progress=progress)
+    if run.instant is None:
+        raise RuntimeError("nothing was compacted")
+    meta = open_table(path).instant_metadata(run.instant)
+    rows_out = sum(s["numWrites"] for stats in meta["partitionToWriteStats"].values() for s in stats)
+    starts = [r.start_rss_mib for r in run.reports]
+    deltas = [r.peak_rss_mib - r.start_rss_mib for r in run.reports]
+    return {"seconds": run.seconds, "peak_rss_mib": run.peak_rss_mib, "start_rss_mib": max(starts),
+            "peak_delta_mib": max(deltas), "tasks": len(run.reports), "rows_out": rows_out,
+            "task_seconds_max": max(r.seconds for r in run.reports)}
+
+
+def _window(spark: Any, path: Path, out: Path) -> dict[str, Any]:
+    """What a Spark user writes: read every file of the latest slices, keep the newest row per key, write."""
+    import pyarrow.parquet as pq
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from lsm_lab.spark.jobs import table_uri
+    from lsm_lab.table.table import open_table
+
+    t0 = time.perf_counter()
+    files = [table_uri(f.path) for fs in open_table(path).latest_slices() for f in fs.files]
+    frame = spark.read.parquet(*files)
+    newest = Window.partitionBy("_hoodie_record_key").orderBy(F.col("ts").desc(), F.col("_hoodie_commit_time").desc())
+    kept = frame.withColumn("_rn", F.row_number().over(newest)).where("_rn = 1").drop("_rn")
+    kept.write.mode("overwrite").parquet(table_uri(out))
+    seconds = time.perf_counter() - t0
+    rows_out = sum(pq.read_metadata(p).num_rows for p in out.glob("*.parquet"))
+    return {"seconds": seconds, "peak_rss_mib": None, "start_rss_mib": None, "peak_delta_mib": None,
+            "tasks": None, "rows_out": rows_out}
+
+
+def _local_child(path: str, merge: str) -> dict[str, Any]:
+    """In a child process: `Table.compact(strategy="full", merge=...)`; time and the process's peak RSS."""
+    import resource
+
+    from lsm_lab.table.table import open_table
+
+    table = open_table(path)
+    t0 = time.perf_counter()
+    done = table.compact(strategy="full", merge=merge, progress=False)
+    seconds = time.perf_counter() - t0
+    assert done is not None
+    meta = table.instant_metadata(done)
+    rows_out = sum(s["numWrites"] for stats in meta["partitionToWriteStats"].values() for s in stats)
+    return {"seconds": seconds, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "rows_out": rows_out, "tasks": 1}
+
+
+def _local(path: Path, merge: str) -> dict[str, Any]:
+    spec = json.dumps({"path": str(path), "merge": merge})
+    out = subprocess.run([sys.executable, "-m", "lsm_lab.bench.compaction", "--child", spec],
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"local compaction failed: {out.stderr.strip().splitlines()[-1:]}")
+    rec = json.loads(out.stdout.strip().splitlines()[-1])
+    rec.update({"start_rss_mib": None, "peak_delta_mib": None})
+    return rec
+
+
+# --------------------------------------------------------------------------- the benchmark
+def run_bench(rows: int, ks: Sequence[int], *, updates: float = 0.2, contenders: Sequence[str] = CONTENDERS,
+              engine: str = "spark", spark: Any = None, data_dir: str | Path | None = None,
+              progress: bool | None = None, log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Build the tables and run every contender for every k; one JSON-able record per (k, contender)."""
+    from lsm_lab.spark.jobs import jvm_peak_mib, jvm_pid
+    from lsm_lab.spark.session import session
+
+    if not 0.0 < updates <= 1.0:
+        raise ValueError("updates must be a fraction in (0, 1]")
+    names = list(contenders) if engine == "spark" else [c for c in contenders if c in LOCAL_CONTENDERS] or \
+        list(LOCAL_CONTENDERS)
+    say = log or (lambda _msg: None)
+    root = Path(data_dir or os.environ.get("LSM_LAB_BENCH_DIR", "/tmp/lsm_lab_bench_compaction"))
+    root.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    spark = spark or session("lsm_lab-bench-compaction", **BENCH_CONF)
+    started = time.perf_counter() - t0
+    pid = jvm_pid(spark)
+    reuse = spark.conf.get("spark.python.worker.reuse", "true")
+    say(f"spark session ready in {started:.1f} s (master {spark.sparkContext.master}, python worker reuse {reuse})")
+    base = root / f"base_{rows}"
+    t1 = time.perf_counter()
+    make_base(spark, base, rows, progress=progress)
+    say(f"base of {rows:,} rows written in {time.perf_counter() - t1:.1f} s")
+    records: list[dict[str, Any]] = []
+    for k in ks:
+        table = root / f"k{k}_{rows}"
+        if table.exists():
+            shutil.rmtree(table)
+        shutil.copytree(base, table)
+        t1 = time.perf_counter()
+        log_rows = add_logs(spark, table, rows, k, updates, progress=progress)
+        say(f"k={k}: {log_rows:,} updated rows in {k} log file(s) per file group, written in "
+            f"{time.perf_counter() - t1:.1f} s")
+        for name in names:
+            work = root / f"run_{name}"
+            if work.exists():
+                shutil.rmtree(work)
+            shutil.copytree(table, work)
+            jvm_peak_mib(pid, reset=True)
+            load = os.getloadavg()[0]
+            say(f"k={k} {name} ...")
+            try:
+                if name in ("sorted", "hash"):
+                    rec = _spark_compact(spark, work, name, progress)
+                elif name == "window":
+                    rec = _window(spark, work, root / "window_out")
+                else:
+                    rec = _local(work, name.split("_", 1)[1])
+            except Exception as exc:  # noqa: BLE001 - a failed contender is a record, not a crash
+                rec = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+                shutil.rmtree(root / "window_out", ignore_errors=True)
+            merge = name.split("_", 1)[1] if name.startswith("local_") else name
+            rec = {"engine": "local" if name.startswith("local_") else "spark", "merge": merge, "rows": rows,
+                   "k": k, "updates": updates, "log_rows": log_rows, **rec,
+                   "jvm_peak_mib": None if name.startswith("local_") else jvm_peak_mib(pid),
+                   "load_1m_before": round(load, 2), "session_start_seconds": round(started, 1)}
+            if "seconds" in rec:
+                rec["rows_per_s"] = rows / rec["seconds"]
+                rec["rows_ok"] = rec.get("rows_out") == rows
+                peak = rec.get("peak_rss_mib")
+                say(f"  {rec['seconds']:.2f} s, peak RSS per task {'-' if peak is None else round(peak)} MiB")
+            else:
+                say(f"  {rec['error']}")
+            records.append(rec)
+        shutil.rmtree(table, ignore_errors=True)
+    return records
+
+
+def format_table(records: Sequence[dict[str, Any]]) -> str:
+    head = (f"{'k':>3} {'engine':<6} {'merge':<7} {'rows':>10} {'seconds':>8} {'Mrows/s':>8} {'peak MiB':>9} "
+            f"{'start MiB':>9} {'+merge':>7} {'JVM MiB':>8}  notes")
+    lines = [head, "-" * len(head)]
+
+    def num(v: Any, fmt: str) -> str:
+        return "-" if v is None else format(v, fmt)
+
+    for r in records:
+        if "error" in r:
+            lines.append(f"{r['k']:>3} {r['engine']:<6} {r['merge']:<7} ERROR {r['error']}")
+            continue
+        notes = "" if r.get("rows_ok") else f"ROW COUNT {r.get('rows_out')} != {r['rows']}"
+        lines.append(f"{r['k']:>3} {r['engine']:<6} {r['merge']:<7} {r['rows']:>10,} {r['seconds']:>8.2f} "
+                     f"{r['rows_per_s'] / 1e6:>8.2f} {num(r['peak_rss_mib'], '9.0f'):>9} "
+                     f"{num(r.get('start_rss_mib'), '9.0f'):>9} {num(r.get('peak_delta_mib'), '7.0f'):>7} "
+                     f"{num(r.get('jvm_peak_mib'), '8.0f'):>8}  {notes}")
+    return "\n".join(lines)
+
+
+def summarize_targets(records: Sequence[dict[str, Any]]) -> list[str]:
+    """The issue's targets per k: sorted <= 0.5x hash's time, <= 0.1x its per-task peak memory."""
+    out = []
+    for k in sorted({r["k"] for r in records}):
+        by = {r["merge"]: r for r in records if r["k"] == k and r["engine"] == "spark" and "error" not in r}
+        if "sorted" not in by or "hash" not in by:
+            continue
+        s, h = by["sorted"], by["hash"]
+        t = s["seconds"] / h["seconds"]
+        out.append(f"k={k}: time sorted/hash = {t:.2f} (target <= 0.5) {'OK' if t <= 0.5 else 'MISSED'}")
+        m = s["peak_rss_mib"] / h["peak_rss_mib"]
+        out.append(f"k={k}: peak RSS per task sorted/hash = {m:.2f} (target <= 0.1) {'OK' if m <= 0.1 else 'MISSED'}"
+                   f"; above the worker's start: {s['peak_delta_mib']:.0f} vs {h['peak_delta_mib']:.0f} MiB "
+                   f"= {s['peak_delta_mib'] / max(h['peak_delta_mib'], 1e-9):.2f}")
+        if "window" in by:
+            out.append(f"k={k}: time sorted/window = {s['seconds'] / by['window']['seconds']:.2f}")
+    return out
+
+
+def plot(records: Sequence[dict[str, Any]], out: str | Path) -> Path:
+    """Seconds and per-task peak RSS against k, one line per contender, saved as a PNG."""
+    try:
+        from lsm_lab.viz._style import INSTANT_PALETTE, new_figure
+
+        fig = new_figure(11, 4.2)
+        palette = INSTANT_PALETTE
+    except ImportError:  # pragma: no cover - viz is part of the package
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(11, 4.2))
+        palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd")
+    ok = [r for r in records if "error" not in r]
+    series = sorted({(r["engine"], r["merge"]) for r in ok})
+    ax1, ax2 = fig.subplots(1, 2)
+    for i, (engine, merge) in enumerate(series):
+        pts = sorted((r["k"], r) for r in ok if (r["engine"], r["merge"]) == (engine, merge))
+        label = f"{merge}" if engine == "spark" else f"{merge} ({engine})"
+        colour = palette[i % len(palette)]
+        ax1.plot([k for k, _ in pts], [r["seconds"] for _, r in pts], "o-", color=colour, label=label)
+        mem = [(k, r["peak_rss_mib"]) for k, r in pts if r.get("peak_rss_mib") is not None]
+        if mem:
+            ax2.plot([k for k, _ in mem], [m for _, m in mem], "o-", color=colour, label=label)
+    rows = ok[0]["rows"] if ok else 0
+    for ax, title, unit in ((ax1, "full compaction: wall time", "seconds"),
+                            (ax2, "peak RSS of a Python worker (per task)", "MiB")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("k (log files per file group)")
+        ax.set_ylabel(unit)
+        ax.set_title(title, fontsize=10)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"lsm_lab on Spark local[2]: {rows:,} rows, {FILE_GROUPS} file groups", fontsize=11)
+    fig.tight_layout()
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    return path
+
+
+# --------------------------------------------------------------------------- command line
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options shared by `lsm-lab bench compaction` and benchmarks/bench_compaction_spark.py."""
+    parser.add_argument("--engine", choices=["spark", "local"], default="spark",
+                        help="spark: compaction as Spark tasks (default); local: Table.compact in one process")
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows in the base (default 1M; the issue's "
+                        "targets are at 8M)")
+    parser.add_argument("--k", type=int, nargs="+", default=[1, 4, 16], help="log files per file group (default 1 4 16)")
+    parser.add_argument("--updates", type=float, default=0.2,
+                        help="fraction of the base updated, spread over the k logs (default 0.2)")
+    parser.add_argument("--contenders", nargs="+", choices=CONTENDERS + LOCAL_CONTENDERS, default=None,
+                        help="default: sorted hash window (spark), local_sorted local_hash (local)")
+    parser.add_argument("--data-dir", default=None, help="work folder (default /tmp/lsm_lab_bench_compaction)")
+    parser.add_argument("--json", dest="json_out", default=None, help="write the records as JSON here")
+    parser.add_argument("--plot", default=None, help="save a PNG of seconds and memory against k here")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    contenders = args.contenders or (CONTENDERS if args.engine == "spark" else LOCAL_CONTENDERS)
+    if args.engine == "local":  # the tables are still built with Spark; the compactions run in child processes
+        contenders = [c if c.startswith("local_") else f"local_{c}" for c in contenders if c != "window"]
+    records = run_bench(args.rows, args.k, updates=args.updates, contenders=contenders, engine=args.engine,
+                        data_dir=args.data_dir, progress=False if args.no_progress else None, log=log)
+    print(f"compaction benchmark: engine={args.engine} rows={args.rows:,} k={args.k} updates={args.updates} "
+          f"file groups={FILE_GROUPS} cores={os.cpu_count()}")
+    print(format_table(records))
+    for line in summarize_targets(records):
+        print(line)
+    if args.json_out:
+        Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json_out).write_text(json.dumps(records, indent=2, default=str))
+        print(f"records written to {args.json_out}")
+    if args.plot:
+        print(f"plot written to {plot(records, args.plot)}")
+    return 0 if all("error" not in r for r in records) else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m lsm_lab.bench.compaction` / benchmarks/bench_compaction_spark.py."""
+    parser = argparse.ArgumentParser(prog="bench_compaction_spark", description=(__doc__ or "").split("\n\n")[0])
+    add_arguments(parser)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        spec = json.loads(args.child)
+        print(json.dumps(_local_child(spec["path"], spec["merge"])))
+        return 0
+    return run_from_args(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
