@@ -207,7 +207,7 @@ class TableMachine(RuleBasedStateMachine):
 def _case(table_type: str, layout: str) -> type:
     machine = type(f"Machine_{table_type}_{layout}", (TableMachine,), {"table_type": table_type, "layout": layout})
     case = machine.TestCase
-    case.settings = settings(max_examples=15, stateful_step_count=8, deadline=None, derandomize=True,
+    case.settings = settings(max_examples=12, stateful_step_count=8, deadline=None, derandomize=True,
                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     return case
 

@@ -1,0 +1,133 @@
+"""The notebook series is committed clean and follows the chapter template.
+
+Executing the chapters is nbmake's job (`make test` runs `pytest --nbmake notebooks`); this file
+checks what a reader sees in the repository without running anything:
+
+* every notebook is stripped (no outputs, execution counts or widget state — the same check as
+  `tools/strip_notebooks.py --check`) and uses the `python3` kernel;
+* chapters are numbered `NN_name.ipynb` (fastcore style: `03a_name` inserts a topic after 03),
+  from 00 with no gap;
+* every chapter has, in this order: a title; what you will learn ("By the end of this
+  chapter…"); the core invariant in bold; a "Predict before you run" cell followed by the code
+  cell that reveals the answer; a checkpoint code cell that asserts; "Test your understanding"
+  with at least two questions.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+NAME = re.compile(r"^(?P<num>\d{2})(?P<insert>[a-z]?)_[a-z0-9]+(?:_[a-z0-9]+)*\.ipynb$")
+ALL = sorted(p for p in NOTEBOOKS.glob("*.ipynb"))
+
+
+def _strip_tool():
+    spec = importlib.util.spec_from_file_location("strip_notebooks", ROOT / "tools" / "strip_notebooks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def _text(cell: nbformat.NotebookNode) -> str:
+    return cell.source if isinstance(cell.source, str) else "".join(cell.source)
+
+
+def _first(cells: list, pred, start: int = 0) -> int | None:
+    return next((i for i in range(start, len(cells)) if pred(cells[i])), None)
+
+
+def _md(pattern: str, flags: int = re.IGNORECASE):
+    rx = re.compile(pattern, flags)
+    return lambda c: c.cell_type == "markdown" and rx.search(_text(c)) is not None
+
+
+def test_there_are_chapters():
+    assert ALL, f"no notebooks in {NOTEBOOKS}"
+
+
+def test_numbered_from_00_without_gaps():
+    numbers = []
+    for path in ALL:
+        m = NAME.match(path.name)
+        assert m, f"{path.name}: chapters are named NN_name.ipynb (lower case, digits, '_'; NNa_ for an insert)"
+        numbers.append(int(m["num"]))
+    main = sorted({n for n, p in zip(numbers, ALL) if not NAME.match(p.name)["insert"]})
+    assert main == list(range(len(main))), f"chapter numbers must run 00, 01, 02, … without gaps: {main}"
+    inserts = {n for n, p in zip(numbers, ALL) if NAME.match(p.name)["insert"]}
+    assert inserts <= set(main), f"an inserted chapter (NNa_) needs chapter NN: {sorted(inserts - set(main))}"
+    assert len({p.name.split("_", 1)[0] for p in ALL}) == len(ALL), "two chapters share a number"
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
+def test_stripped(path: Path):
+    found = _strip_tool().problems(nbformat.read(path, as_version=nbformat.NO_CONVERT))
+    assert not found, f"{path.name} is not stripped ({'; '.join(found[:3])}): run `make notebooks-strip`"
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
+def test_kernelspec(path: Path):
+    nb = _read(path)
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3", f"{path.name}: kernelspec must be python3"
+    nbformat.validate(nb)
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
+def test_chapter_template(path: Path):
+    cells = _read(path).cells
+    name = path.name
+
+    assert cells and cells[0].cell_type == "markdown" and _text(cells[0]).lstrip().startswith("# "), \
+        f"{name}: the first cell is the title (a markdown '# ' heading)"
+
+    learn = _first(cells, _md(r"by the end of this chapter|you will (learn|be able)"))
+    assert learn is not None, f"{name}: say what the reader will learn ('By the end of this chapter you will …')"
+
+    bold = re.compile(r"\*\*(?=\S)(?:(?!\*\*).){20,}?\*\*", re.DOTALL)   # a bold sentence (may hold *italics*)
+    invariant = _first(cells, lambda c: c.cell_type == "markdown" and "invariant" in _text(c).lower()
+                       and bold.search(_text(c)) is not None)
+    assert invariant is not None, f"{name}: state the core invariant in bold (**Core invariant: …**)"
+
+    predict = _first(cells, _md(r"predict"), invariant)
+    assert predict is not None, f"{name}: a 'Predict before you run' markdown cell after the invariant"
+    assert predict + 1 < len(cells) and cells[predict + 1].cell_type == "code", \
+        f"{name}: the predict cell is followed by the code cell that reveals the answer"
+
+    asserting = re.compile(r"^\s*assert\b", re.MULTILINE)
+    checkpoint = _first(cells, lambda c: c.cell_type == "code" and "checkpoint" in _text(c).lower()
+                        and asserting.search(_text(c)) is not None, predict + 1)
+    if checkpoint is None:  # a "## Checkpoint" heading followed by the asserting cell
+        heading = _first(cells, _md(r"^#+ .*checkpoint", re.IGNORECASE | re.MULTILINE), predict + 1)
+        if heading is not None:
+            nxt = _first(cells, lambda c: c.cell_type == "code", heading)
+            if nxt is not None and asserting.search(_text(cells[nxt])):
+                checkpoint = nxt
+    assert checkpoint is not None, f"{name}: a checkpoint code cell with `assert` after the predict cell"
+
+    questions = _first(cells, _md(r"test your understanding"), checkpoint)
+    assert questions is not None, f"{name}: a 'Test your understanding' cell after the checkpoint"
+    text = _text(cells[questions])
+    items = re.findall(r"^\s*(?:\d+\.|[-*])\s+\S", text, re.MULTILINE)
+    assert len(items) >= 2 and text.count("?") >= 2, f"{name}: ask at least two questions"
+
+    assert 0 <= learn <= invariant < predict < checkpoint < questions, f"{name}: sections out of order"
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
+def test_no_output_baked_into_markdown(path: Path):
+    """Instant times change on every run, so markdown must not quote them (outputs show them)."""
+    stamp = re.compile(r"\b20\d{15}\b")
+    for i, cell in enumerate(_read(path).cells):
+        if cell.cell_type == "markdown":
+            assert not stamp.search(_text(cell)), f"{path.name}: cell {i} quotes an instant time"
