@@ -21,11 +21,45 @@ from lsm_lab.errors import (
     TimelineError,
     UnsupportedFeatureError,
 )
-from lsm_lab.merge import ENGINES, merge_sources, merge_to_table
-from lsm_lab.merge.semantics import MergeMode, MergeSpec
-from lsm_lab.table.inspect import footers
-from lsm_lab.table.table import Table, create_table, open_table
-from lsm_lab.timeline.instant import Instant, State
+from typing import TYPE_CHECKING, Any
+
+# The rest of the API is imported on first use (PEP 562), so that `import lsm_lab.merge`
+# in a benchmark child or `lsm-lab --help` does not pay for pandas and the table layer.
+_LAZY = {
+    "ENGINES": "lsm_lab.merge",
+    "merge_sources": "lsm_lab.merge",
+    "merge_to_table": "lsm_lab.merge",
+    "MergeMode": "lsm_lab.merge.semantics",
+    "MergeSpec": "lsm_lab.merge.semantics",
+    "footers": "lsm_lab.table.inspect",
+    "Table": "lsm_lab.table.table",
+    "create_table": "lsm_lab.table.table",
+    "open_table": "lsm_lab.table.table",
+    "Instant": "lsm_lab.timeline.instant",
+    "State": "lsm_lab.timeline.instant",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lsm_lab.merge import ENGINES, merge_sources, merge_to_table
+    from lsm_lab.merge.semantics import MergeMode, MergeSpec
+    from lsm_lab.table.inspect import footers
+    from lsm_lab.table.table import Table, create_table, open_table
+    from lsm_lab.timeline.instant import Instant, State
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lsm_lab' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __version__ = "0.1.0"
 
