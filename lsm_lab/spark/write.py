@@ -321,8 +321,8 @@ def _write_files(spark: Any, table: Table, frame: Any, user_schema: pa.Schema, c
                  snapshot_groups: Mapping[tuple[str, str], FileSlice], instant: str, op: str, *,
                  progress: bool | None, hook: TaskHook | None,
                  max_records_per_group: int = writer.DEFAULT_MAX_RECORDS_PER_GROUP) -> list[WriteStat]:
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType, StringType, StructField, StructType
 
     config = table.config
     is_delete = op == "delete"
@@ -332,16 +332,36 @@ def _write_files(spark: Any, table: Table, frame: Any, user_schema: pa.Schema, c
     prepared = frame.withColumn(ROW, F.monotonically_increasing_id()).mapInArrow(
         PrepareTask(config, user_schema, is_delete, arrow_schema_for(prepared_struct)), prepared_struct)
     key_bytes = F.crc32(F.col(RECORD_KEY).cast("binary"))
-    desc = f"{op} {instant}"
+    # cached: counted here, written below, prepared (Python) once; also pins the input-order row numbers
+    if config.bucket_index:
+        cached = prepared.withColumn(GROUP_KEY, F.pmod(key_bytes, F.lit(config.num_buckets)).cast("string"))
+    else:
+        stored = _stored_keys(spark, ctx, list(snapshot_groups.values()))
+        cached = prepared.join(stored, [PARTITION_PATH, RECORD_KEY], "left")
+    cached = cached.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        return _tag_and_write(spark, table, cached, user_schema, ctx, snapshot_groups, instant, op,
+                              ordering=ordering, progress=progress, hook=hook,
+                              max_records_per_group=max_records_per_group)
+    finally:
+        cached.unpersist()
 
-    with job_progress(spark, f"{desc}: tag", enabled=progress):
+
+def _tag_and_write(spark: Any, table: Table, cached: Any, user_schema: pa.Schema, ctx: ReadContext,
+                   snapshot_groups: Mapping[tuple[str, str], FileSlice], instant: str, op: str, *,
+                   ordering: str | None, progress: bool | None, hook: TaskHook | None,
+                   max_records_per_group: int) -> list[WriteStat]:
+    from pyspark.sql import functions as F
+
+    config = table.config
+    key_bytes = F.crc32(F.col(RECORD_KEY).cast("binary"))
+    with job_progress(spark, f"{op} {instant}: tag", enabled=progress):
         try:
             if config.bucket_index:
-                tagged = prepared.withColumn(GROUP_KEY, F.pmod(key_bytes, F.lit(config.num_buckets)).cast("string"))
+                tagged = cached
                 counts = {(r[0], r[1]): int(r[2]) for r in tagged.groupBy(PARTITION_PATH, GROUP_KEY).count().collect()}
             else:
-                slices = list(snapshot_groups.values())
-                joined = prepared.join(_stored_keys(spark, ctx, slices), [PARTITION_PATH, RECORD_KEY], "left")
+                joined = cached
                 found = joined.groupBy(PARTITION_PATH, FILE_ID).count().collect()
                 fresh = {r[0]: int(r[2]) for r in found if r[1] is None}
                 counts = {(r[0], r[1]): int(r[2]) for r in found if r[1] is not None}
@@ -358,6 +378,19 @@ def _write_files(spark: Any, table: Table, frame: Any, user_schema: pa.Schema, c
             reraise(exc, f"{op} (tagging)")
     if not counts:
         return []
+    return _write_groups(spark, table, tagged, counts, user_schema, ctx, snapshot_groups, instant, op,
+                         ordering=ordering, progress=progress, hook=hook)
+
+
+def _write_groups(spark: Any, table: Table, tagged: Any, counts: Mapping[tuple[str, str], int],
+                  user_schema: pa.Schema, ctx: ReadContext, snapshot_groups: Mapping[tuple[str, str], FileSlice],
+                  instant: str, op: str, *, ordering: str | None, progress: bool | None,
+                  hook: TaskHook | None) -> list[WriteStat]:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    config = table.config
+    desc = f"{op} {instant}"
 
     groups: list[GroupTask] = []
     for ordinal, (partition, gk) in enumerate(sorted(counts)):

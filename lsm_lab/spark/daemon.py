@@ -1,0 +1,30 @@
+"""Spark's Python worker daemon, with pyarrow and lsm_lab imported before it forks any worker.
+
+    executor JVM ── python -m lsm_lab.spark.daemon ── fork ──► worker (task 1)
+                    (imports pyarrow, lsm_lab.spark.*  ── fork ──► worker (task 2)
+                     once, then runs pyspark.daemon)    ...
+
+Spark starts one Python daemon per executor and forks a worker from it for
+each task (or keeps workers alive with `spark.python.worker.reuse=true`).
+A forked worker that must import pyarrow, pandas and lsm_lab first spends
+about a second of CPU on it; on a loaded machine that is several seconds of
+wall time per task. With this module as the daemon
+(`spark.python.daemon.module=lsm_lab.spark.daemon`), the imports happen once in
+the daemon and every forked worker starts with them in place (shared
+copy-on-write pages). The compaction benchmark uses it, because it turns
+worker reuse off to measure each task's memory on its own.
+
+Simplified compared with a production set-up: nothing else is changed from
+pyspark's own daemon (`pyspark.daemon.manager`).
+"""
+
+import pyarrow  # noqa: F401  (preloaded for forked workers)
+import pyarrow.parquet  # noqa: F401
+
+import lsm_lab.spark.compact  # noqa: F401
+import lsm_lab.spark.read  # noqa: F401
+import lsm_lab.spark.write  # noqa: F401
+from pyspark.daemon import manager
+
+if __name__ == "__main__":
+    manager()
