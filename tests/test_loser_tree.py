@@ -145,7 +145,7 @@ def test_step_is_frozen_and_dump_shows_the_tree() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         steps[0].comparisons = 99  # type: ignore[misc]
     text = steps[0].dump()
-    assert "tree[0] = champion L0" in text and "n1:" in text and "LOSER_WITH_SAME_KEY" in text
+    assert "tree[0] = champion #0" in text and "n1:" in text and "LOSER_WITH_SAME_KEY" in text
     pops = [s for s in steps if s.action == "pop"]
     assert "same key" in pops[0].description  # leaf 1 reached through first_same
     assert any(leaf.state is LeafState.WINNER_WITH_SAME_KEY for leaf in pops[0].leaves)

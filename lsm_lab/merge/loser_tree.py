@@ -338,11 +338,11 @@ class Step:
         lines = [f"step {self.index} [{self.action}] {self.description}"]
         k = len(self.leaves)
         champ = self.tree[0] if k else -1
-        lines.append(f"  tree[0] = champion L{champ}" if k else "  (no inputs)")
+        lines.append(f"  tree[0] = champion #{champ}" if k else "  (no inputs)")
         level, node = 0, 1
         while node < k:
             width = 1 << level
-            row = [f"n{m}:L{self.tree[m]}" for m in range(node, min(node + width, k))]
+            row = [f"n{m}:#{self.tree[m]}" for m in range(node, min(node + width, k))]
             lines.append("  " + "  ".join(row))
             node += width
             level += 1
@@ -352,7 +352,7 @@ class Step:
                 head += " (popped)"
             mark = "*" if leaf.source == champ else " "
             same = "-" if leaf.first_same < 0 else f"n{leaf.first_same}"
-            lines.append(f" {mark}L{leaf.source} src={leaf.source} head={head:<22} "
+            lines.append(f" {mark}#{leaf.source} src={leaf.source} head={head:<22} "
                          f"{leaf.state.value:<21} first_same={same} read={leaf.consumed}")
         lines.append(f"  output ({len(self.output)}): {', '.join(repr(k) for k in self.output_keys)}")
         lines.append(f"  comparisons: {self.comparisons} (+{self.tie_breaks} by source index)")

@@ -26,6 +26,8 @@ import pandas as pd
 import pyarrow as pa
 from tqdm.auto import tqdm
 
+from lsm_lab.progress import progress
+
 from lsm_lab import config as cfg
 from lsm_lab.config import TableConfig
 from lsm_lab.errors import InputError, LsmLabError, TableConfigError, TimelineError, UnsupportedFeatureError
@@ -346,7 +348,7 @@ class Table:
             table = reader.snapshot(ctx, slices, columns=None, filter=filter, engine=merge)
             return table.select(list(columns))
         return reader.snapshot(ctx, slices, columns=columns, filter=filter, engine=merge,
-                               progress=lambda s: tqdm(s, desc="read", unit="slice", disable=None, leave=False))
+                               progress=lambda s: progress(s, desc="read", unit="slice"))
 
     def lookup(self, keys: str | Iterable[str], *, as_of: Any = None, columns: Sequence[str] | None = None,
                stats: "LookupStats | None" = None) -> pa.Table:
