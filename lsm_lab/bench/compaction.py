@@ -313,13 +313,19 @@ def plot(records: Sequence[dict[str, Any]], out: str | Path) -> Path:
         label = f"{merge}" if engine == "spark" else f"{merge} ({engine})"
         colour = palette[i % len(palette)]
         ax1.plot([k for k, _ in pts], [r["seconds"] for _, r in pts], "o-", color=colour, label=label)
-        mem = [(k, r["peak_rss_mib"]) for k, r in pts if r.get("peak_rss_mib") is not None]
+        mem = [(k, r["peak_rss_mib"], r.get("peak_delta_mib")) for k, r in pts if r.get("peak_rss_mib") is not None]
         if mem:
-            ax2.plot([k for k, _ in mem], [m for _, m in mem], "o-", color=colour, label=label)
+            ax2.plot([k for k, _, _ in mem], [m for _, m, _ in mem], "o-", color=colour, label=f"{label}: peak")
+        delta = [(k, d) for k, _, d in mem if d is not None]
+        if delta:
+            ax2.plot([k for k, _ in delta], [d for _, d in delta], "s--", color=colour, alpha=0.7,
+                     label=f"{label}: above the worker's start")
     rows = ok[0]["rows"] if ok else 0
+    ks = sorted({r["k"] for r in ok})
     for ax, title, unit in ((ax1, "full compaction: wall time", "seconds"),
                             (ax2, "peak RSS of a Python worker (per task)", "MiB")):
         ax.set_xscale("log", base=2)
+        ax.set_xticks(ks, [str(k) for k in ks])
         ax.set_xlabel("k (log files per file group)")
         ax.set_ylabel(unit)
         ax.set_title(title, fontsize=10)
@@ -327,7 +333,8 @@ def plot(records: Sequence[dict[str, Any]], out: str | Path) -> Path:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(f"lsm_lab on Spark local[2]: {rows:,} rows, {FILE_GROUPS} file groups", fontsize=11)
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
