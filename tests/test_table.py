@@ -312,8 +312,6 @@ def test_schema_evolution(tmp_table) -> None:  # noqa: ANN001
     assert [i.state.value for i in table.instants()] == ["completed", "completed"]
 
 
-@pytest.mark.xfail(strict=True, reason="services/occ.py merge_schemas treats a column typed `null` (all None in "
-                                       "the first batch) getting a real type as a concurrent type change")
 def test_all_null_column_gets_a_type_later(tmp_table) -> None:  # noqa: ANN001
     table = tmp_table()
     table.insert([{"id": "a", "note": None}])

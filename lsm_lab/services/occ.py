@@ -98,7 +98,9 @@ def merge_schemas(committed: pa.Schema | None, mine: pa.Schema) -> pa.Schema:
     for f in mine:
         if f.name in names:
             other = committed.field(f.name)
-            if other.type != f.type:
+            if pa.types.is_null(other.type) and not pa.types.is_null(f.type):
+                fields[committed.get_field_index(f.name)] = f  # an all-null column gets its first real type
+            elif other.type != f.type and not pa.types.is_null(f.type):
                 raise ConflictError(f"column '{f.name}' was changed to {other.type} by a concurrent writer "
                                     f"while this write used {f.type}")
         else:
