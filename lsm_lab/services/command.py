@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from lsm_lab.errors import InputError
 
+if TYPE_CHECKING:
+    from lsm_lab.table.table import Table
 
-def _table(path: str):  # noqa: ANN202 - Table (imported lazily to keep `lsm-lab --help` fast)
-    from lsm_lab.table.table import open_table
+
+def _table(path: str) -> "Table":
+    from lsm_lab.table.table import open_table  # imported lazily: `lsm-lab --help` stays fast
 
     return open_table(path)
 

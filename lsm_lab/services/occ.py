@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 import pyarrow as pa
 
@@ -190,11 +190,6 @@ class WriteTransaction:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if not self._closed:
             self.abort()
-
-
-def touched(stats: Iterable[Any]) -> set[tuple[str, str]]:
-    """(partition, file id) of WriteStat objects (for callers holding stats, not metadata)."""
-    return {(s.partitionPath, s.fileId) for s in stats}
 
 
 __all__ = ["ConflictError", "WriteTransaction", "find_conflict", "merge_schemas", "touched_file_groups"]
