@@ -28,7 +28,10 @@ not the Python worker's (`jvm_peak_mib` reads the driver JVM's VmHWM).
 **Errors.** An `LsmLabError` raised inside a task reaches the driver as
 Spark's `PythonException`, with the Python traceback as text; `reraise` turns
 it back into the same lsm_lab error class (any other failure becomes a
-`SparkJobError` carrying Spark's first error line).
+`SparkJobError` carrying Spark's first error line). Before that, the job group
+is cancelled and the driver waits until none of its tasks still runs, so the
+caller's clean-up (deleting the instant's files) never races a task that is
+still writing one.
 
 Simplified compared with Apache Hudi's Spark integration: no accumulators or
 custom `SparkListener`s; the progress bar polls `statusTracker()`.
@@ -244,6 +247,10 @@ def job_progress(spark: Any, description: str, *, enabled: bool | None = None,
         thread.start()
     try:
         yield
+    except BaseException:
+        sc.cancelJobGroup(group)
+        _wait_for_tasks(sc, group)  # no task of a failed job may still be writing when the caller cleans up
+        raise
     finally:
         stop.set()
         if thread.is_alive():
@@ -251,6 +258,25 @@ def job_progress(spark: Any, description: str, *, enabled: bool | None = None,
         bar.close()
         sc.setLocalProperty("spark.jobGroup.id", None)
         sc.setLocalProperty("spark.job.description", None)
+
+
+def _wait_for_tasks(sc: Any, group: str, timeout: float = 60.0) -> None:
+    """Wait until no task of the job group is running (Spark kills them after a job fails)."""
+    tracker = sc.statusTracker()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            running = 0
+            for job in tracker.getJobIdsForGroup(group):
+                info = tracker.getJobInfo(job)
+                for stage in (info.stageIds if info else []):
+                    s = tracker.getStageInfo(stage)
+                    running += s.numActiveTasks if s is not None else 0
+        except Exception:  # noqa: BLE001 - the session is stopping: nothing runs any more
+            return
+        if running == 0:
+            return
+        time.sleep(0.2)
 
 
 _LSM_ERROR = re.compile(r"lsm_lab\.errors\.(\w+): (.*)")

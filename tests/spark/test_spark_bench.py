@@ -1,0 +1,42 @@
+"""The Spark compaction benchmark: records, target summary, plot (tiny sizes; the real run is in the README)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lsm_lab.bench import compaction as bench
+
+FIELDS = {"engine", "merge", "rows", "k", "seconds", "peak_rss_mib", "rows_per_s"}
+
+
+def fake(merge: str, k: int, seconds: float, peak: float | None, delta: float | None) -> dict[str, Any]:
+    return {"engine": "spark", "merge": merge, "rows": 1000, "k": k, "seconds": seconds, "peak_rss_mib": peak,
+            "start_rss_mib": None if peak is None else 100.0, "peak_delta_mib": delta, "rows_out": 1000,
+            "rows_ok": True, "rows_per_s": 1000 / seconds, "jvm_peak_mib": 900.0}
+
+
+def test_summary_table_and_plot(tmp_path: Path) -> None:
+    records = [fake("sorted", 1, 2.0, 150.0, 50.0), fake("hash", 1, 5.0, 400.0, 300.0), fake("window", 1, 9.0, None, None),
+               fake("sorted", 4, 2.5, 160.0, 60.0), fake("hash", 4, 4.0, 300.0, 200.0)]
+    lines = bench.summarize_targets(records)
+    assert lines[0] == "k=1: time sorted/hash = 0.40 (target <= 0.5) OK"
+    assert lines[1].startswith("k=1: peak RSS per task sorted/hash = 0.38 (target <= 0.1) MISSED")
+    assert "k=1: time sorted/window = 0.22" in lines
+    assert "window" in bench.format_table(records)
+    png = bench.plot(records, tmp_path / "fig.png")
+    assert png.stat().st_size > 1000
+
+
+@pytest.mark.spark
+def test_tiny_run_gives_records(spark: Any, tmp_path: Path) -> None:
+    records = bench.run_bench(3000, [1], contenders=["sorted", "window"], spark=spark, data_dir=tmp_path,
+                              progress=False)
+    assert [r["merge"] for r in records] == ["sorted", "window"]
+    for r in records:
+        assert FIELDS <= set(r) and "error" not in r, r
+        assert r["rows_ok"] and r["log_rows"] > 0
+    assert records[0]["peak_rss_mib"] > 0 and records[0]["tasks"] == bench.FILE_GROUPS
+    assert records[1]["peak_rss_mib"] is None  # the window job runs no Python worker
