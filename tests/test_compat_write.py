@@ -265,9 +265,6 @@ def test_v6_log_written_while_a_compaction_is_pending_is_named_for_it(tmp_path: 
     assert dict(zip(rows.column("id").to_pylist(), rows.column("v").to_pylist()))["k2"] == 2
 
 
-@pytest.mark.xfail(reason="services: compaction deletes `files_of_instant(c)` before running plan c, and a table "
-                          "version 6 log named for the pending compaction c (Hudi's convention) matches by name; "
-                          "files_of_instant must not treat v6 v1-log names as the writer's instant", strict=False)
 def test_v6_write_during_pending_compaction_survives_the_compaction(tmp_path: Path) -> None:
     t = lsm_lab.create_table(tmp_path / "t", name="v6p", record_key="id", ordering_field="ts", table_version=6,
                              layout="default")
@@ -280,8 +277,6 @@ def test_v6_write_during_pending_compaction_survives_the_compaction(tmp_path: Pa
     assert dict(zip(rows.column("id").to_pylist(), rows.column("v").to_pylist()))["k2"] == 2
 
 
-@pytest.mark.xfail(reason="services: log compaction writes v2 compacted logs even when the table writes v1 logs "
-                          "(table version < 9); it should plan FULL only, or write v1 blocks", strict=False)
 def test_log_compaction_keeps_compat_tables_v1(tmp_path: Path) -> None:
     t = lsm_lab.create_table(tmp_path / "t", name="lc", record_key="id", ordering_field="ts", table_version=8,
                              layout="default")

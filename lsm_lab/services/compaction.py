@@ -351,6 +351,7 @@ def schedule(table: "Table", *, strategy: str = "hybrid", merge: str | None = No
         if not table.config.is_mor:
             return None
         plan = make_plan(table.latest_slices(), strategy=strategy, merge=merge, config=config,
+                         allow_log=table.config.log_format_version >= 2,
                          exclude=pending_file_groups(timeline))
         if not plan.operations:
             return None

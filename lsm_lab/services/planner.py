@@ -163,8 +163,23 @@ class CompactionPlan:
                    merge=extra.get("lsm_lab.merge") or None, version=int(raw.get("version") or 1))
 
 
-def choose(fs: FileSlice, config: PlannerConfig, strategy: str = "hybrid") -> tuple[str | None, str]:
-    """(FULL | LOG | None, why) for one latest file slice."""
+def choose(fs: FileSlice, config: PlannerConfig, strategy: str = "hybrid", *,
+           allow_log: bool = True) -> tuple[str | None, str]:
+    """(FULL | LOG | None, why) for one latest file slice.
+
+    `allow_log=False` (tables that write v1 logs, table version < 9): a log
+    compaction would write a v2 log older readers cannot read, so LOG is never
+    chosen — hybrid falls back to FULL or waits, strategy "log" does nothing.
+    """
+    op, why = _choose(fs, config, strategy)
+    if op == LOG and not allow_log:
+        if strategy == "log":
+            return None, "log compaction writes v2 logs; this table writes v1 logs (table version < 9)"
+        return None, f"{why}, but log compaction is off for v1-log tables"
+    return op, why
+
+
+def _choose(fs: FileSlice, config: PlannerConfig, strategy: str) -> tuple[str | None, str]:
     if strategy not in STRATEGIES:
         raise InputError(f"unknown compaction strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     logs = [f for f in fs.log_files if f.name.content != "cdc"]
@@ -192,14 +207,15 @@ def choose(fs: FileSlice, config: PlannerConfig, strategy: str = "hybrid") -> tu
 
 def make_plan(slices: Iterable[FileSlice], *, strategy: str = "hybrid", merge: str | None = None,
               config: PlannerConfig | None = None,
-              exclude: set[tuple[str, str]] = frozenset()) -> CompactionPlan:  # type: ignore[assignment]
+              exclude: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
+              allow_log: bool = True) -> CompactionPlan:
     """The plan for the given latest slices (file groups in `exclude` are skipped)."""
     config = config or PlannerConfig()
     ops = []
     for fs in slices:
         if (fs.partition, fs.file_id) in exclude:
             continue
-        op_type, reason = choose(fs, config, strategy)
+        op_type, reason = choose(fs, config, strategy, allow_log=allow_log)
         if op_type is None:
             continue
         logs = tuple(f.path.name for f in fs.log_files if f.name.content != "cdc")

@@ -47,15 +47,29 @@ from lsm_lab.errors import ConflictError, InputError
 from lsm_lab.layout.fsview import list_data_files
 from lsm_lab.services import heartbeat, markers
 from lsm_lab.timeline.active import ActiveTimeline
+from lsm_lab.errors import LsmLabError
 from lsm_lab.timeline.instant import (
     CLEAN, COMPACTION, LOG_COMPACTION, RESTORE, ROLLBACK, SAVEPOINT, Instant, State, parse_file_name,
 )
 
 
+def _table_version(base_path: Path) -> int:
+    try:
+        from lsm_lab.config import read_config
+
+        return read_config(base_path).version
+    except LsmLabError:
+        return 9
+
+
 def files_of_instant(base_path: Path, begin_time: str) -> list[Path]:
     """Data files an instant wrote: those its markers name plus any file carrying its time in the name."""
     base_path = Path(base_path)
-    found = {path for _, path, name in list_data_files(base_path) if name.instant == begin_time}
+    # In table version 6 a v1 log is named for its *base* instant, not for the instant that wrote it
+    # (a log written during a pending compaction c is even named for c): only markers identify it.
+    v1_named_for_writer = _table_version(base_path) >= 8
+    found = {path for _, path, name in list_data_files(base_path)
+             if name.instant == begin_time and (v1_named_for_writer or name.log_format != 1)}
     for partition, file_name, _ in markers.marked_files(base_path, begin_time):
         path = (base_path / partition / file_name) if partition else base_path / file_name
         if path.exists():
