@@ -65,7 +65,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from tqdm.auto import tqdm
+from lsm_lab.progress import progress as show_progress
 
 from lsm_lab.errors import ConflictError, CorruptFileError, InputError, LsmLabError, TimelineError
 from lsm_lab.layout import fsview, naming, parquet_io
@@ -387,8 +387,9 @@ def execute(table: "Table", instant: Instant | str, *, merge: str | None = None,
         ctx = _Context(table.path, begin, read_ctx, engine, table.config.is_lsm)
         stats: list[WriteStat] = []
         ops = list(plan.operations)
-        bar = tqdm(ops, desc=f"{inflight.action} {begin}", unit="file group",
-                   disable=None if progress is None else not progress, leave=False)
+        desc = f"{inflight.action} {begin}"
+        bar = (show_progress(ops, desc=desc, unit="file group", min_items=1) if progress
+               else ops if progress is False else show_progress(ops, desc=desc, unit="file group"))
         for task, op in enumerate(bar):
             if op.operation_type == FULL:
                 stats.append(run_full(ctx, op, task))

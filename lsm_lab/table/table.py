@@ -24,8 +24,6 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 import pyarrow as pa
-from tqdm.auto import tqdm
-
 from lsm_lab.progress import progress
 
 from lsm_lab import config as cfg
@@ -303,7 +301,7 @@ class Table:
         writer.write_partition_metadata(self.path, parts, instant)
         stats = []
         for task, (partition, file_id, group_rows, latest, keys) in enumerate(
-                tqdm(tagged, desc=f"{op} {instant}", unit="file group", disable=None, leave=False)):
+                progress(tagged, desc=f"{op} {instant}", unit="file group")):
             if txn is not None:
                 for name, io_type in self._planned_files(partition, file_id, latest, instant, op, task):
                     txn.mark(partition, name, io_type)
