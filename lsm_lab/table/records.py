@@ -201,7 +201,8 @@ def check_partition_path(path: str) -> None:
         raise PartitionValueError(f"partition path {path!r} would escape the table folder")
 
 
-def dedupe(table: pa.Table, key: str | Sequence[str], ordering: str | None, *, deletes: bool = False) -> pa.Table:
+def dedupe(table: pa.Table, key: str | Sequence[str], ordering: str | None, *, deletes: bool = False,
+           keep_order: bool = False) -> pa.Table:
     """One row per key: the greatest ordering value wins, ties (and no ordering) go to the later row.
 
     `key` is one column or several (the writer passes the partition path and the record key:
@@ -211,7 +212,9 @@ def dedupe(table: pa.Table, key: str | Sequence[str], ordering: str | None, *, d
     delete without an ordering value is unconditional, so it beats every ordered delete of its
     key, wherever it stands in the batch (applying the rows one by one gives the same result).
 
-    The result is sorted by the key column(s) (UTF-8 byte order)."""
+    The result is sorted by the key column(s) (UTF-8 byte order), or, with
+    `keep_order=True`, in the order the surviving rows had in the batch (the
+    `default` layout writes files in arrival order, as Hudi does)."""
     if table.num_rows == 0:
         return table
     keys = [key] if isinstance(key, str) else list(key)
@@ -230,6 +233,8 @@ def dedupe(table: pa.Table, key: str | Sequence[str], ordering: str | None, *, d
             col = ordered.column(k).combine_chunks()
             last |= pc.not_equal(col.slice(0, n - 1), col.slice(1)).to_numpy(zero_copy_only=False)
         ordered = ordered.filter(pa.array(np.append(last, True)))
+    if keep_order:
+        ordered = ordered.take(pc.sort_indices(ordered.column("__row")))
     return ordered.drop_columns(["__row"])
 
 

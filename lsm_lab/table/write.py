@@ -106,7 +106,7 @@ def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) 
     parts = records.partition_paths(table, config.partition_by, hive_style=config.hive_style)
     table = table.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
     table = records.dedupe(table, [PARTITION_PATH, RECORD_KEY], ordering if ordering in table.column_names else None,
-                           deletes=is_delete)
+                           deletes=is_delete, keep_order=not config.is_lsm)
     return PreparedBatch(table, schema if schema is not None else pa.schema([]), is_delete)
 
 
