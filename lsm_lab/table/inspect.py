@@ -87,7 +87,10 @@ def _describe(f: DataFile) -> str:
     kind = "v1 log" if f.name.log_format == 1 else ("delete" if f.name.is_delete else "")
     extra = f" {kind}" if kind else ""
     sort = " sorted" if facts["sorted"] else ""
-    return f"{f.path.name} rows={rows} keys [{_short(facts['min_key'])}, {_short(facts['max_key'])}]{extra}{sort}"
+    name = f.path.name
+    if f.file_id and f.file_id in name:  # the group header already names the file id
+        name = name.replace(f.file_id, "…", 1)
+    return f"{name} rows={rows} keys [{_short(facts['min_key'])}, {_short(facts['max_key'])}]{extra}{sort}"
 
 
 def dump_levels(table: "Table", as_of: Any = None) -> str:
