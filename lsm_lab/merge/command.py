@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from lsm_lab.merge import ENGINES
@@ -82,24 +81,3 @@ def register_bench(bench_subparsers: Any) -> None:
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
     p.set_defaults(func=_run_bench)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run ``merge`` on its own (``python -m lsm_lab.merge.command``), for when cli.py is not there."""
-    from lsm_lab.errors import LsmLabError
-
-    parser = argparse.ArgumentParser(prog="lsm-lab")
-    sub = parser.add_subparsers(dest="command", required=True)
-    register(sub)
-    bench = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
-    register_bench(bench)
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args))
-    except LsmLabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -238,7 +238,6 @@ def _run(table: "Table", instant: Instant, hb: heartbeat.Heartbeat) -> Instant:
 def clean(table: "Table", *, policy: str | None = None, retained: int | None = None) -> Instant | None:
     """Finish a pending clean left by a dead cleaner, or plan and run a new one; None when nothing to delete."""
     chosen, n = resolve_policy(table.config.props, policy, retained)
-    timeline = table.active_timeline
     resumed: Instant | None = None
     for _ in range(8):  # finish pending plans first (there is normally at most one)
         done, was_pending = _clean_once(table, chosen, n)

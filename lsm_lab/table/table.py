@@ -29,7 +29,7 @@ from lsm_lab.progress import progress
 from lsm_lab import config as cfg
 from lsm_lab.config import TableConfig
 from lsm_lab.errors import InputError, LsmLabError, TableConfigError, TimelineError, UnsupportedFeatureError
-from lsm_lab.layout import fsview, naming, parquet_io
+from lsm_lab.layout import fsview, naming
 from lsm_lab.layout.fsview import FileGroup, FileSlice
 from lsm_lab.services import occ
 from lsm_lab.services.lock import table_lock
