@@ -149,3 +149,20 @@ def test_clean_cli(tmp_table, capsys) -> None:  # noqa: ANN001
     assert "file(s) deleted" in capsys.readouterr().out
     assert main(["clean", str(table.path), "--retained", "2"]) == 0
     assert "nothing to clean" in capsys.readouterr().out
+
+
+def test_time_travel_before_the_retention_is_refused_not_partial(tmp_path) -> None:  # noqa: ANN001
+    import pytest as _pytest
+
+    import lsm_lab
+
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", table_type="COPY_ON_WRITE")
+    first = t.upsert([{"id": f"k{i}", "v": 0} for i in range(10)])
+    for r in range(1, 5):
+        t.upsert([{"id": f"k{r}", "v": r}])
+    assert t.read(as_of=first.completion_time).num_rows == 10  # before cleaning: fine
+    assert t.clean(policy="KEEP_LATEST_COMMITS", retained=2) is not None
+    with _pytest.raises(lsm_lab.InputError, match="cleaner"):
+        t.read(as_of=first.completion_time)
+    latest = t.completed_writes()[-1]
+    assert t.read(as_of=latest.completion_time).num_rows == 10

@@ -10,6 +10,8 @@
                      streams base + k logs through the sorted engine
     hash             lsm_lab.spark.compact(merge="hash"): 16 tasks, each       O(log records + output)
                      folds the logs into a map, streams the base (Hudi's way)
+    io_floor         16 tasks, each reads every file of its slice and writes   O(batch)
+                     all rows again, no merge: the bound a merge cannot beat
     window           a Spark user's job: read every base and log file,         JVM only (no Python)
                      row_number() over (partition by key order by ts desc,
                      commit time desc) = 1, write Parquet
@@ -46,10 +48,11 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
-CONTENDERS = ("sorted", "hash", "window")
+CONTENDERS = ("sorted", "hash", "window", "io_floor")
 LOCAL_CONTENDERS = ("local_sorted", "local_hash")
 FILE_GROUPS = 16
 CITIES = ("san_francisco", "sao_paulo", "chennai", "amsterdam", "new_york", "tokyo", "lagos", "berlin")
@@ -131,6 +134,57 @@ def _spark_compact(spark: Any, path: Path, merge: str, progress: bool | None) ->
     return {"seconds": run.seconds, "peak_rss_mib": run.peak_rss_mib, "start_rss_mib": max(starts),
             "peak_delta_mib": max(deltas), "tasks": len(run.reports), "rows_out": rows_out,
             "task_seconds_max": max(r.seconds for r in run.reports)}
+
+
+@dataclass(frozen=True)
+class IoFloorTask:
+    """mapInArrow function over slice numbers: copy every file of the slice into one file, no merge."""
+
+    slices: tuple[Any, ...]
+    out_dir: str
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from lsm_lab.layout import parquet_io
+        from lsm_lab.spark.jobs import TaskClock
+
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                clock = TaskClock(i)
+                rows = 0
+                writer = None
+                for f in self.slices[i].files:
+                    pf = pq.ParquetFile(f.path, pre_buffer=False, buffer_size=1 << 20)
+                    for b in pf.iter_batches(batch_size=65_536):
+                        if writer is None:
+                            writer = pq.ParquetWriter(f"{self.out_dir}/{i}.parquet", b.schema,
+                                                      compression=parquet_io.COMPRESSION)
+                        writer.write_batch(b.cast(writer.schema), row_group_size=65_536)
+                        rows += b.num_rows
+                if writer is not None:
+                    writer.close()
+                yield pa.RecordBatch.from_pydict({"report": [json.dumps(clock.report(rows).to_json())]})
+
+
+def _io_floor(spark: Any, path: Path, out: Path) -> dict[str, Any]:
+    """Each task copies its slice's files (base + logs) into one new file: reading and writing, no merge."""
+    from lsm_lab.spark.jobs import TaskReport
+    from lsm_lab.table.table import open_table
+
+    t0 = time.perf_counter()
+    slices = tuple(open_table(path).latest_slices())
+    out.mkdir(parents=True, exist_ok=True)
+    n = len(slices)
+    rows = spark.range(0, n, 1, n).mapInArrow(IoFloorTask(slices, str(out)), "report string").collect()
+    seconds = time.perf_counter() - t0
+    reports = [TaskReport(**json.loads(r["report"])) for r in rows]
+    return {"seconds": seconds, "peak_rss_mib": max(r.peak_rss_mib for r in reports),
+            "start_rss_mib": max(r.start_rss_mib for r in reports),
+            "peak_delta_mib": max(r.peak_rss_mib - r.start_rss_mib for r in reports), "tasks": n,
+            "rows_out": None, "rows_copied": sum(r.rows for r in reports),
+            "task_seconds_max": max(r.seconds for r in reports)}
 
 
 def _window(spark: Any, path: Path, out: Path) -> dict[str, Any]:
@@ -230,6 +284,8 @@ def run_bench(rows: int, ks: Sequence[int], *, updates: float = 0.2, contenders:
                     rec = _spark_compact(spark, work, name, progress)
                 elif name == "window":
                     rec = _window(spark, work, root / "window_out")
+                elif name == "io_floor":
+                    rec = _io_floor(spark, work, root / "window_out")
                 else:
                     rec = _local(work, name.split("_", 1)[1])
             except Exception as exc:  # noqa: BLE001 - a failed contender is a record, not a crash
@@ -244,7 +300,7 @@ def run_bench(rows: int, ks: Sequence[int], *, updates: float = 0.2, contenders:
                    "load_1m_before": round(load, 2), "session_start_seconds": round(started, 1)}
             if "seconds" in rec:
                 rec["rows_per_s"] = rows / rec["seconds"]
-                rec["rows_ok"] = rec.get("rows_out") == rows
+                rec["rows_ok"] = rec.get("rows_out") == rows or name == "io_floor"
                 peak = rec.get("peak_rss_mib")
                 say(f"  {rec['seconds']:.2f} s, peak RSS per task {'-' if peak is None else round(peak)} MiB")
             else:
@@ -267,6 +323,8 @@ def format_table(records: Sequence[dict[str, Any]]) -> str:
             lines.append(f"{r['k']:>3} {r['engine']:<6} {r['merge']:<7} ERROR {r['error']}")
             continue
         notes = "" if r.get("rows_ok") else f"ROW COUNT {r.get('rows_out')} != {r['rows']}"
+        if r["merge"] == "io_floor":
+            notes = f"copies {r.get('rows_copied', 0):,} rows (base + logs), no merge"
         lines.append(f"{r['k']:>3} {r['engine']:<6} {r['merge']:<7} {r['rows']:>10,} {r['seconds']:>8.2f} "
                      f"{r['rows_per_s'] / 1e6:>8.2f} {num(r['peak_rss_mib'], '9.0f'):>9} "
                      f"{num(r.get('start_rss_mib'), '9.0f'):>9} {num(r.get('peak_delta_mib'), '7.0f'):>7} "
@@ -290,6 +348,10 @@ def summarize_targets(records: Sequence[dict[str, Any]]) -> list[str]:
                    f"= {s['peak_delta_mib'] / max(h['peak_delta_mib'], 1e-9):.2f}")
         if "window" in by:
             out.append(f"k={k}: time sorted/window = {s['seconds'] / by['window']['seconds']:.2f}")
+        if "io_floor" in by:
+            out.append(f"k={k}: time sorted/io_floor = {s['seconds'] / by['io_floor']['seconds']:.2f}, "
+                       f"hash/io_floor = {h['seconds'] / by['io_floor']['seconds']:.2f} (reading and writing "
+                       f"every row, no merge)")
     return out
 
 

@@ -213,15 +213,18 @@ def job_progress(spark: Any, description: str, *, enabled: bool | None = None,
                  unit: str = "task") -> Iterator[None]:
     """Run the enclosed Spark actions as one job group, with a tqdm bar of completed tasks on the driver.
 
-    `enabled=None` shows the bar only on a terminal (tqdm's rule). The bar
-    counts tasks of every stage of the group's jobs.
+    `enabled=None` follows `lsm_lab.progress` (no bars under pytest or with
+    LSM_LAB_PROGRESS=0). The bar counts tasks of every stage of the group's jobs.
     """
     from tqdm.auto import tqdm
+
+    from lsm_lab.progress import enabled as progress_enabled
 
     sc = spark.sparkContext
     group = f"lsm_lab-{uuid.uuid4().hex[:12]}"
     sc.setJobGroup(group, description, interruptOnCancel=True)
-    bar = tqdm(total=0, desc=description, unit=unit, disable=None if enabled is None else not enabled, leave=False)
+    show = progress_enabled(None) if enabled is None else enabled
+    bar = tqdm(total=0, desc=description, unit=unit, disable=not show, leave=False)
     stop = threading.Event()
 
     def poll() -> None:

@@ -18,6 +18,7 @@ write store the same records:
     file groups → task ordinals, partition metadata
                                               repartition(G, key whose hash lands in partition = ordinal)
                                               sortWithinPartitions(key, ordering, row number)
+                                                (default layout: row number — files keep arrival order)
                                               mapInArrow(write task): dedupe (greatest ordering wins,
                                                 ties to the later row), markers, write_file_group
                                                 with write token <partition>-<stage>-<attempt>
@@ -229,12 +230,19 @@ class WriteTask:
                                          names=["stat", "report"])
 
     def _rows(self, rows: pa.Table) -> pa.Table:
-        """Back to the table's Arrow types, one row per key (rows arrive sorted by key, ordering, input order)."""
+        """Back to the table's Arrow types, one row per key, as `write.prepare` leaves them.
+
+        Rows arrive sorted by (key, ordering, input order) for `lsm_tree` and in
+        input order for the default layout, so the positions `records.dedupe`
+        breaks ties with are input order either way; the default layout keeps
+        the survivors in arrival order (`keep_order`), as `Table` writes them.
+        """
         user = records.conform(rows, self.user_schema)
         keyed = user.append_column(RECORD_KEY, rows.column(RECORD_KEY).cast(pa.string())) \
             .append_column(PARTITION_PATH, rows.column(PARTITION_PATH).cast(pa.string()))
         ordering = self.ordering if self.ordering in keyed.column_names else None
-        return records.dedupe(keyed, [PARTITION_PATH, RECORD_KEY], ordering, deletes=self.op == "delete")
+        return records.dedupe(keyed, [PARTITION_PATH, RECORD_KEY], ordering, deletes=self.op == "delete",
+                              keep_order=not self.config.is_lsm)
 
     def _write(self, group: GroupTask, rows: pa.Table, who: TaskIdentity) -> list[WriteStat]:
         base = Path(self.base_path)
@@ -410,7 +418,10 @@ def _write_groups(spark: Any, table: Table, tagged: Any, counts: Mapping[tuple[s
                                 StructField(ORDINAL, LongType()), StructField(PART_KEY, LongType())])
     lookup = spark.createDataFrame([(p, gk, i, keys[i]) for i, (p, gk) in enumerate(sorted(counts))], lookup_struct)
     ordered = tagged.join(F.broadcast(lookup), [PARTITION_PATH, GROUP_KEY]).drop(GROUP_KEY).repartition(n, PART_KEY)
-    sort_cols = [ORDINAL, RECORD_KEY] + ([ordering] if ordering and ordering in user_schema.names else []) + [ROW]
+    if config.is_lsm:  # sorted by key, then ordering value and input order: dedupe keeps the last of each key
+        sort_cols = [ORDINAL, RECORD_KEY] + ([ordering] if ordering and ordering in user_schema.names else []) + [ROW]
+    else:  # the default layout writes rows in arrival order, as Hudi does
+        sort_cols = [ORDINAL, ROW]
     ordered = ordered.sortWithinPartitions(*sort_cols)
     task = WriteTask(str(table.path), config, ctx, instant, op, user_schema, ordering, tuple(groups), hook)
     with job_progress(spark, f"{desc}: write", enabled=progress):

@@ -164,6 +164,32 @@ class Table:
         parse_time(text)  # validates (TimelineError with a clear message)
         return normalize_time(text)
 
+    def _check_retained(self, read_time: str | None) -> None:
+        """Refuse time travel to before the cleaner's retention: files of that snapshot may be gone.
+
+        The latest completed clean records `earliestCommitToRetain`; snapshots from that
+        instant's completion on are complete, and so are savepointed snapshots."""
+        if read_time is None:
+            return
+        from lsm_lab.timeline.instant import CLEAN
+
+        earliest = None
+        for inst in reversed(self.active_timeline.completed([CLEAN])):
+            earliest = self.active_timeline.read_content(inst).get("earliestCommitToRetain")
+            if earliest:
+                break
+        if not earliest:
+            return
+        limit = {i.begin_time: i.completion_time for i in self.completed_writes()}.get(earliest)
+        if limit is None or normalize_time(read_time) >= normalize_time(limit):
+            return
+        pinned = {normalize_time(sp["savepointedCompletionTime"]) for sp in self.savepoints()
+                  if sp.get("savepointedCompletionTime")}
+        if normalize_time(read_time) in pinned:
+            return
+        raise InputError(f"cannot time travel to {read_time}: the cleaner kept only the snapshots from {limit} on "
+                         "(older files may be deleted); savepoint an instant to keep its snapshot")
+
     def completion_map(self, read_time: str | None = None) -> dict[str, str]:
         """Begin time → completion time of the completed write instants visible at `read_time`."""
         limit = normalize_time(read_time) if read_time else None
@@ -339,6 +365,7 @@ class Table:
         (`sorted`, `loser_tree`, `hash`, `heapq`).
         """
         read_time = self._resolve_time(as_of)
+        self._check_retained(read_time)
         ctx = self._read_context(read_time)
         parts = reader.prune_partitions(self.config, ctx.schema, self.partitions(), filter)
         slices = self.latest_slices(read_time, partitions=parts)
@@ -365,6 +392,7 @@ class Table:
     def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: Any = None) -> pa.Table:
         """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table."""
         read_time = self._resolve_time(as_of)
+        self._check_retained(read_time)
         ctx = self._read_context(read_time)
         out_cols = list(columns) if columns is not None else list(ctx.full_schema.names)
         pieces = []

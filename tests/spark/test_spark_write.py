@@ -51,6 +51,16 @@ def assert_every_file_sorted(path: Path) -> None:
         assert records.is_strictly_sorted(pq.read_table(file, columns=[key]).column(key)), file.name
 
 
+def base_key_order(table: lsm_lab.Table) -> dict[str, list[str]]:
+    """Per partition, the record keys of its base files in file order (file groups ordered by first key)."""
+    out: dict[str, list[list[str]]] = {}
+    for fs in table.latest_slices():
+        if fs.base_file is not None:
+            keys = pq.read_table(fs.base_file.path, columns=[records.RECORD_KEY]).column(0).to_pylist()
+            out.setdefault(fs.partition, []).append(keys)
+    return {p: [k for keys in sorted(groups) for k in keys] for p, groups in out.items()}
+
+
 def test_spark_hash_and_bucket_match_python(spark: Any) -> None:
     from pyspark.sql import functions as F
 
@@ -84,6 +94,8 @@ def test_spark_write_stores_what_table_stores(spark: Any, tmp_table: Callable[..
         assert {(g.partition, g.file_id) for g in remote.file_groups()} == \
             {(g.partition, g.file_id) for g in local.file_groups()}
         assert_every_file_sorted(remote.path)
+    else:  # the default layout keeps arrival order in its files, as Table does
+        assert base_key_order(remote) == base_key_order(local)
     assert not (remote.path / ".hoodie" / ".temp").exists() or not os.listdir(remote.path / ".hoodie" / ".temp")
 
 
