@@ -5,6 +5,7 @@ The public API, re-exported here (see docs/ARCHITECTURE.md for the layers):
     create_table, open_table, Table          a table: write, read, inspect
     Instant, State                           one action on the timeline
     footers                                  decoded Parquet footers of a table's files
+    LookupStats                              what a point lookup read and skipped
     MergeMode, MergeSpec, merge_sources      the merge engines
     LsmLabError and subclasses               every error lsm_lab raises on purpose
 """
@@ -32,6 +33,7 @@ _LAZY = {
     "MergeMode": "lsm_lab.merge.semantics",
     "MergeSpec": "lsm_lab.merge.semantics",
     "footers": "lsm_lab.table.inspect",
+    "LookupStats": "lsm_lab.lookup.stats",
     "Table": "lsm_lab.table.table",
     "create_table": "lsm_lab.table.table",
     "open_table": "lsm_lab.table.table",
@@ -42,6 +44,7 @@ _LAZY = {
 if TYPE_CHECKING:  # pragma: no cover
     from lsm_lab.merge import ENGINES, merge_sources, merge_to_table
     from lsm_lab.merge.semantics import MergeMode, MergeSpec
+    from lsm_lab.lookup.stats import LookupStats
     from lsm_lab.table.inspect import footers
     from lsm_lab.table.table import Table, create_table, open_table
     from lsm_lab.timeline.instant import Instant, State
@@ -69,6 +72,7 @@ __all__ = [
     "CorruptFileError",
     "InputError",
     "Instant",
+    "LookupStats",
     "LsmLabError",
     "MergeMode",
     "MergeSpec",
