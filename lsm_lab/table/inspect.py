@@ -112,6 +112,9 @@ def dump_levels(table: "Table", as_of: Any = None) -> str:
     return "\n".join(lines)
 
 
+_BLOOM_KEYS = ("lsm_lab.bloom", "org.apache.hudi.bloomfilter")
+
+
 def footers(path: str | os.PathLike[str]) -> pd.DataFrame:
     """One row per Parquet data file under `path` (a table folder or one file), footer keys as columns."""
     target = Path(path)
@@ -140,6 +143,8 @@ def footers(path: str | os.PathLike[str]) -> pd.DataFrame:
                     row[f"log.{hk}"] = hv
             elif key.startswith("org.apache.spark") or key == "parquet.avro.schema":
                 continue
+            elif key in _BLOOM_KEYS:  # kilobytes of base64: show the size, not the bits
+                row[key] = f"<bloom filter, {len(value):,} chars>"
             else:
                 row[key] = value
         rows.append(row)
