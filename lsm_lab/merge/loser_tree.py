@@ -333,6 +333,12 @@ class Step:
     comparisons: int
     tie_breaks: int
 
+    def _repr_html_(self) -> str:
+        """The text dump in a notebook (`lsm_lab.viz.step_html` draws the tree as a picture)."""
+        import html
+
+        return f"<pre style='line-height:1.25'>{html.escape(self.dump())}</pre>"
+
     def dump(self) -> str:
         """A plain-text rendering: header, tree by level, leaves, output, counters."""
         lines = [f"step {self.index} [{self.action}] {self.description}"]
