@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import os
 import shutil
 import struct
 import zipfile
@@ -37,18 +36,10 @@ T1, T2, T3 = "20250101000000001", "20250101000000002", "20250101000000003"
 # --------------------------------------------------------------------------------------
 
 
-def _shared_dir() -> Path | None:
-    env = os.environ.get("LSM_LAB_SHARED")
-    candidate = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared"
-    return candidate if candidate.is_dir() else None
-
-
 @pytest.fixture(scope="module")
-def shared() -> Path:
-    path = _shared_dir()
-    if path is None:
-        pytest.skip("no ../shared folder with real Hudi files")
-    return path
+def shared(shared_dir: Path) -> Path:
+    """The shared folder (conftest's `shared_dir`: skips cleanly when it is absent)."""
+    return shared_dir
 
 
 @pytest.fixture(scope="module")
