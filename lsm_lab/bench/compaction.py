@@ -356,47 +356,50 @@ def summarize_targets(records: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def plot(records: Sequence[dict[str, Any]], out: str | Path) -> Path:
-    """Seconds and per-task peak RSS against k, one line per contender, saved as a PNG."""
-    try:
-        from lsm_lab.viz._style import INSTANT_PALETTE, new_figure
-
-        fig = new_figure(11, 4.2)
-        palette = INSTANT_PALETTE
-    except ImportError:  # pragma: no cover - viz is part of the package
-        from matplotlib.figure import Figure
-
-        fig = Figure(figsize=(11, 4.2))
-        palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd")
+    """Wall time, per-task peak RSS, and RSS above the worker's start against k, one line per contender (PNG)."""
     ok = [r for r in records if "error" not in r]
-    series = sorted({(r["engine"], r["merge"]) for r in ok})
-    ax1, ax2 = fig.subplots(1, 2)
-    for i, (engine, merge) in enumerate(series):
-        pts = sorted((r["k"], r) for r in ok if (r["engine"], r["merge"]) == (engine, merge))
-        label = f"{merge}" if engine == "spark" else f"{merge} ({engine})"
-        colour = palette[i % len(palette)]
-        ax1.plot([k for k, _ in pts], [r["seconds"] for _, r in pts], "o-", color=colour, label=label)
-        mem = [(k, r["peak_rss_mib"], r.get("peak_delta_mib")) for k, r in pts if r.get("peak_rss_mib") is not None]
-        if mem:
-            ax2.plot([k for k, _, _ in mem], [m for _, m, _ in mem], "o-", color=colour, label=f"{label}: peak")
-        delta = [(k, d) for k, _, d in mem if d is not None]
-        if delta:
-            ax2.plot([k for k, _ in delta], [d for _, d in delta], "s--", color=colour, alpha=0.7,
-                     label=f"{label}: above the worker's start")
     rows = ok[0]["rows"] if ok else 0
-    ks = sorted({r["k"] for r in ok})
-    for ax, title, unit in ((ax1, "full compaction: wall time", "seconds"),
-                            (ax2, "peak RSS of a Python worker (per task)", "MiB")):
+    title = f"Full compaction on Spark local[2]: {rows:,} rows, {FILE_GROUPS} file groups"
+    try:
+        from lsm_lab.viz._style import new_figure
+        from lsm_lab.viz.bench import plot_bench
+    except ImportError:  # pragma: no cover - viz ships with the package
+        return _plot_plain(ok, out, title)
+    group = ["engine", "merge"] if len({r["engine"] for r in ok}) > 1 else "merge"
+    fig = new_figure(15.5, 4.4)
+    axes = fig.subplots(1, 3)
+    xlabel = "k (log files per file group)"
+    panels = (("seconds", "wall time", "seconds"),
+              ("peak_rss_mib", "peak RSS of a Python worker, per task", "MiB"),
+              ("peak_delta_mib", "the same, above the worker's RSS at task start", "MiB"))
+    for ax, (metric, name, unit) in zip(axes, panels):
+        plot_bench(ok, "k", metric, group, logx=True, ax=ax, title=name, xlabel=xlabel, ylabel=unit)
+        ax.set_ylim(bottom=0)
+    fig.suptitle(title, fontsize=11, x=0.01, ha="left")
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def _plot_plain(ok: Sequence[dict[str, Any]], out: str | Path, title: str) -> Path:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 4.2), layout="constrained")
+    ax1, ax2 = fig.subplots(1, 2)
+    for engine, merge in sorted({(r["engine"], r["merge"]) for r in ok}):
+        pts = sorted((r["k"], r) for r in ok if (r["engine"], r["merge"]) == (engine, merge))
+        ax1.plot([k for k, _ in pts], [r["seconds"] for _, r in pts], "o-", label=merge)
+        mem = [(k, r["peak_rss_mib"]) for k, r in pts if r.get("peak_rss_mib") is not None]
+        if mem:
+            ax2.plot([k for k, _ in mem], [m for _, m in mem], "o-", label=merge)
+    for ax, unit in ((ax1, "seconds"), (ax2, "peak RSS per task, MiB")):
         ax.set_xscale("log", base=2)
-        ax.set_xticks(ks, [str(k) for k in ks])
         ax.set_xlabel("k (log files per file group)")
         ax.set_ylabel(unit)
-        ax.set_title(title, fontsize=10)
         ax.set_ylim(bottom=0)
-        ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(f"lsm_lab on Spark local[2]: {rows:,} rows, {FILE_GROUPS} file groups", fontsize=11)
-    if fig.get_layout_engine() is None:
-        fig.tight_layout()
+    fig.suptitle(title)
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

@@ -18,7 +18,7 @@ import pytest
 
 from lsm_lab.spark.cluster import StandaloneCluster
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = pytest.mark.spark  # ~55 s on a quiet 2-core machine (cluster start, a second driver)
 
 JOB = r'''
 import json, sys

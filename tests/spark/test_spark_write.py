@@ -12,7 +12,7 @@ import pytest
 
 import lsm_lab
 from lsm_lab.datagen import TripsGenerator
-from lsm_lab.layout import fsview, naming, parquet_io
+from lsm_lab.layout import fsview, parquet_io
 from lsm_lab.spark import SparkJobError, read, write
 from lsm_lab.spark.jobs import FailTask
 from lsm_lab.spark.write import partition_keys, spark_hash_long
@@ -156,5 +156,4 @@ def test_schema_errors_are_typed(spark: Any, tmp_table: Callable[..., lsm_lab.Ta
         write(pa.table({"uuid": ["a"], "city": ["x"]}), remote.path, op="upsert", spark=spark)  # no ordering column
     with pytest.raises(lsm_lab.errors.PartitionValueError):  # raised inside a task, re-raised typed
         write(pa.table({"uuid": ["a"], "ts": [1], "city": ["../up"]}), remote.path, op="upsert", spark=spark)
-    assert remote.instants() == [] or all(i.is_completed for i in remote.instants())
-    assert naming.parse("x") is None
+    assert remote.instants() == []  # validation failed before the instant was created
