@@ -59,7 +59,7 @@ import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Callable, TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -358,9 +358,35 @@ def schedule(table: "Table", *, strategy: str = "hybrid", merge: str | None = No
         return timeline.request(plan.action, plan.to_json())
 
 
+OperationRunner = Callable[["_Context", tuple[Operation, ...], Instant], list[WriteStat]]
+
+
+def run_locally(progress: bool | None = None) -> OperationRunner:
+    """Run a plan's operations one after the other in this process (a progress bar when long)."""
+
+    def run(ctx: "_Context", ops: tuple[Operation, ...], inflight: Instant) -> list[WriteStat]:
+        stats: list[WriteStat] = []
+        desc = f"{inflight.action} {inflight.begin_time}"
+        bar = (show_progress(ops, desc=desc, unit="file group", min_items=1) if progress
+               else ops if progress is False else show_progress(ops, desc=desc, unit="file group"))
+        for task, op in enumerate(bar):
+            if op.operation_type == FULL:
+                stats.append(run_full(ctx, op, task))
+            elif op.operation_type == LOG:
+                stats.extend(run_log(ctx, op, task))
+        return stats
+
+    return run
+
+
 def execute(table: "Table", instant: Instant | str, *, merge: str | None = None,
-            progress: bool | None = None) -> Instant:
-    """Run a requested (log) compaction plan and complete it; returns the completed instant."""
+            progress: bool | None = None, runner: OperationRunner | None = None,
+            extra_metadata: Mapping[str, str] | None = None) -> Instant:
+    """Run a requested (log) compaction plan and complete it; returns the completed instant.
+
+    `runner` executes the operations (default: `run_locally`; Spark passes one that
+    runs each operation as a task); everything around it — heartbeat, inflight
+    transition, commit, reset on failure — is the same for every runner."""
     timeline = table.active_timeline
     begin = instant if isinstance(instant, str) else instant.begin_time
     with table_lock(table.path):
@@ -385,20 +411,12 @@ def execute(table: "Table", instant: Instant | str, *, merge: str | None = None,
         schema = table.schema
         read_ctx = ReadContext(table.path, table.config, schema or pa.schema([]), table.completion_map(), None)
         ctx = _Context(table.path, begin, read_ctx, engine, table.config.is_lsm)
-        stats: list[WriteStat] = []
-        ops = list(plan.operations)
-        desc = f"{inflight.action} {begin}"
-        bar = (show_progress(ops, desc=desc, unit="file group", min_items=1) if progress
-               else ops if progress is False else show_progress(ops, desc=desc, unit="file group"))
-        for task, op in enumerate(bar):
-            if op.operation_type == FULL:
-                stats.append(run_full(ctx, op, task))
-            elif op.operation_type == LOG:
-                stats.extend(run_log(ctx, op, task))
+        stats = (runner or run_locally(progress))(ctx, tuple(plan.operations), inflight)
         from lsm_lab.table import write as writer
 
         extra = {writer.SCHEMA_KEY: writer.schema_to_text(schema)} if schema is not None and len(schema) else {}
         extra["lsm_lab.strategy"] = plan.strategy
+        extra.update(extra_metadata or {})
         operation = "log_compact" if inflight.action == LOG_COMPACTION else "compact"
         meta = commit_metadata(stats, operation=operation, extra=extra, compacted=True)
         with table_lock(table.path):

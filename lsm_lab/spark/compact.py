@@ -40,17 +40,13 @@ import pyarrow as pa
 
 from lsm_lab.errors import ConflictError, InputError
 from lsm_lab.merge import ENGINES
-from lsm_lab.services import compaction, heartbeat, markers
-from lsm_lab.services.lock import table_lock
-from lsm_lab.services.planner import FULL, LOG, Operation, pending_plans, read_plan
-from lsm_lab.services.rollback import delete_instant_files, reset_compaction, rollback_failed_writes
+from lsm_lab.services import compaction, heartbeat
+from lsm_lab.services.planner import FULL, LOG, Operation, pending_plans
 from lsm_lab.spark.jobs import TaskClock, TaskReport, active_session, job_progress, reraise
 from lsm_lab.spark.write import TaskHook, reconcile
-from lsm_lab.table import write as writer
-from lsm_lab.table.read import ReadContext
 from lsm_lab.table.table import Table, open_table
-from lsm_lab.timeline.instant import COMPACTION, LOG_COMPACTION, Instant, State, file_name_for
-from lsm_lab.timeline.metadata import WriteStat, commit_metadata
+from lsm_lab.timeline.instant import Instant, State, file_name_for
+from lsm_lab.timeline.metadata import WriteStat
 
 
 @dataclass
@@ -102,40 +98,18 @@ def _requested(instant: Instant, layout: int) -> Instant:
 
 def _execute(spark: Any, table: Table, instant: Instant, *, merge: str | None, progress: bool | None,
              hook: TaskHook | None, run: CompactionRun) -> Instant:
-    """`services.compaction.execute`, with the operations as Spark tasks."""
-    timeline = table.active_timeline
-    begin = instant.begin_time
-    with table_lock(table.path):
-        rollback_failed_writes(table.path, timeline)
-        current = timeline.find(begin)
-        if current.action not in (COMPACTION, LOG_COMPACTION):
-            raise InputError(f"{current} is not a compaction")
-        if current.is_completed:
-            return current
-        hb = heartbeat.Heartbeat(table.path, begin).start()  # ConflictError if a live runner has it
-        try:
-            delete_instant_files(table.path, begin)  # leftovers of a dead earlier attempt
-            markers.delete_markers(table.path, begin)
-            inflight = current if current.state is State.INFLIGHT else \
-                timeline.start(_requested(current, table.config.timeline_layout))
-        except BaseException:
-            hb.stop()
-            raise
-    try:
-        plan = read_plan(timeline, inflight)
-        schema = table.schema
-        read_ctx = ReadContext(table.path, table.config, schema or pa.schema([]), table.completion_map(), None)
-        ctx = compaction._Context(table.path, begin, read_ctx, merge or plan.merge, table.config.is_lsm)
-        ops = tuple(plan.operations)
+    """`services.compaction.execute`, with the operations as Spark tasks (one per operation)."""
+
+    def on_spark(ctx: compaction._Context, ops: tuple, inflight: Instant) -> list[WriteStat]:
         stats: list[WriteStat] = []
         if ops:
             task = CompactTask(ctx, ops, hook)
             frame = spark.range(0, len(ops), 1, len(ops)).mapInArrow(task, "stat string, report string")
-            with job_progress(spark, f"{inflight.action} {begin}", enabled=progress):
+            with job_progress(spark, f"{inflight.action} {inflight.begin_time}", enabled=progress):
                 try:
                     rows = frame.collect()
                 except Exception as exc:  # noqa: BLE001
-                    reraise(exc, f"{inflight.action} {begin}")
+                    reraise(exc, f"{inflight.action} {inflight.begin_time}")
             seen: set[str] = set()
             for r in rows:
                 if r["stat"] is not None:
@@ -143,22 +117,11 @@ def _execute(spark: Any, table: Table, instant: Instant, *, merge: str | None, p
                 if r["report"] not in seen:
                     seen.add(r["report"])
                     run.reports.append(TaskReport(**json.loads(r["report"])))
-        reconcile(table.path, begin, stats)
-        extra = {writer.SCHEMA_KEY: writer.schema_to_text(schema)} if schema is not None and len(schema) else {}
-        extra["lsm_lab.strategy"] = plan.strategy
-        extra["lsm_lab.engine"] = "spark"
-        operation = "log_compact" if inflight.action == LOG_COMPACTION else "compact"
-        meta = commit_metadata(stats, operation=operation, extra=extra, compacted=True)
-        with table_lock(table.path):
-            done = timeline.complete(inflight, meta)
-            markers.delete_markers(table.path, begin)
-        return done
-    except BaseException:
-        with table_lock(table.path):
-            reset_compaction(table.path, timeline, inflight)  # back to requested; runs again later
-        raise
-    finally:
-        hb.stop()
+        reconcile(table.path, inflight.begin_time, stats)  # files of failed task attempts go
+        return stats
+
+    return compaction.execute(table, instant, merge=merge, runner=on_spark,
+                              extra_metadata={"lsm_lab.engine": "spark"})
 
 
 def run_compaction(path: str | Path, spark: Any = None, strategy: str = "hybrid", merge: str | None = None, *,
