@@ -94,13 +94,15 @@ def register(subparsers: Any) -> None:
     q = sub.add_parser("write", help="write a Parquet/CSV/JSON-lines file through the Spark writer")
     q.add_argument("path", help="table folder (reachable from every executor)")
     q.add_argument("file", help="input file (.parquet, .csv, .jsonl)")
-    q.add_argument("--op", default="upsert", choices=["upsert", "insert", "delete", "bulk_insert"])
+    q.add_argument("--op", default="upsert", choices=["upsert", "insert", "delete", "bulk_insert"],
+                   help="write operation (default upsert); for delete the file holds the keys")
     master(q)
     q.set_defaults(func=_cmd_write)
 
     q = sub.add_parser("compact", help="plan on the driver, one Spark task per file group, commit")
     q.add_argument("path", help="table folder")
-    q.add_argument("--strategy", default="hybrid", choices=["hybrid", "full", "log"])
+    q.add_argument("--strategy", default="hybrid", choices=["hybrid", "full", "log"],
+                   help="hybrid: FULL or LOG per file group (default); full: L0+L1 → L1; log: L0 → L0")
     q.add_argument("--merge", choices=["sorted", "hash", "loser_tree", "heapq"], help="force a merge engine")
     master(q)
     q.set_defaults(func=_cmd_compact)
@@ -116,7 +118,7 @@ def register(subparsers: Any) -> None:
     q.set_defaults(func=_cmd_read)
 
     q = sub.add_parser("cluster", help="start a standalone master and workers on 127.0.0.1 until Ctrl-C")
-    q.add_argument("--workers", type=int, default=2)
+    q.add_argument("--workers", type=int, default=2, help="worker processes to start (default 2)")
     q.add_argument("--cores", type=int, default=1, help="cores per worker")
     q.add_argument("--memory", default="1g", help="memory per worker")
     q.set_defaults(func=_cmd_cluster)
