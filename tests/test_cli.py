@@ -174,3 +174,25 @@ def test_argument_mistakes_exit_2(argv: list[str], capsys: pytest.CaptureFixture
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert "error:" in err and "Traceback" not in err
+
+
+def test_every_command_and_option_has_help_text() -> None:
+    import argparse
+
+    from lsm_lab.cli import build_parser
+
+    missing: list[tuple[str, str]] = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                helps = {a.dest: a.help for a in action._choices_actions}
+                for name, sub in action.choices.items():
+                    if not helps.get(name):
+                        missing.append((path, name))
+                    walk(sub, f"{path} {name}")
+            elif not action.help and action.dest != "help":
+                missing.append((path, action.dest))
+
+    walk(build_parser(), "lsm-lab")
+    assert missing == []
