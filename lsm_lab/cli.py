@@ -70,6 +70,17 @@ def write_output_file(table: pa.Table, path: str) -> None:
         raise InputError("unknown output type (use .parquet, .csv or .jsonl)", path=p)
 
 
+def parse_options(items: list[str] | None) -> dict[str, str]:
+    """`--option KEY=VALUE` items (repeatable) as a dict."""
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise InputError(f"--option expects key=value, got {item!r}")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
 def _frame_out(df, as_json: bool) -> None:
     if as_json:
         print(df.to_json(orient="records", indent=2, default_handler=str))
@@ -96,12 +107,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_create(args: argparse.Namespace) -> int:
     from lsm_lab.table.table import create_table
 
-    options = {}
-    for item in args.option or []:
-        if "=" not in item:
-            raise InputError(f"--option expects key=value, got {item!r}")
-        k, v = item.split("=", 1)
-        options[k] = v
+    options = parse_options(args.option)
     table = create_table(args.path, name=args.name, record_key=args.key, partition_by=args.partition_by,
                          ordering_field=args.ordering, table_type=args.type, layout=args.layout,
                          hive_style=not args.no_hive_style, num_buckets=args.buckets, **options)

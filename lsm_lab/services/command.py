@@ -15,7 +15,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Callable
 
-from lsm_lab.errors import InputError
+from lsm_lab.cli import parse_options
 
 if TYPE_CHECKING:
     from lsm_lab.table.table import Table
@@ -27,22 +27,12 @@ def _table(path: str) -> "Table":
     return open_table(path)
 
 
-def _options(items: list[str] | None) -> dict[str, str]:
-    out = {}
-    for item in items or []:
-        if "=" not in item:
-            raise InputError(f"--option expects key=value, got {item!r}")
-        k, v = item.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
-
-
 def cmd_compact(args: argparse.Namespace) -> int:
     from lsm_lab.services.planner import format_plan, read_plan
 
     table = _table(args.path)
     result = table.compact(strategy=args.strategy, merge=args.merge, plan_only=args.plan_only,
-                           options=_options(args.option))
+                           options=parse_options(args.option))
     if result is None:
         print("nothing to compact")
         return 0
