@@ -37,12 +37,7 @@ def scratch(name: str) -> Path:
 
 
 def shared_folder() -> Path | None:
-    """The folder with real Hudi tables (`LSM_LAB_SHARED` or `../shared` beside the repo), or None."""
-    env = os.environ.get("LSM_LAB_SHARED")
-    candidates = [Path(env)] if env else []
-    here = Path.cwd()
-    candidates += [here.parent / "shared", here.parent.parent / "shared"]
-    for cand in candidates:
-        if (cand / "hudi-tables").is_dir():
-            return cand
-    return None
+    """The folder with real Hudi tables: the copy in the repository's `data/` (or `LSM_LAB_SHARED`)."""
+    from lsm_lab.interop.hudi_tables import find_shared
+
+    return find_shared()

@@ -1,7 +1,7 @@
 """Fixtures shared by every test module.
 
     tmp_table(**kw)     a new, empty lsm_lab table in a fresh temporary folder
-    shared_dir          the `shared/` folder of real Hudi files (skips the test when absent)
+    shared_dir          the real Hudi files shipped in data/ (hudi-tables/*.zip, hudi-log-files/)
     real_table(name)    one table of shared/hudi-tables/*.zip, unzipped once per session
 
 Keep this file small and general: fixtures for one module belong in that module.
@@ -22,9 +22,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _find_shared() -> Path | None:
-    env = os.environ.get("LSM_LAB_SHARED")
-    candidate = Path(env) if env else REPO.parent / "shared"
-    return candidate if candidate.is_dir() else None
+    from lsm_lab.interop.hudi_tables import find_shared
+
+    return find_shared(REPO)
 
 
 @pytest.fixture()
@@ -48,10 +48,10 @@ def tmp_table(tmp_path: Path) -> Callable[..., lsm_lab.Table]:
 
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
-    """`$LSM_LAB_SHARED` or `<repo>/../shared`; the test is skipped when neither exists."""
+    """The real Hudi files: `<repo>/data` (shipped with the repository) or `$LSM_LAB_SHARED`."""
     path = _find_shared()
     if path is None:
-        pytest.skip("no shared folder (set LSM_LAB_SHARED or put it at ../shared)")
+        pytest.fail("no real Hudi files: data/hudi-tables is missing from this checkout")
     return path
 
 

@@ -45,14 +45,20 @@ MAX_REPORTED = 20
 
 # --------------------------------------------------------------------------- finding and unpacking
 def find_shared(repo: str | os.PathLike[str] | None = None) -> Path | None:
-    """`$LSM_LAB_SHARED`, else `<repo>/../shared`; None when neither is a folder."""
+    """The folder holding `hudi-tables/*.zip` and `hudi-log-files/`, or None.
+
+    In order: `$LSM_LAB_SHARED`; the copy shipped in the repository (`<repo>/data`, so a clone
+    runs every test and notebook); `<repo>/../shared` (the developers' shared folder).
+    """
     env = os.environ.get("LSM_LAB_SHARED")
     if env:
         candidate = Path(env)
-    else:
-        root = Path(repo) if repo is not None else Path(__file__).resolve().parents[2]
-        candidate = root.parent / "shared"
-    return candidate if candidate.is_dir() else None
+        return candidate if candidate.is_dir() else None
+    root = Path(repo) if repo is not None else Path(__file__).resolve().parents[2]
+    for candidate in (root / "data", root.parent / "shared"):
+        if (candidate / "hudi-tables").is_dir():
+            return candidate
+    return None
 
 
 def table_folder(unpacked: Path) -> Path:
