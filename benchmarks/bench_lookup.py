@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lsm_lab.bench.lookup import main  # noqa: E402
+from lsm_lab.bench.lookup import main
 
 if __name__ == "__main__":
     sys.exit(main())

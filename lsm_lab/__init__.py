@@ -10,6 +10,8 @@ The public API, re-exported here (see docs/ARCHITECTURE.md for the layers):
     LsmLabError and subclasses               every error lsm_lab raises on purpose
 """
 
+from typing import TYPE_CHECKING, Any
+
 from lsm_lab.errors import (
     ConflictError,
     CorruptFileError,
@@ -22,7 +24,6 @@ from lsm_lab.errors import (
     TimelineError,
     UnsupportedFeatureError,
 )
-from typing import TYPE_CHECKING, Any
 
 # The rest of the API is imported on first use (PEP 562), so that `import lsm_lab.merge`
 # in a benchmark child or `lsm-lab --help` does not pay for pandas and the table layer.
@@ -42,9 +43,9 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
+    from lsm_lab.lookup.stats import LookupStats
     from lsm_lab.merge import ENGINES, merge_sources, merge_to_table
     from lsm_lab.merge.semantics import MergeMode, MergeSpec
-    from lsm_lab.lookup.stats import LookupStats
     from lsm_lab.table.inspect import footers
     from lsm_lab.table.table import Table, create_table, open_table
     from lsm_lab.timeline.instant import Instant, State

@@ -33,9 +33,9 @@ from __future__ import annotations
 import os
 import re
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 from lsm_lab.errors import TableConfigError, TableNotFoundError
 
@@ -141,7 +141,7 @@ def format_properties(props: Mapping[str, str], header: str | None = None) -> st
 
 def table_checksum(database: str, table: str) -> int:
     """Hudi's `hoodie.table.checksum`: CRC32 of `<database>.<table>` (format page, section 2)."""
-    return zlib.crc32(f"{database}.{table}".encode("utf-8"))
+    return zlib.crc32(f"{database}.{table}".encode())
 
 
 def _split_fields(value: str | None) -> tuple[str, ...]:
@@ -225,14 +225,14 @@ class TableConfig:
     def populate_meta_fields(self) -> bool:
         return self.props.get("hoodie.populate.meta.fields", "true").lower() != "false"
 
-    def with_props(self, **updates: str) -> "TableConfig":
+    def with_props(self, **updates: str) -> TableConfig:
         props = dict(self.props)
         props.update(updates)
         return TableConfig.from_props(props)
 
     # ---- properties <-> config
     @classmethod
-    def from_props(cls, props: Mapping[str, str], *, path: str | None = None) -> "TableConfig":
+    def from_props(cls, props: Mapping[str, str], *, path: str | None = None) -> TableConfig:
         def need(key: str) -> str:
             value = props.get(key)
             if value is None or value == "":
@@ -330,9 +330,7 @@ def build_props(
 ) -> dict[str, str]:
     """The properties lsm_lab writes for a new table (format page, section 2)."""
     merge_mode = "EVENT_TIME_ORDERING" if ordering_field else "COMMIT_TIME_ORDERING"
-    if len(record_key) > 1:
-        keygen = "COMPLEX"
-    elif partition_by and len(partition_by) > 1:
+    if len(record_key) > 1 or (partition_by and len(partition_by) > 1):
         keygen = "COMPLEX"
     elif partition_by:
         keygen = "SIMPLE"

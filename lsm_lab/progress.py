@@ -11,7 +11,8 @@ logs and committed notebooks stay clean), and not when `LSM_LAB_PROGRESS=0`.
 from __future__ import annotations
 
 import os
-from typing import Iterable, Iterator, TypeVar
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 T = TypeVar("T")
 

@@ -9,10 +9,10 @@ Keep this file small and general: fixtures for one module belong in that module.
 
 from __future__ import annotations
 
-import os
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 

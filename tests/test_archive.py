@@ -21,7 +21,7 @@ from lsm_lab.timeline import archive as lsm_timeline
 from lsm_lab.timeline.instant import State
 
 
-def snapshot(table: lsm_lab.Table, **kw) -> list[tuple]:  # noqa: ANN003
+def snapshot(table: lsm_lab.Table, **kw) -> list[tuple]:
     return sorted((r["id"], r["v"]) for r in table.read(columns=["id", "v"], **kw).to_pylist())
 
 
@@ -33,7 +33,7 @@ def grow(table: lsm_lab.Table, rounds: int, start: int = 0) -> list[tuple[lsm_la
     return out
 
 
-def test_archive_moves_instants_into_parquet_levels(tmp_table) -> None:  # noqa: ANN001
+def test_archive_moves_instants_into_parquet_levels(tmp_table) -> None:
     table = tmp_table(num_buckets=2)
     history = grow(table, 8)
     first_files = {p.name for fs in table.latest_slices() for p in [f.path for f in fs.files]}
@@ -68,7 +68,7 @@ def test_archive_moves_instants_into_parquet_levels(tmp_table) -> None:  # noqa:
     assert table.archived_timeline.read_plan(done[0].begin_time) == {"operationType": "UPSERT"}
 
 
-def test_levels_compact_after_ten_files(tmp_table) -> None:  # noqa: ANN001
+def test_levels_compact_after_ten_files(tmp_table) -> None:
     table = tmp_table(num_buckets=1)
     history = grow(table, 2)
     for r in range(11):
@@ -86,7 +86,7 @@ def test_levels_compact_after_ten_files(tmp_table) -> None:  # noqa: ANN001
         assert snapshot(table, as_of=inst) == expected
 
 
-def test_barriers_pending_instant_savepoint_and_clean(tmp_table) -> None:  # noqa: ANN001
+def test_barriers_pending_instant_savepoint_and_clean(tmp_table) -> None:
     table = tmp_table(num_buckets=1)
     history = grow(table, 6)
     table.savepoint(history[2][0])
@@ -111,13 +111,13 @@ def test_barriers_pending_instant_savepoint_and_clean(tmp_table) -> None:  # noq
     assert all(i.begin_time < earliest for i in table.archived_instants())
 
 
-def test_crash_between_archive_and_active_cleanup_is_harmless(tmp_table, monkeypatch) -> None:  # noqa: ANN001
+def test_crash_between_archive_and_active_cleanup_is_harmless(tmp_table, monkeypatch) -> None:
     from lsm_lab.services import archiver
 
     table = tmp_table(num_buckets=1)
     history = grow(table, 5)
 
-    def crash(*a, **kw):  # noqa: ANN002, ANN003, ANN202
+    def crash(*a, **kw):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(archiver, "remove_timeline_files", crash)
@@ -132,7 +132,7 @@ def test_crash_between_archive_and_active_cleanup_is_harmless(tmp_table, monkeyp
     assert table.archived_timeline.current_version() == 1  # nothing archived twice
 
 
-def test_automatic_archival(tmp_table) -> None:  # noqa: ANN001
+def test_automatic_archival(tmp_table) -> None:
     table = tmp_table(num_buckets=1, **{"hoodie.archive.automatic": "true", "hoodie.keep.min.commits": "2",
                                         "hoodie.keep.max.commits": "4"})
     history = grow(table, 4)
@@ -143,7 +143,7 @@ def test_automatic_archival(tmp_table) -> None:  # noqa: ANN001
     assert table.schema is not None and "v" in table.schema.names
 
 
-def test_show_timeline_archived_cli(tmp_table, capsys) -> None:  # noqa: ANN001
+def test_show_timeline_archived_cli(tmp_table, capsys) -> None:
     table = tmp_table(num_buckets=1)
     history = grow(table, 4)
     assert main(["archive", str(table.path), "--keep", "1"]) == 0

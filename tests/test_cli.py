@@ -25,8 +25,8 @@ def _commands(parser: argparse.ArgumentParser, prefix: list[str]) -> list[list[s
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():
-                out.append(prefix + [name])
-                out.extend(_commands(sub, prefix + [name]))
+                out.append([*prefix, name])
+                out.extend(_commands(sub, [*prefix, name]))
     return out
 
 
@@ -37,10 +37,10 @@ def test_the_documented_commands_exist() -> None:
     assert {"demo", "create", "write", "read", "show"} <= {c[0] for c in COMMANDS}
 
 
-@pytest.mark.parametrize("command", [[]] + COMMANDS, ids=lambda c: " ".join(c) or "lsm-lab")
+@pytest.mark.parametrize("command", [[], *COMMANDS], ids=lambda c: " ".join(c) or "lsm-lab")
 def test_help(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
-        main(command + ["--help"])
+        main([*command, "--help"])
     assert info.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: lsm-lab") and len(out.splitlines()) > 3

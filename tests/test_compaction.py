@@ -28,7 +28,7 @@ from lsm_lab.timeline.instant import State
 COLS = ["id", "ts", "v"]
 
 
-def snapshot(table: lsm_lab.Table, **kw) -> list[tuple]:  # noqa: ANN003
+def snapshot(table: lsm_lab.Table, **kw) -> list[tuple]:
     cols = kw.pop("columns", COLS)
     return sorted(tuple(r[c] for c in cols) for r in table.read(columns=cols, **kw).to_pylist())
 
@@ -53,7 +53,7 @@ def write_rounds(table: lsm_lab.Table, rounds: int = 4, keys: int = 30) -> None:
 
 @pytest.mark.parametrize("layout", ["lsm_tree", "default"])
 @pytest.mark.parametrize("merge", [None, "hash", "sorted"])
-def test_full_compaction_keeps_the_snapshot(tmp_table, layout: str, merge: str | None) -> None:  # noqa: ANN001
+def test_full_compaction_keeps_the_snapshot(tmp_table, layout: str, merge: str | None) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=3, layout=layout)
     write_rounds(table)
     before = snapshot(table, columns=["id", "ts", "v", "_hoodie_commit_time"])
@@ -80,7 +80,7 @@ def test_full_compaction_keeps_the_snapshot(tmp_table, layout: str, merge: str |
     assert table.compact(strategy="full") is None  # nothing left in L0
 
 
-def test_time_travel_and_incremental_reads_survive_compaction(tmp_table) -> None:  # noqa: ANN001
+def test_time_travel_and_incremental_reads_survive_compaction(tmp_table) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=2)
     history = []
     for r in range(3):
@@ -93,7 +93,7 @@ def test_time_travel_and_incremental_reads_survive_compaction(tmp_table) -> None
     assert sorted(r["id"] for r in inc) == sorted(f"k{i}" for i in range(1, 12))
 
 
-def test_large_group_streams_in_row_groups(tmp_table) -> None:  # noqa: ANN001
+def test_large_group_streams_in_row_groups(tmp_table) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=1)
     n = 70_000
     table.bulk_insert(pa.table({"id": [f"key{i:06d}" for i in range(n)], "ts": [0] * n, "v": list(range(n))}))
@@ -107,7 +107,7 @@ def test_large_group_streams_in_row_groups(tmp_table) -> None:  # noqa: ANN001
     assert table.read(columns=["id", "v"]).sort_by("id").equals(before)
 
 
-def test_writes_during_a_pending_compaction_land_in_the_next_slice(tmp_table) -> None:  # noqa: ANN001
+def test_writes_during_a_pending_compaction_land_in_the_next_slice(tmp_table) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=1)
     table.upsert([{"id": f"k{i}", "ts": 0, "v": 0} for i in range(5)])
     table.upsert([{"id": "k1", "ts": 1, "v": 1}])
@@ -123,7 +123,7 @@ def test_writes_during_a_pending_compaction_land_in_the_next_slice(tmp_table) ->
     assert [f.instant for f in group.latest.log_files] == [late.begin_time]
 
 
-def test_pending_compaction_output_is_invisible(tmp_table, monkeypatch) -> None:  # noqa: ANN001
+def test_pending_compaction_output_is_invisible(tmp_table, monkeypatch) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=2)
     write_rounds(table, rounds=3, keys=12)
     expected = snapshot(table)
@@ -131,7 +131,7 @@ def test_pending_compaction_output_is_invisible(tmp_table, monkeypatch) -> None:
     seen = []
     real = compaction.run_full
 
-    def spy(ctx, op, task):  # noqa: ANN001, ANN202
+    def spy(ctx, op, task):
         stat = real(ctx, op, task)
         # a new base exists on disk but belongs to no completed instant
         assert (table.path / stat.path).exists()
@@ -145,7 +145,7 @@ def test_pending_compaction_output_is_invisible(tmp_table, monkeypatch) -> None:
     assert snapshot(table) == expected
 
 
-def test_failed_compaction_goes_back_to_requested_and_reruns(tmp_table, monkeypatch) -> None:  # noqa: ANN001
+def test_failed_compaction_goes_back_to_requested_and_reruns(tmp_table, monkeypatch) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=2)
     write_rounds(table, rounds=3, keys=12)
     expected = snapshot(table)
@@ -153,7 +153,7 @@ def test_failed_compaction_goes_back_to_requested_and_reruns(tmp_table, monkeypa
     calls = []
     real = compaction.run_full
 
-    def boom(ctx, op, task):  # noqa: ANN001, ANN202
+    def boom(ctx, op, task):
         calls.append(op.file_id)
         if len(calls) == 2:
             raise RuntimeError("disk full")
@@ -171,7 +171,7 @@ def test_failed_compaction_goes_back_to_requested_and_reruns(tmp_table, monkeypa
     assert snapshot(table) == expected
 
 
-def test_dead_inflight_compaction_is_reset_and_rerun(tmp_table) -> None:  # noqa: ANN001
+def test_dead_inflight_compaction_is_reset_and_rerun(tmp_table) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=1)
     write_rounds(table, rounds=2, keys=10)
     expected = snapshot(table)
@@ -188,7 +188,7 @@ def test_dead_inflight_compaction_is_reset_and_rerun(tmp_table) -> None:  # noqa
     assert done.begin_time == plan.begin_time and snapshot(table) == expected
 
 
-def test_live_runner_is_left_alone(tmp_table) -> None:  # noqa: ANN001
+def test_live_runner_is_left_alone(tmp_table) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=1)
     write_rounds(table, rounds=2, keys=10)
     plan = table.compact(plan_only=True)
@@ -206,7 +206,7 @@ def compacted_logs(table: lsm_lab.Table) -> list[fsview.DataFile]:
             if "COMPACTED_BLOCK_TIMES" in v2.read_log_header(f.path)]
 
 
-def test_log_compaction_folds_logs_and_hides_them(tmp_table) -> None:  # noqa: ANN001
+def test_log_compaction_folds_logs_and_hides_them(tmp_table) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=2)
     write_rounds(table, rounds=5, keys=20)
     before = snapshot(table, columns=["id", "ts", "v", "_hoodie_commit_time"])
@@ -234,7 +234,7 @@ def test_log_compaction_folds_logs_and_hides_them(tmp_table) -> None:  # noqa: A
     assert snapshot(table, columns=["id", "ts", "v", "_hoodie_commit_time"]) == before
 
 
-def test_log_compaction_keeps_delete_by_key_semantics(tmp_table) -> None:  # noqa: ANN001
+def test_log_compaction_keeps_delete_by_key_semantics(tmp_table) -> None:
     """Event time: a delete without ordering value resets a key; older-ordered records after it still win."""
     table = tmp_table(ordering_field="ts", num_buckets=1)
     table.upsert([{"id": "a", "ts": 5, "v": 1}, {"id": "b", "ts": 5, "v": 1}, {"id": "c", "ts": 5, "v": 1}])
@@ -255,7 +255,7 @@ def test_log_compaction_keeps_delete_by_key_semantics(tmp_table) -> None:  # noq
     assert snapshot(table) == expected
 
 
-def test_write_completed_during_log_compaction_wins(tmp_table) -> None:  # noqa: ANN001
+def test_write_completed_during_log_compaction_wins(tmp_table) -> None:
     """The interleaving: log compaction planned, a deltacommit completes, then the log compaction completes."""
     table = tmp_table(num_buckets=1)  # commit-time ordering: the later write must win
     table.upsert([{"id": "k", "v": 0}, {"id": "x", "v": 0}])
@@ -278,7 +278,7 @@ def test_write_completed_during_log_compaction_wins(tmp_table) -> None:  # noqa:
     assert again.is_completed and snapshot(table, columns=["id", "v"]) == [("k", 3), ("x", 2)]
 
 
-def test_hybrid_plan_mixes_full_and_log(tmp_table) -> None:  # noqa: ANN001
+def test_hybrid_plan_mixes_full_and_log(tmp_table) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=2, **{
         "hoodie.parquet.small.file.limit": "1", "hoodie.compaction.hybrid.log.to.base.ratio": "1000",
         "hoodie.compaction.hybrid.log.file.num.threshold": "3",
@@ -302,7 +302,7 @@ def test_hybrid_plan_mixes_full_and_log(tmp_table) -> None:  # noqa: ANN001
     assert [f.instant for f in by_bucket["00000000"].log_files] == [done.begin_time]
 
 
-def test_inline_compaction_by_number_of_delta_commits(tmp_table) -> None:  # noqa: ANN001
+def test_inline_compaction_by_number_of_delta_commits(tmp_table) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=1, **{
         "hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "3"})
     table.upsert([{"id": "a", "ts": 0, "v": 0}])
@@ -315,7 +315,7 @@ def test_inline_compaction_by_number_of_delta_commits(tmp_table) -> None:  # noq
     assert compaction.inline_due(table)[0] is False
 
 
-def test_inline_trigger_by_time(tmp_table) -> None:  # noqa: ANN001
+def test_inline_trigger_by_time(tmp_table) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=1, **{
         "hoodie.compact.inline": "true", "hoodie.compact.inline.trigger.strategy": "TIME_ELAPSED",
         "hoodie.compact.inline.max.delta.seconds": "60"})
@@ -328,7 +328,7 @@ def test_inline_trigger_by_time(tmp_table) -> None:  # noqa: ANN001
     assert compaction.inline_due(table, now=start + dt.timedelta(seconds=61))[0] is False  # only 1 commit
 
 
-def test_compaction_errors(tmp_table) -> None:  # noqa: ANN001
+def test_compaction_errors(tmp_table) -> None:
     table = tmp_table(ordering_field="ts")
     table.upsert([{"id": "a", "ts": 0, "v": 0}])
     with pytest.raises(lsm_lab.InputError, match="strategy"):
@@ -339,7 +339,7 @@ def test_compaction_errors(tmp_table) -> None:  # noqa: ANN001
         compaction.execute(table, table.instants()[0])
 
 
-def test_plan_json_is_readable_without_lsm_lab(tmp_table) -> None:  # noqa: ANN001
+def test_plan_json_is_readable_without_lsm_lab(tmp_table) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=1)
     write_rounds(table, rounds=2, keys=6)
     plan = table.compact(plan_only=True)

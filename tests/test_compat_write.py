@@ -203,7 +203,7 @@ def test_many_types_round_trip_through_v1_blocks(tmp_path: Path) -> None:
         "f32": pa.array([1.5, 2.5, None], pa.float32()),
         "flag": pa.array([True, False, None]),
         "day": pa.array([dt.date(2024, 1, 1), None, dt.date(2025, 6, 30)]),
-        "at": pa.array([dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc), None, None], pa.timestamp("us", "UTC")),
+        "at": pa.array([dt.datetime(2024, 1, 1, 12, tzinfo=dt.UTC), None, None], pa.timestamp("us", "UTC")),
         "amount": pa.array([Decimal("1.25"), Decimal("-3.50"), None], pa.decimal128(10, 2)),
         "tags": pa.array([["x"], [], None], pa.list_(pa.string())),
         "blob": pa.array([b"\x00\x01", None, b""], pa.binary()),

@@ -15,8 +15,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -30,13 +31,13 @@ def snapshot(table: lsm_lab.Table, cols: tuple[str, ...] = ("id", "v")) -> list[
     return sorted(tuple(r[c] for c in cols) for r in table.read(columns=list(cols)).to_pylist())
 
 
-def run_together(monkeypatch, *jobs: Callable[[], Any]) -> list[Any]:  # noqa: ANN001
+def run_together(monkeypatch, *jobs: Callable[[], Any]) -> list[Any]:
     """Run `jobs` in threads; every write waits at a barrier before writing files, so all have begun."""
     barrier = threading.Barrier(len(jobs), timeout=30)
     real = writer.write_file_group
     waited: set[int] = set()
 
-    def gated(**kw):  # noqa: ANN003, ANN202
+    def gated(**kw):
         ident = threading.get_ident()
         if ident not in waited:
             waited.add(ident)
@@ -61,7 +62,7 @@ def run_together(monkeypatch, *jobs: Callable[[], Any]) -> list[Any]:  # noqa: A
     return results
 
 
-def test_same_file_group_one_wins_one_conflicts(tmp_table, monkeypatch) -> None:  # noqa: ANN001
+def test_same_file_group_one_wins_one_conflicts(tmp_table, monkeypatch) -> None:
     table = tmp_table(num_buckets=1)
     table.upsert([{"id": "a", "v": 0}])
     other = lsm_lab.open_table(table.path)
@@ -83,7 +84,7 @@ def test_same_file_group_one_wins_one_conflicts(tmp_table, monkeypatch) -> None:
     assert table.upsert([{"id": "z", "v": 3}]).is_completed  # and the table goes on
 
 
-def test_disjoint_file_groups_both_land(tmp_table, monkeypatch) -> None:  # noqa: ANN001
+def test_disjoint_file_groups_both_land(tmp_table, monkeypatch) -> None:
     table = tmp_table(partition_by="p", num_buckets=1)
     table.upsert([{"id": "a", "p": "x", "v": 0}, {"id": "b", "p": "y", "v": 0}])
     other = lsm_lab.open_table(table.path)
@@ -93,7 +94,7 @@ def test_disjoint_file_groups_both_land(tmp_table, monkeypatch) -> None:  # noqa
     assert snapshot(table) == [("a", 1), ("b", 2)]
 
 
-def test_inserts_into_new_file_groups_never_conflict(tmp_table, monkeypatch) -> None:  # noqa: ANN001
+def test_inserts_into_new_file_groups_never_conflict(tmp_table, monkeypatch) -> None:
     table = tmp_table(layout="default")
     table.insert([{"id": "seed", "v": 0}])
     other = lsm_lab.open_table(table.path)
@@ -103,7 +104,7 @@ def test_inserts_into_new_file_groups_never_conflict(tmp_table, monkeypatch) -> 
     assert snapshot(table) == [("a", 1), ("b", 2), ("seed", 0)]
 
 
-def test_a_compaction_finishing_during_a_write_is_no_conflict(tmp_table, monkeypatch) -> None:  # noqa: ANN001
+def test_a_compaction_finishing_during_a_write_is_no_conflict(tmp_table, monkeypatch) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=1)
     for r in range(3):
         table.upsert([{"id": f"k{i}", "ts": r, "v": r} for i in range(5)])
@@ -111,7 +112,7 @@ def test_a_compaction_finishing_during_a_write_is_no_conflict(tmp_table, monkeyp
     compacted = threading.Event()
     real = writer.write_file_group
 
-    def after_compaction(**kw):  # noqa: ANN003, ANN202
+    def after_compaction(**kw):
         assert compacted.wait(30)  # the write began before the compaction was even planned
         return real(**kw)
 
@@ -130,7 +131,7 @@ def test_a_compaction_finishing_during_a_write_is_no_conflict(tmp_table, monkeyp
     assert snapshot(table, ("id", "v")) == [("k0", 2), ("k1", 9), ("k2", 2), ("k3", 2), ("k4", 2)]
 
 
-def test_writes_wait_for_a_compaction_plan_and_land_after_it(tmp_table) -> None:  # noqa: ANN001
+def test_writes_wait_for_a_compaction_plan_and_land_after_it(tmp_table) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=1)
     table.upsert([{"id": "a", "ts": 0, "v": 0}])
     table.upsert([{"id": "a", "ts": 1, "v": 1}])
@@ -141,7 +142,7 @@ def test_writes_wait_for_a_compaction_plan_and_land_after_it(tmp_table) -> None:
     assert snapshot(table) == [("a", 2)]
 
 
-def test_concurrent_schema_evolution_keeps_both_columns(tmp_table, monkeypatch) -> None:  # noqa: ANN001
+def test_concurrent_schema_evolution_keeps_both_columns(tmp_table, monkeypatch) -> None:
     table = tmp_table(partition_by="p", num_buckets=1)
     table.upsert([{"id": "a", "p": "x", "v": 0}, {"id": "b", "p": "y", "v": 0}])
     other = lsm_lab.open_table(table.path)
@@ -181,7 +182,7 @@ with open(out, "w") as fh:
 """
 
 
-def test_two_processes_overlapping_keys(tmp_table, tmp_path: Path) -> None:  # noqa: ANN001
+def test_two_processes_overlapping_keys(tmp_table, tmp_path: Path) -> None:
     table = tmp_table(num_buckets=2, **{"hoodie.compact.inline": "true",
                                         "hoodie.compact.inline.max.delta.commits": "6"})
     go = tmp_path / "go"

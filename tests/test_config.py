@@ -150,13 +150,13 @@ def test_merge_mode_inferred_when_absent(version: int, payload: str, ordering: s
 def test_unknown_keys_are_kept() -> None:
     c = cfg.TableConfig.from_props({**MINIMAL, "some.other.key": "v"})
     assert c.props["some.other.key"] == "v"
-    assert c.with_props(**{"another": "w"}).props["some.other.key"] == "v"
+    assert c.with_props(another="w").props["some.other.key"] == "v"
 
 
 # --------------------------------------------------------------------------- what lsm_lab writes
-def _build(**kw):  # noqa: ANN202
-    args = dict(name="trips", record_key=("uuid",), partition_by=("city",), ordering_field="ts",
-                table_type="MERGE_ON_READ", layout="lsm_tree", version=9, hive_style=True, num_buckets=8)
+def _build(**kw):
+    args = {"name": "trips", "record_key": ("uuid",), "partition_by": ("city",), "ordering_field": "ts",
+                "table_type": "MERGE_ON_READ", "layout": "lsm_tree", "version": 9, "hive_style": True, "num_buckets": 8}
     args.update(kw)
     return cfg.build_props(**args)
 
@@ -242,7 +242,7 @@ REAL = {
 
 
 @pytest.mark.parametrize("name", sorted(REAL))
-def test_real_tables(real_table, name: str) -> None:  # noqa: ANN001
+def test_real_tables(real_table, name: str) -> None:
     path = real_table(name)
     c = cfg.read_config(path)
     version, ttype, mode, ordering, parts, layout = REAL[name]

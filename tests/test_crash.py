@@ -16,7 +16,7 @@ from pathlib import Path
 HARNESS = Path(__file__).resolve().parents[1] / "benchmarks" / "crash_test.py"
 
 
-def load_harness():  # noqa: ANN201 - the module
+def load_harness():
     spec = importlib.util.spec_from_file_location("lsm_lab_crash_test", HARNESS)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -34,7 +34,7 @@ def test_demo_command(tmp_path: Path) -> None:
     script = Path(sys.executable).with_name("lsm-lab")
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "lsm_lab.cli"]
     env = {k: v for k, v in os.environ.items() if k != "LSM_LAB_DEBUG"}
-    done = subprocess.run(cmd + ["demo", "--rows", "2000", "--dir", str(tmp_path)], capture_output=True,
+    done = subprocess.run([*cmd, "demo", "--rows", "2000", "--dir", str(tmp_path)], capture_output=True,
                           text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "equal the dict model ✓" in done.stdout

@@ -14,8 +14,8 @@ import io
 import shutil
 import struct
 import zipfile
-from decimal import Decimal
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 
 import fastavro
@@ -107,11 +107,11 @@ def _sample_table() -> pa.Table:
             "raw": b"\x00#HUDI#\xff",  # the magic inside a value must not confuse the reader
             "amount": Decimal("1250.00"),
             "day": dt.date(2024, 1, 15),
-            "at": dt.datetime(2024, 1, 15, 16, 30, 0, 123456, tzinfo=dt.timezone.utc),
+            "at": dt.datetime(2024, 1, 15, 16, 30, 0, 123456, tzinfo=dt.UTC),
             "local": dt.datetime(2024, 1, 15, 16, 30, 0, 123000),
             "tags": ["a", None, "é"],
             "props": [("x", 1), ("y", None)],
-            "addr": {"zip": "560001", "at": dt.datetime(2020, 2, 29, tzinfo=dt.timezone.utc)},
+            "addr": {"zip": "560001", "at": dt.datetime(2020, 2, 29, tzinfo=dt.UTC)},
         },
         {"id": "k2"},
     ]
@@ -200,7 +200,7 @@ def test_writer_casts_safely_and_refuses_mismatches() -> None:
     (block,) = v1.decode_log_bytes(
         v1.encode_avro_data_block(pa.table({"t": ns, "a": pa.array([5], pa.int8())}), instant_time=T1, schema_json=schema)
     )
-    assert block.records.to_pylist() == [{"a": 5, "t": dt.datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=dt.timezone.utc)}]
+    assert block.records.to_pylist() == [{"a": 5, "t": dt.datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=dt.UTC)}]
     with pytest.raises(SchemaError, match="'t'"):  # 1 ns would be lost
         v1.encode_avro_records(pa.table({"a": [1], "t": pa.array([1], pa.timestamp("ns", tz="UTC"))}), schema)
     with pytest.raises(SchemaError, match="required"):
@@ -390,7 +390,7 @@ def test_every_truncation_of_the_last_block() -> None:
 
 def test_partial_block_followed_by_good_block() -> None:
     """A crashed writer's torn block, then a later append: skip to the next magic."""
-    data, parts = _three_block_file()
+    _data, parts = _three_block_file()
     torn = parts[0][: len(parts[0]) // 2]
     blocks = v1.decode_log_bytes(torn + parts[1] + parts[2])
     _assert_covers(blocks, len(torn) + len(parts[1]) + len(parts[2]))
@@ -479,7 +479,7 @@ def test_undecodable_content_in_a_sound_frame_raises() -> None:
 def test_any_single_byte_change_is_contained(data: st.DataObject) -> None:
     """Whatever byte changes, the reader covers the file and fails only with typed errors;
     blocks whose bytes were not touched come back exactly."""
-    raw, parts = _three_block_file()
+    raw, _parts = _three_block_file()
     at = data.draw(st.integers(0, len(raw) - 1))
     value = data.draw(st.integers(0, 255).filter(lambda v: v != raw[at]))
     changed = raw[:at] + bytes([value]) + raw[at + 1 :]
@@ -652,7 +652,7 @@ def test_real_blocks_re_encode_byte_for_byte(real_log: Callable[[str], Path], ta
         for b in v1.read_log_file(f, decode=False):
             if b.block_type not in (BlockType.AVRO_DATA, BlockType.DELETE, BlockType.COMMAND):
                 continue
-            (decoded,) = [x for x in v1.decode_log_bytes(data[b.offset : b.offset + b.length])]
+            (decoded,) = list(v1.decode_log_bytes(data[b.offset : b.offset + b.length]))
             if b.block_type == BlockType.AVRO_DATA:
                 content = v1.encode_avro_records(decoded.records, b.header["SCHEMA"])
             elif b.block_type == BlockType.DELETE:

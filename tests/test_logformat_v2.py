@@ -257,7 +257,7 @@ def test_ordering_timestamps_round_trip(data: st.DataObject) -> None:
     moments = st.datetimes(min_value=dt.datetime(1700, 1, 1), max_value=dt.datetime(2250, 1, 1))
     values = data.draw(_opt(moments))
     if typ.tz is not None:
-        values = [None if v is None else v.replace(tzinfo=dt.timezone.utc) for v in values]
+        values = [None if v is None else v.replace(tzinfo=dt.UTC) for v in values]
     if typ.unit in ("s", "ms"):
         values = [None if v is None else v.replace(microsecond=(v.microsecond // 1000) * 1000 if typ.unit == "ms"
                                                     else 0) for v in values]

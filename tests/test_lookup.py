@@ -31,9 +31,8 @@ import lsm_lab
 from lsm_lab import cli
 from lsm_lab.errors import InputError
 from lsm_lab.layout import fsview, parquet_io
-from lsm_lab.lookup.footer import clear_footer_cache
+from lsm_lab.lookup.footer import FooterCache, clear_footer_cache
 from lsm_lab.lookup.lookup import open_lookup, probe_file
-from lsm_lab.lookup.footer import FooterCache
 from lsm_lab.lookup.predicate import KeyPredicate, key_predicate
 from lsm_lab.lookup.stats import LookupStats
 from lsm_lab.table.records import PARTITION_PATH, RECORD_KEY
@@ -68,7 +67,7 @@ def as_batch(rows: list[tuple[str, str, int, int]]) -> pa.Table:
 @given(layout=st.sampled_from(["lsm_tree", "default"]), table_type=st.sampled_from(["MERGE_ON_READ", "COPY_ON_WRITE"]),
        ordering=st.sampled_from(["ts", None]), buckets=st.sampled_from([1, 2]),
        first=rows_st, ops=st.lists(op_st, max_size=5),
-       wanted=st.lists(st.sampled_from(KEYS + ["absent", "k99"]), min_size=1, max_size=6))
+       wanted=st.lists(st.sampled_from([*KEYS, "absent", "k99"]), min_size=1, max_size=6))
 def test_lookup_equals_filtered_read(layout: str, table_type: str, ordering: str | None, buckets: int,
                                      first: list, ops: list, wanted: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -396,7 +395,7 @@ def test_real_hudi_tables(shared_dir: Path, tmp_path_factory: pytest.TempPathFac
         for inst in [None, *table.completed_writes()]:
             as_of = None if inst is None else inst.completion_time
             full = table.read(as_of=as_of)
-            keys = sorted(set(full.column(RECORD_KEY).to_pylist()))[:6] + ["absent-key"]
+            keys = [*sorted(set(full.column(RECORD_KEY).to_pylist()))[:6], "absent-key"]
             got = table.lookup(keys, as_of=as_of)
             assert got.equals(expected(table, keys, as_of)), f"{stem} as of {as_of}"
             assert sort(table.read(as_of=as_of, filter=[(RECORD_KEY, "in", keys)])).equals(got), stem

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import random
 
@@ -129,7 +130,7 @@ def test_steps_are_consistent_snapshots(inputs: list[list[dict]]) -> None:
         assert all(s.leaves[m].source == m for m in range(len(s.leaves)))
         assert s.dump().startswith(f"step {s.index} [{s.action}]")
     # output grows only at emit steps, and the final output equals the engine's rows
-    for before, after in zip(steps, steps[1:]):
+    for before, after in itertools.pairwise(steps):
         assert len(after.output) - len(before.output) == (1 if after.action == "emit" and
                                                          after.description.startswith("emitted") else 0)
     final = steps[-1]

@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from lsm_lab.cli import main as command_main
 from lsm_lab.errors import InputError
 from lsm_lab.merge import ENGINES, MergeMode, MergeSpec, model_merge
-from lsm_lab.cli import main as command_main
 from lsm_lab.merge.files import merge_parquet_files
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("fare", pa.float64()), ("del", pa.bool_())])

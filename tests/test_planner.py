@@ -102,7 +102,7 @@ def _three_writes(table: lsm_lab.Table) -> None:
         table.upsert([{"id": f"k{i}", "ts": v, "v": v} for i in range(8)])
 
 
-def test_plan_saved_on_the_timeline_and_pending_groups_excluded(tmp_table) -> None:  # noqa: ANN001
+def test_plan_saved_on_the_timeline_and_pending_groups_excluded(tmp_table) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=2)
     _three_writes(table)
     first = table.compact(plan_only=True)
@@ -122,13 +122,13 @@ def test_plan_saved_on_the_timeline_and_pending_groups_excluded(tmp_table) -> No
     assert list(timeline[timeline.begin_time == first.begin_time].action) == ["compaction"]
 
 
-def test_copy_on_write_has_nothing_to_compact(tmp_table) -> None:  # noqa: ANN001
+def test_copy_on_write_has_nothing_to_compact(tmp_table) -> None:
     table = tmp_table(table_type="COPY_ON_WRITE")
     _three_writes(table)
     assert table.compact() is None and table.compact(plan_only=True) is None
 
 
-def test_show_plan_and_compact_cli(tmp_table, capsys) -> None:  # noqa: ANN001
+def test_show_plan_and_compact_cli(tmp_table, capsys) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=2)
     path = str(table.path)
     assert main(["show", "plan", path]) == 0

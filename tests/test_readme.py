@@ -14,7 +14,7 @@ def test_first_look_example_runs(tmp_path: Path) -> None:
     example = next(b for b in blocks if "create_table" in b and "TripsGenerator" in b)
     code = example.replace('"/tmp/trips"', repr(str(tmp_path / "trips")))
     namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - our own README
+    exec(compile(code, "README.md", "exec"), namespace)
     table = namespace["table"]
     assert table.read().num_rows == 10_000  # restored to the first insert
     assert [i.action for i in table.instants()][-1] == "restore"

@@ -9,6 +9,7 @@ readers return. The tests skip when the shared folder or hudi-rs is absent.
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from pathlib import Path
 
@@ -19,7 +20,11 @@ import lsm_lab
 from lsm_lab.cli import main as cli_main
 from lsm_lab.errors import UnsupportedFeatureError
 from lsm_lab.interop.hudi_tables import (
-    compare_rows, hudi_available, hudi_rs_incremental, hudi_rs_read, unpack_tables,
+    compare_rows,
+    hudi_available,
+    hudi_rs_incremental,
+    hudi_rs_read,
+    unpack_tables,
 )
 
 TABLES = (
@@ -97,7 +102,7 @@ def test_incremental_reads_equal_hudi_rs(real_tables: dict[str, Path], stem: str
     path = _table(real_tables, stem)
     table = lsm_lab.open_table(path)
     writes = table.completed_writes()
-    for start, end in zip(writes, writes[1:]):
+    for start, end in itertools.pairwise(writes):
         mine = table.read_incremental(start.completion_time, end.completion_time)
         theirs = hudi_rs_incremental(path, start.completion_time, end.completion_time)
         assert mine.num_rows == theirs.num_rows, f"({start}, {end}]"

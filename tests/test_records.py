@@ -232,7 +232,7 @@ def test_dedupe_equals_folding_the_rows_in_order(rows: list, use_ordering: bool,
             mine = [{"k": key, "ts": o, "d": deletes, "row": i} for i, (k, o) in enumerate(rows) if k == key]
             start = [] if stored is None else [{"k": key, "ts": stored, "d": False, "row": -1}]
             expected = surviving_row(fold(start + mine, spec), spec)
-            got = surviving_row(fold(start + [{**winners[key], "d": deletes}], spec), spec)
+            got = surviving_row(fold([*start, {**winners[key], "d": deletes}], spec), spec)
             assert got == expected, (key, stored, mine)
 
 

@@ -23,7 +23,7 @@ from lsm_lab.table import write as writer
 from lsm_lab.timeline.instant import State
 
 
-def snapshot(table: lsm_lab.Table, **kw) -> list[tuple]:  # noqa: ANN003
+def snapshot(table: lsm_lab.Table, **kw) -> list[tuple]:
     return sorted((r["id"], r["v"]) for r in table.read(columns=["id", "v"], **kw).to_pylist())
 
 
@@ -43,13 +43,13 @@ def fake_dead_write(table: lsm_lab.Table, rows: int = 3) -> tuple[str, Path]:
     return inflight.begin_time, path
 
 
-def test_markers_name_every_file_before_it_exists(tmp_table, monkeypatch) -> None:  # noqa: ANN001
+def test_markers_name_every_file_before_it_exists(tmp_table, monkeypatch) -> None:
     table = tmp_table(num_buckets=2)
     table.upsert([{"id": f"k{i}", "v": i} for i in range(6)])
     seen = []
     real = writer.write_file_group
 
-    def spy(**kw):  # noqa: ANN003, ANN202
+    def spy(**kw):
         listed = {name for _, name, _ in markers.marked_files(table.path, kw["instant"])}
         stats = real(**kw)
         written = {Path(s.path).name for s in stats}
@@ -69,7 +69,7 @@ def test_markers_name_every_file_before_it_exists(tmp_table, monkeypatch) -> Non
     assert io_types == {"APPEND"}
 
 
-def test_next_writer_rolls_back_a_dead_write(tmp_table) -> None:  # noqa: ANN001
+def test_next_writer_rolls_back_a_dead_write(tmp_table) -> None:
     table = tmp_table(num_buckets=1)
     table.upsert([{"id": "a", "v": 1}])
     dead, leftover = fake_dead_write(table)
@@ -86,7 +86,7 @@ def test_next_writer_rolls_back_a_dead_write(tmp_table) -> None:  # noqa: ANN001
     assert snapshot(table) == [("a", 1), ("b", 2)]
 
 
-def test_rollback_cli_and_live_writers(tmp_table, capsys) -> None:  # noqa: ANN001
+def test_rollback_cli_and_live_writers(tmp_table, capsys) -> None:
     table = tmp_table(num_buckets=1)
     table.upsert([{"id": "a", "v": 1}])
     dead, leftover = fake_dead_write(table)
@@ -117,7 +117,7 @@ def test_rollback_cli_and_live_writers(tmp_table, capsys) -> None:  # noqa: ANN0
     assert not leftover.exists()
 
 
-def test_rollback_latest_completed_write_only(tmp_table) -> None:  # noqa: ANN001
+def test_rollback_latest_completed_write_only(tmp_table) -> None:
     table = tmp_table(num_buckets=1)
     first = table.upsert([{"id": "a", "v": 1}])
     second = table.upsert([{"id": "a", "v": 2}, {"id": "b", "v": 2}])
@@ -153,7 +153,7 @@ def test_heartbeat_is_exclusive_and_dies_with_its_owner(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- savepoint / restore
-def test_savepoint_and_restore(tmp_table) -> None:  # noqa: ANN001
+def test_savepoint_and_restore(tmp_table) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=2)
     table.upsert([{"id": f"k{i}", "ts": 0, "v": i} for i in range(8)])
     pinned = table.upsert([{"id": "k1", "ts": 1, "v": 100}])
@@ -186,7 +186,7 @@ def test_savepoint_and_restore(tmp_table) -> None:  # noqa: ANN001
     assert table.savepoints() == []
 
 
-def test_restore_refuses_while_a_writer_is_alive(tmp_table) -> None:  # noqa: ANN001
+def test_restore_refuses_while_a_writer_is_alive(tmp_table) -> None:
     table = tmp_table(num_buckets=1)
     first = table.upsert([{"id": "a", "v": 1}])
     table.savepoint()
@@ -200,7 +200,7 @@ def test_restore_refuses_while_a_writer_is_alive(tmp_table) -> None:  # noqa: AN
     assert snapshot(table) == [("a", 1)]
 
 
-def test_a_restore_killed_half_way_is_finished_by_the_next_writer(tmp_table) -> None:  # noqa: ANN001
+def test_a_restore_killed_half_way_is_finished_by_the_next_writer(tmp_table) -> None:
     table = tmp_table(num_buckets=1)
     first = table.upsert([{"id": "a", "v": 1}])
     table.savepoint()
@@ -218,7 +218,7 @@ def test_a_restore_killed_half_way_is_finished_by_the_next_writer(tmp_table) -> 
     assert snapshot(table) == [("a", 1), ("c", 4)]
 
 
-def test_savepoint_cli(tmp_table, capsys) -> None:  # noqa: ANN001
+def test_savepoint_cli(tmp_table, capsys) -> None:
     table = tmp_table(num_buckets=1)
     first = table.upsert([{"id": "a", "v": 1}])
     path = str(table.path)
@@ -235,7 +235,7 @@ def test_savepoint_cli(tmp_table, capsys) -> None:  # noqa: ANN001
     assert "(no savepoints)" in capsys.readouterr().out
 
 
-def test_rolling_back_a_write_drops_the_plans_that_read_it(tmp_table) -> None:  # noqa: ANN001
+def test_rolling_back_a_write_drops_the_plans_that_read_it(tmp_table) -> None:
     table = tmp_table(num_buckets=1)
     table.upsert([{"id": "a", "v": 1}])
     last = table.upsert([{"id": "a", "v": 2}])

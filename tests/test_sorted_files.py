@@ -10,6 +10,7 @@ compared as UTF-8 bytes in Python.
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -25,7 +26,7 @@ def _keys(rng: random.Random, n: int) -> list[str]:
     return ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 3))) for _ in range(n)]
 
 
-def _random_writes(table, rng: random.Random, *, composite: bool, steps: int = 14) -> None:  # noqa: ANN001
+def _random_writes(table, rng: random.Random, *, composite: bool, steps: int = 14) -> None:
     universe = _keys(rng, 120)
     for step in range(steps):
         op = rng.choice(["insert", "upsert", "upsert", "bulk_insert", "delete"]) if step else "insert"
@@ -49,7 +50,7 @@ def _key_column(path: Path, is_delete: bool) -> list[str]:
 
 @pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
 @pytest.mark.parametrize("composite", [False, True])
-def test_every_lsm_tree_file_is_strictly_sorted(tmp_table, table_type: str, composite: bool) -> None:  # noqa: ANN001
+def test_every_lsm_tree_file_is_strictly_sorted(tmp_table, table_type: str, composite: bool) -> None:
     rng = random.Random(20261122 + composite)
     table = tmp_table(record_key=["id", "n"] if composite else "id", partition_by="city", ordering_field="ts",
                       table_type=table_type, layout="lsm_tree", num_buckets=2)
@@ -60,7 +61,7 @@ def test_every_lsm_tree_file_is_strictly_sorted(tmp_table, table_type: str, comp
     for _, path, name in files:
         keys = _key_column(path, name.is_delete)
         raw = [k.encode("utf-8") for k in keys]
-        bad = [(a, b) for a, b in zip(raw, raw[1:]) if not a < b]
+        bad = [(a, b) for a, b in itertools.pairwise(raw) if not a < b]
         assert not bad, f"{path.name} is not strictly sorted: {bad[:3]}"
         footer = {k.decode(): v.decode() for k, v in (pq.read_metadata(path).metadata or {}).items()}
         assert footer.get("lsm_lab.sorted") == "true", path.name
@@ -71,7 +72,7 @@ def test_every_lsm_tree_file_is_strictly_sorted(tmp_table, table_type: str, comp
         table.read(merge="hash").sort_by("_hoodie_record_key"))
 
 
-def test_default_layout_does_not_claim_sorted_files(tmp_table) -> None:  # noqa: ANN001
+def test_default_layout_does_not_claim_sorted_files(tmp_table) -> None:
     table = tmp_table(layout="default", ordering_field="ts")
     table.insert([{"id": k, "ts": 1} for k in ["c", "a", "b"]])
     table.upsert([{"id": k, "ts": 2} for k in ["b", "a"]])

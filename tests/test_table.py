@@ -18,8 +18,14 @@ import pytest
 
 import lsm_lab
 from lsm_lab import (
-    CorruptFileError, InputError, PartitionValueError, SchemaError, TableConfigError, TableNotFoundError,
-    TimelineError, UnsupportedFeatureError,
+    CorruptFileError,
+    InputError,
+    PartitionValueError,
+    SchemaError,
+    TableConfigError,
+    TableNotFoundError,
+    TimelineError,
+    UnsupportedFeatureError,
 )
 from lsm_lab.layout import fsview
 
@@ -28,7 +34,7 @@ LAYOUTS = ["lsm_tree", "default"]
 BOTH = [(t, lay) for t in TYPES for lay in LAYOUTS]
 
 
-def rows_of(table: lsm_lab.Table, *cols: str, **read_kw) -> list[tuple]:  # noqa: ANN003
+def rows_of(table: lsm_lab.Table, *cols: str, **read_kw) -> list[tuple]:
     """Sorted tuples of the given columns of a snapshot (or `read(**read_kw)`)."""
     got = table.read(columns=list(cols), **read_kw).to_pylist()
     return sorted(tuple(r[c] for c in cols) for r in got)
@@ -57,7 +63,7 @@ def test_create_and_open(tmp_path: Path) -> None:
     assert "trips" in opened._repr_html_()
 
 
-def test_create_variants(tmp_table) -> None:  # noqa: ANN001
+def test_create_variants(tmp_table) -> None:
     cow = tmp_table(table_type="cow", layout="default", record_key=["a", "b"], partition_by="x,y", hive_style=False)
     c = cow.config
     assert (c.table_type, c.layout, c.record_key, c.partition_by, c.hive_style, c.merge_mode) == (
@@ -112,7 +118,7 @@ def test_open_errors(tmp_path: Path) -> None:
     with pytest.raises(TableConfigError, match="unknown table version 11") as info:
         lsm_lab.open_table(table.path)
     assert "hoodie.properties" in str(info.value)
-    props.write_text("\n".join(l for l in text.splitlines() if not l.startswith("hoodie.table.type")))
+    props.write_text("\n".join(ln for ln in text.splitlines() if not ln.startswith("hoodie.table.type")))
     with pytest.raises(TableConfigError, match="hoodie.table.type"):
         lsm_lab.open_table(table.path)
     props.write_text(text.replace("hoodie.table.type=MERGE_ON_READ", "hoodie.table.type=SOMETHING"))
@@ -124,7 +130,7 @@ def test_open_errors(tmp_path: Path) -> None:
 FIRST = [{"id": "a", "ts": 1, "v": 1.0}, {"id": "b", "ts": 1, "v": 2.0}, {"id": "c", "ts": 1, "v": 3.0}]
 
 
-def _as(form: str, rows: list[dict]):  # noqa: ANN202
+def _as(form: str, rows: list[dict]):
     if form == "arrow":
         return pa.Table.from_pylist(rows)
     if form == "pandas":
@@ -134,7 +140,7 @@ def _as(form: str, rows: list[dict]):  # noqa: ANN202
 
 @pytest.mark.parametrize(("table_type", "layout"), BOTH)
 @pytest.mark.parametrize("form", ["arrow", "pandas", "dicts"])
-def test_every_write_op(tmp_table, table_type: str, layout: str, form: str) -> None:  # noqa: ANN001
+def test_every_write_op(tmp_table, table_type: str, layout: str, form: str) -> None:
     table = tmp_table(ordering_field="ts", table_type=table_type, layout=layout)
     i1 = table.insert(_as(form, FIRST))
     assert i1.is_completed and i1.action == ("deltacommit" if table_type == "MERGE_ON_READ" else "commit")
@@ -156,7 +162,7 @@ def test_every_write_op(tmp_table, table_type: str, layout: str, form: str) -> N
 
 
 @pytest.mark.parametrize(("table_type", "layout"), BOTH)
-def test_commit_time_ordering(tmp_table, table_type: str, layout: str) -> None:  # noqa: ANN001
+def test_commit_time_ordering(tmp_table, table_type: str, layout: str) -> None:
     table = tmp_table(table_type=table_type, layout=layout)
     assert table.config.merge_mode == "COMMIT_TIME_ORDERING"
     table.insert([{"id": "a", "ts": 5}, {"id": "b", "ts": 5}])
@@ -169,7 +175,7 @@ def test_commit_time_ordering(tmp_table, table_type: str, layout: str) -> None: 
 
 
 @pytest.mark.parametrize(("table_type", "layout"), BOTH)
-def test_event_time_ordering(tmp_table, table_type: str, layout: str) -> None:  # noqa: ANN001
+def test_event_time_ordering(tmp_table, table_type: str, layout: str) -> None:
     table = tmp_table(ordering_field="ts", table_type=table_type, layout=layout)
     table.insert([{"id": k, "ts": 5, "v": 0} for k in "abcdefg"])
     table.upsert([
@@ -199,7 +205,7 @@ ORDERING_TYPES = {
     "int32": (pa.int32(), [-1, 0, 3]),
     "float64": (pa.float64(), [-1.5, 0.0, 2.5]),
     "string": (pa.string(), ["b", "c", "é"]),
-    "timestamp": (pa.timestamp("us", tz="UTC"), [dt.datetime(2026, 1, d, tzinfo=dt.timezone.utc) for d in (1, 2, 3)]),
+    "timestamp": (pa.timestamp("us", tz="UTC"), [dt.datetime(2026, 1, d, tzinfo=dt.UTC) for d in (1, 2, 3)]),
     "date": (pa.date32(), [dt.date(1969, 12, 31), dt.date(2026, 1, 2), dt.date(2026, 1, 3)]),
     "decimal": (pa.decimal128(10, 2), [Decimal("-1.50"), Decimal("2.50"), Decimal("10.00")]),
 }
@@ -207,7 +213,7 @@ ORDERING_TYPES = {
 
 @pytest.mark.parametrize("table_type", TYPES)
 @pytest.mark.parametrize("kind", sorted(ORDERING_TYPES))
-def test_ordering_field_types(tmp_table, table_type: str, kind: str) -> None:  # noqa: ANN001
+def test_ordering_field_types(tmp_table, table_type: str, kind: str) -> None:
     """Delete logs store ordering values as bytes: every type must come back and compare right."""
     typ, (low, mid, high) = ORDERING_TYPES[kind]
     table = tmp_table(ordering_field="o", table_type=table_type)
@@ -225,7 +231,7 @@ def test_ordering_field_types(tmp_table, table_type: str, kind: str) -> None:  #
 
 
 @pytest.mark.parametrize(("table_type", "layout"), BOTH)
-def test_late_upsert_after_an_ordered_delete(tmp_table, table_type: str, layout: str) -> None:  # noqa: ANN001
+def test_late_upsert_after_an_ordered_delete(tmp_table, table_type: str, layout: str) -> None:
     """Pins today's behaviour (see the report): MOR logs keep an ordered delete as a tombstone, a COW
     base file cannot, so an upsert older than the delete is dropped by MOR and kept by COW."""
     table = tmp_table(ordering_field="ts", table_type=table_type, layout=layout)
@@ -239,7 +245,7 @@ def test_late_upsert_after_an_ordered_delete(tmp_table, table_type: str, layout:
 
 
 @pytest.mark.parametrize(("table_type", "layout"), BOTH)
-def test_composite_keys_and_partitions(tmp_table, table_type: str, layout: str) -> None:  # noqa: ANN001
+def test_composite_keys_and_partitions(tmp_table, table_type: str, layout: str) -> None:
     table = tmp_table(record_key=["id", "n"], partition_by=["city", "day"], ordering_field="ts",
                       table_type=table_type, layout=layout)
     table.insert([
@@ -263,7 +269,7 @@ def test_composite_keys_and_partitions(tmp_table, table_type: str, layout: str) 
 
 
 @pytest.mark.parametrize("hive", [True, False])
-def test_hive_style(tmp_table, hive: bool) -> None:  # noqa: ANN001
+def test_hive_style(tmp_table, hive: bool) -> None:
     table = tmp_table(partition_by="city", hive_style=hive)
     table.insert([{"id": "a", "city": "sf"}, {"id": "b", "city": "chennai"}])
     folders = sorted(p.name for p in table.path.iterdir() if not p.name.startswith("."))
@@ -273,14 +279,14 @@ def test_hive_style(tmp_table, hive: bool) -> None:  # noqa: ANN001
     assert rows_of(table, "id", filter=[("city", "=", "sf")]) == [("a",)]
 
 
-def test_non_partitioned_files_live_in_the_root(tmp_table) -> None:  # noqa: ANN001
+def test_non_partitioned_files_live_in_the_root(tmp_table) -> None:
     table = tmp_table()
     table.insert([{"id": "a"}])
     assert all("/" not in f for f in data_files(table)) and data_files(table)
 
 
 @pytest.mark.parametrize(("table_type", "layout"), BOTH)
-def test_empty_batches(tmp_table, table_type: str, layout: str) -> None:  # noqa: ANN001
+def test_empty_batches(tmp_table, table_type: str, layout: str) -> None:
     table = tmp_table(ordering_field="ts", table_type=table_type, layout=layout)
     first = table.insert([])  # before any schema
     assert first.is_completed and table.schema is None
@@ -298,7 +304,7 @@ def test_empty_batches(tmp_table, table_type: str, layout: str) -> None:  # noqa
     assert table.timeline()["records_written"].sum() == 3
 
 
-def test_schema_evolution(tmp_table) -> None:  # noqa: ANN001
+def test_schema_evolution(tmp_table) -> None:
     table = tmp_table(ordering_field="ts")
     i1 = table.insert([{"id": "a", "ts": 1}])
     table.upsert([{"id": "b", "ts": 1, "note": "new"}])  # an added nullable column
@@ -312,7 +318,7 @@ def test_schema_evolution(tmp_table) -> None:  # noqa: ANN001
     assert [i.state.value for i in table.instants()] == ["completed", "completed"]
 
 
-def test_all_null_column_gets_a_type_later(tmp_table) -> None:  # noqa: ANN001
+def test_all_null_column_gets_a_type_later(tmp_table) -> None:
     table = tmp_table()
     table.insert([{"id": "a", "note": None}])
     table.upsert([{"id": "b", "note": 7}])
@@ -338,14 +344,14 @@ def test_all_null_column_gets_a_type_later(tmp_table) -> None:  # noqa: ANN001
         ({"ordering_field": "ts"}, [{"id": "a", "ts": [1]}], "insert", SchemaError, "ordering field 'ts'"),
     ],
 )
-def test_write_errors(tmp_table, kw: dict, data: object, op: str, error: type, message: str) -> None:  # noqa: ANN001
+def test_write_errors(tmp_table, kw: dict, data: object, op: str, error: type, message: str) -> None:
     table = tmp_table(**kw)
     with pytest.raises(error, match=message):
         getattr(table, op)(data)
     assert table.instants() == [] and data_files(table) == []  # nothing was left behind
 
 
-def test_failed_write_leaves_no_trace(tmp_table, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+def test_failed_write_leaves_no_trace(tmp_table, monkeypatch: pytest.MonkeyPatch) -> None:
     from lsm_lab.table import write as writer
 
     table = tmp_table(partition_by="city", layout="lsm_tree", num_buckets=1)
@@ -354,7 +360,7 @@ def test_failed_write_leaves_no_trace(tmp_table, monkeypatch: pytest.MonkeyPatch
     real = writer.write_file_group
     calls = []
 
-    def flaky(**kw):  # noqa: ANN003, ANN202 - writes its file, then the second group fails
+    def flaky(**kw):
         calls.append(1)
         out = real(**kw)
         if len(calls) == 2:
@@ -372,7 +378,7 @@ def test_failed_write_leaves_no_trace(tmp_table, monkeypatch: pytest.MonkeyPatch
     assert all(i.is_completed for i in table.instants())
 
 
-def test_written_by_hudi_is_read_only(real_table) -> None:  # noqa: ANN001
+def test_written_by_hudi_is_read_only(real_table) -> None:
     table = lsm_lab.open_table(real_table("v8_complexkeygen_hivestyle"))
     with pytest.raises(UnsupportedFeatureError, match="lsm_lab writes only to tables it created"):
         table.upsert([{"id": 1, "name": "x"}])
@@ -380,7 +386,7 @@ def test_written_by_hudi_is_read_only(real_table) -> None:  # noqa: ANN001
 
 # --------------------------------------------------------------------------- reads
 @pytest.fixture()
-def trips(tmp_table):  # noqa: ANN001, ANN201
+def trips(tmp_table):
     """A small MOR lsm_tree table: 3 commits, with the instants."""
     table = tmp_table(record_key="id", partition_by="city", ordering_field="ts", num_buckets=2)
     i1 = table.insert([{"id": f"k{i}", "city": c, "ts": 1, "fare": float(i)}
@@ -391,7 +397,7 @@ def trips(tmp_table):  # noqa: ANN001, ANN201
     return table, (i1, i2, i3)
 
 
-def test_columns(trips) -> None:  # noqa: ANN001
+def test_columns(trips) -> None:
     table, _ = trips
     got = table.read(columns=["fare", "id"])
     assert got.column_names == ["fare", "id"] and got.num_rows == 5
@@ -402,7 +408,7 @@ def test_columns(trips) -> None:  # noqa: ANN001
         table.read(columns=["id", "nope"])
 
 
-def test_filters(trips) -> None:  # noqa: ANN001
+def test_filters(trips) -> None:
     table, _ = trips
     assert rows_of(table, "id", filter=[("fare", ">", 3.0)]) == [("k0",), ("k4",), ("k5",)]
     assert rows_of(table, "id", filter=[("city", "=", "chennai"), ("ts", "=", 1)]) == [("k2",), ("k3",)]
@@ -421,7 +427,7 @@ def test_filters(trips) -> None:  # noqa: ANN001
         table.read(columns=["id"], filter=pc.field("nope") == 1)
 
 
-def test_merge_engines_agree(trips) -> None:  # noqa: ANN001
+def test_merge_engines_agree(trips) -> None:
     table, (i1, _, _) = trips
     want = rows_of(table, "id", "ts", "fare")
     for engine in lsm_lab.ENGINES:
@@ -431,17 +437,17 @@ def test_merge_engines_agree(trips) -> None:  # noqa: ANN001
         table.read(merge="bogus")
 
 
-def test_partition_pruning_skips_other_partitions(trips) -> None:  # noqa: ANN001
+def test_partition_pruning_skips_other_partitions(trips) -> None:
     table, _ = trips
     for _, path, _ in fsview.list_data_files(table.path):  # make every file outside city=sf unreadable
-        if not path.parent.name == "city=sf":
+        if path.parent.name != "city=sf":
             path.write_bytes(b"not parquet")
     assert rows_of(table, "id", "fare", filter=[("city", "=", "sf")]) == [("k0", 100.0)]
     with pytest.raises(CorruptFileError):
         table.read()
 
 
-def test_time_travel(trips) -> None:  # noqa: ANN001
+def test_time_travel(trips) -> None:
     table, (i1, i2, i3) = trips
     assert len(rows_of(table, "id", as_of=i1.completion_time)) == 5
     assert rows_of(table, "id", "fare", as_of=i1, filter=[("id", "=", "k0")]) == [("k0", 0.0)]
@@ -450,7 +456,7 @@ def test_time_travel(trips) -> None:  # noqa: ANN001
     # i2 began after i1 completed: as of its begin time, i2 is not visible yet
     assert rows_of(table, "id", "fare", as_of=i2.begin_time) == rows_of(table, "id", "fare", as_of=i1)
     moment = dt.datetime.strptime(i1.completion_time[:14], "%Y%m%d%H%M%S").replace(
-        tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=int(i1.completion_time[14:]))
+        tzinfo=dt.UTC) + dt.timedelta(milliseconds=int(i1.completion_time[14:]))
     assert len(rows_of(table, "id", as_of=moment)) == 5
     assert table.read(as_of="20000101000000000").num_rows == 0
     assert table.read(as_of="20000101000000").num_rows == 0  # legacy 14-digit time
@@ -462,7 +468,7 @@ def test_time_travel(trips) -> None:  # noqa: ANN001
 
 
 @pytest.mark.parametrize("table_type", TYPES)
-def test_read_optimized(tmp_table, table_type: str) -> None:  # noqa: ANN001
+def test_read_optimized(tmp_table, table_type: str) -> None:
     table = tmp_table(ordering_field="ts", table_type=table_type)
     table.insert([{"id": "a", "ts": 1}, {"id": "b", "ts": 1}])
     table.upsert([{"id": "a", "ts": 2}, {"id": "c", "ts": 2}])
@@ -475,7 +481,7 @@ def test_read_optimized(tmp_table, table_type: str) -> None:  # noqa: ANN001
     assert table.read_optimized(columns=["id"]).column_names == ["id"]
 
 
-def test_read_incremental(trips) -> None:  # noqa: ANN001
+def test_read_incremental(trips) -> None:
     table, (i1, i2, i3) = trips
     assert rows_of_table(table.read_incremental(i1.completion_time, i2.completion_time), "id") == ["k0", "k5"]
     # latest versions as of `end`: at i1 every record was i1's
@@ -491,7 +497,7 @@ def rows_of_table(t: pa.Table, col: str) -> list:
 
 
 # --------------------------------------------------------------------------- inspection
-def test_timeline_frame(trips) -> None:  # noqa: ANN001
+def test_timeline_frame(trips) -> None:
     table, (i1, i2, i3) = trips
     tl = table.timeline()
     assert list(tl.columns[:12]) == ["begin_time", "completion_time", "action", "state", "operation", "partitions",
@@ -510,7 +516,7 @@ def test_timeline_frame(trips) -> None:  # noqa: ANN001
     assert (tl["files"] >= tl["partitions"]).all() and tl["files"].iloc[2] == 1  # a file per file group touched
 
 
-def test_timeline_shows_pending_instants(trips) -> None:  # noqa: ANN001
+def test_timeline_shows_pending_instants(trips) -> None:
     table, _ = trips
     inflight = table.active_timeline.start(table.active_timeline.request("deltacommit"))
     tl = table.timeline()
@@ -518,7 +524,7 @@ def test_timeline_shows_pending_instants(trips) -> None:  # noqa: ANN001
     assert tl.iloc[-1]["records_written"] == 0
 
 
-def test_file_slices(trips) -> None:  # noqa: ANN001
+def test_file_slices(trips) -> None:
     table, _ = trips
     fs = table.file_slices()
     for col in ["partition", "file_id", "base_instant", "base_file", "log_files", "num_logs", "size_bytes",
@@ -535,8 +541,8 @@ def test_file_slices(trips) -> None:  # noqa: ANN001
     assert len(table.file_slices(as_of="20000101000000000")) == 0
 
 
-def test_footers(trips) -> None:  # noqa: ANN001
-    table, (i1, i2, i3) = trips
+def test_footers(trips) -> None:
+    table, (_i1, i2, i3) = trips
     f = lsm_lab.footers(table.path)
     assert len(f) == len(data_files(table))
     for col in ["partition", "file", "num_rows", "num_row_groups", "size_bytes", "hudi.log.block_type",
@@ -553,7 +559,7 @@ def test_footers(trips) -> None:  # noqa: ANN001
         lsm_lab.footers(table.path / "nope")
 
 
-def test_footers_corrupt_log(trips) -> None:  # noqa: ANN001
+def test_footers_corrupt_log(trips) -> None:
     table, _ = trips
     log = next(p for _, p, n in fsview.list_data_files(table.path) if n.is_log)
     t = pq.read_table(log)
@@ -563,7 +569,7 @@ def test_footers_corrupt_log(trips) -> None:  # noqa: ANN001
         lsm_lab.footers(table.path)
 
 
-def test_dump_levels(trips, tmp_table) -> None:  # noqa: ANN001
+def test_dump_levels(trips, tmp_table) -> None:
     table, (i1, _, _) = trips
     text = table.dump_levels()
     groups = table.file_groups()
@@ -575,7 +581,7 @@ def test_dump_levels(trips, tmp_table) -> None:  # noqa: ANN001
     assert tmp_table().dump_levels() == "(no file groups)"
 
 
-def test_corrupt_data_file_is_a_typed_error(trips) -> None:  # noqa: ANN001
+def test_corrupt_data_file_is_a_typed_error(trips) -> None:
     table, _ = trips
     base = next(p for _, p, n in fsview.list_data_files(table.path) if n.is_base)
     base.write_bytes(base.read_bytes()[:-30])
@@ -597,7 +603,7 @@ def _latest_base_rows(path: Path) -> int:
 
 @pytest.mark.parametrize("name", ["v6_simplekeygen_nonhivestyle", "v8_complexkeygen_hivestyle",
                                   "v6_simplekeygen_hivestyle_no_metafields", "v8_empty"])
-def test_read_real_cow_tables(real_table, name: str) -> None:  # noqa: ANN001
+def test_read_real_cow_tables(real_table, name: str) -> None:
     path = real_table(name)
     table = lsm_lab.open_table(path)
     got = table.read()

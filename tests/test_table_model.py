@@ -195,7 +195,7 @@ class TableMachine(RuleBasedStateMachine):
             assert (row["_hoodie_record_key"], row["_hoodie_partition_path"]) == self._expected_meta(key), what
             got[key] = {c: row[c] for c in names if not c.startswith("_hoodie_") or c == "_hoodie_commit_time"}
         user = [c for c in names if not c.startswith("_hoodie_")]
-        want = {k: {c: v.get(c) for c in user + ["_hoodie_commit_time"]} for k, v in model.items()}
+        want = {k: {c: v.get(c) for c in [*user, "_hoodie_commit_time"]} for k, v in model.items()}
         assert got == want, what
 
     @invariant()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import multiprocessing
 import os
 from pathlib import Path
@@ -14,10 +15,22 @@ from lsm_lab.errors import CorruptFileError, TimelineError
 from lsm_lab.timeline import clock
 from lsm_lab.timeline.active import ActiveTimeline, atomic_create
 from lsm_lab.timeline.instant import (
-    COMMIT, COMPACTION, DELTA_COMMIT, Instant, State, file_name_for, normalize_time, parse_file_name,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    Instant,
+    State,
+    file_name_for,
+    normalize_time,
+    parse_file_name,
 )
 from lsm_lab.timeline.metadata import (
-    WriteStat, commit_metadata, decode_instant_content, encode_json, iter_write_stats, summarize,
+    WriteStat,
+    commit_metadata,
+    decode_instant_content,
+    encode_json,
+    iter_write_stats,
+    summarize,
 )
 
 T = "20260102030405678"
@@ -211,7 +224,7 @@ def test_commit_metadata_and_summary() -> None:
 
 # --------------------------------------------------------------------------- clock
 def test_format_and_parse_time() -> None:
-    moment = dt.datetime(2026, 1, 2, 3, 4, 5, 678_999, tzinfo=dt.timezone.utc)
+    moment = dt.datetime(2026, 1, 2, 3, 4, 5, 678_999, tzinfo=dt.UTC)
     assert clock.format_time(moment) == T
     assert clock.parse_time(T) == moment.replace(microsecond=678_000)
     assert clock.parse_time("20260102030405") == moment.replace(microsecond=0)
@@ -223,7 +236,7 @@ def test_format_and_parse_time() -> None:
 def test_clock_strictly_increasing(tmp_path: Path) -> None:
     times = [clock.next_instant_time(tmp_path) for _ in range(300)]  # many per millisecond
     assert all(len(t) == 17 and t.isdigit() for t in times)
-    assert all(a < b for a, b in zip(times, times[1:]))
+    assert all(a < b for a, b in itertools.pairwise(times))
 
 
 def test_clock_never_goes_below_a_time_handed_out(tmp_path: Path) -> None:
@@ -242,7 +255,7 @@ def test_clock_strictly_increasing_across_processes(tmp_path: Path) -> None:
     with ctx.Pool(4) as pool:
         results = pool.starmap(_times_in_process, [(str(tmp_path), 150)] * 4)
     for times in results:
-        assert all(a < b for a, b in zip(times, times[1:]))
+        assert all(a < b for a, b in itertools.pairwise(times))
     every = [t for times in results for t in times]
     assert len(set(every)) == len(every) == 600
     assert clock.next_instant_time(tmp_path) > max(every)
@@ -253,7 +266,7 @@ def _open_timeline(path: Path) -> ActiveTimeline:
     return ActiveTimeline(path, cfg.read_config(path))
 
 
-def test_real_v6_flat_timeline(real_table) -> None:  # noqa: ANN001
+def test_real_v6_flat_timeline(real_table) -> None:
     path = real_table("v6_trips_8i1u")
     tl = _open_timeline(path)
     assert tl.folder == path / ".hoodie"
@@ -269,14 +282,14 @@ def test_real_v6_flat_timeline(real_table) -> None:  # noqa: ANN001
     assert summarize(tl.read_content(instants[1]))["records_updated"] == 1
 
 
-def test_real_v6_commits(real_table) -> None:  # noqa: ANN001
+def test_real_v6_commits(real_table) -> None:
     tl = _open_timeline(real_table("v6_simplekeygen_nonhivestyle"))
     assert [(i.begin_time, i.action) for i in tl.completed()] == [
         ("20240418172802262", COMMIT), ("20240418172804498", COMMIT)]
     assert tl.pending() == []
 
 
-def test_real_v8_timeline(real_table) -> None:  # noqa: ANN001
+def test_real_v8_timeline(real_table) -> None:
     path = real_table("v8_trips_8i3u1d")
     tl = _open_timeline(path)
     assert tl.folder == path / ".hoodie" / "timeline"

@@ -241,7 +241,7 @@ def test_upgrade_refusals_and_idempotence(tmp_path: Path, v8_table: tuple[lsm_la
 
 def test_upstream_native_log_names_read_the_same(v8_table: tuple[lsm_lab.Table, Model]) -> None:
     """Hudi table version 10 names native logs `…_<v>.log.parquet` / `….deletes.parquet`: same rows."""
-    t, m = v8_table
+    t, _m = v8_table
     t = upgrade(t)
     t.upsert(_rows([0, 2], 1000, 10.0))
     t.delete(_dels([3]))

@@ -288,7 +288,7 @@ def test_plot_bench_lines_for_numbers_bars_for_names() -> None:
     drawn = bars(fig)
     assert [p.get_height() for p in drawn] == [2, 7, 9]
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["lsm_tree", "default", "shuffled"]
-    fig = plot_lookup_bench(lookups + [{"layout": "ratio", "mode": "x", "seconds": 9.0}])
+    fig = plot_lookup_bench([*lookups, {"layout": "ratio", "mode": "x", "seconds": 9.0}])
     assert len(fig.axes) == 3 and all(len([p for p in ax.patches if p.get_gid()]) == 3 for ax in fig.axes)
 
 

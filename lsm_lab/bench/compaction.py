@@ -48,9 +48,10 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 CONTENDERS = ("sorted", "hash", "window", "io_floor")
 LOCAL_CONTENDERS = ("local_sorted", "local_hash")

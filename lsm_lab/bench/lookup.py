@@ -348,7 +348,7 @@ def cumulative_tradeoff(*, base_keys: int = 1_000_000, log_keys: int = 20_000, l
         new = gen.inserts(n_new).column("uuid").combine_chunks()
         log_arrays.append(pa.concat_arrays([upd, new]))
         known = pa.concat_arrays([known, new])
-    files = [base] + log_arrays
+    files = [base, *log_arrays]
     per_file = [BloomFilter.build(f, fpp) for f in files]
     base_m, base_k = per_file[0].num_bits, per_file[0].num_probes
     carried = per_file[0]
@@ -359,7 +359,7 @@ def cumulative_tradeoff(*, base_keys: int = 1_000_000, log_keys: int = 20_000, l
     # time-ordered keys for the range part: the base holds 0..B-1, log i holds updates plus keys above
     for L in logs:
         slice_files = files[: L + 1]
-        distinct = pa.concat_arrays([base] + [a for a in log_arrays[:L]]).unique()
+        distinct = pa.concat_arrays([base, *list(log_arrays[:L])]).unique()
         present = distinct.take(pa.array(rng.integers(0, len(distinct), queries)))
         present_h = key_hashes(present)
         members = [np.asarray(pc.is_in(present, value_set=f), dtype=bool) for f in slice_files]

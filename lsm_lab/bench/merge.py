@@ -133,7 +133,7 @@ def make_runs(directory: str | os.PathLike[str], rows: int, k: int, overlap: flo
         path = folder / f"run_{r:02d}.parquet"
         pq.write_table(table, path, row_group_size=ROW_GROUP)
         paths.append(str(path))
-    ds = Dataset(str(folder), tuple(paths), int(len(pairs)), distinct, k, overlap)
+    ds = Dataset(str(folder), tuple(paths), len(pairs), distinct, k, overlap)
     meta.write_text(json.dumps(asdict(ds)))
     return ds
 

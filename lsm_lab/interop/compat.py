@@ -43,8 +43,8 @@ readers list the folders).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import pyarrow as pa
 

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import os
 import zipfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc

@@ -33,9 +33,9 @@ files are not supported.
 from __future__ import annotations
 
 import os
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Collection, Iterable, Mapping
 
 from lsm_lab.layout import naming
 from lsm_lab.layout.naming import FileName

@@ -43,8 +43,8 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc

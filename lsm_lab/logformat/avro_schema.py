@@ -417,7 +417,7 @@ def _full_name(s: Mapping[str, Any], namespace: str, path: str) -> tuple[str, st
 
 def _valid_decimal(s: Mapping[str, Any]) -> bool:
     p, sc = s.get("precision"), s.get("scale", 0)
-    return isinstance(p, int) and isinstance(sc, int) and 0 < p and 0 <= sc <= p
+    return isinstance(p, int) and isinstance(sc, int) and p > 0 and 0 <= sc <= p
 
 
 def _decimal(precision: int, scale: int) -> pa.DataType:
@@ -479,8 +479,8 @@ def storage_type(t: pa.DataType) -> pa.DataType:
 
 
 __all__ = [
-    "AvroSchema",
     "HOODIE_META_COLUMNS",
+    "AvroSchema",
     "arrow_to_avro_schema",
     "avro_schema_json",
     "avro_to_arrow_schema",

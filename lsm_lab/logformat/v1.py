@@ -715,7 +715,7 @@ def _unwrap(value: Any) -> tuple[str, Any] | None:
 
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def _natural(kind: str, raw: Any) -> Any:
@@ -1162,14 +1162,14 @@ def dump_log_file(path: str | os.PathLike[str], *, decode: bool = False) -> str:
 
 __all__ = [
     "AVRO_DATA_BLOCK_VERSION",
-    "BlockType",
     "DELETE_BLOCK_VERSION",
-    "HeaderKey",
     "LOG_FORMAT_VERSION",
-    "LogBlock",
-    "LogFileName",
     "MAGIC",
     "ROLLBACK_COMMAND",
+    "BlockType",
+    "HeaderKey",
+    "LogBlock",
+    "LogFileName",
     "commit_time_ordering_mask",
     "decode_avro_records",
     "decode_delete_records",

@@ -64,8 +64,8 @@ import binascii
 import math
 import struct
 import zlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -183,7 +183,7 @@ class BloomFilter:
     # ------------------------------------------------------------------ build
     @classmethod
     def build(cls, keys: pa.Array | pa.ChunkedArray | Sequence[str], fpp: float = DEFAULT_FPP,
-              *, num_bits: int | None = None, num_probes: int | None = None) -> "BloomFilter":
+              *, num_bits: int | None = None, num_probes: int | None = None) -> BloomFilter:
         """A filter holding `keys`, sized for their count at `fpp` (or with an explicit size)."""
         h1, h2 = key_hashes(keys)
         n = len(h1)
@@ -231,7 +231,7 @@ class BloomFilter:
         """The false-positive rate expected from the fill: fill_ratio ** k."""
         return self.fill_ratio ** self.num_probes
 
-    def union(self, other: "BloomFilter") -> "BloomFilter":
+    def union(self, other: BloomFilter) -> BloomFilter:
         """Bitwise OR of two filters of the same shape (what a cumulative filter costs nothing to build as)."""
         if (self.num_bits, self.num_probes) != (other.num_bits, other.num_probes):
             raise InputError("only bloom filters of the same size and probe count can be united")
@@ -252,7 +252,7 @@ class BloomFilter:
         return base64.b64encode(self.to_bytes()).decode("ascii")
 
     @classmethod
-    def from_bytes(cls, raw: bytes) -> "BloomFilter":
+    def from_bytes(cls, raw: bytes) -> BloomFilter:
         """Decode and verify; `CorruptFileError` for anything that is not an intact version-1 filter."""
         if len(raw) < HEADER.size:
             raise CorruptFileError(f"bloom filter is {len(raw)} bytes, shorter than its {HEADER.size}-byte header")
@@ -271,7 +271,7 @@ class BloomFilter:
         return cls(int(m), int(k), int(n), bytes(bits))
 
     @classmethod
-    def from_base64(cls, text: str) -> "BloomFilter":
+    def from_base64(cls, text: str) -> BloomFilter:
         try:
             raw = base64.b64decode(text.encode("ascii"), validate=True)
         except (binascii.Error, UnicodeEncodeError, ValueError) as exc:
@@ -297,4 +297,4 @@ def union_all(filters: Iterable[BloomFilter]) -> BloomFilter:
     return acc
 
 
-__all__ = ["BloomFilter", "DEFAULT_FPP", "key_hashes", "optimal_size", "union_all"]
+__all__ = ["DEFAULT_FPP", "BloomFilter", "key_hashes", "optimal_size", "union_all"]

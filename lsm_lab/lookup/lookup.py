@@ -91,7 +91,7 @@ class _Fallback(Exception):
 class _KeyView:
     """A string column's values as UTF-8 `bytes`, by index, straight from Arrow's buffers (for bisect)."""
 
-    __slots__ = ("_offsets", "_data", "_n")
+    __slots__ = ("_data", "_n", "_offsets")
 
     def __init__(self, arr: pa.Array) -> None:
         width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
@@ -458,14 +458,14 @@ class KeyLookup:
         return lookup_slices(self.ctx, self.slices, pred, columns=columns, engine=engine, stats=stats, **options)
 
 
-def open_lookup(table: "Table", *, as_of: Any = None) -> KeyLookup:
+def open_lookup(table: Table, *, as_of: Any = None) -> KeyLookup:
     """A `KeyLookup` over the snapshot of `table` at `as_of` (default: latest)."""
     read_time = table._resolve_time(as_of)
     ctx = table._read_context(read_time)
     return KeyLookup(ctx, table.latest_slices(read_time))
 
 
-def lookup(table: "Table", keys: str | Iterable[str] | pa.Array, *, as_of: Any = None,
+def lookup(table: Table, keys: str | Iterable[str] | pa.Array, *, as_of: Any = None,
            columns: Sequence[str] | None = None, stats: LookupStats | None = None) -> pa.Table:
     """Rows of `table` with the given record keys (as of `as_of`); see `Table.lookup`."""
     return open_lookup(table, as_of=as_of).lookup(keys, columns=columns, stats=stats)

@@ -55,7 +55,7 @@ class KeyPredicate:
     hi_inclusive: bool = True
 
     @classmethod
-    def of_keys(cls, keys: Iterable[str]) -> "KeyPredicate":
+    def of_keys(cls, keys: Iterable[str]) -> KeyPredicate:
         return cls(keys=tuple(sorted(set(keys))))
 
     @property
@@ -69,11 +69,9 @@ class KeyPredicate:
     def in_range(self, key: str) -> bool:
         if self.lo is not None and (key < self.lo or (key == self.lo and not self.lo_inclusive)):
             return False
-        if self.hi is not None and (key > self.hi or (key == self.hi and not self.hi_inclusive)):
-            return False
-        return True
+        return not (self.hi is not None and (key > self.hi or (key == self.hi and not self.hi_inclusive)))
 
-    def normalised(self) -> "KeyPredicate":
+    def normalised(self) -> KeyPredicate:
         """Fold the range into the key set when there is one."""
         if self.keys is None:
             return self
@@ -90,9 +88,7 @@ class KeyPredicate:
         """Can a key in [lo, hi] satisfy the range part?"""
         if self.lo is not None and hi is not None and (hi < self.lo or (hi == self.lo and not self.lo_inclusive)):
             return False
-        if self.hi is not None and lo is not None and (lo > self.hi or (lo == self.hi and not self.hi_inclusive)):
-            return False
-        return True
+        return not (self.hi is not None and lo is not None and (lo > self.hi or (lo == self.hi and not self.hi_inclusive)))
 
     def mask(self, keys: pa.Array) -> np.ndarray:
         """Rows of `keys` that satisfy the predicate (vectorised)."""

@@ -56,7 +56,7 @@ class LookupStats:
         out["bytes_read"] = self.bytes_read
         return out
 
-    def add(self, other: "LookupStats") -> None:
+    def add(self, other: LookupStats) -> None:
         for f in fields(self):
             if f.name != "trace":
                 setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))

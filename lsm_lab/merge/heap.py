@@ -42,7 +42,7 @@ class _Counter:
 class _Item:
     """A heap item that counts its comparisons (only with ``count_comparisons=True``)."""
 
-    __slots__ = ("key", "source", "row", "counter")
+    __slots__ = ("counter", "key", "row", "source")
 
     def __init__(self, key: str, source: int, row: Mapping[str, Any], counter: _Counter) -> None:
         self.key, self.source, self.row, self.counter = key, source, row, counter

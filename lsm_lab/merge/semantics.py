@@ -187,7 +187,7 @@ def model_merge(sources: Sequence[Iterable[Mapping[str, Any]]], spec: MergeSpec)
 # Inputs: what an engine consumes
 # --------------------------------------------------------------------------------------
 
-Source = Union[pa.Table, pa.RecordBatch, pa.RecordBatchReader, Iterable[pa.RecordBatch]]
+Source = Union[pa.Table, pa.RecordBatch, pa.RecordBatchReader, Iterable[pa.RecordBatch]]  # noqa: UP007 - a runtime alias
 
 
 class SourceInput:

@@ -34,7 +34,8 @@ neither, and it does not archive table version 6 timelines.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from lsm_lab.errors import InputError, UnsupportedFeatureError
 from lsm_lab.services.lock import table_lock
@@ -59,7 +60,7 @@ def _int(props: Mapping[str, str], key: str, default: int) -> int:
     return value
 
 
-def barriers(table: "Table") -> dict[str, str]:
+def barriers(table: Table) -> dict[str, str]:
     """The times archival must stay below, by reason (begin times; see the module doc)."""
     timeline = table.active_timeline
     out: dict[str, str] = {}
@@ -78,7 +79,7 @@ def barriers(table: "Table") -> dict[str, str]:
     return out
 
 
-def archive(table: "Table", *, keep: int | None = None, automatic: bool = False) -> list[Instant]:
+def archive(table: Table, *, keep: int | None = None, automatic: bool = False) -> list[Instant]:
     """Move old completed instants into the LSM timeline; returns the archived instants."""
     props = table.config.props
     keep_min = _int(props, "hoodie.keep.min.commits", 20)
@@ -125,7 +126,7 @@ def archive(table: "Table", *, keep: int | None = None, automatic: bool = False)
         return chosen
 
 
-def maybe_archive(table: "Table") -> list[Instant]:
+def maybe_archive(table: Table) -> list[Instant]:
     """Automatic archival after a write, when `hoodie.archive.automatic=true`."""
     if str(table.config.props.get("hoodie.archive.automatic", "false")).lower() != "true":
         return []

@@ -42,8 +42,9 @@ deletion, no bootstrap base files.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from lsm_lab.errors import InputError
 from lsm_lab.layout import fsview
@@ -52,7 +53,14 @@ from lsm_lab.services.lock import table_lock
 from lsm_lab.services.planner import pending_plans
 from lsm_lab.services.rollback import rollback_failed_writes
 from lsm_lab.timeline.instant import (
-    CLEAN, CLUSTERING, COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, Instant, State, file_name_for,
+    CLEAN,
+    CLUSTERING,
+    COMPACTION,
+    LOG_COMPACTION,
+    REPLACE_COMMIT,
+    Instant,
+    State,
+    file_name_for,
     normalize_time,
 )
 
@@ -107,7 +115,7 @@ def resolve_policy(props: Mapping[str, str], policy: str | None, retained: int |
 class _Views:
     """File-system views of one table listing at any read time."""
 
-    def __init__(self, table: "Table") -> None:
+    def __init__(self, table: Table) -> None:
         self.table = table
         self.files = fsview.list_data_files(table.path)
         self.writes = table.completed_writes()
@@ -129,7 +137,7 @@ class _Views:
         return {f.path for g in self.groups(read_time) for f in g.latest.files}
 
 
-def plan_clean(table: "Table", policy: str, retained: int) -> dict[str, Any]:
+def plan_clean(table: Table, policy: str, retained: int) -> dict[str, Any]:
     """A `HoodieCleanerPlan` dict: the files the policy lets go (possibly none)."""
     views = _Views(table)
     writes = views.writes
@@ -191,7 +199,7 @@ def files_in_plan(plan: Mapping[str, Any]) -> list[str]:
 
 
 # --------------------------------------------------------------------------- running a plan
-def _execute(table: "Table", inflight: Instant, plan: Mapping[str, Any], started: float) -> Instant:
+def _execute(table: Table, inflight: Instant, plan: Mapping[str, Any], started: float) -> Instant:
     deleted: dict[str, list[str]] = {}
     failed: dict[str, list[str]] = {}
     for partition, entries in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
@@ -221,7 +229,7 @@ def _execute(table: "Table", inflight: Instant, plan: Mapping[str, Any], started
         return table.active_timeline.complete(inflight, meta)
 
 
-def _run(table: "Table", instant: Instant, hb: heartbeat.Heartbeat) -> Instant:
+def _run(table: Table, instant: Instant, hb: heartbeat.Heartbeat) -> Instant:
     """Run a pending clean plan whose heartbeat the caller holds."""
     timeline = table.active_timeline
     started = time.monotonic()
@@ -235,7 +243,7 @@ def _run(table: "Table", instant: Instant, hb: heartbeat.Heartbeat) -> Instant:
         hb.stop()
 
 
-def clean(table: "Table", *, policy: str | None = None, retained: int | None = None) -> Instant | None:
+def clean(table: Table, *, policy: str | None = None, retained: int | None = None) -> Instant | None:
     """Finish a pending clean left by a dead cleaner, or plan and run a new one; None when nothing to delete."""
     chosen, n = resolve_policy(table.config.props, policy, retained)
     resumed: Instant | None = None
@@ -247,7 +255,7 @@ def clean(table: "Table", *, policy: str | None = None, retained: int | None = N
     return resumed
 
 
-def _clean_once(table: "Table", chosen: str, n: int) -> tuple[Instant | None, bool]:
+def _clean_once(table: Table, chosen: str, n: int) -> tuple[Instant | None, bool]:
     timeline = table.active_timeline
     pending = False
     with table_lock(table.path):
@@ -274,7 +282,7 @@ def _clean_once(table: "Table", chosen: str, n: int) -> tuple[Instant | None, bo
     return _run(table, target, hb), pending
 
 
-def maybe_clean(table: "Table") -> Instant | None:
+def maybe_clean(table: Table) -> Instant | None:
     """Automatic cleaning after a write, when `hoodie.clean.automatic=true`."""
     if str(table.config.props.get("hoodie.clean.automatic", "false")).lower() != "true":
         return None

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from lsm_lab.cli import parse_options
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from lsm_lab.table.table import Table
 
 
-def _table(path: str) -> "Table":
+def _table(path: str) -> Table:
     from lsm_lab.table.table import open_table  # imported lazily: `lsm-lab --help` stays fast
 
     return open_table(path)

@@ -57,15 +57,15 @@ import datetime as _dt
 import json
 import os
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from lsm_lab.progress import progress as show_progress
 
 from lsm_lab.errors import ConflictError, CorruptFileError, InputError, LsmLabError, TimelineError
 from lsm_lab.layout import fsview, naming, parquet_io
@@ -73,11 +73,20 @@ from lsm_lab.layout.fsview import DataFile
 from lsm_lab.logformat import v2
 from lsm_lab.merge import SORTED_ENGINES, merge_sources, merge_to_table
 from lsm_lab.merge.semantics import MergeMode, select_winners
+from lsm_lab.progress import progress as show_progress
 from lsm_lab.services import heartbeat, markers
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.planner import (
-    FULL, LOG, STRATEGIES, CompactionPlan, Operation, PlannerConfig, make_plan, pending_file_groups,
-    pending_plans, read_plan,
+    FULL,
+    LOG,
+    STRATEGIES,
+    CompactionPlan,
+    Operation,
+    PlannerConfig,
+    make_plan,
+    pending_file_groups,
+    pending_plans,
+    read_plan,
 )
 from lsm_lab.services.rollback import delete_instant_files, reset_compaction, rollback_failed_writes
 from lsm_lab.table import records
@@ -85,7 +94,12 @@ from lsm_lab.table.read import ReadContext, iter_sources
 from lsm_lab.table.records import DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from lsm_lab.timeline.clock import parse_time
 from lsm_lab.timeline.instant import (
-    COMPACTION, DELTA_COMMIT, LOG_COMPACTION, Instant, State, file_name_for,
+    COMPACTION,
+    DELTA_COMMIT,
+    LOG_COMPACTION,
+    Instant,
+    State,
+    file_name_for,
 )
 from lsm_lab.timeline.metadata import WriteStat, commit_metadata
 
@@ -338,7 +352,7 @@ def _requested(instant: Instant, layout: int) -> Instant:
     return Instant.make(instant.begin_time, instant.action, State.REQUESTED, None, name)
 
 
-def schedule(table: "Table", *, strategy: str = "hybrid", merge: str | None = None,
+def schedule(table: Table, *, strategy: str = "hybrid", merge: str | None = None,
              options: Mapping[str, str] | None = None) -> Instant | None:
     """Plan a compaction and save it as `<t>.compaction.requested`; None when nothing needs compacting."""
     if strategy not in STRATEGIES:
@@ -364,7 +378,7 @@ OperationRunner = Callable[["_Context", tuple[Operation, ...], Instant], list[Wr
 def run_locally(progress: bool | None = None) -> OperationRunner:
     """Run a plan's operations one after the other in this process (a progress bar when long)."""
 
-    def run(ctx: "_Context", ops: tuple[Operation, ...], inflight: Instant) -> list[WriteStat]:
+    def run(ctx: _Context, ops: tuple[Operation, ...], inflight: Instant) -> list[WriteStat]:
         stats: list[WriteStat] = []
         desc = f"{inflight.action} {inflight.begin_time}"
         bar = (show_progress(ops, desc=desc, unit="file group", min_items=1) if progress
@@ -379,7 +393,7 @@ def run_locally(progress: bool | None = None) -> OperationRunner:
     return run
 
 
-def execute(table: "Table", instant: Instant | str, *, merge: str | None = None,
+def execute(table: Table, instant: Instant | str, *, merge: str | None = None,
             progress: bool | None = None, runner: OperationRunner | None = None,
             extra_metadata: Mapping[str, str] | None = None) -> Instant:
     """Run a requested (log) compaction plan and complete it; returns the completed instant.
@@ -431,7 +445,7 @@ def execute(table: "Table", instant: Instant | str, *, merge: str | None = None,
         hb.stop()
 
 
-def compact(table: "Table", *, strategy: str = "hybrid", merge: str | None = None, plan_only: bool = False,
+def compact(table: Table, *, strategy: str = "hybrid", merge: str | None = None, plan_only: bool = False,
             options: Mapping[str, str] | None = None, progress: bool | None = None) -> Instant | None:
     """Finish pending plans nobody runs, then plan (and unless `plan_only`, run) a new compaction.
 
@@ -459,7 +473,7 @@ def compact(table: "Table", *, strategy: str = "hybrid", merge: str | None = Non
 TRIGGERS = ("NUM_COMMITS", "TIME_ELAPSED", "NUM_OR_TIME", "NUM_AND_TIME")
 
 
-def inline_due(table: "Table", *, now: _dt.datetime | None = None) -> tuple[bool, str]:
+def inline_due(table: Table, *, now: _dt.datetime | None = None) -> tuple[bool, str]:
     """(should an inline compaction run now, why) from the `hoodie.compact.inline*` properties."""
     props = table.config.props
     if str(props.get("hoodie.compact.inline", "false")).lower() != "true" or not table.config.is_mor:
@@ -477,7 +491,7 @@ def inline_due(table: "Table", *, now: _dt.datetime | None = None) -> tuple[bool
     deltas = [i for i in instants if i.is_completed and i.action == DELTA_COMMIT
               and (last is None or i.begin_time > last)]
     start = last or (min(i.begin_time for i in deltas) if deltas else None)
-    now = now or _dt.datetime.now(_dt.timezone.utc)
+    now = now or _dt.datetime.now(_dt.UTC)
     elapsed = (now - parse_time(start)).total_seconds() if start else 0.0
     by_num, by_time = len(deltas) >= max_commits, bool(deltas) and elapsed >= max_seconds
     due = {"NUM_COMMITS": by_num, "TIME_ELAPSED": by_time, "NUM_OR_TIME": by_num or by_time,
@@ -492,7 +506,7 @@ def inline_strategy(props: Mapping[str, str]) -> str:
     return strategy
 
 
-def plans(table: "Table", *, include_completed: bool = True) -> list[tuple[Instant, CompactionPlan]]:
+def plans(table: Table, *, include_completed: bool = True) -> list[tuple[Instant, CompactionPlan]]:
     """Compaction plans on the active timeline (pending ones, and completed ones if asked), oldest first."""
     out = []
     for inst in table.instants():

@@ -36,7 +36,7 @@ from lsm_lab.errors import ConflictError
 
 HEARTBEAT_FOLDER = ".heartbeat"
 
-_mine: dict[str, "Heartbeat"] = {}
+_mine: dict[str, Heartbeat] = {}
 _guard = threading.Lock()
 
 
@@ -56,10 +56,10 @@ class Heartbeat:
     def held(self) -> bool:
         return self._fh is not None
 
-    def start(self) -> "Heartbeat":
+    def start(self) -> Heartbeat:
         """Take the heartbeat lock (ConflictError when another live process holds it)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(self.path, "a+")
+        fh = open(self.path, "a+")  # noqa: SIM115 - held open on purpose
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -88,7 +88,7 @@ class Heartbeat:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
             fh.close()
 
-    def __enter__(self) -> "Heartbeat":
+    def __enter__(self) -> Heartbeat:
         return self if self.held else self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -102,7 +102,7 @@ def is_alive(base_path: str | os.PathLike[str], instant: str) -> bool:
         if str(path) in _mine:
             return True
     try:
-        fh = open(path, "r")
+        fh = open(path)  # noqa: SIM115 - held open on purpose
     except FileNotFoundError:
         return False
     try:

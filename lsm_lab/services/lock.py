@@ -26,8 +26,8 @@ import fcntl
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from lsm_lab.errors import ConflictError
 
@@ -65,7 +65,7 @@ def table_lock(base_path: str | os.PathLike[str], *, timeout: float = 120.0) -> 
         return
     path = Path(base_path) / ".hoodie" / LOCK_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    fh = open(path, "a+")
+    fh = open(path, "a+")  # noqa: SIM115 - held open on purpose
     deadline = time.monotonic() + timeout
     try:
         while True:

@@ -44,9 +44,11 @@ control) mode.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import pyarrow as pa
 
@@ -56,7 +58,11 @@ from lsm_lab.services.lock import table_lock
 from lsm_lab.services.rollback import delete_instant_files, rollback_failed_writes, rollback_pending
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import (
-    COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant, normalize_time,
+    COMMIT,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    Instant,
+    normalize_time,
 )
 from lsm_lab.timeline.metadata import iter_write_stats
 
@@ -127,7 +133,7 @@ class WriteTransaction:
             raise TimelineError("the write transaction has not begun")
         return self.instant.begin_time
 
-    def begin(self, latest_completion: Callable[[], str | None]) -> "WriteTransaction":
+    def begin(self, latest_completion: Callable[[], str | None]) -> WriteTransaction:
         """Under the table lock: clean up dead writers, take a snapshot, create the inflight instant."""
         with table_lock(self.base_path):
             rollback_failed_writes(self.base_path, self.timeline)
@@ -172,10 +178,8 @@ class WriteTransaction:
             return
         with table_lock(self.base_path):
             delete_instant_files(self.base_path, self.begin_time)
-            try:
+            with contextlib.suppress(TimelineError):
                 self.timeline.remove_pending(self.instant)
-            except TimelineError:
-                pass
             markers.delete_markers(self.base_path, self.begin_time)
         self._finish()
 
@@ -184,7 +188,7 @@ class WriteTransaction:
         if self.heartbeat is not None:
             self.heartbeat.stop()
 
-    def __enter__(self) -> "WriteTransaction":
+    def __enter__(self) -> WriteTransaction:
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:

@@ -51,8 +51,9 @@ lsm_lab's marker for "operations carry an operationType".
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from lsm_lab.errors import InputError, TimelineError
 from lsm_lab.layout.fsview import FileSlice
@@ -81,7 +82,7 @@ class PlannerConfig:
     ratio: float = 0.5
 
     @classmethod
-    def from_props(cls, props: Mapping[str, str]) -> "PlannerConfig":
+    def from_props(cls, props: Mapping[str, str]) -> PlannerConfig:
         def num(key: str, default: float, kind: type) -> Any:
             raw = props.get(key)
             if raw is None or raw == "":
@@ -119,7 +120,7 @@ class Operation:
                 "operationType": self.operation_type, "metrics": dict(self.metrics), "reason": self.reason}
 
     @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> "Operation":
+    def from_json(cls, raw: Mapping[str, Any]) -> Operation:
         op_type = str(raw.get("operationType") or FULL).upper()
         if op_type not in OPERATION_TYPES:
             raise TimelineError(f"compaction operation of unknown type {op_type!r}")
@@ -156,7 +157,7 @@ class CompactionPlan:
                 "extraMetadata": extra}
 
     @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> "CompactionPlan":
+    def from_json(cls, raw: Mapping[str, Any]) -> CompactionPlan:
         extra = raw.get("extraMetadata") or {}
         ops = tuple(Operation.from_json(o) for o in raw.get("operations") or ())
         return cls(operations=ops, strategy=str(extra.get("lsm_lab.strategy") or "hybrid"),

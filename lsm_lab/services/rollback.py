@@ -43,13 +43,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lsm_lab.errors import ConflictError, InputError
+from lsm_lab.errors import ConflictError, InputError, LsmLabError
 from lsm_lab.layout.fsview import list_data_files
 from lsm_lab.services import heartbeat, markers
 from lsm_lab.timeline.active import ActiveTimeline
-from lsm_lab.errors import LsmLabError
 from lsm_lab.timeline.instant import (
-    CLEAN, COMPACTION, LOG_COMPACTION, RESTORE, ROLLBACK, SAVEPOINT, Instant, State, parse_file_name,
+    CLEAN,
+    COMPACTION,
+    LOG_COMPACTION,
+    RESTORE,
+    ROLLBACK,
+    SAVEPOINT,
+    Instant,
+    State,
+    parse_file_name,
 )
 
 

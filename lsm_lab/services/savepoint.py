@@ -39,11 +39,19 @@ from lsm_lab.errors import ConflictError, InputError, TimelineError
 from lsm_lab.services import heartbeat, markers
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.rollback import (
-    delete_instant_files, remove_timeline_files, rollback_failed_writes, rollback_metadata,
+    delete_instant_files,
+    remove_timeline_files,
+    rollback_failed_writes,
+    rollback_metadata,
 )
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import (
-    CLEAN, RESTORE, SAVEPOINT, Instant, State, normalize_time,
+    CLEAN,
+    RESTORE,
+    SAVEPOINT,
+    Instant,
+    State,
+    normalize_time,
 )
 
 if TYPE_CHECKING:
@@ -64,7 +72,7 @@ def list_savepoints(timeline: ActiveTimeline) -> list[dict[str, Any]]:
     return out
 
 
-def _target_write(table: "Table", instant: Any) -> Instant:
+def _target_write(table: Table, instant: Any) -> Instant:
     writes = table.completed_writes()
     if not writes:
         raise InputError("the table has no completed write to savepoint")
@@ -77,7 +85,7 @@ def _target_write(table: "Table", instant: Any) -> Instant:
     raise InputError(f"no completed write instant {begin} on the timeline")
 
 
-def create_savepoint(table: "Table", instant: Any = None, *, user: str | None = None,
+def create_savepoint(table: Table, instant: Any = None, *, user: str | None = None,
                      comment: str = "") -> Instant:
     """Savepoint a completed write (default: the latest); returns the savepoint instant."""
     timeline = table.active_timeline
@@ -128,7 +136,7 @@ def _find_savepoint(timeline: ActiveTimeline, instant: Any) -> dict[str, Any]:
                      f"(savepoints: {', '.join(s['savepointedInstant'] for s in list_savepoints(timeline)) or 'none'})")
 
 
-def delete_savepoint(table: "Table", instant: Any) -> None:
+def delete_savepoint(table: Table, instant: Any) -> None:
     """Remove a savepoint (its files become cleanable again)."""
     with table_lock(table.path):
         sp = _find_savepoint(table.active_timeline, instant)
@@ -174,7 +182,7 @@ def resume_restore(base_path: Path, timeline: ActiveTimeline, instant: Instant) 
     return _run_restore(Path(base_path), timeline, instant, plan)
 
 
-def restore(table: "Table", instant: Any) -> Instant:
+def restore(table: Table, instant: Any) -> Instant:
     """Put the table back to the snapshot of a savepoint; returns the completed restore instant."""
     timeline = table.active_timeline
     with table_lock(table.path):

@@ -33,6 +33,7 @@ Simplified compared with Spark's own `sbin/start-*.sh` scripts: no
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -87,7 +88,7 @@ class StandaloneCluster:
     _own_root: bool = False
 
     # ------------------------------------------------------------------ start
-    def start(self) -> "StandaloneCluster":
+    def start(self) -> StandaloneCluster:
         """Start the master, then the workers; return once every worker has registered."""
         if self.processes:
             return self
@@ -134,7 +135,7 @@ class StandaloneCluster:
 
     def _launch(self, name: str, home: Path, args: list[str]) -> None:
         assert self.root is not None
-        log = open(self.root / f"{name}.log", "wb")
+        log = open(self.root / f"{name}.log", "wb")  # noqa: SIM115 - held open on purpose
         try:
             proc = subprocess.Popen([str(home / "bin" / "spark-class"), *args], env=self._env(name, home),
                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -188,10 +189,8 @@ class StandaloneCluster:
             _kill_group(proc, signal.SIGTERM)
         deadline = time.monotonic() + 20
         for proc in reversed(self.processes):
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
             _kill_group(proc, signal.SIGKILL)  # stragglers of the group (executors, Python workers)
             try:
                 proc.wait(timeout=10)
@@ -206,7 +205,7 @@ class StandaloneCluster:
         """Process ids still alive in the process groups this object started (empty after `stop`)."""
         return [pid for pgid in self.pgids for pid in _group_members(pgid)]
 
-    def __enter__(self) -> "StandaloneCluster":
+    def __enter__(self) -> StandaloneCluster:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import pyarrow as pa
 

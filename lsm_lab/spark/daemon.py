@@ -18,13 +18,13 @@ Simplified compared with a production set-up: nothing else is changed from
 pyspark's own daemon (`pyspark.daemon.manager`).
 """
 
-import pyarrow  # noqa: F401  (preloaded for forked workers)
+import pyarrow
 import pyarrow.parquet  # noqa: F401
-
-import lsm_lab.spark.compact  # noqa: F401
-import lsm_lab.spark.read  # noqa: F401
-import lsm_lab.spark.write  # noqa: F401
 from pyspark.daemon import manager
+
+import lsm_lab.spark.compact
+import lsm_lab.spark.read
+import lsm_lab.spark.write  # noqa: F401
 
 if __name__ == "__main__":
     manager()

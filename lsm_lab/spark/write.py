@@ -54,9 +54,10 @@ from __future__ import annotations
 import json
 import math
 import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -70,7 +71,13 @@ from lsm_lab.services import markers, occ
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.rollback import files_of_instant
 from lsm_lab.spark.jobs import (
-    TaskClock, TaskIdentity, active_session, arrow_schema_for, job_progress, reraise, spark_schema,
+    TaskClock,
+    TaskIdentity,
+    active_session,
+    arrow_schema_for,
+    job_progress,
+    reraise,
+    spark_schema,
 )
 from lsm_lab.table import index, records
 from lsm_lab.table import write as writer
@@ -296,8 +303,7 @@ def _evolve(config: TableConfig, current: pa.Schema | None, incoming: pa.Schema,
 
 
 def _with_helpers(schema: pa.Schema) -> pa.Schema:
-    return pa.schema(list(schema) + [pa.field(RECORD_KEY, pa.string()), pa.field(PARTITION_PATH, pa.string()),
-                                     pa.field(ROW, pa.int64())])
+    return pa.schema([*list(schema), pa.field(RECORD_KEY, pa.string()), pa.field(PARTITION_PATH, pa.string()), pa.field(ROW, pa.int64())])
 
 
 def _stored_keys(spark: Any, ctx: ReadContext, slices: Sequence[FileSlice]) -> Any:

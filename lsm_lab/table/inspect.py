@@ -42,7 +42,7 @@ def file_facts(f: DataFile) -> dict[str, Any]:
         return facts
     try:
         meta = pq.read_metadata(f.path)
-    except (OSError, Exception) as exc:  # pyarrow raises ArrowInvalid/OSError for bad files
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError and more for bad files
         raise CorruptFileError(f"cannot read the Parquet footer: {exc}", path=f.path) from None
     kv = {k.decode(errors="replace"): v.decode(errors="replace") for k, v in (meta.metadata or {}).items()}
     facts["rows"] = meta.num_rows
@@ -52,7 +52,7 @@ def file_facts(f: DataFile) -> dict[str, Any]:
     return facts
 
 
-def file_slices_frame(table: "Table", as_of: Any = None) -> pd.DataFrame:
+def file_slices_frame(table: Table, as_of: Any = None) -> pd.DataFrame:
     rows = []
     for group in table.file_groups(as_of):
         fs = group.latest
@@ -93,7 +93,7 @@ def _describe(f: DataFile) -> str:
     return f"{name} rows={rows} keys [{_short(facts['min_key'])}, {_short(facts['max_key'])}]{extra}{sort}"
 
 
-def dump_levels(table: "Table", as_of: Any = None) -> str:
+def dump_levels(table: Table, as_of: Any = None) -> str:
     """Text dump of every file group's latest slice: `L1: base …` and `L0 (n): [...]`."""
     lines = []
     groups = table.file_groups(as_of)

@@ -33,9 +33,10 @@ filters on partition columns given as `(column, op, value)` tuples.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -112,7 +113,7 @@ def _with_keys(ctx: ReadContext, table: pa.Table, partition: str) -> pa.Table:
     """
     n = table.num_rows
     no_meta = not ctx.config.populate_meta_fields
-    for name, make in ((RECORD_KEY, lambda: records.record_keys(table, ctx.config.record_key)),
+    for name, make in ((RECORD_KEY, lambda: records.record_keys(table, ctx.config.record_key)),  # noqa: B023 - called at once, inside the loop
                        (PARTITION_PATH, lambda: pa.array([partition] * n, pa.string()))):
         if name not in table.column_names:
             table = table.append_column(name, make())

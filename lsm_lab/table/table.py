@@ -19,30 +19,37 @@ latest commit's `extraMetadata`, as Hudi does.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
-from lsm_lab.progress import progress
 
 from lsm_lab import config as cfg
 from lsm_lab.config import TableConfig
 from lsm_lab.errors import InputError, LsmLabError, TableConfigError, TimelineError, UnsupportedFeatureError
 from lsm_lab.layout import fsview, naming
 from lsm_lab.layout.fsview import FileGroup, FileSlice
+from lsm_lab.progress import progress
 from lsm_lab.services import occ
 from lsm_lab.services.lock import table_lock
 from lsm_lab.table import read as reader
-from lsm_lab.table import records, write as writer
+from lsm_lab.table import records
+from lsm_lab.table import write as writer
 from lsm_lab.timeline.active import ActiveTimeline
-from lsm_lab.timeline.clock import parse_time
 from lsm_lab.timeline.archive import ArchivedTimeline, is_archived
+from lsm_lab.timeline.clock import parse_time
 from lsm_lab.timeline.instant import (
-    COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, WRITE_ACTIONS, Instant, normalize_time,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    LOG_COMPACTION,
+    WRITE_ACTIONS,
+    Instant,
+    normalize_time,
 )
 from lsm_lab.timeline.metadata import commit_metadata, summarize
-
 
 if TYPE_CHECKING:
     from lsm_lab.lookup.stats import LookupStats
@@ -376,7 +383,7 @@ class Table:
                                progress=lambda s: progress(s, desc="read", unit="slice"))
 
     def lookup(self, keys: str | Iterable[str], *, as_of: Any = None, columns: Sequence[str] | None = None,
-               stats: "LookupStats | None" = None) -> pa.Table:
+               stats: LookupStats | None = None) -> pa.Table:
         """Rows with the given record keys (composite keys as `f1:v1,f2:v2`), as of `as_of`.
 
         Equals `read(as_of=as_of, columns=columns)` filtered to those keys (rows

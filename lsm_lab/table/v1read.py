@@ -42,8 +42,8 @@ written twice by retried tasks (`BLOCK_IDENTIFIER`), and no positional merging.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -131,7 +131,7 @@ def ordered_units(ctx_completion: dict[str, str], read_time: str | None, fs: Fil
         by_identity = {id(b): (p, f) for p, f, b in raw}
         index_in_file: dict[int, int] = {}
         counters: dict[int, int] = {}
-        for p, f, b in raw:
+        for p, _f, b in raw:
             counters[p] = counters.get(p, 0) + 1
             index_in_file[id(b)] = counters[p]
         for block in v1.effective_blocks(b for _, _, b in raw):

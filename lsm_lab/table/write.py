@@ -32,9 +32,10 @@ a key always merges with the earlier one) and differ only in the statistics.
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -49,7 +50,12 @@ from lsm_lab.merge import merge_to_table
 from lsm_lab.table import index, records
 from lsm_lab.table.read import ReadContext, load_sources, read_slice
 from lsm_lab.table.records import (
-    COMMIT_SEQNO, COMMIT_TIME, DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY,
+    COMMIT_SEQNO,
+    COMMIT_TIME,
+    DELETE_FLAG,
+    FILE_NAME,
+    PARTITION_PATH,
+    RECORD_KEY,
 )
 from lsm_lab.timeline.metadata import WriteStat
 
@@ -245,7 +251,7 @@ def write_file_group(
     name = naming.base_file_name(file_id, token, instant)
     incoming = _meta_columns(rows, instant, name, task)
     full = ctx.full_schema
-    target = pa.schema(list(full) + [pa.field(DELETE_FLAG, pa.bool_(), False)])
+    target = pa.schema([*list(full), pa.field(DELETE_FLAG, pa.bool_(), False)])
     flag = pa.array([is_delete] * n, pa.bool_())
     incoming = records.conform(incoming.append_column(DELETE_FLAG, flag), target)
     sources: list[pa.Table] = []

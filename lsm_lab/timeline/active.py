@@ -30,18 +30,31 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from lsm_lab.config import TableConfig
 from lsm_lab.errors import TimelineError
 from lsm_lab.timeline import clock
 from lsm_lab.timeline.instant import (
-    CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, REPLACE_COMMIT,
-    WRITE_ACTIONS, Instant, State, file_name_for, parse_file_name,
+    CLUSTERING,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    LOG_COMPACTION,
+    REPLACE_COMMIT,
+    WRITE_ACTIONS,
+    Instant,
+    State,
+    file_name_for,
+    parse_file_name,
 )
 from lsm_lab.timeline.metadata import (
-    decode_instant_content, encode_avro_commit_metadata, encode_json, with_hudi_schema,
+    decode_instant_content,
+    encode_avro_commit_metadata,
+    encode_json,
+    with_hudi_schema,
 )
 
 # completed action → pending actions that complete into it

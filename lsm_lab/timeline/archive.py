@@ -42,9 +42,10 @@ import os
 import re
 import threading
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -71,7 +72,7 @@ SCHEMA = pa.schema([
 ])
 _FILE = re.compile(r"^(\d{14,17})_(\d{14,17})_(\d+)\.parquet$")
 
-_cache: dict[tuple[str, int, int], list["ArchivedRow"]] = {}
+_cache: dict[tuple[str, int, int], list[ArchivedRow]] = {}
 _cache_guard = threading.Lock()
 
 
@@ -271,7 +272,7 @@ class ArchivedTimeline:
         for r in fresh:
             r.setdefault("version", ROW_VERSION)
         entry = self._write_parquet(fresh, 0)
-        self._commit(self.manifest() + [entry])
+        self._commit([*self.manifest(), entry])
         return [r["instantTime"] for r in fresh]
 
     def compact(self, batch_size: int = DEFAULT_BATCH) -> int:
@@ -318,4 +319,4 @@ class ArchivedTimeline:
                     (self.folder / name).unlink(missing_ok=True)
 
 
-__all__ = ["ArchivedRow", "ArchivedTimeline", "SCHEMA", "is_archived", "parse_file_name"]
+__all__ = ["SCHEMA", "ArchivedRow", "ArchivedTimeline", "is_archived", "parse_file_name"]

@@ -31,7 +31,7 @@ TIME_FORMAT_LEN = 17
 
 
 def format_time(moment: _dt.datetime) -> str:
-    moment = moment.astimezone(_dt.timezone.utc)
+    moment = moment.astimezone(_dt.UTC)
     return moment.strftime("%Y%m%d%H%M%S") + f"{moment.microsecond // 1000:03d}"
 
 
@@ -39,13 +39,13 @@ def parse_time(text: str) -> _dt.datetime:
     """Parse a 14- or 17-digit instant time as a UTC datetime."""
     if not text.isdigit() or len(text) not in (14, 17):
         raise TimelineError(f"'{text}' is not an instant time (yyyyMMddHHmmss[SSS])")
-    base = _dt.datetime.strptime(text[:14], "%Y%m%d%H%M%S").replace(tzinfo=_dt.timezone.utc)
+    base = _dt.datetime.strptime(text[:14], "%Y%m%d%H%M%S").replace(tzinfo=_dt.UTC)
     millis = int(text[14:] or 0)
     return base + _dt.timedelta(milliseconds=millis)
 
 
 def _now() -> _dt.datetime:
-    return _dt.datetime.now(_dt.timezone.utc)
+    return _dt.datetime.now(_dt.UTC)
 
 
 def next_instant_time(meta_folder: str | os.PathLike[str]) -> str:

@@ -88,7 +88,7 @@ class Instant:
 
     @staticmethod
     def make(begin_time: str, action: str, state: State, completion_time: str | None = None,
-             file_name: str = "") -> "Instant":
+             file_name: str = "") -> Instant:
         key = (normalize_time(completion_time or begin_time), normalize_time(begin_time))
         return Instant(key, begin_time, action, state, completion_time, file_name)
 

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from lsm_lab.errors import CorruptFileError
 
@@ -95,7 +96,7 @@ def decode_instant_content(data: bytes, *, path: str | None = None) -> dict[str,
 
         try:
             records = list(fastavro.reader(io.BytesIO(data)))
-        except Exception as exc:  # fastavro raises many types for bad bytes
+        except Exception as exc:  # noqa: BLE001 - fastavro raises many types for bad bytes
             raise CorruptFileError(f"cannot decode Avro instant file: {exc}", path=path) from None
         if not records:
             return {}

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from lsm_lab.table.table import Table
 
 
-def write_figures(table: "Table", out_dir: str | os.PathLike[str], *, dpi: int = 110) -> list[Path]:
+def write_figures(table: Table, out_dir: str | os.PathLike[str], *, dpi: int = 110) -> list[Path]:
     """Write levels.png, key_ranges.png and timeline.png of `table` into `out_dir`; returns their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -111,4 +111,4 @@ def legend_subset(items: Sequence[str], limit: int = 12) -> list[str]:
     if len(items) <= limit:
         return list(items)
     head = (limit - 1) // 2
-    return list(items[:head]) + ["…"] + list(items[-(limit - 1 - head):])
+    return [*list(items[:head]), "…", *list(items[-(limit - 1 - head):])]

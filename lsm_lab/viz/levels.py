@@ -103,7 +103,7 @@ class LevelFile:
         return (self.partition, self.file_id)
 
 
-LEVEL_COLUMNS = [f for f in LevelFile.__dataclass_fields__]
+LEVEL_COLUMNS = list(LevelFile.__dataclass_fields__)
 
 
 # ---------------------------------------------------------------------------------- facts
@@ -203,12 +203,12 @@ def level_files(source: Any, as_of: Any = None) -> list[LevelFile]:
     return sorted(files, key=lambda f: (f.partition, f.file_id, f.position))
 
 
-def levels_frame(table: "Table", as_of: Any = None) -> pd.DataFrame:
+def levels_frame(table: Table, as_of: Any = None) -> pd.DataFrame:
     """One row per data file of every latest slice: level, position, instant, rows, bytes, key range."""
     return pd.DataFrame([asdict(f) for f in level_files(table, as_of)], columns=LEVEL_COLUMNS)
 
 
-def instant_labels(table: "Table") -> dict[str, str]:
+def instant_labels(table: Table) -> dict[str, str]:
     """Instant time → a legend label such as ``20261122001812163 upsert`` (from `Table.timeline`)."""
     out: dict[str, str] = {}
     frame = table.timeline()
@@ -219,7 +219,7 @@ def instant_labels(table: "Table") -> dict[str, str]:
     return out
 
 
-def table_colours(table: "Table") -> dict[str, str]:
+def table_colours(table: Table) -> dict[str, str]:
     """Colours for every instant on the table's timeline, so each figure of a table agrees."""
     return instant_colours(str(t) for t in table.timeline()["begin_time"])
 
@@ -443,7 +443,7 @@ def plot_key_ranges(table: Any, *, as_of: Any = None, partition: str | None = No
                               hatch=DELETE_HATCH if f.is_delete else None)
             rect.set_gid(f"{f.partition}/{f.name}")
             if f.rows is not None and w >= 0.14 * span:
-                box = dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none") if f.is_delete else None
+                box = {"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"} if f.is_delete else None
                 ax.text(left + w / 2, f.position, f"{f.rows:,} rows", ha="center", va="center", fontsize=7,
                         color="black" if f.is_delete else "white", bbox=box)
         ylabels = ["L1 base" if f.level == "L1" else f"L0 log {f.position}" for f in members]

@@ -6,7 +6,8 @@ tests can inject a failure into the first attempt and watch the retry.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 

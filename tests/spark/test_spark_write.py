@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -121,7 +122,7 @@ def test_retried_task_leaves_no_partial_files(spark: Any, tmp_table: Callable[..
         pytest.skip("needs a local master with task retries (local[N,M])")
     local = make_trips(tmp_table)
     remote = make_trips(tmp_table)
-    (op1, first), (op2, second), _ = trips_batches(200, seed=5)
+    (_op1, first), (_op2, second), _ = trips_batches(200, seed=5)
     local.insert(first)
     local.upsert(second)
     write(first, remote.path, op="insert", spark=spark, task_hook=FailTask(0, (0,)))
