@@ -121,7 +121,8 @@ def hudi_rs_read(path: str | os.PathLike[str], *, as_of: str | None = None, read
     if as_of is not None:
         options = options.with_as_of_timestamp(as_of)
     if read_optimized:
-        options = options.with_hudi_option(hudi.HudiReadConfig.USE_READ_OPTIMIZED_MODE.value, "true")
+        ro_key = hudi.HudiReadConfig.USE_READ_OPTIMIZED_MODE.value  # type: ignore[attr-defined]  # missing from hudi 0.5's stubs
+        options = options.with_hudi_option(ro_key, "true")
     if columns is not None:
         options = options.with_projection(list(columns))
     batches = table.read(options)
@@ -149,7 +150,7 @@ def hudi_rs_timeline(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
     import hudi
 
     tl = hudi.HudiTableBuilder.from_base_uri(str(path)).build().get_timeline()
-    out = []
+    out: list[Any] = []
     for getter in (tl.get_completed_commits, tl.get_completed_deltacommits, tl.get_completed_replacecommits):
         out.extend((i.timestamp, i.action) for i in getter())
     return sorted(set(out))

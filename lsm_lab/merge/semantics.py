@@ -177,9 +177,9 @@ def model_merge(sources: Sequence[Iterable[Mapping[str, Any]]], spec: MergeSpec)
             groups.setdefault(row[spec.key], []).append(row)
     out: dict[str, dict[str, Any]] = {}
     for key, rows in groups.items():
-        row = surviving_row(fold(rows, spec), spec)
-        if row is not None:
-            out[key] = row
+        survivor = surviving_row(fold(rows, spec), spec)
+        if survivor is not None:
+            out[key] = dict(survivor)
     return out
 
 

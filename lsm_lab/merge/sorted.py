@@ -98,6 +98,7 @@ def _checked(inp: SourceInput, key: str) -> Iterator[_Batch]:
                              f"({last!r} at the end of a batch is followed by {first!r})")
         fixed = fixed_width_keys(keys)
         if n > 1:
+            ok: np.ndarray | None
             if fixed is not None:
                 ok = fixed[:-1] < fixed[1:]
                 good = bool(ok.all())
@@ -106,7 +107,8 @@ def _checked(inp: SourceInput, key: str) -> Iterator[_Batch]:
                 good = bool(pc.all(ok_arr).as_py())
                 ok = None if good else np.asarray(ok_arr, dtype=bool)
             if not good:
-                i = int(np.flatnonzero(~ok)[0])  # type: ignore[operator]
+                assert ok is not None
+                i = int(np.flatnonzero(~ok)[0])
                 raise InputError(f"source {inp.index}: keys are not strictly sorted "
                                  f"({keys[i].as_py()!r} is followed by {keys[i + 1].as_py()!r})")
         last = keys[n - 1].as_py()
@@ -125,7 +127,7 @@ class _Keys:
         return len(self._arr)
 
     def __getitem__(self, i: int) -> str:
-        return self._arr[i].as_py()  # type: ignore[no-any-return]
+        return str(self._arr[i].as_py())
 
 
 @dataclass(frozen=True)
@@ -197,7 +199,7 @@ def _resolve(pieces: list[_Piece], spec: MergeSpec) -> pa.Table:
     fixed = None
     widths = {p.fixed.dtype.itemsize if p.fixed is not None else -1 for p in pieces}
     if len(widths) == 1 and -1 not in widths:
-        fixed = np.concatenate([p.fixed for p in pieces])  # type: ignore[misc]
+        fixed = np.concatenate([p.fixed for p in pieces if p.fixed is not None])
     return merge_resolved(table, spec, fixed_keys=fixed)
 
 

@@ -88,7 +88,7 @@ class CompactTask:
                     self.hook(clock.identity)
                 report = json.dumps(clock.report(sum(s.numWrites for s in stats)).to_json())
                 yield pa.RecordBatch.from_arrays(
-                    [pa.array([json.dumps(s.to_json()) for s in stats] or [None], pa.string()),
+                    [pa.array([json.dumps(s.to_json()) for s in stats] or [None], pa.string()),  # type: ignore[list-item]  # one null row when nothing was written
                      pa.array([report] * max(1, len(stats)), pa.string())], names=["stat", "report"])
 
 

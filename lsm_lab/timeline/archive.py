@@ -291,7 +291,7 @@ class ArchivedTimeline:
             if not full:
                 break
             level = full[0]
-            group = sorted(by_level[level], key=lambda e: parse_file_name(str(e["fileName"])))[:batch_size]
+            group = sorted(by_level[level], key=lambda e: parse_file_name(str(e["fileName"])) or ("", "", 0))[:batch_size]
             tables = [pq.read_table(self.folder / str(e["fileName"])) for e in group]
             merged = pa.concat_tables([t.cast(SCHEMA) for t in tables])
             # one row per instant (a crash may have archived an instant twice)

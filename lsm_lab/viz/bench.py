@@ -66,7 +66,7 @@ def load_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 def _records(records: Records) -> list[Mapping[str, Any]]:
     if isinstance(records, (str, os.PathLike)):
-        return load_records(records)
+        return list(load_records(records))
     return [r for r in records if isinstance(r, Mapping)]
 
 
@@ -199,7 +199,7 @@ def plot_merge_bench(records: Records, *, x: str = "k", metrics: Sequence[str] |
     for ax, metric in zip(axes, metrics):
         plot_bench(rows, x, metric, group or None, logx=logx, logy=metric == "rows_per_s", ax=ax)
     fig.suptitle(title or "Merge benchmark", fontsize=11, x=0.01, ha="left")
-    return fig  # type: ignore[return-value]
+    return fig
 
 
 def plot_lookup_bench(records: Records, *, metrics: Sequence[str] = ("seconds", "bytes_read", "files_opened"),
@@ -215,7 +215,7 @@ def plot_lookup_bench(records: Records, *, metrics: Sequence[str] = ("seconds", 
     for ax, metric in zip(axes, metrics):
         plot_bench(rows, "layout", metric, group, logy=metric == "bytes_read", ax=ax)
     fig.suptitle(title or "Point-lookup benchmark", fontsize=11, x=0.01, ha="left")
-    return fig  # type: ignore[return-value]
+    return fig
 
 
 __all__ = ["load_records", "plot_bench", "plot_lookup_bench", "plot_merge_bench", "series"]

@@ -53,7 +53,7 @@ def timeline_frame(table: Any, *, archived: bool = False) -> tuple[pd.DataFrame,
         return table, "archived" in table.columns
     if archived:
         try:
-            params = inspect.signature(table.timeline).parameters
+            params: Mapping[str, Any] = inspect.signature(table.timeline).parameters
         except (TypeError, ValueError):
             params = {}
         if "archived" in params:
