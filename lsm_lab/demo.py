@@ -50,9 +50,9 @@ def run_demo(directory: str | Path | None = None, *, rows: int = 100_000, rounds
 
     def write(op: str, batch: pa.Table):
         if engine == "spark":
-            from lsm_lab.spark import write as spark_write  # issue 6
+            from lsm_lab.spark import write_table  # only with --engine spark: importing pyspark is slow
 
-            return spark_write(batch, path, op=op)
+            return write_table(batch, path, op=op)
         return getattr(table, op)(batch)
 
     batch = gen.inserts(rows)

@@ -281,7 +281,7 @@ def test_composite_keys_and_field_filters(tmp_table: Any) -> None:
     got = table.lookup(keys)
     assert got.equals(expected(table, keys))
     assert got.column("v").to_pylist() == [700, 8]
-    pred = key_predicate(table.config, table._read_context(None).full_schema,
+    pred = key_predicate(table.config, table.read_context(None).full_schema,
                          [("id", "in", [7, 8]), ("name", "=", "x")])
     assert pred is not None and pred.keys == ("id:7,name:x", "id:8,name:x")
     by_fields = table.read(filter=[("id", "in", [7, 8]), ("name", "=", "x")])
@@ -293,16 +293,16 @@ def test_integer_key_field_filter(tmp_table: Any) -> None:
     table.bulk_insert([{"id": i, "v": i * 10} for i in range(100)])
     assert table.read(filter=[("id", "=", 42)]).column("v").to_pylist() == [420]
     assert table.lookup("42").column("v").to_pylist() == [420]
-    pred = key_predicate(table.config, table._read_context(None).full_schema, [("id", "in", [1, 2])])
+    pred = key_predicate(table.config, table.read_context(None).full_schema, [("id", "in", [1, 2])])
     assert pred is not None and pred.keys == ("1", "2")
     # a type mismatch cannot prune (the filter itself decides what happens)
-    assert key_predicate(table.config, table._read_context(None).full_schema, [("id", "=", "x")]) is None
+    assert key_predicate(table.config, table.read_context(None).full_schema, [("id", "=", "x")]) is None
 
 
 def test_key_predicate_shapes(tmp_table: Any) -> None:
     table = tmp_table(record_key="id", layout="lsm_tree")
     table.bulk_insert([{"id": f"k{i}", "v": i} for i in range(10)])
-    schema = table._read_context(None).full_schema
+    schema = table.read_context(None).full_schema
     cfg = table.config
     assert key_predicate(cfg, schema, None) is None
     assert key_predicate(cfg, schema, [("v", "=", 1)]) is None

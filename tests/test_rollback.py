@@ -17,8 +17,7 @@ import pytest
 import lsm_lab
 from lsm_lab.cli import main
 from lsm_lab.layout import fsview, naming
-from lsm_lab.services import heartbeat, markers
-from lsm_lab.services import savepoint as sp_service
+from lsm_lab.services import heartbeat, markers, rollback
 from lsm_lab.table import write as writer
 from lsm_lab.timeline.instant import State
 
@@ -211,7 +210,7 @@ def test_a_restore_killed_half_way_is_finished_by_the_next_writer(tmp_table) -> 
             "instantsToRollback": [{"commitTime": third.begin_time, "action": "deltacommit"},
                                    {"commitTime": second.begin_time, "action": "deltacommit"}]}
     inflight = timeline.start(timeline.request("restore", plan))
-    sp_service._erase(table.path, timeline, third.begin_time, "deltacommit")  # died after the first rollback
+    rollback._erase(table.path, timeline, third.begin_time, "deltacommit")  # died after the first rollback
     assert snapshot(table) == [("a", 2)]
     table.upsert([{"id": "c", "v": 4}])
     assert timeline.find(inflight.begin_time).is_completed

@@ -163,7 +163,7 @@ def test_logs_merge_in_completion_order_whatever_their_format(tmp_path: Path, se
     _commit_by_hand(t, begin_b, done_b)
     assert _values(t) == {"k0": 1}  # A completed last
     assert _values(t, as_of=done_b) == {"k0": 2}
-    ctx = t._read_context(None)
+    ctx = t.read_context(None)
     units = v1read.ordered_units(ctx.completion_of, None, t.latest_slices()[0])
     assert [u.instant for u in units] == [begin_b, begin_a]
     assert [u.is_v1 for u in units] == [second_format == 1, True]

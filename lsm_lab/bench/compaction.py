@@ -84,7 +84,7 @@ def _rows_frame(spark: Any, ids: Any, ts_offset: int, seed: int) -> Any:
 
 def make_base(spark: Any, path: Path, rows: int, *, progress: bool | None = None) -> Path:
     """A new MOR lsm_tree table of `rows` rows in FILE_GROUPS base files, written with `lsm_lab.spark.write`."""
-    from lsm_lab.spark import write
+    from lsm_lab.spark import write_table
     from lsm_lab.table.table import create_table
 
     if path.exists():
@@ -92,7 +92,7 @@ def make_base(spark: Any, path: Path, rows: int, *, progress: bool | None = None
     create_table(path, name="bench", record_key="key", ordering_field="ts", table_type="MERGE_ON_READ",
                  layout="lsm_tree", num_buckets=FILE_GROUPS)
     parts = max(2, rows // 500_000)
-    write(_rows_frame(spark, spark.range(0, rows, 1, parts), 1_000_000_000, 1), path, op="bulk_insert",
+    write_table(_rows_frame(spark, spark.range(0, rows, 1, parts), 1_000_000_000, 1), path, op="bulk_insert",
           spark=spark, progress=progress)
     return path
 
@@ -105,14 +105,14 @@ def add_logs(spark: Any, path: Path, rows: int, k: int, updates: float, *, seed:
     """
     from pyspark.sql import functions as F
 
-    from lsm_lab.spark import write
+    from lsm_lab.spark import write_table
 
     total = 0
     parts = max(2, rows // 500_000)
     for r in range(k):
         ids = spark.range(0, rows, 1, parts).where(F.rand(seed + r) < updates / k)
         frame = _rows_frame(spark, ids, 2_000_000_000 + r * 100_000_000, seed + 100 + r)
-        done = write(frame, path, op="upsert", spark=spark, progress=progress)
+        done = write_table(frame, path, op="upsert", spark=spark, progress=progress)
         from lsm_lab.table.table import open_table
 
         meta = open_table(path).instant_metadata(done)
@@ -243,7 +243,7 @@ def run_bench(rows: int, ks: Sequence[int], *, updates: float = 0.2, contenders:
               progress: bool | None = None, log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Build the tables and run every contender for every k; one JSON-able record per (k, contender)."""
     from lsm_lab.spark.jobs import jvm_peak_mib, jvm_pid
-    from lsm_lab.spark.session import session
+    from lsm_lab.spark.session import spark_session
 
     if not 0.0 < updates <= 1.0:
         raise ValueError("updates must be a fraction in (0, 1]")
@@ -253,7 +253,7 @@ def run_bench(rows: int, ks: Sequence[int], *, updates: float = 0.2, contenders:
     root = Path(data_dir or os.environ.get("LSM_LAB_BENCH_DIR", "/tmp/lsm_lab_bench_compaction"))
     root.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    spark = spark or session("lsm_lab-bench-compaction", **BENCH_CONF)
+    spark = spark or spark_session("lsm_lab-bench-compaction", **BENCH_CONF)
     started = time.perf_counter() - t0
     pid = jvm_pid(spark)
     reuse = spark.conf.get("spark.python.worker.reuse", "true")

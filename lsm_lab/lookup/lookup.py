@@ -58,7 +58,7 @@ from __future__ import annotations
 import bisect
 import os
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -72,13 +72,11 @@ from lsm_lab.lookup.footer import FOOTERS, FileInfo, FooterCache, clear_footer_c
 from lsm_lab.lookup.predicate import KeyPredicate, key_predicate
 from lsm_lab.lookup.stats import LookupStats
 from lsm_lab.merge import merge_to_table
-from lsm_lab.table import index, records
+from lsm_lab.table import index, records, v1read
 from lsm_lab.table import read as reader
 from lsm_lab.table.read import ReadContext
 from lsm_lab.table.records import PARTITION_PATH, RECORD_KEY
-
-if TYPE_CHECKING:
-    from lsm_lab.table.table import Table
+from lsm_lab.table.state import TableState
 
 DELETE_KEY = "record_key"  # the key column of v2 delete logs
 
@@ -261,10 +259,6 @@ def _ordered_logs(ctx: ReadContext, fs: FileSlice) -> list[DataFile]:
     """The slice's log files in the order a snapshot read merges them (v1 logs → _Fallback)."""
     if any(f.name.log_format == 1 for f in fs.log_files):
         raise _Fallback("v1 log files")
-    try:
-        from lsm_lab.table import v1read
-    except ImportError:  # pragma: no cover - older checkouts: the view's completion order
-        return [f for f in fs.log_files if f.name.content != "cdc"]
     units = v1read.ordered_units(ctx.completion_of, ctx.read_time, fs)
     if any(getattr(u, "is_v1", False) for u in units):
         raise _Fallback("v1 log blocks")
@@ -295,11 +289,11 @@ class PrunedReader:
         self.use_binary_search = use_binary_search
         self.use_buckets = use_buckets
         self.footers = footers or FOOTERS
-        self.needed = reader._needed_columns(ctx, columns)
+        self.needed = reader.needed_columns(ctx, columns)
         full = ctx.full_schema
         self.out_schema = pa.schema([full.field(n) for n in self.needed])
-        self.target = reader._target_schema(ctx, self.needed)
-        self.file_cols = reader._file_columns(self.needed, ctx)
+        self.target = reader.target_schema(ctx, self.needed)
+        self.file_cols = reader.file_columns(self.needed, ctx)
         self._hashes: tuple[np.ndarray, np.ndarray] | None = None
         self._buckets: np.ndarray | None = None
 
@@ -375,8 +369,8 @@ class PrunedReader:
                                list(info.columns) if delete else self.file_cols, stats,
                                use_bloom=self.use_bloom, use_binary_search=self.use_binary_search)
             if found is not None:
-                sources.append(reader._delete_source(ctx, found, self.target, f.partition) if delete
-                               else reader._data_source(ctx, found, self.target, f.partition))
+                sources.append(reader.delete_source(ctx, found, self.target, f.partition) if delete
+                               else reader.data_source(ctx, found, self.target, f.partition))
         if not sources:
             return self.out_schema.empty_table()
         chosen = self.engine or ctx.default_engine()
@@ -424,7 +418,7 @@ def lookup_slices(ctx: ReadContext, slices: Iterable[FileSlice], pred: KeyPredic
                   stats: LookupStats | None = None, **options: Any) -> pa.Table:
     """Merged rows of every slice for the keys of `pred`, in (record key, partition) order."""
     out_cols = list(columns) if columns is not None else list(ctx.full_schema.names)
-    needed = reader._needed_columns(ctx, out_cols)
+    needed = reader.needed_columns(ctx, out_cols)
     if PARTITION_PATH not in needed:
         needed.append(PARTITION_PATH)  # for the output order
     pruned = PrunedReader(ctx, pred, columns=needed, engine=engine, stats=stats, **options)
@@ -458,14 +452,14 @@ class KeyLookup:
         return lookup_slices(self.ctx, self.slices, pred, columns=columns, engine=engine, stats=stats, **options)
 
 
-def open_lookup(table: Table, *, as_of: Any = None) -> KeyLookup:
+def open_lookup(table: TableState, *, as_of: Any = None) -> KeyLookup:
     """A `KeyLookup` over the snapshot of `table` at `as_of` (default: latest)."""
-    read_time = table._resolve_time(as_of)
-    ctx = table._read_context(read_time)
+    read_time = table.resolve_time(as_of)
+    ctx = table.read_context(read_time)
     return KeyLookup(ctx, table.latest_slices(read_time))
 
 
-def lookup(table: Table, keys: str | Iterable[str] | pa.Array, *, as_of: Any = None,
+def lookup(table: TableState, keys: str | Iterable[str] | pa.Array, *, as_of: Any = None,
            columns: Sequence[str] | None = None, stats: LookupStats | None = None) -> pa.Table:
     """Rows of `table` with the given record keys (as of `as_of`); see `Table.lookup`."""
     return open_lookup(table, as_of=as_of).lookup(keys, columns=columns, stats=stats)

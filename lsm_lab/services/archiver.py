@@ -35,16 +35,13 @@ neither, and it does not archive table version 6 timelines.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from lsm_lab.errors import InputError, UnsupportedFeatureError
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.rollback import remove_timeline_files
+from lsm_lab.table.state import TableState
 from lsm_lab.timeline.archive import DEFAULT_BATCH, ArchivedTimeline
 from lsm_lab.timeline.instant import CLEAN, SAVEPOINT, Instant, State, file_name_for, normalize_time
-
-if TYPE_CHECKING:
-    from lsm_lab.table.table import Table
 
 
 def _int(props: Mapping[str, str], key: str, default: int) -> int:
@@ -60,7 +57,7 @@ def _int(props: Mapping[str, str], key: str, default: int) -> int:
     return value
 
 
-def barriers(table: Table) -> dict[str, str]:
+def barriers(table: TableState) -> dict[str, str]:
     """The times archival must stay below, by reason (begin times; see the module doc)."""
     timeline = table.active_timeline
     out: dict[str, str] = {}
@@ -79,7 +76,7 @@ def barriers(table: Table) -> dict[str, str]:
     return out
 
 
-def archive(table: Table, *, keep: int | None = None, automatic: bool = False) -> list[Instant]:
+def archive(table: TableState, *, keep: int | None = None, automatic: bool = False) -> list[Instant]:
     """Move old completed instants into the LSM timeline; returns the archived instants."""
     props = table.config.props
     keep_min = _int(props, "hoodie.keep.min.commits", 20)
@@ -126,7 +123,7 @@ def archive(table: Table, *, keep: int | None = None, automatic: bool = False) -
         return chosen
 
 
-def maybe_archive(table: Table) -> list[Instant]:
+def maybe_archive(table: TableState) -> list[Instant]:
     """Automatic archival after a write, when `hoodie.archive.automatic=true`."""
     if str(table.config.props.get("hoodie.archive.automatic", "false")).lower() != "true":
         return []

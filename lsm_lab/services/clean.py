@@ -44,7 +44,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsm_lab.errors import InputError
 from lsm_lab.layout import fsview
@@ -52,6 +52,7 @@ from lsm_lab.services import heartbeat
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.planner import pending_plans
 from lsm_lab.services.rollback import rollback_failed_writes
+from lsm_lab.table.state import TableState
 from lsm_lab.timeline.instant import (
     CLEAN,
     CLUSTERING,
@@ -63,9 +64,6 @@ from lsm_lab.timeline.instant import (
     file_name_for,
     normalize_time,
 )
-
-if TYPE_CHECKING:
-    from lsm_lab.table.table import Table
 
 KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
 KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
@@ -115,7 +113,7 @@ def resolve_policy(props: Mapping[str, str], policy: str | None, retained: int |
 class _Views:
     """File-system views of one table listing at any read time."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: TableState) -> None:
         self.table = table
         self.files = fsview.list_data_files(table.path)
         self.writes = table.completed_writes()
@@ -137,7 +135,7 @@ class _Views:
         return {f.path for g in self.groups(read_time) for f in g.latest.files}
 
 
-def plan_clean(table: Table, policy: str, retained: int) -> dict[str, Any]:
+def plan_clean(table: TableState, policy: str, retained: int) -> dict[str, Any]:
     """A `HoodieCleanerPlan` dict: the files the policy lets go (possibly none)."""
     views = _Views(table)
     writes = views.writes
@@ -199,7 +197,7 @@ def files_in_plan(plan: Mapping[str, Any]) -> list[str]:
 
 
 # --------------------------------------------------------------------------- running a plan
-def _execute(table: Table, inflight: Instant, plan: Mapping[str, Any], started: float) -> Instant:
+def _execute(table: TableState, inflight: Instant, plan: Mapping[str, Any], started: float) -> Instant:
     deleted: dict[str, list[str]] = {}
     failed: dict[str, list[str]] = {}
     for partition, entries in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
@@ -229,7 +227,7 @@ def _execute(table: Table, inflight: Instant, plan: Mapping[str, Any], started: 
         return table.active_timeline.complete(inflight, meta)
 
 
-def _run(table: Table, instant: Instant, hb: heartbeat.Heartbeat) -> Instant:
+def _run(table: TableState, instant: Instant, hb: heartbeat.Heartbeat) -> Instant:
     """Run a pending clean plan whose heartbeat the caller holds."""
     timeline = table.active_timeline
     started = time.monotonic()
@@ -243,7 +241,7 @@ def _run(table: Table, instant: Instant, hb: heartbeat.Heartbeat) -> Instant:
         hb.stop()
 
 
-def clean(table: Table, *, policy: str | None = None, retained: int | None = None) -> Instant | None:
+def clean(table: TableState, *, policy: str | None = None, retained: int | None = None) -> Instant | None:
     """Finish a pending clean left by a dead cleaner, or plan and run a new one; None when nothing to delete."""
     chosen, n = resolve_policy(table.config.props, policy, retained)
     resumed: Instant | None = None
@@ -255,7 +253,7 @@ def clean(table: Table, *, policy: str | None = None, retained: int | None = Non
     return resumed
 
 
-def _clean_once(table: Table, chosen: str, n: int) -> tuple[Instant | None, bool]:
+def _clean_once(table: TableState, chosen: str, n: int) -> tuple[Instant | None, bool]:
     timeline = table.active_timeline
     pending = False
     with table_lock(table.path):
@@ -282,7 +280,7 @@ def _clean_once(table: Table, chosen: str, n: int) -> tuple[Instant | None, bool
     return _run(table, target, hb), pending
 
 
-def maybe_clean(table: Table) -> Instant | None:
+def maybe_clean(table: TableState) -> Instant | None:
     """Automatic cleaning after a write, when `hoodie.clean.automatic=true`."""
     if str(table.config.props.get("hoodie.clean.automatic", "false")).lower() != "true":
         return None

@@ -60,7 +60,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -90,8 +90,10 @@ from lsm_lab.services.planner import (
 )
 from lsm_lab.services.rollback import delete_instant_files, reset_compaction, rollback_failed_writes
 from lsm_lab.table import records
+from lsm_lab.table import write as writer
 from lsm_lab.table.read import ReadContext, iter_sources
 from lsm_lab.table.records import DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
+from lsm_lab.table.state import TableState
 from lsm_lab.timeline.clock import parse_time
 from lsm_lab.timeline.instant import (
     COMPACTION,
@@ -102,9 +104,6 @@ from lsm_lab.timeline.instant import (
     file_name_for,
 )
 from lsm_lab.timeline.metadata import WriteStat, commit_metadata
-
-if TYPE_CHECKING:
-    from lsm_lab.table.table import Table
 
 BATCH_ROWS = 65_536
 COMPACTED_BLOCK_TIMES = "COMPACTED_BLOCK_TIMES"
@@ -183,7 +182,12 @@ class _StreamingBaseWriter:
 
 # --------------------------------------------------------------------------- operations
 @dataclass(frozen=True)
-class _Context:
+class CompactionContext:
+    """What one compaction operation needs, as plain data (Spark ships it to the task running it).
+
+    `run_full` and `run_log` take it with an `Operation` of the plan; a runner
+    (see `execute`) gets it with the plan's operations."""
+
     base_path: Path
     instant: str
     read: ReadContext
@@ -191,7 +195,7 @@ class _Context:
     is_lsm: bool
 
 
-def _data_file(ctx: _Context, partition: str, name: str) -> DataFile:
+def _data_file(ctx: CompactionContext, partition: str, name: str) -> DataFile:
     folder = ctx.base_path / partition if partition else ctx.base_path
     path = folder / name
     parsed = naming.parse(name)
@@ -205,7 +209,7 @@ def _data_file(ctx: _Context, partition: str, name: str) -> DataFile:
     return DataFile(partition, path, parsed, size, ctx.read.completion_of.get(parsed.instant, ""))
 
 
-def _plan_logs(ctx: _Context, op: Operation) -> list[DataFile]:
+def _plan_logs(ctx: CompactionContext, op: Operation) -> list[DataFile]:
     """The plan's log files, each compacted log carrying its place in the merge order (fsview rule 4)."""
     logs = [_data_file(ctx, op.partition, n) for n in op.log_files]
     return fsview.apply_compacted_logs(logs, ctx.read.completion_of, {f.instant for f in logs})
@@ -221,7 +225,7 @@ def _rel(partition: str, name: str) -> str:
     return f"{partition}/{name}" if partition else name
 
 
-def run_full(ctx: _Context, op: Operation, task: int, *, token: str | None = None) -> WriteStat:
+def run_full(ctx: CompactionContext, op: Operation, task: int, *, token: str | None = None) -> WriteStat:
     """L0 + L1 → a new L1 base file at the compaction instant (`token`: a Spark task's write token)."""
     files = ([_data_file(ctx, op.partition, op.base_file)] if op.base_file else []) + \
         _plan_logs(ctx, op)
@@ -269,7 +273,7 @@ def _log_header(instant: str, replaced: str) -> dict[str, str]:
     return v2.log_metadata(instant, **{COMPACTED_BLOCK_TIMES: replaced})
 
 
-def _write_compacted_log(ctx: _Context, op: Operation, name: str, rows: pa.Table, *, delete: bool,
+def _write_compacted_log(ctx: CompactionContext, op: Operation, name: str, rows: pa.Table, *, delete: bool,
                          replaced: str) -> int:
     folder = ctx.base_path / op.partition if op.partition else ctx.base_path
     markers.create_marker(ctx.base_path, ctx.instant, op.partition, name, "APPEND")
@@ -289,7 +293,7 @@ def _delete_rows(keys: pa.Array, partitions: pa.Array, ordering: pa.Array | None
                     schema=v2.DELETE_SCHEMA)
 
 
-def run_log(ctx: _Context, op: Operation, task: int, *, token: str | None = None) -> list[WriteStat]:
+def run_log(ctx: CompactionContext, op: Operation, task: int, *, token: str | None = None) -> list[WriteStat]:
     """L0 → compacted L0 log(s) at the compaction instant (see the module doc for the three files)."""
     files = _plan_logs(ctx, op)
     if not files:
@@ -352,12 +356,12 @@ def _requested(instant: Instant, layout: int) -> Instant:
     return Instant.make(instant.begin_time, instant.action, State.REQUESTED, None, name)
 
 
-def schedule(table: Table, *, strategy: str = "hybrid", merge: str | None = None,
+def schedule(table: TableState, *, strategy: str = "hybrid", merge: str | None = None,
              options: Mapping[str, str] | None = None) -> Instant | None:
     """Plan a compaction and save it as `<t>.compaction.requested`; None when nothing needs compacting."""
     if strategy not in STRATEGIES:
         raise InputError(f"unknown compaction strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    table._check_writable()
+    table.check_writable()
     config = PlannerConfig.from_props({**table.config.props, **dict(options or {})})
     timeline = table.active_timeline
     with table_lock(table.path):
@@ -372,13 +376,13 @@ def schedule(table: Table, *, strategy: str = "hybrid", merge: str | None = None
         return timeline.request(plan.action, plan.to_json())
 
 
-OperationRunner = Callable[["_Context", tuple[Operation, ...], Instant], list[WriteStat]]
+OperationRunner = Callable[["CompactionContext", tuple[Operation, ...], Instant], list[WriteStat]]
 
 
 def run_locally(progress: bool | None = None) -> OperationRunner:
     """Run a plan's operations one after the other in this process (a progress bar when long)."""
 
-    def run(ctx: _Context, ops: tuple[Operation, ...], inflight: Instant) -> list[WriteStat]:
+    def run(ctx: CompactionContext, ops: tuple[Operation, ...], inflight: Instant) -> list[WriteStat]:
         stats: list[WriteStat] = []
         desc = f"{inflight.action} {inflight.begin_time}"
         bar = (show_progress(ops, desc=desc, unit="file group", min_items=1) if progress
@@ -393,7 +397,7 @@ def run_locally(progress: bool | None = None) -> OperationRunner:
     return run
 
 
-def execute(table: Table, instant: Instant | str, *, merge: str | None = None,
+def execute(table: TableState, instant: Instant | str, *, merge: str | None = None,
             progress: bool | None = None, runner: OperationRunner | None = None,
             extra_metadata: Mapping[str, str] | None = None) -> Instant:
     """Run a requested (log) compaction plan and complete it; returns the completed instant.
@@ -424,10 +428,8 @@ def execute(table: Table, instant: Instant | str, *, merge: str | None = None,
         engine = merge or plan.merge
         schema = table.schema
         read_ctx = ReadContext(table.path, table.config, schema or pa.schema([]), table.completion_map(), None)
-        ctx = _Context(table.path, begin, read_ctx, engine, table.config.is_lsm)
+        ctx = CompactionContext(table.path, begin, read_ctx, engine, table.config.is_lsm)
         stats = (runner or run_locally(progress))(ctx, tuple(plan.operations), inflight)
-        from lsm_lab.table import write as writer
-
         extra = {writer.SCHEMA_KEY: writer.schema_to_text(schema)} if schema is not None and len(schema) else {}
         extra["lsm_lab.strategy"] = plan.strategy
         extra.update(extra_metadata or {})
@@ -445,7 +447,7 @@ def execute(table: Table, instant: Instant | str, *, merge: str | None = None,
         hb.stop()
 
 
-def compact(table: Table, *, strategy: str = "hybrid", merge: str | None = None, plan_only: bool = False,
+def compact(table: TableState, *, strategy: str = "hybrid", merge: str | None = None, plan_only: bool = False,
             options: Mapping[str, str] | None = None, progress: bool | None = None) -> Instant | None:
     """Finish pending plans nobody runs, then plan (and unless `plan_only`, run) a new compaction.
 
@@ -473,7 +475,7 @@ def compact(table: Table, *, strategy: str = "hybrid", merge: str | None = None,
 TRIGGERS = ("NUM_COMMITS", "TIME_ELAPSED", "NUM_OR_TIME", "NUM_AND_TIME")
 
 
-def inline_due(table: Table, *, now: _dt.datetime | None = None) -> tuple[bool, str]:
+def inline_due(table: TableState, *, now: _dt.datetime | None = None) -> tuple[bool, str]:
     """(should an inline compaction run now, why) from the `hoodie.compact.inline*` properties."""
     props = table.config.props
     if str(props.get("hoodie.compact.inline", "false")).lower() != "true" or not table.config.is_mor:
@@ -506,7 +508,7 @@ def inline_strategy(props: Mapping[str, str]) -> str:
     return strategy
 
 
-def plans(table: Table, *, include_completed: bool = True) -> list[tuple[Instant, CompactionPlan]]:
+def plans(table: TableState, *, include_completed: bool = True) -> list[tuple[Instant, CompactionPlan]]:
     """Compaction plans on the active timeline (pending ones, and completed ones if asked), oldest first."""
     out = []
     for inst in table.instants():
@@ -521,4 +523,15 @@ def plans(table: Table, *, include_completed: bool = True) -> list[tuple[Instant
     return out
 
 
-__all__ = ["compact", "execute", "inline_due", "plans", "run_full", "run_log", "schedule"]
+__all__ = [
+    "CompactionContext",
+    "OperationRunner",
+    "compact",
+    "execute",
+    "inline_due",
+    "plans",
+    "run_full",
+    "run_locally",
+    "run_log",
+    "schedule",
+]

@@ -43,9 +43,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lsm_lab.config import read_config
 from lsm_lab.errors import ConflictError, InputError, LsmLabError
+from lsm_lab.layout import naming
 from lsm_lab.layout.fsview import list_data_files
 from lsm_lab.services import heartbeat, markers
+from lsm_lab.services.planner import pending_plans
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import (
     CLEAN,
@@ -62,8 +65,6 @@ from lsm_lab.timeline.instant import (
 
 def _table_version(base_path: Path) -> int:
     try:
-        from lsm_lab.config import read_config
-
         return read_config(base_path).version
     except LsmLabError:
         return 9
@@ -207,9 +208,6 @@ def rollback_completed(base_path: Path, timeline: ActiveTimeline, instant: Insta
 
 def drop_plans_reading(base_path: Path, timeline: ActiveTimeline, begin_time: str) -> None:
     """Remove pending (log) compaction plans that read files of `begin_time` (before rolling it back)."""
-    from lsm_lab.layout import naming
-    from lsm_lab.services.planner import pending_plans
-
     for inst, plan in pending_plans(timeline):
         names = [n for op in plan.operations for n in ([op.base_file] if op.base_file else []) + list(op.log_files)]
         if any((parsed := naming.parse(n)) is not None and parsed.instant == begin_time for n in names):
@@ -237,11 +235,9 @@ def rollback_failed_writes(base_path: Path, timeline: ActiveTimeline, *, keep_pl
     sweep(base_path, timeline)
     pending = timeline.pending()
     if any(i.action == RESTORE for i in pending):
-        from lsm_lab.services import savepoint  # a restore killed half way is finished first
-
-        for inst in pending:
+        for inst in pending:  # a restore killed half way is finished first
             if inst.action == RESTORE and not heartbeat.is_alive(base_path, inst.begin_time):
-                savepoint.resume_restore(base_path, timeline, inst)
+                resume_restore(base_path, timeline, inst)
         pending = timeline.pending()
     done = []
     for inst in pending:
@@ -260,3 +256,43 @@ def rollback_failed_writes(base_path: Path, timeline: ActiveTimeline, *, keep_pl
         if inst.is_write:
             done.append(rollback_pending(base_path, timeline, inst))
     return done
+
+
+# --------------------------------------------------------------------------- restore (services/savepoint.py)
+def _erase(base_path: Path, timeline: ActiveTimeline, begin: str, action: str) -> dict[str, Any]:
+    """Roll one instant back as part of a restore (idempotent)."""
+    started = time.monotonic()
+    remove_timeline_files(timeline, begin, keep_requested=True)  # invisible first
+    deleted = delete_instant_files(base_path, begin)
+    remove_timeline_files(timeline, begin)
+    markers.delete_markers(base_path, begin)
+    heartbeat.clear(base_path, begin)
+    return rollback_metadata(Instant.make(begin, action, State.COMPLETED, begin), deleted, started)
+
+
+def _run_restore(base_path: Path, timeline: ActiveTimeline, inflight: Instant, plan: dict[str, Any]) -> Instant:
+    started = time.monotonic()
+    results: dict[str, list[dict[str, Any]]] = {}
+    for entry in plan.get("instantsToRollback") or []:
+        results[entry["commitTime"]] = [_erase(base_path, timeline, entry["commitTime"], entry["action"])]
+    for sp in plan.get("savepointsToDelete") or []:
+        remove_timeline_files(timeline, sp)
+    meta = {
+        "startRestoreTime": inflight.begin_time,
+        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
+        "instantsToRollback": [e["commitTime"] for e in plan.get("instantsToRollback") or []],
+        "hoodieRestoreMetadata": results,
+        "restoreInstantInfo": list(plan.get("instantsToRollback") or []),
+        "savepointToRestoreTimestamp": plan.get("savepointToRestoreTimestamp"),
+        "version": 1,
+    }
+    return timeline.complete(inflight, meta)
+
+
+def resume_restore(base_path: Path, timeline: ActiveTimeline, instant: Instant) -> Instant:
+    """Finish a restore whose process died (table lock held by the caller)."""
+    plan = timeline.read_content(instant, State.REQUESTED)
+    if instant.state is State.REQUESTED:
+        instant = timeline.start(instant)
+    return _run_restore(Path(base_path), timeline, instant, plan)
+

@@ -32,19 +32,20 @@ from __future__ import annotations
 
 import getpass
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsm_lab.errors import ConflictError, InputError, TimelineError
-from lsm_lab.services import heartbeat, markers
+from lsm_lab.services import heartbeat
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.rollback import (
-    delete_instant_files,
+    _run_restore,
     remove_timeline_files,
+    resume_restore,
     rollback_failed_writes,
-    rollback_metadata,
 )
+from lsm_lab.table.state import TableState, list_savepoints
 from lsm_lab.timeline.active import ActiveTimeline
+from lsm_lab.timeline.archive import is_archived
 from lsm_lab.timeline.instant import (
     CLEAN,
     RESTORE,
@@ -54,25 +55,9 @@ from lsm_lab.timeline.instant import (
     normalize_time,
 )
 
-if TYPE_CHECKING:
-    from lsm_lab.table.table import Table
-
 
 # --------------------------------------------------------------------------- savepoints
-def list_savepoints(timeline: ActiveTimeline) -> list[dict[str, Any]]:
-    """Completed savepoints, oldest first: savepoint instant, the instant it pins, its files."""
-    out = []
-    for inst in timeline.completed([SAVEPOINT]):
-        meta = timeline.read_content(inst)
-        files = {p: list(m.get("savepointDataFile") or []) for p, m in (meta.get("partitionMetadata") or {}).items()}
-        out.append({"instant": inst.begin_time, "savepointedInstant": meta.get("savepointedInstant"),
-                    "savepointedCompletionTime": meta.get("savepointedCompletionTime"),
-                    "savepointedBy": meta.get("savepointedBy"), "comments": meta.get("comments"),
-                    "savepointedAt": meta.get("savepointedAt"), "files": files})
-    return out
-
-
-def _target_write(table: Table, instant: Any) -> Instant:
+def _target_write(table: TableState, instant: Any) -> Instant:
     writes = table.completed_writes()
     if not writes:
         raise InputError("the table has no completed write to savepoint")
@@ -85,7 +70,7 @@ def _target_write(table: Table, instant: Any) -> Instant:
     raise InputError(f"no completed write instant {begin} on the timeline")
 
 
-def create_savepoint(table: Table, instant: Any = None, *, user: str | None = None,
+def create_savepoint(table: TableState, instant: Any = None, *, user: str | None = None,
                      comment: str = "") -> Instant:
     """Savepoint a completed write (default: the latest); returns the savepoint instant."""
     timeline = table.active_timeline
@@ -136,7 +121,7 @@ def _find_savepoint(timeline: ActiveTimeline, instant: Any) -> dict[str, Any]:
                      f"(savepoints: {', '.join(s['savepointedInstant'] for s in list_savepoints(timeline)) or 'none'})")
 
 
-def delete_savepoint(table: Table, instant: Any) -> None:
+def delete_savepoint(table: TableState, instant: Any) -> None:
     """Remove a savepoint (its files become cleanable again)."""
     with table_lock(table.path):
         sp = _find_savepoint(table.active_timeline, instant)
@@ -144,45 +129,7 @@ def delete_savepoint(table: Table, instant: Any) -> None:
 
 
 # --------------------------------------------------------------------------- restore
-def _erase(base_path: Path, timeline: ActiveTimeline, begin: str, action: str) -> dict[str, Any]:
-    """Roll one instant back as part of a restore (idempotent)."""
-    started = time.monotonic()
-    remove_timeline_files(timeline, begin, keep_requested=True)  # invisible first
-    deleted = delete_instant_files(base_path, begin)
-    remove_timeline_files(timeline, begin)
-    markers.delete_markers(base_path, begin)
-    heartbeat.clear(base_path, begin)
-    return rollback_metadata(Instant.make(begin, action, State.COMPLETED, begin), deleted, started)
-
-
-def _run_restore(base_path: Path, timeline: ActiveTimeline, inflight: Instant, plan: dict[str, Any]) -> Instant:
-    started = time.monotonic()
-    results: dict[str, list[dict[str, Any]]] = {}
-    for entry in plan.get("instantsToRollback") or []:
-        results[entry["commitTime"]] = [_erase(base_path, timeline, entry["commitTime"], entry["action"])]
-    for sp in plan.get("savepointsToDelete") or []:
-        remove_timeline_files(timeline, sp)
-    meta = {
-        "startRestoreTime": inflight.begin_time,
-        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
-        "instantsToRollback": [e["commitTime"] for e in plan.get("instantsToRollback") or []],
-        "hoodieRestoreMetadata": results,
-        "restoreInstantInfo": list(plan.get("instantsToRollback") or []),
-        "savepointToRestoreTimestamp": plan.get("savepointToRestoreTimestamp"),
-        "version": 1,
-    }
-    return timeline.complete(inflight, meta)
-
-
-def resume_restore(base_path: Path, timeline: ActiveTimeline, instant: Instant) -> Instant:
-    """Finish a restore whose process died (table lock held by the caller)."""
-    plan = timeline.read_content(instant, State.REQUESTED)
-    if instant.state is State.REQUESTED:
-        instant = timeline.start(instant)
-    return _run_restore(Path(base_path), timeline, instant, plan)
-
-
-def restore(table: Table, instant: Any) -> Instant:
+def restore(table: TableState, instant: Any) -> Instant:
     """Put the table back to the snapshot of a savepoint; returns the completed restore instant."""
     timeline = table.active_timeline
     with table_lock(table.path):
@@ -194,8 +141,6 @@ def restore(table: Table, instant: Any) -> Instant:
             raise ConflictError(f"cannot restore while {live[0]} is being worked on by a live process")
         later = [i for i in table.completed_writes()
                  if normalize_time(i.completion_time or i.begin_time) > limit]
-        from lsm_lab.timeline.archive import is_archived
-
         if any(is_archived(i) for i in later):
             raise TimelineError("instants after the savepoint were archived; cannot restore")
         pending = [i for i in timeline.pending() if i.action not in (CLEAN, RESTORE)]

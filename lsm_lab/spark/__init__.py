@@ -1,20 +1,23 @@
 """Spark: the data pipeline on PySpark — local by default, a real cluster when asked.
 
-    from lsm_lab.spark import session, write, compact, read
+    from lsm_lab.spark import spark_session, write_table, compact_table, read_table
 
-    spark = session()                                  # local[*]; session(**{"spark.master": url}) for a cluster
-    write(df, "/data/trips", op="upsert")              # tag, shuffle, write file groups in tasks, commit
-    compact("/data/trips", merge="sorted")             # plan on the driver, one task per operation
-    read("/data/trips").where("fare > 50").count()     # per-slice merge in tasks → DataFrame
+    spark = spark_session()                     # local[*]; spark_session(**{"spark.master": url}) for a cluster
+    write_table(df, "/data/trips", op="upsert")  # tag, shuffle, write file groups in tasks, commit
+    compact_table("/data/trips", merge="sorted") # plan on the driver, one task per operation
+    read_table("/data/trips").where("fare > 50").count()   # per-slice merge in tasks → DataFrame
 
 Spark moves rows and runs tasks; every file is read and written by the
-library's own functions (write.py, compact.py, read.py explain how).
+library's own functions (write.py, compact.py, read.py explain how).  The
+functions are named `*_table`/`spark_session` so that no name re-exported here
+hides a submodule: `lsm_lab.spark.write` is always the module.
 """
 
-from lsm_lab.spark.compact import compact
+from lsm_lab.spark.compact import compact_table
 from lsm_lab.spark.jobs import SparkJobError
-from lsm_lab.spark.read import read
-from lsm_lab.spark.session import SparkSetupError, check_java, session
-from lsm_lab.spark.write import write
+from lsm_lab.spark.read import read_table
+from lsm_lab.spark.session import SparkSetupError, check_java, spark_session
+from lsm_lab.spark.write import write_table
 
-__all__ = ["SparkJobError", "SparkSetupError", "check_java", "compact", "read", "session", "write"]
+__all__ = ["SparkJobError", "SparkSetupError", "check_java", "compact_table", "read_table", "spark_session",
+           "write_table"]

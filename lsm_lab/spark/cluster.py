@@ -5,15 +5,15 @@
     spark-class ...deploy.master.Master ───────────────► master  spark://127.0.0.1:<port>   (web UI: /json/ status)
     spark-class ...deploy.worker.Worker spark://… ×N ──► workers (1 core, 1 GiB each)
                                                               └── executor JVM ── Python workers (this venv)
-    driver: session(**cluster.driver_conf())  ─ tasks ─►  executors read and write the table folder
+    driver: spark_session(**cluster.driver_conf())  ─ tasks ─►  executors read and write the table folder
 
 Use it as a context manager; `stop()` (also run at interpreter exit) kills the
 process group of every daemon it started, which takes their executors and
 Python workers with it:
 
     with StandaloneCluster(workers=2) as cluster:
-        spark = session(**cluster.driver_conf())
-        write(df, "/data/trips")            # /data/trips must be reachable from every executor
+        spark = spark_session(**cluster.driver_conf())
+        write_table(df, "/data/trips")            # /data/trips must be reachable from every executor
 
 Each daemon runs in its own session (`setsid`), with its logs, work folder
 and scratch space (`SPARK_LOCAL_DIRS`) under one temporary folder, on free
@@ -21,7 +21,7 @@ ports, bound to 127.0.0.1. The master's REST submission server is off (it
 would take the fixed port 6066).
 
 This is for tests and for trying a cluster out. To use an existing cluster,
-pass its URL to `session(**{"spark.master": "spark://host:7077"})` (or set
+pass its URL to `spark_session(**{"spark.master": "spark://host:7077"})` (or set
 `SPARK_MASTER`); the table path must then be storage every executor can reach
 (a shared file system mounted at the same path on every node), and every node
 needs the same Python with lsm_lab installed (`PYSPARK_PYTHON`).
@@ -176,7 +176,7 @@ class StandaloneCluster:
         return "\n".join(out)
 
     def driver_conf(self, *, executor_memory: str = "512m") -> dict[str, str]:
-        """Settings for `session(**...)` that run the application on this cluster with small executors."""
+        """Settings for `spark_session(**...)` that run the application on this cluster with small executors."""
         return {"spark.master": self.master_url, "spark.executor.memory": executor_memory,
                 "spark.executor.cores": str(self.cores), "spark.cores.max": str(self.cores * self.workers),
                 "spark.sql.shuffle.partitions": str(2 * self.cores * self.workers),

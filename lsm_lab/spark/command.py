@@ -21,18 +21,18 @@ from typing import Any
 
 
 def _spark(args: argparse.Namespace) -> Any:
-    from lsm_lab.spark.session import session
+    from lsm_lab.spark.session import spark_session
 
     conf = {"spark.master": args.master} if getattr(args, "master", None) else {}
-    return session(**conf)
+    return spark_session(**conf)
 
 
 def _cmd_write(args: argparse.Namespace) -> int:
     from lsm_lab.cli import read_input_file
-    from lsm_lab.spark.write import write
+    from lsm_lab.spark.write import write_table
 
     data = read_input_file(args.file)
-    done = write(data, args.path, op=args.op, spark=_spark(args))
+    done = write_table(data, args.path, op=args.op, spark=_spark(args))
     print(f"{args.op}: {data.num_rows:,} rows → {done}")
     return 0
 
@@ -51,10 +51,10 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 
 
 def _cmd_read(args: argparse.Namespace) -> int:
-    from lsm_lab.spark.read import read
+    from lsm_lab.spark.read import read_table
 
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
-    frame = read(args.path, spark=_spark(args), as_of=args.as_of, columns=columns, read_optimized=args.read_optimized)
+    frame = read_table(args.path, spark=_spark(args), as_of=args.as_of, columns=columns, read_optimized=args.read_optimized)
     if args.out:
         frame.write.mode("overwrite").parquet(args.out)
         print(f"rows written to {args.out}")

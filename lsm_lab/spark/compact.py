@@ -43,8 +43,7 @@ from lsm_lab.errors import ConflictError, InputError
 from lsm_lab.merge import ENGINES
 from lsm_lab.services import compaction, heartbeat
 from lsm_lab.services.planner import FULL, LOG, Operation, pending_plans
-from lsm_lab.spark.jobs import TaskClock, TaskReport, active_session, job_progress, reraise
-from lsm_lab.spark.write import TaskHook, reconcile
+from lsm_lab.spark.jobs import TaskClock, TaskHook, TaskReport, active_session, job_progress, reconcile, reraise
 from lsm_lab.table.table import Table, open_table
 from lsm_lab.timeline.instant import Instant, State, file_name_for
 from lsm_lab.timeline.metadata import WriteStat
@@ -68,7 +67,7 @@ class CompactionRun:
 class CompactTask:
     """mapInArrow function over operation numbers: run the library's per-operation function."""
 
-    ctx: Any  # services.compaction._Context (plain data: paths, instant, ReadContext, engine)
+    ctx: compaction.CompactionContext
     operations: tuple[Operation, ...]
     hook: TaskHook | None = None
 
@@ -101,7 +100,7 @@ def _execute(spark: Any, table: Table, instant: Instant, *, merge: str | None, p
              hook: TaskHook | None, run: CompactionRun) -> Instant:
     """`services.compaction.execute`, with the operations as Spark tasks (one per operation)."""
 
-    def on_spark(ctx: compaction._Context, ops: tuple, inflight: Instant) -> list[WriteStat]:
+    def on_spark(ctx: compaction.CompactionContext, ops: tuple, inflight: Instant) -> list[WriteStat]:
         stats: list[WriteStat] = []
         if ops:
             task = CompactTask(ctx, ops, hook)
@@ -149,7 +148,7 @@ def run_compaction(path: str | Path, spark: Any = None, strategy: str = "hybrid"
     return run
 
 
-def compact(path: str | Path, spark: Any = None, strategy: str = "hybrid", merge: str | None = None, *,
+def compact_table(path: str | Path, spark: Any = None, strategy: str = "hybrid", merge: str | None = None, *,
             options: Mapping[str, str] | None = None, progress: bool | None = None,
             task_hook: TaskHook | None = None) -> Instant | None:
     """Plan a compaction on the driver, run each operation as a Spark task, commit; returns the instant.
@@ -163,4 +162,4 @@ def compact(path: str | Path, spark: Any = None, strategy: str = "hybrid", merge
                           task_hook=task_hook).instant
 
 
-__all__ = ["CompactTask", "CompactionRun", "compact", "run_compaction"]
+__all__ = ["CompactTask", "CompactionRun", "compact_table", "run_compaction"]

@@ -46,7 +46,7 @@ import resource
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,8 @@ import pyarrow as pa
 from lsm_lab import errors
 from lsm_lab.errors import LsmLabError
 from lsm_lab.layout import naming
+from lsm_lab.services.rollback import files_of_instant
+from lsm_lab.timeline.metadata import WriteStat
 
 
 class SparkJobError(LsmLabError):
@@ -85,6 +87,9 @@ def task_identity() -> TaskIdentity:
     if tc is None:
         return TaskIdentity(0, 0, 0)
     return TaskIdentity(tc.partitionId(), tc.stageId(), tc.attemptNumber())
+
+
+TaskHook = Callable[[TaskIdentity], None]  # called by a task after it wrote its files (tests inject failures)
 
 
 class InjectedTaskFailure(RuntimeError):
@@ -154,13 +159,26 @@ class TaskClock:
 
 
 # --------------------------------------------------------------------------- on the driver
+def reconcile(base_path: Path, instant: str, stats: Sequence[WriteStat]) -> list[str]:
+    """Delete files of `instant` that no write stat names (left by failed or retried task attempts)."""
+    keep = {s.path for s in stats} | {f"{s.partitionPath}/{n}" if s.partitionPath else n
+                                      for s in stats for n in s.logFiles}
+    removed = []
+    for path in files_of_instant(base_path, instant):
+        rel = path.relative_to(base_path).as_posix()
+        if rel not in keep:
+            path.unlink(missing_ok=True)
+            removed.append(rel)
+    return removed
+
+
 def active_session(spark: Any = None) -> Any:
     """`spark` if given, else the active session, else a new one with lsm_lab's defaults."""
     if spark is not None:
         return spark
-    from lsm_lab.spark.session import session
+    from lsm_lab.spark.session import spark_session
 
-    return session()
+    return spark_session()
 
 
 def table_uri(path: str | os.PathLike[str]) -> str:
@@ -313,6 +331,7 @@ def _first_error_line(text: str) -> str:
 
 
 __all__ = [
-    "FailTask", "InjectedTaskFailure", "SparkJobError", "TaskClock", "TaskIdentity", "TaskReport", "active_session", "arrow_schema_for", "job_progress",
-    "jvm_peak_mib", "jvm_pid", "max_rss_mib", "reraise", "rss_mib", "spark_schema", "table_uri", "task_identity",
+    "FailTask", "InjectedTaskFailure", "SparkJobError", "TaskClock", "TaskHook", "TaskIdentity", "TaskReport",
+    "active_session", "arrow_schema_for", "job_progress", "jvm_peak_mib", "jvm_pid", "max_rss_mib", "reconcile",
+    "reraise", "rss_mib", "spark_schema", "table_uri", "task_identity",
 ]

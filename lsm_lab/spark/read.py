@@ -55,7 +55,7 @@ class ReadSliceTask:
                 yield from rows.select(list(self.columns)).cast(self.out_schema).to_batches(max_chunksize=65_536)
 
 
-def read(path: str | Path, spark: Any = None, as_of: Any = None, columns: Sequence[str] | None = None, *,
+def read_table(path: str | Path, spark: Any = None, as_of: Any = None, columns: Sequence[str] | None = None, *,
          read_optimized: bool = False, merge: str | None = None) -> Any:
     """A Spark DataFrame of the table's snapshot (or time travel to the completion time `as_of`).
 
@@ -65,8 +65,8 @@ def read(path: str | Path, spark: Any = None, as_of: Any = None, columns: Sequen
     """
     table = open_table(path)
     spark = active_session(spark)
-    read_time = table._resolve_time(as_of)
-    ctx = table._read_context(read_time)
+    read_time = table.resolve_time(as_of)
+    ctx = table.read_context(read_time)
     full = ctx.full_schema
     out_cols = list(columns) if columns is not None else list(full.names)
     unknown = [c for c in out_cols if c not in full.names]
@@ -96,4 +96,4 @@ def _read_optimized(spark: Any, slices: Sequence[FileSlice], columns: Sequence[s
                           for f in struct.fields])
 
 
-__all__ = ["ReadSliceTask", "read"]
+__all__ = ["ReadSliceTask", "read_table"]

@@ -1,8 +1,8 @@
 """A SparkSession with quiet, fast defaults — local by default, a real cluster when asked.
 
-    session()                         local[*], UI off, progress bars off, 4 shuffle partitions,
+    spark_session()                         local[*], UI off, progress bars off, 4 shuffle partitions,
                                       Arrow on, UTC, workers run *this* Python (PYSPARK_PYTHON)
-    session(**{"spark.master": "spark://127.0.0.1:7077"})      a standalone cluster
+    spark_session(**{"spark.master": "spark://127.0.0.1:7077"})      a standalone cluster
     SPARK_MASTER=spark://host:7077 …                            the same, from the environment
 
 An already active session is returned as is (its settings win), so a notebook
@@ -77,7 +77,7 @@ def check_java() -> int:
     return major
 
 
-def session(app_name: str = "lsm_lab", **conf: Any):
+def spark_session(app_name: str = "lsm_lab", **conf: Any):
     """Return the active SparkSession, or build one with lsm_lab's defaults (overridable by `conf`)."""
     try:
         from pyspark.sql import SparkSession

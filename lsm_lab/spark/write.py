@@ -1,6 +1,6 @@
 """Distributed writes: tag in Spark, one task per file group, the driver commits.
 
-`write(df, path, op)` is `Table.upsert` (insert, delete, bulk_insert) spread
+`write_table(df, path, op)` is `Table.upsert` (insert, delete, bulk_insert) spread
 over Spark. Spark moves and sorts the rows; every file is still written by the
 library's own `write_file_group`, inside a task, so a Spark write and a local
 write store the same records:
@@ -54,7 +54,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,13 +69,15 @@ from lsm_lab.layout.fsview import FileSlice
 from lsm_lab.logformat import v2
 from lsm_lab.services import markers, occ
 from lsm_lab.services.lock import table_lock
-from lsm_lab.services.rollback import files_of_instant
+from lsm_lab.spark.compact import compact_table
 from lsm_lab.spark.jobs import (
     TaskClock,
+    TaskHook,
     TaskIdentity,
     active_session,
     arrow_schema_for,
     job_progress,
+    reconcile,
     reraise,
     spark_schema,
 )
@@ -94,9 +96,6 @@ ORDINAL = "__lsm_group"    # the file group's task ordinal 0..G-1
 PART_KEY = "__lsm_pkey"    # a long whose Spark hash puts the row in partition ORDINAL
 _HELPERS = (ROW, GROUP_KEY, FILE_ID, ORDINAL, PART_KEY)
 _NEW_GROUPS = uuid.UUID("0b7a6c52-52d5-4f0e-9d3c-5a1f2e3d4c5b")
-
-TaskHook = Callable[[TaskIdentity], None]
-
 
 # --------------------------------------------------------------------------- Spark's hash, in Python
 def _rotl(x: int, r: int) -> int:
@@ -318,19 +317,6 @@ def _stored_keys(spark: Any, ctx: ReadContext, slices: Sequence[FileSlice]) -> A
     return spark.range(0, n, 1, parallel).mapInArrow(StoredKeysTask(ctx, tuple(slices)), struct)
 
 
-def reconcile(base_path: Path, instant: str, stats: Sequence[WriteStat]) -> list[str]:
-    """Delete files of `instant` that no write stat names (left by failed or retried task attempts)."""
-    keep = {s.path for s in stats} | {f"{s.partitionPath}/{n}" if s.partitionPath else n
-                                      for s in stats for n in s.logFiles}
-    removed = []
-    for path in files_of_instant(base_path, instant):
-        rel = path.relative_to(base_path).as_posix()
-        if rel not in keep:
-            path.unlink(missing_ok=True)
-            removed.append(rel)
-    return removed
-
-
 def _write_files(spark: Any, table: Table, frame: Any, user_schema: pa.Schema, ctx: ReadContext,
                  snapshot_groups: Mapping[tuple[str, str], FileSlice], instant: str, op: str, *,
                  progress: bool | None, hook: TaskHook | None,
@@ -438,7 +424,7 @@ def _write_groups(spark: Any, table: Table, tagged: Any, counts: Mapping[tuple[s
     return [WriteStat(**json.loads(r["stat"])) for r in rows]
 
 
-def write(data: Any, path: str | Path, op: str = "upsert", spark: Any = None, *, progress: bool | None = None,
+def write_table(data: Any, path: str | Path, op: str = "upsert", spark: Any = None, *, progress: bool | None = None,
           task_hook: TaskHook | None = None) -> Instant:
     """Write a Spark DataFrame (or a pyarrow Table, pandas DataFrame, list of dicts) into the table at `path`.
 
@@ -451,7 +437,7 @@ def write(data: Any, path: str | Path, op: str = "upsert", spark: Any = None, *,
     if op not in writer.OPERATIONS:
         raise InputError(f"unknown operation '{op}' (expected one of {', '.join(writer.OPERATIONS)})")
     table = open_table(path)
-    table._check_writable()
+    table.check_writable()
     spark = active_session(spark)
     frame, incoming = _input_frame(spark, table.config, data, op)
     if frame is None:  # an empty local batch: nothing to distribute, the library commits the empty instant
@@ -486,12 +472,10 @@ def _after_write(table: Table, spark: Any, progress: bool | None) -> None:
 
     due, _ = compaction.inline_due(table)
     if due:
-        from lsm_lab.spark.compact import compact
-
-        compact(table.path, spark=spark, strategy=compaction.inline_strategy(table.config.props), progress=progress)
+        compact_table(table.path, spark=spark, strategy=compaction.inline_strategy(table.config.props), progress=progress)
     clean.maybe_clean(table)
     archiver.maybe_archive(table)
 
 
-__all__ = ["GroupTask", "PrepareTask", "StoredKeysTask", "TaskHook", "WriteTask", "partition_keys",
-           "planned_files", "reconcile", "spark_hash_long", "write"]
+__all__ = ["GroupTask", "PrepareTask", "StoredKeysTask", "WriteTask", "partition_keys",
+           "planned_files", "spark_hash_long", "write_table"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -30,9 +30,7 @@ from lsm_lab.errors import CorruptFileError, TableNotFoundError
 from lsm_lab.layout import fsview, parquet_io
 from lsm_lab.layout.fsview import DataFile
 from lsm_lab.logformat import v2
-
-if TYPE_CHECKING:
-    from lsm_lab.table.table import Table
+from lsm_lab.table.state import TableState
 
 
 def file_facts(f: DataFile) -> dict[str, Any]:
@@ -52,7 +50,7 @@ def file_facts(f: DataFile) -> dict[str, Any]:
     return facts
 
 
-def file_slices_frame(table: Table, as_of: Any = None) -> pd.DataFrame:
+def file_slices_frame(table: TableState, as_of: Any = None) -> pd.DataFrame:
     rows = []
     for group in table.file_groups(as_of):
         fs = group.latest
@@ -93,7 +91,7 @@ def _describe(f: DataFile) -> str:
     return f"{name} rows={rows} keys [{_short(facts['min_key'])}, {_short(facts['max_key'])}]{extra}{sort}"
 
 
-def dump_levels(table: Table, as_of: Any = None) -> str:
+def dump_levels(table: TableState, as_of: Any = None) -> str:
     """Text dump of every file group's latest slice: `L1: base …` and `L0 (n): [...]`."""
     lines = []
     groups = table.file_groups(as_of)

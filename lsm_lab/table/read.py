@@ -20,11 +20,8 @@ with the `hash` engine, which needs no order, and a sorted engine that finds an
 out-of-order key falls back to `hash` as well: an unsorted file can cost speed,
 never correctness.
 
-A filter on the record key (`_hoodie_record_key`, or the key field(s) of a
-table lsm_lab created: `=`, `in`, ranges) also prunes inside each slice: files
-by key range and bloom filter, row groups by statistics, rows by binary search
-in sorted files (lsm_lab/lookup/lookup.py).  The full filter is still applied
-after the merge, so pruning changes what is read, never what is returned.
+Whole-table scans with filters and pruning are built on `read_slice` in
+table/scan.py.
 
 Simplified compared with Apache Hudi: no positional merging (RECORD_POSITIONS),
 no partial updates, no custom record mergers; partition pruning understands
@@ -33,7 +30,7 @@ filters on partition columns given as `(column, op, value)` tuples.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +46,7 @@ from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.logformat import v2
 from lsm_lab.merge import ENGINES, merge_to_table
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
-from lsm_lab.table import records
+from lsm_lab.table import records, v1read
 from lsm_lab.table.records import COMMIT_TIME, DELETE_FLAG, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 
 SORTED_ENGINES = ("sorted", "loser_tree", "heapq")
@@ -84,7 +81,12 @@ class ReadContext:
 
 
 # --------------------------------------------------------------------------- normalising sources
-def _needed_columns(ctx: ReadContext, columns: Sequence[str] | None) -> list[str]:
+# The public helpers below are the seam for readers that choose their own files
+# (lookup/lookup.py's pruned reads): needed_columns → target_schema, then every
+# file read with file_columns becomes a merge source through data_source or
+# delete_source.
+def needed_columns(ctx: ReadContext, columns: Sequence[str] | None) -> list[str]:
+    """The columns to read for `columns` (None: all): plus the key, commit time and ordering field."""
     full = ctx.full_schema
     if columns is None:
         wanted = list(full.names)
@@ -100,7 +102,8 @@ def _needed_columns(ctx: ReadContext, columns: Sequence[str] | None) -> list[str
     return wanted + [c for c in extra if c not in wanted]
 
 
-def _target_schema(ctx: ReadContext, needed: Sequence[str]) -> pa.Schema:
+def target_schema(ctx: ReadContext, needed: Sequence[str]) -> pa.Schema:
+    """The schema every merge source is conformed to: `needed` plus the delete flag."""
     full = ctx.full_schema
     return pa.schema([full.field(n) for n in needed] + [pa.field(DELETE_FLAG, pa.bool_(), False)])
 
@@ -122,13 +125,15 @@ def _with_keys(ctx: ReadContext, table: pa.Table, partition: str) -> pa.Table:
     return table
 
 
-def _data_source(ctx: ReadContext, table: pa.Table, target: pa.Schema, partition: str) -> pa.Table:
+def data_source(ctx: ReadContext, table: pa.Table, target: pa.Schema, partition: str) -> pa.Table:
+    """Rows read from a base file or data log as a merge source (keys filled in, delete flag false)."""
     table = _with_keys(ctx, table, partition)
     table = table.append_column(DELETE_FLAG, pa.array([False] * table.num_rows, pa.bool_()))
     return records.conform(table, target)
 
 
-def _delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, partition: str) -> pa.Table:
+def delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, partition: str) -> pa.Table:
+    """Rows of a delete log as a merge source (key, decoded ordering value, delete flag true)."""
     n = deletes.num_rows
     cols: dict[str, Any] = {RECORD_KEY: pc.cast(deletes.column("record_key"), pa.string()),
                             DELETE_FLAG: pa.array([True] * n, pa.bool_())}
@@ -146,7 +151,8 @@ def _delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, parti
     return records.conform(pa.table(cols), target)
 
 
-def _file_columns(needed: Sequence[str], ctx: ReadContext) -> list[str]:
+def file_columns(needed: Sequence[str], ctx: ReadContext) -> list[str]:
+    """The columns to read from a data file for `needed` (with the key fields)."""
     # key fields are needed to rebuild record keys of files written without meta columns
     return list(dict.fromkeys(list(needed) + list(ctx.config.record_key)))
 
@@ -159,32 +165,30 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str]) -> tupl
     are ordered by the completion time of the instant that wrote them
     (`v1read.ordered_units`).
     """
-    from lsm_lab.table import v1read  # v1 (#HUDI#) log blocks, resolved per slice
-
-    target = _target_schema(ctx, needed)
+    target = target_schema(ctx, needed)
     sources: list[pa.Table] = []
     all_sorted = True
     for f in fs.files:
         if f.name.ext in ("orc", "hfile", "lance"):
             raise UnsupportedFeatureError(f"{f.name.ext} data files are not supported (only Parquet)", path=f.path)
     if fs.base_file is not None:
-        table = parquet_io.read_parquet(fs.base_file.path, _file_columns(needed, ctx))
-        sources.append(_data_source(ctx, table, target, fs.partition))
+        table = parquet_io.read_parquet(fs.base_file.path, file_columns(needed, ctx))
+        sources.append(data_source(ctx, table, target, fs.partition))
         all_sorted = (table.schema.metadata or {}).get(parquet_io.KEY_SORTED.encode()) == b"true"
     for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs):
         f = unit.file
         if unit.is_v1:
             kind, table = v1read.block_table(unit)
             all_sorted = all_sorted and v1read.is_sorted(kind, table)
-            sources.append(_data_source(ctx, table, target, f.partition) if kind == "data"
-                           else _delete_source(ctx, table, target, f.partition))
+            sources.append(data_source(ctx, table, target, f.partition) if kind == "data"
+                           else delete_source(ctx, table, target, f.partition))
             continue
         if f.name.is_delete:
             table = parquet_io.read_parquet(f.path)
-            sources.append(_delete_source(ctx, table, target, f.partition))
+            sources.append(delete_source(ctx, table, target, f.partition))
         else:
-            table = parquet_io.read_parquet(f.path, _file_columns(needed, ctx))
-            sources.append(_data_source(ctx, table, target, f.partition))
+            table = parquet_io.read_parquet(f.path, file_columns(needed, ctx))
+            sources.append(data_source(ctx, table, target, f.partition))
         meta = table.schema.metadata or {}
         all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
     return sources, all_sorted
@@ -200,7 +204,7 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
                engine: str | None = None) -> pa.Table:
     """The merged rows of one file slice (requested columns plus key, commit time and ordering)."""
     check_engine(engine)
-    needed = _needed_columns(ctx, columns)
+    needed = needed_columns(ctx, columns)
     sources, all_sorted = load_sources(ctx, fs, needed)
     chosen = engine or ctx.default_engine()
     spec = ctx.spec
@@ -231,8 +235,8 @@ def _stream_file(ctx: ReadContext, f: DataFile, target: pa.Schema, columns: list
             if batch.num_rows == 0:
                 continue
             table = pa.Table.from_batches([batch])
-            table = (_delete_source(ctx, table, target, f.partition) if f.name.is_delete
-                     else _data_source(ctx, table, target, f.partition))
+            table = (delete_source(ctx, table, target, f.partition) if f.name.is_delete
+                     else data_source(ctx, table, target, f.partition))
             yield from table.to_batches(max_chunksize=batch_size)
     except (OSError, pa.ArrowInvalid) as exc:
         raise CorruptFileError(f"cannot read Parquet file: {exc}", path=f.path) from None
@@ -252,7 +256,7 @@ def iter_sources(ctx: ReadContext, files: Sequence[DataFile], needed: Sequence[s
     """
     if any(f.name.is_log and f.name.log_format == 1 for f in files):
         return _iter_sources_v1(ctx, files, needed, batch_size=batch_size)
-    target = _target_schema(ctx, needed)
+    target = target_schema(ctx, needed)
     out: list[pa.RecordBatchReader] = []
     all_sorted = True
     for f in files:
@@ -263,7 +267,7 @@ def iter_sources(ctx: ReadContext, files: Sequence[DataFile], needed: Sequence[s
         except (OSError, pa.ArrowInvalid) as exc:
             raise CorruptFileError(f"not a readable Parquet file: {exc}", path=f.path) from None
         all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
-        columns = None if f.name.is_delete else _file_columns(needed, ctx)
+        columns = None if f.name.is_delete else file_columns(needed, ctx)
         out.append(pa.RecordBatchReader.from_batches(target, _stream_file(ctx, f, target, columns, batch_size)))
     return out, all_sorted
 
@@ -276,9 +280,7 @@ def _iter_sources_v1(ctx: ReadContext, files: Sequence[DataFile], needed: Sequen
     `v1read.ordered_units` (rollback command blocks, block instants, completion
     order across v1 and v2 logs), v2 logs stream, v1 blocks are one source each.
     """
-    from lsm_lab.table import v1read
-
-    target = _target_schema(ctx, needed)
+    target = target_schema(ctx, needed)
     bases = [f for f in files if not f.name.is_log]
     logs = tuple(f for f in files if f.name.is_log)
     for f in files:
@@ -290,7 +292,7 @@ def _iter_sources_v1(ctx: ReadContext, files: Sequence[DataFile], needed: Sequen
         meta = pq.read_metadata(f.path).metadata or {}
         all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
         out.append(pa.RecordBatchReader.from_batches(
-            target, _stream_file(ctx, f, target, _file_columns(needed, ctx), batch_size)))
+            target, _stream_file(ctx, f, target, file_columns(needed, ctx), batch_size)))
     first = logs[0]
     fs = FileSlice(first.partition, first.file_id, bases[0].instant if bases else first.instant,
                    bases[0] if bases else None, logs)
@@ -299,107 +301,12 @@ def _iter_sources_v1(ctx: ReadContext, files: Sequence[DataFile], needed: Sequen
         if unit.is_v1:
             kind, table = v1read.block_table(unit)
             all_sorted = all_sorted and v1read.is_sorted(kind, table)
-            table = (_data_source(ctx, table, target, f.partition) if kind == "data"
-                     else _delete_source(ctx, table, target, f.partition))
+            table = (data_source(ctx, table, target, f.partition) if kind == "data"
+                     else delete_source(ctx, table, target, f.partition))
             out.append(pa.RecordBatchReader.from_batches(target, table.to_batches(max_chunksize=batch_size)))
             continue
         meta = pq.read_metadata(f.path).metadata or {}
         all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
-        columns = None if f.name.is_delete else _file_columns(needed, ctx)
+        columns = None if f.name.is_delete else file_columns(needed, ctx)
         out.append(pa.RecordBatchReader.from_batches(target, _stream_file(ctx, f, target, columns, batch_size)))
     return out, all_sorted
-
-
-# --------------------------------------------------------------------------- filters and pruning
-def filter_expression(filter: Any) -> pc.Expression | None:
-    if filter is None:
-        return None
-    if isinstance(filter, pc.Expression):
-        return filter
-    try:
-        return pq.filters_to_expression(filter)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"invalid filter {filter!r}: {exc}") from None
-
-
-def _tuples(filter: Any) -> list[tuple[str, str, Any]]:
-    """The conjunctive (column, op, value) tuples of a filter, for pruning (empty if not of that form)."""
-    if isinstance(filter, list) and all(isinstance(t, tuple) and len(t) == 3 for t in filter):
-        return list(filter)
-    return []
-
-
-def partition_values(config: TableConfig, partition: str) -> dict[str, str]:
-    if not config.partition_by:
-        return {}
-    pieces = partition.split("/") if partition else []
-    values: dict[str, str] = {}
-    for field_name, piece in zip(config.partition_by, pieces):
-        values[field_name] = piece.split("=", 1)[1] if "=" in piece else piece
-    return values
-
-
-def prune_partitions(config: TableConfig, schema: pa.Schema, partitions: Iterable[str],
-                     filter: Any) -> list[str]:
-    """Partitions whose values can satisfy the partition-column part of a tuple filter."""
-    parts = list(partitions)
-    conds = [t for t in _tuples(filter) if t[0] in config.partition_by]
-    if not conds:
-        return parts
-    expr = filter_expression(conds)  # InputError for a malformed tuple
-    fields = [schema.field(c) if c in schema.names else pa.field(c, pa.string()) for c in config.partition_by]
-    keep = []
-    for p in parts:
-        vals = partition_values(config, p)
-        row = {}
-        for f in fields:
-            raw = vals.get(f.name)
-            try:
-                row[f.name] = pa.array([raw], pa.string()).cast(f.type) if raw is not None else pa.nulls(1, f.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                row[f.name] = pa.nulls(1, f.type)
-        one = pa.table(row)
-        try:
-            if one.filter(expr).num_rows:
-                keep.append(p)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            keep.append(p)  # cannot evaluate on the folder name: read it
-    return keep
-
-
-def snapshot(ctx: ReadContext, slices: Iterable[FileSlice], *, columns: Sequence[str] | None = None,
-             filter: Any = None, engine: str | None = None,
-             progress: Callable[[Iterable[FileSlice]], Iterable[FileSlice]] | None = None) -> pa.Table:
-    """Merge every slice and concatenate; apply the filter after the merge."""
-    check_engine(engine)
-    out_cols = list(columns) if columns is not None else list(ctx.full_schema.names)
-    expr = filter_expression(filter)
-    needed_for_filter: list[str] = []
-    if isinstance(filter, list):
-        needed_for_filter = [t[0] for t in _tuples(filter)]
-    unknown = [c for c in needed_for_filter if c not in ctx.full_schema.names]
-    if unknown:
-        raise InputError(f"unknown filter column{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
-                         f"the table has {', '.join(ctx.full_schema.names)}")
-    read_cols = list(dict.fromkeys(out_cols + needed_for_filter))
-    pieces: list[pa.Table] = []
-    items = list(slices)
-    from lsm_lab.lookup import lookup as key_lookup  # key-predicate pruning (lsm_lab/lookup/lookup.py)
-
-    pred = key_lookup.key_predicate(ctx.config, ctx.full_schema, filter)
-    pruned = None if pred is None else key_lookup.PrunedReader(ctx, pred, columns=read_cols, engine=engine)
-    for fs in (progress(items) if progress else items):
-        if pruned is None:
-            part = read_slice(ctx, fs, columns=read_cols, engine=engine)
-        else:  # only the files, row groups and rows that can hold the keys; same rows after the filter
-            part = pruned.read_slice(fs)
-        if expr is not None:
-            try:
-                part = part.filter(expr)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:  # column, value type
-                raise InputError(f"cannot apply the filter {filter!r}: {exc}".split("\n")[0]) from None
-        pieces.append(part.select(out_cols))
-    schema = pa.schema([ctx.full_schema.field(n) for n in out_cols])
-    if not pieces:
-        return schema.empty_table()
-    return pa.concat_tables([p.cast(schema) for p in pieces])

@@ -21,52 +21,40 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
 from lsm_lab import config as cfg
-from lsm_lab.config import TableConfig
-from lsm_lab.errors import InputError, LsmLabError, TableConfigError, TimelineError, UnsupportedFeatureError
-from lsm_lab.layout import fsview, naming
+from lsm_lab.errors import InputError, LsmLabError, TableConfigError, UnsupportedFeatureError
+from lsm_lab.interop import compat
+from lsm_lab.layout import naming
 from lsm_lab.layout.fsview import FileGroup, FileSlice
+from lsm_lab.lookup import lookup as key_lookup
+from lsm_lab.lookup.stats import LookupStats
 from lsm_lab.progress import progress
-from lsm_lab.services import occ
+from lsm_lab.services import archiver, clean, compaction, occ, savepoint
+from lsm_lab.services import rollback as rb
 from lsm_lab.services.lock import table_lock
+from lsm_lab.table import inspect, records, scan
 from lsm_lab.table import read as reader
-from lsm_lab.table import records
 from lsm_lab.table import write as writer
+from lsm_lab.table.state import TableState
 from lsm_lab.timeline.active import ActiveTimeline
-from lsm_lab.timeline.archive import ArchivedTimeline, is_archived
-from lsm_lab.timeline.clock import parse_time
 from lsm_lab.timeline.instant import (
     COMMIT,
     COMPACTION,
     DELTA_COMMIT,
     LOG_COMPACTION,
-    WRITE_ACTIONS,
     Instant,
     normalize_time,
 )
 from lsm_lab.timeline.metadata import commit_metadata, summarize
 
-if TYPE_CHECKING:
-    from lsm_lab.lookup.stats import LookupStats
 
-
-class Table:
-    """A Hudi table on local storage, as lsm_lab reads and writes it."""
-
-    def __init__(self, path: str | os.PathLike[str], config: TableConfig) -> None:
-        self.path = Path(path)
-        self.config = config
-        self.active_timeline = ActiveTimeline(self.path, config)
-
-    # ------------------------------------------------------------------ basics
-    @property
-    def name(self) -> str:
-        return self.config.name
+class Table(TableState):
+    """A Hudi table on local storage, as lsm_lab reads and writes it (the state, plus the verbs)."""
 
     def __repr__(self) -> str:
         c = self.config
@@ -86,44 +74,6 @@ class Table:
         return f"<table><caption><b>lsm_lab table {c.name}</b></caption>{rows}</table>"
 
     # ------------------------------------------------------------------ timeline
-    def instants(self) -> list[Instant]:
-        """Active-timeline instants in reader order (completion time, then begin time)."""
-        return self.active_timeline.instants()
-
-    @property
-    def archived_timeline(self) -> ArchivedTimeline:
-        """The LSM timeline under `.hoodie/timeline/history/` (archived instants)."""
-        return ArchivedTimeline(self.path, self.config)
-
-    def archived_instants(self) -> list[Instant]:
-        """Instants moved to the LSM timeline by `archive()`, in reader order."""
-        return self.archived_timeline.instants()
-
-    def completed_writes(self) -> list[Instant]:
-        """Completed write instants of the archived *and* the active timeline, in reader order."""
-        active = [i for i in self.active_timeline.completed() if i.action in WRITE_ACTIONS]
-        archived = [i for i in self.archived_instants() if i.action in WRITE_ACTIONS]
-        if not archived:
-            return active
-        seen = {i.begin_time for i in active}
-        return sorted(active + [i for i in archived if i.begin_time not in seen])
-
-    def instant_metadata(self, instant: Instant) -> dict[str, Any]:
-        """The completed metadata of an instant, from the active timeline or the archive."""
-        if is_archived(instant):
-            return self.archived_timeline.read_metadata(instant.begin_time)
-        try:
-            return self.active_timeline.read_content(instant)
-        except TimelineError:
-            if instant.is_completed and any(r.begin_time == instant.begin_time
-                                            for r in self.archived_timeline.rows()):
-                return self.archived_timeline.read_metadata(instant.begin_time)  # archived meanwhile
-            raise
-
-    def latest_completion(self) -> str | None:
-        done = self.completed_writes()
-        return done[-1].completion_time if done else None
-
     def timeline(self, archived: bool = False) -> pd.DataFrame:
         """One row per instant: begin/completion time, action, state and the write statistics.
 
@@ -156,111 +106,6 @@ class Table:
             cols.append("archived")
         return pd.DataFrame(rows, columns=cols)
 
-    def _resolve_time(self, as_of: Any) -> str | None:
-        if as_of is None:
-            return None
-        if isinstance(as_of, Instant):
-            if not as_of.is_completed:
-                raise InputError(f"cannot read as of {as_of}: it has not completed")
-            return as_of.completion_time
-        if hasattr(as_of, "strftime"):
-            from lsm_lab.timeline.clock import format_time
-
-            return format_time(as_of)
-        text = str(as_of)
-        parse_time(text)  # validates (TimelineError with a clear message)
-        return normalize_time(text)
-
-    def _check_retained(self, read_time: str | None) -> None:
-        """Refuse time travel to before the cleaner's retention: files of that snapshot may be gone.
-
-        The latest completed clean records `earliestCommitToRetain`; snapshots from that
-        instant's completion on are complete, and so are savepointed snapshots."""
-        if read_time is None:
-            return
-        from lsm_lab.timeline.instant import CLEAN
-
-        earliest = None
-        for inst in reversed(self.active_timeline.completed([CLEAN])):
-            earliest = self.active_timeline.read_content(inst).get("earliestCommitToRetain")
-            if earliest:
-                break
-        if not earliest:
-            return
-        limit = {i.begin_time: i.completion_time for i in self.completed_writes()}.get(earliest)
-        if limit is None or normalize_time(read_time) >= normalize_time(limit):
-            return
-        pinned = {normalize_time(sp["savepointedCompletionTime"]) for sp in self.savepoints()
-                  if sp.get("savepointedCompletionTime")}
-        if normalize_time(read_time) in pinned:
-            return
-        raise InputError(f"cannot time travel to {read_time}: the cleaner kept only the snapshots from {limit} on "
-                         "(older files may be deleted); savepoint an instant to keep its snapshot")
-
-    def completion_map(self, read_time: str | None = None) -> dict[str, str]:
-        """Begin time → completion time of the completed write instants visible at `read_time`."""
-        limit = normalize_time(read_time) if read_time else None
-        out = {}
-        for inst in self.completed_writes():
-            assert inst.completion_time is not None
-            if limit is None or normalize_time(inst.completion_time) <= limit:
-                out[inst.begin_time] = inst.completion_time
-        return out
-
-    # ------------------------------------------------------------------ schema
-    @property
-    def schema(self) -> pa.Schema | None:
-        """The table's user columns (no meta columns), or None before the first write."""
-        for inst in reversed(self.completed_writes()):
-            extra = self.instant_metadata(inst).get("extraMetadata") or {}
-            text = extra.get(writer.SCHEMA_KEY)
-            if text:
-                return writer.schema_from_text(text)
-            if extra.get("schema"):
-                return _schema_from_avro(extra["schema"])
-        create = self.config.props.get("hoodie.table.create.schema")
-        if create:
-            return _schema_from_avro(create)
-        return None
-
-    def _read_context(self, read_time: str | None) -> reader.ReadContext:
-        schema = self.schema
-        if schema is None:
-            schema = self._schema_from_files()
-        return reader.ReadContext(self.path, self.config, schema or pa.schema([]),
-                                  self.completion_map(read_time), read_time)
-
-    def _schema_from_files(self) -> pa.Schema | None:
-        for _, path, name in fsview.list_data_files(self.path):
-            if name.is_base and name.ext == "parquet":
-                import pyarrow.parquet as pq
-
-                s = pq.read_schema(path)
-                return pa.schema([f for f in s if f.name not in records.META_COLUMNS])
-        return None
-
-    # ------------------------------------------------------------------ file system view
-    def file_groups(self, as_of: Any = None, partitions: Iterable[str] | None = None) -> list[FileGroup]:
-        """File groups with their slices, as visible at `as_of` (default: now)."""
-        read_time = self._resolve_time(as_of)
-        writes = [i for i in self.completed_writes()
-                  if read_time is None
-                  or normalize_time(i.completion_time or i.begin_time) <= normalize_time(read_time)]
-        completion = {i.begin_time: i.completion_time or i.begin_time for i in writes}
-        replaced = fsview.replaced_file_groups(writes, self.instant_metadata)
-        compactions = {i.begin_time for i in writes if i.action in (COMPACTION, LOG_COMPACTION)}
-        return fsview.build_file_groups(
-            self.path, completion, read_time=read_time, replaced=replaced,
-            v1_logs_by_base_instant=self.config.version < 8, partitions=partitions,
-            compaction_instants=compactions,
-        )
-
-    def latest_slices(self, as_of: Any = None, partitions: Iterable[str] | None = None) -> list[FileSlice]:
-        return [g.latest for g in self.file_groups(as_of, partitions)]
-
-    def partitions(self) -> list[str]:
-        return fsview.list_partitions(self.path)
-
     # ------------------------------------------------------------------ writes
     def insert(self, data: Any) -> Instant:
         """Insert records (a later version of an existing key still merges by key)."""
@@ -278,15 +123,9 @@ class Table:
         """Delete records: rows holding the key (and partition, ordering) columns, or a list of key strings."""
         return self._write(keys_or_data, "delete")
 
-    def _check_writable(self) -> None:
-        if self.config.version < 9 and not self.config.props.get("lsm_lab.created"):
-            raise UnsupportedFeatureError("lsm_lab writes only to tables it created; this table was written by "
-                                          "Apache Hudi (read it, or copy its rows into a new lsm_lab table)",
-                                          path=self.path)
-
     def _write(self, data: Any, op: str) -> Instant:
         """One optimistic write (services.occ): files written without the lock, conflicts checked at commit."""
-        self._check_writable()
+        self.check_writable()
         current = self.schema
         batch = writer.prepare(self.config, current, data, op)
         action = DELTA_COMMIT if self.config.is_mor else COMMIT
@@ -304,7 +143,6 @@ class Table:
 
     def _after_write(self) -> None:
         """Inline table services configured in hoodie.properties: compaction, cleaning, archival."""
-        from lsm_lab.services import archiver, clean, compaction
 
         due, _ = compaction.inline_due(self)
         if due:
@@ -353,12 +191,10 @@ class Table:
             return [] if op == "delete" else [(naming.base_file_name(file_id, token, instant), "CREATE")]
         if self.config.log_format_version == 1:
             try:
-                from lsm_lab.interop import compat
-
                 folder = self.path / partition if partition else self.path
                 return [(compat.v1_log_name(self.config, folder, file_id, token, instant, latest.base_instant),
                          "APPEND")]
-            except (ImportError, LsmLabError):
+            except LsmLabError:
                 return []
         return [(naming.log_file_name(file_id, token, instant, 1, delete=op == "delete"), "APPEND")]
 
@@ -371,15 +207,15 @@ class Table:
         folders) or a `pyarrow.compute.Expression`; `merge`: force an engine
         (`sorted`, `loser_tree`, `hash`, `heapq`).
         """
-        read_time = self._resolve_time(as_of)
-        self._check_retained(read_time)
-        ctx = self._read_context(read_time)
-        parts = reader.prune_partitions(self.config, ctx.schema, self.partitions(), filter)
+        read_time = self.resolve_time(as_of)
+        self.check_retained(read_time)
+        ctx = self.read_context(read_time)
+        parts = scan.prune_partitions(self.config, ctx.schema, self.partitions(), filter)
         slices = self.latest_slices(read_time, partitions=parts)
         if isinstance(filter, pa.compute.Expression) and columns is not None:
-            table = reader.snapshot(ctx, slices, columns=None, filter=filter, engine=merge)
+            table = scan.snapshot(ctx, slices, columns=None, filter=filter, engine=merge)
             return table.select(list(columns))
-        return reader.snapshot(ctx, slices, columns=columns, filter=filter, engine=merge,
+        return scan.snapshot(ctx, slices, columns=columns, filter=filter, engine=merge,
                                progress=lambda s: progress(s, desc="read", unit="slice"))
 
     def lookup(self, keys: str | Iterable[str], *, as_of: Any = None, columns: Sequence[str] | None = None,
@@ -392,15 +228,14 @@ class Table:
         binary search in sorted files (lsm_lab/lookup/lookup.py).  Pass a
         `lsm_lab.lookup.LookupStats` as `stats` to count what was read.
         """
-        from lsm_lab.lookup.lookup import lookup as _lookup
 
-        return _lookup(self, keys, as_of=as_of, columns=columns, stats=stats)
+        return key_lookup.lookup(self, keys, as_of=as_of, columns=columns, stats=stats)
 
     def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: Any = None) -> pa.Table:
         """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table."""
-        read_time = self._resolve_time(as_of)
-        self._check_retained(read_time)
-        ctx = self._read_context(read_time)
+        read_time = self.resolve_time(as_of)
+        self.check_retained(read_time)
+        ctx = self.read_context(read_time)
         out_cols = list(columns) if columns is not None else list(ctx.full_schema.names)
         pieces = []
         for fs in self.latest_slices(read_time):
@@ -413,8 +248,8 @@ class Table:
 
     def read_incremental(self, start: Any, end: Any = None, *, columns: Sequence[str] | None = None) -> pa.Table:
         """Records whose latest version was written by instants completed in (start, end]."""
-        lo = self._resolve_time(start)
-        hi = self._resolve_time(end) or self.latest_completion()
+        lo = self.resolve_time(start)
+        hi = self.resolve_time(end) or self.latest_completion()
         if hi is None:
             return self.read(columns=columns)
         wanted = {b for b, c in self.completion_map(hi).items()
@@ -426,14 +261,12 @@ class Table:
 
     # ------------------------------------------------------------------ inspection
     def file_slices(self, as_of: Any = None) -> pd.DataFrame:
-        from lsm_lab.table.inspect import file_slices_frame
 
-        return file_slices_frame(self, as_of)
+        return inspect.file_slices_frame(self, as_of)
 
     def dump_levels(self, as_of: Any = None) -> str:
-        from lsm_lab.table.inspect import dump_levels
 
-        return dump_levels(self, as_of)
+        return inspect.dump_levels(self, as_of)
 
     # ------------------------------------------------------------------ table services (lsm_lab.services)
     def compact(self, strategy: str = "hybrid", merge: str | None = None, plan_only: bool = False, *,
@@ -445,26 +278,22 @@ class Table:
         `options` override the planner thresholds of hoodie.properties.
         Returns the completed (or, with `plan_only`, requested) instant, or None.
         """
-        from lsm_lab.services import compaction
 
         return compaction.compact(self, strategy=strategy, merge=merge, plan_only=plan_only, options=options,
                                   progress=progress)
 
     def compaction_plans(self, *, include_completed: bool = True) -> list:
         """(instant, CompactionPlan) of the compactions on the active timeline, oldest first."""
-        from lsm_lab.services import compaction
 
         return compaction.plans(self, include_completed=include_completed)
 
     def clean(self, policy: str | None = None, retained: int | None = None) -> Instant | None:
         """Delete files no retained snapshot needs (KEEP_LATEST_COMMITS or KEEP_LATEST_FILE_VERSIONS)."""
-        from lsm_lab.services import clean
 
         return clean.clean(self, policy=policy, retained=retained)
 
     def rollback(self, instant: Any = None) -> list[Instant]:
         """Roll back dead pending writes (no argument), or one instant: pending and dead, or the latest write."""
-        from lsm_lab.services import rollback as rb
 
         with table_lock(self.path):
             if instant is None:
@@ -486,44 +315,22 @@ class Table:
 
     def savepoint(self, instant: Any = None, *, user: str | None = None, comment: str = "") -> Instant:
         """Pin a completed write (default: the latest): its files survive cleaning, restore() can return to it."""
-        from lsm_lab.services import savepoint
 
         return savepoint.create_savepoint(self, instant, user=user, comment=comment)
 
-    def savepoints(self) -> list[dict[str, Any]]:
-        """The table's savepoints, oldest first (instant, savepointedInstant, its completion time, files)."""
-        from lsm_lab.services import savepoint
-
-        return savepoint.list_savepoints(self.active_timeline)
-
     def delete_savepoint(self, instant: Any) -> None:
-        from lsm_lab.services import savepoint
 
         savepoint.delete_savepoint(self, instant)
 
     def restore(self, instant: Any) -> Instant:
         """Put the table back to a savepoint (every later instant rolled back, a `restore` instant recorded)."""
-        from lsm_lab.services import savepoint
 
         return savepoint.restore(self, instant)
 
     def archive(self, keep: int | None = None) -> list[Instant]:
         """Move old completed instants into the LSM timeline (`.hoodie/timeline/history/`)."""
-        from lsm_lab.services import archiver
 
         return archiver.archive(self, keep=keep)
-
-
-def _schema_from_avro(text: str) -> pa.Schema | None:
-    try:
-        from lsm_lab.logformat.avro_schema import avro_to_arrow_schema
-    except ImportError:
-        return None
-    try:
-        schema = avro_to_arrow_schema(text)
-    except LsmLabError:
-        return None
-    return pa.schema([f for f in schema if f.name not in records.META_COLUMNS])
 
 
 # ---------------------------------------------------------------------- create / open
@@ -590,9 +397,8 @@ def create_table(
                             table_type=table_type, layout=layout, version=table_version, hive_style=hive_style,
                             num_buckets=int(num_buckets), extra=extra)
     if table_version < 9:  # compatibility mode: the keys and formats of that version (lsm_lab.interop.compat)
-        from lsm_lab.interop.compat import compat_props
 
-        props = compat_props(props, table_version)
+        props = compat.compat_props(props, table_version)
         props.update(extra)
     base.mkdir(parents=True, exist_ok=True)
     config = cfg.write_config(base, props, create=True)

@@ -15,8 +15,8 @@ mode) keeps its changes in v1 log files. The bytes are decoded by
         │    instant visible at the read time (`ctx.completion_of`)
         │ 3. order: by the completion time of the block's instant, then file/block position
         ▼
-    LogUnit(order, file, block)  ──► data block  → rows        (`_data_source`)
-                                 ──► delete block → delete rows (`_delete_source`)
+    LogUnit(order, file, block)  ──► data block  → rows        (`read.data_source`)
+                                 ──► delete block → delete rows (`read.delete_source`)
 
 Why block-level filtering: in table version 6 the file name carries the *base*
 instant of the slice, and Hudi appends the blocks of several deltacommits to one
@@ -136,10 +136,10 @@ def ordered_units(ctx_completion: dict[str, str], read_time: str | None, fs: Fil
             index_in_file[id(b)] = counters[p]
         for block in v1.effective_blocks(b for _, _, b in raw):
             _, f = by_identity[id(block)]
-            done = _visible(ctx_completion, read_time, block.instant_time)
-            if done is None:
+            block_done = _visible(ctx_completion, read_time, block.instant_time)
+            if block_done is None:
                 continue
-            units.append(LogUnit((normalize_time(done), normalize_time(block.instant_time or ""),
+            units.append(LogUnit((normalize_time(block_done), normalize_time(block.instant_time or ""),
                                   positions[id(f)], index_in_file[id(block)]), f, block))
     units.sort(key=lambda u: u.order)
     return units

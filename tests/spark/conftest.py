@@ -21,10 +21,10 @@ SPARK_CONF = {
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    from lsm_lab.spark.session import SparkSetupError, session
+    from lsm_lab.spark.session import SparkSetupError, spark_session
 
     try:
-        s = session("lsm_lab-tests", **SPARK_CONF)
+        s = spark_session("lsm_lab-tests", **SPARK_CONF)
     except SparkSetupError as exc:
         pytest.skip(str(exc))
     yield s

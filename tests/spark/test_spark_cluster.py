@@ -25,19 +25,19 @@ import json, sys
 from pathlib import Path
 import lsm_lab
 from lsm_lab.datagen import TripsGenerator
-from lsm_lab.spark import compact, read, session, write
+from lsm_lab.spark import compact_table, read_table, spark_session, write_table
 
 conf, folder = json.loads(sys.argv[1]), Path(sys.argv[2])
-spark = session("lsm_lab-cluster-test", **conf)
+spark = spark_session("lsm_lab-cluster-test", **conf)
 gen = TripsGenerator(5, late_fraction=0.2)
 lsm_lab.create_table(folder / "trips", name="trips", record_key="uuid", partition_by="city",
                      ordering_field="ts", num_buckets=2)
-write(gen.inserts(600), folder / "trips", op="insert", spark=spark)
-write(gen.updates(200), folder / "trips", op="upsert", spark=spark)
-write(gen.deletes(30), folder / "trips", op="delete", spark=spark)
-done = compact(folder / "trips", spark=spark, strategy="full", merge="sorted")
+write_table(gen.inserts(600), folder / "trips", op="insert", spark=spark)
+write_table(gen.updates(200), folder / "trips", op="upsert", spark=spark)
+write_table(gen.deletes(30), folder / "trips", op="delete", spark=spark)
+done = compact_table(folder / "trips", spark=spark, strategy="full", merge="sorted")
 cols = ["uuid", "ts", "fare", "city", "_hoodie_commit_time"]
-read(folder / "trips", spark=spark, columns=cols).write.parquet(str(folder / "snapshot"))
+read_table(folder / "trips", spark=spark, columns=cols).write.parquet(str(folder / "snapshot"))
 apps = spark.sparkContext.master
 spark.stop()
 print(json.dumps({"compaction": done.begin_time, "master": apps}))
@@ -48,17 +48,17 @@ def run_locally(spark: Any, folder: Path) -> list[dict[str, Any]]:
     """The same job on the test run's local session."""
     import lsm_lab
     from lsm_lab.datagen import TripsGenerator
-    from lsm_lab.spark import compact, read, write
+    from lsm_lab.spark import compact_table, read_table, write_table
 
     gen = TripsGenerator(5, late_fraction=0.2)
     path = folder / "trips"
     lsm_lab.create_table(path, name="trips", record_key="uuid", partition_by="city", ordering_field="ts",
                          num_buckets=2)
-    write(gen.inserts(600), path, op="insert", spark=spark)
-    write(gen.updates(200), path, op="upsert", spark=spark)
-    write(gen.deletes(30), path, op="delete", spark=spark)
-    compact(path, spark=spark, strategy="full", merge="sorted")
-    rows = read(path, spark=spark, columns=["uuid", "ts", "fare", "city"]).toArrow().to_pylist()
+    write_table(gen.inserts(600), path, op="insert", spark=spark)
+    write_table(gen.updates(200), path, op="upsert", spark=spark)
+    write_table(gen.deletes(30), path, op="delete", spark=spark)
+    compact_table(path, spark=spark, strategy="full", merge="sorted")
+    rows = read_table(path, spark=spark, columns=["uuid", "ts", "fare", "city"]).toArrow().to_pylist()
     return sorted(rows, key=lambda r: r["uuid"])
 
 

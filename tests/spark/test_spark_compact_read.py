@@ -13,7 +13,7 @@ import pytest
 import lsm_lab
 from lsm_lab.datagen import TripsGenerator
 from lsm_lab.layout import fsview
-from lsm_lab.spark import compact, read
+from lsm_lab.spark import compact_table, read_table
 from lsm_lab.spark.compact import run_compaction
 from lsm_lab.spark.jobs import FailTask
 
@@ -55,25 +55,25 @@ def test_spark_compaction_equals_local(spark: Any, tmp_table: Callable[..., lsm_
     assert of_instant == written
     assert any(n.split("_")[1].startswith("0-") and n.split("_")[1].endswith("-1") for n in written)
     if strategy == "full":
-        assert compact(copy, spark=spark, strategy=strategy) is None  # nothing left to do
+        assert compact_table(copy, spark=spark, strategy=strategy) is None  # nothing left to do
 
 
 def test_spark_read_equals_table_read(spark: Any, tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table, done = history(tmp_table)
-    frame = read(table.path, spark=spark)
+    frame = read_table(table.path, spark=spark)
     assert frame.columns == table.read().column_names
     assert without_file_name(frame.toArrow()) == without_file_name(table.read())
-    first = read(table.path, spark=spark, as_of=done[0].completion_time, columns=["uuid", "ts", "fare"])
+    first = read_table(table.path, spark=spark, as_of=done[0].completion_time, columns=["uuid", "ts", "fare"])
     assert sorted(first.toArrow().to_pylist(), key=lambda r: r["uuid"]) == \
         sorted(table.read(as_of=done[0], columns=["uuid", "ts", "fare"]).to_pylist(), key=lambda r: r["uuid"])
-    ro = read(table.path, spark=spark, read_optimized=True, columns=["uuid", "ts", "city"])
+    ro = read_table(table.path, spark=spark, read_optimized=True, columns=["uuid", "ts", "city"])
     assert sorted(ro.toArrow().to_pylist(), key=lambda r: r["uuid"]) == \
         sorted(table.read_optimized(columns=["uuid", "ts", "city"]).to_pylist(), key=lambda r: r["uuid"])
     with pytest.raises(lsm_lab.errors.InputError):
-        read(table.path, spark=spark, columns=["nope"])
+        read_table(table.path, spark=spark, columns=["nope"])
 
 
 def test_spark_read_of_an_empty_table(spark: Any, tmp_table: Callable[..., lsm_lab.Table]) -> None:
     empty = tmp_table()
-    assert read(empty.path, spark=spark).count() == 0
-    assert read(empty.path, spark=spark, read_optimized=True).count() == 0
+    assert read_table(empty.path, spark=spark).count() == 0
+    assert read_table(empty.path, spark=spark, read_optimized=True).count() == 0

@@ -14,7 +14,7 @@ import pytest
 import lsm_lab
 from lsm_lab.datagen import TripsGenerator
 from lsm_lab.layout import fsview, parquet_io
-from lsm_lab.spark import SparkJobError, read, write
+from lsm_lab.spark import SparkJobError, read_table, write_table
 from lsm_lab.spark.jobs import FailTask
 from lsm_lab.spark.write import partition_keys, spark_hash_long
 from lsm_lab.table import index, records
@@ -86,7 +86,7 @@ def test_spark_write_stores_what_table_stores(spark: Any, tmp_table: Callable[..
     remote = make_trips(tmp_table, layout=layout, table_type=table_type)
     for op, batch in trips_batches():
         getattr(local, op)(batch)
-        done = write(batch, remote.path, op=op, spark=spark)
+        done = write_table(batch, remote.path, op=op, spark=spark)
         assert done.is_completed
     assert comparable(remote.read()) == comparable(local.read())
     assert list(remote.timeline()["operation"]) == list(local.timeline()["operation"])
@@ -109,7 +109,7 @@ def test_spark_dataframe_input_dedupes_like_table(spark: Any, tmp_table: Callabl
     remote = tmp_table(ordering_field="ts", num_buckets=2)
     local.upsert(batch)
     frame = spark.createDataFrame(batch).repartition(1)  # input order = row order
-    write(frame, remote.path, op="upsert", spark=spark)
+    write_table(frame, remote.path, op="upsert", spark=spark)
     got = {r["id"]: r["v"] for r in remote.read(columns=["id", "v"]).to_pylist()}
     assert got == {"k1": "b", "k2": "c", "k3": "f", "k4": "h"}
     assert comparable(remote.read()) == comparable(local.read())
@@ -125,8 +125,8 @@ def test_retried_task_leaves_no_partial_files(spark: Any, tmp_table: Callable[..
     (_op1, first), (_op2, second), _ = trips_batches(200, seed=5)
     local.insert(first)
     local.upsert(second)
-    write(first, remote.path, op="insert", spark=spark, task_hook=FailTask(0, (0,)))
-    done = write(second, remote.path, op="upsert", spark=spark, task_hook=FailTask(1, (0,)))
+    write_table(first, remote.path, op="insert", spark=spark, task_hook=FailTask(0, (0,)))
+    done = write_table(second, remote.path, op="upsert", spark=spark, task_hook=FailTask(1, (0,)))
     assert comparable(remote.read()) == comparable(local.read())
     committed = {s["path"].rsplit("/", 1)[-1] for inst in remote.completed_writes()
                  for stats in remote.instant_metadata(inst)["partitionToWriteStats"].values() for s in stats}
@@ -140,21 +140,21 @@ def test_retried_task_leaves_no_partial_files(spark: Any, tmp_table: Callable[..
 def test_failed_job_leaves_the_table_as_it_was(spark: Any, tmp_table: Callable[..., lsm_lab.Table]) -> None:
     remote = make_trips(tmp_table)
     (_, first), (_, second), _ = trips_batches(120, seed=8)
-    write(first, remote.path, op="insert", spark=spark)
+    write_table(first, remote.path, op="insert", spark=spark)
     before = remote.read()
     files_before = sorted(n.name for _, _, n in fsview.list_data_files(remote.path))
     with pytest.raises(SparkJobError, match="injected failure"):
-        write(second, remote.path, op="upsert", spark=spark, task_hook=FailTask(0, ()))
+        write_table(second, remote.path, op="upsert", spark=spark, task_hook=FailTask(0, ()))
     assert [i for i in remote.instants() if not i.is_completed] == []
     assert sorted(n.name for _, _, n in fsview.list_data_files(remote.path)) == files_before
     assert remote.read().equals(before)
-    assert read(remote.path, spark=spark).count() == before.num_rows
+    assert read_table(remote.path, spark=spark).count() == before.num_rows
 
 
 def test_schema_errors_are_typed(spark: Any, tmp_table: Callable[..., lsm_lab.Table]) -> None:
     remote = make_trips(tmp_table)
     with pytest.raises(lsm_lab.errors.SchemaError):
-        write(pa.table({"uuid": ["a"], "city": ["x"]}), remote.path, op="upsert", spark=spark)  # no ordering column
+        write_table(pa.table({"uuid": ["a"], "city": ["x"]}), remote.path, op="upsert", spark=spark)  # no ordering column
     with pytest.raises(lsm_lab.errors.PartitionValueError):  # raised inside a task, re-raised typed
-        write(pa.table({"uuid": ["a"], "ts": [1], "city": ["../up"]}), remote.path, op="upsert", spark=spark)
+        write_table(pa.table({"uuid": ["a"], "ts": [1], "city": ["../up"]}), remote.path, op="upsert", spark=spark)
     assert remote.instants() == []  # validation failed before the instant was created

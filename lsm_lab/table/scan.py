@@ -1,0 +1,130 @@
+"""Scans: a whole-table read with a filter — partitions pruned, keys pruned, slices merged.
+
+    filter ──► partition tuples ──► prune_partitions: folders that can match
+           ──► key predicate    ──► lookup.PrunedReader: files, row groups, rows that can hold the keys
+           ──► expression       ──► applied to each merged slice (read.read_slice)
+
+A filter on the record key (`_hoodie_record_key`, or the key field(s) of a
+table lsm_lab created: `=`, `in`, ranges) also prunes inside each slice: files
+by key range and bloom filter, row groups by statistics, rows by binary search
+in sorted files (lsm_lab/lookup/lookup.py).  The full filter is still applied
+after the merge, so pruning changes what is read, never what is returned.
+
+This module sits above both table/read.py (one slice) and lookup/lookup.py
+(key pruning), which itself reads slices through table/read.py.
+
+Simplified compared with Apache Hudi: partition pruning understands filters on
+partition columns given as `(column, op, value)` tuples only; no column-stats
+index, no expression index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lsm_lab.config import TableConfig
+from lsm_lab.errors import InputError
+from lsm_lab.layout.fsview import FileSlice
+from lsm_lab.lookup import lookup as key_lookup
+from lsm_lab.table.read import ReadContext, check_engine, read_slice
+
+
+# --------------------------------------------------------------------------- filters and pruning
+def filter_expression(filter: Any) -> pc.Expression | None:
+    if filter is None:
+        return None
+    if isinstance(filter, pc.Expression):
+        return filter
+    try:
+        return pq.filters_to_expression(filter)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"invalid filter {filter!r}: {exc}") from None
+
+
+def _tuples(filter: Any) -> list[tuple[str, str, Any]]:
+    """The conjunctive (column, op, value) tuples of a filter, for pruning (empty if not of that form)."""
+    if isinstance(filter, list) and all(isinstance(t, tuple) and len(t) == 3 for t in filter):
+        return list(filter)
+    return []
+
+
+def partition_values(config: TableConfig, partition: str) -> dict[str, str]:
+    if not config.partition_by:
+        return {}
+    pieces = partition.split("/") if partition else []
+    values: dict[str, str] = {}
+    for field_name, piece in zip(config.partition_by, pieces):
+        values[field_name] = piece.split("=", 1)[1] if "=" in piece else piece
+    return values
+
+
+def prune_partitions(config: TableConfig, schema: pa.Schema, partitions: Iterable[str],
+                     filter: Any) -> list[str]:
+    """Partitions whose values can satisfy the partition-column part of a tuple filter."""
+    parts = list(partitions)
+    conds = [t for t in _tuples(filter) if t[0] in config.partition_by]
+    if not conds:
+        return parts
+    expr = filter_expression(conds)  # InputError for a malformed tuple
+    fields = [schema.field(c) if c in schema.names else pa.field(c, pa.string()) for c in config.partition_by]
+    keep = []
+    for p in parts:
+        vals = partition_values(config, p)
+        row = {}
+        for f in fields:
+            raw = vals.get(f.name)
+            try:
+                row[f.name] = pa.array([raw], pa.string()).cast(f.type) if raw is not None else pa.nulls(1, f.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                row[f.name] = pa.nulls(1, f.type)
+        one = pa.table(row)
+        try:
+            if one.filter(expr).num_rows:
+                keep.append(p)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            keep.append(p)  # cannot evaluate on the folder name: read it
+    return keep
+
+
+def snapshot(ctx: ReadContext, slices: Iterable[FileSlice], *, columns: Sequence[str] | None = None,
+             filter: Any = None, engine: str | None = None,
+             progress: Callable[[Iterable[FileSlice]], Iterable[FileSlice]] | None = None) -> pa.Table:
+    """Merge every slice and concatenate; apply the filter after the merge."""
+    check_engine(engine)
+    out_cols = list(columns) if columns is not None else list(ctx.full_schema.names)
+    expr = filter_expression(filter)
+    needed_for_filter: list[str] = []
+    if isinstance(filter, list):
+        needed_for_filter = [t[0] for t in _tuples(filter)]
+    unknown = [c for c in needed_for_filter if c not in ctx.full_schema.names]
+    if unknown:
+        raise InputError(f"unknown filter column{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                         f"the table has {', '.join(ctx.full_schema.names)}")
+    read_cols = list(dict.fromkeys(out_cols + needed_for_filter))
+    pieces: list[pa.Table] = []
+    items = list(slices)
+    pred = key_lookup.key_predicate(ctx.config, ctx.full_schema, filter)
+    pruned = None if pred is None else key_lookup.PrunedReader(ctx, pred, columns=read_cols, engine=engine)
+    for fs in (progress(items) if progress else items):
+        if pruned is None:
+            part = read_slice(ctx, fs, columns=read_cols, engine=engine)
+        else:  # only the files, row groups and rows that can hold the keys; same rows after the filter
+            part = pruned.read_slice(fs)
+        if expr is not None:
+            try:
+                part = part.filter(expr)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:  # column, value type
+                raise InputError(f"cannot apply the filter {filter!r}: {exc}".split("\n")[0]) from None
+        pieces.append(part.select(out_cols))
+    schema = pa.schema([ctx.full_schema.field(n) for n in out_cols])
+    if not pieces:
+        return schema.empty_table()
+    return pa.concat_tables([p.cast(schema) for p in pieces])
+
+
+__all__ = ["filter_expression", "partition_values", "prune_partitions", "snapshot"]

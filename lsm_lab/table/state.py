@@ -1,0 +1,249 @@
+"""`TableState`: what a table *is* at a point in time — the layer services, lookup and Spark read.
+
+              TableState(path, config)
+     timeline    instants · completed_writes · instant_metadata · completion_map · savepoints
+     time        resolve_time(as_of) · check_retained(read_time)
+     schema      schema (latest commit's extraMetadata, else hoodie.properties, else a base file)
+     files       partitions · file_groups(as_of) · latest_slices(as_of)
+     reading     read_context(read_time) → ReadContext for table/read.py's slice readers
+     writing     check_writable()
+
+`lsm_lab.table.table.Table` is this class plus the verbs (write, read, compact,
+clean, ...): the services below the `Table` facade take a `TableState` and
+never import the facade, so the layers stay one-way:
+
+    Table (table/table.py) ──► services/* ──► TableState (this module) ──► timeline, layout
+
+A `TableState` holds no cached state that could go stale: every call lists the
+timeline and the folder again.
+
+Simplified compared with Apache Hudi: one object plays `HoodieTableMetaClient`,
+the file-system view and the schema resolver; there is no metadata table, and
+the schema is kept in the latest commit's `extraMetadata`, as Hudi does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lsm_lab.config import TableConfig
+from lsm_lab.errors import InputError, LsmLabError, TimelineError, UnsupportedFeatureError
+from lsm_lab.layout import fsview
+from lsm_lab.layout.fsview import FileGroup, FileSlice
+from lsm_lab.logformat.avro_schema import avro_to_arrow_schema
+from lsm_lab.table import read as reader
+from lsm_lab.table import records
+from lsm_lab.table import write as writer
+from lsm_lab.timeline.active import ActiveTimeline
+from lsm_lab.timeline.archive import ArchivedTimeline, is_archived
+from lsm_lab.timeline.clock import format_time, parse_time
+from lsm_lab.timeline.instant import (
+    CLEAN,
+    COMPACTION,
+    LOG_COMPACTION,
+    SAVEPOINT,
+    WRITE_ACTIONS,
+    Instant,
+    normalize_time,
+)
+
+
+class TableState:
+    """A table's timeline, schema and files as stored now (or as of a time); read-only."""
+
+    def __init__(self, path: str | os.PathLike[str], config: TableConfig) -> None:
+        self.path = Path(path)
+        self.config = config
+        self.active_timeline = ActiveTimeline(self.path, config)
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    # ------------------------------------------------------------------ timeline
+    def instants(self) -> list[Instant]:
+        """Active-timeline instants in reader order (completion time, then begin time)."""
+        return self.active_timeline.instants()
+
+    @property
+    def archived_timeline(self) -> ArchivedTimeline:
+        """The LSM timeline under `.hoodie/timeline/history/` (archived instants)."""
+        return ArchivedTimeline(self.path, self.config)
+
+    def archived_instants(self) -> list[Instant]:
+        """Instants moved to the LSM timeline by `archive()`, in reader order."""
+        return self.archived_timeline.instants()
+
+    def completed_writes(self) -> list[Instant]:
+        """Completed write instants of the archived *and* the active timeline, in reader order."""
+        active = [i for i in self.active_timeline.completed() if i.action in WRITE_ACTIONS]
+        archived = [i for i in self.archived_instants() if i.action in WRITE_ACTIONS]
+        if not archived:
+            return active
+        seen = {i.begin_time for i in active}
+        return sorted(active + [i for i in archived if i.begin_time not in seen])
+
+    def instant_metadata(self, instant: Instant) -> dict[str, Any]:
+        """The completed metadata of an instant, from the active timeline or the archive."""
+        if is_archived(instant):
+            return self.archived_timeline.read_metadata(instant.begin_time)
+        try:
+            return self.active_timeline.read_content(instant)
+        except TimelineError:
+            if instant.is_completed and any(r.begin_time == instant.begin_time
+                                            for r in self.archived_timeline.rows()):
+                return self.archived_timeline.read_metadata(instant.begin_time)  # archived meanwhile
+            raise
+
+    def latest_completion(self) -> str | None:
+        done = self.completed_writes()
+        return done[-1].completion_time if done else None
+
+    def resolve_time(self, as_of: Any) -> str | None:
+        """`as_of` (None, a completed `Instant`, a datetime or an instant-time string) as a read time.
+
+        None means "now" and stays None; anything else is validated and normalised."""
+        if as_of is None:
+            return None
+        if isinstance(as_of, Instant):
+            if not as_of.is_completed:
+                raise InputError(f"cannot read as of {as_of}: it has not completed")
+            return as_of.completion_time
+        if hasattr(as_of, "strftime"):
+            return format_time(as_of)
+        text = str(as_of)
+        parse_time(text)  # validates (TimelineError with a clear message)
+        return normalize_time(text)
+
+    def check_retained(self, read_time: str | None) -> None:
+        """Refuse time travel to before the cleaner's retention: files of that snapshot may be gone.
+
+        The latest completed clean records `earliestCommitToRetain`; snapshots from that
+        instant's completion on are complete, and so are savepointed snapshots."""
+        if read_time is None:
+            return
+        earliest = None
+        for inst in reversed(self.active_timeline.completed([CLEAN])):
+            earliest = self.active_timeline.read_content(inst).get("earliestCommitToRetain")
+            if earliest:
+                break
+        if not earliest:
+            return
+        limit = {i.begin_time: i.completion_time for i in self.completed_writes()}.get(earliest)
+        if limit is None or normalize_time(read_time) >= normalize_time(limit):
+            return
+        pinned = {normalize_time(sp["savepointedCompletionTime"]) for sp in self.savepoints()
+                  if sp.get("savepointedCompletionTime")}
+        if normalize_time(read_time) in pinned:
+            return
+        raise InputError(f"cannot time travel to {read_time}: the cleaner kept only the snapshots from {limit} on "
+                         "(older files may be deleted); savepoint an instant to keep its snapshot")
+
+    def completion_map(self, read_time: str | None = None) -> dict[str, str]:
+        """Begin time → completion time of the completed write instants visible at `read_time`."""
+        limit = normalize_time(read_time) if read_time else None
+        out = {}
+        for inst in self.completed_writes():
+            assert inst.completion_time is not None
+            if limit is None or normalize_time(inst.completion_time) <= limit:
+                out[inst.begin_time] = inst.completion_time
+        return out
+
+    # ------------------------------------------------------------------ schema
+    @property
+    def schema(self) -> pa.Schema | None:
+        """The table's user columns (no meta columns), or None before the first write."""
+        for inst in reversed(self.completed_writes()):
+            extra = self.instant_metadata(inst).get("extraMetadata") or {}
+            text = extra.get(writer.SCHEMA_KEY)
+            if text:
+                return writer.schema_from_text(text)
+            if extra.get("schema"):
+                return _schema_from_avro(extra["schema"])
+        create = self.config.props.get("hoodie.table.create.schema")
+        if create:
+            return _schema_from_avro(create)
+        return None
+
+    def read_context(self, read_time: str | None = None) -> reader.ReadContext:
+        """What a slice reader needs to merge this table as of `read_time` (None: now).
+
+        The `ReadContext` is plain data (path, config, schema, begin → completion
+        times), so Spark ships it to its tasks; `table/read.py`'s `read_slice`,
+        `load_sources` and `iter_sources` take it with a `FileSlice`."""
+        schema = self.schema
+        if schema is None:
+            schema = self._schema_from_files()
+        return reader.ReadContext(self.path, self.config, schema or pa.schema([]),
+                                  self.completion_map(read_time), read_time)
+
+    def _schema_from_files(self) -> pa.Schema | None:
+        for _, path, name in fsview.list_data_files(self.path):
+            if name.is_base and name.ext == "parquet":
+                s = pq.read_schema(path)
+                return pa.schema([f for f in s if f.name not in records.META_COLUMNS])
+        return None
+
+    # ------------------------------------------------------------------ file system view
+    def file_groups(self, as_of: Any = None, partitions: Iterable[str] | None = None) -> list[FileGroup]:
+        """File groups with their slices, as visible at `as_of` (default: now)."""
+        read_time = self.resolve_time(as_of)
+        writes = [i for i in self.completed_writes()
+                  if read_time is None
+                  or normalize_time(i.completion_time or i.begin_time) <= normalize_time(read_time)]
+        completion = {i.begin_time: i.completion_time or i.begin_time for i in writes}
+        replaced = fsview.replaced_file_groups(writes, self.instant_metadata)
+        compactions = {i.begin_time for i in writes if i.action in (COMPACTION, LOG_COMPACTION)}
+        return fsview.build_file_groups(
+            self.path, completion, read_time=read_time, replaced=replaced,
+            v1_logs_by_base_instant=self.config.version < 8, partitions=partitions,
+            compaction_instants=compactions,
+        )
+
+    def latest_slices(self, as_of: Any = None, partitions: Iterable[str] | None = None) -> list[FileSlice]:
+        return [g.latest for g in self.file_groups(as_of, partitions)]
+
+    def partitions(self) -> list[str]:
+        return fsview.list_partitions(self.path)
+
+    def check_writable(self) -> None:
+        """Raise `UnsupportedFeatureError` unless lsm_lab may write to this table (it created it)."""
+        if self.config.version < 9 and not self.config.props.get("lsm_lab.created"):
+            raise UnsupportedFeatureError("lsm_lab writes only to tables it created; this table was written by "
+                                          "Apache Hudi (read it, or copy its rows into a new lsm_lab table)",
+                                          path=self.path)
+
+    def savepoints(self) -> list[dict[str, Any]]:
+        """The table's savepoints, oldest first (instant, savepointedInstant, its completion time, files)."""
+        return list_savepoints(self.active_timeline)
+
+
+def list_savepoints(timeline: ActiveTimeline) -> list[dict[str, Any]]:
+    """Completed savepoints, oldest first: savepoint instant, the instant it pins, its files."""
+    out = []
+    for inst in timeline.completed([SAVEPOINT]):
+        meta = timeline.read_content(inst)
+        files = {p: list(m.get("savepointDataFile") or []) for p, m in (meta.get("partitionMetadata") or {}).items()}
+        out.append({"instant": inst.begin_time, "savepointedInstant": meta.get("savepointedInstant"),
+                    "savepointedCompletionTime": meta.get("savepointedCompletionTime"),
+                    "savepointedBy": meta.get("savepointedBy"), "comments": meta.get("comments"),
+                    "savepointedAt": meta.get("savepointedAt"), "files": files})
+    return out
+
+
+def _schema_from_avro(text: str) -> pa.Schema | None:
+    try:
+        schema = avro_to_arrow_schema(text)
+    except LsmLabError:
+        return None
+    return pa.schema([f for f in schema if f.name not in records.META_COLUMNS])
+
+
+__all__ = ["TableState", "list_savepoints"]
