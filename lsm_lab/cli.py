@@ -15,99 +15,36 @@ never a traceback; set LSM_LAB_DEBUG=1 to see the traceback anyway.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
+from typing import Any
 
-import pyarrow as pa
-
+from lsm_lab.cli_io import parse_options, print_frame, read_input_file, write_output_file
+from lsm_lab.demo import run_demo
 from lsm_lab.errors import InputError, LsmLabError
-
-
-# --------------------------------------------------------------------------- file helpers
-def read_input_file(path: str) -> pa.Table:
-    """Read Parquet, CSV or JSON lines (by extension) into an Arrow table."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("no such file", path=p)
-    suffix = p.suffix.lower()
-    try:
-        if suffix in (".parquet", ".pq"):
-            import pyarrow.parquet as pq
-
-            return pq.read_table(p)
-        if suffix == ".csv":
-            import pyarrow.csv as pcsv
-
-            return pcsv.read_csv(p)
-        if suffix in (".json", ".jsonl", ".ndjson"):
-            import pyarrow.json as pjson
-
-            return pjson.read_json(p)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"cannot read {suffix[1:]} file: {exc}", path=p) from None
-    raise InputError("unknown file type (use .parquet, .csv or .jsonl)", path=p)
-
-
-def write_output_file(table: pa.Table, path: str) -> None:
-    p = Path(path)
-    suffix = p.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        import pyarrow.parquet as pq
-
-        pq.write_table(table, p)
-    elif suffix == ".csv":
-        import pyarrow.csv as pcsv
-
-        pcsv.write_csv(table, p)
-    elif suffix in (".json", ".jsonl", ".ndjson"):
-        with open(p, "w", encoding="utf-8") as fh:
-            for row in table.to_pylist():
-                fh.write(json.dumps(row, default=str) + "\n")
-    else:
-        raise InputError("unknown output type (use .parquet, .csv or .jsonl)", path=p)
-
-
-def parse_options(items: list[str] | None) -> dict[str, str]:
-    """`--option KEY=VALUE` items (repeatable) as a dict."""
-    out = {}
-    for item in items or []:
-        if "=" not in item:
-            raise InputError(f"--option expects key=value, got {item!r}")
-        k, v = item.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
-
-
-def _frame_out(df, as_json: bool) -> None:
-    if as_json:
-        print(df.to_json(orient="records", indent=2, default_handler=str))
-    else:
-        import pandas as pd
-
-        with pd.option_context("display.max_rows", 500, "display.max_columns", 50, "display.width", 200,
-                               "display.max_colwidth", 60):
-            print(df.to_string(index=False) if len(df) else "(empty)")
+from lsm_lab.interop import command as interop_command
+from lsm_lab.lookup import command as lookup_command
+from lsm_lab.lookup.lookup import LookupStats
+from lsm_lab.merge import command as merge_command
+from lsm_lab.services import command as services_command
+from lsm_lab.spark import command as spark_command
+from lsm_lab.table.inspect import footers
+from lsm_lab.table.table import create_table, open_table
 
 
 # --------------------------------------------------------------------------- commands
 def cmd_demo(args: argparse.Namespace) -> int:
-    from lsm_lab.demo import run_demo
-
     table = run_demo(args.dir, rows=args.rows, rounds=args.rounds, engine=args.engine)
     if args.figures:
-        from lsm_lab.viz import write_figures  # issue 8
+        from lsm_lab.viz import write_figures  # matplotlib: imported only with --figures
 
         write_figures(table, args.figures)
     return 0
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    from lsm_lab.table.table import create_table
-
-    options = parse_options(args.option)
+    options: dict[str, Any] = dict(parse_options(args.option))  # extra hoodie properties (strings)
     table = create_table(args.path, name=args.name, record_key=args.key, partition_by=args.partition_by,
                          ordering_field=args.ordering, table_type=args.type, layout=args.layout,
                          hive_style=not args.no_hive_style, num_buckets=args.buckets, **options)
@@ -116,8 +53,6 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 
 def cmd_write(args: argparse.Namespace) -> int:
-    from lsm_lab.table.table import open_table
-
     table = open_table(args.path)
     data = read_input_file(args.file)
     instant = getattr(table, args.op)(data)
@@ -126,8 +61,6 @@ def cmd_write(args: argparse.Namespace) -> int:
 
 
 def cmd_read(args: argparse.Namespace) -> int:
-    from lsm_lab.table.table import open_table
-
     if args.limit < 0:
         raise InputError(f"--limit must be 0 (every row) or more, not {args.limit}")
     table = open_table(args.path)
@@ -136,7 +69,6 @@ def cmd_read(args: argparse.Namespace) -> int:
     if args.key:
         if args.read_optimized:
             raise InputError("--key looks keys up in the snapshot; it cannot be combined with --read-optimized")
-        from lsm_lab.lookup.lookup import LookupStats
 
         lookup_stats = LookupStats()
         result = table.lookup(args.key, as_of=args.as_of, columns=columns, stats=lookup_stats)
@@ -151,7 +83,7 @@ def cmd_read(args: argparse.Namespace) -> int:
         print(f"{result.num_rows} rows written to {args.out}")
     else:
         df = result.slice(0, args.limit).to_pandas() if args.limit else result.to_pandas()
-        _frame_out(df, args.json)
+        print_frame(df, args.json)
         print(f"({result.num_rows} rows)", file=sys.stderr)
     return 0
 
@@ -161,9 +93,6 @@ SHOW_HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from lsm_lab.table.inspect import footers
-    from lsm_lab.table.table import open_table
-
     known = ["timeline", "fsview", "levels", "footers", *SHOW_HANDLERS]
     if args.what not in known:
         raise InputError(f"cannot show {args.what!r}; choose one of {', '.join(known)}")
@@ -171,16 +100,16 @@ def cmd_show(args: argparse.Namespace) -> int:
         return SHOW_HANDLERS[args.what](args)
 
     if args.what == "footers":
-        _frame_out(footers(args.path), args.json)
+        print_frame(footers(args.path), args.json)
         return 0
     table = open_table(args.path)
     if args.what == "timeline":
-        _frame_out(table.timeline(archived=args.archived), args.json)
+        print_frame(table.timeline(archived=args.archived), args.json)
     elif args.what == "fsview":
-        _frame_out(table.file_slices(as_of=args.as_of), args.json)
+        print_frame(table.file_slices(as_of=args.as_of), args.json)
     elif args.what == "levels":
         if args.json:
-            _frame_out(table.file_slices(as_of=args.as_of), True)
+            print_frame(table.file_slices(as_of=args.as_of), True)
         else:
             print(table.dump_levels(as_of=args.as_of))
     return 0
@@ -255,32 +184,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _plugins() -> list[Callable[[argparse._SubParsersAction], None]]:
-    """Commands contributed by feature modules (merge, bench, services, ...)."""
-    out: list[Callable] = []
-    try:
-        from lsm_lab.merge import command as merge_command
-
-        out.append(merge_command.register)
-        bench_registrars = [merge_command.register_bench]
-    except ImportError:
-        bench_registrars = []
-
-    for module in ("lsm_lab.services.command", "lsm_lab.interop.command", "lsm_lab.lookup.command",
-                   "lsm_lab.spark.command"):
-        try:
-            mod = __import__(module, fromlist=["register"])
-        except ModuleNotFoundError as exc:
-            if exc.name and module.startswith(exc.name):
-                continue  # feature not installed in this build
-            raise
-        out.append(mod.register)
+    """Commands contributed by feature modules (merge, services, interop, lookup, spark, and `bench`)."""
+    features = [merge_command, services_command, interop_command, lookup_command, spark_command]
+    out: list[Callable] = [mod.register for mod in features]
+    bench_registrars = []
+    for mod in features:
         SHOW_HANDLERS.update(getattr(mod, "SHOW", {}))
         if hasattr(mod, "register_bench"):
             bench_registrars.append(mod.register_bench)
 
     def register_bench(sub: argparse._SubParsersAction) -> None:
-        if not bench_registrars:
-            return
         p = sub.add_parser("bench", help="benchmarks (ratios against baselines measured in the same run)",
                            description="Run a benchmark; each reports ratios against a baseline of the same run.")
         bsub = p.add_subparsers(dest="bench", metavar="BENCHMARK")

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from lsm_lab.datagen import TripsGenerator
 from lsm_lab.errors import InputError
+from lsm_lab.spark import write_table
 from lsm_lab.table.table import Table, create_table
 
 
@@ -50,8 +51,6 @@ def run_demo(directory: str | Path | None = None, *, rows: int = 100_000, rounds
 
     def write(op: str, batch: pa.Table):
         if engine == "spark":
-            from lsm_lab.spark import write_table  # only with --engine spark: importing pyspark is slow
-
             return write_table(batch, path, op=op)
         return getattr(table, op)(batch)
 

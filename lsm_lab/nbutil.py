@@ -14,6 +14,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from lsm_lab.interop.hudi_tables import find_shared
+
 SEED = 42
 
 
@@ -38,6 +40,4 @@ def scratch(name: str) -> Path:
 
 def shared_folder() -> Path | None:
     """The folder with real Hudi tables: the copy in the repository's `data/` (or `LSM_LAB_SHARED`)."""
-    from lsm_lab.interop.hudi_tables import find_shared
-
     return find_shared()

@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 import lsm_lab
 from lsm_lab import cli
 from lsm_lab.errors import InputError
+from lsm_lab.interop.hudi_tables import unpack_tables
 from lsm_lab.layout import fsview, parquet_io
 from lsm_lab.lookup.footer import FooterCache, clear_footer_cache
 from lsm_lab.lookup.lookup import open_lookup, probe_file
@@ -365,10 +366,7 @@ def test_cli_read_key_and_lookup(trips_tables: dict[str, Any], capsys: pytest.Ca
 
 
 def test_compat_tables_with_v1_logs_fall_back(tmp_path: Path) -> None:
-    try:
-        table = lsm_lab.create_table(tmp_path / "v8", name="t", record_key="id", ordering_field="ts", table_version=8)
-    except lsm_lab.UnsupportedFeatureError:
-        pytest.skip("compatibility tables are not available in this build")
+    table = lsm_lab.create_table(tmp_path / "v8", name="t", record_key="id", ordering_field="ts", table_version=8)
     table.bulk_insert([{"id": f"k{i}", "ts": 1, "v": i} for i in range(100)])
     table.upsert([{"id": "k5", "ts": 2, "v": 500}])
     table.delete([{"id": "k6", "ts": 3}])
@@ -381,13 +379,8 @@ def test_compat_tables_with_v1_logs_fall_back(tmp_path: Path) -> None:
 
 def test_real_hudi_tables(shared_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Tables Apache Hudi wrote (no lsm_lab bloom; Hudi's own min/max footers; some without meta fields)."""
-    try:
-        from lsm_lab.interop.hudi_tables import unpack_tables
-    except ImportError:
-        pytest.skip("lsm_lab.interop is not in this build")
     zips = shared_dir / "hudi-tables"
-    if not zips.is_dir():
-        pytest.skip(f"no {zips}")
+    assert zips.is_dir(), f"{zips} is missing from this checkout"
     tables = unpack_tables(zips, tmp_path_factory.mktemp("hudi-lookup"))
     checked = 0
     for stem, path in sorted(tables.items()):

@@ -11,7 +11,7 @@ from lsm_lab.errors import InputError
 from lsm_lab.merge import MergeMode, MergeSpec
 from lsm_lab.merge.loser_tree import LeafState, trace_merge
 from lsm_lab.viz import MergeStepper, show_step, state_legend_html, step_html, tree_svg
-from lsm_lab.viz._style import MOVED_COLOUR, STATE_COLOURS
+from lsm_lab.viz.style import MOVED_COLOUR, STATE_COLOURS
 
 SPEC = MergeSpec(MergeMode.EVENT_TIME_ORDERING, key="k", ordering="ts", delete="d")
 

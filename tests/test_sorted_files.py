@@ -76,6 +76,8 @@ def test_default_layout_does_not_claim_sorted_files(tmp_table) -> None:
     table = tmp_table(layout="default", ordering_field="ts")
     table.insert([{"id": k, "ts": 1} for k in ["c", "a", "b"]])
     table.upsert([{"id": k, "ts": 2} for k in ["b", "a"]])
-    for _, path, _ in fsview.list_data_files(table.path):
+    files = fsview.list_data_files(table.path)
+    assert sorted(n.kind for _, _, n in files) == ["base", "log"]  # the insert's base file, the upsert's log
+    for _, path, _ in files:
         footer = {k.decode(): v.decode() for k, v in (pq.read_metadata(path).metadata or {}).items()}
         assert "lsm_lab.sorted" not in footer

@@ -233,8 +233,6 @@ def test_plot_plan_from_plain_records() -> None:
 def test_plot_plan_around_a_compaction(tmp_path: Path) -> None:
     table = make_trips(tmp_path / "t")
     before, frame_before = table.file_groups(), table.file_slices()
-    if not hasattr(table, "compact"):
-        pytest.skip("Table.compact is not available")
     n = len(level_files(before))
     table.compact(strategy="full")
     after, frame_after = table.file_groups(), table.file_slices()

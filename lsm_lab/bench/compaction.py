@@ -53,6 +53,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lsm_lab.layout import parquet_io
+from lsm_lab.spark import write_table
+from lsm_lab.spark.compact import run_compaction
+from lsm_lab.spark.jobs import TaskClock, TaskReport, jvm_peak_mib, jvm_pid, table_uri
+from lsm_lab.spark.session import spark_session
+from lsm_lab.table.table import create_table, open_table
+
 CONTENDERS = ("sorted", "hash", "window", "io_floor")
 LOCAL_CONTENDERS = ("local_sorted", "local_hash")
 FILE_GROUPS = 16
@@ -84,9 +91,6 @@ def _rows_frame(spark: Any, ids: Any, ts_offset: int, seed: int) -> Any:
 
 def make_base(spark: Any, path: Path, rows: int, *, progress: bool | None = None) -> Path:
     """A new MOR lsm_tree table of `rows` rows in FILE_GROUPS base files, written with `lsm_lab.spark.write`."""
-    from lsm_lab.spark import write_table
-    from lsm_lab.table.table import create_table
-
     if path.exists():
         shutil.rmtree(path)
     create_table(path, name="bench", record_key="key", ordering_field="ts", table_type="MERGE_ON_READ",
@@ -105,15 +109,12 @@ def add_logs(spark: Any, path: Path, rows: int, k: int, updates: float, *, seed:
     """
     from pyspark.sql import functions as F
 
-    from lsm_lab.spark import write_table
-
     total = 0
     parts = max(2, rows // 500_000)
     for r in range(k):
         ids = spark.range(0, rows, 1, parts).where(F.rand(seed + r) < updates / k)
         frame = _rows_frame(spark, ids, 2_000_000_000 + r * 100_000_000, seed + 100 + r)
         done = write_table(frame, path, op="upsert", spark=spark, progress=progress)
-        from lsm_lab.table.table import open_table
 
         meta = open_table(path).instant_metadata(done)
         total += sum(s["numWrites"] for stats in meta["partitionToWriteStats"].values() for s in stats)
@@ -122,9 +123,6 @@ def add_logs(spark: Any, path: Path, rows: int, k: int, updates: float, *, seed:
 
 # --------------------------------------------------------------------------- contenders
 def _spark_compact(spark: Any, path: Path, merge: str, progress: bool | None) -> dict[str, Any]:
-    from lsm_lab.spark.compact import run_compaction
-    from lsm_lab.table.table import open_table
-
     run = run_compaction(path, spark=spark, strategy="full", merge=merge, progress=progress)
     if run.instant is None:
         raise RuntimeError("nothing was compacted")
@@ -148,9 +146,6 @@ class IoFloorTask:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from lsm_lab.layout import parquet_io
-        from lsm_lab.spark.jobs import TaskClock
-
         for batch in batches:
             for i in batch.column(0).to_pylist():
                 clock = TaskClock(i)
@@ -171,9 +166,6 @@ class IoFloorTask:
 
 def _io_floor(spark: Any, path: Path, out: Path) -> dict[str, Any]:
     """Each task copies its slice's files (base + logs) into one new file: reading and writing, no merge."""
-    from lsm_lab.spark.jobs import TaskReport
-    from lsm_lab.table.table import open_table
-
     t0 = time.perf_counter()
     slices = tuple(open_table(path).latest_slices())
     out.mkdir(parents=True, exist_ok=True)
@@ -194,9 +186,6 @@ def _window(spark: Any, path: Path, out: Path) -> dict[str, Any]:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from lsm_lab.spark.jobs import table_uri
-    from lsm_lab.table.table import open_table
-
     t0 = time.perf_counter()
     files = [table_uri(f.path) for fs in open_table(path).latest_slices() for f in fs.files]
     frame = spark.read.parquet(*files)
@@ -212,8 +201,6 @@ def _window(spark: Any, path: Path, out: Path) -> dict[str, Any]:
 def _local_child(path: str, merge: str) -> dict[str, Any]:
     """In a child process: `Table.compact(strategy="full", merge=...)`; time and the process's peak RSS."""
     import resource
-
-    from lsm_lab.table.table import open_table
 
     table = open_table(path)
     t0 = time.perf_counter()
@@ -242,9 +229,6 @@ def run_bench(rows: int, ks: Sequence[int], *, updates: float = 0.2, contenders:
               engine: str = "spark", spark: Any = None, data_dir: str | Path | None = None,
               progress: bool | None = None, log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Build the tables and run every contender for every k; one JSON-able record per (k, contender)."""
-    from lsm_lab.spark.jobs import jvm_peak_mib, jvm_pid
-    from lsm_lab.spark.session import spark_session
-
     if not 0.0 < updates <= 1.0:
         raise ValueError("updates must be a fraction in (0, 1]")
     names = list(contenders) if engine == "spark" else [c for c in contenders if c in LOCAL_CONTENDERS] or \
@@ -362,8 +346,8 @@ def plot(records: Sequence[dict[str, Any]], out: str | Path) -> Path:
     rows = ok[0]["rows"] if ok else 0
     title = f"Full compaction on Spark local[2]: {rows:,} rows, {FILE_GROUPS} file groups"
     try:
-        from lsm_lab.viz._style import new_figure
-        from lsm_lab.viz.bench import plot_bench
+        from lsm_lab.viz.bench import plot_bench  # matplotlib: imported only when plotting
+        from lsm_lab.viz.style import new_figure  # (likewise)
     except ImportError:  # pragma: no cover - viz ships with the package
         return _plot_plain(ok, out, title)
     group = ["engine", "merge"] if len({r["engine"] for r in ok}) > 1 else "merge"

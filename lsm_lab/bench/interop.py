@@ -39,9 +39,11 @@ import pyarrow.compute as pc
 from lsm_lab.config import TableConfig, build_props
 from lsm_lab.datagen import TripsGenerator
 from lsm_lab.interop import compat
+from lsm_lab.interop.hudi_tables import hudi_available, hudi_rs_read
 from lsm_lab.layout import fsview
 from lsm_lab.logformat import v2
 from lsm_lab.table import records
+from lsm_lab.table.table import create_table, open_table
 
 INSTANT = "20260101000000000"
 SIZES = (1_000, 10_000, 100_000)
@@ -126,9 +128,6 @@ def _log_bytes_of(path: Path) -> tuple[int, int]:
 def mor_read(rows: int, *, update_fraction: float, rounds: int, repeat: int, work_dir: Path,
              seed: int = 11) -> dict[str, Any]:
     """Build the v8 (v1 logs) and v9 (v2 logs) MOR tables and time their snapshot reads."""
-    from lsm_lab.interop.hudi_tables import hudi_available, hudi_rs_read
-    from lsm_lab.table.table import create_table, open_table
-
     paths = {8: work_dir / "mor_v8_v1logs", 9: work_dir / "mor_v9_v2logs"}
     writes: dict[int, float] = {}
     for version, path in paths.items():

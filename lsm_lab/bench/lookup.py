@@ -66,6 +66,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import lsm_lab
+from lsm_lab.datagen import TripsGenerator
+from lsm_lab.layout import fsview, parquet_io
+from lsm_lab.lookup.bloom import BloomFilter, key_hashes
+from lsm_lab.lookup.lookup import LookupStats, clear_footer_cache, open_lookup
+
 LAYOUTS = ("lsm_tree", "default", "default_unsorted")
 WRITTEN = ("lsm_tree", "default")
 MARKER = "lookup_bench.json"
@@ -86,9 +92,6 @@ class BenchParams:
 # --------------------------------------------------------------------------- building the tables
 def build_tables(root: Path, params: BenchParams, *, log: Any = print) -> dict[str, Any]:
     """Create (or reuse) both tables under `root`; returns the marker: params and key samples."""
-    import lsm_lab
-    from lsm_lab.datagen import TripsGenerator
-
     marker = root / MARKER
     if marker.exists():
         saved = json.loads(marker.read_text())
@@ -140,8 +143,6 @@ def shuffled_copy(src: Path, dst: Path, *, seed: int = 0) -> None:
     """Copy a table, rewriting every data file with its rows in random order (footers otherwise kept)."""
     import pyarrow.parquet as pq
 
-    from lsm_lab.layout import fsview, parquet_io
-
     if dst.exists():
         shutil.rmtree(dst)
     shutil.copytree(src, dst)
@@ -182,9 +183,6 @@ def run_lookups(root: Path, saved: dict[str, Any], *, lookups: int, log: Any = p
     Contenders are interleaved key by key (key 1 on every contender, then key 2,
     ...), so that a busy machine slows them alike and their ratios stay fair.
     """
-    import lsm_lab
-    from lsm_lab.lookup.lookup import LookupStats, clear_footer_cache, open_lookup
-
     rng = np.random.default_rng(7)
     samples = {
         "present": [saved["present"][i] for i in rng.permutation(len(saved["present"]))[:lookups]],
@@ -330,9 +328,6 @@ def cumulative_tradeoff(*, base_keys: int = 1_000_000, log_keys: int = 20_000, l
     and key ranges: per-file [min, max] against the slice's union, for random keys
     (uuids: every range spans the key space) and for keys that grow with time.
     """
-    from lsm_lab.datagen import TripsGenerator
-    from lsm_lab.lookup.bloom import BloomFilter, key_hashes
-
     gen = TripsGenerator(seed)
     base = gen.inserts(base_keys).column("uuid").combine_chunks()
     absent = TripsGenerator(seed + 99).inserts(queries).column("uuid").combine_chunks()

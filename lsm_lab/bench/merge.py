@@ -53,6 +53,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lsm_lab.merge import open_merge
+from lsm_lab.merge.files import RowGroupWriter, merge_parquet_files
+from lsm_lab.merge.semantics import MergeMode, MergeSpec
+
 CONTENDERS: tuple[str, ...] = ("io_floor", "sorted", "duckdb", "pyarrow", "hash", "loser_tree", "heapq")
 PER_RECORD: tuple[str, ...] = ("loser_tree", "heapq")
 ROW_GROUP = 131_072
@@ -143,8 +147,6 @@ def make_runs(directory: str | os.PathLike[str], rows: int, k: int, overlap: flo
 # --------------------------------------------------------------------------------------
 
 def _io_floor(paths: Sequence[str], out: str) -> dict[str, Any]:
-    from lsm_lab.merge.files import RowGroupWriter
-
     schema = pq.ParquetFile(paths[0]).schema_arrow
     writer = RowGroupWriter(out, schema, ROW_GROUP)
     for path in paths:
@@ -157,8 +159,6 @@ def _io_floor(paths: Sequence[str], out: str) -> dict[str, Any]:
 
 def _engine(name: str) -> Any:
     def run(paths: Sequence[str], out: str) -> dict[str, Any]:
-        from lsm_lab.merge.files import merge_parquet_files
-
         return merge_parquet_files(out, paths, key=KEY, ordering=ORDERING, engine=name)
     return run
 
@@ -196,9 +196,6 @@ def _duckdb(paths: Sequence[str], out: str) -> dict[str, Any]:
 
 def _counted_heapq(paths: Sequence[str]) -> dict[str, Any]:
     """A second, untimed heapq pass that counts comparisons."""
-    from lsm_lab.merge import open_merge
-    from lsm_lab.merge.semantics import MergeMode, MergeSpec
-
     spec = MergeSpec(MergeMode.EVENT_TIME_ORDERING, key=KEY, ordering=ORDERING, delete="__del")
 
     def batches(path: str) -> Any:

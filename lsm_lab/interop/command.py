@@ -17,13 +17,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from lsm_lab.errors import InputError
+from lsm_lab.bench.interop import format_report, run
+from lsm_lab.errors import InputError, UnsupportedFeatureError
+from lsm_lab.interop.hudi_tables import compare_rows, find_shared, hudi_rs_read, unpack_tables
+from lsm_lab.interop.upgrade import dump_formats, upgrade
+from lsm_lab.table.table import open_table
 
 
 def _compare(path: str, as_of: str | None, read_optimized: bool) -> list[str]:
-    from lsm_lab.interop.hudi_tables import compare_rows, hudi_rs_read
-    from lsm_lab.table.table import open_table
-
     table = open_table(path)
     mine = table.read_optimized(as_of=as_of) if read_optimized else table.read(as_of=as_of)
     theirs = hudi_rs_read(path, as_of=as_of, read_optimized=read_optimized)
@@ -41,10 +42,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_real_tables(args: argparse.Namespace) -> int:
-    from lsm_lab.errors import UnsupportedFeatureError
-    from lsm_lab.interop.hudi_tables import find_shared, unpack_tables
-    from lsm_lab.table.table import open_table
-
     shared = Path(args.shared) if args.shared else find_shared()
     if shared is None or not (shared / "hudi-tables").is_dir():
         raise InputError("no shared/hudi-tables folder (pass --shared or set LSM_LAB_SHARED)")
@@ -62,8 +59,6 @@ def cmd_real_tables(args: argparse.Namespace) -> int:
 
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
-    from lsm_lab.interop.upgrade import dump_formats, upgrade
-
     table = upgrade(args.path, layout=args.layout)
     print(f"upgraded: {table!r}")
     print(dump_formats(table))
@@ -71,8 +66,6 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_formats(args: argparse.Namespace) -> int:
-    from lsm_lab.interop.upgrade import dump_formats
-
     print(dump_formats(args.path, args.as_of))
     return 0
 
@@ -133,8 +126,6 @@ def register_bench(bsub: argparse._SubParsersAction) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from lsm_lab.bench.interop import format_report, run
-
     report = run(rows=args.rows, update_fraction=args.update_fraction, rounds=args.rounds, repeat=args.repeat,
                  work_dir=args.dir)
     if args.json:

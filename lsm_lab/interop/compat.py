@@ -53,7 +53,10 @@ from lsm_lab.errors import InputError
 from lsm_lab.layout import naming
 from lsm_lab.logformat import v1
 from lsm_lab.logformat.avro_schema import arrow_to_avro_schema, avro_schema_json, hudi_record_names
+from lsm_lab.services.planner import FULL, pending_plans
 from lsm_lab.table import records
+from lsm_lab.timeline.active import ActiveTimeline
+from lsm_lab.timeline.instant import COMPACTION
 
 COMPAT_VERSIONS = (6, 8)
 
@@ -148,10 +151,6 @@ def pending_compaction_instant(base_path: Path, config: TableConfig, partition: 
     does); naming it for the old base would leave it behind in the old slice and
     lose the write once the compaction completes.
     """
-    from lsm_lab.services.planner import FULL, pending_plans
-    from lsm_lab.timeline.active import ActiveTimeline
-    from lsm_lab.timeline.instant import COMPACTION
-
     found: str | None = None
     for inst, plan in pending_plans(ActiveTimeline(base_path, config)):
         if inst.action != COMPACTION:

@@ -145,17 +145,6 @@ def hudi_rs_incremental(path: str | os.PathLike[str], start: str, end: str | Non
     return pa.Table.from_batches(batches) if batches else pa.table({})
 
 
-def hudi_rs_timeline(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
-    """(timestamp, action) of hudi-rs's completed commits, delta commits and replace commits."""
-    import hudi
-
-    tl = hudi.HudiTableBuilder.from_base_uri(str(path)).build().get_timeline()
-    out: list[Any] = []
-    for getter in (tl.get_completed_commits, tl.get_completed_deltacommits, tl.get_completed_replacecommits):
-        out.extend((i.timestamp, i.action) for i in getter())
-    return sorted(set(out))
-
-
 # --------------------------------------------------------------------------- comparing rows
 def _keys_of(table: pa.Table, key_fields: Sequence[str]) -> list[str]:
     rk = table.column(records.RECORD_KEY) if records.RECORD_KEY in table.column_names else None
@@ -227,7 +216,6 @@ __all__ = [
     "hudi_available",
     "hudi_rs_incremental",
     "hudi_rs_read",
-    "hudi_rs_timeline",
     "table_folder",
     "unpack_tables",
 ]

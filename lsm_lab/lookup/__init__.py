@@ -1,8 +1,11 @@
 """Point lookups and data skipping: bloom filters and key ranges in footers, pruning, binary search.
 
-    bloom.py     BloomFilter: NumPy bloom filter of record keys, stored base64 in the footer
-    lookup.py    KeyPredicate, LookupStats, Table.lookup's engine and read(filter=...)'s key pruning
-    command.py   `lsm-lab lookup`, `lsm-lab show blooms`, `lsm-lab bench lookup`
+    bloom.py      BloomFilter: NumPy bloom filter of record keys, stored base64 in the footer
+    footer.py     FileInfo, FooterCache: a data file's key range, bloom and row-group statistics, read once
+    predicate.py  KeyPredicate: the keys (or key range) a filter or a lookup asks for
+    stats.py      LookupStats: what a lookup read and skipped (files, row groups, rows)
+    lookup.py     PrunedReader, KeyLookup: Table.lookup's engine and read(filter=...)'s key pruning
+    command.py    `lsm-lab lookup`, `lsm-lab show blooms`, `lsm-lab bench lookup`
 
 The function `lookup.lookup(table, keys)` is not re-exported here, so that
 `lsm_lab.lookup.lookup` always names the module; use `Table.lookup`.

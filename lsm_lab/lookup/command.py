@@ -20,21 +20,25 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
+from lsm_lab.bench.lookup import __doc__ as bench_doc
+from lsm_lab.bench.lookup import add_arguments, run
+from lsm_lab.cli_io import print_frame
 from lsm_lab.errors import CorruptFileError
+from lsm_lab.layout import fsview
+from lsm_lab.lookup.footer import FooterCache
+from lsm_lab.lookup.stats import LookupStats
+from lsm_lab.table.table import open_table
 
 
 def cmd_lookup(args: argparse.Namespace) -> int:
-    from lsm_lab.cli import _frame_out
-    from lsm_lab.lookup.stats import LookupStats
-    from lsm_lab.table.table import open_table
-
     table = open_table(args.path)
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     stats = LookupStats(trace=[] if args.explain else None)
     result = table.lookup(args.keys, as_of=args.as_of, columns=columns, stats=stats)
-    _frame_out(result.to_pandas(), args.json)
+    print_frame(result.to_pandas(), args.json)
     if stats.trace:
         print("\n".join(stats.trace), file=sys.stderr)
     print(f"({result.num_rows} rows) {stats.summary()}", file=sys.stderr)
@@ -43,11 +47,6 @@ def cmd_lookup(args: argparse.Namespace) -> int:
 
 def bloom_lines(path: str) -> list[str]:
     """`show blooms`: one line per Parquet data file with its key range and bloom facts."""
-    from pathlib import Path
-
-    from lsm_lab.layout import fsview
-    from lsm_lab.lookup.footer import FooterCache
-
     target = Path(path)
     if target.is_file():
         items = [("", target)]
@@ -100,16 +99,11 @@ def register(sub: Any) -> None:
 
 
 def _run_bench(args: argparse.Namespace) -> int:
-    from lsm_lab.bench.lookup import run
-
     return run(args)
 
 
 def register_bench(bench_subparsers: Any) -> None:
     """Add `lookup` under `lsm-lab bench`."""
-    from lsm_lab.bench.lookup import __doc__ as bench_doc
-    from lsm_lab.bench.lookup import add_arguments
-
     summary = "point lookups: lsm_tree (sorted, bucketed) against the default layout, same data"
     p = bench_subparsers.add_parser("lookup", help=summary, description=bench_doc or summary,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)

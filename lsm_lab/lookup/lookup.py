@@ -385,13 +385,6 @@ class PrunedReader:
         return merged.select(self.needed)
 
 
-def read_slice_pruned(ctx: ReadContext, fs: FileSlice, pred: KeyPredicate, *,
-                      columns: Sequence[str] | None = None, engine: str | None = None,
-                      stats: LookupStats | None = None, **options: Any) -> pa.Table:
-    """One slice through a one-off `PrunedReader` (prefer a shared reader for many slices)."""
-    return PrunedReader(ctx, pred, columns=columns, engine=engine, stats=stats, **options).read_slice(fs)
-
-
 # --------------------------------------------------------------------------- many slices
 def _as_keys(keys: str | Iterable[str] | pa.Array | pa.ChunkedArray) -> list[str]:
     if isinstance(keys, str):
@@ -478,5 +471,4 @@ __all__ = [
     "lookup_slices",
     "open_lookup",
     "probe_file",
-    "read_slice_pruned",
 ]

@@ -15,7 +15,10 @@ import argparse
 import json
 from typing import Any
 
+from lsm_lab.bench.merge import __doc__ as bench_doc
+from lsm_lab.bench.merge import add_arguments, run_from_args
 from lsm_lab.merge import ENGINES
+from lsm_lab.merge.files import merge_parquet_files
 
 _MERGE_HELP = "merge sorted Parquet runs into one sorted Parquet file (one row per key)"
 _MERGE_EPILOG = """\
@@ -32,8 +35,6 @@ Example: lsm-lab merge out.parquet base.parquet log1.parquet --key id --ordering
 
 
 def _run_merge(args: argparse.Namespace) -> int:
-    from lsm_lab.merge.files import merge_parquet_files
-
     stats = merge_parquet_files(args.out, args.inputs, key=args.key, ordering=args.ordering, engine=args.engine,
                                 delete_column=args.delete_column, row_group_size=args.row_group_size,
                                 batch_size=args.batch_size, progress=not args.quiet)
@@ -66,16 +67,11 @@ def register(subparsers: Any) -> None:
 
 
 def _run_bench(args: argparse.Namespace) -> int:
-    from lsm_lab.bench.merge import run_from_args
-
     return run_from_args(args)
 
 
 def register_bench(bench_subparsers: Any) -> None:
     """Add ``merge [--rows N] [--k K ...] [--overlap F] [--json OUT]`` under ``lsm-lab bench``."""
-    from lsm_lab.bench.merge import __doc__ as bench_doc
-    from lsm_lab.bench.merge import add_arguments
-
     summary = "benchmark merging k sorted Parquet runs against DuckDB, pyarrow and the I/O floor"
     p = bench_subparsers.add_parser("merge", help=summary, description=(bench_doc or summary),
                                     formatter_class=argparse.RawDescriptionHelpFormatter)

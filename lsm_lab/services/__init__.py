@@ -4,7 +4,7 @@
     heartbeat.py   liveness of the process that owns a pending instant
     markers.py     a note per data file, written before the file
     occ.py         optimistic concurrency: snapshot, write without the lock, conflict check at commit
-    rollback.py    undo a dead write (or the latest completed one)
+    rollback.py    undo a dead write (or the latest completed one); run a restore's rollbacks
     planner.py     the hybrid compaction planner (FULL or LOG per file group)
     compaction.py  run a plan: L0 + L1 → L1, or L0 → L0; inline triggers
     clean.py       delete files no retained snapshot needs
@@ -12,6 +12,7 @@
     archiver.py    move old instants into the LSM timeline (timeline/archive.py)
     command.py     the `lsm-lab` commands for all of the above
 
-`Table` exposes them as thin methods (compact, clean, rollback, savepoint,
-restore, archive); the modules are imported lazily from there.
+The services take a `TableState` (table/state.py: timeline, schema, files),
+never the `Table` facade: `Table` sits above them and exposes them as thin
+methods (compact, clean, rollback, savepoint, restore, archive).
 """

@@ -14,23 +14,17 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from lsm_lab.cli import parse_options
-
-if TYPE_CHECKING:
-    from lsm_lab.table.table import Table
+from lsm_lab.cli_io import parse_options
+from lsm_lab.services.planner import format_plan, read_plan
+from lsm_lab.table.table import Table, open_table
 
 
 def _table(path: str) -> Table:
-    from lsm_lab.table.table import open_table  # imported lazily: `lsm-lab --help` stays fast
-
     return open_table(path)
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    from lsm_lab.services.planner import format_plan, read_plan
-
     table = _table(args.path)
     result = table.compact(strategy=args.strategy, merge=args.merge, plan_only=args.plan_only,
                            options=parse_options(args.option))
@@ -113,8 +107,6 @@ def cmd_archive(args: argparse.Namespace) -> int:
 
 def show_plan(args: argparse.Namespace) -> int:
     """`lsm-lab show plan PATH`: the pending compaction plan (else the latest completed one)."""
-    from lsm_lab.services.planner import format_plan
-
     table = _table(args.path)
     plans = table.compaction_plans()
     if not plans:

@@ -40,12 +40,6 @@ def _key(base_path: str | os.PathLike[str]) -> tuple[str, int]:
     return str(Path(base_path).resolve()), threading.get_ident()
 
 
-def holds_lock(base_path: str | os.PathLike[str]) -> bool:
-    """True when the calling thread holds the table lock of `base_path`."""
-    with _guard:
-        return bool(_held.get(_key(base_path)))
-
-
 @contextlib.contextmanager
 def table_lock(base_path: str | os.PathLike[str], *, timeout: float = 120.0) -> Iterator[None]:
     """Hold the table's exclusive lock for the duration of the block (ConflictError on timeout)."""

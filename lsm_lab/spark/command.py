@@ -19,18 +19,22 @@ import sys
 import time
 from typing import Any
 
+from lsm_lab.bench import compaction
+from lsm_lab.bench.compaction import run_from_args
+from lsm_lab.cli_io import read_input_file
+from lsm_lab.spark.cluster import StandaloneCluster
+from lsm_lab.spark.compact import run_compaction
+from lsm_lab.spark.read import read_table
+from lsm_lab.spark.session import spark_session
+from lsm_lab.spark.write import write_table
+
 
 def _spark(args: argparse.Namespace) -> Any:
-    from lsm_lab.spark.session import spark_session
-
     conf = {"spark.master": args.master} if getattr(args, "master", None) else {}
     return spark_session(**conf)
 
 
 def _cmd_write(args: argparse.Namespace) -> int:
-    from lsm_lab.cli import read_input_file
-    from lsm_lab.spark.write import write_table
-
     data = read_input_file(args.file)
     done = write_table(data, args.path, op=args.op, spark=_spark(args))
     print(f"{args.op}: {data.num_rows:,} rows → {done}")
@@ -38,8 +42,6 @@ def _cmd_write(args: argparse.Namespace) -> int:
 
 
 def _cmd_compact(args: argparse.Namespace) -> int:
-    from lsm_lab.spark.compact import run_compaction
-
     run = run_compaction(args.path, spark=_spark(args), strategy=args.strategy, merge=args.merge)
     if run.instant is None:
         print("nothing to compact")
@@ -51,8 +53,6 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 
 
 def _cmd_read(args: argparse.Namespace) -> int:
-    from lsm_lab.spark.read import read_table
-
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     frame = read_table(args.path, spark=_spark(args), as_of=args.as_of, columns=columns, read_optimized=args.read_optimized)
     if args.out:
@@ -65,8 +65,6 @@ def _cmd_read(args: argparse.Namespace) -> int:
 
 
 def _cmd_cluster(args: argparse.Namespace) -> int:
-    from lsm_lab.spark.cluster import StandaloneCluster
-
     with StandaloneCluster(workers=args.workers, cores=args.cores, memory=args.memory) as cluster:
         print(f"master {cluster.master_url}   (status: {cluster.ui_url})")
         print(f"use it:  lsm-lab spark read PATH --master {cluster.master_url}   or   "
@@ -125,15 +123,11 @@ def register(subparsers: Any) -> None:
 
 
 def _run_bench(args: argparse.Namespace) -> int:
-    from lsm_lab.bench.compaction import run_from_args
-
     return run_from_args(args)
 
 
 def register_bench(bench_subparsers: Any) -> None:
     """Add ``compaction`` under ``lsm-lab bench``."""
-    from lsm_lab.bench import compaction
-
     summary = "full compaction on Spark: sorted merge vs hash merge vs a window-function job"
     p = bench_subparsers.add_parser("compaction", help=summary, description=compaction.__doc__,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -56,7 +56,9 @@ import pyarrow as pa
 from lsm_lab import errors
 from lsm_lab.errors import LsmLabError
 from lsm_lab.layout import naming
+from lsm_lab.progress import enabled as progress_enabled
 from lsm_lab.services.rollback import files_of_instant
+from lsm_lab.spark.session import spark_session
 from lsm_lab.timeline.metadata import WriteStat
 
 
@@ -176,7 +178,6 @@ def active_session(spark: Any = None) -> Any:
     """`spark` if given, else the active session, else a new one with lsm_lab's defaults."""
     if spark is not None:
         return spark
-    from lsm_lab.spark.session import spark_session
 
     return spark_session()
 
@@ -236,8 +237,6 @@ def job_progress(spark: Any, description: str, *, enabled: bool | None = None,
     LSM_LAB_PROGRESS=0). The bar counts tasks of every stage of the group's jobs.
     """
     from tqdm.auto import tqdm
-
-    from lsm_lab.progress import enabled as progress_enabled
 
     sc = spark.sparkContext
     group = f"lsm_lab-{uuid.uuid4().hex[:12]}"

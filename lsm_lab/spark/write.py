@@ -64,10 +64,11 @@ import pyarrow.compute as pc
 
 from lsm_lab.config import TableConfig
 from lsm_lab.errors import InputError, LsmLabError
+from lsm_lab.interop import compat
 from lsm_lab.layout import naming
 from lsm_lab.layout.fsview import FileSlice
 from lsm_lab.logformat import v2
-from lsm_lab.services import markers, occ
+from lsm_lab.services import archiver, clean, compaction, markers, occ
 from lsm_lab.services.lock import table_lock
 from lsm_lab.spark.compact import compact_table
 from lsm_lab.spark.jobs import (
@@ -152,11 +153,9 @@ def planned_files(config: TableConfig, base_path: Path, partition: str, file_id:
         return [] if op == "delete" else [(naming.base_file_name(file_id, token, instant), "CREATE")]
     if config.log_format_version == 1:
         try:
-            from lsm_lab.interop import compat
-
             folder = base_path / partition if partition else base_path
             return [(compat.v1_log_name(config, folder, file_id, token, instant, latest.base_instant), "APPEND")]
-        except (ImportError, LsmLabError):
+        except LsmLabError:
             return []
     return [(naming.log_file_name(file_id, token, instant, 1, delete=op == "delete"), "APPEND")]
 
@@ -468,8 +467,6 @@ def write_table(data: Any, path: str | Path, op: str = "upsert", spark: Any = No
 
 def _after_write(table: Table, spark: Any, progress: bool | None) -> None:
     """Inline table services of hoodie.properties; an inline compaction runs on Spark too."""
-    from lsm_lab.services import archiver, clean, compaction
-
     due, _ = compaction.inline_due(table)
     if due:
         compact_table(table.path, spark=spark, strategy=compaction.inline_strategy(table.config.props), progress=progress)

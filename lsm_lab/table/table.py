@@ -11,6 +11,13 @@ A `Table` holds no cached state that could go stale: every call lists the
 timeline and the folder again, so two `Table` objects (or two processes) on one
 path always agree with the disk.
 
+`Table` is a `TableState` (table/state.py: timeline, schema, files, read
+context) plus the verbs.  It is the one module of the table package above
+lsm_lab.services: the services take a `TableState`, and `Table` calls them.
+
+    Table ──► services (compaction, clean, rollback, savepoint, archiver, occ) ──► TableState
+      └─────► table/write.py, table/scan.py, lookup/lookup.py ─────────────────► TableState
+
 Simplified compared with Apache Hudi: no write client / table service client
 split, no metadata table, no schema registry: the table schema is kept in the
 latest commit's `extraMetadata`, as Hudi does.

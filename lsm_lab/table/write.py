@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 
 from lsm_lab.config import TableConfig
 from lsm_lab.errors import InputError
+from lsm_lab.interop import compat
 from lsm_lab.layout import naming, parquet_io
 from lsm_lab.layout.fsview import FileGroup, FileSlice
 from lsm_lab.logformat import v2
@@ -287,8 +288,6 @@ def _write_v1_log(*, config: TableConfig, base_path: Path, folder: Path, partiti
                   rows: pa.Table, latest: FileSlice, instant: str, token: str, task: int, is_delete: bool,
                   ordering: str | None, num_updates: int, user_schema: pa.Schema) -> list[WriteStat]:
     """A MERGE_ON_READ write to a compatibility table: one v1 (#HUDI#) log file, Avro data or delete block."""
-    from lsm_lab.interop import compat
-
     n = rows.num_rows
     base_instant = latest.base_instant
     if config.version < 8:  # v6 names the slice: the one a pending compaction opens, if any

@@ -133,9 +133,6 @@ class ActiveTimeline:
                 return inst
         raise TimelineError(f"no instant {begin_time} on the timeline", path=self.folder)
 
-    def file_path(self, instant: Instant) -> Path:
-        return self.folder / instant.file_name
-
     def read_content(self, instant: Instant, state: State | None = None) -> dict[str, Any]:
         """Decoded content of an instant file (the completed metadata by default)."""
         name = instant.file_name if state is None else file_name_for(

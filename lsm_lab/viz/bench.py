@@ -40,7 +40,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from lsm_lab.viz._style import INSTANT_PALETTE, VizFigure, new_figure
+from lsm_lab.viz.style import INSTANT_PALETTE, VizFigure, new_figure
 
 Records = Iterable[Mapping[str, Any]] | str | os.PathLike[str]
 Group = str | Sequence[str] | None

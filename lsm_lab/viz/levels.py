@@ -62,7 +62,8 @@ from matplotlib.ticker import MaxNLocator
 from lsm_lab.errors import LsmLabError
 from lsm_lab.layout import naming
 from lsm_lab.layout.fsview import DataFile, FileGroup, FileSlice
-from lsm_lab.viz._style import (
+from lsm_lab.table.inspect import file_facts
+from lsm_lab.viz.style import (
     DELETE_HATCH,
     VizFigure,
     group_label,
@@ -109,8 +110,6 @@ LEVEL_COLUMNS = list(LevelFile.__dataclass_fields__)
 # ---------------------------------------------------------------------------------- facts
 
 def _facts(f: DataFile) -> dict[str, Any]:
-    from lsm_lab.table.inspect import file_facts
-
     try:
         return file_facts(f)
     except (LsmLabError, OSError):  # a file cleaned since the view was built: size only

@@ -58,7 +58,7 @@ import ipywidgets as widgets
 from lsm_lab.errors import InputError
 from lsm_lab.merge.loser_tree import LeafState, LeafView, Step, trace_merge
 from lsm_lab.merge.semantics import MergeSpec
-from lsm_lab.viz._style import EXHAUSTED_COLOUR, MOVED_COLOUR, STATE_COLOURS, short_key
+from lsm_lab.viz.style import EXHAUSTED_COLOUR, MOVED_COLOUR, STATE_COLOURS, short_key
 
 _SLOT = 60  # horizontal pixels per in-order position
 _ROW = 66  # vertical pixels per tree level

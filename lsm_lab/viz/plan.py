@@ -35,7 +35,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lsm_lab.viz._style import VizFigure, group_label, instant_colours, new_figure
 from lsm_lab.viz.levels import (
     LevelFile,
     draw_levels,
@@ -46,6 +45,7 @@ from lsm_lab.viz.levels import (
     resolve_size,
     table_colours,
 )
+from lsm_lab.viz.style import VizFigure, group_label, instant_colours, new_figure
 
 
 def plan_operations(plan: Any) -> dict[tuple[str, str], str]:

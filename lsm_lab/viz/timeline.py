@@ -41,7 +41,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from lsm_lab.timeline.clock import parse_time
-from lsm_lab.viz._style import PENDING_HATCH, VizFigure, action_colour, new_figure
+from lsm_lab.viz.style import PENDING_HATCH, VizFigure, action_colour, new_figure
 
 EDGE = "#222222"
 _UNITS = (("ms", 0.001, 2.0), ("s", 1.0, 120.0), ("min", 60.0, 7200.0), ("h", 3600.0, float("inf")))

@@ -1,0 +1,89 @@
+"""What the `lsm-lab` commands share: input and output files, `--option KEY=VALUE`, printing a frame.
+
+    read_input_file(path)        .parquet / .csv / .jsonl  → pyarrow.Table   (InputError otherwise)
+    write_output_file(t, path)   pyarrow.Table → .parquet / .csv / .jsonl
+    parse_options(items)         ["k=v", ...] → {"k": "v"}
+    print_frame(df, as_json)     a pandas DataFrame, as text or JSON records
+
+cli.py and the feature packages' `command.py` modules import these; none of
+them imports cli.py, which sits on top and registers them all.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from lsm_lab.errors import InputError
+
+
+def read_input_file(path: str) -> pa.Table:
+    """Read Parquet, CSV or JSON lines (by extension) into an Arrow table."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such file", path=p)
+    suffix = p.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            return pq.read_table(p)
+        if suffix == ".csv":
+            import pyarrow.csv as pcsv
+
+            return pcsv.read_csv(p)
+        if suffix in (".json", ".jsonl", ".ndjson"):
+            import pyarrow.json as pjson
+
+            return pjson.read_json(p)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"cannot read {suffix[1:]} file: {exc}", path=p) from None
+    raise InputError("unknown file type (use .parquet, .csv or .jsonl)", path=p)
+
+
+def write_output_file(table: pa.Table, path: str) -> None:
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, p)
+    elif suffix == ".csv":
+        import pyarrow.csv as pcsv
+
+        pcsv.write_csv(table, p)
+    elif suffix in (".json", ".jsonl", ".ndjson"):
+        with open(p, "w", encoding="utf-8") as fh:
+            for row in table.to_pylist():
+                fh.write(json.dumps(row, default=str) + "\n")
+    else:
+        raise InputError("unknown output type (use .parquet, .csv or .jsonl)", path=p)
+
+
+def parse_options(items: list[str] | None) -> dict[str, str]:
+    """`--option KEY=VALUE` items (repeatable) as a dict."""
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise InputError(f"--option expects key=value, got {item!r}")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def print_frame(df: Any, as_json: bool) -> None:
+    """Print a pandas DataFrame as a table (at most 500 rows) or, with `as_json`, as JSON records."""
+    if as_json:
+        print(df.to_json(orient="records", indent=2, default_handler=str))
+    else:
+        import pandas as pd
+
+        with pd.option_context("display.max_rows", 500, "display.max_columns", 50, "display.width", 200,
+                               "display.max_colwidth", 60):
+            print(df.to_string(index=False) if len(df) else "(empty)")
+
+
+__all__ = ["parse_options", "print_frame", "read_input_file", "write_output_file"]
