@@ -196,3 +196,19 @@ def test_every_command_and_option_has_help_text() -> None:
 
     walk(build_parser(), "lsm-lab")
     assert missing == []
+
+
+def test_every_feature_command_is_registered() -> None:
+    """The feature packages' commands (and every benchmark) are always there: a broken import fails, not hides."""
+    import argparse
+
+    from lsm_lab.cli import build_parser
+
+    def choices(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        return dict(sub.choices)
+
+    top = choices(build_parser())
+    assert {"demo", "create", "write", "read", "show", "merge", "bench", "compact", "clean", "rollback",
+            "savepoint", "restore", "archive", "lookup", "spark"} <= set(top)
+    assert set(choices(top["bench"])) == {"merge", "interop", "lookup", "compaction"}
