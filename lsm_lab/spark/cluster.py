@@ -13,7 +13,7 @@ Python workers with it:
 
     with StandaloneCluster(workers=2) as cluster:
         spark = spark_session(**cluster.driver_conf())
-        write_table(df, "/data/trips")            # /data/trips must be reachable from every executor
+        write_table(df, "/data/trips")      # /data/trips must be reachable from every executor
 
 Each daemon runs in its own session (`setsid`), with its logs, work folder
 and scratch space (`SPARK_LOCAL_DIRS`) under one temporary folder, on free

@@ -1,9 +1,9 @@
 """A SparkSession with quiet, fast defaults — local by default, a real cluster when asked.
 
     spark_session()                         local[*], UI off, progress bars off, 4 shuffle partitions,
-                                      Arrow on, UTC, workers run *this* Python (PYSPARK_PYTHON)
+                                            Arrow on, UTC, workers run *this* Python (PYSPARK_PYTHON)
     spark_session(**{"spark.master": "spark://127.0.0.1:7077"})      a standalone cluster
-    SPARK_MASTER=spark://host:7077 …                            the same, from the environment
+    SPARK_MASTER=spark://host:7077 …                                  the same, from the environment
 
 An already active session is returned as is (its settings win), so a notebook
 or a test run shares one JVM; Spark's cold start costs ~8 s.
