@@ -3,6 +3,7 @@
 The public API, re-exported here (see docs/ARCHITECTURE.md for the layers):
 
     create_table, open_table, Table          a table: write, read, inspect
+    TableState                               what services read: timeline, schema, files (Table is one)
     Instant, State                           one action on the timeline
     footers                                  decoded Parquet footers of a table's files
     LookupStats                              what a point lookup read and skipped
@@ -36,6 +37,7 @@ _LAZY = {
     "footers": "lsm_lab.table.inspect",
     "LookupStats": "lsm_lab.lookup.stats",
     "Table": "lsm_lab.table.table",
+    "TableState": "lsm_lab.table.state",
     "create_table": "lsm_lab.table.table",
     "open_table": "lsm_lab.table.table",
     "Instant": "lsm_lab.timeline.instant",
@@ -47,6 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from lsm_lab.merge import ENGINES, merge_sources, merge_to_table
     from lsm_lab.merge.semantics import MergeMode, MergeSpec
     from lsm_lab.table.inspect import footers
+    from lsm_lab.table.state import TableState
     from lsm_lab.table.table import Table, create_table, open_table
     from lsm_lab.timeline.instant import Instant, State
 
@@ -83,6 +86,7 @@ __all__ = [
     "Table",
     "TableConfigError",
     "TableNotFoundError",
+    "TableState",
     "TimelineError",
     "UnsupportedFeatureError",
     "create_table",
