@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import lsm_lab
+from s3_server import s3_bucket, s3_server  # noqa: F401 - fixtures: a real S3 server (moto) on 127.0.0.1
 
 REPO = Path(__file__).resolve().parents[1]
 
