@@ -14,7 +14,8 @@ the classes below with both in the message.
     ├── UnsupportedFeatureError   a real Hudi feature lsm_lab does not read (HFile, Lance, ...)
     ├── InputError                bad user input to a command (unsorted runs, bad option)
     ├── TimelineError             an instant transition that is not allowed, unknown instant
-    └── ConflictError             optimistic concurrency: another writer won
+    ├── ConflictError             optimistic concurrency: another writer won
+    └── StorageError              a storage request failed (unknown scheme, missing bucket, no answer)
 
 Simplified compared with Apache Hudi: Hudi has dozens of exception classes spread
 over modules (HoodieIOException, HoodieCorruptedDataException, ...); lsm_lab keeps
@@ -75,6 +76,10 @@ class ConflictError(LsmLabError):
     """Optimistic concurrency control: a concurrent writer committed to the same file groups first."""
 
 
+class StorageError(LsmLabError):
+    """A storage request failed: unknown scheme, missing bucket, bad credentials, an endpoint that does not answer."""
+
+
 __all__ = [
     "ConflictError",
     "CorruptFileError",
@@ -82,6 +87,7 @@ __all__ = [
     "LsmLabError",
     "PartitionValueError",
     "SchemaError",
+    "StorageError",
     "TableConfigError",
     "TableNotFoundError",
     "TimelineError",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from s3_server import s3_bucket, s3_server  # noqa: F401 - fixtures: a real S3 server (moto) on 127.0.0.1
 
 import lsm_lab
 

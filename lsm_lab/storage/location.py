@@ -1,0 +1,184 @@
+"""Where a table lives: a path or URI, plus options, becomes a `Storage`.
+
+    /data/trips, ./trips, file:///data/trips        → LocalStorage
+    s3://bucket/prefix  (s3a://)                     → ObjectStorage over S3 or an S3-compatible store
+    gs://bucket/prefix  (gcs://)                     → ObjectStorage over Google Cloud Storage
+    az://container/prefix (abfs://, abfss://, azure://) → ObjectStorage over Azure Blob Storage
+
+Credentials and endpoints follow the convention of hudi-rs, delta-rs and
+obstore: the standard environment variables first (`AWS_ACCESS_KEY_ID`,
+`AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`, `AWS_ENDPOINT_URL`,
+`AWS_ALLOW_HTTP=true` for a plain-http endpoint; `GOOGLE_SERVICE_ACCOUNT`;
+`AZURE_STORAGE_ACCOUNT_NAME`, `AZURE_STORAGE_ACCOUNT_KEY`), then a
+`storage_options={...}` mapping whose keys override them.  Option keys are
+case-insensitive and may carry the store's prefix (`aws_region` = `region`).
+
+Requests are bounded: `timeout` (default 30 s per request), `connect_timeout`
+(5 s), `max_retries` (3) and `retry_timeout` (15 s) can be set as options.
+An endpoint that does not answer ends in a `StorageError` within that bound.
+
+Simplified compared with Apache Hudi: Hudi takes storage settings from Hadoop
+configuration (`fs.s3a.*`); lsm_lab takes the object_store keys instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from lsm_lab.storage.base import RequestCounts, Storage, StorageError
+from lsm_lab.storage.local import LocalStorage
+
+SCHEMES = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs",
+           "az": "azure", "abfs": "azure", "abfss": "azure", "azure": "azure"}
+
+_CLIENT_KEYS = {"allow_http", "timeout", "connect_timeout", "allow_invalid_certificates", "proxy_url", "user_agent"}
+_RETRY_KEYS = {"max_retries", "retry_timeout"}
+_PREFIX = {"s3": "aws_", "gcs": "google_", "azure": "azure_"}
+_ALIASES = {"endpoint_url": "endpoint", "access_key": "access_key_id", "secret_key": "secret_access_key",
+            "storage_account_name": "account_name", "storage_account_key": "account_key"}
+_ENV = {
+    "s3": {"AWS_ACCESS_KEY_ID": "access_key_id", "AWS_SECRET_ACCESS_KEY": "secret_access_key",
+           "AWS_SESSION_TOKEN": "session_token", "AWS_DEFAULT_REGION": "region", "AWS_REGION": "region",
+           "AWS_ENDPOINT_URL": "endpoint", "AWS_ENDPOINT_URL_S3": "endpoint", "AWS_ALLOW_HTTP": "allow_http"},
+    "gcs": {"GOOGLE_SERVICE_ACCOUNT": "service_account", "GOOGLE_APPLICATION_CREDENTIALS": "application_credentials",
+            "GOOGLE_SERVICE_ACCOUNT_KEY": "service_account_key"},
+    "azure": {"AZURE_STORAGE_ACCOUNT_NAME": "account_name", "AZURE_STORAGE_ACCOUNT_KEY": "account_key",
+              "AZURE_STORAGE_SAS_TOKEN": "sas_token", "AZURE_STORAGE_USE_EMULATOR": "use_emulator"},
+}
+
+
+def is_remote(location: str | os.PathLike[str]) -> bool:
+    """True for an object-store URI (`s3://`, `gs://`, `az://`, ...)."""
+    return isinstance(location, str) and urlsplit(location).scheme.lower() in SCHEMES
+
+
+def _truthy(value: Any) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def resolve_options(kind: str, storage_options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Environment variables, then `storage_options`, as canonical lower-case keys without store prefix."""
+    out: dict[str, Any] = {}
+    for var, key in _ENV[kind].items():  # later variables win: AWS_REGION over AWS_DEFAULT_REGION
+        if os.environ.get(var):
+            out[key] = os.environ[var]
+    for raw, value in (storage_options or {}).items():
+        key = str(raw).lower()
+        for prefix in _PREFIX.values():
+            if key.startswith(prefix):
+                key = key[len(prefix):]
+        out[_ALIASES.get(key, key)] = value
+    return out
+
+
+def _seconds(value: Any, default: float) -> float:
+    if value is None:
+        return default
+    text = str(value).strip().lower()
+    try:
+        return float(text[:-1]) if text.endswith("s") else float(text)
+    except ValueError:
+        raise StorageError(f"option value {value!r} is not a duration in seconds (e.g. 10 or '10s')") from None
+
+
+def open_storage(location: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None,
+                 *, counts: RequestCounts | None = None) -> Storage:
+    """The `Storage` for a table location (see the module docstring for what is accepted)."""
+    if location is None or not isinstance(location, (str, os.PathLike)):
+        raise StorageError(f"a table location must be a path or a URI, not {type(location).__name__}")
+    text = os.fspath(location)
+    if not isinstance(text, str) or not text:
+        raise StorageError("a table location must be a non-empty path or URI")
+    split = urlsplit(text)
+    scheme = split.scheme.lower()
+    if scheme == "file":
+        return LocalStorage(Path(split.path), counts=counts)
+    if not scheme or len(scheme) == 1:  # a plain path (a drive letter is not a scheme)
+        return LocalStorage(text, counts=counts)
+    kind = SCHEMES.get(scheme)
+    if kind is None:
+        raise StorageError(f"unknown storage scheme {scheme!r} (use a local path, file://, s3://, gs:// or az://)",
+                           path=text)
+    bucket = split.netloc
+    if not bucket:
+        raise StorageError("the URI names no bucket/container", path=text)
+    return _object_storage(text, kind, bucket, split.path.strip("/"), resolve_options(kind, storage_options), counts)
+
+
+def _object_storage(uri: str, kind: str, bucket: str, prefix: str, opts: Any,
+                    counts: RequestCounts | None) -> Storage:
+    try:
+        from obstore.store import AzureStore, GCSStore, S3Store
+    except ImportError:  # pragma: no cover - obstore is a core dependency
+        raise StorageError("object storage needs the `obstore` package (pip install obstore)", path=uri) from None
+    from lsm_lab.storage.objectstore import ObjectStorage
+
+    timeout = _seconds(opts.pop("timeout", None), 30.0)
+    connect_timeout = _seconds(opts.pop("connect_timeout", None), 5.0)
+    max_retries = int(opts.pop("max_retries", 3))
+    retry_timeout = _seconds(opts.pop("retry_timeout", None), 15.0)
+    client: Any = {"timeout": timedelta(seconds=timeout), "connect_timeout": timedelta(seconds=connect_timeout)}
+    for key in list(opts):
+        if key in _CLIENT_KEYS:
+            value = opts.pop(key)
+            client[key] = _truthy(value) if key in ("allow_http", "allow_invalid_certificates") else value
+    retry: Any = {"max_retries": max_retries, "retry_timeout": timedelta(seconds=retry_timeout),
+             "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=2), "base": 2}}
+    endpoint = opts.get("endpoint")
+    if endpoint and str(endpoint).startswith("http://"):
+        client.setdefault("allow_http", True)
+    try:
+        if kind == "s3":
+            opts.setdefault("region", "us-east-1")
+            store: Any = S3Store(bucket, config=opts, client_options=client, retry_config=retry)
+        elif kind == "gcs":
+            store = GCSStore(bucket, config=opts, client_options=client, retry_config=retry)
+        else:
+            store = AzureStore(bucket, config=opts, client_options=client, retry_config=retry)
+    except Exception as exc:  # noqa: BLE001 - obstore raises several types for bad configuration
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StorageError(f"cannot configure the {kind} client: {first}", path=uri) from None
+
+    def arrow_fs() -> tuple[Any, str]:
+        return _arrow_filesystem(kind, bucket, opts, client, max_retries), bucket
+
+    return ObjectStorage(uri, store, arrow_fs, counts=counts, prefix=prefix)
+
+
+def _arrow_filesystem(kind: str, bucket: str, opts: Mapping[str, Any], client: Mapping[str, Any],
+                      max_retries: int) -> Any:
+    """The pyarrow file system for Parquet, configured like the obstore client."""
+    import pyarrow.fs as pafs
+
+    timeout = client["timeout"].total_seconds()
+    connect = client["connect_timeout"].total_seconds()
+    try:
+        if kind == "s3":
+            endpoint = opts.get("endpoint")
+            scheme = "https"
+            if endpoint:
+                split = urlsplit(str(endpoint))
+                if split.scheme:
+                    scheme, endpoint = split.scheme, split.netloc + split.path.rstrip("/")
+            if client.get("allow_http") and not opts.get("endpoint"):
+                scheme = "http"
+            return pafs.S3FileSystem(
+                access_key=opts.get("access_key_id"), secret_key=opts.get("secret_access_key"),
+                session_token=opts.get("session_token"), region=opts.get("region"),
+                endpoint_override=endpoint, scheme=scheme, request_timeout=timeout, connect_timeout=connect,
+                retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=max_retries + 1),
+                anonymous=_truthy(opts.get("skip_signature", False)))
+        if kind == "gcs":
+            return pafs.GcsFileSystem(endpoint_override=opts.get("endpoint"),
+                                      scheme="http" if client.get("allow_http") else "https",
+                                      retry_time_limit=timedelta(seconds=max(1.0, timeout)))
+        return pafs.AzureFileSystem(account_name=str(opts.get("account_name", "")),
+                                    account_key=opts.get("account_key"), blob_storage_authority=opts.get("endpoint"),
+                                    blob_storage_scheme="http" if client.get("allow_http") else None)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises ArrowInvalid/OSError/TypeError for bad settings
+        raise StorageError(f"cannot configure pyarrow's {kind} file system: {exc}", path=f"{kind}://{bucket}") from None

@@ -1,0 +1,66 @@
+"""A real S3 server for tests: moto's server on 127.0.0.1 and a free port.
+
+Used as a pytest plugin (see `conftest.py`): the session fixture `s3_server`
+starts one server for the whole run and stops it at the end; `s3_options(bucket)`
+gives the `storage_options` that point lsm_lab at it, and `s3_env` sets the
+standard `AWS_*` variables instead.  Traffic stays on the loopback address.
+"""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+
+@dataclass
+class S3Server:
+    endpoint: str
+
+    def options(self) -> dict[str, str]:
+        return {"aws_endpoint_url": self.endpoint, "aws_access_key_id": "testing",
+                "aws_secret_access_key": "testing", "aws_region": "us-east-1", "aws_allow_http": "true"}
+
+    def env(self) -> dict[str, str]:
+        return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+
+    def new_bucket(self) -> str:
+        """Create a bucket with a fresh name and return the name."""
+        import boto3
+
+        name = f"t-{uuid.uuid4().hex[:16]}"
+        client: Any = boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id="testing",
+                                   aws_secret_access_key="testing", region_name="us-east-1")
+        client.create_bucket(Bucket=name)
+        return name
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """moto's S3 server, started once per test run on 127.0.0.1."""
+    from moto.server import ThreadedMotoServer  # moto[server] is a dev dependency
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield S3Server(f"http://127.0.0.1:{port}")
+    finally:
+        server.stop()
+
+
+@pytest.fixture()
+def s3_bucket(s3_server: S3Server) -> str:
+    """A new, empty bucket on the test server."""
+    return s3_server.new_bucket()
