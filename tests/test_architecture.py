@@ -12,9 +12,9 @@ docs/ARCHITECTURE.md; a module lower in the list may not import one higher up.
     services      lock, heartbeat, markers, occ, rollback, savepoint, compaction, clean, archiver
     table state   TableState, slice reads and writes, scans, lookups, records, compaction plans, v1 compat
     merge         semantics, engines, Parquet-run merging
-    storage       layout/ (names, Parquet, file-system view), logformat/ (v2, v1, Avro schemas)
+    formats       layout/ (names, Parquet, file-system view), logformat/ (v2, v1, Avro schemas)
     timeline      instants, clock, active timeline, commit metadata, the LSM (archived) timeline
-    foundation    errors, config, progress, datagen
+    foundation    errors, config, storage/ (every byte, local or object store), progress, datagen
 
 A new module must be given a layer here (the test fails on modules it cannot place).
 """
@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parent.parent / "lsm_lab"
 
 # Bottom to top. A module takes the layer of its exact name, else of its longest listed prefix.
 LAYERS: list[tuple[str, list[str]]] = [
-    ("foundation", ["lsm_lab.errors", "lsm_lab.config", "lsm_lab.progress", "lsm_lab.datagen"]),
+    ("foundation", ["lsm_lab.errors", "lsm_lab.config", "lsm_lab.storage", "lsm_lab.progress", "lsm_lab.datagen"]),
     ("timeline", ["lsm_lab.timeline"]),
-    ("storage", ["lsm_lab.layout", "lsm_lab.logformat"]),
+    ("formats", ["lsm_lab.layout", "lsm_lab.logformat"]),
     ("merge", ["lsm_lab.merge"]),
     ("table state", ["lsm_lab.table.state", "lsm_lab.table.records", "lsm_lab.table.index", "lsm_lab.table.read",
                      "lsm_lab.table.v1read", "lsm_lab.table.write", "lsm_lab.table.scan", "lsm_lab.table.inspect",

@@ -116,7 +116,7 @@ def _object_storage(uri: str, kind: str, bucket: str, prefix: str, opts: Any,
         from obstore.store import AzureStore, GCSStore, S3Store
     except ImportError:  # pragma: no cover - obstore is a core dependency
         raise StorageError("object storage needs the `obstore` package (pip install obstore)", path=uri) from None
-    from lsm_lab.storage.objectstore import ObjectStorage
+    from lsm_lab.storage.objectstore import ObjectStorage  # loads obstore: only for object-store URIs (start-up time)
 
     timeout = _seconds(opts.pop("timeout", None), 30.0)
     connect_timeout = _seconds(opts.pop("connect_timeout", None), 5.0)
