@@ -3,33 +3,47 @@
 Two strategies, chosen by the table's layout:
 
 * **bucket index** (`lsm_tree`, the default there).  A record's file group is a
-  pure function of its key:
+  pure function of its key, so writers never look anything up, every version of
+  a key lands in the same file group, and a file group is one sorted run per
+  level.  Table version 10 hashes as Apache Hudi's simple bucket index does
+  (`BucketIdentifier`):
+
+      h       = Java List<String>.hashCode() of the key field values
+                = 31^k + sum_j  String.hashCode(v_j) * 31^(k-1-j)      (mod 2^32, null -> 0)
+      String.hashCode(s) = sum_i  s[i] * 31^(n-1-i)                 over UTF-16 code units
+      bucket  = (h & 0x7FFFFFFF) mod num_buckets
+      file id = "<bucket:08d>-0000-0000-0000-000000000000-0"        (Hudi's fixed per-bucket id)
+
+  computed for a whole column at once in NumPy (`java_string_hashes`): the UTF-8
+  buffer is transcoded to UTF-16 in one call, every code unit gets its power of
+  31 from a table, and per-string sums come from one cumulative sum, all modulo
+  2^32.  Tables of versions 6-9 that lsm_lab wrote keep their older placement:
 
       bucket  = crc32(utf8(record_key)) mod num_buckets
       file id = "<bucket:08d>" + <uuid5(table, partition, bucket)>[8:] + "-0"
 
-  so writers never look anything up, every version of a key lands in the same
-  file group, and a file group is one sorted run per level.  The CRC32 is
-  zlib's CRC-32, which equals Spark SQL's `crc32(cast(key as binary))`, so
-  Spark writers tag records identically.
+  (zlib's CRC-32, which equals Spark SQL's `crc32(cast(key as binary))`).
 
 * **key-lookup index** (`default` layout).  The keys already stored in a
   partition's latest file slices are read (key column only) and joined with the
   batch: known keys go to their file group; new keys go to new file groups of at
   most `max_records_per_file_group` records.
 
-Simplified compared with Apache Hudi: Hudi's bucket index hashes with Java's
-`String.hashCode`; its SIMPLE/BLOOM indexes join with bloom filters and key
-ranges.  No consistent hashing (bucket resizing).
+Simplified compared with Apache Hudi: the hashed values are the key field values
+lsm_lab derives from the columns (Hudi re-parses the `f1:v1,f2:v2` key string,
+with heuristics for values holding ',' or ':'); Hudi's SIMPLE/BLOOM indexes join
+with bloom filters and key ranges.  No consistent hashing (bucket resizing).
 """
 
 from __future__ import annotations
 
 import uuid
 import zlib
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 _NAMESPACE = uuid.UUID("6f1d2c3e-1b0a-4c5d-9e8f-7a6b5c4d3e2f")
 
@@ -62,3 +76,109 @@ def bucket_of_file_id(file_id: str) -> int | None:
 
 def new_file_id() -> str:
     return f"{uuid.uuid4()}-0"
+
+
+# --------------------------------------------------------------------------- Hudi's bucket hash (table version 10)
+NULL_KEY_PART = "__null__"    # Hudi's KeyGenUtils placeholders inside a composite key string
+EMPTY_KEY_PART = "__empty__"
+_MASK32 = np.uint64(0xFFFFFFFF)
+
+
+def _pow31(n: int) -> np.ndarray:
+    """31**i mod 2**32 for i in 0..n-1 (uint64 holding 32-bit values)."""
+    if n <= 0:
+        return np.zeros(0, dtype=np.uint64)
+    powers = np.full(n, 31, dtype=np.uint32)
+    powers[0] = 1
+    return np.cumprod(powers, dtype=np.uint32).astype(np.uint64)  # uint32 products wrap modulo 2**32
+
+
+def java_string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Java's `String.hashCode()` of every string, as uint32 (a null hashes to 0, as Objects.hashCode).
+
+    Vectorised: no Python loop over the strings.  Java hashes UTF-16 code units,
+    so a character outside the Basic Multilingual Plane counts as two units
+    (its surrogate pair).
+    """
+    arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        arr = pc.cast(arr, pa.string())
+    n = len(arr)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint32)
+    arr = pc.cast(arr.fill_null(""), pa.large_string())  # 64-bit offsets; a fresh, unsliced copy of the data
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
+    data_buf = arr.buffers()[2]
+    raw = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]] if data_buf is not None \
+        else np.zeros(0, dtype=np.uint8)
+    rel = offsets - offsets[0]
+    # UTF-16 length of each string: one unit per code point, two for a 4-byte UTF-8 sequence
+    units_per_byte = ((raw & 0xC0) != 0x80).astype(np.int64) + (raw >= 0xF0).astype(np.int64)
+    cum = np.concatenate(([0], np.cumsum(units_per_byte)))
+    u16_off = cum[rel]
+    units = np.frombuffer(raw.tobytes().decode("utf-8").encode("utf-16-le"), dtype="<u2").astype(np.uint64)
+    total = int(u16_off[-1])
+    if total != len(units):  # cannot happen for valid UTF-8 (Arrow validates strings)
+        raise ValueError("string data is not valid UTF-8")
+    if total == 0:
+        return np.zeros(n, dtype=np.uint32)
+    lengths = np.diff(u16_off)
+    # position of each unit counted from the end of its string: n-1-i
+    owner = np.repeat(np.arange(n), lengths)
+    from_end = u16_off[owner + 1] - 1 - np.arange(total)
+    contrib = (units * _pow31(int(lengths.max()))[from_end]) & _MASK32
+    sums = np.concatenate(([np.uint64(0)], np.cumsum(contrib, dtype=np.uint64)))  # wraps modulo 2**64
+    return ((sums[u16_off[1:]] - sums[u16_off[:-1]]) & _MASK32).astype(np.uint32)
+
+
+def java_list_hashes(columns: Sequence[pa.Array | pa.ChunkedArray]) -> np.ndarray:
+    """Java's `List<String>.hashCode()` of each row's values (h = 1; h = 31*h + e.hashCode()), as uint32."""
+    if not columns:
+        raise ValueError("a list hash needs at least one column")
+    k = len(columns)
+    h = np.full(len(columns[0]), 1, dtype=np.uint64) * _pow31(k + 1)[k]
+    for j, col in enumerate(columns):
+        h = (h + java_string_hashes(col).astype(np.uint64) * _pow31(k)[k - 1 - j]) & _MASK32
+    return h.astype(np.uint32)
+
+
+def hudi_bucket_ids(columns: Sequence[pa.Array | pa.ChunkedArray], num_buckets: int) -> np.ndarray:
+    """Hudi's simple bucket index: `(hashKeyFields.hashCode() & Integer.MAX_VALUE) % numBuckets`."""
+    h = java_list_hashes(columns) & np.uint32(0x7FFFFFFF)
+    return (h % np.uint32(num_buckets)).astype(np.int64)
+
+
+def hudi_bucket_file_id(bucket: int) -> str:
+    """Hudi's deterministic file id of a bucket (`BucketIdentifier.newBucketFileIdForNBCC`)."""
+    return f"{bucket:08d}-0000-0000-0000-000000000000-0"
+
+
+def key_values_from_keys(keys: pa.Array | pa.ChunkedArray, fields: Sequence[str]) -> list[pa.Array]:
+    """Split record key strings into key field values, as Hudi does for a key string (lookups).
+
+    One field: the key itself.  Several: `f1:v1,f2:v2` parsed at ',' then the first
+    ':'; `__null__` becomes null and `__empty__` "".  Vectorised (Arrow kernels);
+    a value holding ',' is not supported here (lsm_lab's writers hash columns).
+    """
+    arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    if len(fields) <= 1:
+        return [arr]
+    parts = pc.split_pattern(arr, ",")
+    out = []
+    for j, f in enumerate(fields):
+        item = pc.list_element(parts, j) if len(arr) else pa.array([], pa.string())
+        prefix = f"{f}:"
+        value = pc.utf8_slice_codeunits(item, len(prefix))
+        value = pc.if_else(pc.equal(value, NULL_KEY_PART), pa.scalar(None, pa.string()), value)
+        out.append(pc.if_else(pc.equal(value, EMPTY_KEY_PART), "", value))
+    return out
+
+
+def bucket_ids_of(upstream: bool, key_columns: Sequence[pa.Array | pa.ChunkedArray],
+                  record_keys: pa.Array | pa.ChunkedArray, num_buckets: int) -> np.ndarray:
+    """Bucket of every row: Hudi's hash of the key field values (table version 10) or CRC-32 of the key."""
+    return hudi_bucket_ids(key_columns, num_buckets) if upstream else bucket_ids(record_keys, num_buckets)
+
+
+def file_id_of_bucket(upstream: bool, table_name: str, partition: str, bucket: int) -> str:
+    return hudi_bucket_file_id(bucket) if upstream else bucket_file_id(table_name, partition, bucket)
