@@ -54,6 +54,7 @@ MERGE_MODES = ("COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING", "CUSTOM")
 # Keys lsm_lab adds for its own bookkeeping (documented in docs/FORMAT.md).
 KEY_INSTANT_FORMAT = "lsm_lab.timeline.instant.format"  # json | avro
 KEY_LOG_FORMAT = "lsm_lab.log.format.version"  # 1 (#HUDI# blocks) | 2 (native Parquet)
+KEY_UPGRADE_PENDING = "lsm_lab.upgrade.pending"  # begin time of an upgrade to version 10 not yet finished
 
 
 # --------------------------------------------------------------------------- properties syntax

@@ -4,6 +4,7 @@
     lsm-lab interop real-tables DEST [--shared DIR]               unpack ../shared/hudi-tables, compare every table
     lsm-lab interop upgrade PATH [--layout lsm_tree]               version 8 (v1 logs) -> version 9 (v2 logs)
     lsm-lab interop formats PATH [--as-of T]                       v1/v2 log files per file slice
+    lsm-lab upgrade PATH                                           version 8/9 -> Hudi's version 10 (rewrite)
     lsm-lab show formats PATH                                      the same, as a `show` subject
     lsm-lab bench interop [--rows N]                               v1 vs v2 bytes, lsm_lab vs hudi-rs read time
 
@@ -70,6 +71,16 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_upgrade_v10(args: argparse.Namespace) -> int:
+    from lsm_lab.interop.upgrade import upgrade_to_v10
+    from lsm_lab.table.table import open_table
+
+    before = open_table(args.path).config.version
+    table = upgrade_to_v10(args.path)
+    print(f"table version {before} -> {table.config.version}: {table!r}")
+    return 0
+
+
 def cmd_formats(args: argparse.Namespace) -> int:
     from lsm_lab.interop.upgrade import dump_formats
 
@@ -111,6 +122,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     u.add_argument("path", help="table folder")
     u.add_argument("--layout", choices=["lsm_tree", "default"], help="also switch the storage layout")
     u.set_defaults(func=cmd_upgrade)
+
+    v = sub.add_parser("upgrade", help="rewrite an lsm_lab table to Apache Hudi's table version 10, in place",
+                       description="Rewrite the latest snapshot of an lsm_lab table (version 8 or 9) into upstream "
+                                   "Hudi's version 10 format as one replacecommit: Java-hash buckets, native log "
+                                   "names and footers from then on. Crash-safe; run it again to finish an "
+                                   "interrupted upgrade.")
+    v.add_argument("path", help="table folder")
+    v.set_defaults(func=cmd_upgrade_v10)
 
     f = isub.add_parser("formats", help="v1 and v2 log files per file slice",
                         description="One line per file slice: base file, v1 and v2 log counts, MIXED when both.")

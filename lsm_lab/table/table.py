@@ -278,7 +278,19 @@ class Table:
         """Delete records: rows holding the key (and partition, ordering) columns, or a list of key strings."""
         return self._write(keys_or_data, "delete")
 
+    def upgrade(self) -> Table:
+        """Rewrite this lsm_lab table to Apache Hudi's table version 10 in place (one replacecommit, crash-safe).
+
+        Returns the reopened table; see `lsm_lab.interop.upgrade.upgrade_to_v10`.
+        """
+        from lsm_lab.interop.upgrade import upgrade_to_v10
+
+        return upgrade_to_v10(self)
+
     def _check_writable(self) -> None:
+        if self.config.props.get(cfg.KEY_UPGRADE_PENDING):
+            raise UnsupportedFeatureError("an upgrade to table version 10 has not finished; run `lsm-lab upgrade` "
+                                          "(or Table.upgrade()) to complete it before writing", path=self.path)
         if self.config.version < 9 and not self.config.props.get("lsm_lab.created"):
             raise UnsupportedFeatureError("lsm_lab writes only to tables it created; this table was written by "
                                           "Apache Hudi (read it, or copy its rows into a new lsm_lab table)",
