@@ -81,16 +81,15 @@ def new_file_id() -> str:
 # --------------------------------------------------------------------------- Hudi's bucket hash (table version 10)
 NULL_KEY_PART = "__null__"    # Hudi's KeyGenUtils placeholders inside a composite key string
 EMPTY_KEY_PART = "__empty__"
-_MASK32 = np.uint64(0xFFFFFFFF)
 
 
 def _pow31(n: int) -> np.ndarray:
-    """31**i mod 2**32 for i in 0..n-1 (uint64 holding 32-bit values)."""
+    """31**i mod 2**32 for i in 0..n-1, as uint32 (NumPy's uint32 products wrap modulo 2**32)."""
     if n <= 0:
-        return np.zeros(0, dtype=np.uint64)
+        return np.zeros(0, dtype=np.uint32)
     powers = np.full(n, 31, dtype=np.uint32)
     powers[0] = 1
-    return np.cumprod(powers, dtype=np.uint32).astype(np.uint64)  # uint32 products wrap modulo 2**32
+    return np.cumprod(powers, dtype=np.uint32)
 
 
 def java_string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -98,7 +97,8 @@ def java_string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
     Vectorised: no Python loop over the strings.  Java hashes UTF-16 code units,
     so a character outside the Basic Multilingual Plane counts as two units
-    (its surrogate pair).
+    (its surrogate pair).  All arithmetic is uint32, which wraps modulo 2**32
+    exactly like Java's int.
     """
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
@@ -106,29 +106,38 @@ def java_string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     n = len(arr)
     if n == 0:
         return np.zeros(0, dtype=np.uint32)
-    arr = pc.cast(arr.fill_null(""), pa.large_string())  # 64-bit offsets; a fresh, unsliced copy of the data
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
-    data_buf = arr.buffers()[2]
-    raw = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]] if data_buf is not None \
-        else np.zeros(0, dtype=np.uint8)
-    rel = offsets - offsets[0]
+    arr = arr.fill_null("")
     # UTF-16 length of each string: one unit per code point, two for a 4-byte UTF-8 sequence
-    units_per_byte = ((raw & 0xC0) != 0x80).astype(np.int64) + (raw >= 0xF0).astype(np.int64)
-    cum = np.concatenate(([0], np.cumsum(units_per_byte)))
-    u16_off = cum[rel]
-    units = np.frombuffer(raw.tobytes().decode("utf-8").encode("utf-16-le"), dtype="<u2").astype(np.uint64)
+    lengths = pc.utf8_length(arr).to_numpy(zero_copy_only=False).astype(np.int64)
+    raw = _utf8_bytes(arr)
+    four = raw >= 0xF0
+    if four.any():
+        offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64 if pa.types.is_large_string(arr.type)
+                                else np.int32)[arr.offset : arr.offset + n + 1].astype(np.int64)
+        cum4 = np.concatenate(([0], np.cumsum(four, dtype=np.int64)))
+        lengths = lengths + np.diff(cum4[offsets - offsets[0]])
+    units = np.frombuffer(raw.tobytes().decode("utf-8").encode("utf-16-le"), dtype="<u2").astype(np.uint32)
+    u16_off = np.concatenate(([0], np.cumsum(lengths)))
     total = int(u16_off[-1])
     if total != len(units):  # cannot happen for valid UTF-8 (Arrow validates strings)
         raise ValueError("string data is not valid UTF-8")
     if total == 0:
         return np.zeros(n, dtype=np.uint32)
-    lengths = np.diff(u16_off)
-    # position of each unit counted from the end of its string: n-1-i
-    owner = np.repeat(np.arange(n), lengths)
-    from_end = u16_off[owner + 1] - 1 - np.arange(total)
-    contrib = (units * _pow31(int(lengths.max()))[from_end]) & _MASK32
-    sums = np.concatenate(([np.uint64(0)], np.cumsum(contrib, dtype=np.uint64)))  # wraps modulo 2**64
-    return ((sums[u16_off[1:]] - sums[u16_off[:-1]]) & _MASK32).astype(np.uint32)
+    # unit i of a string of length L is multiplied by 31^(L-1-i)
+    from_end = np.repeat(u16_off[1:] - 1, lengths) - np.arange(total, dtype=np.int64)
+    contrib = units * _pow31(int(lengths.max()))[from_end]
+    sums = np.concatenate(([np.uint32(0)], np.cumsum(contrib, dtype=np.uint32)))  # wraps modulo 2**32
+    return sums[u16_off[1:]] - sums[u16_off[:-1]]
+
+
+def _utf8_bytes(arr: pa.Array) -> np.ndarray:
+    """The UTF-8 bytes of all strings of `arr`, concatenated (a view where possible)."""
+    wide = pa.types.is_large_string(arr.type)
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64 if wide else np.int32)[arr.offset : arr.offset + len(arr) + 1]
+    data = arr.buffers()[2]
+    if data is None or offsets[-1] == offsets[0]:
+        return np.zeros(0, dtype=np.uint8)
+    return np.frombuffer(data, dtype=np.uint8)[int(offsets[0]) : int(offsets[-1])]
 
 
 def java_list_hashes(columns: Sequence[pa.Array | pa.ChunkedArray]) -> np.ndarray:
@@ -136,10 +145,11 @@ def java_list_hashes(columns: Sequence[pa.Array | pa.ChunkedArray]) -> np.ndarra
     if not columns:
         raise ValueError("a list hash needs at least one column")
     k = len(columns)
-    h = np.full(len(columns[0]), 1, dtype=np.uint64) * _pow31(k + 1)[k]
+    powers = _pow31(k + 1)
+    h = np.full(len(columns[0]), powers[k], dtype=np.uint32)  # the initial 1, multiplied k times by 31
     for j, col in enumerate(columns):
-        h = (h + java_string_hashes(col).astype(np.uint64) * _pow31(k)[k - 1 - j]) & _MASK32
-    return h.astype(np.uint32)
+        h += java_string_hashes(col) * powers[k - 1 - j]
+    return h
 
 
 def hudi_bucket_ids(columns: Sequence[pa.Array | pa.ChunkedArray], num_buckets: int) -> np.ndarray:
