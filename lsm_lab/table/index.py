@@ -133,7 +133,8 @@ def java_string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
 def _utf8_bytes(arr: pa.Array) -> np.ndarray:
     """The UTF-8 bytes of all strings of `arr`, concatenated (a view where possible)."""
     wide = pa.types.is_large_string(arr.type)
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64 if wide else np.int32)[arr.offset : arr.offset + len(arr) + 1]
+    all_offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64 if wide else np.int32)
+    offsets = all_offsets[arr.offset : arr.offset + len(arr) + 1]
     data = arr.buffers()[2]
     if data is None or offsets[-1] == offsets[0]:
         return np.zeros(0, dtype=np.uint8)
