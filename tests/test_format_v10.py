@@ -335,3 +335,30 @@ def test_keys_are_ordered_by_unsigned_utf8_bytes(tmp_table) -> None:
     stored = pq.read_table(fs.base_file.path, columns=["_hoodie_record_key"]).column(0).to_pylist()
     assert stored == sorted(keys, key=lambda k: k.encode("utf-8")) == ["A", "z", "é", "\ue000", "\U00020000"]
     assert sorted(keys, key=lambda k: k.encode("utf-16-be")) != stored
+
+
+def test_upgrade_waits_for_pending_compaction_plans(tmp_path: Path) -> None:
+    t = _v9_table(tmp_path / "t")
+    t.compact(strategy="full", plan_only=True)
+    assert [i for i in t.active_timeline.pending() if i.action == "compaction"]
+    with pytest.raises(UnsupportedFeatureError, match="pending compaction plan"):
+        upgrade_to_v10(t)
+    assert lsm_lab.open_table(t.path).config.version == 9  # nothing changed
+    t.compact(strategy="full")
+    assert upgrade_to_v10(t.path).config.version == 10
+
+
+def test_log_compaction_of_a_v10_table_writes_upstream_logs(tmp_table) -> None:
+    t = tmp_table(ordering_field="ts", num_buckets=1)
+    t.insert([{"id": f"k{i}", "ts": 1, "v": i} for i in range(20)])
+    for r in range(3):
+        t.upsert([{"id": f"k{i}", "ts": 2 + r, "v": -i} for i in range(r, 20, 3)])
+        t.delete([{"id": f"k{r}", "ts": 99}])
+    before = t.read(columns=["id", "ts", "v"]).sort_by("id")
+    done = t.compact(strategy="log")
+    assert done.action == "logcompaction"
+    names = [p.name for p in t.path.glob(f"*_{done.begin_time}_*")]
+    assert {n.split(".", 1)[1] for n in names} == {"log.parquet", "deletes.parquet"}
+    for n in names:
+        assert "hudi.log.block_type" not in {k.decode() for k in pq.read_metadata(t.path / n).metadata}
+    assert t.read(columns=["id", "ts", "v"]).sort_by("id").equals(before)

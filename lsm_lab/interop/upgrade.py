@@ -1,4 +1,4 @@
-"""Upgrade: switch a compatibility table to RFC-103's native logs, and to the lsm_tree layout.
+"""Upgrade: switch a compatibility table to native logs and the lsm_tree layout, or rewrite it to version 10.
 
 A table created as version 8 writes v1 (`#HUDI#`) logs so that readers that
 predate RFC-103 can read it. Switching it to native (v2) logs is a change of
@@ -80,7 +80,7 @@ from lsm_lab.services import occ
 from lsm_lab.services.lock import table_lock
 from lsm_lab.table import index, read, records, write
 from lsm_lab.table.table import Table, open_table
-from lsm_lab.timeline.instant import REPLACE_COMMIT
+from lsm_lab.timeline.instant import COMPACTION, LOG_COMPACTION, REPLACE_COMMIT
 from lsm_lab.timeline.metadata import WriteStat, commit_metadata
 
 KEY_UPGRADED_FROM = "lsm_lab.upgraded.from.version"
@@ -157,6 +157,11 @@ def upgrade_to_v10(table: Table | str | os.PathLike[str]) -> Table:
                                       path=t.path)
     if pending and any(i.begin_time == pending for i in t.completed_writes()):
         return _finish_v10(t)  # the rewrite committed; only the properties are missing
+    plans = [i for i in t.active_timeline.pending() if i.action in (COMPACTION, LOG_COMPACTION)]
+    if plans:
+        raise UnsupportedFeatureError(f"the table has {len(plans)} pending compaction plan(s) "
+                                      f"({', '.join(i.begin_time for i in plans)}) on file groups the upgrade "
+                                      "replaces; run them (lsm-lab compact) before upgrading", path=t.path)
     target = conf.with_props(**{"hoodie.table.version": str(cfg.UPSTREAM_LSM_VERSION)})
     with occ.WriteTransaction(t.path, t.active_timeline, REPLACE_COMMIT,
                               {"operationType": UPGRADE_OPERATION.upper()}) as txn:
