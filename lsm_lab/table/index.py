@@ -45,6 +45,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lsm_lab.errors import InputError
+
 _NAMESPACE = uuid.UUID("6f1d2c3e-1b0a-4c5d-9e8f-7a6b5c4d3e2f")
 
 
@@ -107,20 +109,18 @@ def java_string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if n == 0:
         return np.zeros(0, dtype=np.uint32)
     arr = arr.fill_null("")
+    raw, offsets = _utf8_bytes(arr)
     # UTF-16 length of each string: one unit per code point, two for a 4-byte UTF-8 sequence
     lengths = pc.utf8_length(arr).to_numpy(zero_copy_only=False).astype(np.int64)
-    raw = _utf8_bytes(arr)
     four = raw >= 0xF0
     if four.any():
-        offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64 if pa.types.is_large_string(arr.type)
-                                else np.int32)[arr.offset : arr.offset + n + 1].astype(np.int64)
         cum4 = np.concatenate(([0], np.cumsum(four, dtype=np.int64)))
-        lengths = lengths + np.diff(cum4[offsets - offsets[0]])
+        lengths = lengths + np.diff(cum4[offsets])
     units = np.frombuffer(raw.tobytes().decode("utf-8").encode("utf-16-le"), dtype="<u2").astype(np.uint32)
     u16_off = np.concatenate(([0], np.cumsum(lengths)))
     total = int(u16_off[-1])
     if total != len(units):  # cannot happen for valid UTF-8 (Arrow validates strings)
-        raise ValueError("string data is not valid UTF-8")
+        raise InputError("key values are not valid UTF-8 strings")
     if total == 0:
         return np.zeros(n, dtype=np.uint32)
     # unit i of a string of length L is multiplied by 31^(L-1-i)
@@ -130,21 +130,22 @@ def java_string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return sums[u16_off[1:]] - sums[u16_off[:-1]]
 
 
-def _utf8_bytes(arr: pa.Array) -> np.ndarray:
-    """The UTF-8 bytes of all strings of `arr`, concatenated (a view where possible)."""
+def _utf8_bytes(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """The UTF-8 bytes of all strings of `arr` concatenated (a view), and each string's offset into them."""
     wide = pa.types.is_large_string(arr.type)
     all_offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64 if wide else np.int32)
-    offsets = all_offsets[arr.offset : arr.offset + len(arr) + 1]
+    offsets = all_offsets[arr.offset : arr.offset + len(arr) + 1].astype(np.int64)
+    rel = offsets - offsets[0]
     data = arr.buffers()[2]
-    if data is None or offsets[-1] == offsets[0]:
-        return np.zeros(0, dtype=np.uint8)
-    return np.frombuffer(data, dtype=np.uint8)[int(offsets[0]) : int(offsets[-1])]
+    if data is None or rel[-1] == 0:
+        return np.zeros(0, dtype=np.uint8), rel
+    return np.frombuffer(data, dtype=np.uint8)[int(offsets[0]) : int(offsets[-1])], rel
 
 
 def java_list_hashes(columns: Sequence[pa.Array | pa.ChunkedArray]) -> np.ndarray:
     """Java's `List<String>.hashCode()` of each row's values (h = 1; h = 31*h + e.hashCode()), as uint32."""
     if not columns:
-        raise ValueError("a list hash needs at least one column")
+        raise InputError("a bucket hash needs at least one key field")
     k = len(columns)
     powers = _pow31(k + 1)
     h = np.full(len(columns[0]), powers[k], dtype=np.uint32)  # the initial 1, multiplied k times by 31
