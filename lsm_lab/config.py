@@ -368,8 +368,9 @@ def build_props(
         "hoodie.populate.meta.fields": "true",
         "hoodie.index.type": "BUCKET" if layout == "lsm_tree" else "SIMPLE",
         "hoodie.bucket.index.num.buckets": str(num_buckets),
-        **({"hoodie.index.bucket.engine": "SIMPLE", "hoodie.bucket.index.hash.field": ",".join(record_key),
-            "hoodie.table.base.file.format": "PARQUET"} if version >= UPSTREAM_LSM_VERSION else {}),
+        **({"hoodie.table.base.file.format": "PARQUET"} if version >= UPSTREAM_LSM_VERSION else {}),
+        **({"hoodie.index.bucket.engine": "SIMPLE", "hoodie.bucket.index.hash.field": ",".join(record_key)}
+           if version >= UPSTREAM_LSM_VERSION and layout == "lsm_tree" else {}),
         "hoodie.table.checksum": str(table_checksum(database, name)),
         "lsm_lab.created": "true",
     }
