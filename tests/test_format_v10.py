@@ -362,3 +362,15 @@ def test_log_compaction_of_a_v10_table_writes_upstream_logs(tmp_table) -> None:
     for n in names:
         assert "hudi.log.block_type" not in {k.decode() for k in pq.read_metadata(t.path / n).metadata}
     assert t.read(columns=["id", "ts", "v"]).sort_by("id").equals(before)
+
+
+def test_version_10_properties(tmp_table) -> None:
+    lsm = tmp_table(record_key=["id", "n"], ordering_field="ts").config
+    assert lsm.version == 10 and lsm.upstream_format and lsm.bucket_index and lsm.log_format_version == 2
+    assert lsm.props["hoodie.bucket.index.hash.field"] == "id,n"
+    assert lsm.props["hoodie.index.bucket.engine"] == "SIMPLE"
+    assert lsm.props["hoodie.table.ordering.fields"] == "ts"
+    plain = tmp_table(layout="default").config
+    assert plain.version == 10 and not plain.bucket_index and "hoodie.bucket.index.hash.field" not in plain.props
+    with pytest.raises(UnsupportedFeatureError, match="version 10"):
+        tmp_table(table_version=11)
