@@ -207,7 +207,7 @@ def _rewrite_snapshot(t: Table, target: cfg.TableConfig, txn: occ.WriteTransacti
                       ) -> tuple[list[WriteStat], dict[str, list[str]]]:
     """Write the snapshot `txn` started from as version-10 base files; (write stats, replaced file ids)."""
     instant = txn.begin_time
-    ctx = t._read_context(txn.snapshot)
+    ctx = read.ReadContext(t.path, t.config, t.schema or pa.schema([]), t.completion_map(txn.snapshot), txn.snapshot)
     groups = t.file_groups(as_of=txn.snapshot) if txn.snapshot is not None else []
     columns = list(ctx.full_schema.names)
     stats: list[WriteStat] = []
