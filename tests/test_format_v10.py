@@ -374,3 +374,18 @@ def test_version_10_properties(tmp_table) -> None:
     assert plain.version == 10 and not plain.bucket_index and "hoodie.bucket.index.hash.field" not in plain.props
     with pytest.raises(UnsupportedFeatureError, match="version 10"):
         tmp_table(table_version=11)
+
+
+@pytest.mark.parametrize("table_type,layout", [("COPY_ON_WRITE", "lsm_tree"), ("MERGE_ON_READ", "default"),
+                                               ("COPY_ON_WRITE", "default")])
+def test_upgrade_of_every_table_type_and_layout(tmp_path: Path, table_type: str, layout: str) -> None:
+    t = _v9_table(tmp_path / "t", table_type=table_type, layout=layout)
+    before = _rows(t)
+    u = t.upgrade()
+    assert u.config.version == 10 and u.config.layout == layout and _rows(u) == before
+    assert u.config.bucket_index == (layout == "lsm_tree")
+    u.upsert([{"id": "k2", "city": "b", "ts": 7, "v": 7}, {"id": "new", "city": "a", "ts": 1, "v": 1}])
+    expected = sorted([r for r in before if r[0] != "k2"] + [("k2", "b", 7, 7), ("new", "a", 1, 1)])
+    assert _rows(u) == expected
+    groups = [(fs.partition, fs.file_id) for fs in u.latest_slices()]
+    assert len(groups) == len(set(groups))
