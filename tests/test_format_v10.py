@@ -90,8 +90,20 @@ def test_vectorised_hash_equals_the_definition(keys: list[str]) -> None:
 def test_key_values_from_key_strings_match_the_columns() -> None:
     keys = pa.array(["id:7,name:x", "id:__null__,name:__empty__"])
     parts = index.key_values_from_keys(keys, ["id", "name"])
-    assert [p.to_pylist() for p in parts] == [["7", None], ["x", ""]]
-    assert index.key_values_from_keys(pa.array(["k1"]), ["id"])[0].to_pylist() == ["k1"]
+    assert parts is not None and [p.to_pylist() for p in parts] == [["7", None], ["x", ""]]
+    single = index.key_values_from_keys(pa.array(["k1"]), ["id"])
+    assert single is not None and single[0].to_pylist() == ["k1"]
+    assert index.key_values_from_keys(pa.array(["id:a,b,name:x"]), ["id", "name"]) is None  # ',' in a value
+    assert index.key_values_from_keys(pa.array(["name:x,id:7"]), ["id", "name"]) is None   # other field order
+
+
+def test_lookup_of_composite_keys_with_commas(tmp_table) -> None:
+    t = tmp_table(record_key=["id", "name"], num_buckets=4)
+    rows = [{"id": f"a,{i}", "name": f"n{i}", "v": i} for i in range(12)]
+    t.insert(rows)
+    for i in (0, 5, 11):
+        got = t.lookup(f"id:a,{i},name:n{i}", columns=["v"])
+        assert got.column("v").to_pylist() == [i]
 
 
 def test_writer_places_keys_in_hudis_buckets(tmp_table) -> None:

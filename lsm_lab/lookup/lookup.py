@@ -327,6 +327,8 @@ class PrunedReader:
                 if self._buckets is None:
                     keys = pa.array(pred.keys, pa.string())
                     parts = index.key_values_from_keys(keys, config.record_key) if up else []
+                    if parts is None:  # a composite key that does not split cleanly: no bucket pruning
+                        return pred, self._key_hashes()
                     self._buckets = index.bucket_ids_of(up, parts, keys, config.num_buckets)
                 keep = np.flatnonzero(self._buckets == b)
                 if len(keep) == 0:

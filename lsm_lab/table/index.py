@@ -165,21 +165,26 @@ def hudi_bucket_file_id(bucket: int) -> str:
     return f"{bucket:08d}-0000-0000-0000-000000000000-0"
 
 
-def key_values_from_keys(keys: pa.Array | pa.ChunkedArray, fields: Sequence[str]) -> list[pa.Array]:
+def key_values_from_keys(keys: pa.Array | pa.ChunkedArray, fields: Sequence[str]) -> list[pa.Array] | None:
     """Split record key strings into key field values, as Hudi does for a key string (lookups).
 
-    One field: the key itself.  Several: `f1:v1,f2:v2` parsed at ',' then the first
-    ':'; `__null__` becomes null and `__empty__` "".  Vectorised (Arrow kernels);
-    a value holding ',' is not supported here (lsm_lab's writers hash columns).
+    One field: the key itself.  Several: `f1:v1,f2:v2` parsed at ',' then after
+    each `f:` prefix; `__null__` becomes null and `__empty__` "".  Vectorised (Arrow
+    kernels).  None when some key does not split into exactly these fields (a
+    value holding ','): the caller must then not prune by bucket.
     """
     arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
     if len(fields) <= 1:
         return [arr]
     parts = pc.split_pattern(arr, ",")
+    if len(arr) and not pc.all(pc.equal(pc.list_value_length(parts), len(fields))).as_py():
+        return None
     out = []
     for j, f in enumerate(fields):
         item = pc.list_element(parts, j) if len(arr) else pa.array([], pa.string())
         prefix = f"{f}:"
+        if len(arr) and not pc.all(pc.starts_with(item, prefix)).as_py():
+            return None
         value = pc.utf8_slice_codeunits(item, len(prefix))
         value = pc.if_else(pc.equal(value, NULL_KEY_PART), pa.scalar(None, pa.string()), value)
         out.append(pc.if_else(pc.equal(value, EMPTY_KEY_PART), "", value))
