@@ -4,13 +4,16 @@ Every Hudi table carries one small Java `.properties` file that says what the
 table *is*: its name, type (COPY_ON_WRITE or MERGE_ON_READ), version, record key
 fields, partition fields, ordering field and merge mode.  RFC-103 adds one key,
 `hoodie.table.storage.layout`, whose value `lsm_tree` promises that every data
-file of the table is sorted by record key.
+file of the table is sorted by record key.  Apache Hudi ties that layout to table
+version 10 (`TableStorageLayout.LSM_TREE`), which lsm_lab creates by default;
+`TableConfig.upstream_format` tells the modules that write files which dialect
+a table speaks (docs/FORMAT.md, "seed RFC | upstream | lsm_lab").
 
     .hoodie/hoodie.properties
     ┌──────────────────────────────────────────────────────┐
     │ hoodie.table.name=trips                              │
     │ hoodie.table.type=MERGE_ON_READ                      │
-    │ hoodie.table.version=9                               │
+    │ hoodie.table.version=10                              │
     │ hoodie.table.recordkey.fields=uuid                   │
     │ hoodie.table.partition.fields=city                   │
     │ hoodie.table.ordering.fields=ts                      │  (v6/v8: precombine.field)
@@ -42,7 +45,8 @@ from lsm_lab.errors import TableConfigError, TableNotFoundError
 PROPERTIES_FILE = "hoodie.properties"
 META_FOLDER = ".hoodie"
 
-SUPPORTED_TABLE_VERSIONS = (6, 8, 9)
+SUPPORTED_TABLE_VERSIONS = (6, 8, 9, 10)
+UPSTREAM_LSM_VERSION = 10  # Apache Hudi's RFC-103 table version: native logs, Java-hash buckets
 TABLE_TYPES = ("COPY_ON_WRITE", "MERGE_ON_READ")
 LAYOUTS = ("default", "lsm_tree")
 MERGE_MODES = ("COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING", "CUSTOM")
@@ -50,6 +54,7 @@ MERGE_MODES = ("COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING", "CUSTOM")
 # Keys lsm_lab adds for its own bookkeeping (documented in docs/FORMAT.md).
 KEY_INSTANT_FORMAT = "lsm_lab.timeline.instant.format"  # json | avro
 KEY_LOG_FORMAT = "lsm_lab.log.format.version"  # 1 (#HUDI# blocks) | 2 (native Parquet)
+KEY_UPGRADE_PENDING = "lsm_lab.upgrade.pending"  # begin time of an upgrade to version 10 not yet finished
 
 
 # --------------------------------------------------------------------------- properties syntax
@@ -192,6 +197,15 @@ class TableConfig:
         return self.props.get("hoodie.index.type", default).upper() == "BUCKET"
 
     @property
+    def upstream_format(self) -> bool:
+        """Table version 10: upstream Hudi's native log names and footers, delete-log schema and bucket hash.
+
+        Tables of versions 6-9 keep the formats they were written with (the RFC-103
+        draft's names for lsm_lab's version 9); `lsm_lab.interop.upgrade` moves one to 10.
+        """
+        return self.version >= UPSTREAM_LSM_VERSION
+
+    @property
     def timeline_layout(self) -> int:
         """1 = table version 6 (flat `.hoodie/`), 2 = versions 8+ (`.hoodie/timeline/`)."""
         return 1 if self.version < 8 else 2
@@ -202,6 +216,8 @@ class TableConfig:
         raw = self.props.get(KEY_LOG_FORMAT)
         if raw is not None:
             return int(raw)
+        if self.version >= UPSTREAM_LSM_VERSION:
+            return 2
         return 2 if self.version >= 9 and self.props.get("lsm_lab.created") == "true" else 1
 
     @property
@@ -352,6 +368,9 @@ def build_props(
         "hoodie.populate.meta.fields": "true",
         "hoodie.index.type": "BUCKET" if layout == "lsm_tree" else "SIMPLE",
         "hoodie.bucket.index.num.buckets": str(num_buckets),
+        **({"hoodie.table.base.file.format": "PARQUET"} if version >= UPSTREAM_LSM_VERSION else {}),
+        **({"hoodie.index.bucket.engine": "SIMPLE", "hoodie.bucket.index.hash.field": ",".join(record_key)}
+           if version >= UPSTREAM_LSM_VERSION and layout == "lsm_tree" else {}),
         "hoodie.table.checksum": str(table_checksum(database, name)),
         "lsm_lab.created": "true",
     }

@@ -38,7 +38,7 @@ def keys_in_bucket(bucket: int, num_buckets: int, n: int, prefix: str = "k") -> 
     out, i = [], 0
     while len(out) < n:
         key = f"{prefix}{i}"
-        if int(index.bucket_ids(pa.array([key]), num_buckets)[0]) == bucket:
+        if int(index.hudi_bucket_ids([pa.array([key])], num_buckets)[0]) == bucket:  # table version 10
             out.append(key)
         i += 1
     return out

@@ -170,7 +170,7 @@ def test_compat_properties(tmp_path: Path) -> None:
     assert p8["hoodie.table.precombine.field"] == "ts" and "hoodie.table.ordering.fields" not in p8
     assert p8["hoodie.table.keygenerator.class"].endswith("ComplexKeyGenerator")
     assert t8.config.instant_format == "avro" and t8.config.log_format_version == 1
-    with pytest.raises(UnsupportedFeatureError, match="version 9"):
+    with pytest.raises(UnsupportedFeatureError, match="version 10"):
         lsm_lab.create_table(tmp_path / "seven", name="c", record_key="id", table_version=7)
 
 

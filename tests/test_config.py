@@ -85,7 +85,7 @@ def test_missing_required_key(missing: str) -> None:
         ("hoodie.table.version", "nine", "not an integer"),
         ("hoodie.table.version", "5", "unknown table version 5"),
         ("hoodie.table.version", "7", "unknown table version 7"),
-        ("hoodie.table.version", "10", "unknown table version 10"),
+        ("hoodie.table.version", "11", "unknown table version 11"),
         ("hoodie.record.merge.mode", "LATEST", "unknown hoodie.record.merge.mode"),
         ("hoodie.table.storage.layout", "btree", "unknown hoodie.table.storage.layout"),
         ("hoodie.record.merge.mode", "EVENT_TIME_ORDERING", "needs an ordering field"),

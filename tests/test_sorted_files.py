@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lsm_lab.layout import fsview
+from lsm_lab.logformat import v2
 
 ALPHABET = ["a", "B", "z", "é", "\uffff", "\U0001f600", "0", "-", "~", "ß"]
 
@@ -44,7 +45,7 @@ def _random_writes(table, rng: random.Random, *, composite: bool, steps: int = 1
 
 
 def _key_column(path: Path, is_delete: bool) -> list[str]:
-    col = "record_key" if is_delete else "_hoodie_record_key"
+    col = v2.delete_key_column(pq.read_schema(path)) if is_delete else "_hoodie_record_key"
     return pq.read_table(path, columns=[col]).column(col).to_pylist()
 
 

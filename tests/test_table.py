@@ -52,7 +52,7 @@ def test_create_and_open(tmp_path: Path) -> None:
     for line in ["hoodie.table.storage.layout=lsm_tree", "hoodie.table.type=MERGE_ON_READ",
                  "hoodie.record.merge.mode=EVENT_TIME_ORDERING", "hoodie.table.ordering.fields=ts",
                  "hoodie.datasource.write.hive_style_partitioning=true", "hoodie.bucket.index.num.buckets=3",
-                 "hoodie.table.version=9", "hoodie.table.recordkey.fields=uuid", "hoodie.table.partition.fields=city"]:
+                 "hoodie.table.version=10", "hoodie.table.recordkey.fields=uuid", "hoodie.table.partition.fields=city"]:
         assert line in props.splitlines()
     assert (tmp_path / "t" / ".hoodie" / "timeline").is_dir()
     opened = lsm_lab.open_table(tmp_path / "t")
@@ -114,7 +114,7 @@ def test_open_errors(tmp_path: Path) -> None:
     table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id")
     props = table.path / ".hoodie" / "hoodie.properties"
     text = props.read_text()
-    props.write_text(text.replace("hoodie.table.version=9", "hoodie.table.version=11"))
+    props.write_text(text.replace("hoodie.table.version=10", "hoodie.table.version=11"))
     with pytest.raises(TableConfigError, match="unknown table version 11") as info:
         lsm_lab.open_table(table.path)
     assert "hoodie.properties" in str(info.value)
@@ -545,14 +545,15 @@ def test_footers(trips) -> None:
     table, (_i1, i2, i3) = trips
     f = lsm_lab.footers(table.path)
     assert len(f) == len(data_files(table))
-    for col in ["partition", "file", "num_rows", "num_row_groups", "size_bytes", "hudi.log.block_type",
-                "log.VERSION", "log.INSTANT_TIME", "hoodie_min_record_key", "lsm_lab.sorted"]:
+    for col in ["partition", "file", "num_rows", "num_row_groups", "size_bytes",
+                "log.VERSION", "log.INSTANT_TIME", "log.SCHEMA", "hoodie_min_record_key", "lsm_lab.sorted"]:
         assert col in f.columns
-    logs = f[f["hudi.log.block_type"].notna()]
-    assert set(logs["hudi.log.block_type"]) == {"parquet_data", "delete"}
+    assert "hudi.log.block_type" not in f.columns  # table version 10: the kind of a log is in its name
+    logs = f[f["log.VERSION"].notna()]
+    assert {name.split(".")[-2] for name in logs["file"]} == {"log", "deletes"}
     assert set(logs["log.VERSION"]) == {"2"}
     assert set(logs["log.INSTANT_TIME"]) == {i2.begin_time, i3.begin_time}
-    assert (f[f["hudi.log.block_type"].isna()]["num_rows"] > 0).all()
+    assert (f[f["log.VERSION"].isna()]["num_rows"] > 0).all()
     one = lsm_lab.footers(table.path / logs.iloc[0]["partition"] / logs.iloc[0]["file"])  # a single file
     assert len(one) == 1 and one.iloc[0]["log.VERSION"] == "2"
     with pytest.raises(TableNotFoundError, match="no such file or folder"):
@@ -574,10 +575,10 @@ def test_dump_levels(trips, tmp_table) -> None:
     text = table.dump_levels()
     groups = table.file_groups()
     assert text.count("L1: base ") == len(groups)
-    assert "L0 (2): [" in text and "L0 (0): []" in text and " delete sorted" in text
+    assert "L0 (1): [" in text and "L0 (0): []" in text and " delete sorted" in text
     assert all(g.file_id in text for g in groups)
     assert "rows=" in text and "keys [" in text
-    assert "L0 (2)" not in table.dump_levels(as_of=i1)
+    assert "L0 (1)" not in table.dump_levels(as_of=i1)
     assert tmp_table().dump_levels() == "(no file groups)"
 
 

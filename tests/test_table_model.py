@@ -3,7 +3,8 @@
 A Hypothesis state machine creates one table per example — COPY_ON_WRITE or
 MERGE_ON_READ, `lsm_tree` or `default` layout (one TestCase per pair), with or
 without an ordering field, partitioned or not, single or composite keys, hive
-style or not, 1 to 3 buckets — and runs random insert / upsert / bulk_insert /
+style or not, 1 to 3 buckets, table version 10 (upstream Hudi's file dialect and bucket hash) or 9
+(the RFC-103 draft's) — and runs random insert / upsert / bulk_insert /
 delete batches over a tiny key space, so keys collide within a batch, across
 batches, across partitions and inside buckets. Batches come as pyarrow tables,
 pandas DataFrames or lists of dicts; some are empty; a column can be added.
@@ -79,8 +80,9 @@ class TableMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ set-up
     @initialize(ordering=st.booleans(), partitioned=st.booleans(), composite=st.booleans(),
-                hive=st.booleans(), buckets=st.integers(1, 3))
-    def create(self, ordering: bool, partitioned: bool, composite: bool, hive: bool, buckets: int) -> None:
+                hive=st.booleans(), buckets=st.integers(1, 3), version=st.sampled_from([10, 9]))
+    def create(self, ordering: bool, partitioned: bool, composite: bool, hive: bool, buckets: int,
+               version: int) -> None:
         self.ordering = ordering
         self.partitioned = partitioned
         self.composite = composite
@@ -88,7 +90,8 @@ class TableMachine(RuleBasedStateMachine):
         self.table = lsm_lab.create_table(
             self.folder / "t", name="model", record_key=["id", "n"] if composite else "id",
             partition_by="p" if partitioned else None, ordering_field="ts" if ordering else None,
-            table_type=self.table_type, layout=self.layout, hive_style=hive, num_buckets=buckets)
+            table_type=self.table_type, layout=self.layout, hive_style=hive, num_buckets=buckets,
+            table_version=version)  # 10: upstream Hudi's dialect; 9: the RFC-103 draft's
 
     def teardown(self) -> None:
         try:

@@ -69,6 +69,7 @@ import pyarrow.compute as pc
 import lsm_lab
 from lsm_lab.datagen import TripsGenerator
 from lsm_lab.layout import fsview, parquet_io
+from lsm_lab.logformat import v2
 from lsm_lab.lookup.bloom import BloomFilter, key_hashes
 from lsm_lab.lookup.lookup import LookupStats, clear_footer_cache, open_lookup
 
@@ -155,9 +156,9 @@ def shuffled_copy(src: Path, dst: Path, *, seed: int = 0) -> None:
         rows = data.take(pa.array(rng.permutation(data.num_rows))).replace_schema_metadata(None)
         stat = path.stat()
         tmp = path.with_name(f".{path.name}.shuffled")
-        parquet_io.write_parquet(tmp, rows, metadata=kv, key_column="record_key" if name.is_delete else
-                                 parquet_io.RECORD_KEY, row_group_size=md.row_group(0).num_rows if md.num_row_groups
-                                 else parquet_io.DEFAULT_ROW_GROUP_ROWS)
+        key = v2.delete_key_column(rows.schema) if name.is_delete else parquet_io.RECORD_KEY
+        groups = md.row_group(0).num_rows if md.num_row_groups else parquet_io.DEFAULT_ROW_GROUP_ROWS
+        parquet_io.write_parquet(tmp, rows, metadata=kv, key_column=key, row_group_size=groups)
         tmp.replace(path)
         os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 

@@ -4,6 +4,7 @@
     lsm-lab interop real-tables DEST [--shared DIR]               unpack ../shared/hudi-tables, compare every table
     lsm-lab interop upgrade PATH [--layout lsm_tree]               version 8 (v1 logs) -> version 9 (v2 logs)
     lsm-lab interop formats PATH [--as-of T]                       v1/v2 log files per file slice
+    lsm-lab upgrade PATH                                           version 8/9 -> Hudi's version 10 (rewrite)
     lsm-lab show formats PATH                                      the same, as a `show` subject
     lsm-lab bench interop [--rows N]                               v1 vs v2 bytes, lsm_lab vs hudi-rs read time
 
@@ -20,7 +21,7 @@ from pathlib import Path
 from lsm_lab.bench.interop import format_report, run
 from lsm_lab.errors import InputError, UnsupportedFeatureError
 from lsm_lab.interop.hudi_tables import compare_rows, find_shared, hudi_rs_read, unpack_tables
-from lsm_lab.interop.upgrade import dump_formats, upgrade
+from lsm_lab.interop.upgrade import dump_formats, upgrade, upgrade_to_v10
 from lsm_lab.table.table import open_table
 
 
@@ -65,6 +66,13 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_upgrade_v10(args: argparse.Namespace) -> int:
+    before = open_table(args.path).config.version
+    table = upgrade_to_v10(args.path)
+    print(f"table version {before} -> {table.config.version}: {table!r}")
+    return 0
+
+
 def cmd_formats(args: argparse.Namespace) -> int:
     print(dump_formats(args.path, args.as_of))
     return 0
@@ -104,6 +112,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     u.add_argument("path", help="table folder")
     u.add_argument("--layout", choices=["lsm_tree", "default"], help="also switch the storage layout")
     u.set_defaults(func=cmd_upgrade)
+
+    v = sub.add_parser("upgrade", help="rewrite an lsm_lab table to Apache Hudi's table version 10, in place",
+                       description="Rewrite the latest snapshot of an lsm_lab table (version 8 or 9) into upstream "
+                                   "Hudi's version 10 format as one replacecommit: Java-hash buckets, native log "
+                                   "names and footers from then on. Crash-safe; run it again to finish an "
+                                   "interrupted upgrade.")
+    v.add_argument("path", help="table folder")
+    v.set_defaults(func=cmd_upgrade_v10)
 
     f = isub.add_parser("formats", help="v1 and v2 log files per file slice",
                         description="One line per file slice: base file, v1 and v2 log counts, MIXED when both.")

@@ -1,4 +1,4 @@
-"""Upgrade: switch a compatibility table to RFC-103's native logs, and to the lsm_tree layout.
+"""Upgrade: switch a compatibility table to native logs and the lsm_tree layout, or rewrite it to version 10.
 
 A table created as version 8 writes v1 (`#HUDI#`) logs so that readers that
 predate RFC-103 can read it. Switching it to native (v2) logs is a change of
@@ -33,10 +33,16 @@ older file costs speed, never correctness. The existing key-lookup index is
 kept (`hoodie.index.type`): the existing file groups are not buckets, and a
 bucket index would send updates of their keys to new groups.
 
+Upgrading to table version 10 (`upgrade_to_v10`, `Table.upgrade()`, `lsm-lab
+upgrade PATH`) rewrites the data instead; it is a table service, described in
+`lsm_lab.services.upgrade`.
+
 Simplified compared with Apache Hudi: Hudi's upgrade handlers also rewrite the
-timeline, properties and metadata table of every version step; lsm_lab upgrades
-only lsm_lab-created version 8 tables (version 6 would need its flat timeline
-moved and completion times invented) and has no downgrade.
+timeline, properties and metadata table of every version step (and its 9 -> 10
+step rewrites no data: it keeps the old bucket files); lsm_lab upgrades only
+lsm_lab-created tables of version 8 or 9 (version 6 would need its flat
+timeline moved and completion times invented), rewrites each partition's latest
+snapshot in memory, and has no downgrade.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from lsm_lab.errors import InputError, UnsupportedFeatureError
 from lsm_lab.services.lock import table_lock
 from lsm_lab.table.table import Table, open_table
 
+KEY_UPGRADE_PENDING = cfg.KEY_UPGRADE_PENDING
 KEY_UPGRADED_FROM = "lsm_lab.upgraded.from.version"
 KEY_UPGRADED_AT = "lsm_lab.upgraded.at"
 
@@ -101,6 +108,11 @@ def upgrade(table: Table | str | os.PathLike[str], *, layout: str | None = None)
     return open_table(t.path)
 
 
+def upgrade_to_v10(table: Table | str | os.PathLike[str]) -> Table:
+    """Rewrite an lsm_lab table of version 8 or 9 to table version 10 in place (see `services.upgrade`)."""
+    return _as_table(table).upgrade()
+
+
 @dataclass(frozen=True)
 class SliceFormats:
     """How many log files of each format one file slice holds."""
@@ -143,4 +155,4 @@ def dump_formats(table: Table | str | os.PathLike[str], as_of: Any = None) -> st
     return "\n".join(lines)
 
 
-__all__ = ["SliceFormats", "dump_formats", "slice_formats", "upgrade"]
+__all__ = ["SliceFormats", "dump_formats", "slice_formats", "upgrade", "upgrade_to_v10"]

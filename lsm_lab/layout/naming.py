@@ -4,15 +4,19 @@ A data file's name carries its file group, the writer's task (write token), the
 instant that wrote it and, for logs, a version:
 
     base file (L1)      <fileId>_<writeToken>_<instant>.parquet
-    v2 data log (L0)    <fileId>_<writeToken>_<instant>_<version>.parquet            (RFC-103)
-    v2 delete log (L0)  <fileId>_<writeToken>_<instant>_<version>.delete.parquet     (RFC-103)
-    upstream v2 logs    <fileId>_<writeToken>_<instant>_<version>.log.parquet        (Hudi table v10)
-                        <fileId>_<writeToken>_<instant>_<version>.deletes.parquet
-                        <fileId>_<writeToken>_<instant>_<version>.cdc.parquet
+    native logs (L0)    <fileId>_<writeToken>_<instant>_<version>.log.<format>       (Hudi table v10:
+                        <fileId>_<writeToken>_<instant>_<version>.deletes.<format>    FileNameParser.
+                        <fileId>_<writeToken>_<instant>_<version>.cdc.<format>        NATIVE_LOG_FILE_PATTERN)
+    draft v2 logs       <fileId>_<writeToken>_<instant>_<version>.parquet            (RFC-103 draft, read;
+                        <fileId>_<writeToken>_<instant>_<version>.delete.parquet      written to version 9)
     v1 log (L0)         .<fileId>_<instant>.log.<version>_<writeToken>               (#HUDI# blocks)
 
     e.g. 00000002-5c1d..-0_0-1-0_20261122001500123_1.parquet
          └ file id ──────┘ └tok┘ └ instant ───────┘ └ version
+
+In a native name the kind of log (data, deletes, cdc) is the extension and the
+file format its suffix: the name alone says what the file holds.  Upstream's
+grammar forbids '.' and '_' in the file id and '_' in the instant.
 
 Names are parsed by regular expressions anchored at both ends, so a stray file
 (`.hoodie_partition_metadata`, a temp file) is never mistaken for data.  For v1
@@ -28,6 +32,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from lsm_lab.errors import InputError
+
 _T = r"\d{14}(?:\d{3})?"
 _TOKEN = r"\d+-\d+-\d+"
 _BASE = re.compile(rf"^(?P<fid>[^/]+?)_(?P<tok>{_TOKEN})_(?P<t>{_T})\.(?P<ext>parquet|orc|hfile|lance)$")
@@ -35,6 +41,10 @@ _V2_LOG = re.compile(
     rf"^(?P<fid>[^/]+?)_(?P<tok>{_TOKEN})_(?P<t>{_T})_(?P<ver>\d+)"
     rf"(?P<kind>\.delete|\.deletes|\.log|\.cdc)?\.parquet$"
 )
+_NATIVE_LOG = re.compile(
+    rf"^(?P<fid>[^._/]+)_(?P<tok>{_TOKEN})_(?P<t>[^_/]+)_(?P<ver>\d+)\.(?P<kind>log|deletes|cdc)\.(?P<fmt>[^./]+)$"
+)
+NATIVE_DATA, NATIVE_DELETES, NATIVE_CDC = "log", "deletes", "cdc"
 _V1_LOG = re.compile(rf"^\.(?P<fid>[^/]+?)_(?P<t>{_T})\.log\.(?P<ver>\d+)(?:_(?P<tok>{_TOKEN}))?(?P<cdc>\.cdc)?$")
 
 
@@ -71,6 +81,11 @@ class FileName:
 
 def parse(name: str) -> FileName | None:
     """Parse a data file name; None when the name is not a Hudi/lsm_lab data file."""
+    m = _NATIVE_LOG.match(name)
+    if m and re.fullmatch(_T, m.group("t")):
+        content = {NATIVE_DATA: "data", NATIVE_DELETES: "delete", NATIVE_CDC: "cdc"}[m.group("kind")]
+        return FileName(name, m.group("fid"), m.group("t"), "log", m.group("tok"), int(m.group("ver")), 2, content,
+                        m.group("fmt"))
     m = _V2_LOG.match(name)
     if m:
         kind = m.group("kind") or ""
@@ -96,10 +111,26 @@ def base_file_name(file_id: str, token: str, instant: str) -> str:
     return f"{file_id}_{token}_{instant}.parquet"
 
 
-def log_file_name(file_id: str, token: str, instant: str, version: int = 1, *, delete: bool = False) -> str:
-    """An RFC-103 native (v2) log file name; `delete=True` for a delete log."""
+def log_file_name(file_id: str, token: str, instant: str, version: int = 1, *, delete: bool = False,
+                  native: bool = False) -> str:
+    """A v2 log file name; `delete=True` for a delete log.
+
+    `native=True` (table version 10) gives upstream's name, `…_<v>.log.parquet` /
+    `…_<v>.deletes.parquet`; otherwise the RFC-103 draft's `…_<v>.parquet` / `….delete.parquet`.
+    """
+    if native:
+        return native_log_file_name(file_id, token, instant, version, NATIVE_DELETES if delete else NATIVE_DATA)
     suffix = ".delete.parquet" if delete else ".parquet"
     return f"{file_id}_{token}_{instant}_{version}{suffix}"
+
+
+def native_log_file_name(file_id: str, token: str, instant: str, version: int, kind: str = NATIVE_DATA,
+                         file_format: str = "parquet") -> str:
+    """Upstream Hudi's native log name `<fileId>_<writeToken>_<instant>_<version>.<kind>.<format>`."""
+    name = f"{file_id}_{token}_{instant}_{version}.{kind}.{file_format}"
+    if not _NATIVE_LOG.match(name):
+        raise InputError(f"not a valid native log file name: {name!r} (the file id may hold no '.' or '_')")
+    return name
 
 
 def v1_log_file_name(file_id: str, instant: str, version: int, token: str) -> str:

@@ -2,7 +2,20 @@
 
 Version 1 logs wrap records in `#HUDI#` binary blocks that only Hudi can read.
 RFC-103 drops the wrapper: one log file = one Parquet file, and the metadata
-that v1 kept in block headers moves into the Parquet footer:
+that v1 kept in block headers moves into the Parquet footer.
+
+Two dialects exist.  Apache Hudi's table version 10 (what lsm_lab writes now):
+
+    <fileId>_<token>_<instant>_<ver>.log.parquet        data log
+      columns: the five _hoodie_* meta columns, then the user columns
+      footer:  hudi.log.format.metadata = {"VERSION":"2","INSTANT_TIME":"2026...","SCHEMA":"<avro>"}
+               (one JSON map, NativeLogFooterMetadata; no block-type key: the name says "log")
+    <fileId>_<token>_<instant>_<ver>.deletes.parquet    delete log
+      columns: _hoodie_record_key (string, required), then each ordering field with
+               its own type, nullable (HoodieSchemas.createDeleteLogSchema); same footer map
+
+and the RFC-103 draft that lsm_lab followed first (still read; written to version 9
+tables so that they stay self-consistent until `lsm-lab upgrade`):
 
     <fileId>_<token>_<instant>_<ver>.parquet            data log
     ┌──────────────────────────────────────────────┐
@@ -29,8 +42,15 @@ type.  lsm_lab's encoding (docs/FORMAT.md): integers, dates and timestamps as
 booleans as one byte; strings as UTF-8; anything else as the UTF-8 text of the
 value.  Decoding needs the ordering field's type, which the table schema gives.
 
-Simplified compared with RFC-103: no CDC logs and no RECORD_POSITIONS (positional
-merging) are written.
+Readers accept both dialects: the log kind comes from the name (`.deletes.`/
+`.delete.`), else from `hudi.log.block_type`; the footer map is read from
+`hudi.log.format.metadata`, or from per-entry keys `hudi.log.format.<NAME>` (the
+layout proposed in apache/hudi PR #19247, not merged).  A footer whose VERSION is
+newer than 2 is refused, as upstream does.
+
+Simplified compared with upstream Hudi: no CDC logs, and no RECORD_POSITIONS /
+BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS footer entries (upstream writes them
+only for positional merging, which lsm_lab does not do; they are optional).
 """
 
 from __future__ import annotations
@@ -43,8 +63,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lsm_lab.errors import CorruptFileError, SchemaError
-from lsm_lab.layout import parquet_io
+from lsm_lab.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
+from lsm_lab.layout import naming, parquet_io
+from lsm_lab.logformat.avro_schema import arrow_to_avro_schema, avro_schema_json, hudi_record_names
 
 FORMAT_VERSION = "2"
 KEY_METADATA = "hudi.log.format.metadata"
@@ -52,6 +73,10 @@ KEY_BLOCK_TYPE = "hudi.log.block_type"
 BLOCK_DATA = "parquet_data"
 BLOCK_DELETE = "delete"
 BLOCK_CDC = "cdc"
+
+KEY_METADATA_PREFIX = "hudi.log.format."  # per-entry footer keys (apache/hudi PR #19247, read only)
+MAX_FORMAT_VERSION = 2
+UPSTREAM_KEY_COLUMN = "_hoodie_record_key"  # the key column of upstream delete logs
 
 DELETE_SCHEMA = pa.schema(
     [
@@ -71,48 +96,124 @@ def log_metadata(instant_time: str, *, schema_json: str | None = None, **extra: 
     return header
 
 
+def upstream_footer(header: Mapping[str, str]) -> dict[str, str]:
+    """The footer upstream writes (`NativeLogFooterMetadata.toFooterMetadata`): one key, a compact JSON map.
+
+    `VERSION` comes first, then the header entries in their order; no block-type key.
+    """
+    entries = {"VERSION": FORMAT_VERSION, **{k: str(v) for k, v in header.items() if k != "VERSION"}}
+    return {KEY_METADATA: json.dumps(entries, separators=(",", ":"), ensure_ascii=False)}
+
+
+def upstream_delete_schema(table_schema: pa.Schema | None, ordering_fields: list[str] | tuple[str, ...]) -> pa.Schema:
+    """Upstream's delete-log schema (`HoodieSchemas.createDeleteLogSchema`).
+
+    `_hoodie_record_key` (string, required), then every ordering field with the
+    type it has in the table schema, always nullable (a delete without an ordering
+    value stores null).
+    """
+    fields = [pa.field(UPSTREAM_KEY_COLUMN, pa.string(), nullable=False)]
+    for name in ordering_fields:
+        if table_schema is None or name not in table_schema.names:
+            raise SchemaError(f"ordering field '{name}' is not in the table schema; a delete log needs its type")
+        fields.append(pa.field(name, table_schema.field(name).type, nullable=True))
+    return pa.schema(fields)
+
+
+def avro_schema_of(schema: pa.Schema, table_name: str) -> str | None:
+    """The `SCHEMA` footer entry: the file's schema as Hudi's Avro record `<t>_record` in `hoodie.<t>`.
+
+    None when a column has no Avro counterpart (such a table cannot be read by Hudi anyway).
+    """
+    name, namespace = hudi_record_names(table_name)
+    try:
+        return avro_schema_json(arrow_to_avro_schema(schema, name=name, namespace=namespace))
+    except (SchemaError, UnsupportedFeatureError):
+        return None
+
+
 def write_data_log(path: str | os.PathLike[str], table: pa.Table, *, instant_time: str,
-                   is_sorted: bool, schema_json: str | None = None,
+                   is_sorted: bool, schema_json: str | None = None, upstream: bool = False,
                    row_group_size: int = parquet_io.DEFAULT_ROW_GROUP_ROWS) -> int:
-    """Write a v2 data log (records with meta columns); returns its size in bytes."""
-    meta = {
-        KEY_METADATA: json.dumps(log_metadata(instant_time, schema_json=schema_json), sort_keys=True),
-        KEY_BLOCK_TYPE: BLOCK_DATA,
-    }
+    """Write a v2 data log (records with meta columns); returns its size in bytes.
+
+    `upstream=True` (table version 10) writes upstream's footer (no block-type key).
+    """
+    header = log_metadata(instant_time, schema_json=schema_json)
+    if upstream:
+        meta = upstream_footer(header)
+    else:
+        meta = {KEY_METADATA: json.dumps(header, sort_keys=True), KEY_BLOCK_TYPE: BLOCK_DATA}
     return parquet_io.write_parquet(path, table, metadata=meta, is_sorted=is_sorted, row_group_size=row_group_size)
 
 
 def write_delete_log(path: str | os.PathLike[str], deletes: pa.Table, *, instant_time: str,
-                     is_sorted: bool, row_group_size: int = parquet_io.DEFAULT_ROW_GROUP_ROWS) -> int:
-    """Write a v2 delete log; `deletes` has DELETE_SCHEMA's columns."""
+                     is_sorted: bool, schema: pa.Schema | None = None, schema_json: str | None = None,
+                     extra: Mapping[str, str] | None = None,
+                     row_group_size: int = parquet_io.DEFAULT_ROW_GROUP_ROWS) -> int:
+    """Write a v2 delete log.
+
+    With `schema` (an `upstream_delete_schema`, table version 10) the rows have its
+    columns and the footer is upstream's; without it, the draft's DELETE_SCHEMA columns.
+    """
+    header = log_metadata(instant_time, schema_json=schema_json, **dict(extra or {}))
+    if schema is not None:
+        deletes = deletes.select(schema.names).cast(schema)
+        return parquet_io.write_parquet(path, deletes, metadata=upstream_footer(header),
+                                        key_column=UPSTREAM_KEY_COLUMN, is_sorted=is_sorted,
+                                        row_group_size=row_group_size)
     deletes = deletes.select(DELETE_SCHEMA.names).cast(DELETE_SCHEMA)
-    meta = {
-        KEY_METADATA: json.dumps(log_metadata(instant_time), sort_keys=True),
-        KEY_BLOCK_TYPE: BLOCK_DELETE,
-    }
+    meta = {KEY_METADATA: json.dumps(header, sort_keys=True), KEY_BLOCK_TYPE: BLOCK_DELETE}
     return parquet_io.write_parquet(path, deletes, metadata=meta, key_column="record_key", is_sorted=is_sorted,
                                     row_group_size=row_group_size)
 
 
+def delete_key_column(schema: pa.Schema) -> str:
+    """The key column of a delete log: `_hoodie_record_key` (upstream) or `record_key` (draft)."""
+    return UPSTREAM_KEY_COLUMN if UPSTREAM_KEY_COLUMN in schema.names else "record_key"
+
+
 def decode_footer(kv: Mapping[str, str], *, path: str | os.PathLike[str] | None = None) -> dict[str, str]:
-    """The decoded `hudi.log.format.metadata` map of a v2 log footer (CorruptFileError if malformed)."""
+    """The decoded header map of a v2 log footer (CorruptFileError if malformed).
+
+    Read from `hudi.log.format.metadata` (one JSON map: upstream and the draft), or,
+    when that key is absent, from per-entry keys `hudi.log.format.<NAME>`.
+    """
     raw = kv.get(KEY_METADATA)
     if raw is None:
-        raise CorruptFileError(f"v2 log footer has no '{KEY_METADATA}'", path=path)
-    try:
-        header = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise CorruptFileError(f"v2 log footer '{KEY_METADATA}' is not JSON: {exc}", path=path) from None
+        header: object = {k[len(KEY_METADATA_PREFIX):]: v for k, v in kv.items()
+                          if k.startswith(KEY_METADATA_PREFIX) and k != KEY_BLOCK_TYPE}
+        if not header:
+            raise CorruptFileError(f"v2 log footer has no '{KEY_METADATA}'", path=path)
+    else:
+        try:
+            header = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise CorruptFileError(f"v2 log footer '{KEY_METADATA}' is not JSON: {exc}", path=path) from None
     if not isinstance(header, dict) or "VERSION" not in header or "INSTANT_TIME" not in header:
         raise CorruptFileError(f"v2 log footer '{KEY_METADATA}' lacks VERSION or INSTANT_TIME", path=path)
+    version = str(header["VERSION"]).strip()
+    if not version.isdigit():
+        raise CorruptFileError(f"v2 log footer VERSION {version!r} is not a number", path=path)
+    if int(version) > MAX_FORMAT_VERSION:
+        raise UnsupportedFeatureError(f"native log format version {version} is newer than the {MAX_FORMAT_VERSION} "
+                                      "lsm_lab reads", path=path)
     return {str(k): str(v) for k, v in header.items()}
 
 
+def block_type_of(kv: Mapping[str, str], path: str | os.PathLike[str]) -> str:
+    """What a log holds: from its name (native `.deletes.`/`.cdc.`, draft `.delete.`), else the draft's footer key."""
+    parsed = naming.parse(os.path.basename(os.fspath(path)))
+    if parsed is not None and parsed.is_log and KEY_BLOCK_TYPE not in kv:
+        return {"delete": BLOCK_DELETE, "cdc": BLOCK_CDC}.get(parsed.content, BLOCK_DATA)
+    return kv.get(KEY_BLOCK_TYPE, BLOCK_DATA)
+
+
 def read_log_header(path: str | os.PathLike[str]) -> dict[str, str]:
-    """Read and decode a v2 log file's footer header (plus `BLOCK_TYPE`)."""
+    """Read and decode a v2 log file's footer header (plus `BLOCK_TYPE`, from the name or the footer)."""
     kv = parquet_io.footer(path)
     header = decode_footer(kv, path=path)
-    header["BLOCK_TYPE"] = kv.get(KEY_BLOCK_TYPE, BLOCK_DATA)
+    header["BLOCK_TYPE"] = block_type_of(kv, path)
     return header
 
 

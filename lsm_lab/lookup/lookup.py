@@ -307,7 +307,7 @@ class PrunedReader:
     def _narrow(self, fs: FileSlice) -> tuple[KeyPredicate, tuple[np.ndarray, np.ndarray] | None] | None:
         """The predicate and key hashes for one slice; None when bucket pruning rules the slice out.
 
-        lsm_tree tables place a key in bucket crc32(key) mod B (lsm_lab/table/index.py),
+        lsm_tree tables place a key in a bucket by a hash of the key (lsm_lab/table/index.py),
         so a bucket file group lsm_lab wrote can only hold the keys of its bucket.
         """
         pred = self.pred
@@ -316,9 +316,14 @@ class PrunedReader:
         config = self.ctx.config
         if self.use_buckets and config.is_lsm:
             b = index.bucket_of_file_id(fs.file_id)
-            if b is not None and fs.file_id == index.bucket_file_id(config.name, fs.partition, b):
+            up = config.upstream_format  # table version 10: Hudi's Java-hash buckets
+            if b is not None and fs.file_id == index.file_id_of_bucket(up, config.name, fs.partition, b):
                 if self._buckets is None:
-                    self._buckets = index.bucket_ids(pa.array(pred.keys, pa.string()), config.num_buckets)
+                    keys = pa.array(pred.keys, pa.string())
+                    parts = index.key_values_from_keys(keys, config.record_key) if up else []
+                    if parts is None:  # a composite key that does not split cleanly: no bucket pruning
+                        return pred, self._key_hashes()
+                    self._buckets = index.bucket_ids_of(up, parts, keys, config.num_buckets)
                 keep = np.flatnonzero(self._buckets == b)
                 if len(keep) == 0:
                     return None
@@ -365,7 +370,8 @@ class PrunedReader:
             info = self.footers.get(f.path, stats)
             all_sorted = all_sorted and info.is_sorted
             delete = f.name.is_delete
-            found = probe_file(info, DELETE_KEY if delete else RECORD_KEY, pred, hashes,
+            key_col = (RECORD_KEY if RECORD_KEY in info.columns else DELETE_KEY) if delete else RECORD_KEY
+            found = probe_file(info, key_col, pred, hashes,
                                list(info.columns) if delete else self.file_cols, stats,
                                use_bloom=self.use_bloom, use_binary_search=self.use_binary_search)
             if found is not None:

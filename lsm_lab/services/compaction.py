@@ -277,6 +277,14 @@ def _write_compacted_log(ctx: CompactionContext, op: Operation, name: str, rows:
                          replaced: str) -> int:
     folder = ctx.base_path / op.partition if op.partition else ctx.base_path
     markers.create_marker(ctx.base_path, ctx.instant, op.partition, name, "APPEND")
+    config = ctx.read.config
+    if config.upstream_format:  # table version 10: upstream's footer, delete rows already in its schema
+        header = _log_header(ctx.instant, replaced)
+        schema_json = v2.avro_schema_of(ctx.read.full_schema, config.name)
+        if schema_json:
+            header["SCHEMA"] = schema_json
+        return parquet_io.write_parquet(folder / name, rows, metadata=v2.upstream_footer(header),
+                                        key_column=rows.column_names[0] if delete else RECORD_KEY, is_sorted=True)
     meta = {v2.KEY_METADATA: json.dumps(_log_header(ctx.instant, replaced), sort_keys=True),
             v2.KEY_BLOCK_TYPE: v2.BLOCK_DELETE if delete else v2.BLOCK_DATA}
     if delete:
@@ -286,8 +294,13 @@ def _write_compacted_log(ctx: CompactionContext, op: Operation, name: str, rows:
     return parquet_io.write_parquet(folder / name, rows, metadata=meta, is_sorted=True)
 
 
-def _delete_rows(keys: pa.Array, partitions: pa.Array, ordering: pa.Array | None) -> pa.Table:
+def _delete_rows(keys: pa.Array, partitions: pa.Array, ordering: pa.Array | None,
+                 schema: pa.Schema | None = None) -> pa.Table:
+    """Delete-log rows: in `schema` (upstream's delete-log schema, table version 10) or the draft's columns."""
     n = len(keys)
+    if schema is not None:
+        values = [ordering.cast(f.type) if ordering is not None else pa.nulls(n, f.type) for f in list(schema)[1:]]
+        return pa.table([keys, *values], schema=schema)
     ordering_val = v2.encode_ordering(ordering) if ordering is not None else pa.nulls(n, pa.binary())
     return pa.table({"record_key": keys, "ordering_val": ordering_val, "partition_path": partitions},
                     schema=v2.DELETE_SCHEMA)
@@ -321,19 +334,22 @@ def run_log(ctx: CompactionContext, op: Operation, task: int, *, token: str | No
     parts = winners.column(PARTITION_PATH).combine_chunks()
     ordering = winners.column(spec.ordering).combine_chunks() if event_time else None
     deleted = won.deleted
+    native = ctx.read.config.upstream_format
+    dschema = (v2.upstream_delete_schema(ctx.read.full_schema, [spec.ordering] if event_time and spec.ordering else [])
+               if native else None)
     if event_time:
         assert ordering is not None
         ord_null = np.asarray(ordering.is_null(), dtype=bool)
         resets = won.reset & ~(deleted & ord_null)
         if resets.any():
             mask = pa.array(resets)
-            name = naming.log_file_name(op.file_id, token, ctx.instant, 1, delete=True)
-            rows = _delete_rows(keys.filter(mask), parts.filter(mask), None)
+            name = naming.log_file_name(op.file_id, token, ctx.instant, 1, delete=True, native=native)
+            rows = _delete_rows(keys.filter(mask), parts.filter(mask), None, dschema)
             size = _write_compacted_log(ctx, op, name, rows, delete=True, replaced=replaced)
-            lo, hi = parquet_io.key_range(rows.column("record_key"))
+            lo, hi = parquet_io.key_range(rows.column(0))
             stats.append(stat(name, deletes=rows.num_rows, size=size, lo=lo, hi=hi))
     if (~deleted).any():
-        name = naming.log_file_name(op.file_id, token, ctx.instant, 2)
+        name = naming.log_file_name(op.file_id, token, ctx.instant, 2, native=native)
         data = winners.filter(pa.array(~deleted)).drop_columns([DELETE_FLAG])
         data = _with_file_name(data.select(needed), name)
         size = _write_compacted_log(ctx, op, name, data, delete=False, replaced=replaced)
@@ -341,11 +357,11 @@ def run_log(ctx: CompactionContext, op: Operation, task: int, *, token: str | No
         stats.append(stat(name, writes=data.num_rows, size=size, lo=lo, hi=hi))
     if deleted.any():
         mask = pa.array(deleted)
-        name = naming.log_file_name(op.file_id, token, ctx.instant, 3, delete=True)
+        name = naming.log_file_name(op.file_id, token, ctx.instant, 3, delete=True, native=native)
         rows = _delete_rows(keys.filter(mask), parts.filter(mask),
-                            ordering.filter(mask) if ordering is not None else None)
+                            ordering.filter(mask) if ordering is not None else None, dschema)
         size = _write_compacted_log(ctx, op, name, rows, delete=True, replaced=replaced)
-        lo, hi = parquet_io.key_range(rows.column("record_key"))
+        lo, hi = parquet_io.key_range(rows.column(0))
         stats.append(stat(name, deletes=rows.num_rows, size=size, lo=lo, hi=hi))
     return stats
 

@@ -11,7 +11,7 @@ write store the same records:
     WriteTransaction.begin  ─► <t>.deltacommit.inflight, snapshot S
                                               input ─► mapInArrow(prepare): conform, record key,
                                                        partition path, + row number (input order)
-                                              tag:  lsm_tree  bucket = pmod(crc32(key), n)  (a Spark expression)
+                                              tag:  lsm_tree  bucket = Hudi hash (v10, Arrow task) or pmod(crc32(key), n)
                                                     default   left join with the keys stored in the
                                                               latest slices (mapInArrow over slices)
     ◄── count rows per file group ─────────── groupBy(partition, file group).count()
@@ -157,7 +157,8 @@ def planned_files(config: TableConfig, base_path: Path, partition: str, file_id:
             return [(compat.v1_log_name(config, folder, file_id, token, instant, latest.base_instant), "APPEND")]
         except LsmLabError:
             return []
-    return [(naming.log_file_name(file_id, token, instant, 1, delete=op == "delete"), "APPEND")]
+    return [(naming.log_file_name(file_id, token, instant, 1, delete=op == "delete", native=config.upstream_format),
+             "APPEND")]
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,21 @@ class PrepareTask:
             parts = records.partition_paths(table, self.config.partition_by, hive_style=self.config.hive_style)
             table = table.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
             table = table.append_column(ROW, row)
+            yield from table.cast(self.out_schema).to_batches()
+
+
+@dataclass(frozen=True)
+class BucketTask:
+    """mapInArrow function: Hudi's bucket of every prepared row (table version 10: Java List.hashCode)."""
+
+    config: TableConfig
+    out_schema: pa.Schema
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            table = pa.Table.from_batches([batch])
+            buckets = index.hudi_bucket_ids(records.key_parts(table, self.config.record_key), self.config.num_buckets)
+            table = table.append_column(GROUP_KEY, pa.array(buckets).cast(pa.string()))
             yield from table.cast(self.out_schema).to_batches()
 
 
@@ -332,7 +348,12 @@ def _write_files(spark: Any, table: Table, frame: Any, user_schema: pa.Schema, c
         PrepareTask(config, user_schema, is_delete, arrow_schema_for(prepared_struct)), prepared_struct)
     key_bytes = F.crc32(F.col(RECORD_KEY).cast("binary"))
     # cached: counted here, written below, prepared (Python) once; also pins the input-order row numbers
-    if config.bucket_index:
+    if config.bucket_index and config.upstream_format:  # Hudi's hash has no Spark SQL function: Arrow in Python
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        struct = StructType([*prepared.schema.fields, StructField(GROUP_KEY, StringType())])
+        cached = prepared.mapInArrow(BucketTask(config, arrow_schema_for(struct)), struct)
+    elif config.bucket_index:
         cached = prepared.withColumn(GROUP_KEY, F.pmod(key_bytes, F.lit(config.num_buckets)).cast("string"))
     else:
         stored = _stored_keys(spark, ctx, list(snapshot_groups.values()))
@@ -395,7 +416,7 @@ def _write_groups(spark: Any, table: Table, tagged: Any, counts: Mapping[tuple[s
     for ordinal, (partition, gk) in enumerate(sorted(counts)):
         records.check_partition_path(partition)
         if config.bucket_index:
-            fid = index.bucket_file_id(config.name, partition, int(gk))
+            fid = index.file_id_of_bucket(config.upstream_format, config.name, partition, int(gk))
         elif gk.startswith("new-"):
             fid = f"{uuid.uuid5(_NEW_GROUPS, f'{instant}/{partition}/{gk}')}-0"
         else:

@@ -135,10 +135,12 @@ def data_source(ctx: ReadContext, table: pa.Table, target: pa.Schema, partition:
 def delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, partition: str) -> pa.Table:
     """Rows of a delete log as a merge source (key, decoded ordering value, delete flag true)."""
     n = deletes.num_rows
-    cols: dict[str, Any] = {RECORD_KEY: pc.cast(deletes.column("record_key"), pa.string()),
+    cols: dict[str, Any] = {RECORD_KEY: pc.cast(deletes.column(v2.delete_key_column(deletes.schema)), pa.string()),
                             DELETE_FLAG: pa.array([True] * n, pa.bool_())}
     ordering = ctx.spec.ordering
-    if ordering and ordering in target.names and "ordering_val" in deletes.column_names:
+    if ordering and ordering in target.names and ordering in deletes.column_names:  # upstream: the typed field
+        cols[ordering] = pc.cast(deletes.column(ordering), target.field(ordering).type)
+    elif ordering and ordering in target.names and "ordering_val" in deletes.column_names:
         raw = deletes.column("ordering_val")
         otype = target.field(ordering).type
         if pa.types.is_binary(raw.type) or pa.types.is_large_binary(raw.type):

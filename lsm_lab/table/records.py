@@ -166,6 +166,12 @@ def record_keys(table: pa.Table, fields: Sequence[str]) -> pa.Array:
     return pc.binary_join_element_wise(*parts, ",")
 
 
+def key_parts(table: pa.Table, fields: Sequence[str]) -> list[pa.Array]:
+    """The key field values as text, one array per field (nulls stay null): what Hudi's bucket index hashes."""
+    check_columns(table, fields, "record key")
+    return [_as_text(table.column(f)) for f in fields]
+
+
 def _check_partition_values(values: pa.Array, field: str) -> None:
     bad = pc.or_(
         pc.or_(pc.match_substring(values, "/"), pc.match_substring(values, "\\")),

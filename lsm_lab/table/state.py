@@ -32,7 +32,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lsm_lab.config import TableConfig
+from lsm_lab.config import KEY_UPGRADE_PENDING, TableConfig
 from lsm_lab.errors import InputError, LsmLabError, TimelineError, UnsupportedFeatureError
 from lsm_lab.layout import fsview
 from lsm_lab.layout.fsview import FileGroup, FileSlice
@@ -214,7 +214,10 @@ class TableState:
         return fsview.list_partitions(self.path)
 
     def check_writable(self) -> None:
-        """Raise `UnsupportedFeatureError` unless lsm_lab may write to this table (it created it)."""
+        """Raise `UnsupportedFeatureError` unless lsm_lab may write to this table (it created it, no upgrade pending)."""
+        if self.config.props.get(KEY_UPGRADE_PENDING):
+            raise UnsupportedFeatureError("an upgrade to table version 10 has not finished; run `lsm-lab upgrade` "
+                                          "(or Table.upgrade()) to complete it before writing", path=self.path)
         if self.config.version < 9 and not self.config.props.get("lsm_lab.created"):
             raise UnsupportedFeatureError("lsm_lab writes only to tables it created; this table was written by "
                                           "Apache Hudi (read it, or copy its rows into a new lsm_lab table)",

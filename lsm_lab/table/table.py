@@ -41,7 +41,7 @@ from lsm_lab.layout.fsview import FileGroup, FileSlice
 from lsm_lab.lookup import lookup as key_lookup
 from lsm_lab.lookup.stats import LookupStats
 from lsm_lab.progress import progress
-from lsm_lab.services import archiver, clean, compaction, occ, savepoint
+from lsm_lab.services import archiver, clean, compaction, occ, savepoint, upgrade
 from lsm_lab.services import rollback as rb
 from lsm_lab.services.lock import table_lock
 from lsm_lab.table import inspect, records, scan
@@ -130,6 +130,14 @@ class Table(TableState):
         """Delete records: rows holding the key (and partition, ordering) columns, or a list of key strings."""
         return self._write(keys_or_data, "delete")
 
+    def upgrade(self) -> Table:
+        """Rewrite this lsm_lab table to Apache Hudi's table version 10 in place (one replacecommit, crash-safe).
+
+        Returns the reopened table; see `lsm_lab.services.upgrade`.
+        """
+        upgrade.upgrade_to_v10(self)
+        return open_table(self.path)
+
     def _write(self, data: Any, op: str) -> Instant:
         """One optimistic write (services.occ): files written without the lock, conflicts checked at commit."""
         self.check_writable()
@@ -203,7 +211,8 @@ class Table(TableState):
                          "APPEND")]
             except LsmLabError:
                 return []
-        return [(naming.log_file_name(file_id, token, instant, 1, delete=op == "delete"), "APPEND")]
+        return [(naming.log_file_name(file_id, token, instant, 1, delete=op == "delete",
+                                      native=self.config.upstream_format), "APPEND")]
 
     # ------------------------------------------------------------------ reads
     def read(self, *, as_of: Any = None, columns: Sequence[str] | None = None, filter: Any = None,
@@ -364,7 +373,7 @@ def create_table(
     layout: str = "lsm_tree",
     hive_style: bool = True,
     num_buckets: int = 4,
-    table_version: int = 9,
+    table_version: int = 10,
     **options: Any,
 ) -> Table:
     """Create a new table at `path` (the folder may exist but must not hold a table).
@@ -372,9 +381,11 @@ def create_table(
     `record_key`/`partition_by` take a field or a list of fields; an
     `ordering_field` makes the merge mode EVENT_TIME_ORDERING.  Extra Hudi
     properties can be passed as `options` (e.g. ``**{"hoodie.cleaner.commits.retained": "5"}``).
-    `table_version=6` or `8` creates a compatibility table that older Hudi readers
-    understand: v1 log files, the timeline and properties of that version
-    (`lsm_lab.interop.compat`).
+    New tables are Apache Hudi's table version 10 (upstream's native log names and
+    footers, delete-log schema and bucket hash; docs/FORMAT.md).  `table_version=9`
+    creates the RFC-103 draft's dialect that lsm_lab wrote before; `6` or `8` a
+    compatibility table that older Hudi readers understand: v1 log files, the
+    timeline and properties of that version (`lsm_lab.interop.compat`).
     """
     table_type = table_type.upper()
     if table_type in ("MOR",):
@@ -385,9 +396,10 @@ def create_table(
         raise InputError(f"table_type must be one of {', '.join(cfg.TABLE_TYPES)}, not {table_type!r}")
     if layout not in cfg.LAYOUTS:
         raise InputError(f"layout must be one of {', '.join(cfg.LAYOUTS)}, not {layout!r}")
-    if table_version not in (6, 8, 9):
-        raise UnsupportedFeatureError(f"lsm_lab creates tables of version 9 (RFC-103), or 6 and 8 in compatibility "
-                                      f"mode (v1 logs that older readers understand), not {table_version}")
+    if table_version not in (6, 8, 9, 10):
+        raise UnsupportedFeatureError(f"lsm_lab creates tables of version 10 (Hudi's RFC-103), 9 (the RFC-103 draft), "
+                                      f"or 6 and 8 in compatibility mode (v1 logs that older readers understand), "
+                                      f"not {table_version}")
     if not name or any(ch in name for ch in "/\\ ."):
         raise InputError(f"invalid table name {name!r} (letters, digits, '_' and '-' only)")
     keys = _fields(record_key, "record key")

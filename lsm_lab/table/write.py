@@ -128,9 +128,11 @@ def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list
         prow = rows.filter(pc.equal(parts, partition))
         existing = {g.file_id: g for g in groups_by_partition.get(partition, [])}
         if config.bucket_index:
-            buckets = index.bucket_ids(prow.column(RECORD_KEY), config.num_buckets)
+            key_cols = records.key_parts(prow, config.record_key) if config.upstream_format else []
+            buckets = index.bucket_ids_of(config.upstream_format, key_cols, prow.column(RECORD_KEY),
+                                          config.num_buckets)
             for b in np.unique(buckets):
-                fid = index.bucket_file_id(config.name, partition, int(b))
+                fid = index.file_id_of_bucket(config.upstream_format, config.name, partition, int(b))
                 grp = existing.get(fid)
                 out.append((partition, fid, prow.filter(pa.array(buckets == b)),
                             grp.latest if grp else None, None))
@@ -178,8 +180,13 @@ def _meta_columns(rows: pa.Table, instant: str, file_name: str, task: int) -> pa
     return pa.table({**cols, **{c: rows.column(c) for c in user}})
 
 
-def _delete_rows(rows: pa.Table, ordering: str | None) -> pa.Table:
+def _delete_rows(rows: pa.Table, ordering: str | None, schema: pa.Schema | None = None) -> pa.Table:
+    """Delete-log rows: `schema` = upstream's delete-log schema (table version 10), else the draft's columns."""
     n = rows.num_rows
+    if schema is not None:
+        return pa.table([rows.column(RECORD_KEY)] + [
+            rows.column(f.name).cast(f.type) if f.name in rows.column_names else pa.nulls(n, f.type)
+            for f in list(schema)[1:]], schema=schema)
     ordering_val = (v2.encode_ordering(rows.column(ordering)) if ordering and ordering in rows.column_names
                     else pa.nulls(n, pa.binary()))
     return pa.table({"record_key": rows.column(RECORD_KEY), "ordering_val": ordering_val,
@@ -225,9 +232,13 @@ def write_file_group(
                                  file_id=file_id, rows=rows, latest=latest, instant=instant, token=token, task=task,
                                  is_delete=is_delete, ordering=ordering, num_updates=num_updates,
                                  user_schema=ctx.schema)
+        native = config.upstream_format  # table version 10: upstream's names, footer and delete-log schema
         if is_delete:
-            name = naming.log_file_name(file_id, token, instant, 1, delete=True)
-            size = v2.write_delete_log(folder / name, _delete_rows(rows, ordering), instant_time=instant, is_sorted=lsm)
+            name = naming.log_file_name(file_id, token, instant, 1, delete=True, native=native)
+            dschema = v2.upstream_delete_schema(ctx.schema, [ordering] if ordering else []) if native else None
+            size = v2.write_delete_log(folder / name, _delete_rows(rows, ordering, dschema), instant_time=instant,
+                                       is_sorted=lsm, schema=dschema,
+                                       schema_json=v2.avro_schema_of(ctx.full_schema, config.name) if native else None)
             return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev, numWrites=0,
                               numDeletes=n, totalWriteBytes=size, fileSizeInBytes=size,
                               baseFile=latest.base_file.path.name if latest and latest.base_file else "",
@@ -239,9 +250,10 @@ def write_file_group(
             return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev, numWrites=n,
                               numInserts=n, totalWriteBytes=size, fileSizeInBytes=size, baseFile=name,
                               minRecordKey=_first(rows), maxRecordKey=_last(rows))]
-        name = naming.log_file_name(file_id, token, instant, 1)
+        name = naming.log_file_name(file_id, token, instant, 1, native=native)
         data = _meta_columns(rows, instant, name, task)
-        size = v2.write_data_log(folder / name, data, instant_time=instant, is_sorted=lsm)
+        size = v2.write_data_log(folder / name, data, instant_time=instant, is_sorted=lsm, upstream=native,
+                                 schema_json=v2.avro_schema_of(data.schema, config.name) if native else None)
         return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev, numWrites=n,
                           numInserts=n - num_updates, numUpdateWrites=num_updates, totalWriteBytes=size,
                           fileSizeInBytes=size,

@@ -14,6 +14,7 @@ import pytest
 import lsm_lab
 from lsm_lab.datagen import TripsGenerator
 from lsm_lab.layout import fsview, parquet_io
+from lsm_lab.logformat import v2
 from lsm_lab.spark import SparkJobError, read_table, write_table
 from lsm_lab.spark.jobs import FailTask
 from lsm_lab.spark.write import partition_keys, spark_hash_long
@@ -48,7 +49,7 @@ def assert_every_file_sorted(path: Path) -> None:
     for _, file, name in files:
         meta = pq.read_metadata(file).metadata or {}
         assert meta.get(parquet_io.KEY_SORTED.encode()) == b"true", file.name
-        key = "record_key" if name.is_delete else records.RECORD_KEY
+        key = v2.delete_key_column(pq.read_schema(file)) if name.is_delete else records.RECORD_KEY
         assert records.is_strictly_sorted(pq.read_table(file, columns=[key]).column(key)), file.name
 
 

@@ -1,0 +1,176 @@
+"""Upgrade to table version 10: rewrite an lsm_lab table into upstream Hudi's RFC-103 dialect, in place.
+
+Version 10 is upstream Hudi's RFC-103 dialect, whose bucket index places keys
+by Java's `List.hashCode` (lsm_lab's older tables used CRC-32), so the files
+themselves must change.  The upgrade rewrites the latest snapshot into new base
+files as one `replacecommit` that replaces every file group, then switches
+`hoodie.properties`:
+
+    lock: begin <t>.replacecommit.inflight (a write transaction, services.occ)
+    lock: hoodie.properties += lsm_lab.upgrade.pending=<t>    writers now refuse the table
+          read each latest slice, re-bucket (Hudi's hash), write sorted base files
+          <bucket:08d>-0000-0000-0000-000000000000-0_<token>_<t>.parquet
+    lock: <t>_<c>.replacecommit  (partitionToReplaceFileIds = every old file group)   commit point
+    lock: hoodie.properties: version 10, pending removed
+
+A kill before the commit point leaves an inflight instant that the next writer
+(or the next upgrade, which starts over) rolls back; readers never see it.  A
+kill after it leaves the rewritten snapshot visible and the properties still at
+the old version with the pending key: reads are right (readers take both
+dialects), writers refuse the table until the upgrade runs again and only
+writes the properties.  Time travel to before the upgrade reads the replaced
+file groups, which stay until the cleaner removes them.
+
+`Table.upgrade()` (and `lsm-lab upgrade PATH`, through `interop.upgrade`) call
+`upgrade_to_v10` and reopen the table.
+
+Simplified compared with Apache Hudi: Hudi's upgrade handlers also rewrite the
+timeline, properties and metadata table of every version step (and its 9 -> 10
+step rewrites no data: it keeps the old bucket files); lsm_lab upgrades only
+lsm_lab-created tables of version 8 or 9, rewrites each partition's latest
+snapshot in memory, and has no downgrade.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lsm_lab import config as cfg
+from lsm_lab.errors import UnsupportedFeatureError
+from lsm_lab.layout import naming, parquet_io
+from lsm_lab.services import occ
+from lsm_lab.services.lock import table_lock
+from lsm_lab.table import index, read, records, write
+from lsm_lab.table.state import TableState
+from lsm_lab.timeline.instant import COMPACTION, LOG_COMPACTION, REPLACE_COMMIT
+from lsm_lab.timeline.metadata import WriteStat, commit_metadata
+
+KEY_UPGRADED_FROM = "lsm_lab.upgraded.from.version"  # also written by interop.upgrade (version 8 -> 9)
+KEY_UPGRADED_AT = "lsm_lab.upgraded.at"
+KEY_UPGRADE_PENDING = cfg.KEY_UPGRADE_PENDING
+UPGRADE_OPERATION = "upgrade_to_v10"
+
+
+def _reopened(t: TableState) -> TableState:
+    return TableState(t.path, cfg.read_config(t.path))
+
+
+def upgrade_to_v10(t: TableState) -> None:
+    """Rewrite an lsm_lab table of version 8 or 9 to Apache Hudi's table version 10, in place, crash-safe.
+
+    One `replacecommit` instant (see the module docstring); reopen the table
+    afterwards.  Idempotent: a version 10 table is left as it is, and a table whose
+    previous upgrade stopped after its commit point only gets its properties.
+    """
+    conf = t.config
+    pending = conf.props.get(KEY_UPGRADE_PENDING)
+    if conf.version >= cfg.UPSTREAM_LSM_VERSION and not pending:
+        return
+    if conf.props.get("lsm_lab.created") != "true":
+        raise UnsupportedFeatureError("lsm_lab upgrades only tables it created (this one was written by "
+                                      "Apache Hudi; use Hudi's own upgrade)", path=t.path)
+    if conf.version < 8:
+        raise UnsupportedFeatureError(f"table version {conf.version} cannot be upgraded to 10: its flat timeline has "
+                                      "no completion times; upgrade it to version 8 with Apache Hudi first",
+                                      path=t.path)
+    if pending and any(i.begin_time == pending for i in t.completed_writes()):
+        _finish_v10(t)  # the rewrite committed; only the properties are missing
+        return
+    plans = [i for i in t.active_timeline.pending() if i.action in (COMPACTION, LOG_COMPACTION)]
+    if plans:
+        raise UnsupportedFeatureError(f"the table has {len(plans)} pending compaction plan(s) "
+                                      f"({', '.join(i.begin_time for i in plans)}) on file groups the upgrade "
+                                      "replaces; run them (lsm-lab compact) before upgrading", path=t.path)
+    target = conf.with_props(**{"hoodie.table.version": str(cfg.UPSTREAM_LSM_VERSION)})
+    with occ.WriteTransaction(t.path, t.active_timeline, REPLACE_COMMIT,
+                              {"operationType": UPGRADE_OPERATION.upper()}) as txn:
+        txn.begin(t.latest_completion)
+        with table_lock(t.path):  # from here on writers refuse the table (TableState.check_writable)
+            props = dict(cfg.read_config(t.path).props)
+            props[KEY_UPGRADE_PENDING] = txn.begin_time
+            cfg.write_config(t.path, props, create=False)
+        stats, replaced = _rewrite_snapshot(t, target, txn)
+        schema = t.schema
+        extra = {write.SCHEMA_KEY: write.schema_to_text(schema)} if schema is not None and len(schema) else {}
+        extra["lsm_lab.upgrade.to.version"] = str(cfg.UPSTREAM_LSM_VERSION)
+        meta = commit_metadata(stats, operation=UPGRADE_OPERATION, extra=extra)
+        meta["partitionToReplaceFileIds"] = replaced
+        txn.commit(meta)
+    _finish_v10(_reopened(t))
+
+
+def _finish_v10(t: TableState) -> None:
+    """The properties of the upgraded table (the step after the commit point)."""
+    with table_lock(t.path):
+        current = cfg.read_config(t.path)
+        props = dict(current.props)
+        props.pop(KEY_UPGRADE_PENDING, None)
+        if current.version < cfg.UPSTREAM_LSM_VERSION:
+            props[KEY_UPGRADED_FROM] = str(current.version)
+        props.update({
+            "hoodie.table.version": str(cfg.UPSTREAM_LSM_VERSION),
+            cfg.KEY_LOG_FORMAT: "2",
+            KEY_UPGRADED_AT: t.latest_completion() or "",
+        })
+        if current.ordering_field and not props.get("hoodie.table.ordering.fields"):
+            props["hoodie.table.ordering.fields"] = current.ordering_field
+        if current.bucket_index:
+            props.update({"hoodie.index.bucket.engine": "SIMPLE",
+                          "hoodie.bucket.index.hash.field": ",".join(current.record_key)})
+        props.setdefault("hoodie.table.base.file.format", "PARQUET")
+        cfg.write_config(t.path, props, create=False)
+
+
+def _rewrite_snapshot(t: TableState, target: cfg.TableConfig, txn: occ.WriteTransaction
+                      ) -> tuple[list[WriteStat], dict[str, list[str]]]:
+    """Write the snapshot `txn` started from as version-10 base files; (write stats, replaced file ids)."""
+    instant = txn.begin_time
+    ctx = read.ReadContext(t.path, t.config, t.schema or pa.schema([]), t.completion_map(txn.snapshot), txn.snapshot)
+    groups = t.file_groups(as_of=txn.snapshot) if txn.snapshot is not None else []
+    columns = list(ctx.full_schema.names)
+    stats: list[WriteStat] = []
+    replaced: dict[str, list[str]] = {}
+    by_partition: dict[str, list[Any]] = {}
+    for g in groups:
+        by_partition.setdefault(g.partition, []).append(g)
+        replaced.setdefault(g.partition, []).append(g.file_id)
+    write.write_partition_metadata(t.path, sorted(by_partition), instant)
+    task = 0
+    for partition, pgroups in sorted(by_partition.items()):
+        tables = [read.read_slice(ctx, g.latest, columns=columns) for g in pgroups]
+        if target.bucket_index:  # re-bucket the whole partition with Hudi's hash
+            rows = pa.concat_tables(tables) if tables else None
+            if rows is None or rows.num_rows == 0:
+                continue
+            buckets = index.hudi_bucket_ids(records.key_parts(rows, target.record_key), target.num_buckets)
+            parts = [(index.hudi_bucket_file_id(int(b)), rows.filter(pa.array(buckets == b)))
+                     for b in np.unique(buckets)]
+        else:  # key-lookup index: one new file group per old one
+            parts = [(index.new_file_id(), tb) for tb in tables if tb.num_rows]
+        for file_id, rows in parts:
+            stats.append(_write_base(t, target, txn, partition, file_id, rows, instant, task))
+            task += 1
+    return stats, replaced
+
+
+def _write_base(t: TableState, target: cfg.TableConfig, txn: occ.WriteTransaction, partition: str, file_id: str,
+                rows: pa.Table, instant: str, task: int) -> WriteStat:
+    token = naming.write_token(task, 0, 0)
+    name = naming.base_file_name(file_id, token, instant)
+    if target.is_lsm:
+        rows = records.sort_by_key(rows)
+    n = rows.num_rows
+    rows = rows.set_column(rows.schema.get_field_index(records.FILE_NAME), records.FILE_NAME,
+                           pa.array([name] * n, pa.string()))
+    txn.mark(partition, name, "CREATE")
+    folder = t.path / partition if partition else t.path
+    size = parquet_io.write_parquet(folder / name, rows, is_sorted=target.is_lsm)
+    keys = rows.column(records.RECORD_KEY)
+    lo, hi = (pc.min(keys).as_py(), pc.max(keys).as_py()) if n else (None, None)
+    return WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, "null", numWrites=n,
+                     numInserts=n, totalWriteBytes=size, fileSizeInBytes=size, baseFile=name,
+                     minRecordKey=lo, maxRecordKey=hi)
