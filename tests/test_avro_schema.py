@@ -1,4 +1,4 @@
-"""Arrow <-> Avro schema conversion (lsm_lab.logformat.avro_schema).
+"""Arrow <-> Avro schema conversion (lsm_lab.avro_schema).
 
 The golden facts come from real Hudi log blocks: every SCHEMA header found in
 ../shared must survive Avro -> Arrow -> Avro unchanged, byte for byte.
@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from lsm_lab.errors import SchemaError, UnsupportedFeatureError
-from lsm_lab.logformat import avro_schema as A
+from lsm_lab import avro_schema as A
 from lsm_lab.logformat import v1
 
 # --------------------------------------------------------------------------------------

@@ -331,7 +331,7 @@ def cumulative_tradeoff(*, base_keys: int = 1_000_000, log_keys: int = 20_000, l
     (uuids: every range spans the key space) and for keys that grow with time.
     """
     from lsm_lab.datagen import TripsGenerator
-    from lsm_lab.lookup.bloom import BloomFilter, key_hashes
+    from lsm_lab.layout.bloom import BloomFilter, key_hashes
 
     gen = TripsGenerator(seed)
     base = gen.inserts(base_keys).column("uuid").combine_chunks()

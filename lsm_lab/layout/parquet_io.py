@@ -23,7 +23,7 @@ The footer keys shared by base and log files (documented in docs/FORMAT.md):
     lsm_lab.sorted = "true"                          rows sorted by record key (UTF-8 bytes),
                                                      no key twice (only written when true)
     lsm_lab.bloom                                    base64 bloom filter of the file's keys
-                                                     (format in lsm_lab/lookup/bloom.py)
+                                                     (format in lsm_lab/layout/bloom.py)
 
 The first three are also in the Arrow schema metadata (readers of the table see
 them); the bloom filter is added to the Parquet footer only
@@ -111,7 +111,7 @@ def write_parquet(
         if lo is not None:
             kv[KEY_MIN], kv[KEY_MAX] = lo, hi
         if bloom_fpp is not None and keys.null_count == 0 and _is_text(keys.type):
-            from lsm_lab.lookup.bloom import BloomFilter
+            from lsm_lab.layout.bloom import BloomFilter
 
             footer_only[KEY_BLOOM] = BloomFilter.build(keys, bloom_fpp).to_base64()
     if is_sorted:

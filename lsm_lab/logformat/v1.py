@@ -97,7 +97,7 @@ from lsm_lab.errors import (
     SchemaError,
     UnsupportedFeatureError,
 )
-from lsm_lab.logformat.avro_schema import (
+from lsm_lab.avro_schema import (
     arrow_to_avro_schema,
     avro_schema_json,
     avro_to_arrow_schema,

@@ -8,7 +8,7 @@ The function `lookup.lookup(table, keys)` is not re-exported here, so that
 `lsm_lab.lookup.lookup` always names the module; use `Table.lookup`.
 """
 
-from lsm_lab.lookup.bloom import BloomFilter, key_hashes
+from lsm_lab.layout.bloom import BloomFilter, key_hashes
 from lsm_lab.lookup.lookup import (
     FooterCache,
     KeyLookup,

@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 
 from lsm_lab.errors import CorruptFileError
 from lsm_lab.layout import parquet_io
-from lsm_lab.lookup.bloom import BloomFilter
+from lsm_lab.layout.bloom import BloomFilter
 from lsm_lab.lookup.stats import LookupStats
 
 _FOOTER_TAIL = 8  # 4-byte footer length + "PAR1"

@@ -67,7 +67,7 @@ import pyarrow.parquet as pq
 
 from lsm_lab.errors import CorruptFileError, InputError, UnsupportedFeatureError
 from lsm_lab.layout.fsview import DataFile, FileSlice
-from lsm_lab.lookup.bloom import key_hashes
+from lsm_lab.layout.bloom import key_hashes
 from lsm_lab.lookup.footer import FOOTERS, FileInfo, FooterCache, clear_footer_cache
 from lsm_lab.lookup.predicate import KeyPredicate, key_predicate
 from lsm_lab.lookup.stats import LookupStats

@@ -516,7 +516,7 @@ class Table:
 
 def _schema_from_avro(text: str) -> pa.Schema | None:
     try:
-        from lsm_lab.logformat.avro_schema import avro_to_arrow_schema
+        from lsm_lab.avro_schema import avro_to_arrow_schema
     except ImportError:
         return None
     try:

@@ -41,7 +41,6 @@ import json
 import os
 import re
 import threading
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lsm_lab import atomic
 from lsm_lab.config import TableConfig
 from lsm_lab.errors import CorruptFileError, TimelineError
 from lsm_lab.timeline.instant import Instant, State, normalize_time
@@ -242,21 +242,16 @@ class ArchivedTimeline:
         rows = sorted(rows, key=lambda r: normalize_time(r["instantTime"]))
         name = f"{rows[0]['instantTime']}_{rows[-1]['instantTime']}_{level}.parquet"
         table = pa.Table.from_pylist(rows, schema=SCHEMA)
-        tmp = self.folder / f".{name}.{uuid.uuid4().hex[:12]}.tmp"
-        pq.write_table(table, tmp, compression="snappy")
-        os.replace(tmp, self.folder / name)
+        with atomic.replacing(self.folder / name) as tmp:  # a retry after a crash rewrites the same name
+            pq.write_table(table, tmp, compression="snappy")
         return {"fileName": name, "fileLen": (self.folder / name).stat().st_size}
 
     def _commit(self, files: list[dict[str, Any]]) -> int:
         """Write manifest N+1 and point `_version_` at it (the commit point)."""
         version = self.current_version() + 1
         manifest = self.folder / f"{MANIFEST_PREFIX}{version}"
-        tmp = self.folder / f".{manifest.name}.{uuid.uuid4().hex[:12]}.tmp"
-        tmp.write_text(json.dumps({"files": files}, indent=2), encoding="utf-8")
-        os.replace(tmp, manifest)
-        vtmp = self.folder / f".{VERSION_FILE}.{uuid.uuid4().hex[:12]}.tmp"
-        vtmp.write_text(str(version), encoding="utf-8")
-        os.replace(vtmp, self.folder / VERSION_FILE)
+        atomic.replace_file(manifest, json.dumps({"files": files}, indent=2).encode("utf-8"), fsync=False)
+        atomic.replace_file(self.folder / VERSION_FILE, str(version).encode("utf-8"), fsync=False)
         return version
 
     def append(self, rows: Iterable[Mapping[str, Any]]) -> list[str]:
