@@ -46,7 +46,8 @@ def temp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
 
 
-def _publish(tmp: Path, path: Path, on_exists: ExistsError) -> None:
+def publish(tmp: Path, path: Path, on_exists: ExistsError = _default_exists) -> None:
+    """Give the finished temporary file `tmp` its final name `path`, failing if `path` exists."""
     try:
         os.link(tmp, path)
     except FileExistsError:
@@ -71,7 +72,7 @@ def creating(path: str | os.PathLike[str], *, on_exists: ExistsError = _default_
     tmp = temp_name(final)
     try:
         yield tmp
-        _publish(tmp, final, on_exists)
+        publish(tmp, final, on_exists)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -111,4 +112,4 @@ def replace_file(path: str | os.PathLike[str], data: bytes, *, fsync: bool = Tru
         _write(tmp, data, fsync)
 
 
-__all__ = ["create_file", "creating", "replace_file", "replacing", "temp_name"]
+__all__ = ["create_file", "creating", "publish", "replace_file", "replacing", "temp_name"]
