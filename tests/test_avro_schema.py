@@ -15,8 +15,8 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from lsm_lab.errors import SchemaError, UnsupportedFeatureError
 from lsm_lab import avro_schema as A
+from lsm_lab.errors import SchemaError, UnsupportedFeatureError
 from lsm_lab.logformat import v1
 
 # --------------------------------------------------------------------------------------

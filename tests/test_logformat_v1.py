@@ -24,8 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lsm_lab.errors import ConflictError, CorruptFileError, InputError, SchemaError, UnsupportedFeatureError
 from lsm_lab import avro_schema as A
+from lsm_lab.errors import ConflictError, CorruptFileError, InputError, SchemaError, UnsupportedFeatureError
 from lsm_lab.logformat import v1
 from lsm_lab.logformat.v1 import BlockType, HeaderKey
 

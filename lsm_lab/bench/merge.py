@@ -143,12 +143,13 @@ def make_runs(directory: str | os.PathLike[str], rows: int, k: int, overlap: flo
 # --------------------------------------------------------------------------------------
 
 def _io_floor(paths: Sequence[str], out: str) -> dict[str, Any]:
-    from lsm_lab.merge.files import RowGroupWriter
+    from lsm_lab.layout.parquet_io import open_parquet
+    from lsm_lab.merge.files import output_writer
 
-    schema = pq.ParquetFile(paths[0]).schema_arrow
-    writer = RowGroupWriter(out, schema, ROW_GROUP)
+    schema = open_parquet(paths[0]).schema_arrow
+    writer = output_writer(out, schema, key=KEY, row_group_size=ROW_GROUP)  # the merge's own writer
     for path in paths:
-        pf = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 18)
+        pf = open_parquet(path, pre_buffer=False, buffer_size=1 << 18)
         for batch in pf.iter_batches(batch_size=65_536, use_threads=False):
             writer.write(batch)
     writer.close()

@@ -90,13 +90,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lsm_lab.errors import (
-    ConflictError,
-    CorruptFileError,
-    InputError,
-    SchemaError,
-    UnsupportedFeatureError,
-)
 from lsm_lab.avro_schema import (
     arrow_to_avro_schema,
     avro_schema_json,
@@ -105,6 +98,13 @@ from lsm_lab.avro_schema import (
     parse_avro_schema,
     storage_type,
     strip_temporal_logical_types,
+)
+from lsm_lab.errors import (
+    ConflictError,
+    CorruptFileError,
+    InputError,
+    SchemaError,
+    UnsupportedFeatureError,
 )
 
 MAGIC = b"#HUDI#"

@@ -99,12 +99,20 @@ def decode_footer(kv: Mapping[str, str], *, path: str | os.PathLike[str] | None 
     raw = kv.get(KEY_METADATA)
     if raw is None:
         raise CorruptFileError(f"v2 log footer has no '{KEY_METADATA}'", path=path)
+    header = decode_header(raw, path=path)
+    if "VERSION" not in header or "INSTANT_TIME" not in header:
+        raise CorruptFileError(f"v2 log footer '{KEY_METADATA}' lacks VERSION or INSTANT_TIME", path=path)
+    return header
+
+
+def decode_header(raw: str, *, path: str | os.PathLike[str] | None = None) -> dict[str, str]:
+    """The value of a `hudi.log.format.metadata` footer key as a map of strings (CorruptFileError if not a JSON object)."""
     try:
         header = json.loads(raw)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise CorruptFileError(f"v2 log footer '{KEY_METADATA}' is not JSON: {exc}", path=path) from None
-    if not isinstance(header, dict) or "VERSION" not in header or "INSTANT_TIME" not in header:
-        raise CorruptFileError(f"v2 log footer '{KEY_METADATA}' lacks VERSION or INSTANT_TIME", path=path)
+    if not isinstance(header, dict):
+        raise CorruptFileError(f"v2 log footer '{KEY_METADATA}' is not a JSON object", path=path)
     return {str(k): str(v) for k, v in header.items()}
 
 

@@ -252,8 +252,8 @@ def with_hudi_schema(content: Mapping[str, Any], table_name: str) -> dict[str, A
 
     import pyarrow as pa
 
-    from lsm_lab.errors import LsmLabError
     from lsm_lab.avro_schema import arrow_to_avro_schema, avro_schema_json, hudi_record_names
+    from lsm_lab.errors import LsmLabError
 
     try:
         schema = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
