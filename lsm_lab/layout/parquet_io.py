@@ -81,6 +81,7 @@ BLOOM_FPP = 0.01
 PARQUET_BLOOM_FPP = 0.01
 COMPRESSION = "snappy"
 WRITE_OPTIONS: dict[str, Any] = {"compression": COMPRESSION, "write_statistics": True, "write_page_checksum": True}
+VERIFY_PAGE_CHECKSUMS = True  # benchmarks/bench_checksums.py turns both off to measure their cost
 
 
 def key_range(keys: pa.Array | pa.ChunkedArray) -> tuple[str | None, str | None]:
@@ -341,7 +342,7 @@ class CheckedParquetFile(pq.ParquetFile):
     def __init__(self, source: Any, **options: Any) -> None:
         self.name = _name(source)
         with _typed(self.name, "not a readable Parquet file"):
-            super().__init__(source, page_checksum_verification=True, **options)
+            super().__init__(source, page_checksum_verification=VERIFY_PAGE_CHECKSUMS, **options)
 
     def read(self, *args: Any, **kwargs: Any) -> pa.Table:
         with _typed(self.name, "cannot read Parquet data"):
