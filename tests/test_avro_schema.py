@@ -17,6 +17,7 @@ import pytest
 
 from lsm_lab import avro_schema as A
 from lsm_lab.errors import SchemaError, UnsupportedFeatureError
+from lsm_lab.layout import naming
 from lsm_lab.logformat import v1
 
 # --------------------------------------------------------------------------------------
@@ -44,7 +45,7 @@ def real_schemas(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     files += [
         p
         for p in root.rglob(".*")
-        if p.is_file() and "__MACOSX" not in p.parts and "metadata" not in p.parts and v1.is_log_file_name(p.name)
+        if p.is_file() and "__MACOSX" not in p.parts and "metadata" not in p.parts and getattr(naming.parse(p.name), "log_format", 0) == 1
     ]
     schemas: list[str] = []
     for f in files:
