@@ -280,7 +280,7 @@ def _delete_payload(orderings: list) -> bytes:
         ]
     }
     buf = io.BytesIO()
-    fastavro.schemaless_writer(buf, v1._DELETE_SCHEMA, datum)
+    fastavro.schemaless_writer(buf, v1.deletes._DELETE_SCHEMA, datum)
     return struct.pack(">ii", 3, buf.tell()) + buf.getvalue()
 
 
@@ -448,7 +448,7 @@ def test_bad_length_fields_make_a_corrupt_block(where: object, raw: bytes, reaso
 def test_content_length_out_of_bounds_skips_exactly_the_frame() -> None:
     data, parts = _three_block_file()
     delete = v1.decode_log_bytes(parts[1])[0]
-    header_len = len(v1._encode_metadata({HeaderKey.INSTANT_TIME: delete.instant_time}))
+    header_len = len(v1.writer._encode_metadata({HeaderKey.INSTANT_TIME: delete.instant_time}))
     at = len(parts[0]) + 22 + header_len
     blocks = v1.decode_log_bytes(_patch(data, at, struct.pack(">q", 10**6)))
     assert [b.block_type for b in blocks] == [BlockType.AVRO_DATA, BlockType.CORRUPT, BlockType.COMMAND]

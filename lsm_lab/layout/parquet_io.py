@@ -142,8 +142,8 @@ class ParquetFileWriter:
         self.bloom_fpp = bloom_fpp
         self.expected_rows = expected_rows
         self.overwrite = overwrite
-        keyed = self.key_column is not None and bloom_fpp is not None
-        self._bloom_ok = keyed and _is_text(schema.field(self.key_column).type)  # type: ignore[arg-type]
+        self._bloom_ok = (self.key_column is not None and bloom_fpp is not None
+                          and _is_text(schema.field(self.key_column).type))
         self._bloom: BloomBuilder | None = None
         self._hashes: list[tuple[Any, Any]] = []
         self.rows = 0
@@ -179,7 +179,7 @@ class ParquetFileWriter:
             return
         keys = table.column(self.key_column)
         lo, hi = key_range(keys)
-        if lo is not None:
+        if lo is not None and hi is not None:
             self.min_key = lo if self.min_key is None or lo < self.min_key else self.min_key
             self.max_key = hi if self.max_key is None or hi > self.max_key else self.max_key
         if not self._bloom_ok:
