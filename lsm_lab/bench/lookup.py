@@ -138,7 +138,6 @@ def build_tables(root: Path, params: BenchParams, *, log: Any = print) -> dict[s
 
 def shuffled_copy(src: Path, dst: Path, *, seed: int = 0) -> None:
     """Copy a table, rewriting every data file with its rows in random order (footers otherwise kept)."""
-    import pyarrow.parquet as pq
 
     from lsm_lab.layout import fsview, parquet_io
 
@@ -147,9 +146,9 @@ def shuffled_copy(src: Path, dst: Path, *, seed: int = 0) -> None:
     shutil.copytree(src, dst)
     rng = np.random.default_rng(seed)
     for _, path, name in fsview.list_data_files(dst):
-        md = pq.read_metadata(path)
-        data = pq.read_table(path)
-        kv = {k: v for k, v in parquet_io.footer(path).items()
+        md, footer = parquet_io.read_footer(path)
+        data = parquet_io.read_parquet(path)
+        kv = {k: v for k, v in footer.items()
               if k not in (parquet_io.KEY_MIN, parquet_io.KEY_MAX, parquet_io.KEY_SORTED, parquet_io.KEY_BLOOM)}
         rows = data.take(pa.array(rng.permutation(data.num_rows))).replace_schema_metadata(None)
         stat = path.stat()
