@@ -11,9 +11,11 @@ data and delete logs, the output of ``lsm-lab merge``) goes through
       ▼ close()  footer: hoodie_min/max_record_key, lsm_lab.bloom, caller's keys
                  atomic.publish(tmp, final)                   (never overwrites, never half-visible)
 
-Memory is bounded by one row group plus the bloom filter's bits, so a
-compaction can stream a merge of any size through it and still get the same
-footer as a bulk insert.  `rows` (rows per row group) is fixed at the first
+Memory is one row group plus the bloom filter: its bits (about 10 bytes per
+key while building) and, when the key count is not known up front (a
+compaction), the two 64-bit hashes of each key until `close` sizes the filter
+exactly — so a compaction streams a merge of any size through it, never
+holding its rows, and still gets the same footer as a bulk insert.  `rows` (rows per row group) is fixed at the first
 write: at most `row_group_size`, and for sorted files about `row_group_bytes`
 of Arrow data (default 2 MiB, about 7k trips rows, 0.9 MB compressed) — their
 min/max key statistics are then disjoint, narrow ranges and a point lookup
