@@ -1,6 +1,6 @@
 """Point lookups and data skipping: bloom filters and key ranges in footers, pruning, binary search.
 
-    bloom.py     BloomFilter: NumPy bloom filter of record keys, stored base64 in the footer
+    footer.py    FileInfo, FooterCache: footers decoded once (the bloom codec is layout/bloom.py)
     lookup.py    KeyPredicate, LookupStats, Table.lookup's engine and read(filter=...)'s key pruning
     command.py   `lsm-lab lookup`, `lsm-lab show blooms`, `lsm-lab bench lookup`
 
