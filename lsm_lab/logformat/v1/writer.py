@@ -19,7 +19,7 @@ Simplified compared with Apache Hudi: Hudi appends blocks to an open log file
 (rolling over at a size limit); lsm_lab always starts a new file version, so
 a file is immutable once visible.
 
-Taught in: notebooks/09_real_hudi_tables.ipynb
+Taught in: notebooks/04_log_format_v2.ipynb
 """
 
 from __future__ import annotations
