@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lsm_lab import atomic
 from lsm_lab.errors import TableConfigError, TableNotFoundError
 
 PROPERTIES_FILE = "hoodie.properties"
@@ -420,15 +421,9 @@ def write_config(base: str | os.PathLike[str], props: Mapping[str, str], *, crea
     ppath = properties_path(base)
     ppath.parent.mkdir(parents=True, exist_ok=True)
     config = TableConfig.from_props(props, path=str(ppath))  # validate before touching disk
-    tmp = ppath.with_name(f".{PROPERTIES_FILE}.{os.getpid()}.tmp")
-    tmp.write_text(format_properties(props, header="written by lsm_lab"), encoding="utf-8")
+    data = format_properties(props, header="written by lsm_lab").encode("utf-8")
     if create:
-        try:
-            os.link(tmp, ppath)
-        except FileExistsError:
-            raise TableConfigError("a table already exists here", path=ppath) from None
-        finally:
-            tmp.unlink(missing_ok=True)
+        atomic.create_file(ppath, data, on_exists=lambda p: TableConfigError("a table already exists here", path=p))
     else:
-        os.replace(tmp, ppath)
+        atomic.replace_file(ppath, data)
     return config

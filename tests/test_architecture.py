@@ -14,7 +14,7 @@ docs/ARCHITECTURE.md; a module lower in the list may not import one higher up.
     merge         semantics, engines, Parquet-run merging
     formats       layout/ (names, Parquet, file-system view), logformat/ (v2, v1, Avro schemas)
     timeline      instants, clock, active timeline, commit metadata, the LSM (archived) timeline
-    foundation    errors, config, storage/ (every byte, local or object store), progress, datagen
+    foundation    errors, config, atomic, avro_schema, storage/ (every byte, local or object store), progress, datagen
 
 A new module must be given a layer here (the test fails on modules it cannot place).
 """
@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent / "lsm_lab"
 
 # Bottom to top. A module takes the layer of its exact name, else of its longest listed prefix.
 LAYERS: list[tuple[str, list[str]]] = [
-    ("foundation", ["lsm_lab.errors", "lsm_lab.config", "lsm_lab.storage", "lsm_lab.progress", "lsm_lab.datagen"]),
+    ("foundation", ["lsm_lab.errors", "lsm_lab.config", "lsm_lab.atomic", "lsm_lab.avro_schema", "lsm_lab.storage",
+                    "lsm_lab.progress", "lsm_lab.datagen"]),
     ("timeline", ["lsm_lab.timeline"]),
     ("formats", ["lsm_lab.layout", "lsm_lab.logformat"]),
     ("merge", ["lsm_lab.merge"]),
@@ -47,14 +48,6 @@ LAYERS: list[tuple[str, list[str]]] = [
                   "lsm_lab.interop.command", "lsm_lab.lookup.command", "lsm_lab.spark.command"]),
 ]
 
-# Upward edges that the `onewriter` branch of issue 12 removes (one Parquet writer, blooms passed in;
-# commit metadata without logformat). Delete these entries when that branch is merged.
-PENDING_UPWARD: set[tuple[str, str]] = {
-    ("lsm_lab.timeline.metadata", "lsm_lab.logformat.avro_schema"),
-    ("lsm_lab.layout.parquet_io", "lsm_lab.lookup.bloom"),
-}
-# Function-level imports in modules that branch rewrites (layout/, timeline/metadata.py): not annotated here.
-PENDING_UNCOMMENTED: set[str] = {"lsm_lab.layout.fsview", "lsm_lab.layout.parquet_io", "lsm_lab.timeline.metadata"}
 
 
 @dataclass(frozen=True)
@@ -213,15 +206,8 @@ def test_no_import_cycles() -> None:
 def test_imports_go_only_downward() -> None:
     names = [name for name, _ in LAYERS]
     upward = [f"{e.where()}: {names[layer_of(e.src)]} imports {names[layer_of(e.dst)]}"
-              for e in EDGES if layer_of(e.dst) > layer_of(e.src) and (e.src, e.dst) not in PENDING_UPWARD]
+              for e in EDGES if layer_of(e.dst) > layer_of(e.src)]
     assert upward == [], "imports against the layer order:\n" + "\n".join(upward)
-
-
-def test_pending_exceptions_are_still_needed() -> None:
-    # when the other branch lands, its exceptions must go (an allow-list entry that matches nothing fails)
-    present = {(e.src, e.dst) for e in EDGES}
-    assert present >= PENDING_UPWARD, f"remove from PENDING_UPWARD: {sorted(PENDING_UPWARD - present)}"
-    assert set(MODULES) >= PENDING_UNCOMMENTED
 
 
 def _private(name: str) -> bool:
@@ -288,7 +274,7 @@ def test_function_level_imports_say_why() -> None:
     """An lsm_lab import inside a function needs a reason (start-up time, an optional dependency) on its line."""
     bad = []
     for e in EDGES:
-        if e.in_function and e.src not in PENDING_UNCOMMENTED:
+        if e.in_function:
             line = MODULES[e.src].read_text(encoding="utf-8").splitlines()[e.line - 1]
             if "#" not in line:
                 bad.append(f"{e.where()}: {line.strip()}")

@@ -1,4 +1,4 @@
-"""Arrow <-> Avro schema conversion (lsm_lab.logformat.avro_schema).
+"""Arrow <-> Avro schema conversion (lsm_lab.avro_schema).
 
 The golden facts come from real Hudi log blocks: every SCHEMA header found in
 ../shared must survive Avro -> Arrow -> Avro unchanged, byte for byte.
@@ -15,8 +15,9 @@ import fastavro
 import pyarrow as pa
 import pytest
 
+from lsm_lab import avro_schema as A
 from lsm_lab.errors import SchemaError, UnsupportedFeatureError
-from lsm_lab.logformat import avro_schema as A
+from lsm_lab.layout import naming
 from lsm_lab.logformat import v1
 
 # --------------------------------------------------------------------------------------
@@ -44,7 +45,7 @@ def real_schemas(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     files += [
         p
         for p in root.rglob(".*")
-        if p.is_file() and "__MACOSX" not in p.parts and "metadata" not in p.parts and v1.is_log_file_name(p.name)
+        if p.is_file() and "__MACOSX" not in p.parts and "metadata" not in p.parts and getattr(naming.parse(p.name), "log_format", 0) == 1
     ]
     schemas: list[str] = []
     for f in files:

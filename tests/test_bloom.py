@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lsm_lab.errors import CorruptFileError, InputError
-from lsm_lab.lookup.bloom import BloomFilter, key_hashes, optimal_size, union_all
+from lsm_lab.layout.bloom import BloomFilter, key_hashes, optimal_size, union_all
 
 M64 = (1 << 64) - 1
 
@@ -157,7 +157,7 @@ def test_union_is_the_or_and_fills_up() -> None:
 
 
 def test_hashing_in_chunks_matches_the_reference() -> None:
-    from lsm_lab.lookup import bloom
+    from lsm_lab.layout import bloom
 
     n = bloom._CHUNK + 1000  # crosses a chunk boundary: each chunk is a slice of one Arrow buffer
     keys = pa.array([f"key-{i}" for i in range(n)], pa.string())

@@ -15,11 +15,13 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
 import lsm_lab
 from lsm_lab.layout import fsview, naming, parquet_io
+from lsm_lab.layout.bloom import BloomFilter
 from lsm_lab.logformat import v2
 from lsm_lab.services import compaction, heartbeat, markers
 from lsm_lab.table import index
@@ -100,11 +102,64 @@ def test_large_group_streams_in_row_groups(tmp_table) -> None:
     table.upsert(pa.table({"id": [f"key{i:06d}" for i in range(0, n, 3)], "ts": [1] * len(range(0, n, 3)),
                            "v": [-1] * len(range(0, n, 3))}))
     before = table.read(columns=["id", "v"]).sort_by("id")
+    (bulk,) = table.latest_slices()
+    bulk_meta = pq.read_metadata(bulk.base_file.path)
     table.compact(strategy="full", progress=False)
     (fs,) = table.latest_slices()
     meta = pq.read_metadata(fs.base_file.path)
-    assert meta.num_rows == n and meta.num_row_groups == 2  # 65536 + the rest
+    # streamed in batches, written in the row groups a bulk insert of the same rows gets (several, byte-capped)
+    assert meta.num_rows == n and meta.num_row_groups > 1
+    # (the streaming writer sizes them from its first batch, a bulk insert from the whole table: within 2%)
+    assert meta.num_row_groups == bulk_meta.num_row_groups
+    assert abs(meta.row_group(0).num_rows - bulk_meta.row_group(0).num_rows) <= bulk_meta.row_group(0).num_rows // 50
     assert table.read(columns=["id", "v"]).sort_by("id").equals(before)
+
+
+@pytest.mark.parametrize("merge", ["sorted", "hash"])
+def test_compacted_base_files_have_the_footer_of_a_bulk_insert(tmp_table, merge) -> None:
+    """Compaction writes through the one data-file writer: key range, bloom of every key, sorting
+    columns, Parquet's own bloom, page checksums and row groups like a bulk-inserted file."""
+    table = tmp_table(ordering_field="ts", num_buckets=1)
+    n = 20_000
+    table.bulk_insert(pa.table({"id": [f"key{i:06d}" for i in range(n)], "ts": [0] * n, "v": list(range(n))}))
+    (bulk,) = table.latest_slices()
+    table.upsert(pa.table({"id": [f"key{i:06d}" for i in range(0, n + 500, 7)], "ts": [1] * len(range(0, n + 500, 7)),
+                           "v": [-1] * len(range(0, n + 500, 7))}))
+    table.delete([f"key{i:06d}" for i in range(1, 300, 2)])
+    table.compact(strategy="full", merge=merge, progress=False)
+    (fs,) = table.latest_slices()
+    assert fs.log_files == () and fs.base_instant != bulk.base_instant
+    rows = pq.read_table(fs.base_file.path)
+    keys = rows.column("_hoodie_record_key")
+    model = ({f"key{i:06d}" for i in range(n)} | {f"key{i:06d}" for i in range(0, n + 500, 7)}) - \
+        {f"key{i:06d}" for i in range(1, 300, 2)}
+    assert sorted(keys.to_pylist()) == sorted(model)
+    md = pq.read_metadata(fs.base_file.path)
+    bulk_md = pq.read_metadata(bulk.base_file.path)
+    kv = parquet_io.footer_kv(md)
+    bulk_kv = parquet_io.footer_kv(bulk_md)
+    # the same footer keys as the bulk-inserted file, with this file's facts
+    assert set(kv) == set(bulk_kv) >= {parquet_io.KEY_MIN, parquet_io.KEY_MAX, parquet_io.KEY_SORTED,
+                                       parquet_io.KEY_BLOOM}
+    assert kv[parquet_io.KEY_SORTED] == "true"
+    assert (kv[parquet_io.KEY_MIN], kv[parquet_io.KEY_MAX]) == (pc.min(keys).as_py(), pc.max(keys).as_py())
+    bloom = BloomFilter.from_base64(kv[parquet_io.KEY_BLOOM])
+    assert bloom.num_keys == rows.num_rows and bool(bloom.might_contain(keys).all())
+    absent = pa.array([f"absent{i:06d}" for i in range(20_000)])
+    assert bloom.might_contain(absent).mean() < 0.03  # sized for the file: about 1% false positives
+    key_index = md.schema.to_arrow_schema().get_field_index("_hoodie_record_key")
+    for i in range(md.num_row_groups):
+        rg = md.row_group(i)
+        assert rg.sorting_columns == bulk_md.row_group(0).sorting_columns == (pq.SortingColumn(key_index),)
+        assert rg.column(key_index).statistics is not None
+    # Parquet's split-block bloom on the key column, as in the bulk-inserted file
+    assert (md.row_group(0).column(key_index).bloom_filter_offset or 0) > 0
+    assert (bulk_md.row_group(0).column(key_index).bloom_filter_offset or 0) > 0
+    # row groups sized like a bulk insert of the same rows: at most the 2 MiB cap of a sorted file
+    expected = parquet_io.rows_per_group(rows, parquet_io.DEFAULT_ROW_GROUP_ROWS, parquet_io.SORTED_ROW_GROUP_BYTES)
+    sizes = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
+    assert len(sizes) > 1 and all(s == sizes[0] for s in sizes[:-1]) and sum(sizes) == rows.num_rows
+    assert abs(sizes[0] - expected) <= expected // 10
 
 
 def test_writes_during_a_pending_compaction_land_in_the_next_slice(tmp_table) -> None:

@@ -147,7 +147,7 @@ def test_v1_blocks_are_what_hudi_writes(tmp_path: Path) -> None:
                                                                 "_hoodie_file_name"]
     assert header_schema["fields"][5]["type"] == ["null", "string"]  # null first, as Hudi writes
     by_key = {d.records.column("record_key")[0].as_py(): d.records for d in deletes}
-    assert by_key["k004"].column("ordering_val").type.id == v1._WRAPPER_ARROW["IntWrapper"].id
+    assert by_key["k004"].column("ordering_val").type.id == v1.deletes._WRAPPER_ARROW["IntWrapper"].id
     assert by_key["k004"].column("ordering_val").to_pylist() == [0]  # Hudi's default: always wins
     assert by_key["k005"].column("ordering_val").to_pylist() == [900]
     for b in data + deletes:

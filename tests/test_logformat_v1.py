@@ -24,8 +24,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lsm_lab import avro_schema as A
 from lsm_lab.errors import ConflictError, CorruptFileError, InputError, SchemaError, UnsupportedFeatureError
-from lsm_lab.logformat import avro_schema as A
+from lsm_lab.layout import naming
 from lsm_lab.logformat import v1
 from lsm_lab.logformat.v1 import BlockType, HeaderKey
 
@@ -63,13 +64,18 @@ def tables(shared: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def _is_v1_log(name: str) -> bool:
+    parsed = naming.parse(name)
+    return parsed is not None and parsed.log_format == 1
+
+
 def _table_logs(root: Path, *, metadata: bool) -> list[Path]:
     return sorted(
         p
         for p in root.rglob(".*")
         if p.is_file()
         and "__MACOSX" not in p.parts
-        and v1.is_log_file_name(p.name)
+        and _is_v1_log(p.name)
         and (("metadata" in p.parts) == metadata)
     )
 
@@ -168,7 +174,7 @@ def test_avro_data_content_layout() -> None:
 
 def test_avro_data_round_trip(tmp_path: Path) -> None:
     table = _sample_table()
-    path = tmp_path / v1.log_file_name("fg-0", T1, 1, "0-1-2")
+    path = tmp_path / naming.v1_log_file_name("fg-0", T1, 1, "0-1-2")
     v1.write_log_file(path, [_data_block(table)])
     (block,) = v1.read_log_file(path)
     assert block.block_type == BlockType.AVRO_DATA
@@ -274,7 +280,7 @@ def _delete_payload(orderings: list) -> bytes:
         ]
     }
     buf = io.BytesIO()
-    fastavro.schemaless_writer(buf, v1._DELETE_SCHEMA, datum)
+    fastavro.schemaless_writer(buf, v1.deletes._DELETE_SCHEMA, datum)
     return struct.pack(">ii", 3, buf.tell()) + buf.getvalue()
 
 
@@ -442,7 +448,7 @@ def test_bad_length_fields_make_a_corrupt_block(where: object, raw: bytes, reaso
 def test_content_length_out_of_bounds_skips_exactly_the_frame() -> None:
     data, parts = _three_block_file()
     delete = v1.decode_log_bytes(parts[1])[0]
-    header_len = len(v1._encode_metadata({HeaderKey.INSTANT_TIME: delete.instant_time}))
+    header_len = len(v1.writer._encode_metadata({HeaderKey.INSTANT_TIME: delete.instant_time}))
     at = len(parts[0]) + 22 + header_len
     blocks = v1.decode_log_bytes(_patch(data, at, struct.pack(">q", 10**6)))
     assert [b.block_type for b in blocks] == [BlockType.AVRO_DATA, BlockType.CORRUPT, BlockType.COMMAND]
@@ -560,33 +566,35 @@ def test_write_log_file_never_overwrites(tmp_path: Path) -> None:
     ("name", "parts"),
     [
         (".ff32ab89-5ad0-4968-83b4-89a34c95d32f-0_20250316025816068.log.1_0-54-122",
-         ("ff32ab89-5ad0-4968-83b4-89a34c95d32f-0", "20250316025816068", 1, "0-54-122", False)),
-        (".files-0000-0_00000000000000000.log.12_10-999-2838", ("files-0000-0", "00000000000000000", 12, "10-999-2838", False)),
-        (".a_b_20250101.log.2", ("a_b", "20250101", 2, None, False)),
-        (".fg_20250101.log.3_1-2-3.cdc", ("fg", "20250101", 3, "1-2-3", True)),
+         ("ff32ab89-5ad0-4968-83b4-89a34c95d32f-0", "20250316025816068", 1, "0-54-122", "data")),
+        (".files-0000-0_00000000000000000.log.12_10-999-2838", ("files-0000-0", "00000000000000000", 12, "10-999-2838", "data")),
+        (".a_b_20250101000000.log.2", ("a_b", "20250101000000", 2, "", "data")),
+        (".fg_20250101000000001.log.3_1-2-3.cdc", ("fg", "20250101000000001", 3, "1-2-3", "cdc")),
     ],
 )
 def test_parse_log_file_name(name: str, parts: tuple) -> None:
-    parsed = v1.parse_log_file_name(name)
-    assert (parsed.file_id, parsed.instant, parsed.version, parsed.write_token, parsed.is_cdc) == parts
+    """v1 log names are parsed by the one file-name grammar (layout/naming.py)."""
+    parsed = naming.parse(name)
+    assert parsed is not None and parsed.log_format == 1 and parsed.is_log
+    assert (parsed.file_id, parsed.instant, parsed.version, parsed.write_token, parsed.content) == parts
     assert parsed.name == name
 
 
 @pytest.mark.parametrize(
     "name",
-    ["fg_2025.log.1_0-1-2", ".fg_2025.log._0-1-2", ".fg_2025.parquet", "fg_0-1-2_2025_1.parquet", ".fg_2025.log.1_0-1"],
+    ["fg_20250101000000.log.1_0-1-2", ".fg_20250101000000.log._0-1-2", ".fg_20250101000000.parquet",
+     "fg_0-1-2_2025_1.parquet", ".fg_20250101000000.log.1_0-1", ".fg_2025.log.1_0-1-2"],
 )
 def test_not_log_file_names(name: str) -> None:
-    assert not v1.is_log_file_name(name)
-    with pytest.raises(InputError):
-        v1.parse_log_file_name(name)
+    assert not _is_v1_log(name)
 
 
 def test_log_file_name_checks_parts() -> None:
-    assert v1.log_file_name("fg-0", T1, 2, "0-12-35") == f".fg-0_{T1}.log.2_0-12-35"
-    for bad in [("", T1, 1, "0-1-2"), ("a/b", T1, 1, "0-1-2"), ("fg", "2025-01", 1, "0-1-2"), ("fg", T1, 0, "0-1-2"), ("fg", T1, 1, "0_1_2")]:
+    assert naming.v1_log_file_name("fg-0", T1, 2, "0-12-35") == f".fg-0_{T1}.log.2_0-12-35"
+    for bad in [("", T1, 1, "0-1-2"), ("a/b", T1, 1, "0-1-2"), ("fg", "2025-01", 1, "0-1-2"), ("fg", T1, 0, "0-1-2"),
+                ("fg", T1, 1, "0_1_2"), (".fg", T1, 1, "0-1-2")]:
         with pytest.raises(InputError):
-            v1.log_file_name(*bad)
+            naming.v1_log_file_name(*bad)
 
 
 def test_dump_lists_blocks_one_per_line(tmp_path: Path) -> None:
@@ -638,7 +646,7 @@ def test_real_rollback_block(real_log: Callable[[str], Path]) -> None:
     (block,) = v1.read_log_file(path)
     assert block.is_rollback and block.records is None
     assert (block.instant_time, block.target_instant_time) == ("20250126040936578", "20250126040826878")
-    assert v1.parse_log_file_name(path.name).version == 2  # a rollback gets its own log file version
+    assert naming.parse(path.name).version == 2  # a rollback gets its own log file version
 
 
 def test_real_blocks_re_encode_byte_for_byte(real_log: Callable[[str], Path], tables: Path) -> None:

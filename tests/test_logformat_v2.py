@@ -151,7 +151,7 @@ def _write_with_footer(path: Path, kv: dict[str, str]) -> None:
     [
         ({}, "has no 'hudi.log.format.metadata'"),
         ({"hudi.log.format.metadata": "{not json"}, "is not JSON"),
-        ({"hudi.log.format.metadata": "[1, 2]"}, "lacks VERSION or INSTANT_TIME"),
+        ({"hudi.log.format.metadata": "[1, 2]"}, "is not a JSON object"),
         ({"hudi.log.format.metadata": '{"VERSION": "2"}'}, "lacks VERSION or INSTANT_TIME"),
         ({"hudi.log.format.metadata": '{"INSTANT_TIME": "1"}'}, "lacks VERSION or INSTANT_TIME"),
     ],

@@ -224,7 +224,7 @@ def _data_files(table: lsm_lab.Table) -> list[Path]:
 
 @pytest.mark.parametrize("damage", ["missing", "flipped", "garbage", "truncated", "other_key"])
 def test_broken_bloom_never_hides_a_key(trips_tables: dict[str, Any], damage: str) -> None:
-    from lsm_lab.lookup.bloom import BloomFilter
+    from lsm_lab.layout.bloom import BloomFilter
 
     table = trips_tables["lsm_tree"]
     keys = trips_tables["keys"][:30] + trips_tables["deleted"][:5]

@@ -99,3 +99,44 @@ def test_names_round_trip(file_id: str, task: int, stage: int, attempt: int, ins
     v1 = naming.parse(naming.v1_log_file_name(file_id, instant, version, token))
     assert (v1.file_id, v1.instant, v1.version, v1.write_token, v1.log_format) == (
         file_id, instant, version, token, 1)
+
+
+_NOT_DATA = {".hoodie_partition_metadata", ".DS_Store", "hoodie.properties"}
+
+
+def _real_names() -> list[tuple[str, str]]:
+    """(where, name) of every file of the real Hudi tables and log files in data/, outside timelines."""
+    import zipfile
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    out = [(str(p), p.name) for p in (data / "hudi-log-files").rglob("*") if p.is_file()]
+    for z in sorted((data / "hudi-tables").glob("*.zip")):
+        with zipfile.ZipFile(z) as archive:
+            for member in archive.namelist():
+                parts = member.split("/")
+                folders = parts[:-1]
+                hoodie = max((i for i, p in enumerate(folders) if p == ".hoodie"), default=None)
+                in_timeline = hoodie is not None and folders[hoodie + 1 : hoodie + 2] != ["metadata"]
+                if member.endswith("/") or "__MACOSX" in parts or in_timeline:
+                    continue  # (the metadata table's data files under .hoodie/metadata/ are kept)
+                out.append((f"{z.name}:{member}", parts[-1]))
+    return out
+
+
+def test_every_real_file_name_parses_with_the_one_grammar() -> None:
+    names = _real_names()
+    data_names = [(w, n) for w, n in names if n not in _NOT_DATA]
+    v1 = [naming.parse(n) for _, n in data_names if ".log." in n]
+    assert len(data_names) >= 150 and len(v1) >= 75  # the real files are there
+    for where, name in data_names:
+        parsed = naming.parse(name)
+        assert parsed is not None, where
+        assert parsed.name == name
+        if ".log." in name:
+            assert parsed.is_log and parsed.log_format == 1, where
+            assert naming.v1_log_file_name(parsed.file_id, parsed.instant, parsed.version,
+                                           parsed.write_token) == name, where
+        else:
+            assert parsed.is_base and parsed.ext == name.rsplit(".", 1)[1] in ("parquet", "hfile"), where
+    assert all(naming.parse(n) is None for _, n in names if n in _NOT_DATA)

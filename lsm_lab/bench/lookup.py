@@ -69,8 +69,8 @@ import pyarrow.compute as pc
 import lsm_lab
 from lsm_lab.datagen import TripsGenerator
 from lsm_lab.layout import fsview, parquet_io
+from lsm_lab.layout.bloom import BloomFilter, key_hashes
 from lsm_lab.logformat import v2
-from lsm_lab.lookup.bloom import BloomFilter, key_hashes
 from lsm_lab.lookup.lookup import LookupStats, clear_footer_cache, open_lookup
 
 LAYOUTS = ("lsm_tree", "default", "default_unsorted")
@@ -142,16 +142,15 @@ def build_tables(root: Path, params: BenchParams, *, log: Any = print) -> dict[s
 
 def shuffled_copy(src: Path, dst: Path, *, seed: int = 0) -> None:
     """Copy a table, rewriting every data file with its rows in random order (footers otherwise kept)."""
-    import pyarrow.parquet as pq
 
     if dst.exists():
         shutil.rmtree(dst)
     shutil.copytree(src, dst)
     rng = np.random.default_rng(seed)
     for _, path, name in fsview.list_data_files(dst):
-        md = pq.read_metadata(path)
-        data = pq.read_table(path)
-        kv = {k: v for k, v in parquet_io.footer(path).items()
+        md, footer = parquet_io.read_footer(path)
+        data = parquet_io.read_parquet(path)
+        kv = {k: v for k, v in footer.items()
               if k not in (parquet_io.KEY_MIN, parquet_io.KEY_MAX, parquet_io.KEY_SORTED, parquet_io.KEY_BLOOM)}
         rows = data.take(pa.array(rng.permutation(data.num_rows))).replace_schema_metadata(None)
         stat = path.stat()

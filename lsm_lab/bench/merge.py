@@ -53,8 +53,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lsm_lab.layout.parquet_io import open_parquet
 from lsm_lab.merge import open_merge
-from lsm_lab.merge.files import RowGroupWriter, merge_parquet_files
+from lsm_lab.merge.files import merge_parquet_files, output_writer
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
 
 CONTENDERS: tuple[str, ...] = ("io_floor", "sorted", "duckdb", "pyarrow", "hash", "loser_tree", "heapq")
@@ -147,10 +148,10 @@ def make_runs(directory: str | os.PathLike[str], rows: int, k: int, overlap: flo
 # --------------------------------------------------------------------------------------
 
 def _io_floor(paths: Sequence[str], out: str) -> dict[str, Any]:
-    schema = pq.ParquetFile(paths[0]).schema_arrow
-    writer = RowGroupWriter(out, schema, ROW_GROUP)
+    schema = open_parquet(paths[0]).schema_arrow
+    writer = output_writer(out, schema, key=KEY, row_group_size=ROW_GROUP)  # the merge's own writer
     for path in paths:
-        pf = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 18)
+        pf = open_parquet(path, pre_buffer=False, buffer_size=1 << 18)
         for batch in pf.iter_batches(batch_size=65_536, use_threads=False):
             writer.write(batch)
     writer.close()

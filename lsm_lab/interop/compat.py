@@ -48,11 +48,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from lsm_lab.avro_schema import arrow_to_avro_schema, avro_schema_json, hudi_record_names
 from lsm_lab.config import KEY_INSTANT_FORMAT, KEY_LOG_FORMAT, TableConfig
 from lsm_lab.errors import InputError
 from lsm_lab.layout import naming
 from lsm_lab.logformat import v1
-from lsm_lab.logformat.avro_schema import arrow_to_avro_schema, avro_schema_json, hudi_record_names
 from lsm_lab.services.planner import FULL, pending_plans
 from lsm_lab.table import records
 from lsm_lab.timeline.active import ActiveTimeline

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from lsm_lab.layout import naming
 from lsm_lab.layout.naming import FileName
+from lsm_lab.logformat import v2
 from lsm_lab.timeline.instant import CLUSTERING, REPLACE_COMMIT, Instant, normalize_time
 
 
@@ -220,7 +221,6 @@ def compacted_block_times(f: DataFile) -> frozenset[str]:
     hit = _HEADER_CACHE.get(key)
     if hit is not None:
         return hit
-    from lsm_lab.logformat import v2
 
     try:
         header = v2.read_log_header(f.path)

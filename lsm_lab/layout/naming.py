@@ -23,6 +23,11 @@ Names are parsed by regular expressions anchored at both ends, so a stray file
 logs of table version 6 the `<instant>` is the base file's instant, for 8+ the
 writing deltacommit's (format page, section 4).
 
+This is the one grammar of data file names: the table's listing, the v1 log
+reader and writer, compaction plans and the tests all parse names here.  It is
+checked against every file name in `data/hudi-log-files/` and
+`data/hudi-tables/*.zip` (tests/test_naming.py).
+
 Simplified compared with Apache Hudi: ORC and HFile base files are recognised
 only so that a clear "not supported" error can name them.
 """
@@ -134,5 +139,17 @@ def native_log_file_name(file_id: str, token: str, instant: str, version: int, k
 
 
 def v1_log_file_name(file_id: str, instant: str, version: int, token: str) -> str:
-    """A v1 (#HUDI# blocks) log file name."""
-    return f".{file_id}_{instant}.log.{version}_{token}"
+    """A v1 (#HUDI# blocks) log file name, `.<fileId>_<instant>.log.<version>_<writeToken>`; InputError for a bad part."""
+    if not file_id or "/" in file_id or "\\" in file_id or file_id.startswith("."):
+        raise InputError(f"bad file id {file_id!r} for a v1 log file name")
+    if not re.fullmatch(_T, instant):
+        raise InputError(f"bad instant {instant!r} for a v1 log file name (14 or 17 digits)")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise InputError(f"log version must be an int >= 1, got {version!r}")
+    if not re.fullmatch(_TOKEN, token):
+        raise InputError(f"write token must look like '<task>-<stage>-<attempt>', got {token!r}")
+    name = f".{file_id}_{instant}.log.{version}_{token}"
+    parsed = parse(name)
+    if parsed is None or (parsed.file_id, parsed.instant, parsed.version) != (file_id, instant, version):
+        raise InputError(f"file id {file_id!r} does not give an unambiguous v1 log file name")
+    return name

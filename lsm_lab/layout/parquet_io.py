@@ -1,21 +1,27 @@
-"""Writing and opening the Parquet files of a table (base files and v2 logs alike).
+"""Writing and opening the Parquet data files of a table: the one writer, the one reader.
 
-Every data file lsm_lab writes goes through `write_parquet`:
+Every data file lsm_lab writes (base files from writes and compactions, v2
+data and delete logs, the output of ``lsm-lab merge``) goes through
+`ParquetFileWriter`; `write_parquet` is the same writer fed one table:
 
-    rows (Arrow table, already sorted for lsm_tree)
-      │  ParquetWriter → <final dir>/.<name>.<random>.tmp      (row groups of `row_group_size`)
-      │  footer key-value metadata: hoodie_min/max_record_key, lsm_lab.sorted, + caller's keys
-      ▼
-    os.link(tmp, final) ; unlink(tmp)                           (never overwrites, never half-visible)
+    batches (sorted or not)                                 ParquetFileWriter
+      │ write(batch) ─► buffer ─► row groups of `rows` ─►  pq.ParquetWriter → <dir>/.<name>.<random>.tmp
+      │                 key min/max, bloom bits              (page checksums, statistics, split-block
+      │                 updated per batch                     bloom on the key, sorting_columns)
+      ▼ close()  footer: hoodie_min/max_record_key, lsm_lab.bloom, caller's keys
+                 atomic.publish(tmp, final)                   (never overwrites, never half-visible)
 
-Row groups matter: every `write_table` call would start a new row group, so the
-table is written in explicit slices of at most `row_group_size` rows.  A sorted
-file's row groups are also capped at `row_group_bytes` of in-memory Arrow data
-(default 2 MiB, about 7k trips rows, 0.9 MB compressed): their min/max key
-statistics are then disjoint, narrow ranges, and a point lookup reads one small
-row group instead of 64k rows (10.7 MB).  Measured on 1M sorted trips rows:
-files grow ~4% (128 → 134 MB), scan time did not change beyond the noise of
-the machine; see lsm_lab/lookup/lookup.py.
+Memory is one row group plus the bloom filter: its bits (about 10 bytes per
+key while building) and, when the key count is not known up front (a
+compaction), the two 64-bit hashes of each key until `close` sizes the filter
+exactly — so a compaction streams a merge of any size through it, never
+holding its rows, and still gets the same footer as a bulk insert.  `rows` (rows per row group) is fixed at the first
+write: at most `row_group_size`, and for sorted files about `row_group_bytes`
+of Arrow data (default 2 MiB, about 7k trips rows, 0.9 MB compressed) — their
+min/max key statistics are then disjoint, narrow ranges and a point lookup
+reads one small row group instead of 64k rows (10.7 MB).  Measured on 1M
+sorted trips rows: files grow ~4% (128 → 134 MB), scan time unchanged within
+the machine's noise; see lsm_lab/lookup/lookup.py.
 
 The footer keys shared by base and log files (documented in docs/FORMAT.md):
 
@@ -23,39 +29,52 @@ The footer keys shared by base and log files (documented in docs/FORMAT.md):
     lsm_lab.sorted = "true"                          rows sorted by record key (UTF-8 bytes),
                                                      no key twice (only written when true)
     lsm_lab.bloom                                    base64 bloom filter of the file's keys
-                                                     (format in lsm_lab/lookup/bloom.py)
+                                                     (format in lsm_lab/layout/bloom.py)
 
-The first three are also in the Arrow schema metadata (readers of the table see
-them); the bloom filter is added to the Parquet footer only
-(`ParquetWriter.add_key_value_metadata`), so it is not stored a second time
-inside `ARROW:schema` nor carried along by every table read from the file.
-The key column additionally gets Parquet's own split-block bloom filter per
-row group (`bloom_filter_options`, read by engines such as DuckDB and Spark)
-and, in sorted files, a `sorting_columns` entry.
+`lsm_lab.sorted` and the caller's keys (e.g. a v2 log's header) are known
+up front and also stored in the Arrow schema (readers of the table see them);
+the key range and the bloom filter are known only once the last row is
+written, so they go to the Parquet footer only (`add_key_value_metadata`).
+`read_footer` is the one decoder of that key-value map.  The key column also
+gets Parquet's own split-block bloom filter per row group (read by engines
+such as DuckDB and Spark) and, in sorted files, a `sorting_columns` entry.
+
+**Checksums.** Every page is written with its CRC-32 (`write_page_checksum`)
+and `open_parquet`, the one way data files are opened for reading, verifies
+them (`page_checksum_verification`): a flipped bit in a data page is a
+`CorruptFileError` naming the file, never a different value.  Files written
+without checksums (older lsm_lab, other engines) are read as before.
 
 Simplified compared with Apache Hudi: the bloom filter is lsm_lab's own format
 under its own key (Hudi's `org.apache.hudi.bloomfilter` is a Java-serialised
 Hadoop filter); row groups are sized by rows and in-memory bytes, not by
 Parquet's on-disk block size.
+
+Taught in: notebooks/03_sorted_writes_and_levels.ipynb
 """
 
 from __future__ import annotations
 
 import os
-import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lsm_lab import atomic
 from lsm_lab.errors import CorruptFileError, LsmLabError
+from lsm_lab.layout.bloom import BloomBuilder, key_hashes
 
 KEY_MIN = "hoodie_min_record_key"
 KEY_MAX = "hoodie_max_record_key"
 KEY_SORTED = "lsm_lab.sorted"
 KEY_BLOOM = "lsm_lab.bloom"
+_OWN_KEYS = (KEY_MIN, KEY_MAX, KEY_SORTED, KEY_BLOOM)
 RECORD_KEY = "_hoodie_record_key"
 DEFAULT_ROW_GROUP_ROWS = 65_536
 SORTED_ROW_GROUP_BYTES = 2 << 20
@@ -63,6 +82,8 @@ MIN_ROW_GROUP_ROWS = 1_024
 BLOOM_FPP = 0.01
 PARQUET_BLOOM_FPP = 0.01
 COMPRESSION = "snappy"
+WRITE_OPTIONS: dict[str, Any] = {"compression": COMPRESSION, "write_statistics": True, "write_page_checksum": True}
+VERIFY_PAGE_CHECKSUMS = True  # benchmarks/bench_checksums.py turns both off to measure their cost
 
 
 def key_range(keys: pa.Array | pa.ChunkedArray) -> tuple[str | None, str | None]:
@@ -72,13 +93,215 @@ def key_range(keys: pa.Array | pa.ChunkedArray) -> tuple[str | None, str | None]
     return mm["min"].as_py(), mm["max"].as_py()
 
 
-def rows_per_group(table: pa.Table, row_group_size: int, row_group_bytes: int | None) -> int:
+def rows_per_group(table: pa.Table | pa.RecordBatch, row_group_size: int, row_group_bytes: int | None) -> int:
     """Rows per row group: at most `row_group_size`, and about `row_group_bytes` of Arrow data when given."""
     rows = max(1, int(row_group_size))
     if row_group_bytes and table.num_rows:
         per_row = max(1.0, table.nbytes / table.num_rows)
         rows = min(rows, max(MIN_ROW_GROUP_ROWS, int(row_group_bytes / per_row)))
     return rows
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+# --------------------------------------------------------------------------- writing
+class ParquetFileWriter:
+    """Write one data file from batches: explicit row groups, key facts in the footer, atomic publish.
+
+    `key_column` (None: no key facts) gets the key range, the `lsm_lab.bloom`
+    filter at `bloom_fpp` (None: neither bloom) sized for `expected_rows` keys
+    (None: for the exact count, keeping 16 bytes of hashes per key until
+    `close`), and Parquet's split-block bloom.  `is_sorted` marks the file
+    sorted (the caller guarantees the order) and adds `sorting_columns`.
+    `row_group_bytes` caps a row group's Arrow size (None: 2 MiB for sorted
+    files, no cap otherwise; 0: no cap).  `overwrite=True` replaces an existing
+    file (only for user-named outputs such as ``lsm-lab merge``); `threaded`
+    encodes one row group on a background thread while the caller continues.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], schema: pa.Schema, *,
+                 metadata: Mapping[str, str] | None = None, key_column: str | None = RECORD_KEY,
+                 is_sorted: bool = False, row_group_size: int = DEFAULT_ROW_GROUP_ROWS,
+                 row_group_bytes: int | None = None, bloom_fpp: float | None = BLOOM_FPP,
+                 expected_rows: int | None = None, overwrite: bool = False, threaded: bool = False) -> None:
+        if row_group_size < 1:
+            raise LsmLabError(f"row_group_size must be >= 1, got {row_group_size}", path=path)
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = atomic.temp_name(self.path)
+        own = {k.encode() for k in _OWN_KEYS}
+        kv = {k: v for k, v in (schema.metadata or {}).items() if k not in own}  # never carry stale facts
+        kv.update({k.encode(): v.encode() for k, v in (metadata or {}).items()})
+        if is_sorted:
+            kv[KEY_SORTED.encode()] = b"true"
+        self.schema = schema.with_metadata(kv)
+        self.is_sorted = is_sorted
+        self.key_column = key_column if key_column is not None and key_column in schema.names else None
+        self.row_group_size = row_group_size
+        self.row_group_bytes = SORTED_ROW_GROUP_BYTES if row_group_bytes is None and is_sorted else row_group_bytes
+        self.bloom_fpp = bloom_fpp
+        self.expected_rows = expected_rows
+        self.overwrite = overwrite
+        self._bloom_ok = (self.key_column is not None and bloom_fpp is not None
+                          and _is_text(schema.field(self.key_column).type))
+        self._bloom: BloomBuilder | None = None
+        self._hashes: list[tuple[Any, Any]] = []
+        self.rows = 0
+        self.row_groups = 0
+        self.min_key: str | None = None
+        self.max_key: str | None = None
+        self.rows_per_group: int | None = None
+        self._pending: pa.Table | None = None
+        self._writer: pq.ParquetWriter | None = None
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lsm-parquet-write") if threaded else None
+        self._inflight: Future[None] | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ feeding
+    def write(self, data: pa.RecordBatch | pa.Table) -> None:
+        """Add rows (the writer's schema, metadata aside); full row groups are written out."""
+        if data.num_rows == 0:
+            return
+        table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+        if not table.schema.equals(self.schema, check_metadata=False):
+            table = table.cast(self.schema)
+        self._key_facts(table)
+        if self.rows_per_group is None:
+            self.rows_per_group = rows_per_group(table, self.row_group_size, self.row_group_bytes)
+        self._pending = table if self._pending is None else pa.concat_tables([self._pending, table])
+        rows = self.rows_per_group
+        while self._pending.num_rows >= rows:
+            self._emit(self._pending.slice(0, rows))
+            self._pending = self._pending.slice(rows)
+
+    def _key_facts(self, table: pa.Table) -> None:
+        if self.key_column is None:
+            return
+        keys = table.column(self.key_column)
+        lo, hi = key_range(keys)
+        if lo is not None and hi is not None:
+            self.min_key = lo if self.min_key is None or lo < self.min_key else self.min_key
+            self.max_key = hi if self.max_key is None or hi > self.max_key else self.max_key
+        if not self._bloom_ok:
+            return
+        if keys.null_count:  # a filter must hold every key: with a null key, no filter at all
+            self._bloom_ok, self._bloom, self._hashes = False, None, []
+            return
+        assert self.bloom_fpp is not None
+        if self.expected_rows is not None:
+            if self._bloom is None:
+                self._bloom = BloomBuilder.for_keys(max(self.expected_rows, 1), self.bloom_fpp)
+            self._bloom.add(keys)
+        else:
+
+            self._hashes.append(key_hashes(keys))
+
+    def _open(self) -> pq.ParquetWriter:
+        if self._writer is None:
+            options: dict[str, Any] = dict(WRITE_OPTIONS)
+            if self.key_column is not None and self.bloom_fpp is not None:
+                ndv = self.rows_per_group or 1
+                if self.expected_rows is not None:
+                    ndv = min(ndv, self.expected_rows)
+                options["bloom_filter_options"] = {self.key_column: {"ndv": max(1, ndv), "fpp": PARQUET_BLOOM_FPP}}
+            if self.key_column is not None and self.is_sorted:
+                options["sorting_columns"] = [pq.SortingColumn(self.schema.get_field_index(self.key_column))]
+            self._writer = pq.ParquetWriter(self.tmp, self.schema, **options)
+        return self._writer
+
+    def _emit(self, table: pa.Table) -> None:
+        writer = self._open()
+        self.rows += table.num_rows
+        self.row_groups += 1
+        if self._pool is None:
+            writer.write_table(table, row_group_size=table.num_rows)
+            return
+        if self._inflight is not None:
+            self._inflight.result()
+        self._inflight = self._pool.submit(writer.write_table, table, row_group_size=table.num_rows)
+
+    # ------------------------------------------------------------------ finishing
+    def _footer(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        if self.min_key is not None and self.max_key is not None:
+            out[KEY_MIN], out[KEY_MAX] = self.min_key, self.max_key
+        if self._bloom_ok and self.rows:
+            if self._bloom is None:
+                import numpy as np
+
+                assert self.bloom_fpp is not None
+                self._bloom = BloomBuilder.for_keys(self.rows, self.bloom_fpp)
+                if self._hashes:
+                    self._bloom.add_hashes(np.concatenate([h[0] for h in self._hashes]),
+                                           np.concatenate([h[1] for h in self._hashes]))
+                self._hashes = []
+            out[KEY_BLOOM] = self._bloom.finish().to_base64()
+        return out
+
+    def close(self) -> int:
+        """Write the last row group and the footer, publish the file; returns its size in bytes."""
+        if self._closed:
+            raise LsmLabError("the writer is already closed", path=self.path)
+        self._closed = True
+        try:
+            if self._pending is not None and self._pending.num_rows:
+                self._emit(self._pending)
+            self._pending = None
+            self._drain()
+            writer = self._open()
+            if self.rows == 0:
+                writer.write_table(self.schema.empty_table())
+            footer = self._footer()
+            if footer:
+                writer.add_key_value_metadata(footer)
+            writer.close()
+            if self.overwrite:
+                os.replace(self.tmp, self.path)
+            else:
+                atomic.publish(self.tmp, self.path, lambda p: LsmLabError(
+                    "refusing to overwrite an existing data file", path=p))
+        finally:
+            self._shutdown()
+            self.tmp.unlink(missing_ok=True)
+        return self.path.stat().st_size
+
+    def abort(self) -> None:
+        """Stop and remove the temporary file (nothing becomes visible)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._pending = None
+        try:
+            try:
+                self._drain()
+            except Exception:  # noqa: BLE001 - the caller is already handling an error
+                pass
+            if self._writer is not None:
+                self._writer.close()
+        finally:
+            self._shutdown()
+            self.tmp.unlink(missing_ok=True)
+
+    def _drain(self) -> None:
+        if self._inflight is not None:
+            inflight, self._inflight = self._inflight, None
+            inflight.result()
+
+    def _shutdown(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def __enter__(self) -> ParquetFileWriter:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
 def write_parquet(
@@ -92,87 +315,114 @@ def write_parquet(
     row_group_bytes: int | None = None,
     bloom_fpp: float | None = BLOOM_FPP,
 ) -> int:
-    """Write `table` to `path` atomically with footer metadata; returns the file size in bytes.
+    """Write `table` to a new file at `path` (see `ParquetFileWriter`); returns the file size in bytes."""
+    writer = ParquetFileWriter(path, table.schema, metadata=metadata, key_column=key_column, is_sorted=is_sorted,
+                               row_group_size=row_group_size, row_group_bytes=row_group_bytes, bloom_fpp=bloom_fpp,
+                               expected_rows=table.num_rows)
+    with writer:
+        writer.write(table)
+    return writer.path.stat().st_size
 
-    `row_group_size` caps the rows per row group; `row_group_bytes` caps its
-    in-memory size (default: `SORTED_ROW_GROUP_BYTES` for sorted files, no cap
-    otherwise).  `bloom_fpp` is the false-positive rate of the key bloom filter
-    written under `lsm_lab.bloom` (None: no filter).
+
+# --------------------------------------------------------------------------- reading
+def _name(source: Any) -> str:
+    return os.fspath(source) if isinstance(source, (str, os.PathLike)) else "<buffer>"
+
+
+@contextmanager
+def _typed(name: str, what: str) -> Iterator[None]:
+    try:
+        yield
+    except (OSError, pa.ArrowException) as exc:
+        raise CorruptFileError(f"{what}: {exc}", path=name) from None
+
+
+class CheckedParquetFile(pq.ParquetFile):
+    """A `pq.ParquetFile` that verifies page checksums and turns read failures into `CorruptFileError`."""
+
+    def __init__(self, source: Any, **options: Any) -> None:
+        self.name = _name(source)
+        with _typed(self.name, "not a readable Parquet file"):
+            super().__init__(source, page_checksum_verification=VERIFY_PAGE_CHECKSUMS, **options)
+
+    def read(self, *args: Any, **kwargs: Any) -> pa.Table:
+        with _typed(self.name, "cannot read Parquet data"):
+            return super().read(*args, **kwargs)
+
+    def read_row_group(self, *args: Any, **kwargs: Any) -> pa.Table:
+        with _typed(self.name, "cannot read Parquet data"):
+            return super().read_row_group(*args, **kwargs)
+
+    def read_row_groups(self, *args: Any, **kwargs: Any) -> pa.Table:
+        with _typed(self.name, "cannot read Parquet data"):
+            return super().read_row_groups(*args, **kwargs)
+
+    def iter_batches(self, *args: Any, **kwargs: Any) -> Iterator[pa.RecordBatch]:
+        with _typed(self.name, "cannot read Parquet data"):
+            yield from super().iter_batches(*args, **kwargs)
+
+
+def open_parquet(source: str | os.PathLike[str] | pa.NativeFile | Any, **options: Any) -> CheckedParquetFile:
+    """Open a data file (or an in-memory Parquet buffer) for reading; pages are checked against their CRC.
+
+    `options` are `pq.ParquetFile`'s (`metadata=`, `pre_buffer=`, `buffer_size=`, ...).
     """
-    final = Path(path)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    kv: dict[str, str] = dict(metadata or {})
-    has_key = key_column is not None and key_column in table.column_names and table.num_rows > 0
-    footer_only: dict[str, str] = {}
-    if has_key:
-        assert key_column is not None
-        keys = table.column(key_column)
-        lo, hi = key_range(keys)
-        if lo is not None:
-            kv[KEY_MIN], kv[KEY_MAX] = lo, hi
-        if bloom_fpp is not None and keys.null_count == 0 and _is_text(keys.type):
-            from lsm_lab.lookup.bloom import BloomFilter
-
-            footer_only[KEY_BLOOM] = BloomFilter.build(keys, bloom_fpp).to_base64()
-    if is_sorted:
-        kv[KEY_SORTED] = "true"
-    schema = table.schema.with_metadata({**(table.schema.metadata or {}), **{k.encode(): v.encode() for k, v in kv.items()}})
-    if row_group_bytes is None and is_sorted:
-        row_group_bytes = SORTED_ROW_GROUP_BYTES
-    rows = rows_per_group(table, row_group_size, row_group_bytes)
-    options: dict[str, object] = {}
-    if has_key and key_column is not None:
-        options["bloom_filter_options"] = {key_column: {"ndv": max(1, min(rows, table.num_rows)),
-                                                        "fpp": PARQUET_BLOOM_FPP}}
-        if is_sorted:
-            options["sorting_columns"] = [pq.SortingColumn(table.schema.get_field_index(key_column))]
-    tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:12]}.tmp")
-    try:
-        try:
-            writer = pq.ParquetWriter(tmp, schema, compression=COMPRESSION, write_statistics=True, **options)
-        except TypeError:  # an older pyarrow without bloom_filter_options / sorting_columns
-            writer = pq.ParquetWriter(tmp, schema, compression=COMPRESSION, write_statistics=True)
-        with writer:
-            if table.num_rows == 0:
-                writer.write_table(table.cast(schema))
-            for start in range(0, table.num_rows, rows):
-                writer.write_table(table.slice(start, rows).cast(schema), row_group_size=rows)
-            if footer_only:
-                writer.add_key_value_metadata(footer_only)
-        try:
-            os.link(tmp, final)
-        except FileExistsError:
-            raise LsmLabError("refusing to overwrite an existing data file", path=final) from None
-    finally:
-        tmp.unlink(missing_ok=True)
-    return final.stat().st_size
-
-
-def _is_text(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
-
-
-def footer(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The footer key-value metadata of a Parquet file, decoded as UTF-8 (Arrow's schema key excluded)."""
-    try:
-        meta = pq.read_metadata(path).metadata or {}
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise CorruptFileError(f"not a readable Parquet file: {exc}", path=path) from None
-    out: dict[str, str] = {}
-    for k, v in meta.items():
-        key = k.decode("utf-8", errors="replace")
-        if key == "ARROW:schema":
-            continue
-        out[key] = v.decode("utf-8", errors="replace")
-    return out
+    return CheckedParquetFile(source, **options)
 
 
 def read_parquet(path: str | os.PathLike[str], columns: list[str] | None = None) -> pa.Table:
-    """Read a Parquet data file (selected columns that exist), with a typed error on corruption."""
-    try:
-        pf = pq.ParquetFile(path)
-        names = pf.schema_arrow.names
-        cols = None if columns is None else [c for c in columns if c in names]
-        return pf.read(columns=cols)
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise CorruptFileError(f"cannot read Parquet file: {exc}", path=path) from None
+    """Read a Parquet data file (selected columns that exist), checksums verified, with a typed error on corruption."""
+    pf = open_parquet(path)
+    names = pf.schema_arrow.names
+    cols = None if columns is None else [c for c in columns if c in names]
+    return pf.read(columns=cols)
+
+
+# --------------------------------------------------------------------------- footers
+def footer_kv(md: pq.FileMetaData) -> dict[str, str]:
+    """The footer key-value map of a file's metadata, decoded as UTF-8 (Arrow's schema key excluded)."""
+    out: dict[str, str] = {}
+    for k, v in (md.metadata or {}).items():
+        key = k.decode("utf-8", errors="replace")
+        if key != "ARROW:schema":
+            out[key] = v.decode("utf-8", errors="replace")
+    return out
+
+
+def read_footer(path: str | os.PathLike[str]) -> tuple[pq.FileMetaData, dict[str, str]]:
+    """A data file's Parquet metadata and its decoded key-value map (`CorruptFileError` if unreadable)."""
+    with _typed(_name(path), "not a readable Parquet file"):
+        md = pq.read_metadata(path)
+    return md, footer_kv(md)
+
+
+def footer(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The decoded footer key-value map of a data file (see `read_footer`)."""
+    return read_footer(path)[1]
+
+
+def is_sorted_footer(kv: Mapping[str, str]) -> bool:
+    """Whether a decoded footer marks its file sorted by key (`lsm_lab.sorted = "true"`)."""
+    return kv.get(KEY_SORTED) == "true"
+
+
+__all__ = [
+    "BLOOM_FPP",
+    "COMPRESSION",
+    "DEFAULT_ROW_GROUP_ROWS",
+    "KEY_BLOOM",
+    "KEY_MAX",
+    "KEY_MIN",
+    "KEY_SORTED",
+    "CheckedParquetFile",
+    "ParquetFileWriter",
+    "footer",
+    "footer_kv",
+    "is_sorted_footer",
+    "key_range",
+    "open_parquet",
+    "read_footer",
+    "read_parquet",
+    "rows_per_group",
+    "write_parquet",
+]

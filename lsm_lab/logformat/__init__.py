@@ -8,8 +8,9 @@ Two formats live here, one module each:
   compatibility mode (table versions 6 and 8), so that older readers keep working.
 - `lsm_lab.logformat.v2`: RFC-103's native Parquet log files.
 
-`lsm_lab.logformat.avro_schema` translates between the Avro schemas that v1
-blocks carry and the Arrow schemas lsm_lab works with.
+`lsm_lab.avro_schema` (below the timeline, which needs it too) translates
+between the Avro schemas that v1 blocks carry and the Arrow schemas lsm_lab
+works with.
 
 This package imports nothing on purpose: import the submodule you need.
 """

@@ -63,9 +63,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lsm_lab.avro_schema import arrow_to_avro_schema, avro_schema_json, hudi_record_names
 from lsm_lab.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
 from lsm_lab.layout import naming, parquet_io
-from lsm_lab.logformat.avro_schema import arrow_to_avro_schema, avro_schema_json, hudi_record_names
 
 FORMAT_VERSION = "2"
 KEY_METADATA = "hudi.log.format.metadata"
@@ -181,23 +181,32 @@ def decode_footer(kv: Mapping[str, str], *, path: str | os.PathLike[str] | None 
     """
     raw = kv.get(KEY_METADATA)
     if raw is None:
-        header: object = {k[len(KEY_METADATA_PREFIX):]: v for k, v in kv.items()
-                          if k.startswith(KEY_METADATA_PREFIX) and k != KEY_BLOCK_TYPE}
-        if not header:
+        per_key = {k[len(KEY_METADATA_PREFIX):]: v for k, v in kv.items()
+                   if k.startswith(KEY_METADATA_PREFIX) and k != KEY_BLOCK_TYPE}
+        if not per_key:
             raise CorruptFileError(f"v2 log footer has no '{KEY_METADATA}'", path=path)
+        header = {str(k): str(v) for k, v in per_key.items()}
     else:
-        try:
-            header = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise CorruptFileError(f"v2 log footer '{KEY_METADATA}' is not JSON: {exc}", path=path) from None
-    if not isinstance(header, dict) or "VERSION" not in header or "INSTANT_TIME" not in header:
+        header = decode_header(raw, path=path)
+    if "VERSION" not in header or "INSTANT_TIME" not in header:
         raise CorruptFileError(f"v2 log footer '{KEY_METADATA}' lacks VERSION or INSTANT_TIME", path=path)
-    version = str(header["VERSION"]).strip()
+    version = header["VERSION"].strip()
     if not version.isdigit():
         raise CorruptFileError(f"v2 log footer VERSION {version!r} is not a number", path=path)
     if int(version) > MAX_FORMAT_VERSION:
         raise UnsupportedFeatureError(f"native log format version {version} is newer than the {MAX_FORMAT_VERSION} "
                                       "lsm_lab reads", path=path)
+    return header
+
+
+def decode_header(raw: str, *, path: str | os.PathLike[str] | None = None) -> dict[str, str]:
+    """The value of a `hudi.log.format.metadata` footer key as a map of strings (CorruptFileError if not a JSON object)."""
+    try:
+        header = json.loads(raw)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise CorruptFileError(f"v2 log footer '{KEY_METADATA}' is not JSON: {exc}", path=path) from None
+    if not isinstance(header, dict):
+        raise CorruptFileError(f"v2 log footer '{KEY_METADATA}' is not a JSON object", path=path)
     return {str(k): str(v) for k, v in header.items()}
 
 

@@ -1,7 +1,7 @@
 """Point lookups and data skipping: bloom filters and key ranges in footers, pruning, binary search.
 
-    bloom.py      BloomFilter: NumPy bloom filter of record keys, stored base64 in the footer
     footer.py     FileInfo, FooterCache: a data file's key range, bloom and row-group statistics, read once
+                  (the bloom filter itself is layout/bloom.py, written by layout/parquet_io.py)
     predicate.py  KeyPredicate: the keys (or key range) a filter or a lookup asks for
     stats.py      LookupStats: what a lookup read and skipped (files, row groups, rows)
     lookup.py     PrunedReader, KeyLookup: Table.lookup's engine and read(filter=...)'s key pruning
@@ -11,7 +11,7 @@ The function `lookup.lookup(table, keys)` is not re-exported here, so that
 `lsm_lab.lookup.lookup` always names the module; use `Table.lookup`.
 """
 
-from lsm_lab.lookup.bloom import BloomFilter, key_hashes
+from lsm_lab.layout.bloom import BloomFilter, key_hashes
 from lsm_lab.lookup.lookup import (
     FooterCache,
     KeyLookup,

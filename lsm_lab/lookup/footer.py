@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 
 from lsm_lab.errors import CorruptFileError
 from lsm_lab.layout import parquet_io
-from lsm_lab.lookup.bloom import BloomFilter
+from lsm_lab.layout.bloom import BloomFilter
 from lsm_lab.lookup.stats import LookupStats
 
 _FOOTER_TAIL = 8  # 4-byte footer length + "PAR1"
@@ -113,16 +113,11 @@ def _leaf_index(md: pq.FileMetaData, column: str) -> int | None:
 
 
 def _file_info(path: Path) -> FileInfo:
+    md, kv = parquet_io.read_footer(path)
     try:
-        md = pq.read_metadata(path)
         schema = md.schema.to_arrow_schema()
     except (OSError, pa.ArrowInvalid) as exc:
         raise CorruptFileError(f"cannot read the Parquet footer: {exc}", path=path) from None
-    kv = {k.decode("utf-8", "replace"): v for k, v in (md.metadata or {}).items()}
-
-    def text(key: str) -> str | None:
-        raw = kv.get(key)
-        return None if raw is None else raw.decode("utf-8", "replace")
 
     chunk_bytes: list[dict[str, int]] = []
     top_names = [md.schema.column(i).path.split(".")[0] for i in range(md.num_columns)]
@@ -134,8 +129,8 @@ def _file_info(path: Path) -> FileInfo:
         chunk_bytes.append(sizes)
     return FileInfo(
         path=str(path), metadata=md, footer_bytes=md.serialized_size + _FOOTER_TAIL,
-        columns=tuple(schema.names), min_key=text(parquet_io.KEY_MIN), max_key=text(parquet_io.KEY_MAX),
-        is_sorted=text(parquet_io.KEY_SORTED) == "true", bloom_text=text(parquet_io.KEY_BLOOM),
+        columns=tuple(schema.names), min_key=kv.get(parquet_io.KEY_MIN), max_key=kv.get(parquet_io.KEY_MAX),
+        is_sorted=parquet_io.is_sorted_footer(kv), bloom_text=kv.get(parquet_io.KEY_BLOOM),
         rg_rows=[md.row_group(r).num_rows for r in range(md.num_row_groups)], chunk_bytes=chunk_bytes,
     )
 

@@ -63,11 +63,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from lsm_lab.errors import CorruptFileError, InputError, UnsupportedFeatureError
+from lsm_lab.layout import parquet_io
+from lsm_lab.layout.bloom import key_hashes
 from lsm_lab.layout.fsview import DataFile, FileSlice
-from lsm_lab.lookup.bloom import key_hashes
 from lsm_lab.lookup.footer import FOOTERS, FileInfo, FooterCache, clear_footer_cache
 from lsm_lab.lookup.predicate import KeyPredicate, key_predicate
 from lsm_lab.lookup.stats import LookupStats
@@ -206,7 +206,7 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
     # 3. read the key column of the candidate row groups, find the rows, then read the rest
     stats.files_opened += 1
     try:
-        pf = pq.ParquetFile(info.path, metadata=info.metadata)
+        pf = parquet_io.open_parquet(info.path, metadata=info.metadata)
     except (OSError, pa.ArrowInvalid) as exc:
         raise CorruptFileError(f"cannot open Parquet file: {exc}", path=info.path) from None
     others = [c for c in columns if c in info.columns and c != key_col]

@@ -3,16 +3,17 @@
 This is the merge engine applied to files, as a compaction would do it:
 
     run 0.parquet ─iter_batches─┐
-    run 1.parquet ─iter_batches─┼─▶ merge_sources(engine) ─▶ row-group buffer ─▶ writer thread ─▶ out.parquet
+    run 1.parquet ─iter_batches─┼─▶ merge_sources(engine) ─▶ parquet_io.ParquetFileWriter ─▶ out.parquet
     run 2.parquet ─iter_batches─┘     (source index = argument order: later runs win ties)
 
 Two pyarrow defaults would break the O(k x batch) memory bound, so they are
 overridden (see the performance notes): ``ParquetFile`` is opened with
 ``pre_buffer=False`` and a small ``buffer_size`` (the default pre-buffers a
 whole row group per input on the first batch), and output rows are buffered
-into row groups of ``row_group_size`` rows, because every
-``ParquetWriter.write_*`` call starts a new row group. The writer runs on its
-own thread (Arrow releases the GIL while encoding), one row group in flight.
+into row groups of ``row_group_size`` rows by the one data-file writer
+(`lsm_lab.layout.parquet_io`: page checksums, key range and `sorting_columns`
+in the footer, temp file then rename), which encodes on its own thread (Arrow
+releases the GIL while encoding), one row group in flight.
 
 Errors a user can make are caught up front and name the file: a missing file,
 a missing key/ordering/delete column, schemas that differ, an input that is
@@ -30,7 +31,6 @@ import os
 import re
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lsm_lab.errors import InputError, LsmLabError
+from lsm_lab.errors import CorruptFileError, InputError, LsmLabError
+from lsm_lab.layout import parquet_io
 from lsm_lab.merge import ENGINES, open_merge
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
 
@@ -50,9 +51,9 @@ def _open(path: Path, buffer_size: int) -> pq.ParquetFile:
     if not path.is_file():
         raise InputError("input file does not exist", path=path)
     try:
-        return pq.ParquetFile(path, pre_buffer=False, buffer_size=buffer_size)
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"cannot read as Parquet: {exc}", path=path) from None
+        return parquet_io.open_parquet(path, pre_buffer=False, buffer_size=buffer_size)
+    except CorruptFileError as exc:
+        raise InputError(f"cannot read as Parquet: {exc.message}", path=path) from None
 
 
 def _check_schemas(paths: Sequence[Path], files: Sequence[pq.ParquetFile], key: str, ordering: str | None,
@@ -91,71 +92,6 @@ def _batches(pf: pq.ParquetFile, schema: pa.Schema, batch_size: int, add_delete:
             flags = falses.slice(0, n) if n <= len(falses) else pa.array(np.zeros(n, dtype=bool))
             batch = pa.RecordBatch.from_arrays([*batch.columns, flags], schema=schema)
         yield batch
-
-
-class RowGroupWriter:
-    """Buffer record batches into row groups of a fixed size and write them on a background thread."""
-
-    def __init__(self, path: str | os.PathLike[str], schema: pa.Schema, row_group_size: int,
-                 *, compression: str = "snappy", threaded: bool = True) -> None:
-        self.row_group_size = row_group_size
-        self.rows = 0
-        self.row_groups = 0
-        self._writer = pq.ParquetWriter(path, schema, compression=compression)
-        self._pending: list[pa.RecordBatch] = []
-        self._pending_rows = 0
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lsm-merge-write") if threaded else None
-        self._inflight: Future[None] | None = None
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        """Add rows; full row groups are handed to the writer thread."""
-        if batch.num_rows == 0:
-            return
-        self._pending.append(batch)
-        self._pending_rows += batch.num_rows
-        while self._pending_rows >= self.row_group_size:
-            table = pa.Table.from_batches(self._pending)
-            self._emit(table.slice(0, self.row_group_size))
-            rest = table.slice(self.row_group_size)
-            self._pending = rest.to_batches()
-            self._pending_rows = rest.num_rows
-
-    def _emit(self, table: pa.Table) -> None:
-        # a chunked table still becomes one row group (no combine_chunks copy needed)
-        self.rows += table.num_rows
-        self.row_groups += 1
-        if self._pool is None:
-            self._writer.write_table(table, row_group_size=self.row_group_size)
-            return
-        if self._inflight is not None:
-            self._inflight.result()
-        self._inflight = self._pool.submit(self._writer.write_table, table, row_group_size=self.row_group_size)
-
-    def abort(self) -> None:
-        """Stop without writing buffered rows (the caller discards the file)."""
-        self._pending, self._pending_rows = [], 0
-        try:
-            if self._inflight is not None:
-                self._inflight.result()
-        except Exception:  # noqa: BLE001 - the caller is already handling an error
-            pass
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
-            self._writer.close()
-
-    def close(self) -> None:
-        """Write the last partial row group and close the file."""
-        try:
-            if self._pending_rows:
-                self._emit(pa.Table.from_batches(self._pending))
-                self._pending, self._pending_rows = [], 0
-            if self._inflight is not None:
-                self._inflight.result()
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
-            self._writer.close()
 
 
 def _name_file(exc: LsmLabError, paths: Sequence[Path]) -> LsmLabError:
@@ -205,24 +141,22 @@ def merge_parquet_files(out_path: str | os.PathLike[str], input_paths: Sequence[
         bar = tqdm(total=rows_in, unit="row", unit_scale=True, desc=f"merge ({engine})", leave=False)
     stats: dict[str, Any] = {}
     started = time.perf_counter()
-    writer: RowGroupWriter | None = None
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    writer: parquet_io.ParquetFileWriter | None = None
     try:
         sources = [_batches(pf, schema, batch_size, add_delete, bar) for pf in files]
         out_schema, batches = open_merge(sources, spec, engine=engine, batch_size=batch_size,
                                          read_ahead=read_ahead and engine == "sorted",
                                          count_comparisons=count_comparisons, stats=stats)
         assert out_schema is not None
-        writer = RowGroupWriter(tmp, out_schema, row_group_size)
+        writer = output_writer(out, out_schema, key=key, row_group_size=row_group_size)
         for batch in batches:
             writer.write(batch)
         writer.close()
-        os.replace(tmp, out)
     except LsmLabError as exc:
-        _discard(writer, tmp)
+        _discard(writer)
         raise _name_file(exc, paths) from None
     except BaseException:
-        _discard(writer, tmp)
+        _discard(writer)
         raise
     finally:
         if bar is not None:
@@ -240,10 +174,17 @@ def merge_parquet_files(out_path: str | os.PathLike[str], input_paths: Sequence[
     }
 
 
-def _discard(writer: RowGroupWriter | None, tmp: Path) -> None:
+def output_writer(out: str | os.PathLike[str], schema: pa.Schema, *, key: str,
+                  row_group_size: int = 131_072) -> parquet_io.ParquetFileWriter:
+    """The writer of a merge output: sorted by `key`, row groups of exactly `row_group_size` rows,
+    encoded on a background thread; no bloom filters (a user's file, not a table's); replaces `out`."""
+    return parquet_io.ParquetFileWriter(out, schema, key_column=key, is_sorted=True, row_group_size=row_group_size,
+                                        row_group_bytes=0, bloom_fpp=None, overwrite=True, threaded=True)
+
+
+def _discard(writer: parquet_io.ParquetFileWriter | None) -> None:
     if writer is not None:
         writer.abort()
-    tmp.unlink(missing_ok=True)
 
 
-__all__ = ["RowGroupWriter", "merge_parquet_files"]
+__all__ = ["merge_parquet_files", "output_writer"]

@@ -10,8 +10,10 @@
 **FULL** streams every file of the slice (`read.iter_sources`: batches, no
 pre-buffering) through the table's merge engine — `sorted` for `lsm_tree`
 (memory O(files x batch)), `hash` otherwise or when forced — and writes the
-survivors as one new base file named with the compaction instant, in row
-groups of 65536 rows, sorted by key for `lsm_tree`.  Records keep their meta
+survivors as one new base file named with the compaction instant, sorted by
+key for `lsm_tree`, through the one data-file writer (`layout.parquet_io`:
+the same blooms, sorting columns and row groups as a bulk insert, streamed
+with bounded memory).  Records keep their meta
 columns (`_hoodie_commit_time` stays the time of the write that produced the
 record, so incremental reads still work); `_hoodie_file_name` names the new
 file.
@@ -55,8 +57,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,10 +64,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from lsm_lab.errors import ConflictError, CorruptFileError, InputError, LsmLabError, TimelineError
+from lsm_lab.errors import ConflictError, CorruptFileError, InputError, TimelineError
 from lsm_lab.layout import fsview, naming, parquet_io
 from lsm_lab.layout.fsview import DataFile
 from lsm_lab.logformat import v2
@@ -107,77 +105,6 @@ from lsm_lab.timeline.metadata import WriteStat, commit_metadata
 
 BATCH_ROWS = 65_536
 COMPACTED_BLOCK_TIMES = "COMPACTED_BLOCK_TIMES"
-
-
-# --------------------------------------------------------------------------- streaming base writer
-class _StreamingBaseWriter:
-    """Write batches to a new base file: row groups of a fixed size, temp file, atomic link.
-
-    (A writer thread and per-input read-ahead were tried; on the shared 2-core
-    machine they bought no measurable time for +50..200 MiB, so the writer
-    stays sequential.)
-    """
-
-    def __init__(self, path: Path, schema: pa.Schema, *, is_sorted: bool,
-                 row_group_size: int = parquet_io.DEFAULT_ROW_GROUP_ROWS) -> None:
-        self.path = path
-        self.row_group_size = row_group_size
-        meta = dict(schema.metadata or {})
-        if is_sorted:
-            meta[parquet_io.KEY_SORTED.encode()] = b"true"
-        self.schema = schema.with_metadata(meta)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
-        self._writer = pq.ParquetWriter(self.tmp, self.schema, compression=parquet_io.COMPRESSION,
-                                        write_statistics=True)
-        self._buffer: list[pa.RecordBatch] = []
-        self._buffered = 0
-        self.rows = 0
-        self.min_key: str | None = None
-        self.max_key: str | None = None
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        if batch.num_rows == 0:
-            return
-        mm = pc.min_max(batch.column(RECORD_KEY))
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        self.min_key = lo if self.min_key is None else min(self.min_key, lo)
-        self.max_key = hi if self.max_key is None else max(self.max_key, hi)
-        self._buffer.append(batch)
-        self._buffered += batch.num_rows
-        self.rows += batch.num_rows
-        while self._buffered >= self.row_group_size:
-            self._flush(self.row_group_size)
-
-    def _flush(self, rows: int) -> None:
-        table = pa.Table.from_batches(self._buffer, schema=self._buffer[0].schema)
-        head, rest = table.slice(0, rows), table.slice(rows)
-        self._writer.write_table(head.cast(self.schema), row_group_size=rows)
-        self._buffer = rest.to_batches() if rest.num_rows else []
-        self._buffered = rest.num_rows
-
-    def close(self) -> int:
-        """Finish the file and link it to its final name; returns its size."""
-        if self._buffered:
-            self._flush(self._buffered)
-        if self.rows == 0:
-            self._writer.write_table(self.schema.empty_table())
-        if self.min_key is not None:
-            self._writer.add_key_value_metadata({parquet_io.KEY_MIN: self.min_key, parquet_io.KEY_MAX: self.max_key})
-        self._writer.close()
-        try:
-            os.link(self.tmp, self.path)
-        except FileExistsError:
-            raise LsmLabError("refusing to overwrite an existing data file", path=self.path) from None
-        finally:
-            self.tmp.unlink(missing_ok=True)
-        return self.path.stat().st_size
-
-    def abort(self) -> None:
-        try:
-            self._writer.close()
-        finally:
-            self.tmp.unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------- operations
@@ -242,7 +169,7 @@ def run_full(ctx: CompactionContext, op: Operation, task: int, *, token: str | N
     size = rows = 0
     lo = hi = None
     if chosen in SORTED_ENGINES:
-        out = _StreamingBaseWriter(folder / name, out_schema, is_sorted=ctx.is_lsm)
+        out = parquet_io.ParquetFileWriter(folder / name, out_schema, is_sorted=ctx.is_lsm)
         try:
             for batch in merge_sources(sources, spec, engine=chosen, batch_size=BATCH_ROWS):
                 out.write(_with_file_name(batch, name).select(needed))

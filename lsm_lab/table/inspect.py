@@ -18,15 +18,13 @@ read), so inspecting a large table is cheap.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow.parquet as pq
 
-from lsm_lab.errors import CorruptFileError, TableNotFoundError
+from lsm_lab.errors import TableNotFoundError
 from lsm_lab.layout import fsview, parquet_io
 from lsm_lab.layout.fsview import DataFile
 from lsm_lab.logformat import v2
@@ -38,15 +36,11 @@ def file_facts(f: DataFile) -> dict[str, Any]:
     facts: dict[str, Any] = {"rows": None, "min_key": None, "max_key": None, "sorted": False}
     if f.name.ext != "parquet" or (f.name.is_log and f.name.log_format == 1):
         return facts
-    try:
-        meta = pq.read_metadata(f.path)
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError and more for bad files
-        raise CorruptFileError(f"cannot read the Parquet footer: {exc}", path=f.path) from None
-    kv = {k.decode(errors="replace"): v.decode(errors="replace") for k, v in (meta.metadata or {}).items()}
+    meta, kv = parquet_io.read_footer(f.path)
     facts["rows"] = meta.num_rows
     facts["min_key"] = kv.get(parquet_io.KEY_MIN)
     facts["max_key"] = kv.get(parquet_io.KEY_MAX)
-    facts["sorted"] = kv.get(parquet_io.KEY_SORTED) == "true"
+    facts["sorted"] = parquet_io.is_sorted_footer(kv)
     return facts
 
 
@@ -125,19 +119,14 @@ def footers(path: str | os.PathLike[str]) -> pd.DataFrame:
                  if name.ext == "parquet" and not (name.is_log and name.log_format == 1)]
     rows = []
     for partition, fp in items:
-        kv = parquet_io.footer(fp)
+        meta, kv = parquet_io.read_footer(fp)
         row: dict[str, Any] = {"partition": partition, "file": fp.name}
-        meta = pq.read_metadata(fp)
         row["num_rows"] = meta.num_rows
         row["num_row_groups"] = meta.num_row_groups
         row["size_bytes"] = fp.stat().st_size
         for key, value in sorted(kv.items()):
             if key == v2.KEY_METADATA:
-                try:
-                    header = json.loads(value)
-                except json.JSONDecodeError:
-                    raise CorruptFileError(f"footer key {key} is not JSON", path=fp) from None
-                for hk, hv in header.items():
+                for hk, hv in v2.decode_header(value, path=fp).items():
                     row[f"log.{hk}"] = hv
             elif key.startswith("org.apache.spark") or key == "parquet.avro.schema":
                 continue

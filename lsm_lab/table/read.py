@@ -37,7 +37,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from lsm_lab.config import TableConfig
 from lsm_lab.errors import CorruptFileError, InputError, UnsupportedFeatureError
@@ -230,7 +229,7 @@ STREAM_BUFFER_BYTES = 1 << 20
 def _stream_file(ctx: ReadContext, f: DataFile, target: pa.Schema, columns: list[str] | None,
                  batch_size: int) -> Iterator[pa.RecordBatch]:
     try:
-        pf = pq.ParquetFile(f.path, pre_buffer=False, buffer_size=STREAM_BUFFER_BYTES)
+        pf = parquet_io.open_parquet(f.path, pre_buffer=False, buffer_size=STREAM_BUFFER_BYTES)
         names = pf.schema_arrow.names
         cols = None if columns is None else [c for c in columns if c in names]
         for batch in pf.iter_batches(batch_size=batch_size, columns=cols):
@@ -264,11 +263,7 @@ def iter_sources(ctx: ReadContext, files: Sequence[DataFile], needed: Sequence[s
     for f in files:
         if f.name.ext in ("orc", "hfile", "lance"):
             raise UnsupportedFeatureError("compaction streams Parquet base files and v2 logs only", path=f.path)
-        try:
-            meta = pq.read_metadata(f.path).metadata or {}
-        except (OSError, pa.ArrowInvalid) as exc:
-            raise CorruptFileError(f"not a readable Parquet file: {exc}", path=f.path) from None
-        all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
+        all_sorted = all_sorted and parquet_io.is_sorted_footer(parquet_io.footer(f.path))
         columns = None if f.name.is_delete else file_columns(needed, ctx)
         out.append(pa.RecordBatchReader.from_batches(target, _stream_file(ctx, f, target, columns, batch_size)))
     return out, all_sorted
@@ -291,8 +286,7 @@ def _iter_sources_v1(ctx: ReadContext, files: Sequence[DataFile], needed: Sequen
     out: list[pa.RecordBatchReader] = []
     all_sorted = True
     for f in bases:
-        meta = pq.read_metadata(f.path).metadata or {}
-        all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
+        all_sorted = all_sorted and parquet_io.is_sorted_footer(parquet_io.footer(f.path))
         out.append(pa.RecordBatchReader.from_batches(
             target, _stream_file(ctx, f, target, file_columns(needed, ctx), batch_size)))
     first = logs[0]
@@ -307,8 +301,7 @@ def _iter_sources_v1(ctx: ReadContext, files: Sequence[DataFile], needed: Sequen
                      else delete_source(ctx, table, target, f.partition))
             out.append(pa.RecordBatchReader.from_batches(target, table.to_batches(max_chunksize=batch_size)))
             continue
-        meta = pq.read_metadata(f.path).metadata or {}
-        all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
+        all_sorted = all_sorted and parquet_io.is_sorted_footer(parquet_io.footer(f.path))
         columns = None if f.name.is_delete else file_columns(needed, ctx)
         out.append(pa.RecordBatchReader.from_batches(target, _stream_file(ctx, f, target, columns, batch_size)))
     return out, all_sorted

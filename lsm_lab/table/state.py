@@ -32,11 +32,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lsm_lab.avro_schema import avro_to_arrow_schema
 from lsm_lab.config import KEY_UPGRADE_PENDING, TableConfig
 from lsm_lab.errors import InputError, LsmLabError, TimelineError, UnsupportedFeatureError
 from lsm_lab.layout import fsview
 from lsm_lab.layout.fsview import FileGroup, FileSlice
-from lsm_lab.logformat.avro_schema import avro_to_arrow_schema
 from lsm_lab.table import read as reader
 from lsm_lab.table import records
 from lsm_lab.table import write as writer

@@ -29,11 +29,11 @@ archived (LSM) timeline is read by `timeline.archive`, not here.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from lsm_lab import atomic
 from lsm_lab.config import TableConfig
 from lsm_lab.errors import TimelineError
 from lsm_lab.timeline import clock
@@ -63,17 +63,8 @@ _RESTORE_ACTION = {COMMIT: (COMPACTION,), DELTA_COMMIT: (LOG_COMPACTION,), REPLA
 
 def atomic_create(path: Path, data: bytes) -> None:
     """Create `path` with `data`, atomically, failing if it already exists."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    try:
-        os.link(tmp, path)
-    except FileExistsError:
-        raise TimelineError("instant file already exists; another writer created it", path=path) from None
-    finally:
-        tmp.unlink(missing_ok=True)
+    atomic.create_file(path, data, on_exists=lambda p: TimelineError(
+        "instant file already exists; another writer created it", path=p))
 
 
 class ActiveTimeline:

@@ -41,7 +41,6 @@ import json
 import os
 import re
 import threading
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lsm_lab import atomic
 from lsm_lab.config import TableConfig
 from lsm_lab.errors import CorruptFileError, TimelineError
 from lsm_lab.timeline.instant import Instant, State, normalize_time
@@ -74,6 +74,16 @@ _FILE = re.compile(r"^(\d{14,17})_(\d{14,17})_(\d+)\.parquet$")
 
 _cache: dict[tuple[str, int, int], list[ArchivedRow]] = {}
 _cache_guard = threading.Lock()
+
+
+def _read_parquet(path: Path, **options: Any) -> pa.Table:
+    """Read an LSM timeline file, page checksums verified; a damaged file is a `CorruptFileError`."""
+    try:
+        return pq.read_table(path, page_checksum_verification=True, **options)
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowException, OSError) as exc:
+        raise CorruptFileError(f"cannot read LSM timeline file: {exc}", path=path) from None
 
 
 @dataclass(frozen=True)
@@ -185,12 +195,7 @@ class ArchivedTimeline:
         for entry in self.manifest(version):
             name = str(entry["fileName"])
             path = self.folder / name
-            try:
-                table = pq.read_table(path, columns=["instantTime", "completionTime", "action"])
-            except (pa.ArrowInvalid, OSError) as exc:
-                if isinstance(exc, FileNotFoundError):
-                    raise
-                raise CorruptFileError(f"cannot read LSM timeline file: {exc}", path=path) from None
+            table = _read_parquet(path, columns=["instantTime", "completionTime", "action"])
             for begin, done, action in zip(*(table.column(c).to_pylist()
                                              for c in ("instantTime", "completionTime", "action"))):
                 seen[begin] = ArchivedRow(begin, done, action, name)
@@ -203,7 +208,7 @@ class ArchivedTimeline:
     def _bytes(self, begin_time: str, column: str) -> bytes | None:
         for row in self.rows():
             if row.begin_time == begin_time:
-                table = pq.read_table(self.folder / row.file, columns=["instantTime", column],
+                table = _read_parquet(self.folder / row.file, columns=["instantTime", column],
                                       filters=pc.field("instantTime") == begin_time)
                 if table.num_rows == 0:
                     break
@@ -227,7 +232,7 @@ class ArchivedTimeline:
                 by_file.setdefault(row.file, set()).add(row.begin_time)
         out: dict[str, dict[str, Any]] = {}
         for name, times in by_file.items():
-            table = pq.read_table(self.folder / name, columns=["instantTime", "metadata"])
+            table = _read_parquet(self.folder / name, columns=["instantTime", "metadata"])
             for begin, data in zip(table.column("instantTime").to_pylist(), table.column("metadata").to_pylist()):
                 if begin in times:
                     out[begin] = decode_instant_content(data or b"", path=str(self.folder / name))
@@ -242,21 +247,16 @@ class ArchivedTimeline:
         rows = sorted(rows, key=lambda r: normalize_time(r["instantTime"]))
         name = f"{rows[0]['instantTime']}_{rows[-1]['instantTime']}_{level}.parquet"
         table = pa.Table.from_pylist(rows, schema=SCHEMA)
-        tmp = self.folder / f".{name}.{uuid.uuid4().hex[:12]}.tmp"
-        pq.write_table(table, tmp, compression="snappy")
-        os.replace(tmp, self.folder / name)
+        with atomic.replacing(self.folder / name) as tmp:  # a retry after a crash rewrites the same name
+            pq.write_table(table, tmp, compression="snappy", write_page_checksum=True)
         return {"fileName": name, "fileLen": (self.folder / name).stat().st_size}
 
     def _commit(self, files: list[dict[str, Any]]) -> int:
         """Write manifest N+1 and point `_version_` at it (the commit point)."""
         version = self.current_version() + 1
         manifest = self.folder / f"{MANIFEST_PREFIX}{version}"
-        tmp = self.folder / f".{manifest.name}.{uuid.uuid4().hex[:12]}.tmp"
-        tmp.write_text(json.dumps({"files": files}, indent=2), encoding="utf-8")
-        os.replace(tmp, manifest)
-        vtmp = self.folder / f".{VERSION_FILE}.{uuid.uuid4().hex[:12]}.tmp"
-        vtmp.write_text(str(version), encoding="utf-8")
-        os.replace(vtmp, self.folder / VERSION_FILE)
+        atomic.replace_file(manifest, json.dumps({"files": files}, indent=2).encode("utf-8"), fsync=False)
+        atomic.replace_file(self.folder / VERSION_FILE, str(version).encode("utf-8"), fsync=False)
         return version
 
     def append(self, rows: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -292,7 +292,7 @@ class ArchivedTimeline:
                 break
             level = full[0]
             group = sorted(by_level[level], key=lambda e: parse_file_name(str(e["fileName"])) or ("", "", 0))[:batch_size]
-            tables = [pq.read_table(self.folder / str(e["fileName"])) for e in group]
+            tables = [_read_parquet(self.folder / str(e["fileName"])) for e in group]
             merged = pa.concat_tables([t.cast(SCHEMA) for t in tables])
             # one row per instant (a crash may have archived an instant twice)
             latest: dict[str, dict[str, Any]] = {}

@@ -24,6 +24,7 @@ import fcntl
 import os
 from pathlib import Path
 
+from lsm_lab import atomic
 from lsm_lab.errors import TimelineError
 
 CLOCK_FILE = ".lsm_lab_clock"
@@ -61,9 +62,7 @@ def next_instant_time(meta_folder: str | os.PathLike[str]) -> str:
                 floor = parse_time(last) + _dt.timedelta(milliseconds=1)
                 candidate = max(candidate, floor)
             text = format_time(candidate)
-            tmp = folder / f".{CLOCK_FILE}.{os.getpid()}.tmp"
-            tmp.write_text(text)
-            os.replace(tmp, clock)
+            atomic.replace_file(clock, text.encode("ascii"), fsync=False)
             return text
         finally:
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)

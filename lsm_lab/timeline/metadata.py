@@ -36,7 +36,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from lsm_lab.errors import CorruptFileError
+from lsm_lab.avro_schema import arrow_to_avro_schema, avro_schema_json, hudi_record_names
+from lsm_lab.errors import CorruptFileError, LsmLabError
 
 AVRO_MAGIC = b"Obj\x01"
 
@@ -252,8 +253,6 @@ def with_hudi_schema(content: Mapping[str, Any], table_name: str) -> dict[str, A
 
     import pyarrow as pa
 
-    from lsm_lab.errors import LsmLabError
-    from lsm_lab.logformat.avro_schema import arrow_to_avro_schema, avro_schema_json, hudi_record_names
 
     try:
         schema = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))

@@ -53,8 +53,11 @@ Simplified compared with Apache Hudi: Hudi stores a Java-serialised Hadoop
 bloom filter (Murmur hash) under ``org.apache.hudi.bloomfilter`` with a type
 code (``SIMPLE`` or ``DYNAMIC_V0``, which grows by chaining filters); lsm_lab
 uses its own documented format under its own key (Hudi readers will not find
-or misread it), sized once for the file's exact key count since files are
-immutable.
+or misread it), sized once when the file is written, since files are
+immutable: for its exact key count, or for an upper bound of it when the
+file is streamed (`BloomBuilder`, used by compaction; see layout/parquet_io.py).
+
+Taught in: notebooks/08_point_lookups.ipynb
 """
 
 from __future__ import annotations
@@ -192,13 +195,9 @@ class BloomFilter:
             m = max(64, -(-int(num_bits) // 64) * 64)
         if num_probes is not None:
             k = int(num_probes)
-        if not 1 <= k <= MAX_PROBES:
-            raise InputError(f"bloom filter probes must be in 1..{MAX_PROBES}, got {k}")
-        flags = np.zeros(m, dtype=bool)
-        step = max(1, _CHUNK // k)
-        for s in range(0, n, step):
-            flags[_positions(h1[s : s + step], h2[s : s + step], m, k).ravel()] = True
-        return cls(m, k, n, np.packbits(flags, bitorder="little").tobytes())
+        builder = BloomBuilder(m, k)
+        builder.add_hashes(h1, h2)
+        return builder.finish()
 
     # ------------------------------------------------------------------ probe
     def contains_hashes(self, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
@@ -279,6 +278,40 @@ class BloomFilter:
         return cls.from_bytes(raw)
 
 
+class BloomBuilder:
+    """A filter of a fixed shape filled batch by batch (a streaming writer's filter).
+
+    `for_keys(n, fpp)` sizes it for at most `n` keys; a filter sized for more
+    keys than it ends up holding has fewer false positives than `fpp`, never more.
+    Memory: one byte per bit while building (m/8 bytes once finished).
+    """
+
+    def __init__(self, num_bits: int, num_probes: int) -> None:
+        if not 1 <= num_probes <= MAX_PROBES:
+            raise InputError(f"bloom filter probes must be in 1..{MAX_PROBES}, got {num_probes}")
+        self.num_bits = max(64, -(-int(num_bits) // 64) * 64)
+        self.num_probes = int(num_probes)
+        self.num_keys = 0
+        self._flags = np.zeros(self.num_bits, dtype=bool)
+
+    @classmethod
+    def for_keys(cls, num_keys: int, fpp: float = DEFAULT_FPP) -> BloomBuilder:
+        return cls(*optimal_size(num_keys, fpp))
+
+    def add(self, keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> None:
+        self.add_hashes(*key_hashes(keys))
+
+    def add_hashes(self, h1: np.ndarray, h2: np.ndarray) -> None:
+        step = max(1, _CHUNK // self.num_probes)
+        for s in range(0, len(h1), step):
+            self._flags[_positions(h1[s : s + step], h2[s : s + step], self.num_bits, self.num_probes).ravel()] = True
+        self.num_keys += len(h1)
+
+    def finish(self) -> BloomFilter:
+        return BloomFilter(self.num_bits, self.num_probes, self.num_keys,
+                           np.packbits(self._flags, bitorder="little").tobytes())
+
+
 def _positions(h1: np.ndarray, h2: np.ndarray, m: int, k: int) -> np.ndarray:
     """Bit positions, shape (len(h1), k): (h1 + i·h2) mod 2**64 mod m."""
     i = np.arange(k, dtype=np.uint64)
@@ -297,4 +330,4 @@ def union_all(filters: Iterable[BloomFilter]) -> BloomFilter:
     return acc
 
 
-__all__ = ["DEFAULT_FPP", "BloomFilter", "key_hashes", "optimal_size", "union_all"]
+__all__ = ["DEFAULT_FPP", "BloomBuilder", "BloomFilter", "key_hashes", "optimal_size", "union_all"]

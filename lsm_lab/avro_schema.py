@@ -53,6 +53,12 @@ are refused; Arrow time zones other than UTC come back as UTC (same instants);
 nanosecond timestamps and times are written as microseconds (the writer refuses
 values that would lose precision). Field `doc`s and defaults other than `null`
 are ignored when reading.
+
+It sits at the bottom of the package, next to errors.py, because both the
+timeline (the Avro table schema Hudi readers find in commit metadata) and the
+v1 log format (block writer schemas) need it.
+
+Taught in: notebooks/09_real_hudi_tables.ipynb
 """
 
 from __future__ import annotations

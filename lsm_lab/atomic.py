@@ -1,0 +1,115 @@
+"""Atomic files: a new file appears whole or not at all, and is never overwritten.
+
+Every file lsm_lab commits to (instant files, data files, v1 logs,
+hoodie.properties, the archive's manifests) is first written under a
+temporary name in its final folder, then published in one system call:
+
+    write ──► <folder>/.<name>.<random>.tmp ──fsync?──► link(tmp, <name>) ──► unlink(tmp)
+                                                        └ fails if <name> exists: the caller's typed error
+
+    replace ──► <folder>/.<name>.<random>.tmp ──fsync?──► rename(tmp, <name>)   (pointers: _version_, properties)
+
+`link` is the compare-and-set of a file system: of two processes publishing the
+same name, exactly one succeeds, and a reader sees either no file or the whole
+file, never a prefix.  A process killed at any instant leaves at most a
+`.…tmp` file, which no listing takes for data (names are parsed strictly,
+see layout/naming.py).  On a file system without hard links (some FUSE mounts)
+`create` falls back to "check, then rename", which is atomic for readers but
+no longer exclusive between writers.
+
+Simplified compared with Apache Hudi: Hudi relies on the storage's own
+"create if absent" (HDFS) or on a lock provider for object stores; lsm_lab
+uses POSIX link/rename on a local file system.
+
+Taught in: notebooks/02_timeline.ipynb
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from lsm_lab.errors import LsmLabError
+
+ExistsError = Callable[[Path], LsmLabError]
+
+
+def _default_exists(path: Path) -> LsmLabError:
+    return LsmLabError("refusing to overwrite an existing file", path=path)
+
+
+def temp_name(path: Path) -> Path:
+    """The temporary sibling a file is written under before it is published."""
+    return path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+
+
+def publish(tmp: Path, path: Path, on_exists: ExistsError = _default_exists) -> None:
+    """Give the finished temporary file `tmp` its final name `path`, failing if `path` exists."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise on_exists(path) from None
+    except OSError:  # no hard links on this file system: rename after an existence check
+        if os.path.lexists(path):
+            raise on_exists(path) from None
+        os.replace(tmp, path)
+
+
+@contextmanager
+def creating(path: str | os.PathLike[str], *, on_exists: ExistsError = _default_exists,
+             mkdir: bool = False) -> Iterator[Path]:
+    """Yield a temporary path to write; on success publish it as `path`, which must not exist yet.
+
+    The temporary file is removed in every case; if `path` already exists the
+    error built by `on_exists(path)` is raised and the existing file is untouched.
+    """
+    final = Path(path)
+    if mkdir:
+        final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_name(final)
+    try:
+        yield tmp
+        publish(tmp, final, on_exists)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def replacing(path: str | os.PathLike[str], *, mkdir: bool = False) -> Iterator[Path]:
+    """Yield a temporary path to write; on success rename it over `path` (readers see old or new, whole)."""
+    final = Path(path)
+    if mkdir:
+        final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_name(final)
+    try:
+        yield tmp
+        os.replace(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _write(tmp: Path, data: bytes, fsync: bool) -> None:
+    with open(tmp, "xb") as fh:
+        fh.write(data)
+        if fsync:
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def create_file(path: str | os.PathLike[str], data: bytes, *, on_exists: ExistsError = _default_exists,
+                fsync: bool = True, mkdir: bool = False) -> None:
+    """Create `path` holding `data`, atomically; `on_exists(path)` is raised if it already exists."""
+    with creating(path, on_exists=on_exists, mkdir=mkdir) as tmp:
+        _write(tmp, data, fsync)
+
+
+def replace_file(path: str | os.PathLike[str], data: bytes, *, fsync: bool = True, mkdir: bool = False) -> None:
+    """Write `path` holding `data`, atomically replacing any previous content."""
+    with replacing(path, mkdir=mkdir) as tmp:
+        _write(tmp, data, fsync)
+
+
+__all__ = ["create_file", "creating", "publish", "replace_file", "replacing", "temp_name"]

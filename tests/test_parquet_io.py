@@ -1,0 +1,163 @@
+"""The one data-file writer (layout/parquet_io.py) and atomic files (lsm_lab/atomic.py).
+
+Streaming a table through `ParquetFileWriter` in any batch split gives the
+footer `write_parquet` gives for the whole table: key range, the same bloom
+bits, sortedness, Parquet's own bloom and sorting columns; files are
+published atomically and never overwritten.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lsm_lab import atomic
+from lsm_lab.errors import LsmLabError, TimelineError
+from lsm_lab.layout import parquet_io
+from lsm_lab.layout.bloom import BloomFilter
+
+KEY = parquet_io.RECORD_KEY
+
+
+def _table(keys: list[str]) -> pa.Table:
+    return pa.table({KEY: pa.array(keys, pa.string()), "v": pa.array(range(len(keys)), pa.int64())})
+
+
+def _row_groups(path: Path) -> list[int]:
+    md = pq.read_metadata(path)
+    return [md.row_group(i).num_rows for i in range(md.num_row_groups)]
+
+
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keys=st.lists(st.text(min_size=1, max_size=12), max_size=400, unique=True),
+       cuts=st.lists(st.integers(0, 400), max_size=6), row_group_size=st.integers(1, 150))
+def test_streamed_file_has_the_footer_of_a_whole_write(tmp_path: Path, keys: list[str], cuts: list[int],
+                                                       row_group_size: int) -> None:
+    data = _table(keys)
+    whole, streamed = tmp_path / f"w{len(keys)}_{row_group_size}_{len(cuts)}.parquet", tmp_path / "s.parquet"
+    streamed.unlink(missing_ok=True)
+    whole.unlink(missing_ok=True)
+    parquet_io.write_parquet(whole, data, row_group_size=row_group_size, metadata={"x": "1"})
+    writer = parquet_io.ParquetFileWriter(streamed, data.schema, row_group_size=row_group_size, metadata={"x": "1"})
+    bounds = sorted({0, len(keys), *(c for c in cuts if c <= len(keys))})
+    for a, b in itertools.pairwise(bounds):
+        writer.write(data.slice(a, b - a).to_batches()[0] if b > a else data.slice(a, 0))
+    writer.close()
+    assert pq.read_table(streamed).equals(pq.read_table(whole))
+    assert parquet_io.footer(streamed) == parquet_io.footer(whole)  # key range, bloom bits, caller's keys
+    assert _row_groups(streamed) == _row_groups(whole)
+    if keys:
+        kv = parquet_io.footer(whole)
+        assert (kv[parquet_io.KEY_MIN], kv[parquet_io.KEY_MAX]) == (min(keys), max(keys))
+        bloom = BloomFilter.from_base64(kv[parquet_io.KEY_BLOOM])
+        assert bloom.num_keys == len(keys) and bool(bloom.might_contain(keys).all())
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_sorted_file_footer_and_row_groups(tmp_path: Path) -> None:
+    keys = [f"key{i:06d}" for i in range(30_000)]
+    data = _table(keys).append_column("pad", pa.array(["x" * 200] * len(keys)))
+    path = tmp_path / "sorted.parquet"
+    writer = parquet_io.ParquetFileWriter(path, data.schema, is_sorted=True, expected_rows=len(keys))
+    for batch in data.to_batches(max_chunksize=4_000):
+        writer.write(batch)
+    size = writer.close()
+    assert size == path.stat().st_size
+    md = pq.read_metadata(path)
+    kv = parquet_io.footer_kv(md)
+    assert parquet_io.is_sorted_footer(kv) and pq.read_schema(path).metadata[b"lsm_lab.sorted"] == b"true"
+    assert BloomFilter.from_base64(kv[parquet_io.KEY_BLOOM]).might_contain(keys).all()
+    sizes = _row_groups(path)
+    expected = parquet_io.rows_per_group(data.slice(0, 4_000), parquet_io.DEFAULT_ROW_GROUP_ROWS,
+                                         parquet_io.SORTED_ROW_GROUP_BYTES)
+    assert len(sizes) > 2 and all(s == expected for s in sizes[:-1])  # byte-capped row groups
+    for i in range(md.num_row_groups):
+        assert md.row_group(i).sorting_columns == (pq.SortingColumn(0),)
+        assert (md.row_group(i).column(0).bloom_filter_offset or 0) > 0  # Parquet's split-block bloom
+
+
+def test_threaded_writer_writes_the_same_file(tmp_path: Path) -> None:
+    data = _table([f"k{i:05d}" for i in range(10_000)])
+    paths = []
+    for threaded in (False, True):
+        path = tmp_path / f"t{threaded}.parquet"
+        writer = parquet_io.ParquetFileWriter(path, data.schema, row_group_size=1_000, threaded=threaded)
+        for batch in data.to_batches(max_chunksize=333):
+            writer.write(batch)
+        writer.close()
+        assert writer.rows == 10_000 and writer.row_groups == 10
+        paths.append(path)
+    assert pq.read_table(paths[0]).equals(pq.read_table(paths[1]))
+    assert parquet_io.footer(paths[0]) == parquet_io.footer(paths[1])
+
+
+def test_stale_facts_in_the_input_schema_are_dropped(tmp_path: Path) -> None:
+    stale = {parquet_io.KEY_MIN: "a", parquet_io.KEY_MAX: "zzz", parquet_io.KEY_SORTED: "true", "keep": "me"}
+    data = _table(["m", "n"]).replace_schema_metadata(stale)
+    path = tmp_path / "f.parquet"
+    parquet_io.write_parquet(path, data)
+    kv = parquet_io.footer(path)
+    assert (kv[parquet_io.KEY_MIN], kv[parquet_io.KEY_MAX]) == ("m", "n")
+    assert parquet_io.KEY_SORTED not in kv and kv["keep"] == "me"
+
+
+def test_null_keys_mean_no_bloom_and_no_key_column_means_no_key_facts(tmp_path: Path) -> None:
+    schema = pa.schema([pa.field(KEY, pa.string()), pa.field("v", pa.int64())])
+    path = tmp_path / "nulls.parquet"
+    writer = parquet_io.ParquetFileWriter(path, schema)
+    writer.write(pa.table({KEY: ["a", "b"], "v": [1, 2]}, schema=schema))
+    writer.write(pa.table({KEY: [None, "c"], "v": [3, 4]}, schema=schema))
+    writer.close()
+    kv = parquet_io.footer(path)
+    assert parquet_io.KEY_BLOOM not in kv and (kv[parquet_io.KEY_MIN], kv[parquet_io.KEY_MAX]) == ("a", "c")
+    other = tmp_path / "nokey.parquet"
+    parquet_io.write_parquet(other, pa.table({"x": [1]}))
+    assert not {parquet_io.KEY_MIN, parquet_io.KEY_BLOOM} & set(parquet_io.footer(other))
+
+
+def test_empty_file_keeps_its_schema(tmp_path: Path) -> None:
+    path = tmp_path / "empty.parquet"
+    parquet_io.write_parquet(path, _table([]), is_sorted=True)
+    assert pq.read_table(path).schema.names == [KEY, "v"] and pq.read_metadata(path).num_rows == 0
+    assert parquet_io.KEY_MIN not in parquet_io.footer(path)
+
+
+def test_never_overwrites_and_abort_leaves_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "f.parquet"
+    parquet_io.write_parquet(path, _table(["a"]))
+    before = path.read_bytes()
+    with pytest.raises(LsmLabError, match="refusing to overwrite"):
+        parquet_io.write_parquet(path, _table(["b"]))
+    assert path.read_bytes() == before
+    writer = parquet_io.ParquetFileWriter(tmp_path / "g.parquet", _table([]).schema, row_group_size=1)
+    writer.write(_table(["x", "y"]))
+    writer.abort()
+    assert not (tmp_path / "g.parquet").exists()
+    with parquet_io.ParquetFileWriter(path, _table([]).schema, overwrite=True) as replacing:
+        replacing.write(_table(["c"]))
+    assert pq.read_table(path).column(KEY).to_pylist() == ["c"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.parquet"]
+
+
+def test_atomic_create_and_replace(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "instant"
+    atomic.create_file(path, b"one", mkdir=True)
+    with pytest.raises(TimelineError, match="taken"):
+        atomic.create_file(path, b"two", on_exists=lambda p: TimelineError("taken", path=p))
+    with pytest.raises(LsmLabError, match="refusing to overwrite"):
+        atomic.create_file(path, b"two")
+    assert path.read_bytes() == b"one"
+    atomic.replace_file(path, b"three")
+    assert path.read_bytes() == b"three"
+    with pytest.raises(RuntimeError), atomic.creating(tmp_path / "never") as tmp:
+        tmp.write_bytes(b"half")
+        raise RuntimeError("killed")
+    assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["instant"]
+    assert not (tmp_path / "never").exists() and not list(tmp_path.glob(".*"))
