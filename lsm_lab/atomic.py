@@ -17,6 +17,10 @@ see layout/naming.py).  On a file system without hard links (some FUSE mounts)
 `create` falls back to "check, then rename", which is atomic for readers but
 no longer exclusive between writers.
 
+On an object store (a `StoragePath`) there is no temp file: `create_file` is
+one PUT with `If-None-Match: *` (exactly one writer wins, the object appears
+whole) and `replace_file` one plain PUT (atomic for readers).
+
 Simplified compared with Apache Hudi: Hudi relies on the storage's own
 "create if absent" (HDFS) or on a lock provider for object stores; lsm_lab
 uses POSIX link/rename on a local file system.
@@ -33,6 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lsm_lab.errors import LsmLabError
+from lsm_lab.storage import StoragePath, create_bytes
 
 ExistsError = Callable[[Path], LsmLabError]
 
@@ -99,15 +104,22 @@ def _write(tmp: Path, data: bytes, fsync: bool) -> None:
             os.fsync(fh.fileno())
 
 
-def create_file(path: str | os.PathLike[str], data: bytes, *, on_exists: ExistsError = _default_exists,
-                fsync: bool = True, mkdir: bool = False) -> None:
+def create_file(path: str | os.PathLike[str] | StoragePath, data: bytes, *,
+                on_exists: ExistsError = _default_exists, fsync: bool = True, mkdir: bool = False) -> None:
     """Create `path` holding `data`, atomically; `on_exists(path)` is raised if it already exists."""
+    if isinstance(path, StoragePath):
+        create_bytes(path, data, on_exists)
+        return
     with creating(path, on_exists=on_exists, mkdir=mkdir) as tmp:
         _write(tmp, data, fsync)
 
 
-def replace_file(path: str | os.PathLike[str], data: bytes, *, fsync: bool = True, mkdir: bool = False) -> None:
+def replace_file(path: str | os.PathLike[str] | StoragePath, data: bytes, *, fsync: bool = True,
+                 mkdir: bool = False) -> None:
     """Write `path` holding `data`, atomically replacing any previous content."""
+    if isinstance(path, StoragePath):
+        path.write_bytes(data)
+        return
     with replacing(path, mkdir=mkdir) as tmp:
         _write(tmp, data, fsync)
 

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from lsm_lab import atomic
 from lsm_lab.errors import TableConfigError, TableNotFoundError
+from lsm_lab.storage import StoragePath, as_path
 
 PROPERTIES_FILE = "hoodie.properties"
 META_FOLDER = ".hoodie"
@@ -395,13 +396,24 @@ def build_props(
 
 
 # --------------------------------------------------------------------------- file I/O
-def properties_path(base: str | os.PathLike[str]) -> Path:
-    return Path(base) / META_FOLDER / PROPERTIES_FILE
+def properties_path(base: str | os.PathLike[str] | StoragePath) -> Path | StoragePath:
+    return as_path(base) / META_FOLDER / PROPERTIES_FILE
 
 
-def read_config(base: str | os.PathLike[str]) -> TableConfig:
+def read_config(base: str | os.PathLike[str] | StoragePath) -> TableConfig:
     """Read and validate `<base>/.hoodie/hoodie.properties`."""
-    base_path = Path(base)
+    base_path = as_path(base)
+    if isinstance(base_path, StoragePath):  # an object store: one GET, a LIST only to explain a miss
+        ppath = properties_path(base_path)
+        try:
+            text = ppath.read_bytes().decode("utf-8")
+        except FileNotFoundError:
+            if (base_path / META_FOLDER).is_dir():
+                raise TableConfigError("the table has a .hoodie folder but no hoodie.properties", path=ppath) from None
+            raise TableNotFoundError("not a table: there is no .hoodie/hoodie.properties", path=base_path) from None
+        except UnicodeDecodeError as exc:
+            raise TableConfigError(f"cannot read hoodie.properties: {exc}", path=ppath) from None
+        return TableConfig.from_props(parse_properties(text), path=str(ppath))
     if not base_path.exists():
         raise TableNotFoundError("no such folder", path=base_path)
     if not (base_path / META_FOLDER).is_dir():
@@ -416,7 +428,7 @@ def read_config(base: str | os.PathLike[str]) -> TableConfig:
     return TableConfig.from_props(parse_properties(text), path=str(ppath))
 
 
-def write_config(base: str | os.PathLike[str], props: Mapping[str, str], *, create: bool) -> TableConfig:
+def write_config(base: str | os.PathLike[str] | StoragePath, props: Mapping[str, str], *, create: bool) -> TableConfig:
     """Write hoodie.properties atomically (temp file + rename); `create=True` never overwrites."""
     ppath = properties_path(base)
     ppath.parent.mkdir(parents=True, exist_ok=True)

@@ -42,7 +42,6 @@ readers list the folders).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -54,6 +53,7 @@ from lsm_lab.errors import InputError
 from lsm_lab.layout import naming
 from lsm_lab.logformat import v1
 from lsm_lab.services.planner import FULL, pending_plans
+from lsm_lab.storage import StoragePath, list_names
 from lsm_lab.table import records
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import COMPACTION
@@ -122,16 +122,13 @@ def avro_schema_text(config: TableConfig, user_schema: pa.Schema, *, meta_fields
 
 
 # --------------------------------------------------------------------------- v1 log files
-def next_log_version(folder: Path, file_id: str, instant: str) -> int:
+def next_log_version(folder: Path | StoragePath, file_id: str, instant: str) -> int:
     """1 + the greatest version of the v1 logs `.<file_id>_<instant>.log.<n>_*` in `folder` (1 if none).
 
     Files of failed writes count too: a version is never reused.
     """
     best = 0
-    try:
-        names = os.listdir(folder)
-    except FileNotFoundError:
-        return 1
+    names = list_names(folder)
     prefix = f".{file_id}_{instant}.log."
     for n in names:
         if not n.startswith(prefix):
@@ -142,7 +139,7 @@ def next_log_version(folder: Path, file_id: str, instant: str) -> int:
     return best + 1
 
 
-def pending_compaction_instant(base_path: Path, config: TableConfig, partition: str, file_id: str) -> str | None:
+def pending_compaction_instant(base_path: Path | StoragePath, config: TableConfig, partition: str, file_id: str) -> str | None:
     """The begin time of a pending compaction whose plan rewrites this file group's base (else None).
 
     In table version 6 a log file is named for the base instant of its slice. A log

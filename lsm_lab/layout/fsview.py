@@ -33,13 +33,15 @@ files are not supported.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from lsm_lab.layout import naming
 from lsm_lab.layout.naming import FileName
 from lsm_lab.logformat import v2
+from lsm_lab.storage import StoragePath
 from lsm_lab.timeline.instant import CLUSTERING, REPLACE_COMMIT, Instant, normalize_time
 
 
@@ -105,9 +107,25 @@ class FileGroup:
         return self.slices[-1]
 
 
-def list_data_files(base_path: Path) -> list[tuple[str, Path, FileName]]:
+def list_data_files(base_path: Path | StoragePath) -> list[tuple[str, Path, FileName]]:
     """Every data file under the table folder (hidden folders like .hoodie skipped)."""
-    out: list[tuple[str, Path, FileName]] = []
+    return [(p, path, name) for p, path, name, _ in list_data_files_sized(base_path)]
+
+
+def list_data_files_sized(base_path: Path | StoragePath) -> list[tuple[str, Path, FileName, int | None]]:
+    """`list_data_files` with each file's size when the listing gives it (object stores: one LIST, no HEADs)."""
+    if isinstance(base_path, StoragePath):
+        found: list[tuple[str, Path, FileName, int | None]] = []
+        for info in base_path.storage.list_files(base_path.key, recursive=True):
+            rel = base_path.storage_relative(info.key)
+            folder, _, fname = rel.rpartition("/")
+            if any(part.startswith(".") for part in folder.split("/") if part):
+                continue
+            parsed = naming.parse(fname)
+            if parsed is not None:
+                found.append((folder, base_path / rel, parsed, info.size))  # type: ignore[arg-type]
+        return found
+    out: list[tuple[str, Path, FileName, int | None]] = []
     for root, dirs, files in os.walk(base_path):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         rel = os.path.relpath(root, base_path)
@@ -115,11 +133,11 @@ def list_data_files(base_path: Path) -> list[tuple[str, Path, FileName]]:
         for fname in files:
             parsed = naming.parse(fname)
             if parsed is not None:
-                out.append((partition, Path(root) / fname, parsed))
+                out.append((partition, Path(root) / fname, parsed, None))
     return out
 
 
-def list_partitions(base_path: Path) -> list[str]:
+def list_partitions(base_path: Path | StoragePath) -> list[str]:
     return sorted({p for p, _, _ in list_data_files(base_path)})
 
 
@@ -136,14 +154,14 @@ def replaced_file_groups(instants: Iterable[Instant], metadata_of) -> set[tuple[
 
 
 def build_file_groups(
-    base_path: Path,
+    base_path: Path | StoragePath,
     completion_of: Mapping[str, str],
     *,
     read_time: str | None,
     replaced: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
     v1_logs_by_base_instant: bool = False,
     partitions: Iterable[str] | None = None,
-    files: list[tuple[str, Path, FileName]] | None = None,
+    files: Sequence[tuple[Any, ...]] | None = None,
     compaction_instants: Collection[str] = (),
 ) -> list[FileGroup]:
     """Group the visible data files into file groups and slices.
@@ -157,7 +175,9 @@ def build_file_groups(
     wanted = None if partitions is None else set(partitions)
     limit = normalize_time(read_time) if read_time else None
     groups: dict[tuple[str, str], tuple[list[DataFile], list[DataFile]]] = {}
-    for partition, path, name in (files if files is not None else list_data_files(base_path)):
+    for entry in (files if files is not None else list_data_files_sized(base_path)):
+        partition, path, name = entry[0], entry[1], entry[2]
+        listed_size = entry[3] if len(entry) > 3 else None
         if wanted is not None and partition not in wanted:
             continue
         if (partition, name.file_id) in replaced:
@@ -169,7 +189,7 @@ def build_file_groups(
         elif completion is None or (limit is not None and normalize_time(completion) > limit):
             continue
         try:
-            size = path.stat().st_size
+            size = listed_size if listed_size is not None else path.stat().st_size
         except FileNotFoundError:  # removed by a concurrent cleaner between listing and stat
             continue
         df = DataFile(partition, path, name, size, completion)

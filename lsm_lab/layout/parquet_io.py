@@ -55,6 +55,7 @@ Taught in: notebooks/03_sorted_writes_and_levels.ipynb
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -69,6 +70,7 @@ import pyarrow.parquet as pq
 from lsm_lab import atomic
 from lsm_lab.errors import CorruptFileError, LsmLabError
 from lsm_lab.layout.bloom import BloomBuilder, key_hashes
+from lsm_lab.storage import StoragePath, create_bytes
 
 KEY_MIN = "hoodie_min_record_key"
 KEY_MAX = "hoodie_max_record_key"
@@ -121,16 +123,19 @@ class ParquetFileWriter:
     encodes one row group on a background thread while the caller continues.
     """
 
-    def __init__(self, path: str | os.PathLike[str], schema: pa.Schema, *,
+    def __init__(self, path: str | os.PathLike[str] | StoragePath, schema: pa.Schema, *,
                  metadata: Mapping[str, str] | None = None, key_column: str | None = RECORD_KEY,
                  is_sorted: bool = False, row_group_size: int = DEFAULT_ROW_GROUP_ROWS,
                  row_group_bytes: int | None = None, bloom_fpp: float | None = BLOOM_FPP,
                  expected_rows: int | None = None, overwrite: bool = False, threaded: bool = False) -> None:
         if row_group_size < 1:
             raise LsmLabError(f"row_group_size must be >= 1, got {row_group_size}", path=path)
-        self.path = Path(path)
+        self.path: Path | StoragePath = path if isinstance(path, StoragePath) else Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = atomic.temp_name(self.path)
+        # an object store gets the bytes in one PUT at close (atomic there): no temp object, never a partial file
+        self._sink: pa.BufferOutputStream | None = pa.BufferOutputStream() if isinstance(path, StoragePath) else None
+        self.tmp: Path | None = None if self._sink is not None else atomic.temp_name(Path(path))
+        self._size = 0
         own = {k.encode() for k in _OWN_KEYS}
         kv = {k: v for k, v in (schema.metadata or {}).items() if k not in own}  # never carry stale facts
         kv.update({k.encode(): v.encode() for k, v in (metadata or {}).items()})
@@ -208,7 +213,8 @@ class ParquetFileWriter:
                 options["bloom_filter_options"] = {self.key_column: {"ndv": max(1, ndv), "fpp": PARQUET_BLOOM_FPP}}
             if self.key_column is not None and self.is_sorted:
                 options["sorting_columns"] = [pq.SortingColumn(self.schema.get_field_index(self.key_column))]
-            self._writer = pq.ParquetWriter(self.tmp, self.schema, **options)
+            self._writer = pq.ParquetWriter(self._sink if self._sink is not None else self.tmp, self.schema,
+                                            **options)
         return self._writer
 
     def _emit(self, table: pa.Table) -> None:
@@ -257,6 +263,18 @@ class ParquetFileWriter:
             if footer:
                 writer.add_key_value_metadata(footer)
             writer.close()
+            if isinstance(self.path, StoragePath):
+                assert self._sink is not None
+                data = self._sink.getvalue()
+                self._sink = None
+                if self.overwrite:
+                    self.path.storage.write(self.path.key, data.to_pybytes())
+                else:
+                    create_bytes(self.path, data.to_pybytes(), lambda p: LsmLabError(
+                        "refusing to overwrite an existing data file", path=p))
+                self._size = data.size
+                return self._size
+            assert self.tmp is not None
             if self.overwrite:
                 os.replace(self.tmp, self.path)
             else:
@@ -264,8 +282,10 @@ class ParquetFileWriter:
                     "refusing to overwrite an existing data file", path=p))
         finally:
             self._shutdown()
-            self.tmp.unlink(missing_ok=True)
-        return self.path.stat().st_size
+            if self.tmp is not None:
+                self.tmp.unlink(missing_ok=True)
+        self._size = self.path.stat().st_size
+        return self._size
 
     def abort(self) -> None:
         """Stop and remove the temporary file (nothing becomes visible)."""
@@ -282,7 +302,9 @@ class ParquetFileWriter:
                 self._writer.close()
         finally:
             self._shutdown()
-            self.tmp.unlink(missing_ok=True)
+            self._sink = None
+            if self.tmp is not None:
+                self.tmp.unlink(missing_ok=True)
 
     def _drain(self) -> None:
         if self._inflight is not None:
@@ -305,7 +327,7 @@ class ParquetFileWriter:
 
 
 def write_parquet(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | StoragePath,
     table: pa.Table,
     *,
     metadata: Mapping[str, str] | None = None,
@@ -321,12 +343,89 @@ def write_parquet(
                                expected_rows=table.num_rows)
     with writer:
         writer.write(table)
-    return writer.path.stat().st_size
+    return writer._size
 
 
 # --------------------------------------------------------------------------- reading
 def _name(source: Any) -> str:
+    if isinstance(source, StoragePath):
+        return str(source)
     return os.fspath(source) if isinstance(source, (str, os.PathLike)) else "<buffer>"
+
+
+class _RangedObject(io.RawIOBase):
+    """A read-only file over ranged GETs of one object (each `read` is one counted request)."""
+
+    def __init__(self, path: StoragePath, size: int | None = None) -> None:
+        self.path = path
+        self._size = size
+        self._pos = 0
+
+    def size(self) -> int:
+        if self._size is None:
+            info = self.path.storage.head(self.path.key)
+            if info is None:
+                raise FileNotFoundError(str(self.path))
+            self._size = info.size
+        return self._size
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self._pos, 2: self.size() if whence == 2 else 0}[whence]
+        self._pos = base + offset
+        return self._pos
+
+    def read(self, n: int = -1) -> bytes:
+        end = self.size() if n is None or n < 0 else min(self.size(), self._pos + n)
+        if end <= self._pos:
+            return b""
+        data = self.path.storage.read_range(self.path.key, self._pos, end)
+        self._pos += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _source(source: Any, ranged: bool, size: int | None = None) -> Any:
+    """A Parquet source pyarrow can read: an object-store key becomes one whole GET, or ranged GETs."""
+    if not isinstance(source, StoragePath):
+        return source
+    if ranged:
+        return pa.PythonFile(_RangedObject(source, size), mode="r")
+    try:
+        return pa.BufferReader(source.read_bytes())
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise CorruptFileError(f"cannot read: {exc}", path=str(source)) from None
+
+
+def read_tail(path: StoragePath, size: int | None = None, guess: int = 64 * 1024) -> pq.FileMetaData:
+    """The Parquet footer of an object with one ranged GET (two when the footer is larger than `guess`)."""
+    storage = path.storage
+    if size is None:
+        info = storage.head(path.key)
+        if info is None:
+            raise FileNotFoundError(str(path))
+        size = info.size
+    start = max(0, size - guess)
+    tail = storage.read_range(path.key, start, size)
+    if len(tail) >= 8 and tail[-4:] == b"PAR1":
+        need = int.from_bytes(tail[-8:-4], "little") + 8
+        if need > len(tail) and need <= size:
+            tail = storage.read_range(path.key, size - need, size)
+    return pq.read_metadata(pa.BufferReader(tail))
 
 
 @contextmanager
@@ -342,8 +441,11 @@ class CheckedParquetFile(pq.ParquetFile):
 
     def __init__(self, source: Any, **options: Any) -> None:
         self.name = _name(source)
+        ranged = bool(options.pop("ranged", False))
+        size = options.pop("size", None)
         with _typed(self.name, "not a readable Parquet file"):
-            super().__init__(source, page_checksum_verification=VERIFY_PAGE_CHECKSUMS, **options)
+            super().__init__(_source(source, ranged or "metadata" in options, size),
+                             page_checksum_verification=VERIFY_PAGE_CHECKSUMS, **options)
 
     def read(self, *args: Any, **kwargs: Any) -> pa.Table:
         with _typed(self.name, "cannot read Parquet data"):
@@ -362,15 +464,19 @@ class CheckedParquetFile(pq.ParquetFile):
             yield from super().iter_batches(*args, **kwargs)
 
 
-def open_parquet(source: str | os.PathLike[str] | pa.NativeFile | Any, **options: Any) -> CheckedParquetFile:
+def open_parquet(source: str | os.PathLike[str] | StoragePath | pa.NativeFile | Any,
+                 **options: Any) -> CheckedParquetFile:
     """Open a data file (or an in-memory Parquet buffer) for reading; pages are checked against their CRC.
 
-    `options` are `pq.ParquetFile`'s (`metadata=`, `pre_buffer=`, `buffer_size=`, ...).
+    `options` are `pq.ParquetFile`'s (`metadata=`, `pre_buffer=`, `buffer_size=`, ...).  A file on an
+    object store is fetched with one GET of the whole object (fastest for whole-file reads, see
+    benchmarks/bench_storage.py), or with ranged GETs when `ranged=True` or the footer is
+    passed as `metadata=` (lookups that read a few row groups); `size=` spares a HEAD.
     """
     return CheckedParquetFile(source, **options)
 
 
-def read_parquet(path: str | os.PathLike[str], columns: list[str] | None = None) -> pa.Table:
+def read_parquet(path: str | os.PathLike[str] | StoragePath, columns: list[str] | None = None) -> pa.Table:
     """Read a Parquet data file (selected columns that exist), checksums verified, with a typed error on corruption."""
     pf = open_parquet(path)
     names = pf.schema_arrow.names
@@ -389,14 +495,17 @@ def footer_kv(md: pq.FileMetaData) -> dict[str, str]:
     return out
 
 
-def read_footer(path: str | os.PathLike[str]) -> tuple[pq.FileMetaData, dict[str, str]]:
-    """A data file's Parquet metadata and its decoded key-value map (`CorruptFileError` if unreadable)."""
+def read_footer(path: str | os.PathLike[str] | StoragePath,
+                size: int | None = None) -> tuple[pq.FileMetaData, dict[str, str]]:
+    """A data file's Parquet metadata and its decoded key-value map (`CorruptFileError` if unreadable).
+
+    On an object store: one ranged GET of the file's tail (plus a HEAD unless `size` is given)."""
     with _typed(_name(path), "not a readable Parquet file"):
-        md = pq.read_metadata(path)
+        md = read_tail(path, size) if isinstance(path, StoragePath) else pq.read_metadata(path)
     return md, footer_kv(md)
 
 
-def footer(path: str | os.PathLike[str]) -> dict[str, str]:
+def footer(path: str | os.PathLike[str] | StoragePath) -> dict[str, str]:
     """The decoded footer key-value map of a data file (see `read_footer`)."""
     return read_footer(path)[1]
 
@@ -423,6 +532,7 @@ __all__ = [
     "open_parquet",
     "read_footer",
     "read_parquet",
+    "read_tail",
     "rows_per_group",
     "write_parquet",
 ]

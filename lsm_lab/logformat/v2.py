@@ -212,7 +212,7 @@ def decode_header(raw: str, *, path: str | os.PathLike[str] | None = None) -> di
 
 def block_type_of(kv: Mapping[str, str], path: str | os.PathLike[str]) -> str:
     """What a log holds: from its name (native `.deletes.`/`.cdc.`, draft `.delete.`), else the draft's footer key."""
-    parsed = naming.parse(os.path.basename(os.fspath(path)))
+    parsed = naming.parse(os.path.basename(str(path)))
     if parsed is not None and parsed.is_log and KEY_BLOCK_TYPE not in kv:
         return {"delete": BLOCK_DELETE, "cdc": BLOCK_CDC}.get(parsed.content, BLOCK_DATA)
     return kv.get(KEY_BLOCK_TYPE, BLOCK_DATA)

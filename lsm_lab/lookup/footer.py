@@ -28,6 +28,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -36,6 +37,7 @@ from lsm_lab.errors import CorruptFileError
 from lsm_lab.layout import parquet_io
 from lsm_lab.layout.bloom import BloomFilter
 from lsm_lab.lookup.stats import LookupStats
+from lsm_lab.storage import StoragePath
 
 _FOOTER_TAIL = 8  # 4-byte footer length + "PAR1"
 
@@ -57,6 +59,7 @@ class FileInfo:
     chunk_bytes: list[dict[str, int]] = field(default_factory=list)
     _bloom: BloomFilter | None = None
     bloom_status: str = "unchecked"
+    source: Any = None  # what to open the file with: a local path or a `StoragePath` (object stores)
 
     @property
     def num_row_groups(self) -> int:
@@ -112,8 +115,8 @@ def _leaf_index(md: pq.FileMetaData, column: str) -> int | None:
     return None
 
 
-def _file_info(path: Path) -> FileInfo:
-    md, kv = parquet_io.read_footer(path)
+def _file_info(path: Path | StoragePath, size: int | None = None) -> FileInfo:
+    md, kv = parquet_io.read_footer(path, size) if isinstance(path, StoragePath) else parquet_io.read_footer(path)
     try:
         schema = md.schema.to_arrow_schema()
     except (OSError, pa.ArrowInvalid) as exc:
@@ -132,6 +135,7 @@ def _file_info(path: Path) -> FileInfo:
         columns=tuple(schema.names), min_key=kv.get(parquet_io.KEY_MIN), max_key=kv.get(parquet_io.KEY_MAX),
         is_sorted=parquet_io.is_sorted_footer(kv), bloom_text=kv.get(parquet_io.KEY_BLOOM),
         rg_rows=[md.row_group(r).num_rows for r in range(md.num_row_groups)], chunk_bytes=chunk_bytes,
+        source=path,
     )
 
 
@@ -143,9 +147,9 @@ class FooterCache:
         self._items: OrderedDict[tuple[str, int, int], FileInfo] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, path: Path, stats: LookupStats | None = None) -> FileInfo:
+    def get(self, path: Path | StoragePath, stats: LookupStats | None = None) -> FileInfo:
         try:
-            st = os.stat(path)
+            st = path.stat() if isinstance(path, StoragePath) else os.stat(path)
         except FileNotFoundError:
             raise CorruptFileError("data file vanished while being read (cleaned concurrently?)", path=path) from None
         key = (str(path), st.st_size, st.st_mtime_ns)
@@ -154,7 +158,7 @@ class FooterCache:
             if info is not None:
                 self._items.move_to_end(key)
                 return info
-        info = _file_info(path)
+        info = _file_info(path, st.st_size)
         if stats is not None:
             stats.footers_read += 1
             stats.footer_bytes += info.footer_bytes

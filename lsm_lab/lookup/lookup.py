@@ -206,7 +206,7 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
     # 3. read the key column of the candidate row groups, find the rows, then read the rest
     stats.files_opened += 1
     try:
-        pf = parquet_io.open_parquet(info.path, metadata=info.metadata)
+        pf = parquet_io.open_parquet(info.source if info.source is not None else info.path, metadata=info.metadata)
     except (OSError, pa.ArrowInvalid) as exc:
         raise CorruptFileError(f"cannot open Parquet file: {exc}", path=info.path) from None
     others = [c for c in columns if c in info.columns and c != key_col]

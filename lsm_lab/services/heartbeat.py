@@ -17,6 +17,11 @@ timeout.  Checks are made while holding the table lock, and an owner creates
 its heartbeat before its instant becomes visible, so "no heartbeat file" also
 means dead.
 
+On an object store there is no OS lock: the heartbeat is a file holding the
+time of the owner's last beat, rewritten every `REMOTE_INTERVAL` seconds by a
+thread, and judged by age (older than `REMOTE_TOLERANCE`: dead), as Hudi's
+`HoodieHeartbeatClient` does.
+
 Simplified compared with Apache Hudi: Hudi writes a heartbeat file every
 `hoodie.client.heartbeat.interval_in_ms` and declares a writer dead after
 `hoodie.client.heartbeat.tolerable.misses` missed beats (that works on object
@@ -29,10 +34,12 @@ import errno
 import fcntl
 import os
 import threading
+import time
 from pathlib import Path
 from typing import IO
 
 from lsm_lab.errors import ConflictError
+from lsm_lab.storage import StoragePath
 
 HEARTBEAT_FOLDER = ".heartbeat"
 
@@ -40,24 +47,50 @@ _mine: dict[str, Heartbeat] = {}
 _guard = threading.Lock()
 
 
-def heartbeat_path(base_path: str | os.PathLike[str], instant: str) -> Path:
-    return Path(base_path) / ".hoodie" / HEARTBEAT_FOLDER / instant
+#: object stores: seconds between two beats, and the age after which a heartbeat is dead (Hudi: 60 s, 2 misses)
+REMOTE_INTERVAL = 5.0
+REMOTE_TOLERANCE = 30.0
+
+
+def heartbeat_path(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> Path | StoragePath:
+    base = base_path if isinstance(base_path, StoragePath) else Path(base_path)
+    return base / ".hoodie" / HEARTBEAT_FOLDER / instant
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _age_s(path: StoragePath) -> float | None:
+    """Seconds since the object-store heartbeat at `path` was last written (None: no heartbeat)."""
+    try:
+        text = path.read_bytes().decode("ascii", errors="replace").strip()
+    except FileNotFoundError:
+        return None
+    try:
+        return (_now_ms() - int(text)) / 1000.0
+    except ValueError:
+        return float("inf")  # unreadable: treat as dead
 
 
 class Heartbeat:
     """The liveness signal of one pending instant, held by the process working on it."""
 
-    def __init__(self, base_path: str | os.PathLike[str], instant: str) -> None:
+    def __init__(self, base_path: str | os.PathLike[str] | StoragePath, instant: str) -> None:
         self.path = heartbeat_path(base_path, instant)
         self.instant = instant
         self._fh: IO[str] | None = None
+        self._beating: threading.Event | None = None
+        self._thread: threading.Thread | None = None
 
     @property
     def held(self) -> bool:
-        return self._fh is not None
+        return self._fh is not None or self._beating is not None
 
     def start(self) -> Heartbeat:
         """Take the heartbeat lock (ConflictError when another live process holds it)."""
+        if isinstance(self.path, StoragePath):
+            return self._start_remote(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fh = open(self.path, "a+")  # noqa: SIM115 - held open on purpose
         try:
@@ -75,8 +108,40 @@ class Heartbeat:
             _mine[str(self.path)] = self
         return self
 
+    def _start_remote(self, path: StoragePath) -> Heartbeat:
+        """Object stores: a file holding the time of the last beat, rewritten by a thread (Hudi's scheme)."""
+        age = _age_s(path)
+        if age is not None and age < REMOTE_TOLERANCE:
+            raise ConflictError(f"instant {self.instant} is being worked on by a live process", path=path)
+        path.write_bytes(str(_now_ms()).encode("ascii"))
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(REMOTE_INTERVAL):
+                try:
+                    path.write_bytes(str(_now_ms()).encode("ascii"))
+                except Exception:  # noqa: BLE001 - a failed beat: try again at the next one
+                    continue
+
+        self._beating = stop
+        self._thread = threading.Thread(target=beat, name=f"lsm_lab-heartbeat-{self.instant}", daemon=True)
+        self._thread.start()
+        with _guard:
+            _mine[str(self.path)] = self
+        return self
+
     def stop(self) -> None:
         """Release the heartbeat and remove its file (idempotent)."""
+        if self._beating is not None:
+            stop, self._beating = self._beating, None
+            stop.set()
+            if self._thread is not None:
+                self._thread.join()
+                self._thread = None
+            with _guard:
+                _mine.pop(str(self.path), None)
+            self.path.unlink(missing_ok=True)
+            return
         fh, self._fh = self._fh, None
         with _guard:
             _mine.pop(str(self.path), None)
@@ -95,12 +160,15 @@ class Heartbeat:
         self.stop()
 
 
-def is_alive(base_path: str | os.PathLike[str], instant: str) -> bool:
+def is_alive(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> bool:
     """True when a live process (this one included) holds the heartbeat of `instant`."""
     path = heartbeat_path(base_path, instant)
     with _guard:
         if str(path) in _mine:
             return True
+    if isinstance(path, StoragePath):  # judged by age: a beat within the tolerance means alive
+        age = _age_s(path)
+        return age is not None and age < REMOTE_TOLERANCE
     try:
         fh = open(path)  # noqa: SIM115 - held open on purpose
     except FileNotFoundError:
@@ -118,7 +186,7 @@ def is_alive(base_path: str | os.PathLike[str], instant: str) -> bool:
         fh.close()
 
 
-def clear(base_path: str | os.PathLike[str], instant: str) -> None:
+def clear(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> None:
     """Remove the heartbeat file of a dead instant (after its rollback)."""
     if not is_alive(base_path, instant):
         heartbeat_path(base_path, instant).unlink(missing_ok=True)

@@ -14,9 +14,16 @@ the completion of a write, the planning and the completion of a table
 service.  Data files are written *outside* the lock (optimistic concurrency,
 see `services.occ`), so writers only queue for milliseconds.
 
+On an object store (a table at `s3://…`, `gs://…`, `az://…`) there is no
+kernel in common between writers: the lock is `storage.StorageLock`, Hudi's
+storage-based lock (`.hoodie/.locks/table_lock.json`, written only by
+conditional PUTs, a lease renewed by a heartbeat thread, taken over when
+expired).  `check_table_lock` is called right before a commit, so a writer
+whose lease was taken over does not commit.
+
 Simplified compared with Apache Hudi: Hudi plugs in lock providers (ZooKeeper,
-DynamoDB, Hive metastore, file system); lsm_lab only has the local-file one,
-which is right for local storage and for one machine.
+DynamoDB, Hive metastore, file system, storage-based); lsm_lab has the
+local-file one and the storage-based one.
 """
 
 from __future__ import annotations
@@ -30,18 +37,35 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lsm_lab.errors import ConflictError
+from lsm_lab.storage import StorageLock, StoragePath, storage_of
 
 LOCK_FILE = ".lsm_lab.lock"
+LOCK_VALIDITY = 30.0  # seconds an object-store lock lease lasts unless its heartbeat renews it
 _held: dict[tuple[str, int], int] = {}
 _guard = threading.Lock()
 
 
-def _key(base_path: str | os.PathLike[str]) -> tuple[str, int]:
+_remote: dict[tuple[str, int], StorageLock] = {}
+
+
+def _key(base_path: str | os.PathLike[str] | StoragePath) -> tuple[str, int]:
+    if isinstance(base_path, StoragePath):
+        return str(base_path), threading.get_ident()
     return str(Path(base_path).resolve()), threading.get_ident()
 
 
+def check_table_lock(base_path: str | os.PathLike[str] | StoragePath) -> None:
+    """Raise `ConflictError` when this thread's storage-based lock of an object-store table was lost.
+
+    Called right before a commit; a local `flock` cannot be lost, so this is a no-op locally."""
+    with _guard:
+        lock = _remote.get(_key(base_path))
+    if lock is not None:
+        lock.check()
+
+
 @contextlib.contextmanager
-def table_lock(base_path: str | os.PathLike[str], *, timeout: float = 120.0) -> Iterator[None]:
+def table_lock(base_path: str | os.PathLike[str] | StoragePath, *, timeout: float = 120.0) -> Iterator[None]:
     """Hold the table's exclusive lock for the duration of the block (ConflictError on timeout)."""
     key = _key(base_path)
     with _guard:
@@ -56,6 +80,10 @@ def table_lock(base_path: str | os.PathLike[str], *, timeout: float = 120.0) -> 
         finally:
             with _guard:
                 _held[key] -= 1
+        return
+    if isinstance(base_path, StoragePath):
+        with _remote_lock(base_path, key, timeout):
+            yield
         return
     path = Path(base_path) / ".hoodie" / LOCK_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -80,3 +108,20 @@ def table_lock(base_path: str | os.PathLike[str], *, timeout: float = 120.0) -> 
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
     finally:
         fh.close()
+
+
+@contextlib.contextmanager
+def _remote_lock(base_path: StoragePath, key: tuple[str, int], timeout: float) -> Iterator[None]:
+    """The storage-based lock (`storage.StorageLock`): `.hoodie/.locks/table_lock.json` by conditional writes."""
+    lock = StorageLock(storage_of(base_path), validity=LOCK_VALIDITY)
+    lock.acquire(timeout=timeout)
+    with _guard:
+        _held[key] = 1
+        _remote[key] = lock
+    try:
+        yield
+    finally:
+        with _guard:
+            _held.pop(key, None)
+            _remote.pop(key, None)
+        lock.release()

@@ -22,17 +22,20 @@ import os
 import shutil
 from pathlib import Path
 
+from lsm_lab.storage import StoragePath, walk_files
+
 TEMP_FOLDER = ".temp"
 IO_TYPES = ("CREATE", "MERGE", "APPEND")
 _SUFFIX = ".marker."
 
 
-def marker_folder(base_path: str | os.PathLike[str], instant: str) -> Path:
-    return Path(base_path) / ".hoodie" / TEMP_FOLDER / instant
+def marker_folder(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> Path | StoragePath:
+    base = base_path if isinstance(base_path, StoragePath) else Path(base_path)
+    return base / ".hoodie" / TEMP_FOLDER / instant
 
 
-def create_marker(base_path: str | os.PathLike[str], instant: str, partition: str, file_name: str,
-                  io_type: str) -> Path:
+def create_marker(base_path: str | os.PathLike[str] | StoragePath, instant: str, partition: str, file_name: str,
+                  io_type: str) -> Path | StoragePath:
     """Record that `partition/file_name` is about to be written by `instant`."""
     if io_type not in IO_TYPES:
         raise ValueError(f"unknown marker IO type {io_type!r}")
@@ -45,22 +48,21 @@ def create_marker(base_path: str | os.PathLike[str], instant: str, partition: st
     return path
 
 
-def marked_files(base_path: str | os.PathLike[str], instant: str) -> list[tuple[str, str, str]]:
+def marked_files(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> list[tuple[str, str, str]]:
     """(partition, file name, IO type) of every marker an instant left."""
     root = marker_folder(base_path, instant)
     out: list[tuple[str, str, str]] = []
-    if not root.is_dir():
-        return out
-    for folder, _, files in os.walk(root):
-        rel = os.path.relpath(folder, root)
-        partition = "" if rel == "." else rel.replace(os.sep, "/")
-        for name in files:
-            if _SUFFIX not in name:
-                continue
-            file_name, io_type = name.rsplit(_SUFFIX, 1)
-            out.append((partition, file_name, io_type))
+    for partition, name in walk_files(root):  # one recursive LIST on an object store
+        if _SUFFIX not in name:
+            continue
+        file_name, io_type = name.rsplit(_SUFFIX, 1)
+        out.append((partition, file_name, io_type))
     return sorted(out)
 
 
-def delete_markers(base_path: str | os.PathLike[str], instant: str) -> None:
-    shutil.rmtree(marker_folder(base_path, instant), ignore_errors=True)
+def delete_markers(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> None:
+    folder = marker_folder(base_path, instant)
+    if isinstance(folder, StoragePath):
+        folder.rmtree()
+    else:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -54,9 +54,10 @@ import pyarrow as pa
 
 from lsm_lab.errors import ConflictError, TimelineError
 from lsm_lab.services import heartbeat, markers
-from lsm_lab.services.lock import table_lock
+from lsm_lab.services.lock import check_table_lock, table_lock
 from lsm_lab.services.rollback import delete_instant_files, rollback_failed_writes, rollback_pending
-from lsm_lab.timeline.active import ActiveTimeline
+from lsm_lab.storage import StoragePath
+from lsm_lab.timeline.active import ActiveTimeline, InstantExistsError
 from lsm_lab.timeline.instant import (
     COMMIT,
     DELTA_COMMIT,
@@ -113,12 +114,14 @@ def merge_schemas(committed: pa.Schema | None, mine: pa.Schema) -> pa.Schema:
             fields.append(f)
     return pa.schema(fields)
 
+_UNIQUE_ATTEMPTS = 20
+
 
 @dataclass
 class WriteTransaction:
     """One optimistic write: `begin()` under the lock, files without it, `commit()` under the lock again."""
 
-    base_path: Path
+    base_path: Path | StoragePath
     timeline: ActiveTimeline
     action: str
     requested_content: Mapping[str, Any] = field(default_factory=dict)
@@ -138,14 +141,22 @@ class WriteTransaction:
         with table_lock(self.base_path):
             rollback_failed_writes(self.base_path, self.timeline)
             self.snapshot = latest_completion()
-            begin = self.timeline.new_instant_time()
-            self.heartbeat = heartbeat.Heartbeat(self.base_path, begin).start()
-            try:
-                requested = self.timeline.request(self.action, dict(self.requested_content), begin_time=begin)
-                self.instant = self.timeline.start(requested)
-            except BaseException:
-                self.heartbeat.stop()
-                raise
+            for attempt in range(_UNIQUE_ATTEMPTS):
+                begin = self.timeline.new_instant_time()
+                self.heartbeat = heartbeat.Heartbeat(self.base_path, begin).start()
+                try:
+                    requested = self.timeline.request(self.action, dict(self.requested_content), begin_time=begin)
+                    self.instant = self.timeline.start(requested)
+                    break
+                except InstantExistsError:
+                    # object stores: the clock is per process, so another process may hold this time;
+                    # the create-if-absent of the requested file said so — draw again
+                    self.heartbeat.stop()
+                    if attempt == _UNIQUE_ATTEMPTS - 1:
+                        raise
+                except BaseException:
+                    self.heartbeat.stop()
+                    raise
         return self
 
     def mark(self, partition: str, file_name: str, io_type: str) -> None:
@@ -166,6 +177,7 @@ class WriteTransaction:
                         f"write {self.begin_time} conflicts with {conflict.action} {conflict.begin_time} "
                         f"(completed {conflict.completion_time}), which wrote to the same file group(s) after "
                         f"this write started; it was rolled back — retry it")
+            check_table_lock(self.base_path)  # object stores: the lease is still ours right before the commit
             done = self.timeline.complete(self.instant, metadata)
             markers.delete_markers(self.base_path, self.begin_time)
         self._finish()

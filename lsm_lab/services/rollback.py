@@ -38,7 +38,6 @@ completed write can be rolled back directly (older ones: `restore`).
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -49,6 +48,7 @@ from lsm_lab.layout import naming
 from lsm_lab.layout.fsview import list_data_files
 from lsm_lab.services import heartbeat, markers
 from lsm_lab.services.planner import pending_plans
+from lsm_lab.storage import StoragePath, as_path, is_local, list_names
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import (
     CLEAN,
@@ -63,16 +63,16 @@ from lsm_lab.timeline.instant import (
 )
 
 
-def _table_version(base_path: Path) -> int:
+def _table_version(base_path: Path | StoragePath) -> int:
     try:
         return read_config(base_path).version
     except LsmLabError:
         return 9
 
 
-def files_of_instant(base_path: Path, begin_time: str) -> list[Path]:
+def files_of_instant(base_path: Path | StoragePath, begin_time: str) -> list[Path]:
     """Data files an instant wrote: those its markers name plus any file carrying its time in the name."""
-    base_path = Path(base_path)
+    base_path = as_path(base_path)
     # In table version 6 a v1 log is named for its *base* instant, not for the instant that wrote it
     # (a log written during a pending compaction c is even named for c): only markers identify it.
     v1_named_for_writer = _table_version(base_path) >= 8
@@ -80,17 +80,19 @@ def files_of_instant(base_path: Path, begin_time: str) -> list[Path]:
              if name.instant == begin_time and (v1_named_for_writer or name.log_format != 1)}
     for partition, file_name, _ in markers.marked_files(base_path, begin_time):
         path = (base_path / partition / file_name) if partition else base_path / file_name
-        if path.exists():
+        if path.is_file():
             found.add(path)
     return sorted(found)
 
 
-def delete_instant_files(base_path: Path, begin_time: str) -> list[str]:
+def delete_instant_files(base_path: Path | StoragePath, begin_time: str) -> list[str]:
     """Delete an instant's data files (and temp files of marked ones); returns paths relative to the table."""
-    base_path = Path(base_path)
+    base_path = as_path(base_path)
     deleted = []
     for partition, file_name, _ in markers.marked_files(base_path, begin_time):
         folder = base_path / partition if partition else base_path
+        if not is_local(folder):
+            continue  # an object store has no temp files: a PUT is whole or absent
         for tmp in folder.glob(f".{file_name}.*.tmp"):  # a writer killed inside write_parquet
             tmp.unlink(missing_ok=True)
     for path in files_of_instant(base_path, begin_time):
@@ -102,15 +104,13 @@ def delete_instant_files(base_path: Path, begin_time: str) -> list[str]:
     return sorted(deleted)
 
 
-def sweep(base_path: Path, timeline: ActiveTimeline) -> None:
+def sweep(base_path: Path | StoragePath, timeline: ActiveTimeline) -> None:
     """Remove marker folders and heartbeat files that no pending instant owns (left by a kill after commit)."""
-    base_path = Path(base_path)
+    base_path = as_path(base_path)
     pending = {i.begin_time for i in timeline.pending()}
     for folder, remove in ((base_path / ".hoodie" / markers.TEMP_FOLDER, markers.delete_markers),
                            (base_path / ".hoodie" / heartbeat.HEARTBEAT_FOLDER, heartbeat.clear)):
-        if not folder.is_dir():
-            continue
-        for entry in os.listdir(folder):
+        for entry in list_names(folder):
             if entry.isdigit() and entry not in pending and not heartbeat.is_alive(base_path, entry):
                 remove(base_path, entry)
 
@@ -123,13 +123,11 @@ def remove_timeline_files(timeline: ActiveTimeline, begin_time: str, *, keep_req
     at once, as rollback needs); `completed_last=True` removes it last (the
     instant never looks pending, as archival needs).
     """
-    if not timeline.folder.is_dir():
-        return
     rank = {State.COMPLETED: 0, State.INFLIGHT: 1, State.REQUESTED: 2}
     if completed_last:
         rank = {State.REQUESTED: 0, State.INFLIGHT: 1, State.COMPLETED: 2}
     names = []
-    for name in os.listdir(timeline.folder):
+    for name in list_names(timeline.folder):
         parsed = parse_file_name(name)
         if parsed is not None and parsed[0] == begin_time:
             names.append((rank[parsed[2]], name, parsed[2]))
@@ -158,20 +156,20 @@ def rollback_metadata(instant: Instant, deleted: list[str], started: float) -> d
     }
 
 
-def _check_dead(base_path: Path, instant: Instant) -> None:
+def _check_dead(base_path: Path | StoragePath, instant: Instant) -> None:
     if heartbeat.is_alive(base_path, instant.begin_time):
         raise ConflictError(f"{instant} belongs to a live process (its heartbeat is held); "
                             "it cannot be rolled back", path=heartbeat.heartbeat_path(base_path, instant.begin_time))
 
 
-def rollback_pending(base_path: Path, timeline: ActiveTimeline, instant: Instant, *,
+def rollback_pending(base_path: Path | StoragePath, timeline: ActiveTimeline, instant: Instant, *,
                      check_heartbeat: bool = True) -> Instant:
     """Remove the files of a pending write instant and record a completed rollback instant.
 
     Call with the table lock held.  `check_heartbeat=False` is for the owner
     rolling back its own instant (it holds the heartbeat itself).
     """
-    base_path = Path(base_path)
+    base_path = as_path(base_path)
     if instant.is_completed:
         raise InputError(f"{instant} is completed; use rollback_completed")
     if check_heartbeat:
@@ -189,9 +187,9 @@ def rollback_pending(base_path: Path, timeline: ActiveTimeline, instant: Instant
     return done
 
 
-def rollback_completed(base_path: Path, timeline: ActiveTimeline, instant: Instant) -> Instant:
+def rollback_completed(base_path: Path | StoragePath, timeline: ActiveTimeline, instant: Instant) -> Instant:
     """Roll back a completed instant: invisible first (its completed file goes), then files, then the rest."""
-    base_path = Path(base_path)
+    base_path = as_path(base_path)
     if not instant.is_completed:
         raise InputError(f"{instant} is not completed; use rollback_pending")
     started = time.monotonic()
@@ -206,32 +204,32 @@ def rollback_completed(base_path: Path, timeline: ActiveTimeline, instant: Insta
     return done
 
 
-def drop_plans_reading(base_path: Path, timeline: ActiveTimeline, begin_time: str) -> None:
+def drop_plans_reading(base_path: Path | StoragePath, timeline: ActiveTimeline, begin_time: str) -> None:
     """Remove pending (log) compaction plans that read files of `begin_time` (before rolling it back)."""
     for inst, plan in pending_plans(timeline):
         names = [n for op in plan.operations for n in ([op.base_file] if op.base_file else []) + list(op.log_files)]
         if any((parsed := naming.parse(n)) is not None and parsed.instant == begin_time for n in names):
-            _check_dead(Path(base_path), inst)
+            _check_dead(as_path(base_path), inst)
             reset_compaction(base_path, timeline, inst)
             remove_timeline_files(timeline, inst.begin_time)
 
 
-def reset_compaction(base_path: Path, timeline: ActiveTimeline, instant: Instant) -> None:
+def reset_compaction(base_path: Path | StoragePath, timeline: ActiveTimeline, instant: Instant) -> None:
     """An inflight (log) compaction whose runner died: remove its output and go back to requested."""
-    base_path = Path(base_path)
+    base_path = as_path(base_path)
     delete_instant_files(base_path, instant.begin_time)
     remove_timeline_files(timeline, instant.begin_time, keep_requested=True)
     markers.delete_markers(base_path, instant.begin_time)
     heartbeat.clear(base_path, instant.begin_time)
 
 
-def rollback_failed_writes(base_path: Path, timeline: ActiveTimeline, *, keep_plans: bool = True) -> list[Instant]:
+def rollback_failed_writes(base_path: Path | StoragePath, timeline: ActiveTimeline, *, keep_plans: bool = True) -> list[Instant]:
     """Clean up after dead processes; call with the table lock held.
 
     Pending instants whose heartbeat is held by a live process are left alone.
     Returns the rollback instants created.
     """
-    base_path = Path(base_path)
+    base_path = as_path(base_path)
     sweep(base_path, timeline)
     pending = timeline.pending()
     if any(i.action == RESTORE for i in pending):
@@ -259,7 +257,7 @@ def rollback_failed_writes(base_path: Path, timeline: ActiveTimeline, *, keep_pl
 
 
 # --------------------------------------------------------------------------- restore (services/savepoint.py)
-def _erase(base_path: Path, timeline: ActiveTimeline, begin: str, action: str) -> dict[str, Any]:
+def _erase(base_path: Path | StoragePath, timeline: ActiveTimeline, begin: str, action: str) -> dict[str, Any]:
     """Roll one instant back as part of a restore (idempotent)."""
     started = time.monotonic()
     remove_timeline_files(timeline, begin, keep_requested=True)  # invisible first
@@ -270,7 +268,7 @@ def _erase(base_path: Path, timeline: ActiveTimeline, begin: str, action: str) -
     return rollback_metadata(Instant.make(begin, action, State.COMPLETED, begin), deleted, started)
 
 
-def _run_restore(base_path: Path, timeline: ActiveTimeline, inflight: Instant, plan: dict[str, Any]) -> Instant:
+def _run_restore(base_path: Path | StoragePath, timeline: ActiveTimeline, inflight: Instant, plan: dict[str, Any]) -> Instant:
     started = time.monotonic()
     results: dict[str, list[dict[str, Any]]] = {}
     for entry in plan.get("instantsToRollback") or []:
@@ -289,10 +287,10 @@ def _run_restore(base_path: Path, timeline: ActiveTimeline, inflight: Instant, p
     return timeline.complete(inflight, meta)
 
 
-def resume_restore(base_path: Path, timeline: ActiveTimeline, instant: Instant) -> Instant:
+def resume_restore(base_path: Path | StoragePath, timeline: ActiveTimeline, instant: Instant) -> Instant:
     """Finish a restore whose process died (table lock held by the caller)."""
     plan = timeline.read_content(instant, State.REQUESTED)
     if instant.state is State.REQUESTED:
         instant = timeline.start(instant)
-    return _run_restore(Path(base_path), timeline, instant, plan)
+    return _run_restore(as_path(base_path), timeline, instant, plan)
 

@@ -9,6 +9,16 @@ from lsm_lab.storage.base import (
     VersionMismatchError,
     clean_key,
 )
+from lsm_lab.storage.handle import (
+    StoragePath,
+    TablePath,
+    as_path,
+    create_bytes,
+    is_local,
+    list_names,
+    storage_of,
+    walk_files,
+)
 from lsm_lab.storage.local import LocalStorage
 from lsm_lab.storage.location import is_remote, open_storage, resolve_options
 from lsm_lab.storage.lock import StorageLock
@@ -21,9 +31,17 @@ __all__ = [
     "Storage",
     "StorageError",
     "StorageLock",
+    "StoragePath",
+    "TablePath",
     "VersionMismatchError",
+    "as_path",
     "clean_key",
+    "create_bytes",
+    "is_local",
     "is_remote",
+    "list_names",
     "open_storage",
     "resolve_options",
+    "storage_of",
+    "walk_files",
 ]

@@ -137,6 +137,10 @@ class Storage(ABC):
     def list_folders(self, prefix: str = "") -> list[str]:
         """Keys of the folders directly under `prefix` (object stores: common prefixes), sorted."""
 
+    def list_dir(self, prefix: str = "") -> tuple[list[ObjectInfo], list[str]]:
+        """Files and folder keys directly under `prefix` (object stores: one LIST for both)."""
+        return self.list_files(prefix), self.list_folders(prefix)
+
     @abstractmethod
     def read(self, key: str) -> bytes:
         """The whole object (FileNotFoundError when absent)."""

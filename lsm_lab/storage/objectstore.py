@@ -132,6 +132,14 @@ class ObjectStorage(Storage):
         result = self._call("LIST", prefix, lambda: obstore.list_with_delimiter(self.store, full or None))
         return sorted(self._rel(str(p).rstrip("/")) for p in result["common_prefixes"])
 
+    def list_dir(self, prefix: str = "") -> tuple[list[ObjectInfo], list[str]]:
+        full = self._key(prefix)
+        result = self._call("LIST", prefix, lambda: obstore.list_with_delimiter(self.store, full or None))
+        base = clean_key(prefix)
+        files = sorted((i for i in (self._info(m) for m in result["objects"])
+                        if i.key and i.key != base and not i.key.endswith("/")), key=lambda i: i.key)
+        return files, sorted(self._rel(str(p).rstrip("/")) for p in result["common_prefixes"])
+
     def read(self, key: str) -> bytes:
         full = self._key(key)
         return self._call("GET", key, lambda: bytes(obstore.get(self.store, full).bytes()))

@@ -19,7 +19,7 @@ read), so inspecting a large table is cheap.
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -28,6 +28,7 @@ from lsm_lab.errors import TableNotFoundError
 from lsm_lab.layout import fsview, parquet_io
 from lsm_lab.layout.fsview import DataFile
 from lsm_lab.logformat import v2
+from lsm_lab.storage import StoragePath, as_path
 from lsm_lab.table.state import TableState
 
 
@@ -107,12 +108,16 @@ def dump_levels(table: TableState, as_of: Any = None) -> str:
 _BLOOM_KEYS = ("lsm_lab.bloom", "org.apache.hudi.bloomfilter")
 
 
-def footers(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """One row per Parquet data file under `path` (a table folder or one file), footer keys as columns."""
-    target = Path(path)
-    if not target.exists():
+def footers(path: str | os.PathLike[str] | StoragePath,
+            storage_options: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """One row per Parquet data file under `path` (a table folder or one file, local or on an object store),
+    footer keys as columns."""
+    target = as_path(path, storage_options)
+    if isinstance(target, StoragePath) and target.is_file():
+        items = [("", target)]
+    elif not target.exists():
         raise TableNotFoundError("no such file or folder", path=target)
-    if target.is_file():
+    elif target.is_file():
         items = [("", target)]
     else:
         items = [(p, fp) for p, fp, name in fsview.list_data_files(target)

@@ -1,6 +1,6 @@
 """`TableState`: what a table *is* at a point in time — the layer services, lookup and Spark read.
 
-              TableState(path, config)
+              TableState(path, config)     path: a local Path or a StoragePath (s3://, gs://, az://); storage
      timeline    instants · completed_writes · instant_metadata · completion_map · savepoints
      time        resolve_time(as_of) · check_retained(read_time)
      schema      schema (latest commit's extraMetadata, else hoodie.properties, else a base file)
@@ -25,18 +25,18 @@ the schema is kept in the latest commit's `extraMetadata`, as Hudi does.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from lsm_lab.avro_schema import avro_to_arrow_schema
 from lsm_lab.config import KEY_UPGRADE_PENDING, TableConfig
 from lsm_lab.errors import InputError, LsmLabError, TimelineError, UnsupportedFeatureError
-from lsm_lab.layout import fsview
+from lsm_lab.layout import fsview, parquet_io
 from lsm_lab.layout.fsview import FileGroup, FileSlice
+from lsm_lab.storage import Storage, StoragePath, as_path, storage_of
 from lsm_lab.table import read as reader
 from lsm_lab.table import records
 from lsm_lab.table import write as writer
@@ -57,8 +57,12 @@ from lsm_lab.timeline.instant import (
 class TableState:
     """A table's timeline, schema and files as stored now (or as of a time); read-only."""
 
-    def __init__(self, path: str | os.PathLike[str], config: TableConfig) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | os.PathLike[str] | Storage | StoragePath, config: TableConfig,
+                 storage_options: Mapping[str, Any] | None = None) -> None:
+        #: the table root: a local `Path`, or a `StoragePath` on an object store (storage/handle.py)
+        self.path: Path | StoragePath = as_path(path, storage_options)
+        #: the `Storage` of the root; `storage.counts` counts an object store's requests
+        self.storage: Storage = storage_of(self.path)
         self.config = config
         self.active_timeline = ActiveTimeline(self.path, config)
 
@@ -187,7 +191,7 @@ class TableState:
     def _schema_from_files(self) -> pa.Schema | None:
         for _, path, name in fsview.list_data_files(self.path):
             if name.is_base and name.ext == "parquet":
-                s = pq.read_schema(path)
+                s = parquet_io.read_footer(path)[0].schema.to_arrow_schema()
                 return pa.schema([f for f in s if f.name not in records.META_COLUMNS])
         return None
 

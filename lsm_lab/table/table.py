@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -44,6 +43,7 @@ from lsm_lab.progress import progress
 from lsm_lab.services import archiver, clean, compaction, occ, savepoint, upgrade
 from lsm_lab.services import rollback as rb
 from lsm_lab.services.lock import table_lock
+from lsm_lab.storage import StoragePath, as_path
 from lsm_lab.table import inspect, records, scan
 from lsm_lab.table import read as reader
 from lsm_lab.table import write as writer
@@ -374,6 +374,7 @@ def create_table(
     hive_style: bool = True,
     num_buckets: int = 4,
     table_version: int = 10,
+    storage_options: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> Table:
     """Create a new table at `path` (the folder may exist but must not hold a table).
@@ -386,6 +387,10 @@ def create_table(
     creates the RFC-103 draft's dialect that lsm_lab wrote before; `6` or `8` a
     compatibility table that older Hudi readers understand: v1 log files, the
     timeline and properties of that version (`lsm_lab.interop.compat`).
+
+    `path` is a local folder or a `file://`, `s3://`, `gs://` or `az://` URI;
+    credentials and endpoint come from the standard environment variables and
+    `storage_options` (see `lsm_lab.storage.location`).
     """
     table_type = table_type.upper()
     if table_type in ("MOR",):
@@ -408,7 +413,7 @@ def create_table(
     parts = _fields(partition_by, "partition")
     if int(num_buckets) < 1:
         raise InputError("num_buckets must be at least 1")
-    base = Path(path)
+    base = as_path(path, storage_options)
     if (base / ".hoodie").exists():
         raise TableConfigError("a table (or a .hoodie folder) already exists here", path=base)
     extra = {str(k): str(v) for k, v in options.items()}
@@ -425,9 +430,11 @@ def create_table(
     return Table(base, config)
 
 
-def open_table(path: str | os.PathLike[str]) -> Table:
-    """Open an existing table (lsm_lab's or Apache Hudi's) at `path`."""
-    return Table(path, cfg.read_config(path))
+def open_table(path: str | os.PathLike[str] | StoragePath,
+               storage_options: Mapping[str, Any] | None = None) -> Table:
+    """Open an existing table (lsm_lab's or Apache Hudi's) at `path` (a folder or an object-store URI)."""
+    base = as_path(path, storage_options)
+    return Table(base, cfg.read_config(base))
 
 
 __all__ = ["Table", "create_table", "open_table"]

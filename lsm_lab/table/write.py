@@ -48,6 +48,7 @@ from lsm_lab.layout import naming, parquet_io
 from lsm_lab.layout.fsview import FileGroup, FileSlice
 from lsm_lab.logformat import v2
 from lsm_lab.merge import merge_to_table
+from lsm_lab.storage import StoragePath
 from lsm_lab.table import index, records
 from lsm_lab.table.read import ReadContext, load_sources, read_slice
 from lsm_lab.table.records import (
@@ -331,16 +332,21 @@ def _last(rows: pa.Table) -> str | None:
     return parquet_io.key_range(rows.column(RECORD_KEY))[1] if rows.num_rows else None
 
 
-def write_partition_metadata(base_path: Path, partitions: Sequence[str], instant: str) -> None:
+def write_partition_metadata(base_path: Path | StoragePath, partitions: Sequence[str], instant: str) -> None:
     """Hudi's `.hoodie_partition_metadata` marker in each partition folder (written once)."""
     for p in partitions:
         if not p:
             continue
         folder = base_path / p
         marker = folder / ".hoodie_partition_metadata"
+        text = f"#partition metadata\ncommitTime={instant}\npartitionDepth={len(p.split('/'))}\n"
+        if isinstance(marker, StoragePath):  # a PUT is atomic: no temp file on an object store
+            if not marker.is_file():
+                marker.write_text(text)
+            continue
         if marker.exists():
             continue
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".hoodie_partition_metadata.{instant}.tmp"
-        tmp.write_text(f"#partition metadata\ncommitTime={instant}\npartitionDepth={len(p.split('/'))}\n")
+        tmp.write_text(text)
         tmp.replace(marker)

@@ -35,7 +35,8 @@ from typing import Any
 
 from lsm_lab import atomic
 from lsm_lab.config import TableConfig
-from lsm_lab.errors import TimelineError
+from lsm_lab.errors import ConflictError, TimelineError
+from lsm_lab.storage import StoragePath, as_path, list_names
 from lsm_lab.timeline import clock
 from lsm_lab.timeline.instant import (
     CLUSTERING,
@@ -61,17 +62,24 @@ from lsm_lab.timeline.metadata import (
 _RESTORE_ACTION = {COMMIT: (COMPACTION,), DELTA_COMMIT: (LOG_COMPACTION,), REPLACE_COMMIT: (CLUSTERING,)}
 
 
-def atomic_create(path: Path, data: bytes) -> None:
+def atomic_create(path: Path | StoragePath, data: bytes) -> None:
     """Create `path` with `data`, atomically, failing if it already exists."""
-    atomic.create_file(path, data, on_exists=lambda p: TimelineError(
+    atomic.create_file(path, data, on_exists=lambda p: InstantExistsError(
         "instant file already exists; another writer created it", path=p))
+
+
+class InstantExistsError(TimelineError, ConflictError):
+    """The instant file exists: another writer created it first (nothing of this write was committed)."""
+
+
+_UNIQUE_ATTEMPTS = 20
 
 
 class ActiveTimeline:
     """Load, read and advance the instants of one table's active timeline."""
 
-    def __init__(self, base_path: str | os.PathLike[str], config: TableConfig) -> None:
-        self.base_path = Path(base_path)
+    def __init__(self, base_path: str | os.PathLike[str] | StoragePath, config: TableConfig) -> None:
+        self.base_path = as_path(base_path)
         self.config = config
         meta = self.base_path / ".hoodie"
         if config.timeline_layout >= 2:
@@ -83,10 +91,8 @@ class ActiveTimeline:
     # ------------------------------------------------------------------ loading
     def instants(self) -> list[Instant]:
         """Every instant in its most advanced state, in reader order (completion, then begin time)."""
-        if not self.folder.is_dir():
-            return []
         states: dict[str, dict[State, tuple[str, str | None, str]]] = {}
-        for name in os.listdir(self.folder):
+        for name in list_names(self.folder):  # one LIST on an object store; a missing folder is empty
             parsed = parse_file_name(name)
             if parsed is None:
                 continue
@@ -165,8 +171,17 @@ class ActiveTimeline:
 
     def request(self, action: str, content: Mapping[str, Any] | bytes | None = None,
                 begin_time: str | None = None) -> Instant:
-        begin = begin_time or self.new_instant_time()
-        return self._create(begin, action, State.REQUESTED, content)
+        if begin_time is not None:
+            return self._create(begin_time, action, State.REQUESTED, content)
+        for _ in range(_UNIQUE_ATTEMPTS):
+            begin = self.new_instant_time()
+            try:
+                return self._create(begin, action, State.REQUESTED, content)
+            except InstantExistsError:
+                # on an object store the clock is per process: two writers may draw the same
+                # millisecond, and the create-if-absent of the requested file picks one
+                continue
+        raise TimelineError(f"could not draw a unique instant time in {_UNIQUE_ATTEMPTS} attempts", path=self.folder)
 
     def start(self, instant: Instant, content: Mapping[str, Any] | bytes | None = None) -> Instant:
         if instant.state is not State.REQUESTED:

@@ -53,6 +53,7 @@ import pyarrow.parquet as pq
 from lsm_lab import atomic
 from lsm_lab.config import TableConfig
 from lsm_lab.errors import CorruptFileError, TimelineError
+from lsm_lab.storage import StoragePath, as_path, is_local, list_names
 from lsm_lab.timeline.instant import Instant, State, normalize_time
 from lsm_lab.timeline.metadata import decode_instant_content
 
@@ -76,9 +77,11 @@ _cache: dict[tuple[str, int, int], list[ArchivedRow]] = {}
 _cache_guard = threading.Lock()
 
 
-def _read_parquet(path: Path, **options: Any) -> pa.Table:
+def _read_parquet(path: Path | StoragePath, **options: Any) -> pa.Table:
     """Read an LSM timeline file, page checksums verified; a damaged file is a `CorruptFileError`."""
     try:
+        if isinstance(path, StoragePath):  # one GET of the whole (small) file
+            return pq.read_table(pa.BufferReader(path.read_bytes()), page_checksum_verification=True, **options)
         return pq.read_table(path, page_checksum_verification=True, **options)
     except FileNotFoundError:
         raise
@@ -113,8 +116,8 @@ def is_archived(instant: Instant) -> bool:
 class ArchivedTimeline:
     """Read and write one table's LSM timeline (callers hold the table lock to write)."""
 
-    def __init__(self, base_path: str | os.PathLike[str], config: TableConfig) -> None:
-        self.base_path = Path(base_path)
+    def __init__(self, base_path: str | os.PathLike[str] | StoragePath, config: TableConfig) -> None:
+        self.base_path = as_path(base_path)
         self.config = config
         meta = self.base_path / ".hoodie"
         timeline = meta / config.props.get("hoodie.timeline.path", "timeline")
@@ -135,9 +138,7 @@ class ArchivedTimeline:
             raise CorruptFileError(f"{VERSION_FILE} holds {text!r}, not a version number", path=path) from None
 
     def _latest_manifest_on_disk(self) -> int:
-        if not self.folder.is_dir():
-            return 0
-        versions = [int(n[len(MANIFEST_PREFIX):]) for n in os.listdir(self.folder)
+        versions = [int(n[len(MANIFEST_PREFIX):]) for n in list_names(self.folder)
                     if n.startswith(MANIFEST_PREFIX) and n[len(MANIFEST_PREFIX):].isdigit()]
         return max(versions, default=0)
 
@@ -164,10 +165,12 @@ class ArchivedTimeline:
     # ------------------------------------------------------------------ reading
     def rows(self) -> list[ArchivedRow]:
         """Every archived instant, in reader order (completion time, then begin time)."""
-        if not self.supported or not self.folder.is_dir():
-            return []
+        if not self.supported or (is_local(self.folder) and not self.folder.is_dir()):
+            return []  # (an object store has no folders: a missing `_version_` and an empty listing say it)
         for attempt in range(5):
             version = self.current_version()
+            if version == 0:
+                return []
             try:
                 stamp = (self.folder / VERSION_FILE).stat().st_mtime_ns
             except FileNotFoundError:
@@ -247,9 +250,16 @@ class ArchivedTimeline:
         rows = sorted(rows, key=lambda r: normalize_time(r["instantTime"]))
         name = f"{rows[0]['instantTime']}_{rows[-1]['instantTime']}_{level}.parquet"
         table = pa.Table.from_pylist(rows, schema=SCHEMA)
-        with atomic.replacing(self.folder / name) as tmp:  # a retry after a crash rewrites the same name
+        target = self.folder / name
+        if isinstance(target, StoragePath):  # one PUT: atomic on an object store
+            sink = pa.BufferOutputStream()
+            pq.write_table(table, sink, compression="snappy", write_page_checksum=True)
+            data = sink.getvalue().to_pybytes()
+            target.write_bytes(data)
+            return {"fileName": name, "fileLen": len(data)}
+        with atomic.replacing(target) as tmp:  # a retry after a crash rewrites the same name
             pq.write_table(table, tmp, compression="snappy", write_page_checksum=True)
-        return {"fileName": name, "fileLen": (self.folder / name).stat().st_size}
+        return {"fileName": name, "fileLen": target.stat().st_size}
 
     def _commit(self, files: list[dict[str, Any]]) -> int:
         """Write manifest N+1 and point `_version_` at it (the commit point)."""
@@ -307,11 +317,12 @@ class ArchivedTimeline:
 
     def clean(self, keep_manifests: int = 3) -> None:
         """Delete Parquet files no manifest names and all but the last few manifests."""
-        if not self.folder.is_dir():
+        names = list_names(self.folder)
+        if not names:
             return
         version = self.current_version()
         live = set(self.files())
-        for name in os.listdir(self.folder):
+        for name in names:
             if parse_file_name(name) is not None and name not in live:
                 (self.folder / name).unlink(missing_ok=True)
             elif name.startswith(MANIFEST_PREFIX) and name[len(MANIFEST_PREFIX):].isdigit():

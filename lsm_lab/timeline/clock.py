@@ -12,6 +12,10 @@ handed out.  lsm_lab therefore keeps the last time it issued for a table in
       write t (temp file + rename)
     unlock
 
+On an object store there is no such lock: the time is the wall clock made
+strictly increasing within the process, and the create-if-absent of the
+requested instant file makes it unique across writers (a loser draws again).
+
 Simplified compared with Apache Hudi: Hudi relies on a lock provider plus a
 "TrueTime" wait of the maximum expected clock skew; on one machine's local
 storage a lock file gives the same guarantee without waiting.
@@ -22,10 +26,12 @@ from __future__ import annotations
 import datetime as _dt
 import fcntl
 import os
+import threading
 from pathlib import Path
 
 from lsm_lab import atomic
 from lsm_lab.errors import TimelineError
+from lsm_lab.storage import StoragePath
 
 CLOCK_FILE = ".lsm_lab_clock"
 TIME_FORMAT_LEN = 17
@@ -49,8 +55,14 @@ def _now() -> _dt.datetime:
     return _dt.datetime.now(_dt.UTC)
 
 
-def next_instant_time(meta_folder: str | os.PathLike[str]) -> str:
+_issued: dict[str, _dt.datetime] = {}  # object-store tables: the last time this process issued, per table
+_issued_guard = threading.Lock()
+
+
+def next_instant_time(meta_folder: str | os.PathLike[str] | StoragePath) -> str:
     """A new instant time for the table whose `.hoodie` folder is given (strictly increasing)."""
+    if isinstance(meta_folder, StoragePath):
+        return _next_remote(str(meta_folder))
     folder = Path(meta_folder)
     clock = folder / CLOCK_FILE
     with open(folder / (CLOCK_FILE + ".lock"), "a+") as lock:
@@ -66,3 +78,19 @@ def next_instant_time(meta_folder: str | os.PathLike[str]) -> str:
             return text
         finally:
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def _next_remote(table: str) -> str:
+    """Object stores have no file lock: the wall clock, strictly increasing within this process.
+
+    Uniqueness across processes comes from the timeline, not from here: a requested
+    instant file is created with create-if-absent, and a writer that draws a time
+    another writer already took draws again (`ActiveTimeline.request`)."""
+    with _issued_guard:
+        candidate = _now()
+        last = _issued.get(table)
+        if last is not None:
+            candidate = max(candidate, last + _dt.timedelta(milliseconds=1))
+        candidate = candidate.replace(microsecond=candidate.microsecond // 1000 * 1000)
+        _issued[table] = candidate
+        return format_time(candidate)

@@ -60,6 +60,7 @@ from lsm_lab.errors import CorruptFileError, SchemaError, UnsupportedFeatureErro
 from lsm_lab.layout import parquet_io
 from lsm_lab.logformat.v1.avro import decode_avro_records
 from lsm_lab.logformat.v1.deletes import decode_delete_records
+from lsm_lab.storage import StoragePath
 
 MAGIC = b"#HUDI#"
 LOG_FORMAT_VERSION = 1
@@ -209,13 +210,17 @@ class _Source:
         return self.size
 
 
-def iter_blocks(path: str | os.PathLike[str], *, decode: bool = True) -> Iterator[LogBlock]:
+def iter_blocks(path: str | os.PathLike[str] | StoragePath, *, decode: bool = True) -> Iterator[LogBlock]:
     """Yield the blocks of one v1 log file in file order, reading one block at a time.
 
     With `decode=False`, blocks are framed and their headers parsed but contents are
     not decoded (`records` stays None), so HFile and Kryo blocks do not raise: useful
     for dumps of any log file, including the metadata table's.
     """
+    if isinstance(path, StoragePath):  # an object store: one GET of the whole log
+        with io.BytesIO(path.read_bytes()) as buf:
+            yield from _iter_source(_Source(buf, str(path)), decode=decode)
+        return
     with open(path, "rb") as f:
         yield from _iter_source(_Source(f, os.fspath(path)), decode=decode)
 
@@ -401,9 +406,9 @@ def format_blocks(blocks: Iterable[LogBlock]) -> str:
 
 def dump_log_file(path: str | os.PathLike[str], *, decode: bool = False) -> str:
     """A plain text listing of a log file's blocks, headed by its name and size."""
-    name = os.path.basename(os.fspath(path))
+    name = os.path.basename(str(path))
     blocks = read_log_file(path, decode=decode)
-    size = os.path.getsize(path)
+    size = path.stat().st_size if isinstance(path, StoragePath) else os.path.getsize(path)
     return f"{name} ({size} bytes, {len(blocks)} blocks)\n{format_blocks(blocks)}"
 
 
