@@ -34,7 +34,7 @@ class LsmLabError(Exception):
     prefixed to the message so that a user always sees *where*.
     """
 
-    def __init__(self, message: str, *, path: str | PathLike[str] | None = None) -> None:
+    def __init__(self, message: str, *, path: str | PathLike[str] | object | None = None) -> None:
         self.path = None if path is None else str(path)
         self.message = message
         super().__init__(f"{self.path}: {message}" if self.path else message)

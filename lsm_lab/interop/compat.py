@@ -158,7 +158,7 @@ def pending_compaction_instant(base_path: Path | StoragePath, config: TableConfi
     return found
 
 
-def v1_log_name(config: TableConfig, folder: Path, file_id: str, token: str, instant: str,
+def v1_log_name(config: TableConfig, folder: Path | StoragePath, file_id: str, token: str, instant: str,
                 base_instant: str | None) -> str:
     """The name of a new v1 log file: version 6 names the slice's base instant, 8+ the writing instant.
 
@@ -172,14 +172,14 @@ def v1_log_name(config: TableConfig, folder: Path, file_id: str, token: str, ins
     return naming.v1_log_file_name(file_id, instant, 1, token)
 
 
-def write_v1_data_log(path: Path, config: TableConfig, data: pa.Table, *, instant: str) -> int:
+def write_v1_data_log(path: Path | StoragePath, config: TableConfig, data: pa.Table, *, instant: str) -> int:
     """Write one Avro data block holding `data` (meta columns + user columns) as a new v1 log file."""
     schema = avro_table_schema(config, data.schema, meta_fields=True)
     block = v1.encode_avro_data_block(data, instant_time=instant, schema_json=avro_schema_json(schema))
     return v1.write_log_file(path, [block])
 
 
-def write_v1_delete_log(path: Path, config: TableConfig, deletes: pa.Table, *, instant: str,
+def write_v1_delete_log(path: Path | StoragePath, config: TableConfig, deletes: pa.Table, *, instant: str,
                         user_schema: pa.Schema | None) -> int:
     """Write one delete block as a new v1 log file.
 

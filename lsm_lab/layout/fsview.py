@@ -50,7 +50,7 @@ class DataFile:
     """One base or log file on disk, with the instant facts the view attached to it."""
 
     partition: str
-    path: Path
+    path: Path | StoragePath
     name: FileName
     size: int
     # of the instant that wrote it ("" for v6 v1 logs: decided per block); for a compacted log,

@@ -134,7 +134,7 @@ class ParquetFileWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # an object store gets the bytes in one PUT at close (atomic there): no temp object, never a partial file
         self._sink: pa.BufferOutputStream | None = pa.BufferOutputStream() if isinstance(path, StoragePath) else None
-        self.tmp: Path | None = None if self._sink is not None else atomic.temp_name(Path(path))
+        self.tmp: Path | None = None if self._sink is not None else atomic.temp_name(Path(path))  # type: ignore[arg-type]  # (not a StoragePath here)
         self._size = 0
         own = {k.encode() for k in _OWN_KEYS}
         kv = {k: v for k, v in (schema.metadata or {}).items() if k not in own}  # never carry stale facts

@@ -66,6 +66,7 @@ import pyarrow.compute as pc
 from lsm_lab.avro_schema import arrow_to_avro_schema, avro_schema_json, hudi_record_names
 from lsm_lab.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
 from lsm_lab.layout import naming, parquet_io
+from lsm_lab.storage import StoragePath
 
 FORMAT_VERSION = "2"
 KEY_METADATA = "hudi.log.format.metadata"
@@ -132,7 +133,7 @@ def avro_schema_of(schema: pa.Schema, table_name: str) -> str | None:
         return None
 
 
-def write_data_log(path: str | os.PathLike[str], table: pa.Table, *, instant_time: str,
+def write_data_log(path: str | os.PathLike[str] | StoragePath, table: pa.Table, *, instant_time: str,
                    is_sorted: bool, schema_json: str | None = None, upstream: bool = False,
                    row_group_size: int = parquet_io.DEFAULT_ROW_GROUP_ROWS) -> int:
     """Write a v2 data log (records with meta columns); returns its size in bytes.
@@ -147,7 +148,7 @@ def write_data_log(path: str | os.PathLike[str], table: pa.Table, *, instant_tim
     return parquet_io.write_parquet(path, table, metadata=meta, is_sorted=is_sorted, row_group_size=row_group_size)
 
 
-def write_delete_log(path: str | os.PathLike[str], deletes: pa.Table, *, instant_time: str,
+def write_delete_log(path: str | os.PathLike[str] | StoragePath, deletes: pa.Table, *, instant_time: str,
                      is_sorted: bool, schema: pa.Schema | None = None, schema_json: str | None = None,
                      extra: Mapping[str, str] | None = None,
                      row_group_size: int = parquet_io.DEFAULT_ROW_GROUP_ROWS) -> int:
@@ -210,7 +211,7 @@ def decode_header(raw: str, *, path: str | os.PathLike[str] | None = None) -> di
     return {str(k): str(v) for k, v in header.items()}
 
 
-def block_type_of(kv: Mapping[str, str], path: str | os.PathLike[str]) -> str:
+def block_type_of(kv: Mapping[str, str], path: str | os.PathLike[str] | StoragePath) -> str:
     """What a log holds: from its name (native `.deletes.`/`.cdc.`, draft `.delete.`), else the draft's footer key."""
     parsed = naming.parse(os.path.basename(str(path)))
     if parsed is not None and parsed.is_log and KEY_BLOCK_TYPE not in kv:
@@ -218,10 +219,10 @@ def block_type_of(kv: Mapping[str, str], path: str | os.PathLike[str]) -> str:
     return kv.get(KEY_BLOCK_TYPE, BLOCK_DATA)
 
 
-def read_log_header(path: str | os.PathLike[str]) -> dict[str, str]:
+def read_log_header(path: str | os.PathLike[str] | StoragePath) -> dict[str, str]:
     """Read and decode a v2 log file's footer header (plus `BLOCK_TYPE`, from the name or the footer)."""
     kv = parquet_io.footer(path)
-    header = decode_footer(kv, path=path)
+    header = decode_footer(kv, path=str(path))
     header["BLOCK_TYPE"] = block_type_of(kv, path)
     return header
 

@@ -52,6 +52,7 @@ from lsm_lab.services import heartbeat
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.planner import pending_plans
 from lsm_lab.services.rollback import rollback_failed_writes
+from lsm_lab.storage import StoragePath
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.instant import (
     CLEAN,
@@ -131,7 +132,7 @@ class _Views:
             v1_logs_by_base_instant=self.table.config.version < 8,
             compaction_instants=self.compactions & cmap.keys())
 
-    def snapshot_files(self, read_time: str | None) -> set[Path]:
+    def snapshot_files(self, read_time: str | None) -> set[Path | StoragePath]:
         return {f.path for g in self.groups(read_time) for f in g.latest.files}
 
 

@@ -87,6 +87,7 @@ from lsm_lab.services.planner import (
     read_plan,
 )
 from lsm_lab.services.rollback import delete_instant_files, reset_compaction, rollback_failed_writes
+from lsm_lab.storage import StoragePath
 from lsm_lab.table import records
 from lsm_lab.table import write as writer
 from lsm_lab.table.read import ReadContext, iter_sources
@@ -115,7 +116,7 @@ class CompactionContext:
     `run_full` and `run_log` take it with an `Operation` of the plan; a runner
     (see `execute`) gets it with the plan's operations."""
 
-    base_path: Path
+    base_path: Path | StoragePath
     instant: str
     read: ReadContext
     engine: str | None

@@ -70,13 +70,13 @@ def _table_version(base_path: Path | StoragePath) -> int:
         return 9
 
 
-def files_of_instant(base_path: Path | StoragePath, begin_time: str) -> list[Path]:
+def files_of_instant(base_path: Path | StoragePath, begin_time: str) -> list[Any]:
     """Data files an instant wrote: those its markers name plus any file carrying its time in the name."""
     base_path = as_path(base_path)
     # In table version 6 a v1 log is named for its *base* instant, not for the instant that wrote it
     # (a log written during a pending compaction c is even named for c): only markers identify it.
     v1_named_for_writer = _table_version(base_path) >= 8
-    found = {path for _, path, name in list_data_files(base_path)
+    found: set[Any] = {path for _, path, name in list_data_files(base_path)
              if name.instant == begin_time and (v1_named_for_writer or name.log_format != 1)}
     for partition, file_name, _ in markers.marked_files(base_path, begin_time):
         path = (base_path / partition / file_name) if partition else base_path / file_name

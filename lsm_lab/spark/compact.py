@@ -44,6 +44,7 @@ from lsm_lab.merge import ENGINES
 from lsm_lab.services import compaction, heartbeat
 from lsm_lab.services.planner import FULL, LOG, Operation, pending_plans
 from lsm_lab.spark.jobs import TaskClock, TaskHook, TaskReport, active_session, job_progress, reconcile, reraise
+from lsm_lab.storage import StoragePath
 from lsm_lab.table.table import Table, open_table
 from lsm_lab.timeline.instant import Instant, State, file_name_for
 from lsm_lab.timeline.metadata import WriteStat
@@ -124,7 +125,7 @@ def _execute(spark: Any, table: Table, instant: Instant, *, merge: str | None, p
                               extra_metadata={"lsm_lab.engine": "spark"})
 
 
-def run_compaction(path: str | Path, spark: Any = None, strategy: str = "hybrid", merge: str | None = None, *,
+def run_compaction(path: str | Path | StoragePath, spark: Any = None, strategy: str = "hybrid", merge: str | None = None, *,
                    options: Mapping[str, str] | None = None, progress: bool | None = None,
                    task_hook: TaskHook | None = None) -> CompactionRun:
     """`compact`, returning the instant together with the tasks' reports (time, rows, peak RSS)."""
@@ -148,7 +149,7 @@ def run_compaction(path: str | Path, spark: Any = None, strategy: str = "hybrid"
     return run
 
 
-def compact_table(path: str | Path, spark: Any = None, strategy: str = "hybrid", merge: str | None = None, *,
+def compact_table(path: str | Path | StoragePath, spark: Any = None, strategy: str = "hybrid", merge: str | None = None, *,
             options: Mapping[str, str] | None = None, progress: bool | None = None,
             task_hook: TaskHook | None = None) -> Instant | None:
     """Plan a compaction on the driver, run each operation as a Spark task, commit; returns the instant.

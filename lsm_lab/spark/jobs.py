@@ -59,6 +59,7 @@ from lsm_lab.layout import naming
 from lsm_lab.progress import enabled as progress_enabled
 from lsm_lab.services.rollback import files_of_instant
 from lsm_lab.spark.session import spark_session
+from lsm_lab.storage import StoragePath
 from lsm_lab.timeline.metadata import WriteStat
 
 
@@ -161,7 +162,7 @@ class TaskClock:
 
 
 # --------------------------------------------------------------------------- on the driver
-def reconcile(base_path: Path, instant: str, stats: Sequence[WriteStat]) -> list[str]:
+def reconcile(base_path: Path | StoragePath, instant: str, stats: Sequence[WriteStat]) -> list[str]:
     """Delete files of `instant` that no write stat names (left by failed or retried task attempts)."""
     keep = {s.path for s in stats} | {f"{s.partitionPath}/{n}" if s.partitionPath else n
                                       for s in stats for n in s.logFiles}
@@ -182,10 +183,10 @@ def active_session(spark: Any = None) -> Any:
     return spark_session()
 
 
-def table_uri(path: str | os.PathLike[str]) -> str:
+def table_uri(path: str | os.PathLike[str] | StoragePath) -> str:
     """`file://<absolute path>` for a local path, as Hadoop's `Path` wants it (no percent-encoding: a
     partition folder `city=chennai` stays as it is); paths with a scheme are returned unchanged."""
-    text = os.fspath(path)
+    text = str(path) if isinstance(path, StoragePath) else os.fspath(path)
     if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", text):
         return text
     return "file://" + Path(text).resolve().as_posix()

@@ -41,7 +41,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Union
 
-from lsm_lab.storage.base import AlreadyExistsError, Storage, clean_key
+from lsm_lab.storage.base import AlreadyExistsError, Storage, StorageError, clean_key
 from lsm_lab.storage.local import LocalStorage
 from lsm_lab.storage.location import is_remote, open_storage
 
@@ -232,7 +232,7 @@ def as_path(location: str | os.PathLike[str] | Storage | StoragePath,
         return storage.root if isinstance(storage, LocalStorage) else StoragePath(storage, "")
     if isinstance(location, (str, os.PathLike)):
         return Path(location)
-    return open_storage(location, storage_options)  # type: ignore[return-value]  # raises its typed error
+    raise StorageError(f"a table location must be a path or a URI, not {type(location).__name__}")
 
 
 def storage_of(path: Path | StoragePath | str | os.PathLike[str]) -> Storage:
@@ -268,7 +268,7 @@ def walk_files(folder: Path | StoragePath) -> list[tuple[str, str]]:
             d, _, n = rel.rpartition("/")
             out.append((d, n))
         return out
-    result = []
+    result: list[tuple[str, str]] = []
     for root, _, files in os.walk(folder):
         rel = os.path.relpath(root, folder)
         d = "" if rel == "." else rel.replace(os.sep, "/")

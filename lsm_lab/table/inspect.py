@@ -113,6 +113,7 @@ def footers(path: str | os.PathLike[str] | StoragePath,
     """One row per Parquet data file under `path` (a table folder or one file, local or on an object store),
     footer keys as columns."""
     target = as_path(path, storage_options)
+    items: list[tuple[str, Any]]
     if isinstance(target, StoragePath) and target.is_file():
         items = [("", target)]
     elif not target.exists():
@@ -131,7 +132,7 @@ def footers(path: str | os.PathLike[str] | StoragePath,
         row["size_bytes"] = fp.stat().st_size
         for key, value in sorted(kv.items()):
             if key == v2.KEY_METADATA:
-                for hk, hv in v2.decode_header(value, path=fp).items():
+                for hk, hv in v2.decode_header(value, path=str(fp)).items():
                     row[f"log.{hk}"] = hv
             elif key.startswith("org.apache.spark") or key == "parquet.avro.schema":
                 continue

@@ -45,6 +45,7 @@ from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.logformat import v2
 from lsm_lab.merge import ENGINES, merge_to_table
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
+from lsm_lab.storage import StoragePath
 from lsm_lab.table import records, v1read
 from lsm_lab.table.records import COMMIT_TIME, DELETE_FLAG, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 
@@ -55,7 +56,7 @@ SORTED_ENGINES = ("sorted", "loser_tree", "heapq")
 class ReadContext:
     """Everything a slice read needs, with no reference back to the Table (Spark tasks get one)."""
 
-    base_path: Path
+    base_path: Path | StoragePath
     config: TableConfig
     schema: pa.Schema  # user columns of the table
     completion_of: dict[str, str] = field(default_factory=dict)  # committed begin → completion time

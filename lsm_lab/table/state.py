@@ -24,8 +24,9 @@ the schema is kept in the latest commit's `extraMetadata`, as Hudi does.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,32 @@ class TableState:
         self.storage: Storage = storage_of(self.path)
         self.config = config
         self.active_timeline = ActiveTimeline(self.path, config)
+        self._pin: dict[str, Any] | None = None
+
+    @contextlib.contextmanager
+    def pinned(self) -> Iterator[None]:
+        """Within the block, list the timeline, the archive and the data files once (one read operation).
+
+        A read is of one snapshot anyway; pinning the listings makes every step of it see the
+        same one and keeps an object-store read to one LIST of the data files and one of the
+        timeline.  Re-entrant; outside the block nothing is cached."""
+        if self._pin is not None:
+            yield
+            return
+        self._pin = {}
+        self.active_timeline.pinned = self.active_timeline.instants()
+        try:
+            yield
+        finally:
+            self._pin = None
+            self.active_timeline.pinned = None
+
+    def _data_files(self) -> list[tuple[str, Any, Any, int | None]]:
+        if self._pin is None:
+            return fsview.list_data_files_sized(self.path)
+        if "files" not in self._pin:
+            self._pin["files"] = fsview.list_data_files_sized(self.path)
+        return list(self._pin["files"])
 
     # ------------------------------------------------------------------ basics
     @property
@@ -83,7 +110,11 @@ class TableState:
 
     def archived_instants(self) -> list[Instant]:
         """Instants moved to the LSM timeline by `archive()`, in reader order."""
-        return self.archived_timeline.instants()
+        if self._pin is None:
+            return self.archived_timeline.instants()
+        if "archived" not in self._pin:
+            self._pin["archived"] = self.archived_timeline.instants()
+        return list(self._pin["archived"])
 
     def completed_writes(self) -> list[Instant]:
         """Completed write instants of the archived *and* the active timeline, in reader order."""
@@ -208,14 +239,14 @@ class TableState:
         return fsview.build_file_groups(
             self.path, completion, read_time=read_time, replaced=replaced,
             v1_logs_by_base_instant=self.config.version < 8, partitions=partitions,
-            compaction_instants=compactions,
+            compaction_instants=compactions, files=self._data_files(),
         )
 
     def latest_slices(self, as_of: Any = None, partitions: Iterable[str] | None = None) -> list[FileSlice]:
         return [g.latest for g in self.file_groups(as_of, partitions)]
 
     def partitions(self) -> list[str]:
-        return fsview.list_partitions(self.path)
+        return sorted({p for p, _, _, _ in self._data_files()})
 
     def check_writable(self) -> None:
         """Raise `UnsupportedFeatureError` unless lsm_lab may write to this table (it created it, no upgrade pending)."""

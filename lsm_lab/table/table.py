@@ -25,9 +25,10 @@ latest commit's `extraMetadata`, as Hudi does.
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import pandas as pd
 import pyarrow as pa
@@ -58,6 +59,17 @@ from lsm_lab.timeline.instant import (
     normalize_time,
 )
 from lsm_lab.timeline.metadata import commit_metadata, summarize
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _one_listing(method: F) -> F:
+    """Run a read with the timeline and the data files listed once (`TableState.pinned`)."""
+    @functools.wraps(method)
+    def wrapper(self: Table, *args: Any, **kwargs: Any) -> Any:
+        with self.pinned():
+            return method(self, *args, **kwargs)
+    return wrapper  # type: ignore[return-value]
 
 
 class Table(TableState):
@@ -215,6 +227,7 @@ class Table(TableState):
                                       native=self.config.upstream_format), "APPEND")]
 
     # ------------------------------------------------------------------ reads
+    @_one_listing
     def read(self, *, as_of: Any = None, columns: Sequence[str] | None = None, filter: Any = None,
              merge: str | None = None) -> pa.Table:
         """Snapshot read (or time travel to the completion time `as_of`).
@@ -234,6 +247,7 @@ class Table(TableState):
         return scan.snapshot(ctx, slices, columns=columns, filter=filter, engine=merge,
                                progress=lambda s: progress(s, desc="read", unit="slice"))
 
+    @_one_listing
     def lookup(self, keys: str | Iterable[str], *, as_of: Any = None, columns: Sequence[str] | None = None,
                stats: LookupStats | None = None) -> pa.Table:
         """Rows with the given record keys (composite keys as `f1:v1,f2:v2`), as of `as_of`.
@@ -247,6 +261,7 @@ class Table(TableState):
 
         return key_lookup.lookup(self, keys, as_of=as_of, columns=columns, stats=stats)
 
+    @_one_listing
     def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: Any = None) -> pa.Table:
         """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table."""
         read_time = self.resolve_time(as_of)
@@ -262,6 +277,7 @@ class Table(TableState):
         schema = pa.schema([ctx.full_schema.field(n) for n in out_cols])
         return pa.concat_tables([p.cast(schema) for p in pieces]) if pieces else schema.empty_table()
 
+    @_one_listing
     def read_incremental(self, start: Any, end: Any = None, *, columns: Sequence[str] | None = None) -> pa.Table:
         """Records whose latest version was written by instants completed in (start, end]."""
         lo = self.resolve_time(start)
@@ -276,10 +292,12 @@ class Table(TableState):
         return out.select(list(columns)) if columns is not None else out
 
     # ------------------------------------------------------------------ inspection
+    @_one_listing
     def file_slices(self, as_of: Any = None) -> pd.DataFrame:
 
         return inspect.file_slices_frame(self, as_of)
 
+    @_one_listing
     def dump_levels(self, as_of: Any = None) -> str:
 
         return inspect.dump_levels(self, as_of)

@@ -196,7 +196,7 @@ def _delete_rows(rows: pa.Table, ordering: str | None, schema: pa.Schema | None 
 
 def write_file_group(
     *,
-    base_path: Path,
+    base_path: Path | StoragePath,
     config: TableConfig,
     ctx: ReadContext,
     partition: str,
@@ -297,7 +297,7 @@ def write_file_group(
                       minRecordKey=_first(merged), maxRecordKey=_last(merged))]
 
 
-def _write_v1_log(*, config: TableConfig, base_path: Path, folder: Path, partition: str, file_id: str,
+def _write_v1_log(*, config: TableConfig, base_path: Path | StoragePath, folder: Path | StoragePath, partition: str, file_id: str,
                   rows: pa.Table, latest: FileSlice, instant: str, token: str, task: int, is_delete: bool,
                   ordering: str | None, num_updates: int, user_schema: pa.Schema) -> list[WriteStat]:
     """A MERGE_ON_READ write to a compatibility table: one v1 (#HUDI#) log file, Avro data or delete block."""
@@ -346,6 +346,7 @@ def write_partition_metadata(base_path: Path | StoragePath, partitions: Sequence
             continue
         if marker.exists():
             continue
+        assert not isinstance(folder, StoragePath)
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".hoodie_partition_metadata.{instant}.tmp"
         tmp.write_text(text)

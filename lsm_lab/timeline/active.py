@@ -87,10 +87,13 @@ class ActiveTimeline:
         else:
             self.folder = meta
         self.meta_folder = meta
+        self.pinned: list[Instant] | None = None  # set by TableState.pinned(): one listing for one operation
 
     # ------------------------------------------------------------------ loading
     def instants(self) -> list[Instant]:
         """Every instant in its most advanced state, in reader order (completion, then begin time)."""
+        if self.pinned is not None:
+            return list(self.pinned)
         states: dict[str, dict[State, tuple[str, str | None, str]]] = {}
         for name in list_names(self.folder):  # one LIST on an object store; a missing folder is empty
             parsed = parse_file_name(name)

@@ -40,6 +40,7 @@ from lsm_lab.layout import parquet_io
 from lsm_lab.logformat.v1.avro import conform, encode_avro_records
 from lsm_lab.logformat.v1.blocks import LOG_FORMAT_VERSION, MAGIC, ROLLBACK_COMMAND, BlockType, HeaderKey
 from lsm_lab.logformat.v1.deletes import encode_delete_records
+from lsm_lab.storage import StoragePath
 
 #: header/footer entries keyed by `HeaderKey`, ordinal or name, in the order to write them
 HeaderLike = Mapping[HeaderKey, str] | Mapping[int, str] | Mapping[str, str] | Mapping[HeaderKey | int | str, str]
@@ -196,7 +197,7 @@ def _ordered(header: Mapping[Any, str]) -> dict[int, str]:
     return dict(sorted(by_ordinal.items()))
 
 
-def write_log_file(path: str | os.PathLike[str], blocks: Sequence[bytes]) -> int:
+def write_log_file(path: str | os.PathLike[str] | StoragePath, blocks: Sequence[bytes]) -> int:
     """Write encoded blocks as a new log file, atomically; return the file size.
 
     The bytes go to a temporary file in the same folder, are flushed to disk, and
