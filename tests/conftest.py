@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from s3_server import s3_bucket, s3_server  # noqa: F401 - fixtures: a real S3 server (moto) on 127.0.0.1
+from s3_server import S3Server, s3_bucket, s3_server  # noqa: F401 - fixtures: a real S3 server (moto) on 127.0.0.1
 
 import lsm_lab
 
@@ -45,6 +45,28 @@ def tmp_table(tmp_path: Path) -> Callable[..., lsm_lab.Table]:
         return lsm_lab.create_table(tmp_path / f"table{count}", **kw)
 
     return make
+
+
+@pytest.fixture()
+def s3_table(s3_server: S3Server) -> Callable[..., lsm_lab.Table]:
+    """Factory like `tmp_table`, but every table lives in a fresh bucket of the test S3 server."""
+    bucket = s3_server.new_bucket()
+    count = 0
+
+    def make(**kw: Any) -> lsm_lab.Table:
+        nonlocal count
+        count += 1
+        kw.setdefault("name", "t")
+        kw.setdefault("record_key", "id")
+        return lsm_lab.create_table(f"s3://{bucket}/table{count}", storage_options=s3_server.options(), **kw)
+
+    return make
+
+
+@pytest.fixture(params=["local", "s3"])
+def any_table(request: pytest.FixtureRequest) -> Callable[..., lsm_lab.Table]:
+    """`tmp_table` or `s3_table`: the test runs once per storage backend."""
+    return request.getfixturevalue("tmp_table" if request.param == "local" else "s3_table")
 
 
 @pytest.fixture(scope="session")

@@ -46,18 +46,32 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+_shared: S3Server | None = None
+
+
+def shared_server() -> S3Server:
+    """The one moto server of this process, started on first use and stopped when the process exits.
+
+    Hypothesis state machines cannot take pytest fixtures, so they call this; the
+    `s3_server` fixture returns the same server."""
+    global _shared
+    if _shared is None:
+        import atexit
+
+        from moto.server import ThreadedMotoServer  # moto[server] is a dev dependency
+
+        port = free_port()
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        server.start()
+        atexit.register(server.stop)
+        _shared = S3Server(f"http://127.0.0.1:{port}")
+    return _shared
+
+
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[S3Server]:
-    """moto's S3 server, started once per test run on 127.0.0.1."""
-    from moto.server import ThreadedMotoServer  # moto[server] is a dev dependency
-
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        yield S3Server(f"http://127.0.0.1:{port}")
-    finally:
-        server.stop()
+    """moto's S3 server on 127.0.0.1, shared by the whole test run (stopped at exit)."""
+    yield shared_server()
 
 
 @pytest.fixture()

@@ -5,6 +5,10 @@ In-process cases hold two writers inside their file-writing phase at once
 began before either committed.  The multi-process case lets two processes
 upsert overlapping keys for many rounds (with inline compaction on) and then
 checks that the table equals the landed commits applied in completion order.
+
+Every case runs twice: on the local file system (fcntl table lock, link-based
+commits) and on a real S3 server (moto), where the lock is the storage-based
+lock and a commit is a create-if-absent PUT.
 """
 
 from __future__ import annotations
@@ -21,9 +25,12 @@ from typing import Any
 
 import pytest
 
+from s3_server import shared_server
+
 import lsm_lab
 from lsm_lab.layout import fsview
 from lsm_lab.services import occ
+from lsm_lab.storage import is_local
 from lsm_lab.table import write as writer
 
 
@@ -62,8 +69,8 @@ def run_together(monkeypatch, *jobs: Callable[[], Any]) -> list[Any]:
     return results
 
 
-def test_same_file_group_one_wins_one_conflicts(tmp_table, monkeypatch) -> None:
-    table = tmp_table(num_buckets=1)
+def test_same_file_group_one_wins_one_conflicts(any_table, monkeypatch) -> None:
+    table = any_table(num_buckets=1)
     table.upsert([{"id": "a", "v": 0}])
     other = lsm_lab.open_table(table.path)
     a, b = run_together(monkeypatch, lambda: table.upsert([{"id": "a", "v": 1}, {"id": "x", "v": 1}]),
@@ -84,8 +91,8 @@ def test_same_file_group_one_wins_one_conflicts(tmp_table, monkeypatch) -> None:
     assert table.upsert([{"id": "z", "v": 3}]).is_completed  # and the table goes on
 
 
-def test_disjoint_file_groups_both_land(tmp_table, monkeypatch) -> None:
-    table = tmp_table(partition_by="p", num_buckets=1)
+def test_disjoint_file_groups_both_land(any_table, monkeypatch) -> None:
+    table = any_table(partition_by="p", num_buckets=1)
     table.upsert([{"id": "a", "p": "x", "v": 0}, {"id": "b", "p": "y", "v": 0}])
     other = lsm_lab.open_table(table.path)
     a, b = run_together(monkeypatch, lambda: table.upsert([{"id": "a", "p": "x", "v": 1}]),
@@ -94,8 +101,8 @@ def test_disjoint_file_groups_both_land(tmp_table, monkeypatch) -> None:
     assert snapshot(table) == [("a", 1), ("b", 2)]
 
 
-def test_inserts_into_new_file_groups_never_conflict(tmp_table, monkeypatch) -> None:
-    table = tmp_table(layout="default")
+def test_inserts_into_new_file_groups_never_conflict(any_table, monkeypatch) -> None:
+    table = any_table(layout="default")
     table.insert([{"id": "seed", "v": 0}])
     other = lsm_lab.open_table(table.path)
     a, b = run_together(monkeypatch, lambda: table.insert([{"id": "a", "v": 1}]),
@@ -104,8 +111,8 @@ def test_inserts_into_new_file_groups_never_conflict(tmp_table, monkeypatch) -> 
     assert snapshot(table) == [("a", 1), ("b", 2), ("seed", 0)]
 
 
-def test_a_compaction_finishing_during_a_write_is_no_conflict(tmp_table, monkeypatch) -> None:
-    table = tmp_table(ordering_field="ts", num_buckets=1)
+def test_a_compaction_finishing_during_a_write_is_no_conflict(any_table, monkeypatch) -> None:
+    table = any_table(ordering_field="ts", num_buckets=1)
     for r in range(3):
         table.upsert([{"id": f"k{i}", "ts": r, "v": r} for i in range(5)])
     compactor = lsm_lab.open_table(table.path)
@@ -131,8 +138,8 @@ def test_a_compaction_finishing_during_a_write_is_no_conflict(tmp_table, monkeyp
     assert snapshot(table, ("id", "v")) == [("k0", 2), ("k1", 9), ("k2", 2), ("k3", 2), ("k4", 2)]
 
 
-def test_writes_wait_for_a_compaction_plan_and_land_after_it(tmp_table) -> None:
-    table = tmp_table(ordering_field="ts", num_buckets=1)
+def test_writes_wait_for_a_compaction_plan_and_land_after_it(any_table) -> None:
+    table = any_table(ordering_field="ts", num_buckets=1)
     table.upsert([{"id": "a", "ts": 0, "v": 0}])
     table.upsert([{"id": "a", "ts": 1, "v": 1}])
     plan = table.compact(plan_only=True)
@@ -142,8 +149,8 @@ def test_writes_wait_for_a_compaction_plan_and_land_after_it(tmp_table) -> None:
     assert snapshot(table) == [("a", 2)]
 
 
-def test_concurrent_schema_evolution_keeps_both_columns(tmp_table, monkeypatch) -> None:
-    table = tmp_table(partition_by="p", num_buckets=1)
+def test_concurrent_schema_evolution_keeps_both_columns(any_table, monkeypatch) -> None:
+    table = any_table(partition_by="p", num_buckets=1)
     table.upsert([{"id": "a", "p": "x", "v": 0}, {"id": "b", "p": "y", "v": 0}])
     other = lsm_lab.open_table(table.path)
     results = run_together(monkeypatch, lambda: table.upsert([{"id": "a", "p": "x", "v": 1, "extra": "e"}]),
@@ -182,12 +189,14 @@ with open(out, "w") as fh:
 """
 
 
-def test_two_processes_overlapping_keys(tmp_table, tmp_path: Path) -> None:
-    table = tmp_table(num_buckets=2, **{"hoodie.compact.inline": "true",
+def test_two_processes_overlapping_keys(any_table, tmp_path: Path) -> None:
+    table = any_table(num_buckets=2, **{"hoodie.compact.inline": "true",
                                         "hoodie.compact.inline.max.delta.commits": "6"})
     go = tmp_path / "go"
     rounds = 25
     env = dict(os.environ, TQDM_DISABLE="1")
+    if not is_local(table.path):  # the workers find the S3 server through the standard AWS_* variables
+        env.update(shared_server().env())
     procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(table.path), str(p), str(rounds),
                                str(tmp_path / f"out{p}.jsonl"), str(go)], env=env, stderr=subprocess.PIPE,
                               text=True) for p in range(2)]

@@ -23,6 +23,9 @@ incremental read of the step must hold exactly the records it wrote; at the end
 of every example a time-travel read to every completed instant must equal the
 model as it was then.
 
+Two of the four cases run again on a real S3 server (moto on 127.0.0.1), with
+fewer examples: the table code is the same, only the storage differs.
+
 One region is left out on purpose: an upsert whose ordering value is lower than
 that of an earlier *ordered* delete of the same key. Event-time semantics keep
 such a delete as a tombstone in MERGE_ON_READ logs (as Hudi does), while a
@@ -43,6 +46,8 @@ import pyarrow as pa
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from s3_server import shared_server
 
 import lsm_lab
 from lsm_lab.table import records
@@ -68,10 +73,16 @@ def _rank(value: Any) -> tuple[int, Any]:
 class TableMachine(RuleBasedStateMachine):
     table_type = "MERGE_ON_READ"
     layout = "lsm_tree"
+    backend = "local"
 
     def __init__(self) -> None:
         super().__init__()
         self.folder = Path(tempfile.mkdtemp(prefix="lsm_lab_model_"))
+        self.location: Any = self.folder / "t"
+        self.options: dict[str, str] | None = None
+        if self.backend == "s3":  # the same machine on a real S3 server (moto): a fresh bucket per example
+            server = shared_server()
+            self.location, self.options = f"s3://{server.new_bucket()}/t", server.options()
         self.table: lsm_lab.Table | None = None
         self.model: dict[tuple, dict[str, Any]] = {}
         self.tombstone: dict[tuple, int] = {}  # ordering value of an ordered delete (event time only)
@@ -88,7 +99,7 @@ class TableMachine(RuleBasedStateMachine):
         self.composite = composite
         self.hive = hive
         self.table = lsm_lab.create_table(
-            self.folder / "t", name="model", record_key=["id", "n"] if composite else "id",
+            self.location, storage_options=self.options, name="model", record_key=["id", "n"] if composite else "id",
             partition_by="p" if partitioned else None, ordering_field="ts" if ordering else None,
             table_type=self.table_type, layout=self.layout, hive_style=hive, num_buckets=buckets,
             table_version=version)  # 10: upstream Hudi's dialect; 9: the RFC-103 draft's
@@ -207,10 +218,11 @@ class TableMachine(RuleBasedStateMachine):
             self._check(self.table.read(), self.model, "snapshot")
 
 
-def _case(table_type: str, layout: str) -> type:
-    machine = type(f"Machine_{table_type}_{layout}", (TableMachine,), {"table_type": table_type, "layout": layout})
+def _case(table_type: str, layout: str, backend: str = "local", max_examples: int = 12) -> type:
+    machine = type(f"Machine_{table_type}_{layout}_{backend}", (TableMachine,),
+                   {"table_type": table_type, "layout": layout, "backend": backend})
     case = machine.TestCase
-    case.settings = settings(max_examples=12, stateful_step_count=8, deadline=None, derandomize=True,
+    case.settings = settings(max_examples=max_examples, stateful_step_count=8, deadline=None, derandomize=True,
                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     return case
 
@@ -219,3 +231,7 @@ TestMorLsmTree = _case("MERGE_ON_READ", "lsm_tree")
 TestMorDefault = _case("MERGE_ON_READ", "default")
 TestCowLsmTree = _case("COPY_ON_WRITE", "lsm_tree")
 TestCowDefault = _case("COPY_ON_WRITE", "default")
+
+# the same machine against a real S3 server (fewer examples: every request is an HTTP round trip)
+TestMorLsmTreeS3 = _case("MERGE_ON_READ", "lsm_tree", "s3", max_examples=4)
+TestCowDefaultS3 = _case("COPY_ON_WRITE", "default", "s3", max_examples=4)

@@ -47,9 +47,18 @@ _mine: dict[str, Heartbeat] = {}
 _guard = threading.Lock()
 
 
-#: object stores: seconds between two beats, and the age after which a heartbeat is dead (Hudi: 60 s, 2 misses)
+#: object stores: seconds between two beats, and the age after which a heartbeat is dead (Hudi: 60 s, 2 misses);
+#: the environment variables LSM_LAB_HEARTBEAT_INTERVAL_S and LSM_LAB_HEARTBEAT_TOLERANCE_S override them
 REMOTE_INTERVAL = 5.0
 REMOTE_TOLERANCE = 30.0
+
+
+def _interval() -> float:
+    return float(os.environ.get("LSM_LAB_HEARTBEAT_INTERVAL_S") or REMOTE_INTERVAL)
+
+
+def _tolerance() -> float:
+    return float(os.environ.get("LSM_LAB_HEARTBEAT_TOLERANCE_S") or REMOTE_TOLERANCE)
 
 
 def heartbeat_path(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> Path | StoragePath:
@@ -111,13 +120,13 @@ class Heartbeat:
     def _start_remote(self, path: StoragePath) -> Heartbeat:
         """Object stores: a file holding the time of the last beat, rewritten by a thread (Hudi's scheme)."""
         age = _age_s(path)
-        if age is not None and age < REMOTE_TOLERANCE:
+        if age is not None and age < _tolerance():
             raise ConflictError(f"instant {self.instant} is being worked on by a live process", path=path)
         path.write_bytes(str(_now_ms()).encode("ascii"))
         stop = threading.Event()
 
         def beat() -> None:
-            while not stop.wait(REMOTE_INTERVAL):
+            while not stop.wait(_interval()):
                 try:
                     path.write_bytes(str(_now_ms()).encode("ascii"))
                 except Exception:  # noqa: BLE001 - a failed beat: try again at the next one
@@ -168,7 +177,7 @@ def is_alive(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> b
             return True
     if isinstance(path, StoragePath):  # judged by age: a beat within the tolerance means alive
         age = _age_s(path)
-        return age is not None and age < REMOTE_TOLERANCE
+        return age is not None and age < _tolerance()
     try:
         fh = open(path)  # noqa: SIM115 - held open on purpose
     except FileNotFoundError:

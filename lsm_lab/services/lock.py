@@ -40,7 +40,7 @@ from lsm_lab.errors import ConflictError
 from lsm_lab.storage import StorageLock, StoragePath, storage_of
 
 LOCK_FILE = ".lsm_lab.lock"
-LOCK_VALIDITY = 30.0  # seconds an object-store lock lease lasts unless its heartbeat renews it
+LOCK_VALIDITY = 30.0  # seconds an object-store lock lease lasts unless renewed (env LSM_LAB_LOCK_VALIDITY_S)
 _held: dict[tuple[str, int], int] = {}
 _guard = threading.Lock()
 
@@ -113,7 +113,8 @@ def table_lock(base_path: str | os.PathLike[str] | StoragePath, *, timeout: floa
 @contextlib.contextmanager
 def _remote_lock(base_path: StoragePath, key: tuple[str, int], timeout: float) -> Iterator[None]:
     """The storage-based lock (`storage.StorageLock`): `.hoodie/.locks/table_lock.json` by conditional writes."""
-    lock = StorageLock(storage_of(base_path), validity=LOCK_VALIDITY)
+    validity = float(os.environ.get("LSM_LAB_LOCK_VALIDITY_S") or LOCK_VALIDITY)
+    lock = StorageLock(storage_of(base_path), validity=validity)
     lock.acquire(timeout=timeout)
     with _guard:
         _held[key] = 1
