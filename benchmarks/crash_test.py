@@ -72,7 +72,7 @@ def model(n: int) -> dict[str, tuple]:
     return state
 
 
-def create(path: Path) -> None:
+def create(path: Any) -> None:
     import lsm_lab
 
     lsm_lab.create_table(path, name="crash", record_key="id", partition_by="p", ordering_field="ts",
@@ -119,15 +119,18 @@ def _check_files(table: Any) -> None:
 
 
 def run(kills: int, *, workdir: Path | None = None, seed: int = 0, max_delay: float = 1.5,
-        verbose: bool = True) -> dict[str, Any]:
-    """Kill a writer `kills` times; raises AssertionError on the first inconsistency. Returns a summary."""
+        verbose: bool = True, location: str | None = None) -> dict[str, Any]:
+    """Kill a writer `kills` times; raises AssertionError on the first inconsistency. Returns a summary.
+
+    `location` puts the table on an object store (`s3://bucket/prefix`, credentials from the
+    AWS_* environment variables, which the writer processes inherit) instead of `workdir`."""
     import lsm_lab
 
     rng = random.Random(seed)
     root = Path(workdir or tempfile.mkdtemp(prefix="lsm_lab_crash_"))
-    path = root / "table"
+    path: Any = location if location else root / "table"
     ack = root / "acks"
-    if path.exists():
+    if location is None and path.exists():
         shutil.rmtree(path)
     ack.unlink(missing_ok=True)
     create(path)
@@ -201,12 +204,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the kill times")
     parser.add_argument("--max-delay", type=float, default=1.5, help="longest time a child runs before the kill (s)")
     parser.add_argument("--dir", help="keep the table in this folder")
+    parser.add_argument("--location", help="put the table here instead (s3://bucket/prefix; AWS_* variables)")
     parser.add_argument("--child", nargs=3, metavar=("PATH", "START", "ACKS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         child(args.child[0], int(args.child[1]), args.child[2])
         return 0
-    stats = run(args.kills, workdir=Path(args.dir) if args.dir else None, seed=args.seed, max_delay=args.max_delay)
+    stats = run(args.kills, workdir=Path(args.dir) if args.dir else None, seed=args.seed, max_delay=args.max_delay,
+                location=args.location)
     print(json.dumps(stats, indent=2))
     print(f"OK: {stats['kills']} kills, every snapshot a prefix of the acknowledged batches")
     return 0

@@ -48,7 +48,7 @@ def tmp_table(tmp_path: Path) -> Callable[..., lsm_lab.Table]:
 
 
 @pytest.fixture()
-def s3_table(s3_server: S3Server) -> Callable[..., lsm_lab.Table]:
+def s3_table(s3_server: S3Server) -> Callable[..., lsm_lab.Table]:  # noqa: F811 - the fixture above
     """Factory like `tmp_table`, but every table lives in a fresh bucket of the test S3 server."""
     bucket = s3_server.new_bucket()
     count = 0

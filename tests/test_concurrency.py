@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from s3_server import shared_server
 
 import lsm_lab

@@ -37,3 +37,19 @@ def test_sigkill_loop(tmp_path: Path) -> None:
     stats = harness.run(10, workdir=tmp_path, seed=7, max_delay=1.0, verbose=False)
     assert stats["kills"] == 10
     assert stats["batches"] > 0  # the writers made progress between kills (how much depends on the load)
+
+
+def test_sigkill_loop_s3(tmp_path: Path, s3_server, monkeypatch) -> None:
+    """The same loop with the table on a real S3 server: commits are create-if-absent PUTs, the lock is the
+    storage-based one, heartbeats are judged by age (short lease and tolerance here, so the next writer
+    takes over a killed one's lock and rolls its write back within seconds)."""
+    for key, value in s3_server.env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("LSM_LAB_LOCK_VALIDITY_S", "2")
+    monkeypatch.setenv("LSM_LAB_HEARTBEAT_INTERVAL_S", "0.5")
+    monkeypatch.setenv("LSM_LAB_HEARTBEAT_TOLERANCE_S", "3")
+    harness = load_harness()
+    stats = harness.run(6, workdir=tmp_path, seed=11, max_delay=2.0, verbose=False,
+                        location=f"s3://{s3_server.new_bucket()}/table")
+    assert stats["kills"] == 6
+    assert stats["batches"] > 0

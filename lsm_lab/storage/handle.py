@@ -35,6 +35,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import posixpath
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -227,7 +228,8 @@ def as_path(location: str | os.PathLike[str] | Storage | StoragePath,
         return location.root
     if isinstance(location, Storage):
         return StoragePath(location, "")
-    if isinstance(location, str) and (is_remote(location) or location.startswith("file:")):
+    if isinstance(location, str) and (is_remote(location) or location.startswith("file:")
+                                      or re.match(r"^[A-Za-z][A-Za-z0-9+.-]+://", location)):
         storage = open_storage(location, storage_options)
         return storage.root if isinstance(storage, LocalStorage) else StoragePath(storage, "")
     if isinstance(location, (str, os.PathLike)):
