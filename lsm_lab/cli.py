@@ -29,6 +29,7 @@ from lsm_lab.lookup.lookup import LookupStats
 from lsm_lab.merge import command as merge_command
 from lsm_lab.services import command as services_command
 from lsm_lab.spark import command as spark_command
+from lsm_lab.storage import default_options
 from lsm_lab.table.inspect import footers
 from lsm_lab.table.table import create_table, open_table
 
@@ -121,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lsm-lab",
         description="lsm_lab: the LSM tree layout of Apache Hudi RFC-103 — build, inspect and benchmark tables.",
     )
+    parser.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
+                        help="object-store setting for s3://, gs://, az:// tables (repeatable, may follow any "
+                             "command), e.g. aws_endpoint_url=http://127.0.0.1:9000; the standard AWS_* "
+                             "variables are read too")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -135,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("create", help="create a new table", description="Create a new lsm_lab table.")
-    p.add_argument("path", help="table folder")
+    p.add_argument("path", help="table folder or URI (s3://bucket/prefix, gs://, az://)")
     p.add_argument("--name", required=True, help="table name")
     p.add_argument("--key", required=True, help="record key field(s), comma separated")
     p.add_argument("--partition-by", help="partition field(s), comma separated")
@@ -149,14 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("write", help="write a Parquet/CSV/JSON-lines file into a table",
                        description="Write the records of FILE (.parquet, .csv, .jsonl) into the table at PATH.")
-    p.add_argument("path", help="table folder")
+    p.add_argument("path", help="table folder or URI (s3://bucket/prefix, gs://, az://)")
     p.add_argument("file", help="input file (.parquet, .csv, .jsonl)")
     p.add_argument("--op", default="upsert", choices=["upsert", "insert", "delete", "bulk_insert"],
                    help="write operation (default upsert); for delete the file holds the keys")
     p.set_defaults(func=cmd_write)
 
     p = sub.add_parser("read", help="read a snapshot (or time travel)", description="Read the table at PATH.")
-    p.add_argument("path", help="table folder")
+    p.add_argument("path", help="table folder or URI (s3://bucket/prefix, gs://, az://)")
     p.add_argument("--as-of", help="completion time to travel to (yyyyMMddHHmmssSSS)")
     p.add_argument("--columns", help="comma separated columns")
     p.add_argument("--merge", choices=["sorted", "loser_tree", "hash", "heapq"], help="force a merge engine")
@@ -205,11 +210,32 @@ def _plugins() -> list[Callable[[argparse._SubParsersAction], None]]:
     return out
 
 
+def _storage_options(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Take every `--storage-option KEY=VALUE` out of `argv` (it may follow any command)."""
+    rest: list[str] = []
+    items: list[str] = []
+    it = iter(argv)
+    for arg in it:
+        if arg == "--storage-option":
+            items.append(next(it, ""))
+        elif arg.startswith("--storage-option="):
+            items.append(arg.split("=", 1)[1])
+        else:
+            rest.append(arg)
+    return rest, parse_options(items, flag="--storage-option")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        rest, storage = _storage_options(list(sys.argv[1:] if argv is None else argv))
+    except LsmLabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(rest)
+    try:
+        with default_options(storage):
+            return int(args.func(args) or 0)
     except LsmLabError as exc:
         if os.environ.get("LSM_LAB_DEBUG"):
             raise

@@ -63,12 +63,12 @@ def write_output_file(table: pa.Table, path: str) -> None:
         raise InputError("unknown output type (use .parquet, .csv or .jsonl)", path=p)
 
 
-def parse_options(items: list[str] | None) -> dict[str, str]:
+def parse_options(items: list[str] | None, flag: str = "--option") -> dict[str, str]:
     """`--option KEY=VALUE` items (repeatable) as a dict."""
     out = {}
     for item in items or []:
         if "=" not in item:
-            raise InputError(f"--option expects key=value, got {item!r}")
+            raise InputError(f"{flag} expects key=value, got {item!r}")
         k, v = item.split("=", 1)
         out[k.strip()] = v.strip()
     return out

@@ -251,3 +251,29 @@ def test_object_info_of_listing_has_sizes(s3_table) -> None:
     table.upsert([{"id": "a", "v": 1}])
     infos = table.storage.list_files("", recursive=True)
     assert infos and all(isinstance(i, ObjectInfo) and i.size >= 0 for i in infos)
+
+
+# --------------------------------------------------------------------------- the CLI
+def test_cli_on_s3_with_storage_options(tmp_path: Path, s3_server, capsys) -> None:
+    from lsm_lab.cli import main
+
+    uri = f"s3://{s3_server.new_bucket()}/cli/t"
+    opts = [x for k, v in s3_server.options().items() for x in ("--storage-option", f"{k}={v}")]
+    src = tmp_path / "in.csv"
+    src.write_text("id,city,v\na,x,1\nb,y,2\nc,x,3\n")
+    assert main(["create", uri, "--name", "t", "--key", "id", "--partition-by", "city", *opts]) == 0
+    assert main(["write", uri, str(src), "--op", "upsert", *opts]) == 0
+    assert main(["compact", uri, *opts]) == 0
+    capsys.readouterr()
+    assert main(["read", uri, "--json", *opts]) == 0
+    out = capsys.readouterr().out
+    assert '"a"' in out and '"c"' in out
+    assert main(["show", "timeline", uri, *opts]) == 0
+    assert "deltacommit" in capsys.readouterr().out
+    assert main(["show", "footers", uri, *opts]) == 0
+    with socket.socket() as sock:  # a port nobody listens on: one error line, no traceback
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    assert main(["read", uri, "--storage-option", f"aws_endpoint_url={dead}", "--storage-option", "max_retries=0",
+                 "--storage-option", "connect_timeout=1"]) == 2
+    assert capsys.readouterr().err.startswith("error:")

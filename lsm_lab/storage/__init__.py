@@ -20,7 +20,7 @@ from lsm_lab.storage.handle import (
     walk_files,
 )
 from lsm_lab.storage.local import LocalStorage
-from lsm_lab.storage.location import is_remote, open_storage, resolve_options
+from lsm_lab.storage.location import default_options, is_remote, open_storage, resolve_options
 from lsm_lab.storage.lock import StorageLock
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "as_path",
     "clean_key",
     "create_bytes",
+    "default_options",
     "is_local",
     "is_remote",
     "list_names",

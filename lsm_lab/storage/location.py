@@ -23,8 +23,9 @@ configuration (`fs.s3a.*`); lsm_lab takes the object_store keys instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -61,13 +62,29 @@ def _truthy(value: Any) -> bool:
     return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
+_defaults: dict[str, Any] = {}
+
+
+@contextlib.contextmanager
+def default_options(options: Mapping[str, Any]) -> Iterator[None]:
+    """Within the block, `options` apply to every location opened without them overriding
+    (the CLI's `--storage-option KEY=VALUE`): environment, then these, then `storage_options`."""
+    saved = dict(_defaults)
+    _defaults.update(options)
+    try:
+        yield
+    finally:
+        _defaults.clear()
+        _defaults.update(saved)
+
+
 def resolve_options(kind: str, storage_options: Mapping[str, Any] | None) -> dict[str, Any]:
     """Environment variables, then `storage_options`, as canonical lower-case keys without store prefix."""
     out: dict[str, Any] = {}
     for var, key in _ENV[kind].items():  # later variables win: AWS_REGION over AWS_DEFAULT_REGION
         if os.environ.get(var):
             out[key] = os.environ[var]
-    for raw, value in (storage_options or {}).items():
+    for raw, value in [*_defaults.items(), *(storage_options or {}).items()]:
         key = str(raw).lower()
         for prefix in _PREFIX.values():
             if key.startswith(prefix):
