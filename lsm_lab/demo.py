@@ -5,6 +5,9 @@
                    ─► print the timeline and the LSM levels
                    ─► snapshot read + time-travel read, both checked against a plain dict model
 
+`lsm-lab demo --storage s3` (`make demo-s3`) runs the same job on a local S3
+server (moto) and prints the requests (LIST, GET, HEAD, PUT, DELETE) of each step.
+
 The dict model is the whole point of the last step: it applies the same batches
 with Python dicts (latest ts wins per key, deletes remove), so the demo proves
 its own output rather than just printing it.
@@ -16,11 +19,13 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
 from lsm_lab.datagen import TripsGenerator
 from lsm_lab.errors import InputError
+from lsm_lab.s3local import LocalS3
 from lsm_lab.spark import write_table
 from lsm_lab.table.table import Table, create_table
 
@@ -36,38 +41,65 @@ def _apply(model: dict[str, dict], batch: pa.Table, *, delete: bool = False) -> 
 
 
 def run_demo(directory: str | Path | None = None, *, rows: int = 100_000, rounds: int = 3, seed: int = 7,
-             engine: str = "local", echo: Callable[[str], None] = print) -> Table:
-    """Run the main job; returns the table. Raises AssertionError if a read disagrees with the model."""
+             engine: str = "local", echo: Callable[[str], None] = print, storage: str = "local") -> Table:
+    """Run the main job; returns the table. Raises AssertionError if a read disagrees with the model.
+
+    `storage="s3"` starts a local S3 server (moto, `lsm_lab.s3local`), runs the demo on a bucket
+    of it, prints the requests each step sent, and stops the server."""
     if rows < 1 or rounds < 0:
         raise InputError(f"the demo needs at least 1 row and no negative rounds (got rows={rows}, rounds={rounds})")
+    if storage not in ("local", "s3"):
+        raise InputError(f"the demo runs on storage 'local' or 's3', not {storage!r}")
+    if storage == "s3":
+        with LocalS3() as s3:
+            echo(f"local S3 server (moto) at {s3.endpoint}")
+            return _run(f"{s3.new_bucket('demo')}/trips", s3.options(), rows=rows, rounds=rounds, seed=seed,
+                        engine=engine, echo=echo)
     base = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="lsm_lab_demo_"))
-    path = base / "trips"
+    return _run(base / "trips", None, rows=rows, rounds=rounds, seed=seed, engine=engine, echo=echo)
+
+
+def _run(path: Any, storage_options: dict[str, str] | None, *, rows: int, rounds: int, seed: int, engine: str,
+         echo: Callable[[str], None]) -> Table:
     echo(f"lsm_lab demo: {rows:,} trips, {rounds} upsert rounds, table at {path}")
     gen = TripsGenerator(seed)
     model: dict[str, dict] = {}
     t0 = time.perf_counter()
     table = create_table(path, name="trips", record_key="uuid", partition_by="city", ordering_field="ts",
-                         table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=4)
+                         table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=4,
+                         storage_options=storage_options)
+    remote = storage_options is not None
+    counts = table.storage.counts
+
+    def cost(before: dict[str, int]) -> str:
+        if not remote:
+            return ""
+        used = counts.since(before)
+        return "  [" + " ".join(f"{k} {v}" for k, v in used.items() if v) + "]"
 
     def write(op: str, batch: pa.Table):
         if engine == "spark":
-            return write_table(batch, path, op=op)
+            return write_table(batch, table.path, op=op, storage_options=storage_options)
         return getattr(table, op)(batch)
 
     batch = gen.inserts(rows)
+    before = counts.snapshot()
     first = write("insert", batch)
     _apply(model, batch)
     model_after_first = dict(model)
-    echo(f"  insert     {batch.num_rows:>9,} rows  → {first.begin_time} completed {first.completion_time}")
+    echo(f"  insert     {batch.num_rows:>9,} rows  → {first.begin_time} completed {first.completion_time}"
+         f"{cost(before)}")
     for r in range(rounds):
         batch = gen.updates(max(1, rows // 5))
+        before = counts.snapshot()
         inst = write("upsert", batch)
         _apply(model, batch)
-        echo(f"  upsert #{r + 1}  {batch.num_rows:>9,} rows  → {inst.begin_time}")
+        echo(f"  upsert #{r + 1}  {batch.num_rows:>9,} rows  → {inst.begin_time}{cost(before)}")
     batch = gen.deletes(max(1, rows // 50))
+    before = counts.snapshot()
     inst = write("delete", batch)
     _apply(model, batch, delete=True)
-    echo(f"  delete     {batch.num_rows:>9,} keys  → {inst.begin_time}")
+    echo(f"  delete     {batch.num_rows:>9,} keys  → {inst.begin_time}{cost(before)}")
     echo(f"  writes took {time.perf_counter() - t0:.1f} s\n")
 
     echo("Timeline:")
@@ -77,8 +109,9 @@ def run_demo(directory: str | Path | None = None, *, rows: int = 100_000, rounds
     echo(table.dump_levels())
 
     t1 = time.perf_counter()
+    before = counts.snapshot()
     snap = table.read(columns=["uuid", "ts", "fare", "city"])
-    echo(f"\nSnapshot read: {snap.num_rows:,} rows in {time.perf_counter() - t1:.2f} s")
+    echo(f"\nSnapshot read: {snap.num_rows:,} rows in {time.perf_counter() - t1:.2f} s{cost(before)}")
     _check(snap, model, "snapshot")
     old = table.read(as_of=first.completion_time, columns=["uuid", "ts", "fare", "city"])
     echo(f"Time travel to {first.completion_time} (after the insert): {old.num_rows:,} rows")

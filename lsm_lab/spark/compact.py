@@ -127,11 +127,12 @@ def _execute(spark: Any, table: Table, instant: Instant, *, merge: str | None, p
 
 def run_compaction(path: str | Path | StoragePath, spark: Any = None, strategy: str = "hybrid", merge: str | None = None, *,
                    options: Mapping[str, str] | None = None, progress: bool | None = None,
-                   task_hook: TaskHook | None = None) -> CompactionRun:
+                   task_hook: TaskHook | None = None,
+                   storage_options: Mapping[str, Any] | None = None) -> CompactionRun:
     """`compact`, returning the instant together with the tasks' reports (time, rows, peak RSS)."""
     if merge is not None and merge not in ENGINES:
         raise InputError(f"unknown merge engine {merge!r}; choose one of {', '.join(ENGINES)}")
-    table = open_table(path)
+    table = open_table(path, storage_options)
     spark = active_session(spark)
     run = CompactionRun(None)
     t0 = time.perf_counter()
@@ -151,7 +152,7 @@ def run_compaction(path: str | Path | StoragePath, spark: Any = None, strategy: 
 
 def compact_table(path: str | Path | StoragePath, spark: Any = None, strategy: str = "hybrid", merge: str | None = None, *,
             options: Mapping[str, str] | None = None, progress: bool | None = None,
-            task_hook: TaskHook | None = None) -> Instant | None:
+            task_hook: TaskHook | None = None, storage_options: Mapping[str, Any] | None = None) -> Instant | None:
     """Plan a compaction on the driver, run each operation as a Spark task, commit; returns the instant.
 
     `strategy`: hybrid (FULL or LOG per file group), full or log; `merge`:
@@ -160,7 +161,7 @@ def compact_table(path: str | Path | StoragePath, spark: Any = None, strategy: s
     nothing to compact.
     """
     return run_compaction(path, spark, strategy, merge, options=options, progress=progress,
-                          task_hook=task_hook).instant
+                          task_hook=task_hook, storage_options=storage_options).instant
 
 
 __all__ = ["CompactTask", "CompactionRun", "compact_table", "run_compaction"]

@@ -22,8 +22,8 @@ into several tasks.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ import pyarrow as pa
 from lsm_lab.errors import InputError
 from lsm_lab.layout.fsview import FileSlice
 from lsm_lab.spark.jobs import active_session, arrow_schema_for, spark_schema, table_uri
+from lsm_lab.storage import StoragePath, is_local
 from lsm_lab.table.read import ReadContext, read_slice
 from lsm_lab.table.table import open_table
 
@@ -55,15 +56,17 @@ class ReadSliceTask:
                 yield from rows.select(list(self.columns)).cast(self.out_schema).to_batches(max_chunksize=65_536)
 
 
-def read_table(path: str | Path, spark: Any = None, as_of: Any = None, columns: Sequence[str] | None = None, *,
-         read_optimized: bool = False, merge: str | None = None) -> Any:
+def read_table(path: str | Path | StoragePath, spark: Any = None, as_of: Any = None,
+               columns: Sequence[str] | None = None, *, read_optimized: bool = False, merge: str | None = None,
+               storage_options: Mapping[str, Any] | None = None) -> Any:
     """A Spark DataFrame of the table's snapshot (or time travel to the completion time `as_of`).
 
     Same rows and columns as `Table.read(as_of=..., columns=...)`
     (`read_optimized=True`: as `Table.read_optimized`). `merge` forces an
-    engine for the per-slice merge.
+    engine for the per-slice merge. An object-store table's files are read by the tasks through
+    lsm_lab's storage layer (Spark's own Parquet reader would need Hadoop's S3 connector).
     """
-    table = open_table(path)
+    table = open_table(path, storage_options)
     spark = active_session(spark)
     read_time = table.resolve_time(as_of)
     ctx = table.read_context(read_time)
@@ -75,8 +78,10 @@ def read_table(path: str | Path, spark: Any = None, as_of: Any = None, columns: 
                          f"the table has {', '.join(full.names)}")
     struct = spark_schema(pa.schema([full.field(n) for n in out_cols]))
     slices = table.latest_slices(read_time)
-    if read_optimized:
+    if read_optimized and is_local(table.path):
         return _read_optimized(spark, slices, out_cols, struct)
+    if read_optimized:  # base files only, read by the tasks through the storage layer
+        slices = [replace(s, log_files=()) for s in slices if s.base_file is not None]
     if not slices:
         return spark.createDataFrame([], struct)
     task = ReadSliceTask(ctx, tuple(slices), tuple(out_cols), merge, arrow_schema_for(struct))

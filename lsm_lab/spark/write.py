@@ -82,6 +82,7 @@ from lsm_lab.spark.jobs import (
     reraise,
     spark_schema,
 )
+from lsm_lab.storage import StoragePath, as_path, is_local
 from lsm_lab.table import index, records
 from lsm_lab.table import write as writer
 from lsm_lab.table.read import ReadContext
@@ -144,7 +145,7 @@ class GroupTask:
     rows: int  # rows the driver counted for it (before de-duplication)
 
 
-def planned_files(config: TableConfig, base_path: Path, partition: str, file_id: str, latest: FileSlice | None,
+def planned_files(config: TableConfig, base_path: Path | StoragePath, partition: str, file_id: str, latest: FileSlice | None,
                   instant: str, op: str, token: str) -> list[tuple[str, str]]:
     """(file name, marker IO type) that `write_file_group` may create (`Table._planned_files`, any token)."""
     if not config.is_mor:
@@ -219,7 +220,7 @@ class StoredKeysTask:
 class WriteTask:
     """mapInArrow function: de-duplicate one file group's rows and write them with `write_file_group`."""
 
-    base_path: str
+    base_path: Any  # a local path string, or a StoragePath (pickled as URI + options: tasks reopen the store)
     config: TableConfig
     ctx: ReadContext
     instant: str
@@ -266,7 +267,7 @@ class WriteTask:
                               keep_order=not self.config.is_lsm)
 
     def _write(self, group: GroupTask, rows: pa.Table, who: TaskIdentity) -> list[WriteStat]:
-        base = Path(self.base_path)
+        base = as_path(self.base_path)
         for name, io_type in planned_files(self.config, base, group.partition, group.file_id, group.latest,
                                            self.instant, self.op, who.token):
             markers.create_marker(base, self.instant, group.partition, name, io_type)
@@ -435,7 +436,7 @@ def _write_groups(spark: Any, table: Table, tagged: Any, counts: Mapping[tuple[s
     else:  # the default layout writes rows in arrival order, as Hudi does
         sort_cols = [ORDINAL, ROW]
     ordered = ordered.sortWithinPartitions(*sort_cols)
-    task = WriteTask(str(table.path), config, ctx, instant, op, user_schema, ordering, tuple(groups), hook)
+    task = WriteTask(str(table.path) if is_local(table.path) else table.path, config, ctx, instant, op, user_schema, ordering, tuple(groups), hook)
     with job_progress(spark, f"{desc}: write", enabled=progress):
         try:
             rows = ordered.mapInArrow(task, "stat string, report string").collect()
@@ -444,19 +445,21 @@ def _write_groups(spark: Any, table: Table, tagged: Any, counts: Mapping[tuple[s
     return [WriteStat(**json.loads(r["stat"])) for r in rows]
 
 
-def write_table(data: Any, path: str | Path, op: str = "upsert", spark: Any = None, *, progress: bool | None = None,
-          task_hook: TaskHook | None = None) -> Instant:
+def write_table(data: Any, path: str | Path | StoragePath, op: str = "upsert", spark: Any = None, *,
+                progress: bool | None = None, task_hook: TaskHook | None = None,
+                storage_options: Mapping[str, Any] | None = None) -> Instant:
     """Write a Spark DataFrame (or a pyarrow Table, pandas DataFrame, list of dicts) into the table at `path`.
 
     `op`: upsert, insert, delete (rows holding the key and partition columns, or
     a list of key strings) or bulk_insert. The rows stored are those
     `Table.<op>(data)` would store. Returns the completed instant.
     `task_hook(identity)` runs in every task after its file group was written
-    (tests inject task failures with it).
+    (tests inject task failures with it). `path` may be an object-store URI (`storage_options` as for
+    `open_table`); the tasks reopen the store from the URI and the resolved options.
     """
     if op not in writer.OPERATIONS:
         raise InputError(f"unknown operation '{op}' (expected one of {', '.join(writer.OPERATIONS)})")
-    table = open_table(path)
+    table = open_table(path, storage_options)
     table.check_writable()
     spark = active_session(spark)
     frame, incoming = _input_frame(spark, table.config, data, op)

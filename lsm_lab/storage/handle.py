@@ -65,6 +65,9 @@ class StoragePath:
         self.storage = storage
         self.key = clean_key(key)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (StoragePath, (self.storage, self.key))
+
     # -- pure path operations -----------------------------------------------------------
     def __truediv__(self, other: str | os.PathLike[str]) -> StoragePath:
         part = os.fspath(other)

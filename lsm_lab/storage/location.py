@@ -124,7 +124,10 @@ def open_storage(location: str | os.PathLike[str], storage_options: Mapping[str,
     bucket = split.netloc
     if not bucket:
         raise StorageError("the URI names no bucket/container", path=text)
-    return _object_storage(text, kind, bucket, split.path.strip("/"), resolve_options(kind, storage_options), counts)
+    resolved = resolve_options(kind, storage_options)
+    storage = _object_storage(text, kind, bucket, split.path.strip("/"), dict(resolved), counts)
+    storage.reopen = (text, resolved)  # type: ignore[attr-defined]  # how another process opens it again
+    return storage
 
 
 def _object_storage(uri: str, kind: str, bucket: str, prefix: str, opts: Any,

@@ -70,15 +70,28 @@ class ObjectStorage(Storage):
         self._arrow_fs = arrow_fs
         self._arrow: tuple[pyarrow.fs.FileSystem, str] | None = None
         self.counts = counts if counts is not None else RequestCounts()
+        #: (URI, resolved options) that `open_storage` opened this root from; how a pickled copy reopens it
+        self.reopen: tuple[str, dict[str, Any]] | None = None
 
     def __repr__(self) -> str:
         return f"ObjectStorage({self.uri!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as "open this URI with these options again" (Spark ships a table's storage to its tasks);
+        the copy counts its own requests."""
+        if self.reopen is None:
+            raise StorageError("this object storage was not made by open_storage and cannot be pickled", path=self.uri)
+        from lsm_lab.storage.location import open_storage  # location imports this module (a cycle at load time)
+
+        return (open_storage, self.reopen)
 
     def child(self, key: str) -> ObjectStorage:
         key = clean_key(key)
         sub = ObjectStorage(self.url(key), self.store, self._arrow_fs, counts=self.counts,
                             prefix=f"{self.prefix}/{key}" if self.prefix else key)
         sub._arrow = self._arrow
+        if self.reopen is not None:
+            sub.reopen = (sub.uri, self.reopen[1])
         return sub
 
     def _key(self, key: str) -> str:
