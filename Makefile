@@ -7,10 +7,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-fast check-env install notebooks-strip bench clean help
+.PHONY: demo demo-s3 test test-fast check-env install notebooks-strip bench clean help
 
 help:
 	@echo "make demo       create .venv if missing, install, run the main job (lsm-lab demo)"
+	@echo "make demo-s3    the same job on a local S3 server (moto), with request counts"
 	@echo "make test       same set-up, run every test (notebooks included)"
 	@echo "make test-fast  unit tests only, no slow/Spark/notebook tests"
 	@echo "make bench      run the benchmarks (slow)"
@@ -31,6 +32,9 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/lsm-lab demo
+
+demo-s3: $(STAMP)
+	$(BIN)/lsm-lab demo --storage s3
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) --nbmake tests notebooks

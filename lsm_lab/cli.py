@@ -36,7 +36,7 @@ from lsm_lab.table.table import create_table, open_table
 
 # --------------------------------------------------------------------------- commands
 def cmd_demo(args: argparse.Namespace) -> int:
-    table = run_demo(args.dir, rows=args.rows, rounds=args.rounds, engine=args.engine)
+    table = run_demo(args.dir, rows=args.rows, rounds=args.rounds, engine=args.engine, storage=args.storage)
     if args.figures:
         from lsm_lab.viz import write_figures  # matplotlib: imported only with --figures
 
@@ -136,6 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rows", type=int, default=100_000, help="trips to insert (default 100000)")
     p.add_argument("--rounds", type=int, default=3, help="upsert rounds (default 3)")
     p.add_argument("--engine", choices=["local", "spark"], default="local", help="run writes locally or on Spark")
+    p.add_argument("--storage", choices=["local", "s3"], default="local",
+                   help="s3: start a local S3 server (moto), run the demo in a bucket, print request counts, stop it")
     p.add_argument("--figures", metavar="DIR", help="also write the main pictures into DIR")
     p.set_defaults(func=cmd_demo)
 

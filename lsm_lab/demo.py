@@ -117,7 +117,7 @@ def _run(path: Any, storage_options: dict[str, str] | None, *, rows: int, rounds
     echo(f"Time travel to {first.completion_time} (after the insert): {old.num_rows:,} rows")
     _check(old, model_after_first, "time travel")
     echo("\ncheck: snapshot and time-travel reads equal the dict model ✓")
-    echo(f"table left at {path}")
+    echo(f"table left at {path}" + (" (in memory of the local S3 server, which stops now)" if remote else ""))
     return table
 
 

@@ -16,6 +16,7 @@ pricing, so it measures request counts and per-request overhead, not bandwidth.
 
 from __future__ import annotations
 
+import logging
 import socket
 import uuid
 from typing import Any
@@ -42,6 +43,7 @@ class LocalS3:
         except ImportError:
             raise LsmLabError("the local S3 server needs moto: pip install 'moto[server]' "
                               "(part of lsm_lab's dev extra)") from None
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's HTTP server logs every request
         port = _free_port()
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
         self._server.start()

@@ -30,6 +30,20 @@ def test_run_demo_small(tmp_path: Path) -> None:
     assert set(reopened.partitions()) == {f"city={c}" for c in CITIES}
 
 
+def test_run_demo_on_a_local_s3_server() -> None:
+    """`lsm-lab demo --storage s3`: moto started, the job run in a bucket with request counts, moto stopped."""
+    lines: list[str] = []
+    table = run_demo(rows=300, rounds=1, echo=lines.append, storage="s3")
+    text = "\n".join(lines)
+    assert "local S3 server (moto) at http://127.0.0.1:" in text
+    assert "equal the dict model" in text
+    assert str(table.path).startswith("s3://demo-")
+    snapshot_line = next(line for line in text.splitlines() if line.startswith("Snapshot read"))
+    assert "[LIST " in snapshot_line and " GET " in snapshot_line
+    with pytest.raises(InputError, match="storage"):
+        run_demo(rows=10, storage="ftp")
+
+
 def test_demo_command(tmp_path: Path) -> None:
     script = Path(sys.executable).with_name("lsm-lab")
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "lsm_lab.cli"]
