@@ -42,7 +42,7 @@ LAYERS: list[tuple[str, list[str]]] = [
                      "lsm_lab.lookup", "lsm_lab.interop.compat", "lsm_lab.services.planner"]),
     ("services", ["lsm_lab.services"]),
     ("table", ["lsm_lab.table", "lsm_lab.table.table", "lsm_lab"]),
-    ("applications", ["lsm_lab.spark", "lsm_lab.viz", "lsm_lab.bench", "lsm_lab.interop", "lsm_lab.demo",
+    ("applications", ["lsm_lab.spark", "lsm_lab.viz", "lsm_lab.bench", "lsm_lab.interop", "lsm_lab.demo", "lsm_lab.s3local",
                       "lsm_lab.nbutil"]),
     ("commands", ["lsm_lab.cli", "lsm_lab.cli_io", "lsm_lab.merge.command", "lsm_lab.services.command",
                   "lsm_lab.interop.command", "lsm_lab.lookup.command", "lsm_lab.spark.command"]),

@@ -277,3 +277,26 @@ def test_cli_on_s3_with_storage_options(tmp_path: Path, s3_server, capsys) -> No
     assert main(["read", uri, "--storage-option", f"aws_endpoint_url={dead}", "--storage-option", "max_retries=0",
                  "--storage-option", "connect_timeout=1"]) == 2
     assert capsys.readouterr().err.startswith("error:")
+
+
+def test_a_table_root_pickles_as_uri_and_options(s3_table) -> None:
+    """What Spark ships to its tasks: the root reopens from its URI and resolved options, counting afresh."""
+    import pickle
+
+    table = s3_table()
+    table.upsert([{"id": "a", "v": 1}])
+    copy = pickle.loads(pickle.dumps(table.read_context()))
+    assert isinstance(copy.base_path, StoragePath) and str(copy.base_path) == str(table.path)
+    assert copy.base_path.storage.counts is not table.storage.counts
+    assert rows(lsm_lab.open_table(copy.base_path).read()) == rows(table.read())
+
+
+def test_bench_storage_small() -> None:
+    from lsm_lab.bench import storage as bench
+
+    result = bench.run(rows=3000, repeats=1, log=lambda _: None)
+    text = bench.report(result)
+    assert all(op in text for op in bench.OPS)
+    read = result["s3"]["read"]["requests"]
+    assert read["LIST"] <= 3 and read["PUT"] == 0 and read["GET"] > 0
+    assert result["s3"]["bulk_insert"]["requests"]["PUT"] > 0

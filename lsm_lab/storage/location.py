@@ -126,7 +126,7 @@ def open_storage(location: str | os.PathLike[str], storage_options: Mapping[str,
         raise StorageError("the URI names no bucket/container", path=text)
     resolved = resolve_options(kind, storage_options)
     storage = _object_storage(text, kind, bucket, split.path.strip("/"), dict(resolved), counts)
-    storage.reopen = (text, resolved)  # type: ignore[attr-defined]  # how another process opens it again
+    storage.reopen = (open_storage, (text, resolved))  # type: ignore[attr-defined]  # how a pickled copy reopens it
     return storage
 
 

@@ -70,8 +70,8 @@ class ObjectStorage(Storage):
         self._arrow_fs = arrow_fs
         self._arrow: tuple[pyarrow.fs.FileSystem, str] | None = None
         self.counts = counts if counts is not None else RequestCounts()
-        #: (URI, resolved options) that `open_storage` opened this root from; how a pickled copy reopens it
-        self.reopen: tuple[str, dict[str, Any]] | None = None
+        #: (open_storage, (URI, resolved options)), set by `open_storage`: how a pickled copy reopens this root
+        self.reopen: tuple[Callable[..., Any], tuple[str, dict[str, Any]]] | None = None
 
     def __repr__(self) -> str:
         return f"ObjectStorage({self.uri!r})"
@@ -81,9 +81,7 @@ class ObjectStorage(Storage):
         the copy counts its own requests."""
         if self.reopen is None:
             raise StorageError("this object storage was not made by open_storage and cannot be pickled", path=self.uri)
-        from lsm_lab.storage.location import open_storage  # location imports this module (a cycle at load time)
-
-        return (open_storage, self.reopen)
+        return self.reopen
 
     def child(self, key: str) -> ObjectStorage:
         key = clean_key(key)
@@ -91,7 +89,8 @@ class ObjectStorage(Storage):
                             prefix=f"{self.prefix}/{key}" if self.prefix else key)
         sub._arrow = self._arrow
         if self.reopen is not None:
-            sub.reopen = (sub.uri, self.reopen[1])
+            opener, (_, options) = self.reopen
+            sub.reopen = (opener, (sub.uri, options))
         return sub
 
     def _key(self, key: str) -> str:

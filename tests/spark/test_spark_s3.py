@@ -29,7 +29,8 @@ def batch(i: int) -> list[dict[str, Any]]:
 def test_spark_write_compact_read_on_s3(spark: Any, s3_server) -> None:
     opts = s3_server.options()
     bucket = s3_server.new_bucket()
-    kw: dict[str, Any] = dict(name="t", record_key="id", partition_by="city", ordering_field="ts", num_buckets=2)
+    kw: dict[str, Any] = {"name": "t", "record_key": "id", "partition_by": "city", "ordering_field": "ts",
+                          "num_buckets": 2}
     on_spark = lsm_lab.create_table(f"s3://{bucket}/spark", storage_options=opts, **kw)
     by_table = lsm_lab.create_table(f"s3://{bucket}/local", storage_options=opts, **kw)
     for i in range(3):
