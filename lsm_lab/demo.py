@@ -12,7 +12,7 @@ its own output rather than just printing it.
 Without `--dir` the table goes to a temporary folder that `demo_folder` removes
 when the demo ends (`--keep` keeps it and says where); with `--dir` it stays.
 
-Taught in: notebooks/00_why_lsm.ipynb (the 30-second tour)
+Taught in: notebooks/00_why_lsm.ipynb
 """
 
 from __future__ import annotations

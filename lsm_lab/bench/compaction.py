@@ -41,6 +41,8 @@ most 0.1x its per-task memory; `summarize_targets` checks both, per k.
 Simplified compared with a real benchmark harness: one repeat by default, the
 machine's page cache is not dropped, local mode (executors share the driver
 JVM); on a 2-core machine the 16 tasks run two at a time.
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations

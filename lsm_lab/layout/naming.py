@@ -21,6 +21,8 @@ writing deltacommit's (format page, section 4).
 
 Simplified compared with Apache Hudi: ORC and HFile base files are recognised
 only so that a clear "not supported" error can name them.
+
+Taught in: notebooks/01_build_a_table.ipynb
 """
 
 from __future__ import annotations

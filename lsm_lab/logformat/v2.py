@@ -31,6 +31,8 @@ value.  Decoding needs the ordering field's type, which the table schema gives.
 
 Simplified compared with RFC-103: no CDC logs and no RECORD_POSITIONS (positional
 merging) are written.
+
+Taught in: notebooks/04_log_format_v2.ipynb
 """
 
 from __future__ import annotations

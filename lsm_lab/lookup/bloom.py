@@ -55,6 +55,8 @@ code (``SIMPLE`` or ``DYNAMIC_V0``, which grows by chaining filters); lsm_lab
 uses its own documented format under its own key (Hudi readers will not find
 or misread it), sized once for the file's exact key count since files are
 immutable.
+
+Taught in: notebooks/08_point_lookups.ipynb
 """
 
 from __future__ import annotations

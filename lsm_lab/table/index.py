@@ -21,6 +21,8 @@ Two strategies, chosen by the table's layout:
 Simplified compared with Apache Hudi: Hudi's bucket index hashes with Java's
 `String.hashCode`; its SIMPLE/BLOOM indexes join with bloom filters and key
 ranges.  No consistent hashing (bucket resizing).
+
+Taught in: notebooks/03_sorted_writes_and_levels.ipynb
 """
 
 from __future__ import annotations
