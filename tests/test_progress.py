@@ -138,3 +138,21 @@ def test_a_saved_notebook_keeps_no_bar(tmp_path: Path) -> None:
         assert o.data.get("text/plain", "") == "" and "application/vnd.jupyter.widget-view+json" not in o.data, o
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert text == "sum 66\n", outputs
+
+
+def test_cli_write_into_a_file_writes_no_bar(tmp_path: Path) -> None:
+    # `lsm-lab write … > f 2>&1` (the example): a long enough write, still no bar in the file
+    log = tmp_path / "log.txt"
+    table = tmp_path / "trips"
+    env = _child_env()
+    cli = [sys.executable, "-m", "lsm_lab.cli"]
+    with log.open("w") as f:
+        subprocess.run([*cli, "create", str(table), "--name", "trips", "--key", "uuid", "--partition-by", "city",
+                        "--ordering", "ts"], stdout=f, stderr=subprocess.STDOUT, env=env, check=True)
+        subprocess.run([*cli, "write", str(table), str(ROOT / "data" / "sample" / "inserts.parquet"), "--op", "insert"],
+                       stdout=f, stderr=subprocess.STDOUT, env=env, check=True)
+        failed = subprocess.run([*cli, "write", str(table), str(tmp_path / "missing.parquet"), "--op", "upsert"],
+                                stdout=f, stderr=subprocess.STDOUT, env=env, check=False)
+    text = log.read_text()
+    assert failed.returncode != 0 and "error:" in text, text
+    assert "\r" not in text and "%|" not in text, text
