@@ -67,7 +67,16 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def voila_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def chromium() -> str:
+    found = _chromium()
+    if found is None:
+        pytest.skip("browser test skipped: no chromium on PATH (Debian: apt-get install -y chromium; "
+                    ".ci/run installs it when it runs as root)")
+    return found
+
+
+@pytest.fixture(scope="module")
+def voila_url(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     pytest.importorskip("voila", reason="voila is not installed (pip install -e '.[dev]')")
     port = _free_port()
     work = tmp_path_factory.mktemp("voila")
@@ -104,11 +113,7 @@ def voila_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         log.close()
 
 
-def test_stepper_buttons_in_chromium(voila_url: str) -> None:
-    chromium = _chromium()
-    if chromium is None:
-        pytest.skip("browser test skipped: no chromium on PATH (Debian: apt-get install -y chromium; "
-                    ".ci/run installs it when it runs as root)")
+def test_stepper_buttons_in_chromium(chromium: str, voila_url: str) -> None:
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
     steps = _chapter_steps()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
