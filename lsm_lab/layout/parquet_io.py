@@ -443,6 +443,8 @@ class CheckedParquetFile(pq.ParquetFile):
         self.name = _name(source)
         ranged = bool(options.pop("ranged", False))
         size = options.pop("size", None)
+        if isinstance(source, StoragePath) and (ranged or "metadata" in options):
+            options.setdefault("pre_buffer", True)  # coalesce the column chunks a read needs into few GETs
         with _typed(self.name, "not a readable Parquet file"):
             super().__init__(_source(source, ranged or "metadata" in options, size),
                              page_checksum_verification=VERIFY_PAGE_CHECKSUMS, **options)

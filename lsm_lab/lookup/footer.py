@@ -62,6 +62,7 @@ class FileInfo:
     _bloom: BloomFilter | None = None
     bloom_status: str = "unchecked"
     source: Any = None  # what to open the file with: a local path or a `StoragePath` (object stores)
+    size: int | None = None  # the file's size in bytes, when known (spares a HEAD on an object store)
 
     @property
     def num_row_groups(self) -> int:
@@ -137,7 +138,7 @@ def _file_info(path: Path | StoragePath, size: int | None = None) -> FileInfo:
         columns=tuple(schema.names), min_key=kv.get(parquet_io.KEY_MIN), max_key=kv.get(parquet_io.KEY_MAX),
         is_sorted=parquet_io.is_sorted_footer(kv), bloom_text=kv.get(parquet_io.KEY_BLOOM),
         rg_rows=[md.row_group(r).num_rows for r in range(md.num_row_groups)], chunk_bytes=chunk_bytes,
-        source=path,
+        source=path, size=size,
     )
 
 
@@ -149,18 +150,25 @@ class FooterCache:
         self._items: OrderedDict[tuple[str, int, int], FileInfo] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, path: Path | StoragePath, stats: LookupStats | None = None) -> FileInfo:
-        try:
-            st = path.stat() if isinstance(path, StoragePath) else os.stat(path)
-        except FileNotFoundError:
-            raise CorruptFileError("data file vanished while being read (cleaned concurrently?)", path=path) from None
-        key = (str(path), st.st_size, st.st_mtime_ns)
+    def get(self, path: Path | StoragePath, stats: LookupStats | None = None, size: int | None = None) -> FileInfo:
+        """The footer of `path`; `size` (from a listing) spares the HEAD of an object-store file, whose
+        name is never reused for other bytes."""
+        if isinstance(path, StoragePath) and size is not None:
+            key: tuple[str, int, int] = (str(path), size, 0)
+        else:
+            try:
+                st = path.stat() if isinstance(path, StoragePath) else os.stat(path)
+            except FileNotFoundError:
+                raise CorruptFileError("data file vanished while being read (cleaned concurrently?)",
+                                       path=path) from None
+            key = (str(path), st.st_size, st.st_mtime_ns)
+            size = st.st_size
         with self._lock:
             info = self._items.get(key)
             if info is not None:
                 self._items.move_to_end(key)
                 return info
-        info = _file_info(path, st.st_size)
+        info = _file_info(path, size)
         if stats is not None:
             stats.footers_read += 1
             stats.footer_bytes += info.footer_bytes

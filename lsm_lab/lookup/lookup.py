@@ -208,7 +208,8 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
     # 3. read the key column of the candidate row groups, find the rows, then read the rest
     stats.files_opened += 1
     try:
-        pf = parquet_io.open_parquet(info.source if info.source is not None else info.path, metadata=info.metadata)
+        pf = parquet_io.open_parquet(info.source if info.source is not None else info.path, metadata=info.metadata,
+                                     size=info.size)
     except (OSError, pa.ArrowInvalid) as exc:
         raise CorruptFileError(f"cannot open Parquet file: {exc}", path=info.path) from None
     others = [c for c in columns if c in info.columns and c != key_col]
@@ -369,7 +370,7 @@ class PrunedReader:
             if f.name.ext != "parquet":
                 raise UnsupportedFeatureError(f"{f.name.ext} data files are not supported (only Parquet)",
                                               path=f.path)
-            info = self.footers.get(f.path, stats)
+            info = self.footers.get(f.path, stats, size=f.size)
             all_sorted = all_sorted and info.is_sorted
             delete = f.name.is_delete
             key_col = (RECORD_KEY if RECORD_KEY in info.columns else DELETE_KEY) if delete else RECORD_KEY
