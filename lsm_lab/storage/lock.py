@@ -22,6 +22,8 @@ create-if-absent of the completed instant, which stays the final arbiter.
 This follows Apache Hudi's `StorageBasedLockProvider` (same folder and file
 name, same fields, a 500 ms clock-drift margin).  Simplified: no audit log, no
 metrics, and re-entrancy is per thread, as in `services.lock`.
+
+Taught in: notebooks/11_object_storage.ipynb
 """
 
 from __future__ import annotations
