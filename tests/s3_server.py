@@ -57,7 +57,9 @@ def shared_server() -> S3Server:
     global _shared
     if _shared is None:
         import atexit
+        import logging
 
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's HTTP server logs every request
         from moto.server import ThreadedMotoServer  # moto[server] is a dev dependency
 
         port = free_port()

@@ -300,3 +300,22 @@ def test_bench_storage_small() -> None:
     read = result["s3"]["read"]["requests"]
     assert read["LIST"] <= 3 and read["PUT"] == 0 and read["GET"] > 0
     assert result["s3"]["bulk_insert"]["requests"]["PUT"] > 0
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_compatibility_tables_and_upgrade_on_s3(s3_table, tmp_table, version: int) -> None:
+    """v1 (#HUDI#) logs, the flat v6 timeline, Avro v8 instants and the upgrade to 10, in a bucket."""
+    kw: dict[str, Any] = {"partition_by": "p", "ordering_field": "ts", "table_version": version}
+    remote, local = s3_table(**kw), tmp_table(**kw)
+    for t in (remote, local):
+        for i in range(3):
+            t.upsert([{"id": f"k{j}", "p": "x", "ts": i, "v": i * 10 + j} for j in range(5)])
+        t.delete([{"id": "k1", "p": "x", "ts": 9}])
+    assert any(f.name.log_format == 1 for s in remote.latest_slices() for f in s.log_files)
+    assert rows(remote.read()) == rows(local.read())
+    remote.compact(strategy="full")
+    local.compact(strategy="full")
+    assert rows(remote.read()) == rows(local.read())
+    if version == 8:
+        upgraded = remote.upgrade()
+        assert upgraded.config.version == 10 and rows(upgraded.read()) == rows(local.read())
