@@ -271,6 +271,11 @@ def test_cli_on_s3_with_storage_options(tmp_path: Path, s3_server, capsys) -> No
     assert main(["show", "timeline", uri, *opts]) == 0
     assert "deltacommit" in capsys.readouterr().out
     assert main(["show", "footers", uri, *opts]) == 0
+    assert main(["show", "blooms", uri, *opts]) == 0
+    assert "bloom" in capsys.readouterr().out
+    assert main(["lookup", uri, "b", "--json", *opts]) == 0
+    assert '"b"' in capsys.readouterr().out
+    assert main(["clean", uri, *opts]) == 0
     with socket.socket() as sock:  # a port nobody listens on: one error line, no traceback
         sock.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{sock.getsockname()[1]}"

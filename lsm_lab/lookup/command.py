@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from lsm_lab.bench.lookup import __doc__ as bench_doc
@@ -30,6 +29,7 @@ from lsm_lab.errors import CorruptFileError
 from lsm_lab.layout import fsview
 from lsm_lab.lookup.footer import FooterCache
 from lsm_lab.lookup.stats import LookupStats
+from lsm_lab.storage import as_path
 from lsm_lab.table.table import open_table
 
 
@@ -47,7 +47,8 @@ def cmd_lookup(args: argparse.Namespace) -> int:
 
 def bloom_lines(path: str) -> list[str]:
     """`show blooms`: one line per Parquet data file with its key range and bloom facts."""
-    target = Path(path)
+    target = as_path(path)  # a folder, a file, or an object-store URI (options: --storage-option)
+    items: list[tuple[str, Any]]
     if target.is_file():
         items = [("", target)]
     else:

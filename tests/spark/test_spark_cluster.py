@@ -81,3 +81,29 @@ def test_standalone_cluster_runs_the_pipeline(spark: Any, tmp_path: Path) -> Non
     assert set(remote.column("_hoodie_commit_time").to_pylist()) != set()
     got = sorted(remote.drop_columns(["_hoodie_commit_time"]).to_pylist(), key=lambda r: r["uuid"])
     assert got == run_locally(spark, tmp_path / "local")
+
+
+# the same job on a table in a bucket of the test S3 server: the driver finds it through the AWS_* variables,
+# the executors' Python tasks through the root they receive (pickled as URI + resolved options)
+JOB_S3 = JOB.replace('folder / "trips"', "LOC").replace(
+    "conf, folder = json.loads(sys.argv[1]), Path(sys.argv[2])",
+    "conf, folder, LOC = json.loads(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]")
+
+
+def test_standalone_cluster_on_an_s3_table(spark: Any, tmp_path: Path, s3_server: Any) -> None:
+    import os
+
+    assert JOB_S3.count("LOC") >= 5
+    location = f"s3://{s3_server.new_bucket()}/trips"
+    cluster = StandaloneCluster(workers=2, cores=1, memory="1g", root=tmp_path / "cluster")
+    try:
+        cluster.start()
+        out = subprocess.run([sys.executable, "-c", JOB_S3, json.dumps(cluster.driver_conf()), str(tmp_path), location],
+                             capture_output=True, text=True, timeout=600, env={**os.environ, **s3_server.env()})
+        assert out.returncode == 0, out.stderr[-3000:]
+    finally:
+        cluster.stop()
+    assert cluster.alive_pids() == []
+    remote = pq.read_table(tmp_path / "snapshot")
+    got = sorted(remote.drop_columns(["_hoodie_commit_time"]).to_pylist(), key=lambda r: r["uuid"])
+    assert got == run_locally(spark, tmp_path / "local")
