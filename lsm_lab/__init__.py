@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from lsm_lab.errors import (
     ConflictError,
     CorruptFileError,
+    CorruptTableError,
     InputError,
     LsmLabError,
     PartitionValueError,
@@ -71,6 +72,7 @@ __all__ = [
     "ENGINES",
     "ConflictError",
     "CorruptFileError",
+    "CorruptTableError",
     "InputError",
     "Instant",
     "LookupStats",

@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lsm_lab import paths
 from lsm_lab.errors import TableConfigError, TableNotFoundError
 
 PROPERTIES_FILE = "hoodie.properties"
@@ -46,6 +47,9 @@ SUPPORTED_TABLE_VERSIONS = (6, 8, 9)
 TABLE_TYPES = ("COPY_ON_WRITE", "MERGE_ON_READ")
 LAYOUTS = ("default", "lsm_tree")
 MERGE_MODES = ("COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING", "CUSTOM")
+
+# Folders under .hoodie/ named by properties (validated by the path guard, lsm_lab.paths).
+TIMELINE_FOLDER_KEYS = ("hoodie.timeline.path", "hoodie.timeline.history.path", "hoodie.archivelog.folder")
 
 # Keys lsm_lab adds for its own bookkeeping (documented in docs/FORMAT.md).
 KEY_INSTANT_FORMAT = "lsm_lab.timeline.instant.format"  # json | avro
@@ -281,6 +285,9 @@ class TableConfig:
             raise TableConfigError("hoodie.bucket.index.num.buckets is not an integer", path=path) from None
         if num_buckets < 1:
             raise TableConfigError("hoodie.bucket.index.num.buckets must be at least 1", path=path)
+        for key in TIMELINE_FOLDER_KEYS:  # folders under .hoodie/: never a way out of the table
+            if props.get(key) is not None:
+                paths.relative(props[key], file=path, field=key)
         for key, allowed in ((KEY_LOG_FORMAT, ("1", "2")), (KEY_INSTANT_FORMAT, ("json", "avro"))):
             if props.get(key) is not None and props[key] not in allowed:
                 raise TableConfigError(f"{key} must be {' or '.join(allowed)}, not {props[key]!r}", path=path)
