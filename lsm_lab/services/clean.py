@@ -46,6 +46,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lsm_lab import paths
 from lsm_lab.errors import InputError
 from lsm_lab.layout import fsview
 from lsm_lab.services import heartbeat
@@ -204,7 +205,8 @@ def _execute(table: Table, inflight: Instant, plan: Mapping[str, Any], started: 
     failed: dict[str, list[str]] = {}
     for partition, entries in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
         for entry in entries:
-            path = table.path / entry["filePath"]
+            path = paths.inside(table.path, entry["filePath"], field="filePath",  # the path guard
+                                file=table.active_timeline.folder / inflight.file_name)
             try:
                 path.unlink()
                 deleted.setdefault(partition, []).append(entry["filePath"])

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lsm_lab.config import TableConfig
-from lsm_lab.errors import InputError
+from lsm_lab.errors import CorruptFileError, InputError
 from lsm_lab.layout import naming, parquet_io
 from lsm_lab.layout.fsview import FileGroup, FileSlice
 from lsm_lab.logformat import v2
@@ -69,7 +69,11 @@ def schema_to_text(schema: pa.Schema) -> str:
 
 
 def schema_from_text(text: str) -> pa.Schema:
-    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+    try:
+        return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text, validate=True)))
+    except (ValueError, TypeError, pa.ArrowException) as exc:  # binascii.Error is a ValueError
+        raise CorruptFileError(f"extraMetadata['{SCHEMA_KEY}'] is not a serialized Arrow schema: "
+                               f"{type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,29 @@ def _meta_columns(rows: pa.Table, instant: str, file_name: str, task: int) -> pa
     return pa.table({**cols, **{c: rows.column(c) for c in user}})
 
 
+def live_deletes(ctx: ReadContext, latest: FileSlice, rows: pa.Table, instant: str) -> pa.Table:
+    """The delete rows that remove a live record of the slice when merged with it (others change nothing).
+
+    Merges only the key, commit time and ordering columns of the slice with the
+    deletes, so a delete of an absent key, or one an event-time ordering makes
+    lose, is neither written nor counted.
+    """
+    spec = ctx.spec
+    cols = [RECORD_KEY, COMMIT_TIME] + ([spec.ordering] if spec.ordering else [])
+    current = read_slice(ctx, latest, columns=cols)
+    hit = rows.filter(pc.is_in(rows.column(RECORD_KEY), value_set=current.column(RECORD_KEY).combine_chunks()))
+    if hit.num_rows == 0:
+        return hit
+    full = ctx.full_schema
+    target = pa.schema([full.field(c) for c in cols] + [pa.field(DELETE_FLAG, pa.bool_(), False)])
+    old = records.conform(current.append_column(DELETE_FLAG, pa.array([False] * current.num_rows, pa.bool_())),
+                          target)
+    new = hit.append_column(COMMIT_TIME, pa.array([instant] * hit.num_rows, pa.string()))
+    new = records.conform(new.append_column(DELETE_FLAG, pa.array([True] * hit.num_rows, pa.bool_())), target)
+    survivors = merge_to_table([old, new], spec, engine="hash").column(RECORD_KEY).combine_chunks()
+    return hit.filter(pc.invert(pc.is_in(hit.column(RECORD_KEY), value_set=survivors)))
+
+
 def _delete_rows(rows: pa.Table, ordering: str | None) -> pa.Table:
     n = rows.num_rows
     ordering_val = (v2.encode_ordering(rows.column(ordering)) if ordering and ordering in rows.column_names
@@ -218,6 +245,11 @@ def write_file_group(
     if existing_keys is not None and not is_delete:
         num_updates = int(pc.sum(pc.is_in(rows.column(RECORD_KEY), value_set=existing_keys)).as_py() or 0)
 
+    if config.is_mor and is_delete and latest is not None:
+        rows = live_deletes(ctx, latest, rows, instant)  # keys the merge really deletes (counted, not assumed)
+        n = rows.num_rows
+        if n == 0:
+            return []
     if config.is_mor:
         if config.log_format_version == 1 and latest is not None:  # compatibility tables (versions 6, 8)
             return _write_v1_log(config=config, base_path=base_path, folder=folder, partition=partition,
