@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lsm_lab import paths
-from lsm_lab.errors import TableConfigError, TableNotFoundError
+from lsm_lab.errors import InputError, TableConfigError, TableNotFoundError
 
 PROPERTIES_FILE = "hoodie.properties"
 META_FOLDER = ".hoodie"
@@ -321,6 +321,22 @@ def _infer_merge_mode(props: Mapping[str, str], version: int, ordering: str | No
     return "EVENT_TIME_ORDERING"
 
 
+# properties set from create_table's explicit arguments (an option may not contradict them)
+ARGUMENT_KEYS = {
+    "hoodie.table.name": "name",
+    "hoodie.table.type": "table_type",
+    "hoodie.table.version": "table_version",
+    "hoodie.table.recordkey.fields": "record_key",
+    "hoodie.table.partition.fields": "partition_by",
+    "hoodie.table.ordering.fields": "ordering_field",
+    "hoodie.table.precombine.field": "ordering_field",
+    "hoodie.table.storage.layout": "layout",
+    "hoodie.datasource.write.hive_style_partitioning": "hive_style",
+    "hoodie.bucket.index.num.buckets": "num_buckets",
+}
+_ORDERING_KEYS = ("hoodie.table.ordering.fields", "hoodie.table.precombine.field")
+
+
 def build_props(
     *,
     name: str,
@@ -376,6 +392,12 @@ def build_props(
         props["hoodie.archivelog.folder"] = "archived"
     props[KEY_INSTANT_FORMAT] = "json"
     props[KEY_LOG_FORMAT] = "2" if version >= 9 else "1"
+    for key, argument in ARGUMENT_KEYS.items():  # an option may repeat an explicit argument, never contradict it
+        if extra and key in extra:
+            mine = props.get(key, ordering_field if key in _ORDERING_KEYS else None)
+            if str(extra[key]) != (mine if mine is not None else ""):
+                raise InputError(f"option {key}={extra[key]!r} contradicts the argument {argument}="
+                                 f"{mine!r}; pass the value as the argument")
     if extra:
         props.update({k: str(v) for k, v in extra.items()})
     return props

@@ -118,6 +118,42 @@ def list_data_files(base_path: Path) -> list[tuple[str, Path, FileName]]:
     return out
 
 
+FIRST_WRITE_FAILED = ".lsm_lab_first_write_failed"
+
+
+def mark_first_write_failed(base_path: Path) -> None:
+    """Note that the table's first write failed before writing anything (see `abandoned_table`)."""
+    (base_path / ".hoodie" / FIRST_WRITE_FAILED).touch()
+
+
+def abandoned_table(base_path: Path) -> bool:
+    """Whether `base_path` holds an lsm_lab table that never got data: created, then its first write failed.
+
+    True when the first write marked the table (`FIRST_WRITE_FAILED`), hoodie.properties
+    says lsm_lab created it, the timeline holds no pending instant and no completed
+    write, and there is no data file: creating the table again may then replace it
+    (nothing can be lost).  A table nobody tried to write to stays protected.
+    """
+    from lsm_lab.timeline.instant import WRITE_ACTIONS, State, parse_file_name
+
+    meta = base_path / ".hoodie"
+    if not (meta / FIRST_WRITE_FAILED).is_file():
+        return False
+    try:
+        text = (meta / "hoodie.properties").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    if "lsm_lab.created=true" not in text.splitlines():
+        return False
+    for folder in (meta, meta / "timeline"):
+        if folder.is_dir():
+            for name in os.listdir(folder):
+                parsed = parse_file_name(name)
+                if parsed is not None and (parsed[2] is not State.COMPLETED or parsed[1] in WRITE_ACTIONS):
+                    return False
+    return not list_data_files(base_path)
+
+
 def list_partitions(base_path: Path) -> list[str]:
     return sorted({p for p, _, _ in list_data_files(base_path)})
 

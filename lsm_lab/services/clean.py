@@ -46,7 +46,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lsm_lab import paths
+from lsm_lab import checks, paths
 from lsm_lab.errors import InputError
 from lsm_lab.layout import fsview
 from lsm_lab.services import heartbeat
@@ -94,6 +94,10 @@ def _positive(value: Any, what: str) -> int:
 
 def resolve_policy(props: Mapping[str, str], policy: str | None, retained: int | None) -> tuple[str, int]:
     """(policy, how many commits/versions to keep) from the arguments or the table properties."""
+    if retained is not None:
+        checks.int_arg(retained, "retained", minimum=1)
+    if policy is not None:
+        checks.str_arg(policy, "policy")
     chosen = (policy or _setting(props, ("hoodie.clean.policy", "hoodie.cleaner.policy"),
                                  KEEP_LATEST_COMMITS)).upper()
     aliases = {"COMMITS": KEEP_LATEST_COMMITS, "FILE_VERSIONS": KEEP_LATEST_FILE_VERSIONS,

@@ -67,6 +67,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lsm_lab import checks
 from lsm_lab.errors import ConflictError, CorruptFileError, InputError, LsmLabError, TimelineError
 from lsm_lab.layout import fsview, naming, parquet_io
 from lsm_lab.layout.fsview import DataFile
@@ -79,6 +80,7 @@ from lsm_lab.services.lock import table_lock
 from lsm_lab.services.planner import (
     FULL,
     LOG,
+    PLANNER_KEYS,
     STRATEGIES,
     CompactionPlan,
     Operation,
@@ -358,7 +360,12 @@ def schedule(table: Table, *, strategy: str = "hybrid", merge: str | None = None
     if strategy not in STRATEGIES:
         raise InputError(f"unknown compaction strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     table._check_writable()
-    config = PlannerConfig.from_props({**table.config.props, **dict(options or {})})
+    options = checks.options_arg(options)
+    unknown = sorted(set(options) - set(PLANNER_KEYS))
+    if unknown:
+        raise InputError(f"unknown compaction option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
+                         f"known: {', '.join(PLANNER_KEYS)}")
+    config = PlannerConfig.from_props({**table.config.props, **options})
     timeline = table.active_timeline
     with table_lock(table.path):
         rollback_failed_writes(table.path, timeline)

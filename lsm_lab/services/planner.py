@@ -70,6 +70,7 @@ KEY_LOG_FILE_NUM = "hoodie.compaction.hybrid.log.file.num.threshold"
 KEY_LOG_TOTAL_SIZE = "hoodie.compaction.hybrid.log.total.size.threshold"
 KEY_SMALL_BASE = "hoodie.parquet.small.file.limit"
 KEY_RATIO = "hoodie.compaction.hybrid.log.to.base.ratio"
+PLANNER_KEYS = (KEY_LOG_FILE_NUM, KEY_LOG_TOTAL_SIZE, KEY_SMALL_BASE, KEY_RATIO)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import pyarrow as pa
 
+from lsm_lab import checks
 from lsm_lab import config as cfg
 from lsm_lab.config import TableConfig
 from lsm_lab.errors import InputError, LsmLabError, TableConfigError, TimelineError, UnsupportedFeatureError
@@ -288,7 +289,12 @@ class Table:
         """One optimistic write (services.occ): files written without the lock, conflicts checked at commit."""
         self._check_writable()
         current = self.schema
-        batch = writer.prepare(self.config, current, data, op)
+        try:
+            batch = writer.prepare(self.config, current, data, op)
+        except LsmLabError:
+            if current is None and not self.completed_writes():  # create_table may start this table over
+                fsview.mark_first_write_failed(self.path)
+            raise
         action = DELTA_COMMIT if self.config.is_mor else COMMIT
         with occ.WriteTransaction(self.path, self.active_timeline, action, {"operationType": op.upper()}) as txn:
             txn.begin(self.latest_completion)
@@ -371,6 +377,7 @@ class Table:
         folders) or a `pyarrow.compute.Expression`; `merge`: force an engine
         (`sorted`, `loser_tree`, `hash`, `heapq`).
         """
+        columns = checks.columns_arg(columns)
         read_time = self._resolve_time(as_of)
         self._check_retained(read_time)
         ctx = self._read_context(read_time)
@@ -394,10 +401,12 @@ class Table:
         """
         from lsm_lab.lookup.lookup import lookup as _lookup
 
+        columns = checks.columns_arg(columns)
         return _lookup(self, keys, as_of=as_of, columns=columns, stats=stats)
 
     def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: Any = None) -> pa.Table:
         """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table."""
+        columns = checks.columns_arg(columns)
         read_time = self._resolve_time(as_of)
         self._check_retained(read_time)
         ctx = self._read_context(read_time)
@@ -413,6 +422,7 @@ class Table:
 
     def read_incremental(self, start: Any, end: Any = None, *, columns: Sequence[str] | None = None) -> pa.Table:
         """Records whose latest version was written by instants completed in (start, end]."""
+        columns = checks.columns_arg(columns)
         lo = self._resolve_time(start)
         hi = self._resolve_time(end) or self.latest_completion()
         if hi is None:
@@ -551,6 +561,7 @@ def create_table(
     hive_style: bool = True,
     num_buckets: int = 4,
     table_version: int = 9,
+    properties: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> Table:
     """Create a new table at `path` (the folder may exist but must not hold a table).
@@ -560,8 +571,14 @@ def create_table(
     properties can be passed as `options` (e.g. ``**{"hoodie.cleaner.commits.retained": "5"}``).
     `table_version=6` or `8` creates a compatibility table that older Hudi readers
     understand: v1 log files, the timeline and properties of that version
-    (`lsm_lab.interop.compat`).
+    (`lsm_lab.interop.compat`).  `properties` is the same as `options`, as a mapping.
+    Every argument is checked before anything is written; an option may repeat an
+    argument but not contradict it.  A table whose first write failed (nothing
+    committed, no data file) may be created again.
     """
+    checks.create_table_args(path=path, name=name, record_key=record_key, partition_by=partition_by,
+                             ordering_field=ordering_field, table_type=table_type, layout=layout,
+                             hive_style=hive_style, num_buckets=num_buckets, table_version=table_version)
     table_type = table_type.upper()
     if table_type in ("MOR",):
         table_type = "MERGE_ON_READ"
@@ -583,9 +600,12 @@ def create_table(
     if int(num_buckets) < 1:
         raise InputError("num_buckets must be at least 1")
     base = Path(path)
-    if (base / ".hoodie").exists():
+    if base.exists() and not base.is_dir():
+        raise InputError("path is a file, not a folder for a table", path=base)
+    replacing = fsview.abandoned_table(base)  # a table whose first write failed: created again
+    if (base / ".hoodie").exists() and not replacing:
         raise TableConfigError("a table (or a .hoodie folder) already exists here", path=base)
-    extra = {str(k): str(v) for k, v in options.items()}
+    extra = {**checks.options_arg(properties, "properties"), **checks.options_arg(options)}
     props = cfg.build_props(name=name, record_key=keys, partition_by=parts, ordering_field=ordering_field,
                             table_type=table_type, layout=layout, version=table_version, hive_style=hive_style,
                             num_buckets=int(num_buckets), extra=extra)
@@ -595,13 +615,15 @@ def create_table(
         props = compat_props(props, table_version)
         props.update(extra)
     base.mkdir(parents=True, exist_ok=True)
-    config = cfg.write_config(base, props, create=True)
+    config = cfg.write_config(base, props, create=not replacing)
+    (base / ".hoodie" / fsview.FIRST_WRITE_FAILED).unlink(missing_ok=True)
     ActiveTimeline(base, config).folder.mkdir(parents=True, exist_ok=True)
     return Table(base, config)
 
 
 def open_table(path: str | os.PathLike[str]) -> Table:
     """Open an existing table (lsm_lab's or Apache Hudi's) at `path`."""
+    checks.path_arg(path)
     return Table(path, cfg.read_config(path))
 
 

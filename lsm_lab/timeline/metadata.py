@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -149,7 +149,7 @@ def check_shape(content: Mapping[str, Any], *, path: str | None = None) -> None:
                                    f"{'object' if container is dict else 'array'}", path=path)
         if item is None:
             continue
-        items = value.values() if isinstance(value, dict) else value
+        items: Iterable[Any] = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
         if isinstance(value, dict) and not all(isinstance(k, str) for k in value):
             raise CorruptFileError(f"'{key}' has a key that is not a string", path=path)
         for v in items:
