@@ -41,6 +41,7 @@ from lsm_lab.table import write as writer
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.archive import ArchivedTimeline, is_archived
 from lsm_lab.timeline.clock import parse_time
+from lsm_lab.timeline.committed import committed_files
 from lsm_lab.timeline.instant import (
     COMMIT,
     COMPACTION,
@@ -254,6 +255,7 @@ class Table:
             self.path, completion, read_time=read_time, replaced=replaced,
             v1_logs_by_base_instant=self.config.version < 8, partitions=partitions,
             compaction_instants=compactions,
+            committed=committed_files(str(self.path), writes, self.instant_metadata),  # missing files: an error
         )
 
     def latest_slices(self, as_of: Any = None, partitions: Iterable[str] | None = None) -> list[FileSlice]:
