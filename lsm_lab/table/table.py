@@ -255,7 +255,8 @@ class Table:
             self.path, completion, read_time=read_time, replaced=replaced,
             v1_logs_by_base_instant=self.config.version < 8, partitions=partitions,
             compaction_instants=compactions,
-            committed=committed_files(str(self.path), writes, self.instant_metadata),  # missing files: an error
+            committed=committed_files(str(self.path), writes, self.instant_metadata,  # missing files: an error
+                                      timeline_folder=self.active_timeline.folder),
         )
 
     def latest_slices(self, as_of: Any = None, partitions: Iterable[str] | None = None) -> list[FileSlice]:

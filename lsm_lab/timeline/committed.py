@@ -23,15 +23,17 @@ each partition; lsm_lab derives the same list from the commit metadata.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from lsm_lab import paths
 from lsm_lab.timeline.instant import Instant
 from lsm_lab.timeline.metadata import iter_write_stats
 
-_cache: dict[tuple[str, str, str], tuple[tuple[str, str], ...]] = {}
+_cache: dict[tuple[str, str, str, tuple[int, int]], tuple[tuple[str, str], ...]] = {}
 _guard = threading.Lock()
 _MAX = 200_000
 
@@ -46,12 +48,24 @@ def files_of(metadata: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def _stamp(folder: Path | None, inst: Instant) -> tuple[int, int]:
+    """(size, mtime) of an active instant file: a file changed by hand is read again (archived files never change)."""
+    if folder is None or inst.file_name.startswith("archived:"):
+        return (0, 0)
+    try:
+        st = os.stat(folder / inst.file_name)
+    except OSError:
+        return (-1, -1)
+    return (st.st_size, st.st_mtime_ns)
+
+
 def committed_files(table_key: str, writes: Iterable[Instant],
-                    metadata_of: Callable[[Instant], dict[str, Any]]) -> dict[tuple[str, str], str]:
+                    metadata_of: Callable[[Instant], dict[str, Any]], *,
+                    timeline_folder: Path | None = None) -> dict[tuple[str, str], str]:
     """(partition, file name) → begin time of the completed write that lists it (a later instant wins)."""
     out: dict[tuple[str, str], str] = {}
     for inst in writes:
-        key = (table_key, inst.begin_time, inst.file_name)
+        key = (table_key, inst.begin_time, inst.file_name, _stamp(timeline_folder, inst))
         with _guard:
             hit = _cache.get(key)
         if hit is None:
