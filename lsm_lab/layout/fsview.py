@@ -266,10 +266,10 @@ def build_file_groups(
 
 
 def _identity(partition: str, name: FileName) -> tuple[str, ...]:
-    """What makes a file the one a commit listed (a base file in another format is still that file)."""
+    """What makes a file the one a commit listed (the same file in another name dialect or format is that file)."""
     if name.is_base:
         return (partition, "base", name.file_id, name.write_token, name.instant)
-    return (partition, name.name)
+    return (partition, "log", name.file_id, name.write_token, name.instant, str(name.version), name.content)
 
 
 def _without_missing(slices: list[FileSlice]) -> list[FileSlice]:

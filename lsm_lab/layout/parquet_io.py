@@ -43,14 +43,14 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lsm_lab.errors import CorruptFileError, LsmLabError
+from lsm_lab.errors import CorruptFileError, CorruptTableError, LsmLabError
 
 KEY_MIN = "hoodie_min_record_key"
 KEY_MAX = "hoodie_max_record_key"
@@ -167,12 +167,32 @@ def footer(path: str | os.PathLike[str]) -> dict[str, str]:
     return out
 
 
-def read_parquet(path: str | os.PathLike[str], columns: list[str] | None = None) -> pa.Table:
-    """Read a Parquet data file (selected columns that exist), with a typed error on corruption."""
+def read_parquet(path: str | os.PathLike[str], columns: list[str] | None = None, *,
+                 allowed: Collection[str] | None = None) -> pa.Table:
+    """Read a Parquet data file (selected columns that exist), with a typed error on corruption.
+
+    `allowed`: the columns the table's stored schema knows; a file holding another one
+    is a `CorruptTableError` (the stored schema would silently drop it from reads).
+    """
     try:
         pf = pq.ParquetFile(path)
         names = pf.schema_arrow.names
         cols = None if columns is None else [c for c in columns if c in names]
+        if allowed is not None:
+            check_columns(path, names, allowed)
         return pf.read(columns=cols)
     except (OSError, pa.ArrowInvalid) as exc:
         raise CorruptFileError(f"cannot read Parquet file: {exc}", path=path) from None
+
+
+# columns Hudi may write into data files besides the table schema's
+OPTIONAL_META_COLUMNS = ("_hoodie_operation",)
+
+
+def check_columns(path: str | os.PathLike[str], names: Collection[str], allowed: Collection[str]) -> None:
+    """CorruptTableError when a data file holds a column the table's stored schema lacks."""
+    extra = [n for n in names if n not in allowed and n not in OPTIONAL_META_COLUMNS]
+    if extra:
+        raise CorruptTableError(f"the file holds column{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))} "
+                                "that the table's stored schema lacks (reads would silently drop them)",
+                                path=path, field="extraMetadata schema")

@@ -265,7 +265,7 @@ def _ordered_logs(ctx: ReadContext, fs: FileSlice) -> list[DataFile]:
         from lsm_lab.table import v1read
     except ImportError:  # pragma: no cover - older checkouts: the view's completion order
         return [f for f in fs.log_files if f.name.content != "cdc"]
-    units = v1read.ordered_units(ctx.completion_of, ctx.read_time, fs)
+    units = v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict)
     if any(getattr(u, "is_v1", False) for u in units):
         raise _Fallback("v1 log blocks")
     return [u.file for u in units]

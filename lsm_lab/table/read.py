@@ -64,6 +64,7 @@ class ReadContext:
     schema: pa.Schema  # user columns of the table
     completion_of: dict[str, str] = field(default_factory=dict)  # committed begin → completion time
     read_time: str | None = None
+    strict: bool = False  # a corrupt v1 block raises instead of being skipped (table.v1read)
 
     @property
     def full_schema(self) -> pa.Schema:
@@ -146,6 +147,11 @@ def _delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, parti
     return records.conform(pa.table(cols), target)
 
 
+def _allowed(ctx: ReadContext) -> set[str] | None:
+    """Columns a data file may hold: the stored schema's (None when the table has no stored schema)."""
+    return set(ctx.full_schema.names) | set(ctx.config.record_key) if len(ctx.schema) else None
+
+
 def _file_columns(needed: Sequence[str], ctx: ReadContext) -> list[str]:
     # key fields are needed to rebuild record keys of files written without meta columns
     return list(dict.fromkeys(list(needed) + list(ctx.config.record_key)))
@@ -168,10 +174,10 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str]) -> tupl
         if f.name.ext in ("orc", "hfile", "lance"):
             raise UnsupportedFeatureError(f"{f.name.ext} data files are not supported (only Parquet)", path=f.path)
     if fs.base_file is not None:
-        table = parquet_io.read_parquet(fs.base_file.path, _file_columns(needed, ctx))
+        table = parquet_io.read_parquet(fs.base_file.path, _file_columns(needed, ctx), allowed=_allowed(ctx))
         sources.append(_data_source(ctx, table, target, fs.partition))
         all_sorted = (table.schema.metadata or {}).get(parquet_io.KEY_SORTED.encode()) == b"true"
-    for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs):
+    for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict):
         f = unit.file
         if unit.is_v1:
             kind, table = v1read.block_table(unit)
@@ -183,7 +189,7 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str]) -> tupl
             table = parquet_io.read_parquet(f.path)
             sources.append(_delete_source(ctx, table, target, f.partition))
         else:
-            table = parquet_io.read_parquet(f.path, _file_columns(needed, ctx))
+            table = parquet_io.read_parquet(f.path, _file_columns(needed, ctx), allowed=_allowed(ctx))
             sources.append(_data_source(ctx, table, target, f.partition))
         meta = table.schema.metadata or {}
         all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
@@ -226,6 +232,9 @@ def _stream_file(ctx: ReadContext, f: DataFile, target: pa.Schema, columns: list
     try:
         pf = pq.ParquetFile(f.path, pre_buffer=False, buffer_size=STREAM_BUFFER_BYTES)
         names = pf.schema_arrow.names
+        allowed = None if f.name.is_delete else _allowed(ctx)
+        if allowed is not None:
+            parquet_io.check_columns(f.path, names, allowed)
         cols = None if columns is None else [c for c in columns if c in names]
         for batch in pf.iter_batches(batch_size=batch_size, columns=cols):
             if batch.num_rows == 0:
@@ -294,7 +303,7 @@ def _iter_sources_v1(ctx: ReadContext, files: Sequence[DataFile], needed: Sequen
     first = logs[0]
     fs = FileSlice(first.partition, first.file_id, bases[0].instant if bases else first.instant,
                    bases[0] if bases else None, logs)
-    for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs):
+    for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict):
         f = unit.file
         if unit.is_v1:
             kind, table = v1read.block_table(unit)

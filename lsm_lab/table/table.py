@@ -18,6 +18,7 @@ latest commit's `extraMetadata`, as Hudi does.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -60,9 +61,10 @@ if TYPE_CHECKING:
 class Table:
     """A Hudi table on local storage, as lsm_lab reads and writes it."""
 
-    def __init__(self, path: str | os.PathLike[str], config: TableConfig) -> None:
+    def __init__(self, path: str | os.PathLike[str], config: TableConfig, *, strict: bool = False) -> None:
         self.path = Path(path)
         self.config = config
+        self.strict = strict  # corrupt v1 log blocks raise instead of being skipped as Hudi does
         self.active_timeline = ActiveTimeline(self.path, config)
 
     # ------------------------------------------------------------------ basics
@@ -230,7 +232,7 @@ class Table:
         if schema is None:
             schema = self._schema_from_files()
         return reader.ReadContext(self.path, self.config, schema or pa.schema([]),
-                                  self.completion_map(read_time), read_time)
+                                  self.completion_map(read_time), read_time, strict=self.strict)
 
     def _schema_from_files(self) -> pa.Schema | None:
         for _, path, name in fsview.list_data_files(self.path):
@@ -373,17 +375,20 @@ class Table:
 
     # ------------------------------------------------------------------ reads
     def read(self, *, as_of: Any = None, columns: Sequence[str] | None = None, filter: Any = None,
-             merge: str | None = None) -> pa.Table:
+             merge: str | None = None, strict: bool | None = None) -> pa.Table:
         """Snapshot read (or time travel to the completion time `as_of`).
 
         `filter`: a list of `(column, op, value)` tuples (partition columns prune
         folders) or a `pyarrow.compute.Expression`; `merge`: force an engine
-        (`sorted`, `loser_tree`, `hash`, `heapq`).
+        (`sorted`, `loser_tree`, `hash`, `heapq`); `strict`: raise on a corrupt v1 log
+        block instead of skipping it as Hudi does (default: the table's, see `open_table`).
         """
         columns = checks.columns_arg(columns)
         read_time = self._resolve_time(as_of)
         self._check_retained(read_time)
         ctx = self._read_context(read_time)
+        if strict is not None:
+            ctx = dataclasses.replace(ctx, strict=checks.bool_arg(strict, "strict"))
         parts = reader.prune_partitions(self.config, ctx.schema, self.partitions(), filter)
         slices = self.latest_slices(read_time, partitions=parts)
         if isinstance(filter, pa.compute.Expression) and columns is not None:
@@ -624,10 +629,15 @@ def create_table(
     return Table(base, config)
 
 
-def open_table(path: str | os.PathLike[str]) -> Table:
-    """Open an existing table (lsm_lab's or Apache Hudi's) at `path`."""
+def open_table(path: str | os.PathLike[str], *, strict: bool = False) -> Table:
+    """Open an existing table (lsm_lab's or Apache Hudi's) at `path`.
+
+    A corrupt block in a v1 (#HUDI#) log file is skipped by reads, as Hudi's
+    log reader does (a torn append leaves one); `strict=True` makes such a read
+    raise `CorruptFileError` instead.
+    """
     checks.path_arg(path)
-    return Table(path, cfg.read_config(path))
+    return Table(path, cfg.read_config(path), strict=checks.bool_arg(strict, "strict"))
 
 
 __all__ = ["Table", "create_table", "open_table"]
