@@ -75,7 +75,7 @@ from lsm_lab.logformat import v2
 from lsm_lab.merge import SORTED_ENGINES, merge_sources, merge_to_table
 from lsm_lab.merge.semantics import MergeMode, select_winners
 from lsm_lab.progress import progress as show_progress
-from lsm_lab.services import heartbeat, markers
+from lsm_lab.services import heartbeat, markers, plancheck
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.planner import (
     FULL,
@@ -428,6 +428,8 @@ def execute(table: Table, instant: Instant | str, *, merge: str | None = None,
             raise
     try:
         plan = read_plan(timeline, inflight)
+        plancheck.verify(table.file_groups(), plan.operations, begin,  # the plan still matches the view
+                         plan_file=timeline.folder / _requested(inflight, table.config.timeline_layout).file_name)
         engine = merge or plan.merge
         schema = table.schema
         read_ctx = ReadContext(table.path, table.config, schema or pa.schema([]), table.completion_map(), None)
