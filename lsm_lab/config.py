@@ -249,7 +249,9 @@ class TableConfig:
             raise TableConfigError(
                 f"unknown hoodie.table.type '{table_type}' (expected one of {', '.join(TABLE_TYPES)})", path=path
             )
-        raw_version = props.get("hoodie.table.version", "6")
+        raw_version = props.get("hoodie.table.version")
+        if raw_version is None:  # guessing a version would read the wrong timeline layout as an empty table
+            raise TableConfigError("hoodie.properties has no 'hoodie.table.version'", path=path)
         try:
             version = int(raw_version)
         except ValueError:

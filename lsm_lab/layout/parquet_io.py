@@ -156,7 +156,7 @@ def footer(path: str | os.PathLike[str]) -> dict[str, str]:
     """The footer key-value metadata of a Parquet file, decoded as UTF-8 (Arrow's schema key excluded)."""
     try:
         meta = pq.read_metadata(path).metadata or {}
-    except (OSError, pa.ArrowInvalid) as exc:
+    except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
         raise CorruptFileError(f"not a readable Parquet file: {exc}", path=path) from None
     out: dict[str, str] = {}
     for k, v in meta.items():
@@ -181,7 +181,7 @@ def read_parquet(path: str | os.PathLike[str], columns: list[str] | None = None,
         if allowed is not None:
             check_columns(path, names, allowed)
         return pf.read(columns=cols)
-    except (OSError, pa.ArrowInvalid) as exc:
+    except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
         raise CorruptFileError(f"cannot read Parquet file: {exc}", path=path) from None
 
 

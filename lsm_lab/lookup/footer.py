@@ -116,7 +116,7 @@ def _file_info(path: Path) -> FileInfo:
     try:
         md = pq.read_metadata(path)
         schema = md.schema.to_arrow_schema()
-    except (OSError, pa.ArrowInvalid) as exc:
+    except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
         raise CorruptFileError(f"cannot read the Parquet footer: {exc}", path=path) from None
     kv = {k.decode("utf-8", "replace"): v for k, v in (md.metadata or {}).items()}
 

@@ -209,14 +209,14 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
     stats.files_opened += 1
     try:
         pf = pq.ParquetFile(info.path, metadata=info.metadata)
-    except (OSError, pa.ArrowInvalid) as exc:
+    except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
         raise CorruptFileError(f"cannot open Parquet file: {exc}", path=info.path) from None
     others = [c for c in columns if c in info.columns and c != key_col]
     pieces: list[pa.Table] = []
     for rg, ks in plan:
         try:
             key_tbl = pf.read_row_group(rg, columns=[key_col])
-        except (OSError, pa.ArrowInvalid) as exc:
+        except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
             raise CorruptFileError(f"cannot read row group {rg}: {exc}", path=info.path) from None
         stats.row_groups_read += 1
         stats.data_bytes += info.chunk_bytes[rg].get(key_col, 0)
@@ -242,7 +242,7 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
         if others:
             try:
                 rest = pf.read_row_group(rg, columns=others)
-            except (OSError, pa.ArrowInvalid) as exc:
+            except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
                 raise CorruptFileError(f"cannot read row group {rg}: {exc}", path=info.path) from None
             stats.data_bytes += sum(info.chunk_bytes[rg].get(c, 0) for c in others)
             rest = rest.take(take)

@@ -55,7 +55,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lsm_lab.errors import InputError, TimelineError
+from lsm_lab.errors import CorruptFileError, InputError, TimelineError
 from lsm_lab.layout.fsview import FileSlice
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import COMPACTION, LOG_COMPACTION, Instant, State
@@ -234,7 +234,12 @@ def read_plan(timeline: ActiveTimeline, instant: Instant) -> CompactionPlan:
     """The plan stored in a (log) compaction's requested file."""
     if instant.action not in (COMPACTION, LOG_COMPACTION):
         raise InputError(f"{instant} is not a compaction")
-    return CompactionPlan.from_json(timeline.read_content(instant, State.REQUESTED))
+    content = timeline.read_content(instant, State.REQUESTED)
+    try:
+        return CompactionPlan.from_json(content)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a field of the wrong kind
+        raise CorruptFileError(f"compaction plan {instant.begin_time} is malformed: {type(exc).__name__}: {exc}",
+                               path=timeline.folder) from None
 
 
 def pending_plans(timeline: ActiveTimeline) -> list[tuple[Instant, CompactionPlan]]:

@@ -243,7 +243,7 @@ def _stream_file(ctx: ReadContext, f: DataFile, target: pa.Schema, columns: list
             table = (_delete_source(ctx, table, target, f.partition) if f.name.is_delete
                      else _data_source(ctx, table, target, f.partition))
             yield from table.to_batches(max_chunksize=batch_size)
-    except (OSError, pa.ArrowInvalid) as exc:
+    except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
         raise CorruptFileError(f"cannot read Parquet file: {exc}", path=f.path) from None
 
 
@@ -269,7 +269,7 @@ def iter_sources(ctx: ReadContext, files: Sequence[DataFile], needed: Sequence[s
             raise UnsupportedFeatureError("compaction streams Parquet base files and v2 logs only", path=f.path)
         try:
             meta = pq.read_metadata(f.path).metadata or {}
-        except (OSError, pa.ArrowInvalid) as exc:
+        except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
             raise CorruptFileError(f"not a readable Parquet file: {exc}", path=f.path) from None
         all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
         columns = None if f.name.is_delete else _file_columns(needed, ctx)

@@ -117,11 +117,15 @@ def v1_blocks(files: Sequence[DataFile], *, strict: bool = False) -> list[tuple[
     for pos, f in enumerate(files):
         if f.name.content == "cdc":
             continue
+        mine = False
         for block in v1.iter_blocks(f.path):
             if strict and block.is_corrupt:
                 raise CorruptFileError(f"corrupt block at byte {block.offset}: {block.detail} "
                                        "(strict read; without strict=True it is skipped, as Hudi does)", path=f.path)
+            mine = mine or block.instant_time == f.instant or not f.completion_time
             out.append((pos, f, block))
+        if strict and not mine:  # versions 8+ name a log for the instant that wrote its blocks
+            raise CorruptFileError(f"the log holds no block of its instant {f.instant} (strict read)", path=f.path)
     return out
 
 

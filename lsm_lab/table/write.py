@@ -71,7 +71,7 @@ def schema_to_text(schema: pa.Schema) -> str:
 def schema_from_text(text: str) -> pa.Schema:
     try:
         return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text, validate=True)))
-    except (ValueError, TypeError, pa.ArrowException) as exc:  # binascii.Error is a ValueError
+    except (ValueError, TypeError, OSError, pa.ArrowException) as exc:  # binascii.Error is a ValueError
         raise CorruptFileError(f"extraMetadata['{SCHEMA_KEY}'] is not a serialized Arrow schema: "
                                f"{type(exc).__name__}: {str(exc)[:200]}") from None
 

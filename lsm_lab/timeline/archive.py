@@ -193,7 +193,7 @@ class ArchivedTimeline:
             path = self.folder / name
             try:
                 table = pq.read_table(path, columns=["instantTime", "completionTime", "action"])
-            except (pa.ArrowInvalid, OSError) as exc:
+            except (pa.ArrowException, ValueError, OSError) as exc:
                 if isinstance(exc, FileNotFoundError):
                     raise
                 raise CorruptFileError(f"cannot read LSM timeline file: {exc}", path=path) from None
