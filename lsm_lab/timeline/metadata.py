@@ -125,7 +125,7 @@ _SHAPES: dict[str, tuple[type, type | tuple[type, ...] | None]] = {
     "partitionToWriteStats": (dict, (list, type(None))),
     "partitionToReplaceFileIds": (dict, (list, type(None))),
     "operations": (list, dict),
-    "filePathsToBeDeletedPerPartition": (dict, (list, type(None))),
+    "filePathsToBeDeletedPerPartition": (dict, list),
     "instantsToRollback": (list, (dict, str)),
     "savepointsToDelete": (list, str),
     "partitionMetadata": (dict, dict),
