@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from lsm_lab.errors import CorruptTableError

@@ -52,8 +52,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lsm_lab.config import TableConfig
-from lsm_lab.paths import is_instant_time
 from lsm_lab.errors import CorruptFileError, CorruptTableError, TimelineError
+from lsm_lab.paths import is_instant_time
 from lsm_lab.timeline.instant import Instant, State, normalize_time
 from lsm_lab.timeline.metadata import check_paths, decode_instant_content
 

@@ -25,10 +25,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-import lsm_lab
-from lsm_lab.layout import fsview
-from lsm_lab.logformat import v1
 from fuzzkit import (
     canonical,
     describe,
@@ -38,6 +34,10 @@ from fuzzkit import (
     outcome,
     parquet_regions,
 )
+
+import lsm_lab
+from lsm_lab.layout import fsview
+from lsm_lab.logformat import v1
 
 pytestmark = pytest.mark.slow
 

@@ -86,7 +86,7 @@ def _restore_plan(value_of: Callable[[Path], str], key: str) -> Vector:
 def _clean_path(value_of: Callable[[Path], str]) -> Vector:
     def vector(t: Path, sentinel: Path) -> None:
         def change(doc: dict) -> None:
-            part, entries = next(iter(doc["filePathsToBeDeletedPerPartition"].items()))
+            _part, entries = next(iter(doc["filePathsToBeDeletedPerPartition"].items()))
             entries[0]["filePath"] = value_of(sentinel)
         _edit_json(_latest(t, ".clean.requested"), change)
     return vector
