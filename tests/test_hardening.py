@@ -17,7 +17,14 @@ import pytest
 import lsm_lab
 from lsm_lab import paths
 from lsm_lab.cli import main as cli_main
-from lsm_lab.errors import CorruptFileError, CorruptTableError, InputError, LsmLabError, PartitionValueError, SchemaError
+from lsm_lab.errors import (
+    CorruptFileError,
+    CorruptTableError,
+    InputError,
+    LsmLabError,
+    PartitionValueError,
+    SchemaError,
+)
 from lsm_lab.layout import fsview
 
 
