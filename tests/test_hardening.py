@@ -244,3 +244,21 @@ def test_cli_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     cmd = f"{sys.executable} -m lsm_lab.cli read {t.path} --limit 0 | head -1"
     proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+
+
+def test_a_first_write_failing_half_way_does_not_block_creating_again(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from lsm_lab.table import write as writer
+
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id")
+
+    def boom(**kw: Any) -> Any:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(writer, "write_file_group", boom)
+    with pytest.raises(OSError):
+        t.upsert([{"id": "a"}])
+    monkeypatch.undo()
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", ordering_field="ts")
+    t.upsert([{"id": "a", "ts": 1}])
+    assert t.config.ordering_field == "ts" and t.read().num_rows == 1

@@ -126,18 +126,18 @@ def list_data_files(base_path: Path) -> list[tuple[str, Path, FileName]]:
     return out
 
 
-FIRST_WRITE_FAILED = ".lsm_lab_first_write_failed"
+FIRST_WRITE = ".lsm_lab_first_write"
 
 
-def mark_first_write_failed(base_path: Path) -> None:
-    """Note that the table's first write failed before writing anything (see `abandoned_table`)."""
-    (base_path / ".hoodie" / FIRST_WRITE_FAILED).touch()
+def mark_first_write(base_path: Path) -> None:
+    """Note that a first write is being tried (if it fails, the table may be created again: `abandoned_table`)."""
+    (base_path / ".hoodie" / FIRST_WRITE).touch()
 
 
 def abandoned_table(base_path: Path) -> bool:
     """Whether `base_path` holds an lsm_lab table that never got data: created, then its first write failed.
 
-    True when the first write marked the table (`FIRST_WRITE_FAILED`), hoodie.properties
+    True when a first write was tried (`FIRST_WRITE`), hoodie.properties
     says lsm_lab created it, the timeline holds no pending instant and no completed
     write, and there is no data file: creating the table again may then replace it
     (nothing can be lost).  A table nobody tried to write to stays protected.
@@ -145,7 +145,7 @@ def abandoned_table(base_path: Path) -> bool:
     from lsm_lab.timeline.instant import WRITE_ACTIONS, State, parse_file_name
 
     meta = base_path / ".hoodie"
-    if not (meta / FIRST_WRITE_FAILED).is_file():
+    if not (meta / FIRST_WRITE).is_file():
         return False
     try:
         text = (meta / "hoodie.properties").read_text(encoding="utf-8", errors="replace")

@@ -294,12 +294,9 @@ class Table:
         """One optimistic write (services.occ): files written without the lock, conflicts checked at commit."""
         self._check_writable()
         current = self.schema
-        try:
-            batch = writer.prepare(self.config, current, data, op)
-        except LsmLabError:
-            if current is None and not self.completed_writes():  # create_table may start this table over
-                fsview.mark_first_write_failed(self.path)
-            raise
+        if current is None and not self.completed_writes():  # if this first write fails, create_table may start over
+            fsview.mark_first_write(self.path)
+        batch = writer.prepare(self.config, current, data, op)
         action = DELTA_COMMIT if self.config.is_mor else COMMIT
         with occ.WriteTransaction(self.path, self.active_timeline, action, {"operationType": op.upper()}) as txn:
             txn.begin(self.latest_completion)
@@ -624,7 +621,7 @@ def create_table(
         props.update(extra)
     base.mkdir(parents=True, exist_ok=True)
     config = cfg.write_config(base, props, create=not replacing)
-    (base / ".hoodie" / fsview.FIRST_WRITE_FAILED).unlink(missing_ok=True)
+    (base / ".hoodie" / fsview.FIRST_WRITE).unlink(missing_ok=True)
     ActiveTimeline(base, config).folder.mkdir(parents=True, exist_ok=True)
     return Table(base, config)
 
