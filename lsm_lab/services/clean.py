@@ -47,8 +47,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsm_lab import checks, paths
-from lsm_lab.errors import InputError
-from lsm_lab.layout import fsview
+from lsm_lab.errors import CorruptTableError, InputError
+from lsm_lab.layout import fsview, naming
 from lsm_lab.services import heartbeat
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.planner import pending_plans
@@ -211,6 +211,9 @@ def _execute(table: Table, inflight: Instant, plan: Mapping[str, Any], started: 
         for entry in entries:
             path = paths.inside(table.path, entry["filePath"], field="filePath",  # the path guard
                                 file=table.active_timeline.folder / inflight.file_name)
+            if naming.parse(path.name) is None:  # the cleaner deletes data files, nothing else
+                raise CorruptTableError(f"{entry['filePath']!r} is not a data file name", field="filePath",
+                                        path=table.active_timeline.folder / inflight.file_name)
             try:
                 path.unlink()
                 deleted.setdefault(partition, []).append(entry["filePath"])
