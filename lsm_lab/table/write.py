@@ -48,6 +48,7 @@ from lsm_lab.layout.fsview import FileGroup, FileSlice
 from lsm_lab.logformat import v2
 from lsm_lab.merge import merge_to_table
 from lsm_lab.table import index, records
+from lsm_lab.table.deletes import live_deletes
 from lsm_lab.table.read import ReadContext, load_sources, read_slice
 from lsm_lab.table.records import (
     COMMIT_SEQNO,
@@ -179,29 +180,6 @@ def _meta_columns(rows: pa.Table, instant: str, file_name: str, task: int) -> pa
     }
     user = [c for c in rows.column_names if c not in cols and c != DELETE_FLAG]
     return pa.table({**cols, **{c: rows.column(c) for c in user}})
-
-
-def live_deletes(ctx: ReadContext, latest: FileSlice, rows: pa.Table, instant: str) -> pa.Table:
-    """The delete rows that remove a live record of the slice when merged with it (others change nothing).
-
-    Merges only the key, commit time and ordering columns of the slice with the
-    deletes, so a delete of an absent key, or one an event-time ordering makes
-    lose, is neither written nor counted.
-    """
-    spec = ctx.spec
-    cols = [RECORD_KEY, COMMIT_TIME] + ([spec.ordering] if spec.ordering else [])
-    current = read_slice(ctx, latest, columns=cols)
-    hit = rows.filter(pc.is_in(rows.column(RECORD_KEY), value_set=current.column(RECORD_KEY).combine_chunks()))
-    if hit.num_rows == 0:
-        return hit
-    full = ctx.full_schema
-    target = pa.schema([full.field(c) for c in cols] + [pa.field(DELETE_FLAG, pa.bool_(), False)])
-    old = records.conform(current.append_column(DELETE_FLAG, pa.array([False] * current.num_rows, pa.bool_())),
-                          target)
-    new = hit.append_column(COMMIT_TIME, pa.array([instant] * hit.num_rows, pa.string()))
-    new = records.conform(new.append_column(DELETE_FLAG, pa.array([True] * hit.num_rows, pa.bool_())), target)
-    survivors = merge_to_table([old, new], spec, engine="hash").column(RECORD_KEY).combine_chunks()
-    return hit.filter(pc.invert(pc.is_in(hit.column(RECORD_KEY), value_set=survivors)))
 
 
 def _delete_rows(rows: pa.Table, ordering: str | None) -> pa.Table:
