@@ -9,12 +9,13 @@ key, commit time and ordering columns of the slice they target:
     slice (key, commit time, ordering)  +  deletes (flag = true)  ──merge──►  survivors
     live deletes = deletes whose key is not among the survivors
 
-so `records_deleted` counts what the merge removes, and a delete that
-matches nothing writes no file.
+so `records_deleted` counts what the merge removes.  Every requested delete
+is still written: under event-time ordering a delete of an absent key is a
+tombstone that wins over a later insert with a smaller ordering value, as in Hudi.
 
-Simplified compared with Apache Hudi: Hudi writes every requested delete into
-the log and counts them all; lsm_lab reads the slice's keys first (one extra
-read of three columns per touched file group).
+Simplified compared with Apache Hudi: Hudi counts every requested delete;
+lsm_lab reads the slice's keys first to count (one extra read of three
+columns per touched file group).
 """
 
 from __future__ import annotations
@@ -30,11 +31,11 @@ from lsm_lab.table.records import COMMIT_TIME, DELETE_FLAG, RECORD_KEY
 
 
 def live_deletes(ctx: ReadContext, latest: FileSlice, rows: pa.Table, instant: str) -> pa.Table:
-    """The delete rows that remove a live record of the slice when merged with it (others change nothing).
+    """The delete rows that remove a live record of the slice when merged with it (the ones to count).
 
     Merges only the key, commit time and ordering columns of the slice with the
     deletes, so a delete of an absent key, or one an event-time ordering makes
-    lose, is neither written nor counted.
+    lose, is not counted.
     """
     spec = ctx.spec
     cols = [RECORD_KEY, COMMIT_TIME] + ([spec.ordering] if spec.ordering else [])

@@ -223,22 +223,20 @@ def write_file_group(
     if existing_keys is not None and not is_delete:
         num_updates = int(pc.sum(pc.is_in(rows.column(RECORD_KEY), value_set=existing_keys)).as_py() or 0)
 
+    live = None  # deletes the merge really applies: counted, not assumed (all are written, as tombstones)
     if config.is_mor and is_delete and latest is not None:
-        rows = live_deletes(ctx, latest, rows, instant)  # keys the merge really deletes (counted, not assumed)
-        n = rows.num_rows
-        if n == 0:
-            return []
+        live = live_deletes(ctx, latest, rows, instant).num_rows
     if config.is_mor:
         if config.log_format_version == 1 and latest is not None:  # compatibility tables (versions 6, 8)
             return _write_v1_log(config=config, base_path=base_path, folder=folder, partition=partition,
                                  file_id=file_id, rows=rows, latest=latest, instant=instant, token=token, task=task,
                                  is_delete=is_delete, ordering=ordering, num_updates=num_updates,
-                                 user_schema=ctx.schema)
+                                 user_schema=ctx.schema, num_deletes=live)
         if is_delete:
             name = naming.log_file_name(file_id, token, instant, 1, delete=True)
             size = v2.write_delete_log(folder / name, _delete_rows(rows, ordering), instant_time=instant, is_sorted=lsm)
             return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev, numWrites=0,
-                              numDeletes=n, totalWriteBytes=size, fileSizeInBytes=size,
+                              numDeletes=n if live is None else live, totalWriteBytes=size, fileSizeInBytes=size,
                               baseFile=latest.base_file.path.name if latest and latest.base_file else "",
                               logFiles=[name], minRecordKey=_first(rows), maxRecordKey=_last(rows))]
         if latest is None:
@@ -295,7 +293,8 @@ def write_file_group(
 
 def _write_v1_log(*, config: TableConfig, base_path: Path, folder: Path, partition: str, file_id: str,
                   rows: pa.Table, latest: FileSlice, instant: str, token: str, task: int, is_delete: bool,
-                  ordering: str | None, num_updates: int, user_schema: pa.Schema) -> list[WriteStat]:
+                  ordering: str | None, num_updates: int, user_schema: pa.Schema,
+                  num_deletes: int | None = None) -> list[WriteStat]:
     """A MERGE_ON_READ write to a compatibility table: one v1 (#HUDI#) log file, Avro data or delete block."""
     from lsm_lab.interop import compat
 
@@ -312,7 +311,8 @@ def _write_v1_log(*, config: TableConfig, base_path: Path, folder: Path, partiti
             cols["ordering_val"] = rows.column(ordering)
         size = compat.write_v1_delete_log(folder / name, config, pa.table(cols), instant=instant,
                                           user_schema=user_schema if len(user_schema) else None)
-        return [WriteStat(partition, file_id, rel, latest.base_instant, numWrites=0, numDeletes=n,
+        return [WriteStat(partition, file_id, rel, latest.base_instant, numWrites=0,
+                          numDeletes=n if num_deletes is None else num_deletes,
                           totalWriteBytes=size, fileSizeInBytes=size, baseFile=base, logFiles=[name],
                           minRecordKey=_first(rows), maxRecordKey=_last(rows))]
     data = _meta_columns(rows, instant, name, task)
