@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from lsm_lab import paths
 from lsm_lab.config import TableConfig
 from lsm_lab.errors import CorruptTableError, TimelineError
 from lsm_lab.timeline import clock
@@ -87,6 +88,8 @@ class ActiveTimeline:
         meta = self.base_path / ".hoodie"
         if config.timeline_layout >= 2:
             self.folder = meta / config.props.get("hoodie.timeline.path", "timeline")
+            paths.inside(self.base_path, self.folder, field="hoodie.timeline.path",  # no symlink out of the table
+                         file=meta / "hoodie.properties")
         else:
             self.folder = meta
         self.meta_folder = meta

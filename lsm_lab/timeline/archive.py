@@ -51,9 +51,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lsm_lab import paths
 from lsm_lab.config import TableConfig
 from lsm_lab.errors import CorruptFileError, CorruptTableError, TimelineError
-from lsm_lab.paths import is_instant_time
 from lsm_lab.timeline.instant import Instant, State, normalize_time
 from lsm_lab.timeline.metadata import check_paths, decode_instant_content
 
@@ -110,6 +110,8 @@ class ArchivedTimeline:
         meta = self.base_path / ".hoodie"
         timeline = meta / config.props.get("hoodie.timeline.path", "timeline")
         self.folder = timeline / config.props.get("hoodie.timeline.history.path", "history")
+        paths.inside(self.base_path, self.folder, field="hoodie.timeline.history.path",  # no symlink out
+                     file=meta / "hoodie.properties")
         self.supported = config.timeline_layout >= 2
 
     # ------------------------------------------------------------------ manifests
@@ -199,7 +201,7 @@ class ArchivedTimeline:
                 raise CorruptFileError(f"cannot read LSM timeline file: {exc}", path=path) from None
             for begin, done, action in zip(*(table.column(c).to_pylist()
                                              for c in ("instantTime", "completionTime", "action"))):
-                if not is_instant_time(begin) or (done is not None and not is_instant_time(done)):
+                if not paths.is_instant_time(begin) or (done is not None and not paths.is_instant_time(done)):
                     raise CorruptTableError(f"instant {begin!r} completed at {done!r}: not instant times",
                                             path=path, field="instantTime")
                 if done is not None and normalize_time(done) < normalize_time(begin):

@@ -166,6 +166,13 @@ def _marker_symlink(t: Path, sentinel: Path) -> None:
     (_timeline(t) / "20991231235959001.deltacommit.requested").write_text("")
 
 
+def _timeline_symlink(t: Path, sentinel: Path) -> None:
+    history = _timeline(t) / "history"
+    if history.exists():
+        shutil.rmtree(history)
+    os.symlink(sentinel, history)  # the LSM timeline folder is a link out of the table
+
+
 def _heartbeat_symlink(t: Path, sentinel: Path) -> None:
     beat = t / ".hoodie" / ".heartbeat"
     beat.mkdir(exist_ok=True)
@@ -210,6 +217,7 @@ VECTORS: dict[str, Vector] = {
     "hoodie.archivelog.folder": _property("hoodie.archivelog.folder", _up(2)),
     "archive manifest fileName": _manifest,
     "marker folder symlink": _marker_symlink,
+    "history folder symlink": _timeline_symlink,
     "heartbeat symlink": _heartbeat_symlink,
 }
 
