@@ -130,6 +130,9 @@ def _data_source(ctx: ReadContext, table: pa.Table, target: pa.Schema, partition
 
 
 def _delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, partition: str) -> pa.Table:
+    if "record_key" not in deletes.column_names:  # a damaged footer renamed it
+        raise CorruptFileError(f"a delete log in partition {partition!r} has no 'record_key' column "
+                               f"(columns: {', '.join(deletes.column_names)})")
     n = deletes.num_rows
     cols: dict[str, Any] = {RECORD_KEY: pc.cast(deletes.column("record_key"), pa.string()),
                             DELETE_FLAG: pa.array([True] * n, pa.bool_())}
