@@ -103,6 +103,11 @@ class ActiveTimeline:
                                         "(is hoodie.timeline.path right?)", path=self.folder,
                                         field="hoodie.timeline.path")
             return []
+        if self.folder == self.meta_folder and (self.folder / "timeline").is_dir() \
+                and any(parse_file_name(n) for n in os.listdir(self.folder / "timeline")):
+            raise CorruptTableError("hoodie.table.version says 6 (instants in .hoodie/), but the instants are in "
+                                    ".hoodie/timeline/ (version 8 and later)", path=self.meta_folder / "hoodie.properties",
+                                    field="hoodie.table.version")
         states: dict[str, dict[State, tuple[str, str | None, str]]] = {}
         for name in os.listdir(self.folder):
             parsed = parse_file_name(name)
