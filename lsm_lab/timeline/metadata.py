@@ -166,7 +166,8 @@ def check_shape(content: Mapping[str, Any], *, path: str | None = None) -> None:
                                            path=path)
             for k in ("numWrites", "numInserts", "numUpdateWrites", "numDeletes", "totalWriteBytes"):
                 v = stat.get(k)
-                if v is not None and (isinstance(v, bool) or not isinstance(v, int | str)):
+                if v is not None and (isinstance(v, bool) or not isinstance(v, int | str)
+                                      or (isinstance(v, str) and not v.lstrip("-").isdigit())):
                     raise CorruptFileError(f"a write stat's '{k}' is a {type(v).__name__}, not a number", path=path)
 
 
