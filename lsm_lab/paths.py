@@ -35,7 +35,7 @@ from typing import Any
 
 from lsm_lab.errors import CorruptTableError
 
-_INSTANT = re.compile(r"^\d{14}(?:\d{3})?$")
+_INSTANT = re.compile(r"\d{14}(?:\d{3})?")
 MAX_NAME_BYTES = 255  # a longer folder or file name fails with OSError on every common file system
 
 
@@ -45,7 +45,7 @@ def _fail(value: Any, problem: str, file: str | os.PathLike[str] | None, field: 
 
 
 def is_instant_time(value: Any) -> bool:
-    return isinstance(value, str) and _INSTANT.match(value) is not None
+    return isinstance(value, str) and _INSTANT.fullmatch(value) is not None
 
 
 def instant_time(value: Any, *, file: str | os.PathLike[str] | None = None, field: str = "instant time") -> str:
