@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 from typing import IO
 
+from lsm_lab import paths
 from lsm_lab.errors import ConflictError
 from lsm_lab.storage import StoragePath
 
@@ -63,7 +64,7 @@ def _tolerance() -> float:
 
 def heartbeat_path(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> Path | StoragePath:
     base = base_path if isinstance(base_path, StoragePath) else Path(base_path)
-    return base / ".hoodie" / HEARTBEAT_FOLDER / instant
+    return base / ".hoodie" / HEARTBEAT_FOLDER / paths.instant_time(instant, field="heartbeat")
 
 
 def _now_ms() -> int:

@@ -22,6 +22,7 @@ import os
 import shutil
 from pathlib import Path
 
+from lsm_lab import paths
 from lsm_lab.storage import StoragePath, walk_files
 
 TEMP_FOLDER = ".temp"
@@ -31,7 +32,7 @@ _SUFFIX = ".marker."
 
 def marker_folder(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> Path | StoragePath:
     base = base_path if isinstance(base_path, StoragePath) else Path(base_path)
-    return base / ".hoodie" / TEMP_FOLDER / instant
+    return base / ".hoodie" / TEMP_FOLDER / paths.instant_time(instant, field="marker folder")
 
 
 def create_marker(base_path: str | os.PathLike[str] | StoragePath, instant: str, partition: str, file_name: str,
@@ -62,7 +63,9 @@ def marked_files(base_path: str | os.PathLike[str] | StoragePath, instant: str) 
 
 def delete_markers(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> None:
     folder = marker_folder(base_path, instant)
-    if isinstance(folder, StoragePath):
+    if isinstance(folder, StoragePath):  # keys below .hoodie/.temp/<instant>/ (an object store has no symlinks)
         folder.rmtree()
-    else:
-        shutil.rmtree(folder, ignore_errors=True)
+        return
+    local = paths.folder_to_remove(base_path, folder, parent=TEMP_FOLDER)  # type: ignore[arg-type]
+    if local is not None:  # only a real folder lsm_lab made under .hoodie/.temp, never a symlink out
+        shutil.rmtree(local, ignore_errors=True)

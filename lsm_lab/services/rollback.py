@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lsm_lab import paths
 from lsm_lab.config import read_config
 from lsm_lab.errors import ConflictError, InputError, LsmLabError
 from lsm_lab.layout import naming
@@ -110,8 +111,8 @@ def sweep(base_path: Path | StoragePath, timeline: ActiveTimeline) -> None:
     pending = {i.begin_time for i in timeline.pending()}
     for folder, remove in ((base_path / ".hoodie" / markers.TEMP_FOLDER, markers.delete_markers),
                            (base_path / ".hoodie" / heartbeat.HEARTBEAT_FOLDER, heartbeat.clear)):
-        for entry in list_names(folder):
-            if entry.isdigit() and entry not in pending and not heartbeat.is_alive(base_path, entry):
+        for entry in list_names(folder):  # (a missing folder lists empty)
+            if paths.is_instant_time(entry) and entry not in pending and not heartbeat.is_alive(base_path, entry):
                 remove(base_path, entry)
 
 

@@ -73,6 +73,8 @@ class StoragePath:
     # -- pure path operations -----------------------------------------------------------
     def __truediv__(self, other: str | os.PathLike[str]) -> StoragePath:
         part = os.fspath(other)
+        if part.startswith("/"):  # pathlib would re-root; a key of a table never does
+            raise StorageError(f"{part!r} is an absolute path, not a key below {self}")
         return StoragePath(self.storage, posixpath.join(self.key, part) if self.key else part)
 
     def joinpath(self, *parts: str) -> StoragePath:
@@ -169,8 +171,8 @@ class StoragePath:
     def read_bytes(self) -> bytes:
         return self.storage.read(self.key)
 
-    def read_text(self, encoding: str = "utf-8") -> str:
-        return self.read_bytes().decode(encoding)
+    def read_text(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return self.read_bytes().decode(encoding, errors)
 
     def write_bytes(self, data: bytes) -> int:
         self.storage.write(self.key, bytes(data))

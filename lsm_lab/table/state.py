@@ -44,6 +44,7 @@ from lsm_lab.table import write as writer
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.archive import ArchivedTimeline, is_archived
 from lsm_lab.timeline.clock import format_time, parse_time
+from lsm_lab.timeline.committed import committed_files
 from lsm_lab.timeline.instant import (
     CLEAN,
     COMPACTION,
@@ -59,12 +60,13 @@ class TableState:
     """A table's timeline, schema and files as stored now (or as of a time); read-only."""
 
     def __init__(self, path: str | os.PathLike[str] | Storage | StoragePath, config: TableConfig,
-                 storage_options: Mapping[str, Any] | None = None) -> None:
+                 storage_options: Mapping[str, Any] | None = None, *, strict: bool = False) -> None:
         #: the table root: a local `Path`, or a `StoragePath` on an object store (storage/handle.py)
         self.path: Path | StoragePath = as_path(path, storage_options)
         #: the `Storage` of the root; `storage.counts` counts an object store's requests
         self.storage: Storage = storage_of(self.path)
         self.config = config
+        self.strict = strict  # corrupt v1 log blocks raise instead of being skipped as Hudi does
         self.active_timeline = ActiveTimeline(self.path, config)
         self._pin: dict[str, Any] | None = None
 
@@ -217,7 +219,7 @@ class TableState:
         if schema is None:
             schema = self._schema_from_files()
         return reader.ReadContext(self.path, self.config, schema or pa.schema([]),
-                                  self.completion_map(read_time), read_time)
+                                  self.completion_map(read_time), read_time, strict=self.strict)
 
     def _schema_from_files(self) -> pa.Schema | None:
         for _, path, name in fsview.list_data_files(self.path):
@@ -240,6 +242,8 @@ class TableState:
             self.path, completion, read_time=read_time, replaced=replaced,
             v1_logs_by_base_instant=self.config.version < 8, partitions=partitions,
             compaction_instants=compactions, files=self._data_files(),
+            committed=committed_files(str(self.path), writes, self.instant_metadata,  # missing files: an error
+                                      timeline_folder=_local(self.active_timeline.folder)),
         )
 
     def latest_slices(self, as_of: Any = None, partitions: Iterable[str] | None = None) -> list[FileSlice]:
@@ -274,6 +278,11 @@ def list_savepoints(timeline: ActiveTimeline) -> list[dict[str, Any]]:
                     "savepointedBy": meta.get("savepointedBy"), "comments": meta.get("comments"),
                     "savepointedAt": meta.get("savepointedAt"), "files": files})
     return out
+
+
+def _local(folder: Path | StoragePath) -> Path | None:
+    """A local folder, or None for an object store (whose instant files are never changed in place)."""
+    return folder if isinstance(folder, Path) else None
 
 
 def _schema_from_avro(text: str) -> pa.Schema | None:
