@@ -324,3 +324,21 @@ def test_compatibility_tables_and_upgrade_on_s3(s3_table, tmp_table, version: in
     if version == 8:
         upgraded = remote.upgrade()
         assert upgraded.config.version == 10 and rows(upgraded.read()) == rows(local.read())
+
+
+@pytest.mark.parametrize("uri, options", [
+    ("gs://bucket/lake/t", {}),
+    ("az://container/lake/t", {"azure_storage_account_name": "acct", "azure_storage_account_key": "a2V5"}),
+])
+def test_gcs_and_azure_roots_are_configured(uri: str, options: dict[str, str]) -> None:
+    """GCS and Azure have no local server here: check the configuration only (no request is sent)."""
+    import pickle
+
+    from lsm_lab.storage import as_path
+
+    root = as_path(uri, options)
+    assert isinstance(root, StoragePath) and str(root) == uri
+    assert (root / ".hoodie" / "hoodie.properties").key == ".hoodie/hoodie.properties"
+    assert str(pickle.loads(pickle.dumps(root / "p=1"))) == f"{uri}/p=1"
+    with pytest.raises(StorageError):
+        root / "/etc/passwd"  # a key never re-roots
