@@ -128,7 +128,17 @@ class TableState:
         return sorted(active + [i for i in archived if i.begin_time not in seen])
 
     def instant_metadata(self, instant: Instant) -> dict[str, Any]:
-        """The completed metadata of an instant, from the active timeline or the archive."""
+        """The completed metadata of an instant, from the active timeline or the archive (read once per
+        `pinned()` operation)."""
+        if self._pin is None:
+            return self._instant_metadata(instant)
+        memo = self._pin.setdefault("metadata", {})
+        key = (instant.begin_time, instant.file_name)
+        if key not in memo:
+            memo[key] = self._instant_metadata(instant)
+        return dict(memo[key])
+
+    def _instant_metadata(self, instant: Instant) -> dict[str, Any]:
         if is_archived(instant):
             return self.archived_timeline.read_metadata(instant.begin_time)
         try:
