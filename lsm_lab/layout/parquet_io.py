@@ -415,12 +415,9 @@ def read_tail(path: StoragePath, size: int | None = None, guess: int = 64 * 1024
     """The Parquet footer of an object with one ranged GET (two when the footer is larger than `guess`)."""
     storage = path.storage
     if size is None:
-        info = storage.head(path.key)
-        if info is None:
-            raise FileNotFoundError(str(path))
-        size = info.size
-    start = max(0, size - guess)
-    tail = storage.read_range(path.key, start, size)
+        tail, size = storage.read_suffix(path.key, guess)  # one GET, no HEAD
+    else:
+        tail = storage.read_range(path.key, max(0, size - guess), size)
     if len(tail) >= 8 and tail[-4:] == b"PAR1":
         need = int.from_bytes(tail[-8:-4], "little") + 8
         if need > len(tail) and need <= size:

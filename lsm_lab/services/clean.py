@@ -121,7 +121,8 @@ class _Views:
 
     def __init__(self, table: TableState) -> None:
         self.table = table
-        self.files = fsview.list_data_files(table.path)
+        self.sized = fsview.list_data_files_sized(table.path)  # sizes from the listing: no HEAD per file
+        self.files = [(p, path, name) for p, path, name, _ in self.sized]
         self.writes = table.completed_writes()
         self.completion = {i.begin_time: i.completion_time or i.begin_time for i in self.writes}
         self.compactions = {i.begin_time for i in self.writes if i.action in (COMPACTION, LOG_COMPACTION)}
@@ -133,7 +134,7 @@ class _Views:
         replaced = fsview.replaced_file_groups([i for i in self.replacing if i.begin_time in cmap],
                                                self.table.instant_metadata)
         return fsview.build_file_groups(
-            self.table.path, cmap, read_time=read_time, replaced=replaced, files=self.files,
+            self.table.path, cmap, read_time=read_time, replaced=replaced, files=self.sized,
             v1_logs_by_base_instant=self.table.config.version < 8,
             compaction_instants=self.compactions & cmap.keys())
 

@@ -153,6 +153,13 @@ class Storage(ABC):
     def read_range(self, key: str, start: int, end: int) -> bytes:
         """Bytes `[start, end)` of the object."""
 
+    def read_suffix(self, key: str, n: int) -> tuple[bytes, int]:
+        """The last `n` bytes of the object (all of it when shorter) and its total size; one GET on a store."""
+        info = self.head(key)
+        if info is None:
+            raise FileNotFoundError(self.url(key))
+        return self.read_range(key, max(0, info.size - n), info.size), info.size
+
     @abstractmethod
     def head(self, key: str) -> ObjectInfo | None:
         """Size and version of the object, or None when it does not exist."""

@@ -171,6 +171,15 @@ class ObjectStorage(Storage):
             return b""
         return self._call("GET", key, lambda: bytes(obstore.get_range(self.store, full, start=start, end=end)))
 
+    def read_suffix(self, key: str, n: int) -> tuple[bytes, int]:
+        full = self._key(key)
+
+        def run() -> tuple[bytes, int]:  # Range: bytes=-n — the tail without knowing the size first
+            result = obstore.get(self.store, full, options={"range": {"suffix": max(1, n)}})
+            return bytes(result.bytes()), int(result.meta["size"])
+
+        return self._call("GET", key, run)
+
     def head(self, key: str) -> ObjectInfo | None:
         full = self._key(key)
         try:
