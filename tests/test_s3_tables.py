@@ -123,6 +123,9 @@ def test_inspection_on_s3(twin_tables, s3_server) -> None:
     assert len(remote.file_slices()) == len(local.file_slices())
     assert remote.dump_levels().count("\n") == local.dump_levels().count("\n")
     assert len(remote.timeline()) == len(local.timeline())
+    from lsm_lab.viz import levels_frame  # the pictures read the same facts from the bucket
+
+    assert len(levels_frame(remote)) == len(levels_frame(local)) > 0
     feet = lsm_lab.footers(str(remote.path), storage_options=s3_server.options())
     assert len(feet) == len(lsm_lab.footers(local.path)) and (feet["num_rows"] > 0).any()
 
