@@ -376,7 +376,7 @@ def run_group(table: TableState, ctx: ReadContext, plan: ClusteringPlan, group: 
         file_id = group.slices[0].file_id if plan.same_file_ids else index.new_file_id()
         name = naming.base_file_name(file_id, token, instant)
         markers.create_marker(table.path, instant, partition, name, "CREATE")
-        state.update(file_id=file_id, name=name)
+        state.update(file_id=file_id, name=name, rows=0)
         return parquet_io.ParquetFileWriter(folder / name, out_schema, is_sorted=True)
 
     def close(w: parquet_io.ParquetFileWriter) -> None:
@@ -390,13 +390,14 @@ def run_group(table: TableState, ctx: ReadContext, plan: ClusteringPlan, group: 
             while batch.num_rows:
                 if out is None:
                     out = open_next()
-                room = batch.num_rows if len(stats) >= n_out - 1 else budget - out.rows
+                room = batch.num_rows if len(stats) >= n_out - 1 else budget - state["rows"]
                 piece, batch = batch.slice(0, room), batch.slice(room)
+                state["rows"] += piece.num_rows
                 idx = piece.schema.get_field_index(FILE_NAME)
                 piece = piece.set_column(idx, FILE_NAME, pa.repeat(pa.scalar(state["name"], pa.string()),
                                                                    piece.num_rows))
                 out.write(piece.select(needed))
-                if len(stats) < n_out - 1 and out.rows >= budget:
+                if len(stats) < n_out - 1 and state["rows"] >= budget:
                     close(out)
                     out = None
         if out is not None:
