@@ -21,6 +21,8 @@ lsm_lab.services: the services take a `TableState`, and `Table` calls them.
 Simplified compared with Apache Hudi: no write client / table service client
 split, no metadata table, no schema registry: the table schema is kept in the
 latest commit's `extraMetadata`, as Hudi does.
+
+Taught in: notebooks/00_why_lsm.ipynb, notebooks/01_build_a_table.ipynb
 """
 
 from __future__ import annotations
