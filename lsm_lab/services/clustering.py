@@ -42,6 +42,8 @@ groups below `hoodie.clustering.plan.strategy.small.file.limit`), one execution
 strategy (sort by record key and size), groups run one after the other in
 this process; slice paths in the plan are relative to the table folder; no
 clustering of table version 6 (it has no `clustering` action).
+
+Taught in: notebooks/11_clustering.ipynb
 """
 
 from __future__ import annotations
