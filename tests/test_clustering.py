@@ -24,12 +24,14 @@ from tests.test_table_model import TableMachine
 
 COLS = ["id", "p", "ts", "v"]
 ANY_SIZE = {"hoodie.clustering.plan.strategy.small.file.limit": str(1 << 40)}
+NO_SMALL_FILES = {"hoodie.parquet.small.file.limit": "0"}  # every insert opens new file groups (table/smallfiles.py)
 
 
 def _table(tmp_path: Path, layout: str = "default", table_type: str = "MERGE_ON_READ", batches: int = 4,
            **kw: Any) -> lsm_lab.Table:
     t = lsm_lab.create_table(tmp_path / f"{layout}_{table_type}", name="t", record_key="id", partition_by="p",
-                             ordering_field="ts", layout=layout, table_type=table_type, num_buckets=2, **kw)
+                             ordering_field="ts", layout=layout, table_type=table_type, num_buckets=2,
+                             **{**NO_SMALL_FILES, **kw})
     for i in range(batches):
         t.upsert([{"id": f"k{(i * 3 + j) % 10}", "p": "a" if j % 2 else "b", "ts": i, "v": i * 10 + j}
                   for j in range(5)])
@@ -79,7 +81,7 @@ def test_default_layout_groups_become_few_sorted_disjoint_file_groups(tmp_path: 
 
 
 def test_several_output_file_groups_have_disjoint_key_ranges(tmp_path: Path) -> None:
-    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", layout="default")
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", layout="default", **NO_SMALL_FILES)
     for i in range(6):
         t.insert([{"id": f"k{(j * 7 + i) % 300:03d}", "v": j} for j in range(i * 50, i * 50 + 50)])
     before = t.read().sort_by("id").select(["id", "v"])
@@ -237,6 +239,8 @@ def test_version_8_compatibility_table_clusters(tmp_path: Path) -> None:
 class ClusteringMachine(TableMachine):
     """The model machine of test_table_model.py plus a rule that clusters (every file group is small)."""
 
+    extra_props = NO_SMALL_FILES  # many file groups to cluster
+
     @rule(plan_only=st.booleans())
     def cluster(self, plan_only: bool) -> None:
         if self.table is None:
@@ -259,7 +263,7 @@ TestModelMorLsmTree = _case("MERGE_ON_READ", "lsm_tree")
 
 
 def test_arrow_types_survive(tmp_path: Path) -> None:
-    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", layout="default")
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", layout="default", **NO_SMALL_FILES)
     t.insert(pa.table({"id": ["a", "b"], "x": pa.array([1.5, None]), "d": pa.array([1, 2], pa.int32())}))
     t.insert(pa.table({"id": ["c"], "x": pa.array([2.5]), "d": pa.array([3], pa.int32())}))
     before = t.read().sort_by("id")

@@ -206,6 +206,13 @@ class Table(TableState):
             return [(naming.base_file_name(file_id, token, instant), "MERGE" if latest else "CREATE")]
         if latest is None:
             return [] if op == "delete" else [(naming.base_file_name(file_id, token, instant), "CREATE")]
+        if op != "delete" and not self.config.bucket_index and not latest.log_files:  # a small file taking inserts
+            return [(naming.base_file_name(file_id, token, instant), "MERGE"),
+                    *self._planned_logs(partition, file_id, latest, instant, op, token)]
+        return self._planned_logs(partition, file_id, latest, instant, op, token)
+
+    def _planned_logs(self, partition: str, file_id: str, latest: FileSlice, instant: str, op: str,
+                      token: str) -> list[tuple[str, str]]:
         if self.config.log_format_version == 1:
             try:
                 folder = self.path / partition if partition else self.path

@@ -48,7 +48,7 @@ from lsm_lab.layout import naming, parquet_io
 from lsm_lab.layout.fsview import FileGroup, FileSlice
 from lsm_lab.logformat import v2
 from lsm_lab.merge import merge_to_table
-from lsm_lab.table import index, records
+from lsm_lab.table import index, records, smallfiles
 from lsm_lab.table.read import ReadContext, load_sources, read_slice
 from lsm_lab.table.records import (
     COMMIT_SEQNO,
@@ -146,6 +146,19 @@ def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list
                     out.append((partition, fid, prow.filter(pa.array(hit)), grp.latest, stored))
                     assigned |= hit
             fresh = prow.filter(pa.array(~assigned))
+            small = smallfiles.SmallFileConfig.from_props(config.props)
+            if small.enabled and fresh.num_rows:  # new keys fill small file groups first (table/smallfiles.py)
+                mine = {e[1]: i for i, e in enumerate(out) if e[0] == partition}
+                packed, fresh = smallfiles.assign(
+                    fresh, smallfiles.candidates(list(existing.values()), small, is_mor=config.is_mor), small)
+                for fs, extra in packed:
+                    if fs.file_id in mine:
+                        p, fid, took, latest, stored = out[mine[fs.file_id]]
+                        out[mine[fs.file_id]] = (p, fid, pa.concat_tables([took, extra]), latest, stored)
+                    else:
+                        out.append((partition, fs.file_id, extra, fs, None))
+            if smallfiles.KEY_INSERT_SPLIT in config.props:
+                max_records_per_group = small.insert_split_size
             for start in range(0, fresh.num_rows, max_records_per_group):
                 out.append((partition, index.new_file_id(), fresh.slice(start, max_records_per_group), None, None))
     return out
@@ -226,7 +239,12 @@ def write_file_group(
     if existing_keys is not None and not is_delete:
         num_updates = int(pc.sum(pc.is_in(rows.column(RECORD_KEY), value_set=existing_keys)).as_py() or 0)
 
-    if config.is_mor:
+    # MERGE_ON_READ, key-lookup index: a small base-only slice that takes new keys gets a new base (a sorted
+    # create through the merge below), never a log holding inserts (table/smallfiles.py)
+    rewrite = (config.is_mor and not is_delete and not config.bucket_index and latest is not None
+               and num_updates < n and smallfiles.is_candidate(
+                   latest, smallfiles.SmallFileConfig.from_props(config.props), is_mor=True))
+    if config.is_mor and not rewrite:
         if config.log_format_version == 1 and latest is not None:  # compatibility tables (versions 6, 8)
             return _write_v1_log(config=config, base_path=base_path, folder=folder, partition=partition,
                                  file_id=file_id, rows=rows, latest=latest, instant=instant, token=token, task=task,
