@@ -29,7 +29,10 @@ group is its bucket's, so none of this applies.
 
 Simplified compared with Apache Hudi: the average record size comes from the
 candidate files themselves (bytes / rows) rather than from earlier commits'
-write stats; candidates are ordered smallest first.
+write stats; candidates are ordered smallest first; Spark writes (spark/write.py) tag
+on their own and do not pack yet.
+
+Taught in: notebooks/11_clustering.ipynb
 """
 
 from __future__ import annotations
