@@ -48,7 +48,7 @@ from lsm_lab.layout import naming, parquet_io
 from lsm_lab.layout.fsview import FileGroup, FileSlice
 from lsm_lab.logformat import v2
 from lsm_lab.merge import merge_to_table
-from lsm_lab.table import index, records, smallfiles
+from lsm_lab.table import index, posmerge, records, smallfiles
 from lsm_lab.table.read import ReadContext, load_sources, read_slice
 from lsm_lab.table.records import (
     COMMIT_SEQNO,
@@ -254,8 +254,9 @@ def write_file_group(
         if is_delete:
             name = naming.log_file_name(file_id, token, instant, 1, delete=True, native=native)
             dschema = v2.upstream_delete_schema(ctx.schema, [ordering] if ordering else []) if native else None
+            rows, at = posmerge.positions_for(config, latest, rows)  # RECORD_POSITIONS when all are in the base
             size = v2.write_delete_log(folder / name, _delete_rows(rows, ordering, dschema), instant_time=instant,
-                                       is_sorted=lsm, schema=dschema,
+                                       is_sorted=lsm, schema=dschema, extra=at,
                                        schema_json=v2.avro_schema_of(ctx.full_schema, config.name) if native else None)
             return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev, numWrites=0,
                               numDeletes=n, totalWriteBytes=size, fileSizeInBytes=size,
@@ -269,8 +270,9 @@ def write_file_group(
                               numInserts=n, totalWriteBytes=size, fileSizeInBytes=size, baseFile=name,
                               minRecordKey=_first(rows), maxRecordKey=_last(rows))]
         name = naming.log_file_name(file_id, token, instant, 1, native=native)
+        rows, at = posmerge.positions_for(config, latest, rows)  # RECORD_POSITIONS when all are updates of the base
         data = _meta_columns(rows, instant, name, task)
-        size = v2.write_data_log(folder / name, data, instant_time=instant, is_sorted=lsm, upstream=native,
+        size = v2.write_data_log(folder / name, data, instant_time=instant, is_sorted=lsm, upstream=native, extra=at,
                                  schema_json=v2.avro_schema_of(data.schema, config.name) if native else None)
         return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev, numWrites=n,
                           numInserts=n - num_updates, numUpdateWrites=num_updates, totalWriteBytes=size,
