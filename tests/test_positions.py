@@ -184,7 +184,7 @@ def test_falls_back_to_key_merge(tmp_path: Path) -> None:
 
 
 def test_benchmark_agrees_on_a_small_slice() -> None:
-    import importlib.util  # noqa: PLC0415  (the benchmark script is no package module)
+    import importlib.util  # the benchmark script is no package module
 
     spec = importlib.util.spec_from_file_location("positions_bench", Path(__file__).resolve().parents[1]
                                                   / "benchmarks" / "positions_bench.py")
