@@ -211,8 +211,8 @@ def test_dead_inflight_clustering_is_reset_and_rerun(tmp_path: Path) -> None:
     assert planned is not None
     inflight = t.active_timeline.start(planned)  # a runner that died after writing part of the output
     plan = clustering.read_plan(t.active_timeline, inflight)
-    ctx = t.read_context()
-    clustering.run_group(t, ctx, plan, plan.groups[0], planned.begin_time, 0)
+    cctx = clustering.ClusteringContext(t.path, planned.begin_time, t.read_context(), None, plan.same_file_ids)
+    clustering.run_group(cctx, plan.groups[0], 0)
     assert _state(t) == before  # its files are invisible
     done = t.cluster()
     assert done is not None and done.begin_time == planned.begin_time

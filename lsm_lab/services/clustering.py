@@ -49,8 +49,9 @@ Taught in: notebooks/11_clustering.ipynb
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -312,13 +313,35 @@ def schedule(table: TableState, *, options: Mapping[str, str] | None = None) -> 
 
 
 # --------------------------------------------------------------------------- execution
-def _data_file(table: TableState, rel: str, completion_of: Mapping[str, str], instant: str) -> DataFile:
+@dataclass(frozen=True)
+class ClusteringContext:
+    """What one input group needs, as plain data (Spark ships it to the task that runs the group)."""
+
+    base_path: Path
+    instant: str
+    read: ReadContext
+    engine: str | None
+    same_file_ids: bool
+
+
+GroupRunner = Callable[[ClusteringContext, tuple[ClusteringGroup, ...], Instant], list[WriteStat]]
+
+
+def run_locally(ctx: ClusteringContext, groups: tuple[ClusteringGroup, ...], inflight: Instant) -> list[WriteStat]:
+    """Run the plan's groups one after the other in this process."""
+    stats: list[WriteStat] = []
+    for task, group in enumerate(groups):
+        stats.extend(run_group(ctx, group, task))
+    return stats
+
+
+def _data_file(base: Path, rel: str, completion_of: Mapping[str, str], instant: str) -> DataFile:
     partition, _, name = rel.rpartition("/")
     parsed = naming.parse(name)
     if parsed is None:
         raise TimelineError(f"clustering {instant}: the plan names {rel!r}, which is not a data file name",
-                            path=table.path)
-    path = table.path / rel
+                            path=base)
+    path = base / rel
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -327,9 +350,9 @@ def _data_file(table: TableState, rel: str, completion_of: Mapping[str, str], in
     return DataFile(partition, path, parsed, size, completion_of.get(parsed.instant, ""))
 
 
-def _slice_files(table: TableState, s: SliceInfo, completion_of: Mapping[str, str], instant: str) -> list[DataFile]:
-    base = [_data_file(table, s.data_file, completion_of, instant)] if s.data_file else []
-    logs = [_data_file(table, r, completion_of, instant) for r in s.delta_files]
+def _slice_files(base_path: Path, s: SliceInfo, completion_of: Mapping[str, str], instant: str) -> list[DataFile]:
+    base = [_data_file(base_path, s.data_file, completion_of, instant)] if s.data_file else []
+    logs = [_data_file(base_path, r, completion_of, instant) for r in s.delta_files]
     logs = fsview.apply_compacted_logs(logs, completion_of, {f.instant for f in logs})
     return base + logs
 
@@ -356,28 +379,32 @@ def _merged_batches(ctx: ReadContext, files: list[DataFile], needed: list[str], 
     yield from records.sort_by_key(merged.select(needed)).to_batches(BATCH_ROWS)
 
 
-def run_group(table: TableState, ctx: ReadContext, plan: ClusteringPlan, group: ClusteringGroup, instant: str,
-              task: int, txn_mark: Any = None, engine: str | None = None) -> list[WriteStat]:
-    """Merge one input group and write it as `numOutputFileGroups` key-sorted base files at `instant`."""
+def run_group(cctx: ClusteringContext, group: ClusteringGroup, task: int, *, token: str | None = None
+              ) -> list[WriteStat]:
+    """Merge one input group and write it as `numOutputFileGroups` key-sorted base files at the instant.
+
+    `token`: a Spark task's write token (default: one from `task`)."""
+    ctx = cctx.read
+    instant = cctx.instant
     completion_of = ctx.completion_of
     files: list[DataFile] = []
     for s in group.slices:  # a key lives in one file group: concatenating the slices keeps each key's order
-        files.extend(_slice_files(table, s, completion_of, instant))
+        files.extend(_slice_files(cctx.base_path, s, completion_of, instant))
     needed = list(ctx.full_schema.names)
     out_schema = pa.schema([ctx.full_schema.field(n) for n in needed])
-    n_out = 1 if plan.same_file_ids else group.num_output_file_groups
+    n_out = 1 if cctx.same_file_ids else group.num_output_file_groups
     budget = max(1, math.ceil(sum(_row_count(f) for f in files) / n_out))
     partition = group.partition
-    folder = table.path / partition if partition else table.path
-    token = naming.write_token(task, 0, 0)
+    folder = cctx.base_path / partition if partition else cctx.base_path
+    token = token or naming.write_token(task, 0, 0)
     stats: list[WriteStat] = []
     out: parquet_io.ParquetFileWriter | None = None
     state: dict[str, Any] = {}
 
     def open_next() -> parquet_io.ParquetFileWriter:
-        file_id = group.slices[0].file_id if plan.same_file_ids else index.new_file_id()
+        file_id = group.slices[0].file_id if cctx.same_file_ids else index.new_file_id()
         name = naming.base_file_name(file_id, token, instant)
-        markers.create_marker(table.path, instant, partition, name, "CREATE")
+        markers.create_marker(cctx.base_path, instant, partition, name, "CREATE")
         state.update(file_id=file_id, name=name, rows=0)
         return parquet_io.ParquetFileWriter(folder / name, out_schema, is_sorted=True)
 
@@ -388,7 +415,7 @@ def run_group(table: TableState, ctx: ReadContext, plan: ClusteringPlan, group: 
                                minRecordKey=w.min_key, maxRecordKey=w.max_key))
 
     try:
-        for batch in _merged_batches(ctx, files, needed, engine):
+        for batch in _merged_batches(ctx, files, needed, cctx.engine):
             while batch.num_rows:
                 if out is None:
                     out = open_next()
@@ -417,11 +444,14 @@ def _requested(instant: Instant, layout: int) -> Instant:
     return Instant.make(instant.begin_time, instant.action, State.REQUESTED, None, name)
 
 
-def execute(table: TableState, instant: Instant | str, *, merge: str | None = None) -> Instant:
+def execute(table: TableState, instant: Instant | str, *, merge: str | None = None,
+            runner: GroupRunner | None = None, extra_metadata: Mapping[str, str] | None = None) -> Instant:
     """Run a requested clustering plan and complete it as a `replacecommit`; returns the completed instant.
 
     Raises `ConflictError` (after rolling the clustering back) when a write that
-    completed after the plan was made touched one of its file groups."""
+    completed after the plan was made touched one of its file groups.  `runner`
+    runs the groups (default `run_locally`; Spark passes one that runs each group
+    as a task); everything around it is the same for every runner."""
     timeline = table.active_timeline
     begin = instant if isinstance(instant, str) else instant.begin_time
     with table_lock(table.path):
@@ -444,16 +474,17 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
         plan = read_plan(timeline, inflight)
         schema = table.schema
         ctx = ReadContext(table.path, table.config, schema or pa.schema([]), table.completion_map(), None)
+        cctx = ClusteringContext(table.path, begin, ctx, merge, plan.same_file_ids)
         conflict = find_conflict(timeline, plan.snapshot, plan.file_groups, begin)
         stats: list[WriteStat] = []
         if conflict is None:
-            for task, group in enumerate(plan.groups):
-                stats.extend(run_group(table, ctx, plan, group, begin, task, engine=merge))
+            stats = (runner or run_locally)(cctx, plan.groups, inflight)
         replaced: dict[str, list[str]] = {}
         if not plan.same_file_ids:
             for partition, file_id in sorted(plan.file_groups):
                 replaced.setdefault(partition, []).append(file_id)
         extra = {writer.SCHEMA_KEY: writer.schema_to_text(schema)} if schema is not None and len(schema) else {}
+        extra.update(extra_metadata or {})
         meta = commit_metadata(stats, operation=OPERATION, extra=extra)
         meta["partitionToReplaceFileIds"] = replaced
         with table_lock(table.path):
@@ -526,8 +557,10 @@ def format_plan(instant: Instant, plan: ClusteringPlan) -> str:
 
 __all__ = [
     "ClusteringConfig",
+    "ClusteringContext",
     "ClusteringGroup",
     "ClusteringPlan",
+    "GroupRunner",
     "SliceInfo",
     "cluster",
     "drop_plans_reading",
@@ -538,5 +571,6 @@ __all__ = [
     "pending_plans",
     "read_plan",
     "run_group",
+    "run_locally",
     "schedule",
 ]
