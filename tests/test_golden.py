@@ -62,7 +62,7 @@ def test_dump_levels(tmp_path: Path) -> None:
     table.insert(pa.table({"id": ["a", "b", "c", "d", "e", "f"], "ts": [1] * 6,
                            "city": ["x", "x", "y", "y", "x", "y"], "v": [1, 2, 3, 4, 5, 6]}))
     table.upsert(pa.table({"id": ["a", "d"], "ts": [2, 2], "city": ["x", "y"], "v": [10, 40]}))
-    table.delete(pa.table({"id": ["b"], "ts": [3], "city": ["x"], "v": [0]}))
+    table.delete(pa.table({"id": ["e"], "ts": [3], "city": ["x"], "v": [0]}))  # e shares a's bucket (Java hash)
     before = table.dump_levels()
     table.compact(strategy="full", progress=False)
     after = table.dump_levels()
