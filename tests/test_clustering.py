@@ -288,3 +288,33 @@ def test_hudi_rs_reads_a_clustered_version_8_table_the_same(tmp_path: Path, layo
     assert compare_rows(t.read(), hudi_rs_read(t.path), ["id"]) == []
     assert compare_rows(t.read(as_of=before), hudi_rs_read(t.path, as_of=before.completion_time), ["id"]) == []
     assert compare_rows(t.read_optimized(), hudi_rs_read(t.path, read_optimized=True), ["id"]) == []
+
+
+@pytest.mark.parametrize("field,value", [("dataFilePath", "../../etc/passwd"), ("partitionPath", "/abs"),
+                                         ("fileId", "a/../../b"), ("deltaFilePaths", ["p=a/../x.parquet"])])
+def test_a_hostile_plan_is_refused_before_anything_is_read(tmp_path: Path, field: str, value: Any) -> None:
+    from lsm_lab.errors import CorruptTableError
+
+    t = _table(tmp_path)
+    inst = t.cluster(plan_only=True)
+    assert inst is not None
+    path = t.active_timeline.folder / inst.file_name
+    raw = json.loads(path.read_text())
+    raw["clusteringPlan"]["inputGroups"][0]["slices"][0][field] = value
+    path.write_text(json.dumps(raw))
+    with pytest.raises(CorruptTableError):
+        clustering.execute(t, inst)
+
+
+def test_bad_arguments_are_typed_errors(tmp_path: Path) -> None:
+    from lsm_lab.errors import InputError
+
+    t = _table(tmp_path)
+    with pytest.raises(InputError, match="unknown clustering option"):
+        t.cluster(options={"hoodie.clustering.plan.strategy.smal.file.limit": "1"})
+    with pytest.raises(InputError, match="plan_only"):
+        t.cluster(plan_only="yes")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="merge"):
+        t.cluster(merge="quick")
+    with pytest.raises(InputError, match="target.file.max.bytes"):
+        t.cluster(options={clustering.KEY_TARGET_FILE: "0"})

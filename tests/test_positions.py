@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lsm_lab
-from lsm_lab.errors import CorruptFileError
+from lsm_lab.errors import CorruptFileError, InputError
 from lsm_lab.logformat import positions, v2
 from lsm_lab.logformat.v1 import blocks
 from lsm_lab.logformat.v1 import writer as v1writer
@@ -70,7 +70,7 @@ def test_bad_values_are_typed_errors() -> None:
         positions.decode_positions("not base64!")
     with pytest.raises(CorruptFileError, match="RECORD_POSITIONS"):
         positions.decode_positions(base64.b64encode(b"\x05\x00\x00").decode())
-    with pytest.raises(ValueError, match="negative"):
+    with pytest.raises(InputError, match="negative"):
         positions.encode_positions(np.array([-1]))
     header = positions.positions_header(np.array([1, 2]), "20260101000000000")
     assert positions.valid_positions(header, "20260101000000000", 2) is not None

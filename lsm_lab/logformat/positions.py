@@ -40,7 +40,7 @@ from collections.abc import Mapping
 import numpy as np
 from pyroaring import BitMap64
 
-from lsm_lab.errors import CorruptFileError
+from lsm_lab.errors import CorruptFileError, InputError
 
 RECORD_POSITIONS = "RECORD_POSITIONS"
 BASE_FILE_INSTANT = "BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS"
@@ -50,7 +50,7 @@ def encode_positions(positions: np.ndarray) -> str:
     """Base64 of the portable Roaring64 serialization of a set of non-negative row numbers."""
     values = np.asarray(positions, dtype=np.int64)
     if len(values) and int(values.min()) < 0:
-        raise ValueError("record positions must not be negative")
+        raise InputError("record positions must not be negative")
     return base64.b64encode(BitMap64(values.astype(np.uint64).tolist()).serialize()).decode("ascii")
 
 

@@ -57,7 +57,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lsm_lab.errors import ConflictError, CorruptFileError, InputError, TimelineError, UnsupportedFeatureError
+from lsm_lab import checks, paths
+from lsm_lab.errors import (
+    ConflictError,
+    CorruptFileError,
+    CorruptTableError,
+    InputError,
+    TimelineError,
+    UnsupportedFeatureError,
+)
 from lsm_lab.layout import fsview, naming, parquet_io
 from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.merge import SORTED_ENGINES, merge_sources, merge_to_table
@@ -92,6 +100,7 @@ EXECUTION_STRATEGY = "org.apache.hudi.client.clustering.run.strategy.SparkSortAn
 KEY_SNAPSHOT = "lsm_lab.clustering.snapshot"  # the completion time the plan was made from (conflict checks)
 KEY_SAME_FILE_IDS = "lsm_lab.clustering.keep.file.ids"  # bucket index: output stays in the input file group
 OPERATION = "cluster"
+OPTION_KEYS = (KEY_SMALL_FILE, KEY_TARGET_FILE, KEY_GROUP_BYTES, KEY_MAX_GROUPS, KEY_SORT_COLUMNS, KEY_LAYOUT_STRATEGY)
 BATCH_ROWS = 65_536
 
 
@@ -149,9 +158,17 @@ class SliceInfo:
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> SliceInfo:
-        if not raw.get("fileId"):
+        """One slice of a plan; every path checked by the path guard (lsm_lab/paths.py) before use."""
+        if not isinstance(raw, Mapping) or not raw.get("fileId"):
             raise TimelineError("a clustering plan slice has no fileId")
-        return cls(str(raw.get("partitionPath") or ""), str(raw["fileId"]), raw.get("dataFilePath") or None,
+        partition = paths.partition(str(raw.get("partitionPath") or ""), field="partitionPath")
+        files = ([raw["dataFilePath"]] if raw.get("dataFilePath") else []) + list(raw.get("deltaFilePaths") or ())
+        for rel in files:
+            folder, _ = paths.data_file(rel, field="dataFilePath/deltaFilePaths")
+            if folder != partition:
+                raise CorruptTableError(f"clustering plan: {rel!r} is not in partition {partition!r}",
+                                        field="deltaFilePaths")
+        return cls(partition, paths.name(str(raw["fileId"]), field="fileId"), raw.get("dataFilePath") or None,
                    tuple(raw.get("deltaFilePaths") or ()))
 
 
@@ -300,7 +317,12 @@ def schedule(table: TableState, *, options: Mapping[str, str] | None = None) -> 
     if table.config.version < 8:
         raise UnsupportedFeatureError("clustering needs table version 8 or later (version 6 has no clustering "
                                       "action on its timeline)", path=table.path)
-    config = ClusteringConfig.from_props({**table.config.props, **dict(options or {})}, table.config.record_key)
+    options = checks.options_arg(options)
+    unknown = sorted(set(options) - set(OPTION_KEYS))
+    if unknown:
+        raise InputError(f"unknown clustering option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
+                         f"known: {', '.join(OPTION_KEYS)}")
+    config = ClusteringConfig.from_props({**table.config.props, **options}, table.config.record_key)
     timeline = table.active_timeline
     with table_lock(table.path):
         rollback_failed_writes(table.path, timeline)
@@ -514,8 +536,8 @@ def cluster(table: TableState, *, plan_only: bool = False, options: Mapping[str,
 
     Returns the last completed clustering instant, the requested one with
     `plan_only`, or None when there was nothing to do."""
-    if merge is not None and merge not in ("sorted", "loser_tree", "hash", "heapq"):
-        raise InputError(f"unknown merge engine {merge!r}")
+    checks.str_arg(merge, "merge", optional=True, choices=("sorted", "loser_tree", "hash", "heapq"))
+    plan_only = checks.bool_arg(plan_only, "plan_only")
     done: Instant | None = None
     if not plan_only:
         for inst, _ in pending_plans(table.active_timeline):
