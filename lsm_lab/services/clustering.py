@@ -39,8 +39,9 @@ back; a clustering that completes first makes the write roll back.
 
 Simplified compared with Apache Hudi: one plan strategy (size based: file
 groups below `hoodie.clustering.plan.strategy.small.file.limit`), one execution
-strategy (sort by record key and size), groups run one after the other in
-this process; slice paths in the plan are relative to the table folder; no
+strategy (sort by record key and size); groups run one after the other in
+this process, or one Spark task each (spark/clustering.py, through the
+`runner` seam); slice paths in the plan are relative to the table folder; no
 clustering of table version 6 (it has no `clustering` action).
 
 Taught in: notebooks/11_clustering.ipynb
