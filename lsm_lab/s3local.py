@@ -13,7 +13,7 @@ requests).  `moto[server]` is a development dependency (`pip install -e .[dev]`)
 Simplified compared with a real store: no network latency and no request
 pricing, so it measures request counts and per-request overhead, not bandwidth.
 
-Taught in: notebooks/11_object_storage.ipynb
+Taught in: notebooks/12_object_storage.ipynb
 """
 
 from __future__ import annotations

@@ -39,6 +39,14 @@ def test_sigkill_loop(tmp_path: Path) -> None:
     assert stats["batches"] > 0  # the writers made progress between kills (how much depends on the load)
 
 
+def test_sigkill_loop_default_layout_with_clustering(tmp_path: Path) -> None:
+    """The key-lookup layout, where clustering replaces file groups (the loop clusters every 5th batch)."""
+    harness = load_harness()
+    stats = harness.run(8, workdir=tmp_path, seed=11, max_delay=1.5, verbose=False, layout="default")
+    assert stats["kills"] == 8
+    assert stats["batches"] > 0
+
+
 def test_sigkill_loop_s3(tmp_path: Path, s3_server, monkeypatch) -> None:
     """The same loop with the table on a real S3 server: commits are create-if-absent PUTs, the lock is the
     storage-based one, heartbeats are judged by age (short lease and tolerance here, so the next writer

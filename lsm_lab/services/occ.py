@@ -59,6 +59,7 @@ from lsm_lab.services.rollback import delete_instant_files, rollback_failed_writ
 from lsm_lab.storage import StoragePath
 from lsm_lab.timeline.active import ActiveTimeline, InstantExistsError
 from lsm_lab.timeline.instant import (
+    CLUSTERING,
     COMMIT,
     DELTA_COMMIT,
     REPLACE_COMMIT,
@@ -67,8 +68,9 @@ from lsm_lab.timeline.instant import (
 )
 from lsm_lab.timeline.metadata import iter_write_stats
 
-# completed actions a writer can conflict with (compactions never conflict, see the module doc)
-CONFLICTING_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
+# completed actions a writer can conflict with (compactions never conflict, see the module doc;
+# a completed clustering replaced the file groups it read: services.clustering)
+CONFLICTING_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLUSTERING)
 
 
 def touched_file_groups(metadata: Mapping[str, Any]) -> set[tuple[str, str]]:

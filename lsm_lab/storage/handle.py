@@ -29,7 +29,7 @@ Simplified compared with Apache Hudi: Hudi's `StoragePath` is a URI that every
 call hands to `HoodieStorage`; here the handle carries its storage, so a
 function given a path needs no second argument.
 
-Taught in: notebooks/11_object_storage.ipynb
+Taught in: notebooks/12_object_storage.ipynb
 """
 
 from __future__ import annotations

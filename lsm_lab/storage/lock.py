@@ -23,7 +23,7 @@ This follows Apache Hudi's `StorageBasedLockProvider` (same folder and file
 name, same fields, a 500 ms clock-drift margin).  Simplified: no audit log, no
 metrics, and re-entrancy is per thread, as in `services.lock`.
 
-Taught in: notebooks/11_object_storage.ipynb
+Taught in: notebooks/12_object_storage.ipynb
 """
 
 from __future__ import annotations
