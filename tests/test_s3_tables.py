@@ -345,3 +345,16 @@ def test_gcs_and_azure_roots_are_configured(uri: str, options: dict[str, str]) -
     assert str(pickle.loads(pickle.dumps(root / "p=1"))) == f"{uri}/p=1"
     with pytest.raises(StorageError):
         root / "/etc/passwd"  # a key never re-roots
+
+
+def test_clustering_on_s3(s3_table, tmp_table) -> None:
+    """Small file groups of the default layout clustered into one, in a bucket as on disk."""
+    kw: dict[str, Any] = {"layout": "default", "hoodie.parquet.small.file.limit": "0"}
+    remote, local = s3_table(**kw), tmp_table(**kw)
+    for t in (remote, local):
+        for i in range(4):
+            t.insert([{"id": f"k{i}{j}", "v": j} for j in range(5)])
+        assert len(t.file_slices()) == 4
+        done = t.cluster()
+        assert done is not None and done.is_completed and len(t.file_slices()) == 1
+    assert rows(remote.read()) == rows(local.read()) and remote.read().num_rows == 20
