@@ -47,8 +47,8 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from polars.exceptions import PanicException, PolarsError
 import pyarrow as pa
+from polars.exceptions import PanicException, PolarsError
 
 #: the field that reads each record's int32 length prefix as part of the record
 _LENGTH_FIELD = "_lsm_lab_record_length"
