@@ -6,13 +6,17 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
+# make test's temporary files (pytest's tmp_path, notebook tables, Spark's scratch) stay inside the repo's
+# ignored .tmp/, emptied at the start of every run, so nothing is left behind in the system temp folder
+TEST_TMP := $(CURDIR)/.tmp
 
-.PHONY: demo test test-fast check-env install notebooks-strip bench bench-peers clean help
+.PHONY: demo test test-fast lint check-env install notebooks-strip bench bench-peers clean help
 
 help:
 	@echo "make demo       create .venv if missing, install, run the main job (lsm-lab demo)"
 	@echo "make test       same set-up, run every test (notebooks included)"
 	@echo "make test-fast  unit tests only, no slow/Spark/notebook tests"
+	@echo "make lint       ruff and mypy (part of make test)"
 	@echo "make bench      run the benchmarks (slow)"
 	@echo "make bench-peers  lsm_lab vs Apache Paimon (Rust) and hudi-rs; creates .venv-peers (pypaimon needs pyarrow<20)"
 
@@ -33,11 +37,21 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/lsm-lab demo
 
-test: $(STAMP)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS) --nbmake tests notebooks
+test: $(STAMP) lint
+	@rm -rf $(TEST_TMP) && mkdir -p $(TEST_TMP)
+	TMPDIR=$(TEST_TMP) SPARK_LOCAL_DIRS=$(TEST_TMP) LSM_LAB_SCRATCH=$(TEST_TMP)/scratch \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider --basetemp=$(TEST_TMP)/pytest $(PYTEST_ARGS) --nbmake tests notebooks
+	@rm -rf $(TEST_TMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check lsm_lab tests benchmarks tools data
+	$(BIN)/mypy
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not spark" $(PYTEST_ARGS) tests
+	@rm -rf $(TEST_TMP) && mkdir -p $(TEST_TMP)
+	TMPDIR=$(TEST_TMP) $(BIN)/python -m pytest -q -p no:cacheprovider --basetemp=$(TEST_TMP)/pytest \
+	  -m "not slow and not spark" $(PYTEST_ARGS) tests
+	@rm -rf $(TEST_TMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_merge.py
@@ -60,4 +74,4 @@ notebooks-strip: $(STAMP)
 	$(BIN)/python tools/strip_notebooks.py notebooks
 
 clean:
-	rm -rf $(VENV) $(PEERS_VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(PEERS_VENV) .pytest_cache .hypothesis build *.egg-info .scratch .tmp test-artifacts

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lsm_lab.cli_io import parse_options, print_frame, read_input_file, write_output_file
-from lsm_lab.demo import run_demo
+from lsm_lab.demo import demo_folder, run_demo
 from lsm_lab.errors import InputError, LsmLabError
 from lsm_lab.interop import command as interop_command
 from lsm_lab.lookup import command as lookup_command
@@ -35,11 +35,12 @@ from lsm_lab.table.table import create_table, open_table
 
 # --------------------------------------------------------------------------- commands
 def cmd_demo(args: argparse.Namespace) -> int:
-    table = run_demo(args.dir, rows=args.rows, rounds=args.rounds, engine=args.engine)
-    if args.figures:
-        from lsm_lab.viz import write_figures  # matplotlib: imported only with --figures
+    with demo_folder(args.dir, keep=args.keep) as folder:
+        table = run_demo(folder, rows=args.rows, rounds=args.rounds, engine=args.engine)
+        if args.figures:
+            from lsm_lab.viz import write_figures  # matplotlib: imported only with --figures
 
-        write_figures(table, args.figures)
+            write_figures(table, args.figures)
     return 0
 
 
@@ -127,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="run the main job: build a trips table, change it, read it, check it",
                        description="Generate trips, create an lsm_tree MOR table, insert, upsert, delete, print the "
                                    "timeline and levels, and check snapshot and time-travel reads against a model.")
-    p.add_argument("--dir", help="folder for the table (default: a new temporary folder)")
+    p.add_argument("--dir", help="folder for the table, kept (default: a temporary folder, removed at the end)")
+    p.add_argument("--keep", action="store_true", help="keep the temporary folder and print where it is")
     p.add_argument("--rows", type=int, default=100_000, help="trips to insert (default 100000)")
     p.add_argument("--rounds", type=int, default=3, help="upsert rounds (default 3)")
     p.add_argument("--engine", choices=["local", "spark"], default="local", help="run writes locally or on Spark")

@@ -29,6 +29,8 @@ an unknown version is a `TableConfigError`, never a guess).
 Simplified compared with Apache Hudi: no config upgrade/downgrade machinery, no
 backup file (`hoodie.properties.backup`); the file is replaced atomically
 instead (write a temp file, then rename).
+
+Taught in: notebooks/01_build_a_table.ipynb
 """
 
 from __future__ import annotations

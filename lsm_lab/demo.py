@@ -8,13 +8,20 @@
 The dict model is the whole point of the last step: it applies the same batches
 with Python dicts (latest ts wins per key, deletes remove), so the demo proves
 its own output rather than just printing it.
+
+Without `--dir` the table goes to a temporary folder that `demo_folder` removes
+when the demo ends (`--keep` keeps it and says where); with `--dir` it stays.
+
+Taught in: notebooks/00_why_lsm.ipynb
 """
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -33,6 +40,24 @@ def _apply(model: dict[str, dict], batch: pa.Table, *, delete: bool = False) -> 
                 del model[row["uuid"]]
         elif cur is None or row["ts"] >= cur["ts"]:
             model[row["uuid"]] = row
+
+
+@contextlib.contextmanager
+def demo_folder(directory: str | Path | None = None, *, keep: bool = False,
+                echo: Callable[[str], None] = print) -> Iterator[Path]:
+    """`directory` as given (kept), or a new temporary folder removed on exit unless `keep`."""
+    if directory:
+        yield Path(directory)
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="lsm_lab_demo_"))
+    try:
+        yield tmp
+    finally:
+        if keep:
+            echo(f"kept {tmp} (remove it when done)")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+            echo(f"removed {tmp} (--keep or --dir D keeps the table)")
 
 
 def run_demo(directory: str | Path | None = None, *, rows: int = 100_000, rounds: int = 3, seed: int = 7,
@@ -84,7 +109,7 @@ def run_demo(directory: str | Path | None = None, *, rows: int = 100_000, rounds
     echo(f"Time travel to {first.completion_time} (after the insert): {old.num_rows:,} rows")
     _check(old, model_after_first, "time travel")
     echo("\ncheck: snapshot and time-travel reads equal the dict model ✓")
-    echo(f"table left at {path}")
+    echo(f"table at {path}")
     return table
 
 

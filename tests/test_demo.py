@@ -99,3 +99,20 @@ def test_generator_late_events_and_errors() -> None:
     with pytest.raises(ValueError, match="no trips inserted yet"):
         TripsGenerator(0).updates(5)
     assert TripsGenerator(0).inserts(0).num_rows == 0
+
+
+def test_demo_without_dir_leaves_nothing_behind(tmp_path: Path) -> None:
+    # `make demo`: no --dir, so the table goes to a temporary folder that is removed at the end
+    script = Path(sys.executable).with_name("lsm-lab")
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "lsm_lab.cli"]
+    env = {**{k: v for k, v in os.environ.items() if k != "LSM_LAB_DEBUG"}, "TMPDIR": str(tmp_path)}
+    done = subprocess.run([*cmd, "demo", "--rows", "500", "--rounds", "1"], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "equal the dict model ✓" in done.stdout and "removed " in done.stdout
+    assert list(tmp_path.iterdir()) == []
+    kept = subprocess.run([*cmd, "demo", "--rows", "500", "--rounds", "1", "--keep"], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert kept.returncode == 0, kept.stderr[-3000:]
+    [folder] = list(tmp_path.iterdir())
+    assert f"kept {folder}" in kept.stdout and open_table(folder / "trips").read().num_rows > 0

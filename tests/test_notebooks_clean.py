@@ -131,3 +131,41 @@ def test_no_output_baked_into_markdown(path: Path):
     for i, cell in enumerate(_read(path).cells):
         if cell.cell_type == "markdown":
             assert not stamp.search(_text(cell)), f"{path.name}: cell {i} quotes an instant time"
+
+
+CODE_LINE = re.compile(r"^Code: (.*?)(?:\n\n|\Z)", re.MULTILINE | re.DOTALL)
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
+def test_code_line_names_real_modules_that_name_the_chapter(path: Path):
+    """`Code: lsm_lab/…` under the title; each module named there ends its docstring with `Taught in: …NN_name…`."""
+    import ast
+
+    title = _text(_read(path).cells[0])
+    m = CODE_LINE.search(title)
+    assert m, f"{path.name}: say under the title which code it teaches ('Code: `lsm_lab/…`')"
+    named = re.findall(r"`(lsm_lab/[^`\s]+)", m.group(1))
+    assert named, f"{path.name}: the Code line names no lsm_lab path"
+    for rel in named:
+        target = ROOT / rel
+        assert target.exists(), f"{path.name}: the Code line names {rel}, which does not exist"
+        if target.suffix == ".py":
+            doc = ast.get_docstring(ast.parse(target.read_text())) or ""
+            last = doc.strip().splitlines()[-1] if doc.strip() else ""
+            assert last.startswith("Taught in:") and f"notebooks/{path.name}" in last, \
+                f"{rel}: the last line of its docstring should be 'Taught in: … notebooks/{path.name} …'"
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
+def test_answer_key(path: Path):
+    """After the questions, an answer key: one collapsed <details> block per question."""
+    cells = _read(path).cells
+    questions = _first(cells, _md(r"test your understanding"))
+    assert questions is not None
+    asked = len(re.findall(r"^\s*\d+\.\s+\S", _text(cells[questions]), re.MULTILINE))
+    key = _first(cells, lambda c: c.cell_type == "markdown" and "<details>" in _text(c), questions + 1)
+    assert key is not None, f"{path.name}: add an answer key after the questions (collapsed <details> cells)"
+    text = _text(cells[key])
+    answered = text.count("<details>")
+    assert answered == text.count("</details>") == text.count("<summary>") and answered >= asked >= 2, \
+        f"{path.name}: {asked} questions, {answered} answers"

@@ -44,6 +44,8 @@ and per-file key ranges against a cumulative range (`cumulative_tradeoff`).
 
 Simplified compared with a real benchmark harness: one process, one machine;
 the tables are built once per `--dir` and reused when the parameters match.
+
+Taught in: notebooks/08_point_lookups.ipynb
 """
 
 from __future__ import annotations

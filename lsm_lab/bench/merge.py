@@ -31,6 +31,8 @@ pass).
 Simplified compared with a real benchmark harness: one machine, no cache
 dropping between contenders (the runs fit the page cache, so this measures
 CPU and memory, not disk).
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations

@@ -24,6 +24,8 @@ read-optimized and incremental reads are compared, nothing else (no filters or
 projections pushed into hudi-rs), and values
 are compared as Python objects (NaN never equals NaN; none of the test tables
 hold one).
+
+Taught in: notebooks/09_real_hudi_tables.ipynb
 """
 
 from __future__ import annotations

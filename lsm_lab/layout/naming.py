@@ -30,6 +30,8 @@ checked against every file name in `data/hudi-log-files/` and
 
 Simplified compared with Apache Hudi: ORC and HFile base files are recognised
 only so that a clear "not supported" error can name them.
+
+Taught in: notebooks/01_build_a_table.ipynb
 """
 
 from __future__ import annotations

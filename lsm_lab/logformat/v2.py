@@ -51,6 +51,8 @@ newer than 2 is refused, as upstream does.
 Simplified compared with upstream Hudi: no CDC logs, and no RECORD_POSITIONS /
 BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS footer entries (upstream writes them
 only for positional merging, which lsm_lab does not do; they are optional).
+
+Taught in: notebooks/04_log_format_v2.ipynb
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ about 1.2 bytes per key at 1% false positives).
 Simplified compared with Apache Hudi: Hudi caches footers inside its readers
 and, with the metadata table, serves blooms and column ranges from there;
 lsm_lab's only index is the footers, cached in memory per process.
+
+Taught in: notebooks/08_point_lookups.ipynb
 """
 
 from __future__ import annotations

@@ -51,6 +51,8 @@ the metadata table; it has no sorted-file binary search.  lsm_lab has no
 metadata table, so footers are the only index, and page-level indexes (Parquet
 column/offset indexes) are not used: the smallest unit read is a column chunk
 of one row group.
+
+Taught in: notebooks/08_point_lookups.ipynb, notebooks/09_real_hudi_tables.ipynb
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ whose record keys it generated from those fields itself (`records.record_keys`).
 Simplified compared with Apache Hudi: Hudi's data skipping translates Spark
 filter expressions against column statistics in the metadata table; lsm_lab
 understands `(column, op, value)` tuples on the record key only.
+
+Taught in: notebooks/08_point_lookups.ipynb
 """
 
 from __future__ import annotations

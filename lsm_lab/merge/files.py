@@ -42,6 +42,7 @@ from lsm_lab.errors import CorruptFileError, InputError, LsmLabError
 from lsm_lab.layout import parquet_io
 from lsm_lab.merge import ENGINES, open_merge
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
+from lsm_lab.progress import new_bar
 
 _NO_DELETE = "__lsm_lab_delete__"
 _SOURCE_RE = re.compile(r"^source (\d+): ")
@@ -134,11 +135,8 @@ def merge_parquet_files(out_path: str | os.PathLike[str], input_paths: Sequence[
     spec = MergeSpec(MergeMode.EVENT_TIME_ORDERING if ordering else MergeMode.COMMIT_TIME_ORDERING,
                      key=key, ordering=ordering, delete=delete_column or _NO_DELETE)
 
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=rows_in, unit="row", unit_scale=True, desc=f"merge ({engine})", leave=False)
+    bar = new_bar(total=rows_in, unit="row", unit_scale=True, desc=f"merge ({engine})", force=progress or False,
+                  min_items=1)
     stats: dict[str, Any] = {}
     started = time.perf_counter()
     writer: parquet_io.ParquetFileWriter | None = None

@@ -35,6 +35,8 @@ Simplified compared with Apache Hudi: no spillable map (Hudi's
 ``ExternalSpillableMap`` spills to RocksDB or disk past a memory budget), and
 the map is a Python dict from key to a row of an Arrow table of pre-folded log
 records, not a map of Avro records.
+
+Taught in: notebooks/06_merge_semantics.ipynb, notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations

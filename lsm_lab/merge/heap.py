@@ -17,6 +17,8 @@ benchmark's comparisons-per-record column.
 
 Simplified compared with Apache Hudi: Hudi has no heap-based merge; this
 engine exists to check the others and to give the loser tree a baseline.
+
+Taught in: notebooks/05_loser_tree.ipynb, notebooks/06_merge_semantics.ipynb
 """
 
 from __future__ import annotations

@@ -60,6 +60,8 @@ Simplified compared with Apache Hudi/Paimon: records are Python objects (no
 object reuse, so the delayed advance is kept for its clarity and for the
 comparison savings, not for memory safety), there is no spill and no
 sequence-number tie-break beyond the source index.
+
+Taught in: notebooks/05_loser_tree.ipynb, notebooks/06_merge_semantics.ipynb, notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations

@@ -51,6 +51,8 @@ mergers and payload classes (``DefaultHoodieRecordPayload``,
 implements the two built-in merge modes only, with deletes as a boolean column
 instead of ``_hoodie_is_deleted``/empty payloads. Ordering values are compared
 as Arrow sorts them (NaN ordering values are not supported).
+
+Taught in: notebooks/06_merge_semantics.ipynb
 """
 
 from __future__ import annotations

@@ -50,6 +50,8 @@ Simplified compared with Apache Hudi: RFC-103 describes a record-at-a-time
 loser tree over Avro/Spark rows; here the tree orders batches and the records
 are merged by array kernels, which gives the same rows (checked against the
 per-record engine by the mirror tests).
+
+Taught in: notebooks/06_merge_semantics.ipynb, notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations

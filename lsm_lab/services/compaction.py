@@ -51,6 +51,8 @@ Simplified compared with Apache Hudi: operations run one after the other in
 this process (Hudi spreads them over Spark tasks); log compaction folds the
 logs of one file group in memory (they are small by the planner's choice);
 no record-position (RECORD_POSITIONS) bookkeeping.
+
+Taught in: notebooks/07_compaction.ipynb
 """
 
 from __future__ import annotations

@@ -46,6 +46,8 @@ Simplified compared with Apache Hudi: RFC-103 names the FULL/LOG split but no
 config keys, so the `hoodie.compaction.hybrid.*` keys are lsm_lab's; no
 compaction strategies by partition, date or IO budget; plan version 3 is
 lsm_lab's marker for "operations carry an operationType".
+
+Taught in: notebooks/07_compaction.ipynb
 """
 
 from __future__ import annotations

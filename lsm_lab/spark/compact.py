@@ -26,6 +26,8 @@ Simplified compared with Apache Hudi's Spark compactor: one operation per
 Spark partition with no packing of small operations, no compaction
 "strategies" by IO budget, and the plan is executed by the driver that asks
 for it (no async compaction service).
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ import pyarrow as pa
 from lsm_lab import errors
 from lsm_lab.errors import LsmLabError
 from lsm_lab.layout import naming
-from lsm_lab.progress import enabled as progress_enabled
+from lsm_lab.progress import new_bar
 from lsm_lab.services.rollback import files_of_instant
 from lsm_lab.spark.session import spark_session
 from lsm_lab.timeline.metadata import WriteStat
@@ -236,13 +236,11 @@ def job_progress(spark: Any, description: str, *, enabled: bool | None = None,
     `enabled=None` follows `lsm_lab.progress` (no bars under pytest or with
     LSM_LAB_PROGRESS=0). The bar counts tasks of every stage of the group's jobs.
     """
-    from tqdm.auto import tqdm
-
     sc = spark.sparkContext
     group = f"lsm_lab-{uuid.uuid4().hex[:12]}"
     sc.setJobGroup(group, description, interruptOnCancel=True)
-    show = progress_enabled(None) if enabled is None else enabled
-    bar = tqdm(total=0, desc=description, unit=unit, disable=not show, leave=False)
+    # a terminal bar or a notebook widget blanked when it closes; None where nobody watches (pipes, files, tests)
+    bar = new_bar(total=None, desc=description, unit=unit, force=enabled)
     stop = threading.Event()
 
     def poll() -> None:
@@ -264,7 +262,7 @@ def job_progress(spark: Any, description: str, *, enabled: bool | None = None,
                 return
 
     thread = threading.Thread(target=poll, name="lsm_lab-progress", daemon=True)
-    if not bar.disable:
+    if bar is not None:
         thread.start()
     try:
         yield
@@ -276,7 +274,8 @@ def job_progress(spark: Any, description: str, *, enabled: bool | None = None,
         stop.set()
         if thread.is_alive():
             thread.join(timeout=2)
-        bar.close()
+        if bar is not None:
+            bar.close()
         sc.setLocalProperty("spark.jobGroup.id", None)
         sc.setLocalProperty("spark.job.description", None)
 

@@ -33,6 +33,8 @@ Simplified compared with Apache Hudi: the hashed values are the key field values
 lsm_lab derives from the columns (Hudi re-parses the `f1:v1,f2:v2` key string,
 with heuristics for values holding ',' or ':'); Hudi's SIMPLE/BLOOM indexes join
 with bloom filters and key ranges.  No consistent hashing (bucket resizing).
+
+Taught in: notebooks/03_sorted_writes_and_levels.ipynb
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ slice), and `footers` decodes the Parquet footer of every data file into columns
 
 Row counts and key ranges come from Parquet footers only (no data pages are
 read), so inspecting a large table is cheap.
+
+Taught in: notebooks/03_sorted_writes_and_levels.ipynb, notebooks/04_log_format_v2.ipynb
 """
 
 from __future__ import annotations

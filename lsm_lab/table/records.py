@@ -18,6 +18,8 @@ table folder or hide the partition from listings.
 Simplified compared with Apache Hudi: key generators are limited to simple,
 complex and non-partitioned (no timestamp-based or custom generators); a value
 is turned into text with Arrow's cast to string.
+
+Taught in: notebooks/03_sorted_writes_and_levels.ipynb
 """
 
 from __future__ import annotations

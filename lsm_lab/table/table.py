@@ -21,6 +21,8 @@ lsm_lab.services: the services take a `TableState`, and `Table` calls them.
 Simplified compared with Apache Hudi: no write client / table service client
 split, no metadata table, no schema registry: the table schema is kept in the
 latest commit's `extraMetadata`, as Hudi does.
+
+Taught in: notebooks/00_why_lsm.ipynb, notebooks/01_build_a_table.ipynb
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lsm_lab import config as cfg
 from lsm_lab.errors import InputError, LsmLabError, TableConfigError, UnsupportedFeatureError
@@ -172,7 +175,7 @@ class Table(TableState):
         rows = batch.rows
         if rows.num_rows == 0:
             return []
-        parts = sorted(set(rows.column(records.PARTITION_PATH).to_pylist()))
+        parts = sorted(pc.unique(rows.column(records.PARTITION_PATH)).to_pylist())
         for p in parts:
             records.check_partition_path(p)
         if txn is not None and snapshot is None:

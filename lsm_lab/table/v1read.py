@@ -38,6 +38,8 @@ Simplified compared with Apache Hudi: no lazy block reading (each block is
 decoded when its unit is loaded), no `COMPACTED_BLOCK_TIMES` handling (log
 compaction blocks are read like any data block), no de-duplication of blocks
 written twice by retried tasks (`BLOCK_IDENTIFIER`), and no positional merging.
+
+Taught in: notebooks/09_real_hudi_tables.ipynb
 """
 
 from __future__ import annotations

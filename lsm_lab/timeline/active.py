@@ -24,6 +24,8 @@ schema, and in version 8 the completed write instants are Avro files.
 Simplified compared with Apache Hudi: no timeline server, no caching of the
 listing (every call lists the folder; a few hundred files is cheap), and the
 archived (LSM) timeline is read by `timeline.archive`, not here.
+
+Taught in: notebooks/02_timeline.ipynb
 """
 
 from __future__ import annotations

@@ -33,6 +33,8 @@ Simplified compared with Apache Hudi: no per-file min/max instant pruning on
 read (every listed file's instant columns are read, then cached per manifest
 version), the `version` column is lsm_lab's row format version (1), and
 table version 6's `.hoodie/archived` Avro log format is not read here.
+
+Taught in: notebooks/02_timeline.ipynb
 """
 
 from __future__ import annotations

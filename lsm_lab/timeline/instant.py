@@ -20,6 +20,8 @@ Instant times are `yyyyMMddHHmmssSSS` (17 digits, UTC); legacy tables may use
 Simplified compared with Apache Hudi: no `INVALID`/`NIL` states and no special
 handling of the metadata table's `00000000000000` bootstrap instants beyond
 parsing them.
+
+Taught in: notebooks/02_timeline.ipynb
 """
 
 from __future__ import annotations

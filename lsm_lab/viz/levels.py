@@ -44,6 +44,8 @@ the library (`Table.file_groups` and `table.inspect.file_facts`), so
 Simplified compared with Apache Hudi: only the latest file slice of each file
 group is drawn (older slices only serve time travel); v1 (#HUDI#) logs have no
 footer statistics, so they are drawn with an unknown size ("?") and no key range.
+
+Taught in: notebooks/00_why_lsm.ipynb, notebooks/03_sorted_writes_and_levels.ipynb
 """
 
 from __future__ import annotations

@@ -45,6 +45,8 @@ with inline styles and an inline SVG, deterministic for a given step.
 Simplified compared with a real debugger: the drawing shows head keys only
 (the full head row is in each box's tooltip) and at most a window of each
 input's keys around its cursor.
+
+Taught in: notebooks/05_loser_tree.ipynb
 """
 
 from __future__ import annotations

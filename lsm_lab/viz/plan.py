@@ -28,6 +28,8 @@ or lists of `LevelFile`/dicts — anything `levels.level_files` accepts.
 Simplified compared with Apache Hudi: Hudi's compaction plan also lists
 metrics per operation and the service may split a plan across executors; this
 picture only shows which files exist before and after.
+
+Taught in: notebooks/07_compaction.ipynb
 """
 
 from __future__ import annotations

@@ -27,6 +27,8 @@ The x axis is the time since the first begin time, in ms, s, min or h
 Simplified compared with Apache Hudi: Hudi's timeline UI (the CLI's
 `timeline show`) lists the requested/inflight/completed file times per
 state; lsm_lab draws only begin and completion.
+
+Taught in: notebooks/02_timeline.ipynb
 """
 
 from __future__ import annotations

@@ -40,3 +40,22 @@ def test_tiny_run_gives_records(spark: Any, tmp_path: Path) -> None:
         assert r["rows_ok"] and r["log_rows"] > 0
     assert records[0]["peak_rss_mib"] > 0 and records[0]["tasks"] == bench.FILE_GROUPS
     assert records[1]["peak_rss_mib"] is None  # the window job runs no Python worker
+    assert records[0]["digest"] == records[1]["digest"]  # the same rows, merged by lsm_lab and by Spark SQL
+
+
+def test_tables_are_built_with_arrow_and_cached(tmp_path: Path) -> None:
+    from lsm_lab.table.table import open_table
+
+    path, log_rows, cached = bench.cached_table(tmp_path, 4_000, 3, 0.3, file_groups=2, seed=1)
+    assert not cached and log_rows == 3 * 400
+    table = open_table(path)
+    slices = table.latest_slices()
+    assert len(slices) == 2 and all(len(fs.log_files) == 3 for fs in slices)    # k logs per file group
+    rows = table.read(columns=list(bench.USER_COLUMNS))
+    assert rows.num_rows == 4_000 and rows.column("key").to_pylist() != []
+    stamp = (path / "bench_table.json").stat().st_mtime_ns
+    again, again_logs, cached = bench.cached_table(tmp_path, 4_000, 3, 0.3, file_groups=2, seed=1)
+    assert cached and again == path and again_logs == log_rows and (path / "bench_table.json").stat().st_mtime_ns == stamp
+    assert not list((tmp_path / "tables").glob(".*building"))
+    assert bench.digest(rows) == bench.digest(rows.take(list(range(rows.num_rows))[::-1]))   # order does not matter
+    assert bench.digest(rows) != bench.digest(rows.slice(1))

@@ -1,0 +1,34 @@
+"""The notebooks' helpers: sizes under test, scratch folders inside the repository (or LSM_LAB_SCRATCH), caches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lsm_lab import nbutil
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_sizes_follow_the_test_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert nbutil.under_test() and nbutil.size(1000, 10) == 10          # pytest sets PYTEST_CURRENT_TEST
+    monkeypatch.delenv("PYTEST_CURRENT_TEST")
+    monkeypatch.delenv("LSM_LAB_SMALL", raising=False)
+    assert not nbutil.under_test() and nbutil.size([1, 2], [3]) == [1, 2]
+    monkeypatch.setenv("LSM_LAB_SMALL", "1")
+    assert nbutil.size(1000, 10) == 10
+
+
+def test_scratch_and_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("LSM_LAB_SCRATCH", raising=False)
+    assert nbutil.scratch_root() == ROOT / ".scratch"                   # a checkout: the repo's ignored folder
+    assert ".scratch/" in (ROOT / ".gitignore").read_text()
+    monkeypatch.setenv("LSM_LAB_SCRATCH", str(tmp_path))
+    first = nbutil.scratch("ch")
+    (first / "table").mkdir()
+    again = nbutil.scratch("ch")                                         # a re-run starts empty
+    assert again == first == tmp_path / "notebooks" / "ch" and list(again.iterdir()) == []
+    kept = nbutil.cache("runs")
+    (kept / "data.parquet").write_text("x")
+    assert nbutil.cache("runs") == kept and (kept / "data.parquet").exists()   # a cache survives
