@@ -154,6 +154,13 @@ def test_unsupported_schemas_stay_on_fastavro() -> None:
     ]}
     assert not native_supported(reference)
     assert not native_supported({"type": "record", "name": "r", "fields": [{"name": "u", "type": ["int", "null"]}]})
+    enum = {"type": "enum", "name": "E", "symbols": ["X", "Y"]}
+    assert native_supported({"type": "record", "name": "r", "fields": [{"name": "e", "type": enum}]})
+    nullable_enum = {"type": "record", "name": "r", "fields": [{"name": "e", "type": ["null", enum]}]}
+    assert not native_supported(nullable_enum)
+    content = struct.pack(">iiib", 3, 2, 1, 0) + struct.pack(">ibb", 2, 2, 2)  # null; then "Y" (branch 1, index 1)
+    table, _ = decode_avro_records(content, nullable_enum)
+    assert table.column("e").to_pylist() == [None, "Y"]
 
 
 def test_inconsistent_lengths_fall_back_to_the_precise_error() -> None:
