@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from lsm_lab.errors import (
     ConflictError,
     CorruptFileError,
+    CorruptTableError,
     InputError,
     LsmLabError,
     PartitionValueError,
@@ -74,6 +75,7 @@ __all__ = [
     "ENGINES",
     "ConflictError",
     "CorruptFileError",
+    "CorruptTableError",
     "InputError",
     "Instant",
     "LookupStats",

@@ -8,8 +8,10 @@
     lsm-lab merge OUT IN1 IN2 ... --key K             merge sorted Parquet runs
     lsm-lab bench merge ...                           benchmarks
 
-A user mistake ends with one line `error: <file>: <problem>` and exit code 2,
-never a traceback; set LSM_LAB_DEBUG=1 to see the traceback anyway.
+A user mistake (any `LsmLabError`, and any OSError such as a missing output
+folder) ends with one line `error: <file>: <problem>` and exit code 2, never a
+traceback; set LSM_LAB_DEBUG=1 to see the traceback anyway.  A closed pipe
+(`lsm-lab show levels T | head`) ends quietly.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def cmd_create(args: argparse.Namespace) -> int:
     options: dict[str, Any] = dict(parse_options(args.option))  # extra hoodie properties (strings)
     table = create_table(args.path, name=args.name, record_key=args.key, partition_by=args.partition_by,
                          ordering_field=args.ordering, table_type=args.type, layout=args.layout,
-                         hive_style=not args.no_hive_style, num_buckets=args.buckets, **options)
+                         hive_style=not args.no_hive_style, num_buckets=args.buckets, properties=options)
     print(f"created {table!r}")
     return 0
 
@@ -217,6 +219,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         one_line = " ".join(str(exc).split("\n"))  # a quoted CSV row or an Arrow message may hold newlines
         print(f"error: {one_line}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `lsm-lab show levels T | head`: the reader left; end quietly
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # so that flushing stdout at exit raises nothing
+        except OSError:
+            pass
+        return 141 if os.name == "posix" else 1
+    except OSError as exc:  # a folder that does not exist, a full disk, no permission: one line, no traceback
+        if os.environ.get("LSM_LAB_DEBUG"):
+            raise
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -42,8 +42,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lsm_lab import atomic
-from lsm_lab.errors import TableConfigError, TableNotFoundError
+from lsm_lab import atomic, paths
+from lsm_lab.errors import InputError, TableConfigError, TableNotFoundError
 
 PROPERTIES_FILE = "hoodie.properties"
 META_FOLDER = ".hoodie"
@@ -53,6 +53,9 @@ UPSTREAM_LSM_VERSION = 10  # Apache Hudi's RFC-103 table version: native logs, J
 TABLE_TYPES = ("COPY_ON_WRITE", "MERGE_ON_READ")
 LAYOUTS = ("default", "lsm_tree")
 MERGE_MODES = ("COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING", "CUSTOM")
+
+# Folders under .hoodie/ named by properties (validated by the path guard, lsm_lab.paths).
+TIMELINE_FOLDER_KEYS = ("hoodie.timeline.path", "hoodie.timeline.history.path", "hoodie.archivelog.folder")
 
 # Keys lsm_lab adds for its own bookkeeping (documented in docs/FORMAT.md).
 KEY_INSTANT_FORMAT = "lsm_lab.timeline.instant.format"  # json | avro
@@ -264,7 +267,9 @@ class TableConfig:
             raise TableConfigError(
                 f"unknown hoodie.table.type '{table_type}' (expected one of {', '.join(TABLE_TYPES)})", path=path
             )
-        raw_version = props.get("hoodie.table.version", "6")
+        raw_version = props.get("hoodie.table.version")
+        if raw_version is None:  # guessing a version would read the wrong timeline layout as an empty table
+            raise TableConfigError("hoodie.properties has no 'hoodie.table.version'", path=path)
         try:
             version = int(raw_version)
         except ValueError:
@@ -300,6 +305,9 @@ class TableConfig:
             raise TableConfigError("hoodie.bucket.index.num.buckets is not an integer", path=path) from None
         if num_buckets < 1:
             raise TableConfigError("hoodie.bucket.index.num.buckets must be at least 1", path=path)
+        for key in TIMELINE_FOLDER_KEYS:  # folders under .hoodie/: never a way out of the table
+            if props.get(key) is not None:
+                paths.relative(props[key], file=path, field=key)
         for key, allowed in ((KEY_LOG_FORMAT, ("1", "2")), (KEY_INSTANT_FORMAT, ("json", "avro"))):
             if props.get(key) is not None and props[key] not in allowed:
                 raise TableConfigError(f"{key} must be {' or '.join(allowed)}, not {props[key]!r}", path=path)
@@ -331,6 +339,22 @@ def _infer_merge_mode(props: Mapping[str, str], version: int, ordering: str | No
     if version < 8 or not ordering:
         return "COMMIT_TIME_ORDERING"
     return "EVENT_TIME_ORDERING"
+
+
+# properties set from create_table's explicit arguments (an option may not contradict them)
+ARGUMENT_KEYS = {
+    "hoodie.table.name": "name",
+    "hoodie.table.type": "table_type",
+    "hoodie.table.version": "table_version",
+    "hoodie.table.recordkey.fields": "record_key",
+    "hoodie.table.partition.fields": "partition_by",
+    "hoodie.table.ordering.fields": "ordering_field",
+    "hoodie.table.precombine.field": "ordering_field",
+    "hoodie.table.storage.layout": "layout",
+    "hoodie.datasource.write.hive_style_partitioning": "hive_style",
+    "hoodie.bucket.index.num.buckets": "num_buckets",
+}
+_ORDERING_KEYS = ("hoodie.table.ordering.fields", "hoodie.table.precombine.field")
 
 
 def build_props(
@@ -391,6 +415,12 @@ def build_props(
         props["hoodie.archivelog.folder"] = "archived"
     props[KEY_INSTANT_FORMAT] = "json"
     props[KEY_LOG_FORMAT] = "2" if version >= 9 else "1"
+    for key, argument in ARGUMENT_KEYS.items():  # an option may repeat an explicit argument, never contradict it
+        if extra and key in extra:
+            mine = props.get(key, ordering_field if key in _ORDERING_KEYS else None)
+            if str(extra[key]) != (mine if mine is not None else ""):
+                raise InputError(f"option {key}={extra[key]!r} contradicts the argument {argument}="
+                                 f"{mine!r}; pass the value as the argument")
     if extra:
         props.update({k: str(v) for k, v in extra.items()})
     return props

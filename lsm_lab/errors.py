@@ -11,6 +11,7 @@ the classes below with both in the message.
     ├── SchemaError               missing key/ordering/partition column, type change, null key
     ├── PartitionValueError       a partition value that would escape the table folder
     ├── CorruptFileError          a footer/block/instant file that cannot be decoded
+    ├── CorruptTableError         table metadata that is inconsistent or names a path outside the table
     ├── UnsupportedFeatureError   a real Hudi feature lsm_lab does not read (HFile, Lance, ...)
     ├── InputError                bad user input to a command (unsorted runs, bad option)
     ├── TimelineError             an instant transition that is not allowed, unknown instant
@@ -60,6 +61,18 @@ class CorruptFileError(LsmLabError):
     """A data, log or timeline file cannot be decoded (bad footer, truncated block, bad JSON/Avro)."""
 
 
+class CorruptTableError(LsmLabError):
+    """Table metadata contradicts itself or the disk: a plan, commit metadata, properties or marker naming a
+    path outside the table, a committed file that is missing, a completion time before its begin time.
+
+    `field` (when given) names the metadata field that was wrong.
+    """
+
+    def __init__(self, message: str, *, path: str | PathLike[str] | None = None, field: str | None = None) -> None:
+        self.field = field
+        super().__init__(f"{field}: {message}" if field else message, path=path)
+
+
 class UnsupportedFeatureError(LsmLabError):
     """The table uses a Hudi feature that lsm_lab does not implement (HFile blocks, Lance files, ...)."""
 
@@ -83,6 +96,7 @@ class StorageError(LsmLabError):
 __all__ = [
     "ConflictError",
     "CorruptFileError",
+    "CorruptTableError",
     "InputError",
     "LsmLabError",
     "PartitionValueError",

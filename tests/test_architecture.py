@@ -14,7 +14,7 @@ docs/ARCHITECTURE.md; a module lower in the list may not import one higher up.
     merge         semantics, engines, Parquet-run merging
     formats       layout/ (names, Parquet, file-system view), logformat/ (v2, v1, Avro schemas)
     timeline      instants, clock, active timeline, commit metadata, the LSM (archived) timeline
-    foundation    errors, config, atomic, avro_schema, storage/ (every byte, local or object store), progress, datagen
+    foundation    errors, paths (guard), checks (arguments), config, atomic, avro_schema, storage/, progress, datagen
 
 A new module must be given a layer here (the test fails on modules it cannot place).
 """
@@ -32,13 +32,13 @@ ROOT = Path(__file__).resolve().parent.parent / "lsm_lab"
 
 # Bottom to top. A module takes the layer of its exact name, else of its longest listed prefix.
 LAYERS: list[tuple[str, list[str]]] = [
-    ("foundation", ["lsm_lab.errors", "lsm_lab.config", "lsm_lab.atomic", "lsm_lab.avro_schema", "lsm_lab.storage",
-                    "lsm_lab.progress", "lsm_lab.datagen"]),
+    ("foundation", ["lsm_lab.errors", "lsm_lab.paths", "lsm_lab.checks", "lsm_lab.config", "lsm_lab.atomic",
+                    "lsm_lab.avro_schema", "lsm_lab.storage", "lsm_lab.progress", "lsm_lab.datagen"]),
     ("timeline", ["lsm_lab.timeline"]),
     ("formats", ["lsm_lab.layout", "lsm_lab.logformat"]),
     ("merge", ["lsm_lab.merge"]),
     ("table state", ["lsm_lab.table.state", "lsm_lab.table.records", "lsm_lab.table.index", "lsm_lab.table.read",
-                     "lsm_lab.table.v1read", "lsm_lab.table.write", "lsm_lab.table.scan", "lsm_lab.table.inspect",
+                     "lsm_lab.table.v1read", "lsm_lab.table.write", "lsm_lab.table.deletes", "lsm_lab.table.scan", "lsm_lab.table.inspect",
                      "lsm_lab.lookup", "lsm_lab.interop.compat", "lsm_lab.services.planner"]),
     ("services", ["lsm_lab.services"]),
     ("table", ["lsm_lab.table", "lsm_lab.table.table", "lsm_lab"]),

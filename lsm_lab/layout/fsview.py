@@ -24,6 +24,11 @@ How the view is built (reader rules, format page section 6):
    `COMPACTED_BLOCK_TIMES` lists the instants it replaces) hides the logs of
    those instants in its file group, and takes the place of the latest of
    them: a log that completed while the log compaction ran stays after it.
+5. Given the files the completed instants committed (`committed=`, from
+   `timeline.committed`), a committed file missing from the listing takes its
+   place like any file; if it lands in the latest slice of its file group,
+   the view raises `CorruptTableError` naming the instant and the file (older
+   slices lose files to the cleaner by design, and just drop it).
 
 Simplified compared with Apache Hudi: the view is rebuilt by listing the folder
 on every call (no metadata table, no incremental sync), and bootstrap/external
@@ -37,10 +42,19 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from lsm_lab.errors import CorruptTableError
 from lsm_lab.layout import naming
 from lsm_lab.layout.naming import FileName
 from lsm_lab.logformat import v2
-from lsm_lab.timeline.instant import CLUSTERING, REPLACE_COMMIT, Instant, normalize_time
+from lsm_lab.timeline.instant import (
+    CLUSTERING,
+    REPLACE_COMMIT,
+    WRITE_ACTIONS,
+    Instant,
+    State,
+    normalize_time,
+    parse_file_name,
+)
 
 
 @dataclass(frozen=True)
@@ -54,6 +68,8 @@ class DataFile:
     # of the instant that wrote it ("" for v6 v1 logs: decided per block); for a compacted log,
     # that of the latest log it replaces (its place in the merge order, rule 4)
     completion_time: str
+    # the instant whose commit metadata lists this file when the file is *not* on disk (rule 5)
+    missing_from: str = ""
 
     @property
     def file_id(self) -> str:
@@ -119,6 +135,40 @@ def list_data_files(base_path: Path) -> list[tuple[str, Path, FileName]]:
     return out
 
 
+FIRST_WRITE = ".lsm_lab_first_write"
+
+
+def mark_first_write(base_path: Path) -> None:
+    """Note that a first write is being tried (if it fails, the table may be created again: `abandoned_table`)."""
+    (base_path / ".hoodie" / FIRST_WRITE).touch()
+
+
+def abandoned_table(base_path: Path) -> bool:
+    """Whether `base_path` holds an lsm_lab table that never got data: created, then its first write failed.
+
+    True when a first write was tried (`FIRST_WRITE`), hoodie.properties
+    says lsm_lab created it, the timeline holds no pending instant and no completed
+    write, and there is no data file: creating the table again may then replace it
+    (nothing can be lost).  A table nobody tried to write to stays protected.
+    """
+    meta = base_path / ".hoodie"
+    if not (meta / FIRST_WRITE).is_file():
+        return False
+    try:
+        text = (meta / "hoodie.properties").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    if "lsm_lab.created=true" not in text.splitlines():
+        return False
+    for folder in (meta, meta / "timeline"):
+        if folder.is_dir():
+            for name in os.listdir(folder):
+                parsed = parse_file_name(name)
+                if parsed is not None and (parsed[2] is not State.COMPLETED or parsed[1] in WRITE_ACTIONS):
+                    return False
+    return not list_data_files(base_path)
+
+
 def list_partitions(base_path: Path) -> list[str]:
     return sorted({p for p, _, _ in list_data_files(base_path)})
 
@@ -145,6 +195,7 @@ def build_file_groups(
     partitions: Iterable[str] | None = None,
     files: list[tuple[str, Path, FileName]] | None = None,
     compaction_instants: Collection[str] = (),
+    committed: Mapping[tuple[str, str], str] | None = None,
 ) -> list[FileGroup]:
     """Group the visible data files into file groups and slices.
 
@@ -157,6 +208,7 @@ def build_file_groups(
     wanted = None if partitions is None else set(partitions)
     limit = normalize_time(read_time) if read_time else None
     groups: dict[tuple[str, str], tuple[list[DataFile], list[DataFile]]] = {}
+    seen: set[tuple[str, ...]] = set()
     for partition, path, name in (files if files is not None else list_data_files(base_path)):
         if wanted is not None and partition not in wanted:
             continue
@@ -175,6 +227,20 @@ def build_file_groups(
         df = DataFile(partition, path, name, size, completion)
         bases, logs = groups.setdefault((partition, name.file_id), ([], []))
         (bases if name.is_base else logs).append(df)
+        seen.add(_identity(partition, name))
+    for (partition, fname), instant in (committed or {}).items():  # rule 5: committed files not on disk
+        parsed = naming.parse(fname)
+        if parsed is None or _identity(partition, parsed) in seen or (wanted is not None and partition not in wanted) \
+                or (partition, parsed.file_id) in replaced:
+            continue
+        per_block = v1_logs_by_base_instant and parsed.is_log and parsed.log_format == 1
+        completion = "" if per_block else completion_of.get(parsed.instant)
+        if completion is None or (limit is not None and completion and normalize_time(completion) > limit):
+            continue
+        df = DataFile(partition, base_path / partition / fname if partition else base_path / fname, parsed, 0,
+                      completion, missing_from=instant)
+        bases, logs = groups.setdefault((partition, parsed.file_id), ([], []))
+        (bases if parsed.is_base else logs).append(df)
 
     out: list[FileGroup] = []
     for (partition, file_id), (bases, logs) in sorted(groups.items()):
@@ -199,9 +265,36 @@ def build_file_groups(
         for i, base in enumerate(bases):
             lg = sorted(slice_logs[i], key=_log_order)
             slices.append(FileSlice(partition, file_id, base.instant, base, tuple(lg)))
+        if committed is not None and slices:
+            slices = _without_missing(slices)
         if slices:
             out.append(FileGroup(partition, file_id, tuple(slices)))
     return out
+
+
+def _identity(partition: str, name: FileName) -> tuple[str, ...]:
+    """What makes a file the one a commit listed (the same file in another name dialect or format is that file)."""
+    if name.is_base:
+        return (partition, "base", name.file_id, name.write_token, name.instant)
+    return (partition, "log", name.file_id, name.write_token, name.instant, str(name.version), name.content)
+
+
+def _without_missing(slices: list[FileSlice]) -> list[FileSlice]:
+    """Rule 5: a missing committed file in the latest slice is an error; older slices just drop it."""
+    for f in slices[-1].files:
+        if f.missing_from:
+            raise CorruptTableError(f"instant {f.missing_from} committed the file {f.relative}, which is missing "
+                                    "from the table folder (deleted by hand? its rows would silently be lost)",
+                                    path=f.path, field="partitionToWriteStats.path")
+    out = []
+    for s in slices[:-1]:
+        if any(f.missing_from for f in s.files):
+            base = None if s.base_file is not None and s.base_file.missing_from else s.base_file
+            s = FileSlice(s.partition, s.file_id, s.base_instant, base, tuple(f for f in s.log_files
+                                                                              if not f.missing_from))
+        if s.base_file is not None or s.log_files:
+            out.append(s)
+    return [*out, slices[-1]]
 
 
 def _log_order(f: DataFile) -> tuple[str, str, int, int]:
@@ -217,6 +310,8 @@ _HEADER_CACHE: dict[tuple[str, int], frozenset[str]] = {}
 
 def compacted_block_times(f: DataFile) -> frozenset[str]:
     """The instants a compacted v2 log replaces (its footer's COMPACTED_BLOCK_TIMES), cached per file."""
+    if f.missing_from:  # not on disk (rule 5): replaces nothing it could tell
+        return frozenset()
     key = (str(f.path), f.size)
     hit = _HEADER_CACHE.get(key)
     if hit is not None:

@@ -56,7 +56,7 @@ Taught in: notebooks/03_sorted_writes_and_levels.ipynb
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -67,7 +67,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lsm_lab import atomic
-from lsm_lab.errors import CorruptFileError, LsmLabError
+from lsm_lab.errors import CorruptFileError, CorruptTableError, LsmLabError
 from lsm_lab.layout.bloom import BloomBuilder, key_hashes
 
 KEY_MIN = "hoodie_min_record_key"
@@ -333,7 +333,7 @@ def _name(source: Any) -> str:
 def _typed(name: str, what: str) -> Iterator[None]:
     try:
         yield
-    except (OSError, pa.ArrowException) as exc:
+    except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
         raise CorruptFileError(f"{what}: {exc}", path=name) from None
 
 
@@ -370,12 +370,32 @@ def open_parquet(source: str | os.PathLike[str] | pa.NativeFile | Any, **options
     return CheckedParquetFile(source, **options)
 
 
-def read_parquet(path: str | os.PathLike[str], columns: list[str] | None = None) -> pa.Table:
-    """Read a Parquet data file (selected columns that exist), checksums verified, with a typed error on corruption."""
+def read_parquet(path: str | os.PathLike[str], columns: list[str] | None = None, *,
+                 allowed: Collection[str] | None = None) -> pa.Table:
+    """Read a Parquet data file (selected columns that exist), checksums verified, with a typed error on corruption.
+
+    `allowed`: the columns the table's stored schema knows; a file holding another one
+    is a `CorruptTableError` (the stored schema would silently drop it from reads).
+    """
     pf = open_parquet(path)
     names = pf.schema_arrow.names
     cols = None if columns is None else [c for c in columns if c in names]
+    if allowed is not None:
+        check_columns(path, names, allowed)
     return pf.read(columns=cols)
+
+
+# columns Hudi may write into data files besides the table schema's
+OPTIONAL_META_COLUMNS = ("_hoodie_operation",)
+
+
+def check_columns(path: str | os.PathLike[str], names: Collection[str], allowed: Collection[str]) -> None:
+    """CorruptTableError when a data file holds a column the table's stored schema lacks."""
+    extra = [n for n in names if n not in allowed and n not in OPTIONAL_META_COLUMNS]
+    if extra:
+        raise CorruptTableError(f"the file holds column{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))} "
+                                "that the table's stored schema lacks (reads would silently drop them)",
+                                path=path, field="extraMetadata schema")
 
 
 # --------------------------------------------------------------------------- footers
@@ -414,8 +434,10 @@ __all__ = [
     "KEY_MAX",
     "KEY_MIN",
     "KEY_SORTED",
+    "OPTIONAL_META_COLUMNS",
     "CheckedParquetFile",
     "ParquetFileWriter",
+    "check_columns",
     "footer",
     "footer_kv",
     "is_sorted_footer",

@@ -118,7 +118,7 @@ def _file_info(path: Path) -> FileInfo:
     md, kv = parquet_io.read_footer(path)
     try:
         schema = md.schema.to_arrow_schema()
-    except (OSError, pa.ArrowInvalid) as exc:
+    except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
         raise CorruptFileError(f"cannot read the Parquet footer: {exc}", path=path) from None
 
     chunk_bytes: list[dict[str, int]] = []

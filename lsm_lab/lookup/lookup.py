@@ -209,14 +209,14 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
     stats.files_opened += 1
     try:
         pf = parquet_io.open_parquet(info.path, metadata=info.metadata)
-    except (OSError, pa.ArrowInvalid) as exc:
+    except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
         raise CorruptFileError(f"cannot open Parquet file: {exc}", path=info.path) from None
     others = [c for c in columns if c in info.columns and c != key_col]
     pieces: list[pa.Table] = []
     for rg, ks in plan:
         try:
             key_tbl = pf.read_row_group(rg, columns=[key_col])
-        except (OSError, pa.ArrowInvalid) as exc:
+        except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
             raise CorruptFileError(f"cannot read row group {rg}: {exc}", path=info.path) from None
         stats.row_groups_read += 1
         stats.data_bytes += info.chunk_bytes[rg].get(key_col, 0)
@@ -242,7 +242,7 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
         if others:
             try:
                 rest = pf.read_row_group(rg, columns=others)
-            except (OSError, pa.ArrowInvalid) as exc:
+            except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
                 raise CorruptFileError(f"cannot read row group {rg}: {exc}", path=info.path) from None
             stats.data_bytes += sum(info.chunk_bytes[rg].get(c, 0) for c in others)
             rest = rest.take(take)
@@ -261,7 +261,7 @@ def _ordered_logs(ctx: ReadContext, fs: FileSlice) -> list[DataFile]:
     """The slice's log files in the order a snapshot read merges them (v1 logs → _Fallback)."""
     if any(f.name.log_format == 1 for f in fs.log_files):
         raise _Fallback("v1 log files")
-    units = v1read.ordered_units(ctx.completion_of, ctx.read_time, fs)
+    units = v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict)
     if any(getattr(u, "is_v1", False) for u in units):
         raise _Fallback("v1 log blocks")
     return [u.file for u in units]

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from lsm_lab import checks
 from lsm_lab.errors import InputError, UnsupportedFeatureError
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.rollback import remove_timeline_files
@@ -82,6 +83,8 @@ def archive(table: TableState, *, keep: int | None = None, automatic: bool = Fal
     keep_min = _int(props, "hoodie.keep.min.commits", 20)
     keep_max = _int(props, "hoodie.keep.max.commits", 30)
     batch = _int(props, "hoodie.timeline.compaction.batch.size", DEFAULT_BATCH)
+    if keep is not None:
+        checks.int_arg(keep, "keep")
     if keep is not None and keep < 1:
         raise InputError("keep must be at least 1: the latest instant always stays active")
     target = keep if keep is not None else keep_min

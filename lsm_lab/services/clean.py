@@ -46,8 +46,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from lsm_lab.errors import InputError
-from lsm_lab.layout import fsview
+from lsm_lab import checks, paths
+from lsm_lab.errors import CorruptTableError, InputError
+from lsm_lab.layout import fsview, naming
 from lsm_lab.services import heartbeat
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.planner import pending_plans
@@ -91,6 +92,10 @@ def _positive(value: Any, what: str) -> int:
 
 def resolve_policy(props: Mapping[str, str], policy: str | None, retained: int | None) -> tuple[str, int]:
     """(policy, how many commits/versions to keep) from the arguments or the table properties."""
+    if retained is not None:
+        checks.int_arg(retained, "retained", minimum=1)
+    if policy is not None:
+        checks.str_arg(policy, "policy")
     chosen = (policy or _setting(props, ("hoodie.clean.policy", "hoodie.cleaner.policy"),
                                  KEEP_LATEST_COMMITS)).upper()
     aliases = {"COMMITS": KEEP_LATEST_COMMITS, "FILE_VERSIONS": KEEP_LATEST_FILE_VERSIONS,
@@ -202,7 +207,11 @@ def _execute(table: TableState, inflight: Instant, plan: Mapping[str, Any], star
     failed: dict[str, list[str]] = {}
     for partition, entries in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
         for entry in entries:
-            path = table.path / entry["filePath"]
+            path = paths.inside(table.path, entry["filePath"], field="filePath",  # the path guard
+                                file=table.active_timeline.folder / inflight.file_name)
+            if naming.parse(path.name) is None:  # the cleaner deletes data files, nothing else
+                raise CorruptTableError(f"{entry['filePath']!r} is not a data file name", field="filePath",
+                                        path=table.active_timeline.folder / inflight.file_name)
             try:
                 path.unlink()
                 deleted.setdefault(partition, []).append(entry["filePath"])

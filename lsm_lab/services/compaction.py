@@ -67,6 +67,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lsm_lab import checks
 from lsm_lab.errors import ConflictError, CorruptFileError, InputError, TimelineError
 from lsm_lab.layout import fsview, naming, parquet_io
 from lsm_lab.layout.fsview import DataFile
@@ -74,11 +75,12 @@ from lsm_lab.logformat import v2
 from lsm_lab.merge import SORTED_ENGINES, merge_sources, merge_to_table
 from lsm_lab.merge.semantics import MergeMode, select_winners
 from lsm_lab.progress import progress as show_progress
-from lsm_lab.services import heartbeat, markers
+from lsm_lab.services import heartbeat, markers, plancheck
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.planner import (
     FULL,
     LOG,
+    PLANNER_KEYS,
     STRATEGIES,
     CompactionPlan,
     Operation,
@@ -307,7 +309,12 @@ def schedule(table: TableState, *, strategy: str = "hybrid", merge: str | None =
     if strategy not in STRATEGIES:
         raise InputError(f"unknown compaction strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     table.check_writable()
-    config = PlannerConfig.from_props({**table.config.props, **dict(options or {})})
+    options = checks.options_arg(options)
+    unknown = sorted(set(options) - set(PLANNER_KEYS))
+    if unknown:
+        raise InputError(f"unknown compaction option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
+                         f"known: {', '.join(PLANNER_KEYS)}")
+    config = PlannerConfig.from_props({**table.config.props, **options})
     timeline = table.active_timeline
     with table_lock(table.path):
         rollback_failed_writes(table.path, timeline)
@@ -370,6 +377,8 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
             raise
     try:
         plan = read_plan(timeline, inflight)
+        plancheck.verify(table.file_groups(), plan.operations, begin,  # the plan still matches the view
+                         plan_file=timeline.folder / _requested(inflight, table.config.timeline_layout).file_name)
         engine = merge or plan.merge
         schema = table.schema
         read_ctx = ReadContext(table.path, table.config, schema or pa.schema([]), table.completion_map(), None)

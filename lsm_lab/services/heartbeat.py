@@ -32,6 +32,7 @@ import threading
 from pathlib import Path
 from typing import IO
 
+from lsm_lab import paths
 from lsm_lab.errors import ConflictError
 
 HEARTBEAT_FOLDER = ".heartbeat"
@@ -41,7 +42,7 @@ _guard = threading.Lock()
 
 
 def heartbeat_path(base_path: str | os.PathLike[str], instant: str) -> Path:
-    return Path(base_path) / ".hoodie" / HEARTBEAT_FOLDER / instant
+    return Path(base_path) / ".hoodie" / HEARTBEAT_FOLDER / paths.instant_time(instant, field="heartbeat")
 
 
 class Heartbeat:

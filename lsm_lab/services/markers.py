@@ -22,13 +22,15 @@ import os
 import shutil
 from pathlib import Path
 
+from lsm_lab import paths
+
 TEMP_FOLDER = ".temp"
 IO_TYPES = ("CREATE", "MERGE", "APPEND")
 _SUFFIX = ".marker."
 
 
 def marker_folder(base_path: str | os.PathLike[str], instant: str) -> Path:
-    return Path(base_path) / ".hoodie" / TEMP_FOLDER / instant
+    return Path(base_path) / ".hoodie" / TEMP_FOLDER / paths.instant_time(instant, field="marker folder")
 
 
 def create_marker(base_path: str | os.PathLike[str], instant: str, partition: str, file_name: str,
@@ -63,4 +65,6 @@ def marked_files(base_path: str | os.PathLike[str], instant: str) -> list[tuple[
 
 
 def delete_markers(base_path: str | os.PathLike[str], instant: str) -> None:
-    shutil.rmtree(marker_folder(base_path, instant), ignore_errors=True)
+    folder = paths.folder_to_remove(base_path, marker_folder(base_path, instant), parent=TEMP_FOLDER)
+    if folder is not None:  # only a real folder lsm_lab made under .hoodie/.temp, never a symlink out
+        shutil.rmtree(folder, ignore_errors=True)

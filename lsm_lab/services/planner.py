@@ -57,7 +57,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lsm_lab.errors import InputError, TimelineError
+from lsm_lab.errors import CorruptFileError, InputError, TimelineError
 from lsm_lab.layout.fsview import FileSlice
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import COMPACTION, LOG_COMPACTION, Instant, State
@@ -72,6 +72,7 @@ KEY_LOG_FILE_NUM = "hoodie.compaction.hybrid.log.file.num.threshold"
 KEY_LOG_TOTAL_SIZE = "hoodie.compaction.hybrid.log.total.size.threshold"
 KEY_SMALL_BASE = "hoodie.parquet.small.file.limit"
 KEY_RATIO = "hoodie.compaction.hybrid.log.to.base.ratio"
+PLANNER_KEYS = (KEY_LOG_FILE_NUM, KEY_LOG_TOTAL_SIZE, KEY_SMALL_BASE, KEY_RATIO)
 
 
 @dataclass(frozen=True)
@@ -235,7 +236,12 @@ def read_plan(timeline: ActiveTimeline, instant: Instant) -> CompactionPlan:
     """The plan stored in a (log) compaction's requested file."""
     if instant.action not in (COMPACTION, LOG_COMPACTION):
         raise InputError(f"{instant} is not a compaction")
-    return CompactionPlan.from_json(timeline.read_content(instant, State.REQUESTED))
+    content = timeline.read_content(instant, State.REQUESTED)
+    try:
+        return CompactionPlan.from_json(content)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a field of the wrong kind
+        raise CorruptFileError(f"compaction plan {instant.begin_time} is malformed: {type(exc).__name__}: {exc}",
+                               path=timeline.folder) from None
 
 
 def pending_plans(timeline: ActiveTimeline) -> list[tuple[Instant, CompactionPlan]]:

@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lsm_lab import paths
 from lsm_lab.config import read_config
 from lsm_lab.errors import ConflictError, InputError, LsmLabError
 from lsm_lab.layout import naming
@@ -111,7 +112,7 @@ def sweep(base_path: Path, timeline: ActiveTimeline) -> None:
         if not folder.is_dir():
             continue
         for entry in os.listdir(folder):
-            if entry.isdigit() and entry not in pending and not heartbeat.is_alive(base_path, entry):
+            if paths.is_instant_time(entry) and entry not in pending and not heartbeat.is_alive(base_path, entry):
                 remove(base_path, entry)
 
 

@@ -61,6 +61,7 @@ class ReadContext:
     schema: pa.Schema  # user columns of the table
     completion_of: dict[str, str] = field(default_factory=dict)  # committed begin → completion time
     read_time: str | None = None
+    strict: bool = False  # a corrupt v1 block raises instead of being skipped (table.v1read)
 
     @property
     def full_schema(self) -> pa.Schema:
@@ -134,6 +135,9 @@ def data_source(ctx: ReadContext, table: pa.Table, target: pa.Schema, partition:
 
 def delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, partition: str) -> pa.Table:
     """Rows of a delete log as a merge source (key, decoded ordering value, delete flag true)."""
+    if "record_key" not in deletes.column_names and v2.UPSTREAM_KEY_COLUMN not in deletes.column_names:
+        raise CorruptFileError(f"a delete log in partition {partition!r} has no record key column "
+                               f"(columns: {', '.join(deletes.column_names)})")  # a damaged footer renamed it
     n = deletes.num_rows
     cols: dict[str, Any] = {RECORD_KEY: pc.cast(deletes.column(v2.delete_key_column(deletes.schema)), pa.string()),
                             DELETE_FLAG: pa.array([True] * n, pa.bool_())}
@@ -151,6 +155,11 @@ def delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, partit
         pp = deletes.column("partition_path") if "partition_path" in deletes.column_names else None
         cols[PARTITION_PATH] = pp if pp is not None else pa.array([partition] * n, pa.string())
     return records.conform(pa.table(cols), target)
+
+
+def _allowed(ctx: ReadContext) -> set[str] | None:
+    """Columns a data file may hold: the stored schema's (None when the table has no stored schema)."""
+    return set(ctx.full_schema.names) | set(ctx.config.record_key) if len(ctx.schema) else None
 
 
 def file_columns(needed: Sequence[str], ctx: ReadContext) -> list[str]:
@@ -174,10 +183,10 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str]) -> tupl
         if f.name.ext in ("orc", "hfile", "lance"):
             raise UnsupportedFeatureError(f"{f.name.ext} data files are not supported (only Parquet)", path=f.path)
     if fs.base_file is not None:
-        table = parquet_io.read_parquet(fs.base_file.path, file_columns(needed, ctx))
+        table = parquet_io.read_parquet(fs.base_file.path, file_columns(needed, ctx), allowed=_allowed(ctx))
         sources.append(data_source(ctx, table, target, fs.partition))
         all_sorted = (table.schema.metadata or {}).get(parquet_io.KEY_SORTED.encode()) == b"true"
-    for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs):
+    for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict):
         f = unit.file
         if unit.is_v1:
             kind, table = v1read.block_table(unit)
@@ -189,7 +198,7 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str]) -> tupl
             table = parquet_io.read_parquet(f.path)
             sources.append(delete_source(ctx, table, target, f.partition))
         else:
-            table = parquet_io.read_parquet(f.path, file_columns(needed, ctx))
+            table = parquet_io.read_parquet(f.path, file_columns(needed, ctx), allowed=_allowed(ctx))
             sources.append(data_source(ctx, table, target, f.partition))
         meta = table.schema.metadata or {}
         all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
@@ -233,6 +242,9 @@ def _stream_file(ctx: ReadContext, f: DataFile, target: pa.Schema, columns: list
     try:
         pf = parquet_io.open_parquet(f.path, pre_buffer=False, buffer_size=STREAM_BUFFER_BYTES, metadata=metadata)
         names = pf.schema_arrow.names
+        allowed = None if f.name.is_delete else _allowed(ctx)
+        if allowed is not None:
+            parquet_io.check_columns(f.path, names, allowed)
         cols = None if columns is None else [c for c in columns if c in names]
         for batch in pf.iter_batches(batch_size=batch_size, columns=cols):
             if batch.num_rows == 0:
@@ -241,7 +253,7 @@ def _stream_file(ctx: ReadContext, f: DataFile, target: pa.Schema, columns: list
             table = (delete_source(ctx, table, target, f.partition) if f.name.is_delete
                      else data_source(ctx, table, target, f.partition))
             yield from table.to_batches(max_chunksize=batch_size)
-    except (OSError, pa.ArrowInvalid) as exc:
+    except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
         raise CorruptFileError(f"cannot read Parquet file: {exc}", path=f.path) from None
 
 
@@ -296,7 +308,7 @@ def _iter_sources_v1(ctx: ReadContext, files: Sequence[DataFile], needed: Sequen
     first = logs[0]
     fs = FileSlice(first.partition, first.file_id, bases[0].instant if bases else first.instant,
                    bases[0] if bases else None, logs)
-    for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs):
+    for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict):
         f = unit.file
         if unit.is_v1:
             kind, table = v1read.block_table(unit)

@@ -154,6 +154,9 @@ def record_keys(table: pa.Table, fields: Sequence[str]) -> pa.Array:
         keys = _as_text(table.column(fields[0]))
         if keys.null_count:
             raise SchemaError(f"record key column '{fields[0]}' has {keys.null_count} null value(s)")
+        empty = pc.sum(pc.equal(keys, "")).as_py() or 0
+        if empty:  # Hudi rejects an empty record key as it rejects a null one
+            raise SchemaError(f"record key column '{fields[0]}' has {empty} empty value(s)")
         return keys
     parts = []
     all_null = None
@@ -200,6 +203,10 @@ def partition_paths(table: pa.Table, fields: Sequence[str], *, hive_style: bool)
         txt = pc.if_else(pc.equal(txt, ""), DEFAULT_PARTITION, txt).fill_null(DEFAULT_PARTITION)
         _check_partition_values(txt, f)
         parts.append(pc.binary_join_element_wise(f"{f}=", txt, "") if hive_style else txt)
+        longest = pc.max(pc.binary_length(parts[-1])).as_py() or 0
+        if longest > 255:  # a folder name longer than that fails in the file system (OSError)
+            raise PartitionValueError(f"partition column '{f}' has a value whose folder name is {longest} bytes "
+                                      "long; the limit is 255")
     return parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, "/")
 
 

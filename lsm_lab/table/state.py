@@ -43,6 +43,7 @@ from lsm_lab.table import write as writer
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.archive import ArchivedTimeline, is_archived
 from lsm_lab.timeline.clock import format_time, parse_time
+from lsm_lab.timeline.committed import committed_files
 from lsm_lab.timeline.instant import (
     CLEAN,
     COMPACTION,
@@ -57,9 +58,10 @@ from lsm_lab.timeline.instant import (
 class TableState:
     """A table's timeline, schema and files as stored now (or as of a time); read-only."""
 
-    def __init__(self, path: str | os.PathLike[str], config: TableConfig) -> None:
+    def __init__(self, path: str | os.PathLike[str], config: TableConfig, *, strict: bool = False) -> None:
         self.path = Path(path)
         self.config = config
+        self.strict = strict  # corrupt v1 log blocks raise instead of being skipped as Hudi does
         self.active_timeline = ActiveTimeline(self.path, config)
 
     # ------------------------------------------------------------------ basics
@@ -182,7 +184,7 @@ class TableState:
         if schema is None:
             schema = self._schema_from_files()
         return reader.ReadContext(self.path, self.config, schema or pa.schema([]),
-                                  self.completion_map(read_time), read_time)
+                                  self.completion_map(read_time), read_time, strict=self.strict)
 
     def _schema_from_files(self) -> pa.Schema | None:
         for _, path, name in fsview.list_data_files(self.path):
@@ -205,6 +207,8 @@ class TableState:
             self.path, completion, read_time=read_time, replaced=replaced,
             v1_logs_by_base_instant=self.config.version < 8, partitions=partitions,
             compaction_instants=compactions,
+            committed=committed_files(str(self.path), writes, self.instant_metadata,  # missing files: an error
+                                      timeline_folder=self.active_timeline.folder),
         )
 
     def latest_slices(self, as_of: Any = None, partitions: Iterable[str] | None = None) -> list[FileSlice]:

@@ -27,6 +27,7 @@ Taught in: notebooks/00_why_lsm.ipynb, notebooks/01_build_a_table.ipynb
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -37,10 +38,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lsm_lab import checks
 from lsm_lab import config as cfg
 from lsm_lab.errors import InputError, LsmLabError, TableConfigError, UnsupportedFeatureError
 from lsm_lab.interop import compat
-from lsm_lab.layout import naming
+from lsm_lab.layout import fsview, naming
 from lsm_lab.layout.fsview import FileGroup, FileSlice
 from lsm_lab.lookup import lookup as key_lookup
 from lsm_lab.lookup.stats import LookupStats
@@ -146,6 +148,8 @@ class Table(TableState):
         """One optimistic write (services.occ): files written without the lock, conflicts checked at commit."""
         self.check_writable()
         current = self.schema
+        if current is None and not self.completed_writes():  # if this first write fails, create_table may start over
+            fsview.mark_first_write(self.path)
         batch = writer.prepare(self.config, current, data, op)
         action = DELTA_COMMIT if self.config.is_mor else COMMIT
         with occ.WriteTransaction(self.path, self.active_timeline, action, {"operationType": op.upper()}) as txn:
@@ -223,16 +227,20 @@ class Table(TableState):
 
     # ------------------------------------------------------------------ reads
     def read(self, *, as_of: Any = None, columns: Sequence[str] | None = None, filter: Any = None,
-             merge: str | None = None) -> pa.Table:
+             merge: str | None = None, strict: bool | None = None) -> pa.Table:
         """Snapshot read (or time travel to the completion time `as_of`).
 
         `filter`: a list of `(column, op, value)` tuples (partition columns prune
         folders) or a `pyarrow.compute.Expression`; `merge`: force an engine
-        (`sorted`, `loser_tree`, `hash`, `heapq`).
+        (`sorted`, `loser_tree`, `hash`, `heapq`); `strict`: raise on a corrupt v1 log
+        block instead of skipping it as Hudi does (default: the table's, see `open_table`).
         """
+        columns = checks.columns_arg(columns)
         read_time = self.resolve_time(as_of)
         self.check_retained(read_time)
         ctx = self.read_context(read_time)
+        if strict is not None:
+            ctx = dataclasses.replace(ctx, strict=checks.bool_arg(strict, "strict"))
         parts = scan.prune_partitions(self.config, ctx.schema, self.partitions(), filter)
         slices = self.latest_slices(read_time, partitions=parts)
         if isinstance(filter, pa.compute.Expression) and columns is not None:
@@ -252,10 +260,12 @@ class Table(TableState):
         `lsm_lab.lookup.LookupStats` as `stats` to count what was read.
         """
 
+        columns = checks.columns_arg(columns)
         return key_lookup.lookup(self, keys, as_of=as_of, columns=columns, stats=stats)
 
     def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: Any = None) -> pa.Table:
         """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table."""
+        columns = checks.columns_arg(columns)
         read_time = self.resolve_time(as_of)
         self.check_retained(read_time)
         ctx = self.read_context(read_time)
@@ -271,6 +281,7 @@ class Table(TableState):
 
     def read_incremental(self, start: Any, end: Any = None, *, columns: Sequence[str] | None = None) -> pa.Table:
         """Records whose latest version was written by instants completed in (start, end]."""
+        columns = checks.columns_arg(columns)
         lo = self.resolve_time(start)
         hi = self.resolve_time(end) or self.latest_completion()
         if hi is None:
@@ -381,6 +392,7 @@ def create_table(
     hive_style: bool = True,
     num_buckets: int = 4,
     table_version: int = 10,
+    properties: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> Table:
     """Create a new table at `path` (the folder may exist but must not hold a table).
@@ -393,7 +405,14 @@ def create_table(
     creates the RFC-103 draft's dialect that lsm_lab wrote before; `6` or `8` a
     compatibility table that older Hudi readers understand: v1 log files, the
     timeline and properties of that version (`lsm_lab.interop.compat`).
+    `properties` is the same as `options`, as a mapping.  Every argument is checked
+    before anything is written; an option may repeat an argument but not contradict
+    it.  A table whose first write failed (nothing committed, no data file) may be
+    created again.
     """
+    checks.create_table_args(path=path, name=name, record_key=record_key, partition_by=partition_by,
+                             ordering_field=ordering_field, table_type=table_type, layout=layout,
+                             hive_style=hive_style, num_buckets=num_buckets, table_version=table_version)
     table_type = table_type.upper()
     if table_type in ("MOR",):
         table_type = "MERGE_ON_READ"
@@ -416,9 +435,12 @@ def create_table(
     if int(num_buckets) < 1:
         raise InputError("num_buckets must be at least 1")
     base = Path(path)
-    if (base / ".hoodie").exists():
+    if base.exists() and not base.is_dir():
+        raise InputError("path is a file, not a folder for a table", path=base)
+    replacing = fsview.abandoned_table(base)  # a table whose first write failed: created again
+    if (base / ".hoodie").exists() and not replacing:
         raise TableConfigError("a table (or a .hoodie folder) already exists here", path=base)
-    extra = {str(k): str(v) for k, v in options.items()}
+    extra = {**checks.options_arg(properties, "properties"), **checks.options_arg(options)}
     props = cfg.build_props(name=name, record_key=keys, partition_by=parts, ordering_field=ordering_field,
                             table_type=table_type, layout=layout, version=table_version, hive_style=hive_style,
                             num_buckets=int(num_buckets), extra=extra)
@@ -427,14 +449,21 @@ def create_table(
         props = compat.compat_props(props, table_version)
         props.update(extra)
     base.mkdir(parents=True, exist_ok=True)
-    config = cfg.write_config(base, props, create=True)
+    config = cfg.write_config(base, props, create=not replacing)
+    (base / ".hoodie" / fsview.FIRST_WRITE).unlink(missing_ok=True)
     ActiveTimeline(base, config).folder.mkdir(parents=True, exist_ok=True)
     return Table(base, config)
 
 
-def open_table(path: str | os.PathLike[str]) -> Table:
-    """Open an existing table (lsm_lab's or Apache Hudi's) at `path`."""
-    return Table(path, cfg.read_config(path))
+def open_table(path: str | os.PathLike[str], *, strict: bool = False) -> Table:
+    """Open an existing table (lsm_lab's or Apache Hudi's) at `path`.
+
+    A corrupt block in a v1 (#HUDI#) log file is skipped by reads, as Hudi's
+    log reader does (a torn append leaves one); `strict=True` makes such a read
+    raise `CorruptFileError` instead.
+    """
+    checks.path_arg(path)
+    return Table(path, cfg.read_config(path), strict=checks.bool_arg(strict, "strict"))
 
 
 __all__ = ["Table", "create_table", "open_table"]

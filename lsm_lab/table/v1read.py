@@ -34,6 +34,11 @@ value carries `IntWrapper(0)`, which Hudi treats as "this delete always wins";
 `commit_time_ordering_mask` finds those, and they become NULL ordering values,
 which is what an unconditional delete is in lsm_lab's merge semantics.
 
+Corrupt blocks. A torn write leaves a CORRUPT block (`logformat.v1`); like
+Hudi, a read skips it by default.  `open_table(path, strict=True)` (or
+`read(strict=True)`) raises `CorruptFileError` for a corrupt block in any log
+file the read needs instead.
+
 Simplified compared with Apache Hudi: no lazy block reading (each block is
 decoded when its unit is loaded), no `COMPACTED_BLOCK_TIMES` handling (log
 compaction blocks are read like any data block), no de-duplication of blocks
@@ -50,7 +55,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lsm_lab.errors import UnsupportedFeatureError
+from lsm_lab.errors import CorruptFileError, UnsupportedFeatureError
 from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.logformat import v1
 from lsm_lab.table import records
@@ -101,22 +106,33 @@ def _visible(ctx_completion: dict[str, str], read_time: str | None, instant: str
     return done
 
 
-def v1_blocks(files: Sequence[DataFile]) -> list[tuple[int, DataFile, v1.LogBlock]]:
+def v1_blocks(files: Sequence[DataFile], *, strict: bool = False) -> list[tuple[int, DataFile, v1.LogBlock]]:
     """All blocks of the v1 logs (file order kept), with each block's file position.
 
     HFile blocks (Hudi's metadata table) raise `UnsupportedFeatureError`; CDC logs
-    (`….cdc`) are change streams, not data, and are skipped.
+    (`….cdc`) are change streams, not data, and are skipped.  A CORRUPT block is
+    kept (and later dropped, as Hudi skips it) unless `strict`, which raises
+    `CorruptFileError` instead: every file given here belongs to a file slice
+    being read, so its blocks are committed data or a torn write Hudi would skip.
     """
     out: list[tuple[int, DataFile, v1.LogBlock]] = []
     for pos, f in enumerate(files):
         if f.name.content == "cdc":
             continue
+        mine = False
         for block in v1.iter_blocks(f.path):
+            if strict and block.is_corrupt:
+                raise CorruptFileError(f"corrupt block at byte {block.offset}: {block.detail} "
+                                       "(strict read; without strict=True it is skipped, as Hudi does)", path=f.path)
+            mine = mine or block.instant_time == f.instant or not f.completion_time
             out.append((pos, f, block))
+        if strict and not mine:  # versions 8+ name a log for the instant that wrote its blocks
+            raise CorruptFileError(f"the log holds no block of its instant {f.instant} (strict read)", path=f.path)
     return out
 
 
-def ordered_units(ctx_completion: dict[str, str], read_time: str | None, fs: FileSlice) -> list[LogUnit]:
+def ordered_units(ctx_completion: dict[str, str], read_time: str | None, fs: FileSlice, *,
+                  strict: bool = False) -> list[LogUnit]:
     """The slice's log changes that count at `read_time`, in merge order (see the module docstring)."""
     logs = list(fs.log_files)
     v1_files = [f for f in logs if f.name.log_format == 1]
@@ -129,7 +145,7 @@ def ordered_units(ctx_completion: dict[str, str], read_time: str | None, fs: Fil
                              f))
     if v1_files:
         positions = {id(f): logs.index(f) for f in v1_files}
-        raw = v1_blocks(v1_files)
+        raw = v1_blocks(v1_files, strict=strict)
         by_identity = {id(b): (p, f) for p, f, b in raw}
         index_in_file: dict[int, int] = {}
         counters: dict[int, int] = {}
@@ -138,10 +154,10 @@ def ordered_units(ctx_completion: dict[str, str], read_time: str | None, fs: Fil
             index_in_file[id(b)] = counters[p]
         for block in v1.effective_blocks(b for _, _, b in raw):
             _, f = by_identity[id(block)]
-            block_done = _visible(ctx_completion, read_time, block.instant_time)
-            if block_done is None:
+            visible = _visible(ctx_completion, read_time, block.instant_time)
+            if visible is None:
                 continue
-            units.append(LogUnit((normalize_time(block_done), normalize_time(block.instant_time or ""),
+            units.append(LogUnit((normalize_time(visible), normalize_time(block.instant_time or ""),
                                   positions[id(f)], index_in_file[id(block)]), f, block))
     units.sort(key=lambda u: u.order)
     return units

@@ -35,9 +35,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from lsm_lab import atomic
+from lsm_lab import atomic, paths
 from lsm_lab.config import TableConfig
-from lsm_lab.errors import TimelineError
+from lsm_lab.errors import CorruptTableError, TimelineError
 from lsm_lab.timeline import clock
 from lsm_lab.timeline.instant import (
     CLUSTERING,
@@ -50,9 +50,11 @@ from lsm_lab.timeline.instant import (
     Instant,
     State,
     file_name_for,
+    normalize_time,
     parse_file_name,
 )
 from lsm_lab.timeline.metadata import (
+    check_paths,
     decode_instant_content,
     encode_avro_commit_metadata,
     encode_json,
@@ -78,6 +80,8 @@ class ActiveTimeline:
         meta = self.base_path / ".hoodie"
         if config.timeline_layout >= 2:
             self.folder = meta / config.props.get("hoodie.timeline.path", "timeline")
+            paths.inside(self.base_path, self.folder, field="hoodie.timeline.path",  # no symlink out of the table
+                         file=meta / "hoodie.properties")
         else:
             self.folder = meta
         self.meta_folder = meta
@@ -86,7 +90,16 @@ class ActiveTimeline:
     def instants(self) -> list[Instant]:
         """Every instant in its most advanced state, in reader order (completion, then begin time)."""
         if not self.folder.is_dir():
+            if self.folder != self.meta_folder and self.meta_folder.is_dir():
+                raise CorruptTableError(f"the timeline folder {self.folder.name!r} is missing: every table has one "
+                                        "(is hoodie.timeline.path right?)", path=self.folder,
+                                        field="hoodie.timeline.path")
             return []
+        if self.folder == self.meta_folder and (self.folder / "timeline").is_dir() \
+                and any(parse_file_name(n) for n in os.listdir(self.folder / "timeline")):
+            raise CorruptTableError("hoodie.table.version says 6 (instants in .hoodie/), but the instants are in "
+                                    ".hoodie/timeline/ (version 8 and later)", path=self.meta_folder / "hoodie.properties",
+                                    field="hoodie.table.version")
         states: dict[str, dict[State, tuple[str, str | None, str]]] = {}
         for name in os.listdir(self.folder):
             parsed = parse_file_name(name)
@@ -104,6 +117,9 @@ class ActiveTimeline:
                         action = original
                 if completion is None:  # table version 6: no completion time in the name
                     completion = begin
+                elif normalize_time(completion) < normalize_time(begin):
+                    raise CorruptTableError(f"completion time {completion} is before begin time {begin}",
+                                            path=self.folder / name, field="completion time")
                 out.append(Instant.make(begin, action, State.COMPLETED, completion, name))
             else:
                 state = State.INFLIGHT if State.INFLIGHT in by_state else State.REQUESTED
@@ -137,7 +153,10 @@ class ActiveTimeline:
             data = path.read_bytes()
         except FileNotFoundError:
             raise TimelineError(f"instant file {name} is missing", path=self.folder) from None
-        return decode_instant_content(data, path=str(path))
+        content = decode_instant_content(data, path=str(path))
+        pending = (state or instant.state) is not State.COMPLETED
+        check_paths(content, action=instant.action, requested=pending, path=str(path))  # the path guard
+        return content
 
     # ------------------------------------------------------------------ transitions
     def new_instant_time(self) -> str:

@@ -52,11 +52,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lsm_lab import atomic
+from lsm_lab import atomic, paths
 from lsm_lab.config import TableConfig
-from lsm_lab.errors import CorruptFileError, TimelineError
+from lsm_lab.errors import CorruptFileError, CorruptTableError, TimelineError
 from lsm_lab.timeline.instant import Instant, State, normalize_time
-from lsm_lab.timeline.metadata import decode_instant_content
+from lsm_lab.timeline.metadata import check_paths, decode_instant_content
 
 VERSION_FILE = "_version_"
 MANIFEST_PREFIX = "manifest_"
@@ -84,7 +84,7 @@ def _read_parquet(path: Path, **options: Any) -> pa.Table:
         return pq.read_table(path, page_checksum_verification=True, **options)
     except FileNotFoundError:
         raise
-    except (pa.ArrowException, OSError) as exc:
+    except (pa.ArrowException, ValueError, OSError) as exc:
         raise CorruptFileError(f"cannot read LSM timeline file: {exc}", path=path) from None
 
 
@@ -121,6 +121,8 @@ class ArchivedTimeline:
         meta = self.base_path / ".hoodie"
         timeline = meta / config.props.get("hoodie.timeline.path", "timeline")
         self.folder = timeline / config.props.get("hoodie.timeline.history.path", "history")
+        paths.inside(self.base_path, self.folder, field="hoodie.timeline.history.path",  # no symlink out
+                     file=meta / "hoodie.properties")
         self.supported = config.timeline_layout >= 2
 
     # ------------------------------------------------------------------ manifests
@@ -153,11 +155,16 @@ class ArchivedTimeline:
             content = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise TimelineError(f"manifest version {version} is missing", path=path) from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise CorruptFileError(f"manifest is not JSON: {exc}", path=path) from None
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+            raise CorruptFileError(f"manifest is not JSON: {str(exc)[:200]}", path=path) from None
         files = content.get("files") if isinstance(content, dict) else None
         if not isinstance(files, list):
             raise CorruptFileError("manifest has no 'files' list", path=path)
+        for i, entry in enumerate(files):  # the path guard: names of LSM timeline files in this folder only
+            name = entry.get("fileName") if isinstance(entry, dict) else None
+            if not isinstance(name, str) or parse_file_name(name) is None:
+                raise CorruptTableError(f"{name!r} is not an LSM timeline file name", path=path,
+                                        field=f"files[{i}].fileName")
         return files
 
     def files(self) -> list[str]:
@@ -200,6 +207,12 @@ class ArchivedTimeline:
             table = _read_parquet(path, columns=["instantTime", "completionTime", "action"])
             for begin, done, action in zip(*(table.column(c).to_pylist()
                                              for c in ("instantTime", "completionTime", "action"))):
+                if not paths.is_instant_time(begin) or (done is not None and not paths.is_instant_time(done)):
+                    raise CorruptTableError(f"instant {begin!r} completed at {done!r}: not instant times",
+                                            path=path, field="instantTime")
+                if done is not None and normalize_time(done) < normalize_time(begin):
+                    raise CorruptTableError(f"completion time {done} is before begin time {begin}", path=path,
+                                            field="completionTime")
                 seen[begin] = ArchivedRow(begin, done, action, name)
         return sorted(seen.values(), key=lambda r: (normalize_time(r.completion_time or r.begin_time),
                                                     normalize_time(r.begin_time)))
@@ -223,7 +236,10 @@ class ArchivedTimeline:
         if not any(r.begin_time == begin_time for r in self.rows()):
             raise TimelineError(f"no archived instant {begin_time}", path=self.folder)
         data = self._bytes(begin_time, "metadata") or b""
-        return decode_instant_content(data, path=str(self.folder))
+        content = decode_instant_content(data, path=str(self.folder))
+        action = next(r.action for r in self.rows() if r.begin_time == begin_time)
+        check_paths(content, action=action, requested=False, path=str(self.folder))  # the path guard
+        return content
 
     def read_metadata_many(self, begin_times: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Completed metadata of many archived instants, reading each Parquet file once."""
@@ -233,11 +249,13 @@ class ArchivedTimeline:
             if row.begin_time in wanted:
                 by_file.setdefault(row.file, set()).add(row.begin_time)
         out: dict[str, dict[str, Any]] = {}
+        actions = {r.begin_time: r.action for r in self.rows()}
         for name, times in by_file.items():
             table = _read_parquet(self.folder / name, columns=["instantTime", "metadata"])
             for begin, data in zip(table.column("instantTime").to_pylist(), table.column("metadata").to_pylist()):
                 if begin in times:
                     out[begin] = decode_instant_content(data or b"", path=str(self.folder / name))
+                    check_paths(out[begin], action=actions[begin], requested=False, path=str(self.folder / name))
         return out
 
     def read_plan(self, begin_time: str) -> dict[str, Any] | None:

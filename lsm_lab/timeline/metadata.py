@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from lsm_lab import paths
 from lsm_lab.avro_schema import arrow_to_avro_schema, avro_schema_json, hudi_record_names
 from lsm_lab.errors import CorruptFileError, LsmLabError
 
@@ -101,14 +102,129 @@ def decode_instant_content(data: bytes, *, path: str | None = None) -> dict[str,
             raise CorruptFileError(f"cannot decode Avro instant file: {exc}", path=path) from None
         if not records:
             return {}
-        return _plain(records[0])
+        value = _plain(records[0])
+        if not isinstance(value, dict):
+            raise CorruptFileError("Avro instant file does not hold a record", path=path)
+        check_shape(value, path=path)
+        return value
     try:
         value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptFileError(f"instant file is neither Avro nor JSON: {exc}", path=path) from None
+    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError, and an integer of > 4300 digits
+        raise CorruptFileError(f"instant file is neither Avro nor JSON: {str(exc)[:200]}", path=path) from None
+    except RecursionError:
+        raise CorruptFileError("instant file JSON is nested too deeply", path=path) from None
     if not isinstance(value, dict):
         raise CorruptFileError("instant file JSON is not an object", path=path)
+    check_shape(value, path=path)
     return value
+
+
+# --------------------------------------------------------------------------- shape and path checks
+# top-level key -> (container type, type of its values or items) of the instant contents lsm_lab reads
+_SHAPES: dict[str, tuple[type, type | tuple[type, ...] | None]] = {
+    "extraMetadata": (dict, (str, type(None))),
+    "partitionToWriteStats": (dict, (list, type(None))),
+    "partitionToReplaceFileIds": (dict, (list, type(None))),
+    "operations": (list, dict),
+    "filePathsToBeDeletedPerPartition": (dict, list),
+    "instantsToRollback": (list, (dict, str)),
+    "savepointsToDelete": (list, str),
+    "partitionMetadata": (dict, dict),
+    "earliestInstantToRetain": (dict, None),
+    "instantToRollback": (dict, None),
+}
+
+
+def check_shape(content: Mapping[str, Any], *, path: str | None = None) -> None:
+    """CorruptFileError when a key lsm_lab reads holds the wrong kind of value (a list for an object, ...).
+
+    Only the containers are checked here; values that become paths are checked
+    by `check_paths`, counts by the code that sums them.
+    """
+    for key, (container, item) in _SHAPES.items():
+        value = content.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, container):
+            raise CorruptFileError(f"'{key}' is a {type(value).__name__}, not a JSON "
+                                   f"{'object' if container is dict else 'array'}", path=path)
+        if item is None:
+            continue
+        items: Iterable[Any] = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        if isinstance(value, dict) and not all(isinstance(k, str) for k in value):
+            raise CorruptFileError(f"'{key}' has a key that is not a string", path=path)
+        for v in items:
+            if not isinstance(v, item):
+                raise CorruptFileError(f"'{key}' holds a {type(v).__name__} where a "
+                                       f"{getattr(item, '__name__', 'value of another type')} belongs", path=path)
+    for stats in (content.get("partitionToWriteStats") or {}).values():
+        for stat in stats or []:
+            if not isinstance(stat, dict):
+                raise CorruptFileError("'partitionToWriteStats' holds a write stat that is not an object", path=path)
+            for k in ("path", "partitionPath", "fileId"):
+                if stat.get(k) is not None and not isinstance(stat[k], str):
+                    raise CorruptFileError(f"a write stat's '{k}' is a {type(stat[k]).__name__}, not a string",
+                                           path=path)
+            for k in ("numWrites", "numInserts", "numUpdateWrites", "numDeletes", "totalWriteBytes"):
+                v = stat.get(k)
+                if v is not None and (isinstance(v, bool) or not isinstance(v, int | str)
+                                      or (isinstance(v, str) and not v.lstrip("-").isdigit())):
+                    raise CorruptFileError(f"a write stat's '{k}' is a {type(v).__name__}, not a number", path=path)
+
+
+def check_paths(content: Mapping[str, Any], *, action: str, requested: bool, path: str | None = None) -> None:
+    """The path guard for instant contents: every value lsm_lab turns into a path must stay in the table.
+
+    `requested`: the content is a plan (`<t>.<action>.requested`), else completed
+    metadata.  Raises `CorruptTableError` naming the file and the field.
+    """
+    if requested and action == "restore":
+        for i, entry in enumerate(content.get("instantsToRollback") or []):
+            value = entry.get("commitTime") if isinstance(entry, dict) else entry
+            paths.instant_time(value, file=path, field=f"instantsToRollback[{i}].commitTime")
+        for i, value in enumerate(content.get("savepointsToDelete") or []):
+            paths.instant_time(value, file=path, field=f"savepointsToDelete[{i}]")
+    elif requested and action == "clean":
+        for part, entries in (content.get("filePathsToBeDeletedPerPartition") or {}).items():
+            paths.partition(part, file=path, field="filePathsToBeDeletedPerPartition")
+            for i, entry in enumerate(entries or []):
+                value = entry.get("filePath") if isinstance(entry, dict) else None
+                paths.data_file(value, file=path, field=f"filePathsToBeDeletedPerPartition[{part!r}][{i}].filePath")
+    elif requested and action in ("compaction", "logcompaction"):
+        for i, op in enumerate(content.get("operations") or []):
+            where = f"operations[{i}]"
+            paths.partition(op.get("partitionPath") or "", file=path, field=f"{where}.partitionPath")
+            paths.name(op.get("fileId"), file=path, field=f"{where}.fileId")
+            if op.get("baseInstantTime"):
+                paths.instant_time(op["baseInstantTime"], file=path, field=f"{where}.baseInstantTime")
+            if op.get("dataFilePath") is not None:
+                paths.name(op["dataFilePath"], file=path, field=f"{where}.dataFilePath")
+            logs = op.get("deltaFilePaths") or []
+            if not isinstance(logs, list):
+                raise CorruptFileError(f"{where}.deltaFilePaths is not a JSON array", path=path)
+            for j, value in enumerate(logs):
+                paths.name(value, file=path, field=f"{where}.deltaFilePaths[{j}]")
+    elif not requested and action == "savepoint":
+        if content.get("savepointedInstant") is not None:
+            paths.instant_time(content["savepointedInstant"], file=path, field="savepointedInstant")
+        for part, entry in (content.get("partitionMetadata") or {}).items():
+            paths.partition(part, file=path, field="partitionMetadata")
+            files = entry.get("savepointDataFile") or []
+            if not isinstance(files, list):
+                raise CorruptFileError("savepointDataFile is not a JSON array", path=path)
+            for j, value in enumerate(files):
+                paths.name(value, file=path, field=f"partitionMetadata[{part!r}].savepointDataFile[{j}]")
+    elif not requested:
+        for part, stats in (content.get("partitionToWriteStats") or {}).items():
+            paths.partition(part, file=path, field="partitionToWriteStats")
+            for i, stat in enumerate(stats or []):
+                where = f"partitionToWriteStats[{part!r}][{i}]"
+                if stat.get("path"):
+                    paths.data_file(stat["path"], file=path, field=f"{where}.path")
+                if stat.get("partitionPath"):
+                    paths.partition(stat["partitionPath"], file=path, field=f"{where}.partitionPath")
+                if stat.get("fileId"):
+                    paths.name(stat["fileId"], file=path, field=f"{where}.fileId")
 
 
 def _plain(value: Any) -> Any:

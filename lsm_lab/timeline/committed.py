@@ -1,0 +1,82 @@
+"""Committed files: which data files the completed write instants say they wrote.
+
+Every completed write instant lists the files it wrote in its commit metadata
+(`partitionToWriteStats[p][i].path`).  The file-system view is built from a
+folder listing, so a committed file that has disappeared — deleted by hand, lost
+by the storage — would simply not be seen, and a read would silently return
+the rows without it (a lost delete log brings deleted rows back).  The view
+therefore compares the listing it already has with this map, and a file that
+belongs to a slice being read but is missing is a `CorruptTableError` naming
+the instant and the file (`layout.fsview.build_file_groups`, `committed=`).
+
+    completed instants ──► metadata (cached: instant files never change) ──► {(partition, file name): instant}
+                                                                                 │
+    folder listing ────────────────────────────────────────────────────────────► fsview: missing → error
+
+Only the *latest* slice of each file group (the one a snapshot read, a write or
+a compaction uses) must be complete: older slices lose files to the cleaner by
+design.
+
+Simplified compared with Apache Hudi: Hudi's metadata table lists the files of
+each partition; lsm_lab derives the same list from the commit metadata.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from lsm_lab import paths
+from lsm_lab.timeline.instant import Instant
+from lsm_lab.timeline.metadata import iter_write_stats
+
+_cache: dict[tuple[str, str, str, tuple[int, int]], tuple[tuple[str, str], ...]] = {}
+_guard = threading.Lock()
+_MAX = 200_000
+
+
+def files_of(metadata: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(partition, file name) of every file a commit metadata dict lists (paths already guarded)."""
+    out = []
+    for stat in iter_write_stats(metadata):
+        path = stat.get("path")
+        if isinstance(path, str) and path:
+            out.append(paths.data_file(path, field="partitionToWriteStats.path"))
+    return tuple(out)
+
+
+def _stamp(folder: Path | None, inst: Instant) -> tuple[int, int]:
+    """(size, mtime) of an active instant file: a file changed by hand is read again (archived files never change)."""
+    if folder is None or inst.file_name.startswith("archived:"):
+        return (0, 0)
+    try:
+        st = os.stat(folder / inst.file_name)
+    except OSError:
+        return (-1, -1)
+    return (st.st_size, st.st_mtime_ns)
+
+
+def committed_files(table_key: str, writes: Iterable[Instant],
+                    metadata_of: Callable[[Instant], dict[str, Any]], *,
+                    timeline_folder: Path | None = None) -> dict[tuple[str, str], str]:
+    """(partition, file name) → begin time of the completed write that lists it (a later instant wins)."""
+    out: dict[tuple[str, str], str] = {}
+    for inst in writes:
+        key = (table_key, inst.begin_time, inst.file_name, _stamp(timeline_folder, inst))
+        with _guard:
+            hit = _cache.get(key)
+        if hit is None:
+            hit = files_of(metadata_of(inst))
+            with _guard:
+                if len(_cache) > _MAX:
+                    _cache.clear()
+                _cache[key] = hit
+        for f in hit:
+            out[f] = inst.begin_time
+    return out
+
+
+__all__ = ["committed_files", "files_of"]
