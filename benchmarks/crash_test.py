@@ -7,6 +7,7 @@
                                                      batch i: one upsert or delete commit (a pure function of i)
                                                      append "i" to the ack file      ◄─ acknowledged
                                                      every 3rd batch: compact (hybrid / log / full)
+                                                     every 5th: cluster (plan only every 10th)
                                                      every 7th: clean, every 11th: archive
     SIGKILL ──────────────────────────────────────► (dies anywhere: inside a write, a compaction,
                                                      a rollback, a clean, an archival ...)
@@ -72,11 +73,11 @@ def model(n: int) -> dict[str, tuple]:
     return state
 
 
-def create(path: Path) -> None:
+def create(path: Path, layout: str = "lsm_tree") -> None:
     import lsm_lab
 
     lsm_lab.create_table(path, name="crash", record_key="id", partition_by="p", ordering_field="ts",
-                         num_buckets=2, **{"hoodie.keep.min.commits": "6", "hoodie.keep.max.commits": "9",
+                         num_buckets=2, layout=layout, **{"hoodie.keep.min.commits": "6", "hoodie.keep.max.commits": "9",
                                            "hoodie.compaction.hybrid.log.file.num.threshold": "2"})
 
 
@@ -96,6 +97,9 @@ def child(path: str, start: int, ack: str) -> None:
         os.write(fd, f"{i}\n".encode())  # ... acknowledged once it landed
         if i % 3 == 2:
             table.compact(strategy=strategies[(i // 3) % 3])
+        if i % 5 == 4:  # clustering: every file group counts as small
+            table.cluster(plan_only=i % 10 == 4, options={"hoodie.clustering.plan.strategy.small.file.limit": "1"
+                                                           + "0" * 12})
         if i % 7 == 6:
             table.clean(retained=3)
         if i % 11 == 10:
@@ -119,7 +123,7 @@ def _check_files(table: Any) -> None:
 
 
 def run(kills: int, *, workdir: Path | None = None, seed: int = 0, max_delay: float = 1.5,
-        verbose: bool = True) -> dict[str, Any]:
+        verbose: bool = True, layout: str = "lsm_tree") -> dict[str, Any]:
     """Kill a writer `kills` times; raises AssertionError on the first inconsistency. Returns a summary."""
     import lsm_lab
 
@@ -130,7 +134,7 @@ def run(kills: int, *, workdir: Path | None = None, seed: int = 0, max_delay: fl
     if path.exists():
         shutil.rmtree(path)
     ack.unlink(missing_ok=True)
-    create(path)
+    create(path, layout)
     applied = 0  # batches the table holds
     states = {0: model(0)}
     started = time.monotonic()
@@ -201,12 +205,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the kill times")
     parser.add_argument("--max-delay", type=float, default=1.5, help="longest time a child runs before the kill (s)")
     parser.add_argument("--dir", help="keep the table in this folder")
+    parser.add_argument("--layout", choices=["lsm_tree", "default"], default="lsm_tree",
+                        help="table layout: lsm_tree (bucket index) or default (key-lookup index)")
     parser.add_argument("--child", nargs=3, metavar=("PATH", "START", "ACKS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         child(args.child[0], int(args.child[1]), args.child[2])
         return 0
-    stats = run(args.kills, workdir=Path(args.dir) if args.dir else None, seed=args.seed, max_delay=args.max_delay)
+    stats = run(args.kills, workdir=Path(args.dir) if args.dir else None, seed=args.seed, max_delay=args.max_delay,
+                layout=args.layout)
     print(json.dumps(stats, indent=2))
     print(f"OK: {stats['kills']} kills, every snapshot a prefix of the acknowledged batches")
     return 0

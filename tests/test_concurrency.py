@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 import lsm_lab
+from lsm_lab.errors import ConflictError
 from lsm_lab.layout import fsview
 from lsm_lab.services import occ
 from lsm_lab.table import write as writer
@@ -95,13 +96,25 @@ def test_disjoint_file_groups_both_land(tmp_table, monkeypatch) -> None:
 
 
 def test_inserts_into_new_file_groups_never_conflict(tmp_table, monkeypatch) -> None:
-    table = tmp_table(layout="default")
+    table = tmp_table(layout="default", **{"hoodie.parquet.small.file.limit": "0"})  # no small-file packing
     table.insert([{"id": "seed", "v": 0}])
     other = lsm_lab.open_table(table.path)
     a, b = run_together(monkeypatch, lambda: table.insert([{"id": "a", "v": 1}]),
                         lambda: other.insert([{"id": "b", "v": 2}]))
     assert isinstance(a, lsm_lab.Instant) and isinstance(b, lsm_lab.Instant)
     assert snapshot(table) == [("a", 1), ("b", 2), ("seed", 0)]
+
+
+def test_inserts_packed_into_one_small_file_group_conflict(tmp_table, monkeypatch) -> None:
+    table = tmp_table(layout="default")  # small-file handling on (the default): both inserts go to seed's group
+    table.insert([{"id": "seed", "v": 0}])
+    other = lsm_lab.open_table(table.path)
+    a, b = run_together(monkeypatch, lambda: table.insert([{"id": "a", "v": 1}]),
+                        lambda: other.insert([{"id": "b", "v": 2}]))
+    outcomes = sorted(type(x).__name__ for x in (a, b))
+    assert outcomes == ["ConflictError", "Instant"], outcomes
+    loser = ("b", 2) if isinstance(b, ConflictError) else ("a", 1)
+    assert snapshot(table) == sorted(r for r in [("a", 1), ("b", 2), ("seed", 0)] if r != loser)
 
 
 def test_a_compaction_finishing_during_a_write_is_no_conflict(tmp_table, monkeypatch) -> None:

@@ -37,3 +37,11 @@ def test_sigkill_loop(tmp_path: Path) -> None:
     stats = harness.run(10, workdir=tmp_path, seed=7, max_delay=1.0, verbose=False)
     assert stats["kills"] == 10
     assert stats["batches"] > 0  # the writers made progress between kills (how much depends on the load)
+
+
+def test_sigkill_loop_default_layout_with_clustering(tmp_path: Path) -> None:
+    """The key-lookup layout, where clustering replaces file groups (the loop clusters every 5th batch)."""
+    harness = load_harness()
+    stats = harness.run(8, workdir=tmp_path, seed=11, max_delay=1.5, verbose=False, layout="default")
+    assert stats["kills"] == 8
+    assert stats["batches"] > 0

@@ -68,6 +68,7 @@ def _rank(value: Any) -> tuple[int, Any]:
 class TableMachine(RuleBasedStateMachine):
     table_type = "MERGE_ON_READ"
     layout = "lsm_tree"
+    extra_props: dict[str, str] = {}  # noqa: RUF012  (hoodie.properties of the machine's tables; subclasses set it)
 
     def __init__(self) -> None:
         super().__init__()
@@ -91,7 +92,7 @@ class TableMachine(RuleBasedStateMachine):
             self.folder / "t", name="model", record_key=["id", "n"] if composite else "id",
             partition_by="p" if partitioned else None, ordering_field="ts" if ordering else None,
             table_type=self.table_type, layout=self.layout, hive_style=hive, num_buckets=buckets,
-            table_version=version)  # 10: upstream Hudi's dialect; 9: the RFC-103 draft's
+            table_version=version, **self.extra_props)  # 10: upstream Hudi's dialect; 9: the RFC-103 draft's
 
     def teardown(self) -> None:
         try:

@@ -48,9 +48,10 @@ Readers accept both dialects: the log kind comes from the name (`.deletes.`/
 layout proposed in apache/hudi PR #19247, not merged).  A footer whose VERSION is
 newer than 2 is refused, as upstream does.
 
-Simplified compared with upstream Hudi: no CDC logs, and no RECORD_POSITIONS /
-BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS footer entries (upstream writes them
-only for positional merging, which lsm_lab does not do; they are optional).
+Logs of updates and deletes may carry RECORD_POSITIONS and
+BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS in the footer map (logformat/positions.py).
+
+Simplified compared with upstream Hudi: no CDC logs.
 
 Taught in: notebooks/04_log_format_v2.ipynb
 """
@@ -136,12 +137,14 @@ def avro_schema_of(schema: pa.Schema, table_name: str) -> str | None:
 
 def write_data_log(path: str | os.PathLike[str], table: pa.Table, *, instant_time: str,
                    is_sorted: bool, schema_json: str | None = None, upstream: bool = False,
+                   extra: Mapping[str, str] | None = None,
                    row_group_size: int = parquet_io.DEFAULT_ROW_GROUP_ROWS) -> int:
     """Write a v2 data log (records with meta columns); returns its size in bytes.
 
-    `upstream=True` (table version 10) writes upstream's footer (no block-type key).
+    `upstream=True` (table version 10) writes upstream's footer (no block-type key);
+    `extra` adds header entries (RECORD_POSITIONS, logformat/positions.py).
     """
-    header = log_metadata(instant_time, schema_json=schema_json)
+    header = log_metadata(instant_time, schema_json=schema_json, **dict(extra or {}))
     if upstream:
         meta = upstream_footer(header)
     else:

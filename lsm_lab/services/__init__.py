@@ -7,6 +7,7 @@
     rollback.py    undo a dead write (or the latest completed one); run a restore's rollbacks
     planner.py     the hybrid compaction planner (FULL or LOG per file group)
     compaction.py  run a plan: L0 + L1 → L1, or L0 → L0; inline triggers
+    clustering.py  small file groups → fewer key-sorted ones, as a replacecommit
     clean.py       delete files no retained snapshot needs
     savepoint.py   savepoints and restore
     archiver.py    move old instants into the LSM timeline (timeline/archive.py)

@@ -1,6 +1,7 @@
 """`lsm-lab` commands for the table services (loaded by `lsm_lab.cli` when present).
 
     lsm-lab compact PATH [--plan-only] [--strategy hybrid|full|log] [--merge sorted|hash] [--option K=V]
+    lsm-lab cluster PATH [--plan-only] [--merge sorted|hash] [--option K=V]
     lsm-lab rollback PATH [--instant T]
     lsm-lab clean PATH [--policy KEEP_LATEST_COMMITS|KEEP_LATEST_FILE_VERSIONS] [--retained N]
     lsm-lab savepoint PATH [--instant T] [--comment C] | --list | --delete T
@@ -16,6 +17,7 @@ import json
 from collections.abc import Callable
 
 from lsm_lab.cli_io import parse_options
+from lsm_lab.services import clustering
 from lsm_lab.services.planner import format_plan, read_plan
 from lsm_lab.table.table import Table, open_table
 
@@ -38,6 +40,24 @@ def cmd_compact(args: argparse.Namespace) -> int:
         meta = table.instant_metadata(result)
         stats = sum(len(v) for v in (meta.get("partitionToWriteStats") or {}).values())
         print(f"{result.action} {result.begin_time} completed at {result.completion_time}: {stats} file(s) written")
+    return 0
+
+
+def cmd_cluster(args: argparse.Namespace) -> int:
+    table = _table(args.path)
+    result = table.cluster(plan_only=args.plan_only, options=parse_options(args.option), merge=args.merge)
+    if result is None:
+        print("nothing to cluster")
+        return 0
+    if args.plan_only:
+        print(clustering.format_plan(result, clustering.read_plan(table.active_timeline, result)))
+        print(f"saved as {result.file_name}; run `lsm-lab cluster {args.path}` to execute it")
+    else:
+        meta = table.instant_metadata(result)
+        written = sum(len(v) for v in (meta.get("partitionToWriteStats") or {}).values())
+        replaced = sum(len(v) for v in (meta.get("partitionToReplaceFileIds") or {}).values())
+        print(f"replacecommit {result.begin_time} completed at {result.completion_time}: {written} file(s) "
+              f"written, {replaced} file group(s) replaced")
     return 0
 
 
@@ -139,6 +159,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="planner threshold override, e.g. hoodie.compaction.hybrid.log.file.num.threshold=3")
     p.set_defaults(func=cmd_compact)
+
+    p = sub.add_parser("cluster", help="rewrite small file groups as fewer key-sorted ones (replacecommit)",
+                       description="Cluster the table at PATH: finish pending clustering plans, then plan and run "
+                                   "a new one. Small file groups of a partition are merged (all slices, deletes "
+                                   "applied) into key-sorted file groups with disjoint key ranges; with the bucket "
+                                   "index each bucket is merged on its own. Committed as a replacecommit.")
+    p.add_argument("path", help="table folder")
+    p.add_argument("--plan-only", action="store_true", help="only save the plan (<t>.clustering.requested)")
+    p.add_argument("--merge", choices=["sorted", "loser_tree", "hash", "heapq"],
+                   help="force a merge engine (default: sorted for sorted inputs, hash otherwise)")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE",
+                   help="plan limit override, e.g. hoodie.clustering.plan.strategy.small.file.limit=1048576")
+    p.set_defaults(func=cmd_cluster)
 
     p = sub.add_parser("rollback", help="roll back failed writes, or one instant",
                        description="Without --instant: roll back every pending write whose process is dead. "

@@ -76,6 +76,7 @@ from lsm_lab.merge import SORTED_ENGINES, merge_sources, merge_to_table
 from lsm_lab.merge.semantics import MergeMode, select_winners
 from lsm_lab.progress import progress as show_progress
 from lsm_lab.services import heartbeat, markers, plancheck
+from lsm_lab.services.clustering import pending_clustering_file_groups
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.planner import (
     FULL,
@@ -322,7 +323,7 @@ def schedule(table: TableState, *, strategy: str = "hybrid", merge: str | None =
             return None
         plan = make_plan(table.latest_slices(), strategy=strategy, merge=merge, config=config,
                          allow_log=table.config.log_format_version >= 2,
-                         exclude=pending_file_groups(timeline))
+                         exclude=pending_file_groups(timeline) | pending_clustering_file_groups(timeline))
         if not plan.operations:
             return None
         return timeline.request(plan.action, plan.to_json())

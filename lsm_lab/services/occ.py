@@ -58,6 +58,7 @@ from lsm_lab.services.lock import table_lock
 from lsm_lab.services.rollback import delete_instant_files, rollback_failed_writes, rollback_pending
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import (
+    CLUSTERING,
     COMMIT,
     DELTA_COMMIT,
     REPLACE_COMMIT,
@@ -66,8 +67,9 @@ from lsm_lab.timeline.instant import (
 )
 from lsm_lab.timeline.metadata import iter_write_stats
 
-# completed actions a writer can conflict with (compactions never conflict, see the module doc)
-CONFLICTING_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
+# completed actions a writer can conflict with (compactions never conflict, see the module doc;
+# a completed clustering replaced the file groups it read: services.clustering)
+CONFLICTING_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLUSTERING)
 
 
 def touched_file_groups(metadata: Mapping[str, Any]) -> set[tuple[str, str]]:

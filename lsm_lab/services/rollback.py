@@ -24,9 +24,9 @@ Who may roll back what:
 
 * a pending write whose owner is alive (its heartbeat is held) is never
   touched — `ConflictError`;
-* a *requested* compaction or log compaction is a plan waiting to run, not a
-  failed write: it is kept; an inflight one whose runner died goes back to
-  requested (its output files removed) and is run again later;
+* a *requested* compaction, log compaction or clustering is a plan waiting to
+  run, not a failed write: it is kept; an inflight one whose runner died goes
+  back to requested (its output files removed) and is run again later;
 * a pending restore is finished (restore is all-or-nothing), a pending clean
   is left for the next cleaner, which resumes it.
 
@@ -53,6 +53,7 @@ from lsm_lab.services.planner import pending_plans
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import (
     CLEAN,
+    CLUSTERING,
     COMPACTION,
     LOG_COMPACTION,
     RESTORE,
@@ -244,7 +245,7 @@ def rollback_failed_writes(base_path: Path, timeline: ActiveTimeline, *, keep_pl
     for inst in pending:
         if heartbeat.is_alive(base_path, inst.begin_time):
             continue
-        if inst.action in (COMPACTION, LOG_COMPACTION) and keep_plans:
+        if inst.action in (COMPACTION, LOG_COMPACTION, CLUSTERING) and keep_plans:  # plans wait to be run
             if inst.state is State.INFLIGHT:
                 reset_compaction(base_path, timeline, inst)
             continue

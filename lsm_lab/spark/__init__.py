@@ -5,6 +5,7 @@
     spark = spark_session()                     # local[*]; spark_session(**{"spark.master": url}) for a cluster
     write_table(df, "/data/trips", op="upsert")  # tag, shuffle, write file groups in tasks, commit
     compact_table("/data/trips", merge="sorted") # plan on the driver, one task per operation
+    cluster_table("/data/trips")                 # plan on the driver, one task per clustering group
     read_table("/data/trips").where("fare > 50").count()   # per-slice merge in tasks → DataFrame
 
 Spark moves rows and runs tasks; every file is read and written by the
@@ -13,11 +14,12 @@ functions are named `*_table`/`spark_session` so that no name re-exported here
 hides a submodule: `lsm_lab.spark.write` is always the module.
 """
 
+from lsm_lab.spark.clustering import cluster_table
 from lsm_lab.spark.compact import compact_table
 from lsm_lab.spark.jobs import SparkJobError
 from lsm_lab.spark.read import read_table
 from lsm_lab.spark.session import SparkSetupError, check_java, spark_session
 from lsm_lab.spark.write import write_table
 
-__all__ = ["SparkJobError", "SparkSetupError", "check_java", "compact_table", "read_table", "spark_session",
-           "write_table"]
+__all__ = ["SparkJobError", "SparkSetupError", "check_java", "cluster_table", "compact_table", "read_table",
+           "spark_session", "write_table"]

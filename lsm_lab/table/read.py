@@ -23,8 +23,10 @@ never correctness.
 Whole-table scans with filters and pruning are built on `read_slice` in
 table/scan.py.
 
-Simplified compared with Apache Hudi: no positional merging (RECORD_POSITIONS),
-no partial updates, no custom record mergers; partition pruning understands
+A slice whose logs all carry valid RECORD_POSITIONS is merged by row number
+instead (table/posmerge.py).
+
+Simplified compared with Apache Hudi: no partial updates, no custom record mergers; partition pruning understands
 filters on partition columns given as `(column, op, value)` tuples.
 """
 
@@ -46,7 +48,7 @@ from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.logformat import v2
 from lsm_lab.merge import ENGINES, merge_to_table
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
-from lsm_lab.table import records, v1read
+from lsm_lab.table import posmerge, records, v1read
 from lsm_lab.table.records import COMMIT_TIME, DELETE_FLAG, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 
 SORTED_ENGINES = ("sorted", "loser_tree", "heapq")
@@ -212,8 +214,10 @@ def check_engine(engine: str | None) -> None:
 
 
 def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None = None,
-               engine: str | None = None) -> pa.Table:
-    """The merged rows of one file slice (requested columns plus key, commit time and ordering)."""
+               engine: str | None = None, positions: bool = True) -> pa.Table:
+    """The merged rows of one file slice (requested columns plus key, commit time and ordering).
+
+    `positions`: merge by the logs' RECORD_POSITIONS when they all carry valid ones (table/posmerge.py)."""
     check_engine(engine)
     needed = needed_columns(ctx, columns)
     sources, all_sorted = load_sources(ctx, fs, needed)
@@ -221,6 +225,10 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
     spec = ctx.spec
     if not sources:
         return records.conform(pa.table({}), pa.schema([ctx.full_schema.field(n) for n in needed]))
+    if positions:
+        by_position = posmerge.merge_sources(spec, ctx.completion_of, ctx.read_time, fs, sources, needed)
+        if by_position is not None:
+            return by_position
     if chosen in SORTED_ENGINES and not all_sorted:
         chosen = "hash"
     try:

@@ -47,7 +47,7 @@ from lsm_lab.layout.fsview import FileGroup, FileSlice
 from lsm_lab.lookup import lookup as key_lookup
 from lsm_lab.lookup.stats import LookupStats
 from lsm_lab.progress import progress
-from lsm_lab.services import archiver, clean, compaction, occ, savepoint, upgrade
+from lsm_lab.services import archiver, clean, clustering, compaction, occ, savepoint, upgrade
 from lsm_lab.services import rollback as rb
 from lsm_lab.services.lock import table_lock
 from lsm_lab.table import inspect, records, scan
@@ -215,6 +215,13 @@ class Table(TableState):
             return [(naming.base_file_name(file_id, token, instant), "MERGE" if latest else "CREATE")]
         if latest is None:
             return [] if op == "delete" else [(naming.base_file_name(file_id, token, instant), "CREATE")]
+        if op != "delete" and not self.config.bucket_index and not latest.log_files:  # a small file taking inserts
+            return [(naming.base_file_name(file_id, token, instant), "MERGE"),
+                    *self._planned_logs(partition, file_id, latest, instant, op, token)]
+        return self._planned_logs(partition, file_id, latest, instant, op, token)
+
+    def _planned_logs(self, partition: str, file_id: str, latest: FileSlice, instant: str, op: str,
+                      token: str) -> list[tuple[str, str]]:
         if self.config.log_format_version == 1:
             try:
                 folder = self.path / partition if partition else self.path
@@ -316,6 +323,23 @@ class Table(TableState):
         return compaction.compact(self, strategy=strategy, merge=merge, plan_only=plan_only, options=options,
                                   progress=progress)
 
+    def cluster(self, plan_only: bool = False, *, options: Mapping[str, str] | None = None,
+                merge: str | None = None) -> Instant | None:
+        """Rewrite small file groups of each partition as fewer key-sorted ones (a `replacecommit`).
+
+        Pending clustering plans nobody runs are finished first; `plan_only` only
+        saves the plan (`<t>.clustering.requested`); `options` override the
+        `hoodie.clustering.plan.strategy.*` limits.  With the bucket index each
+        bucket is clustered on its own (services/clustering.py).
+        """
+
+        return clustering.cluster(self, plan_only=plan_only, options=options, merge=merge)
+
+    def clustering_plans(self) -> list:
+        """(instant, ClusteringPlan) of the pending clusterings, oldest first."""
+
+        return clustering.pending_plans(self.active_timeline)
+
     def compaction_plans(self, *, include_completed: bool = True) -> list:
         """(instant, CompactionPlan) of the compactions on the active timeline, oldest first."""
 
@@ -345,6 +369,7 @@ class Table(TableState):
                 raise InputError(f"only the latest completed write (commit/deltacommit) can be rolled back; "
                                  f"{current} is not it — use savepoint() and restore() for older instants")
             rb.drop_plans_reading(self.path, self.active_timeline, begin)
+            clustering.drop_plans_reading(self, begin)
             return [rb.rollback_completed(self.path, self.active_timeline, current)]
 
     def savepoint(self, instant: Any = None, *, user: str | None = None, comment: str = "") -> Instant:

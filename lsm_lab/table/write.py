@@ -50,7 +50,7 @@ from lsm_lab.layout import naming, parquet_io
 from lsm_lab.layout.fsview import FileGroup, FileSlice
 from lsm_lab.logformat import v2
 from lsm_lab.merge import merge_to_table
-from lsm_lab.table import index, records
+from lsm_lab.table import index, posmerge, records, smallfiles
 from lsm_lab.table.deletes import live_deletes
 from lsm_lab.table.read import ReadContext, load_sources, read_slice
 from lsm_lab.table.records import (
@@ -153,6 +153,19 @@ def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list
                     out.append((partition, fid, prow.filter(pa.array(hit)), grp.latest, stored))
                     assigned |= hit
             fresh = prow.filter(pa.array(~assigned))
+            small = smallfiles.SmallFileConfig.from_props(config.props)
+            if small.enabled and fresh.num_rows:  # new keys fill small file groups first (table/smallfiles.py)
+                mine = {e[1]: i for i, e in enumerate(out) if e[0] == partition}
+                packed, fresh = smallfiles.assign(
+                    fresh, smallfiles.candidates(list(existing.values()), small, is_mor=config.is_mor), small)
+                for fs, extra in packed:
+                    if fs.file_id in mine:
+                        p, fid, took, latest, stored = out[mine[fs.file_id]]
+                        out[mine[fs.file_id]] = (p, fid, pa.concat_tables([took, extra]), latest, stored)
+                    else:
+                        out.append((partition, fs.file_id, extra, fs, None))
+            if smallfiles.KEY_INSERT_SPLIT in config.props:
+                max_records_per_group = small.insert_split_size
             for start in range(0, fresh.num_rows, max_records_per_group):
                 out.append((partition, index.new_file_id(), fresh.slice(start, max_records_per_group), None, None))
     return out
@@ -257,7 +270,12 @@ def write_file_group(
     live = None  # deletes the merge really applies: counted, not assumed (all are written, as tombstones)
     if config.is_mor and is_delete and latest is not None:
         live = live_deletes(ctx, latest, rows, instant).num_rows
-    if config.is_mor:
+    # MERGE_ON_READ, key-lookup index: a small base-only slice that takes new keys gets a new base (a sorted
+    # create through the merge below), never a log holding inserts (table/smallfiles.py)
+    rewrite = (config.is_mor and not is_delete and not config.bucket_index and latest is not None
+               and num_updates < n and smallfiles.is_candidate(
+                   latest, smallfiles.SmallFileConfig.from_props(config.props), is_mor=True))
+    if config.is_mor and not rewrite:
         if config.log_format_version == 1 and latest is not None:  # compatibility tables (versions 6, 8)
             return _write_v1_log(config=config, base_path=base_path, folder=folder, partition=partition,
                                  file_id=file_id, rows=rows, latest=latest, instant=instant, token=token, task=task,
@@ -267,8 +285,9 @@ def write_file_group(
         if is_delete:
             name = naming.log_file_name(file_id, token, instant, 1, delete=True, native=native)
             dschema = v2.upstream_delete_schema(ctx.schema, [ordering] if ordering else []) if native else None
+            rows, at = posmerge.positions_for(config, latest, rows)  # RECORD_POSITIONS when all are in the base
             size = v2.write_delete_log(folder / name, _delete_rows(rows, ordering, dschema), instant_time=instant,
-                                       is_sorted=lsm, schema=dschema,
+                                       is_sorted=lsm, schema=dschema, extra=at,
                                        schema_json=v2.avro_schema_of(ctx.full_schema, config.name) if native else None)
             return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev, numWrites=0,
                               numDeletes=n if live is None else live, totalWriteBytes=size, fileSizeInBytes=size,
@@ -282,8 +301,9 @@ def write_file_group(
                               numInserts=n, totalWriteBytes=size, fileSizeInBytes=size, baseFile=name,
                               minRecordKey=_first(rows), maxRecordKey=_last(rows))]
         name = naming.log_file_name(file_id, token, instant, 1, native=native)
+        rows, at = posmerge.positions_for(config, latest, rows)  # RECORD_POSITIONS when all are updates of the base
         data = _meta_columns(rows, instant, name, task)
-        size = v2.write_data_log(folder / name, data, instant_time=instant, is_sorted=lsm, upstream=native,
+        size = v2.write_data_log(folder / name, data, instant_time=instant, is_sorted=lsm, upstream=native, extra=at,
                                  schema_json=v2.avro_schema_of(data.schema, config.name) if native else None)
         return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev, numWrites=n,
                           numInserts=n - num_updates, numUpdateWrites=num_updates, totalWriteBytes=size,

@@ -1,0 +1,108 @@
+"""Position-based merge: apply a slice's logs to its base file by row number instead of by key.
+
+When every log of a slice says where its records sit in the base file
+(`RECORD_POSITIONS`, counted in the base whose instant is
+`BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS`; logformat/positions.py), the
+merge needs no key comparison at all:
+
+    base rows        0    1    2    3    4    5
+    log 1 (update)        ▲         ▲                positions {1, 3}
+    log 2 (delete)                  ✗    ✗           positions {3, 4}
+    winner           b0   l1   b2   –    –    b5     an int array per position: -1 = base, i = log i
+
+Under commit-time ordering the latest log touching a position wins, and a
+delete removes the row; the output is one `take` over the concatenated
+sources, in base-file order (for a sorted base, key order).  Any log without
+valid positions — an insert, a log counted against an older base, a compacted
+or v1 log — sends the whole slice back to the key-based merge
+(`PositionBasedFileGroupRecordBuffer` upstream falls back per block the same
+way), and so does event-time ordering, whose per-key comparisons lsm_lab
+leaves to the merge engines.
+
+Writers (`positions_for`) attach positions to a log of updates or deletes
+when every record is in the base file, sorting the records by position.
+`hoodie.write.record.positions=false` turns that off.
+
+Simplified compared with Apache Hudi: positions are used for commit-time
+ordering only and only when every log of the slice carries them.
+
+Taught in: notebooks/06_merge_semantics.ipynb
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lsm_lab.config import TableConfig
+from lsm_lab.layout import parquet_io
+from lsm_lab.layout.fsview import FileSlice
+from lsm_lab.logformat import positions, v2
+from lsm_lab.merge.semantics import MergeMode, MergeSpec
+from lsm_lab.table import v1read
+from lsm_lab.table.records import DELETE_FLAG, RECORD_KEY
+
+KEY_WRITE_POSITIONS = "hoodie.write.record.positions"
+
+
+def writes_positions(config: TableConfig) -> bool:
+    return str(config.props.get(KEY_WRITE_POSITIONS, "true")).strip().lower() != "false"
+
+
+def positions_for(config: TableConfig, latest: FileSlice | None, rows: pa.Table) -> tuple[pa.Table, dict[str, str]]:
+    """(rows in base-position order, footer entries) for a log of updates or deletes; ({} when not all are in the base)."""
+    if (not writes_positions(config) or latest is None or latest.base_file is None
+            or latest.base_file.name.ext != "parquet" or rows.num_rows == 0):
+        return rows, {}
+    base_keys = parquet_io.read_parquet(latest.base_file.path, [RECORD_KEY]).column(RECORD_KEY)
+    where = pc.index_in(rows.column(RECORD_KEY), value_set=base_keys.combine_chunks())
+    if where.null_count:
+        return rows, {}  # an insert (or a key only in a log): no positions for this block
+    pos = where.to_numpy(zero_copy_only=False).astype(np.int64)
+    order = np.argsort(pos, kind="stable")
+    if not np.all(order == np.arange(len(order))):
+        rows, pos = rows.take(pa.array(order)), pos[order]
+    return rows, positions.positions_header(pos, latest.base_instant)
+
+
+def merge_sources(spec: MergeSpec, completion_of: dict[str, str], read_time: str | None, fs: FileSlice,
+                  sources: Sequence[pa.Table], needed: Sequence[str]) -> pa.Table | None:
+    """The slice merged by position, or None when some log carries no valid positions (merge by key).
+
+    `sources` are `table/read.load_sources`'s: the base first, then one per log in
+    merge order (`v1read.ordered_units`)."""
+    if spec.mode is not MergeMode.COMMIT_TIME_ORDERING or fs.base_file is None or not fs.log_files:
+        return None
+    if any(f.name.log_format != 2 or f.name.ext != "parquet" for f in fs.log_files):
+        return None
+    units = v1read.ordered_units(completion_of, read_time, fs)
+    if len(units) != len(sources) - 1:
+        return None
+    base_rows = sources[0].num_rows
+    src = np.zeros(base_rows, dtype=np.int64)       # 0 = the base, i = the i-th log source
+    row = np.arange(base_rows, dtype=np.int64)
+    deletes = []
+    for i, unit in enumerate(units, start=1):
+        f = unit.file
+        header = v2.decode_footer(parquet_io.footer(f.path), path=f.path)
+        pos = positions.valid_positions(header, fs.base_instant, sources[i].num_rows, path=str(f.path))
+        if pos is None or (len(pos) and int(pos[-1]) >= base_rows):
+            return None
+        src[pos] = i
+        row[pos] = np.arange(len(pos), dtype=np.int64)
+        if f.name.is_delete:
+            deletes.append(i)
+    offsets = np.cumsum([0] + [s.num_rows for s in sources])
+    keep = ~np.isin(src, deletes) if deletes else np.ones(base_rows, dtype=bool)
+    take = (offsets[src] + row)[keep]
+    names = sources[0].schema.names
+    merged = pa.concat_tables([s.select(names) for s in sources]).take(pa.array(take))
+    if DELETE_FLAG in merged.column_names:
+        merged = merged.drop_columns([DELETE_FLAG])
+    return merged.select(list(needed))
+
+
+__all__ = ["KEY_WRITE_POSITIONS", "merge_sources", "positions_for", "writes_positions"]

@@ -1,0 +1,195 @@
+"""RECORD_POSITIONS: the portable Roaring64 codec, writers attaching positions, the position-based merge."""
+
+from __future__ import annotations
+
+import base64
+import struct
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import lsm_lab
+from lsm_lab.errors import CorruptFileError, InputError
+from lsm_lab.logformat import positions, v2
+from lsm_lab.logformat.v1 import blocks
+from lsm_lab.logformat.v1 import writer as v1writer
+from lsm_lab.table import posmerge
+from lsm_lab.table import read as reader
+
+
+# --------------------------------------------------------------------------- the codec
+def _portable32(values: list[int]) -> bytes:
+    """RoaringFormatSpec's portable 32-bit layout for array containers only (no runs), written by hand."""
+    by_key: dict[int, list[int]] = {}
+    for v in sorted(values):
+        by_key.setdefault(v >> 16, []).append(v & 0xFFFF)
+    out = struct.pack("<II", 12346, len(by_key))
+    for key, lows in by_key.items():
+        out += struct.pack("<HH", key, len(lows) - 1)
+    offset = len(out) + 4 * len(by_key)
+    for lows in by_key.values():
+        out += struct.pack("<I", offset)
+        offset += 2 * len(lows)
+    for lows in by_key.values():
+        out += struct.pack(f"<{len(lows)}H", *lows)
+    return out
+
+
+def _portable64(values: list[int]) -> bytes:
+    """The 64-bit extension: u64 count, then per high 32 bits a u32 key and a portable 32-bit bitmap (LE)."""
+    by_high: dict[int, list[int]] = {}
+    for v in sorted(values):
+        by_high.setdefault(v >> 32, []).append(v & 0xFFFFFFFF)
+    out = struct.pack("<Q", len(by_high))
+    for high, lows in by_high.items():
+        out += struct.pack("<I", high) + _portable32(lows)
+    return out
+
+
+@pytest.mark.parametrize("values", [[1, 5], [0, 7, 14, 21], [1, 5, 1 << 33, (1 << 33) + 70_000], [3]])
+def test_bytes_follow_the_portable_64_bit_layout(values: list[int]) -> None:
+    text = positions.encode_positions(np.array(values))
+    assert base64.b64decode(text) == _portable64(values)  # Java's serializePortable writes the same bytes
+    assert positions.decode_positions(text).tolist() == sorted(values)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sets(st.integers(0, (1 << 40)), max_size=300))
+def test_round_trip(values: set[int]) -> None:
+    assert positions.decode_positions(positions.encode_positions(np.array(sorted(values), dtype=np.int64))).tolist() \
+        == sorted(values)
+
+
+def test_bad_values_are_typed_errors() -> None:
+    with pytest.raises(CorruptFileError, match="RECORD_POSITIONS"):
+        positions.decode_positions("not base64!")
+    with pytest.raises(CorruptFileError, match="RECORD_POSITIONS"):
+        positions.decode_positions(base64.b64encode(b"\x05\x00\x00").decode())
+    with pytest.raises(InputError, match="negative"):
+        positions.encode_positions(np.array([-1]))
+    header = positions.positions_header(np.array([1, 2]), "20260101000000000")
+    assert positions.valid_positions(header, "20260101000000000", 2) is not None
+    assert positions.valid_positions(header, "20260101000000001", 2) is None  # another base: merge by key
+    assert positions.valid_positions(header, "20260101000000000", 3) is None  # not one per record
+
+
+def test_v1_block_headers_carry_and_decode_positions(tmp_path: Path) -> None:
+    header = positions.positions_header(np.array([2, 9, 40]), "20260101000000000")
+    block = v1writer.encode_delete_block(
+        pa.table({"record_key": ["a", "b", "c"], "partition_path": ["", "", ""]}),
+        instant_time="20260101000000500",
+        extra_header={blocks.HeaderKey.RECORD_POSITIONS: header[positions.RECORD_POSITIONS],
+                      blocks.HeaderKey.BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS: header[positions.BASE_FILE_INSTANT]})
+    path = tmp_path / ".f1_20260101000000000.log.1_0-0-0"
+    v1writer.write_log_file(path, [block])
+    read, = blocks.read_log_file(path)
+    assert positions.valid_positions(read.header, "20260101000000000", 3).tolist() == [2, 9, 40]
+
+
+# --------------------------------------------------------------------------- writers and the merge
+def _table(tmp_path: Path, **kw: object) -> lsm_lab.Table:
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", num_buckets=1, **kw)  # type: ignore[arg-type]
+    t.insert([{"id": f"k{j:03d}", "v": j} for j in range(60)])
+    return t
+
+
+def _logs(t: lsm_lab.Table, file_id: str | None = None) -> list[dict[str, str]]:
+    fs = next(s for s in t.latest_slices() if file_id in (None, s.file_id))
+    return [v2.read_log_header(f.path) for f in fs.log_files]
+
+
+@pytest.mark.parametrize("layout", ["lsm_tree", "default"])
+def test_updates_and_deletes_carry_positions_inserts_do_not(tmp_path: Path, layout: str) -> None:
+    t = _table(tmp_path, layout=layout)
+    base = t.latest_slices()[0]
+    t.upsert([{"id": f"k{j:03d}", "v": -j} for j in (50, 3, 17)])       # updates, out of order
+    t.delete(["k004", "k059"])
+    t.upsert([{"id": "k001", "v": 1}, {"id": "new", "v": 2}])  # bucket index: insert + update in one log
+    h1, h2, h3 = _logs(t, base.file_id)
+    assert positions.decode_positions(h1[positions.RECORD_POSITIONS]).tolist() == [3, 17, 50]
+    assert h1[positions.BASE_FILE_INSTANT] == base.base_instant
+    assert positions.decode_positions(h2[positions.RECORD_POSITIONS]).tolist() == [4, 59]
+    if layout == "lsm_tree":
+        assert positions.RECORD_POSITIONS not in h3  # "new" is in no base row: the block carries no positions
+    else:  # key-lookup index: "new" went to a new file group, the update alone to this log
+        assert positions.decode_positions(h3[positions.RECORD_POSITIONS]).tolist() == [1]
+    log1 = next(s for s in t.latest_slices() if s.file_id == base.file_id).log_files[0]  # rows in position order
+    assert pq.read_table(log1.path).column("id").to_pylist() == ["k003", "k017", "k050"]
+
+
+def test_positions_off_by_property(tmp_path: Path) -> None:
+    t = _table(tmp_path, **{posmerge.KEY_WRITE_POSITIONS: "false"})
+    t.upsert([{"id": "k001", "v": 0}])
+    assert positions.RECORD_POSITIONS not in _logs(t)[0]
+
+
+def _by_position_used(t: lsm_lab.Table) -> bool:
+    ctx = t.read_context()
+    fs = t.latest_slices()[0]
+    needed = reader.needed_columns(ctx, None)
+    sources, _ = reader.load_sources(ctx, fs, needed)
+    return posmerge.merge_sources(ctx.spec, ctx.completion_of, ctx.read_time, fs, sources, needed) is not None
+
+
+ops = st.lists(st.tuples(st.sampled_from(["upsert", "delete"]),
+                         st.lists(st.integers(0, 59), min_size=1, max_size=8, unique=True)), min_size=1, max_size=6)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=ops, layout=st.sampled_from(["lsm_tree", "default"]), version=st.sampled_from([10, 9]))
+def test_position_merge_equals_key_merge_and_the_dict_model(tmp_path_factory: pytest.TempPathFactory,
+                                                            ops: list[tuple[str, list[int]]], layout: str,
+                                                            version: int) -> None:
+    t = _table(tmp_path_factory.mktemp("p"), layout=layout, table_version=version)
+    model = {f"k{j:03d}": j for j in range(60)}
+    for step, (op, keys) in enumerate(ops):
+        names = [f"k{j:03d}" for j in keys]
+        if op == "delete":
+            t.delete(names)
+            for n in names:
+                model.pop(n, None)
+        else:
+            t.upsert([{"id": n, "v": 1000 * (step + 1) + j} for n, j in zip(names, keys, strict=True)])
+            model.update({n: 1000 * (step + 1) + j for n, j in zip(names, keys, strict=True)})
+    # every write here updates or deletes keys of the base (re-inserting a deleted key is an update of the base)
+    assert _by_position_used(t)
+    ctx = t.read_context()
+    fs = t.latest_slices()[0]
+    by_pos = reader.read_slice(ctx, fs)
+    by_key = reader.read_slice(ctx, fs, positions=False)
+    assert by_pos.sort_by("_hoodie_record_key").equals(by_key.sort_by("_hoodie_record_key"))
+    assert {r["id"]: r["v"] for r in t.read(columns=["id", "v"]).to_pylist()} == model
+
+
+def test_falls_back_to_key_merge(tmp_path: Path) -> None:
+    t = _table(tmp_path, ordering_field=None)
+    t.upsert([{"id": "k001", "v": 0}])
+    assert _by_position_used(t)
+    t.upsert([{"id": "brand-new", "v": 9}])   # a log without positions: the whole slice merges by key
+    assert not _by_position_used(t)
+    assert {r["id"]: r["v"] for r in t.read(columns=["id", "v"]).to_pylist()}["brand-new"] == 9
+    t.compact(strategy="full")                # a new base: older positions would be stale, new logs count anew
+    t.upsert([{"id": "k002", "v": -2}])
+    assert _by_position_used(t)
+    t2 = lsm_lab.create_table(tmp_path / "ev", name="ev", record_key="id", ordering_field="ts", num_buckets=1)
+    t2.insert([{"id": "a", "ts": 1, "v": 1}, {"id": "b", "ts": 1, "v": 1}])
+    t2.upsert([{"id": "a", "ts": 0, "v": 2}])   # event time: a lower ordering value loses — merged by key
+    assert not _by_position_used(t2)
+    assert {r["id"]: r["v"] for r in t2.read(columns=["id", "v"]).to_pylist()} == {"a": 1, "b": 1}
+
+
+def test_benchmark_agrees_on_a_small_slice() -> None:
+    import importlib.util  # the benchmark script is no package module
+
+    spec = importlib.util.spec_from_file_location("positions_bench", Path(__file__).resolve().parents[1]
+                                                  / "benchmarks" / "positions_bench.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = bench.run(3000, 3, 1)  # raises when a way differs or the slice does not merge by position
+    assert out["logs"] == 3 and 0 < out["result_rows"] < 3000
