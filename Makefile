@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 # ignored .tmp/, emptied at the start of every run, so nothing is left behind in the system temp folder
 TEST_TMP := $(CURDIR)/.tmp
 
-.PHONY: demo demo-s3 test test-fast lint check-env install notebooks-strip bench clean help
+.PHONY: demo demo-s3 test test-fast lint check-env install notebooks-strip bench bench-peers clean help
 
 help:
 	@echo "make demo       create .venv if missing, install, run the main job (lsm-lab demo)"
@@ -19,6 +19,7 @@ help:
 	@echo "make test-fast  unit tests only, no slow/Spark/notebook tests"
 	@echo "make lint       ruff and mypy (part of make test)"
 	@echo "make bench      run the benchmarks (slow)"
+	@echo "make bench-peers  lsm_lab vs Apache Paimon (Rust) and hudi-rs; creates .venv-peers (pypaimon needs pyarrow<20)"
 
 check-env:
 	@$(PY) -c 'import sys; v=sys.version_info; sys.exit(0 if v >= (3, 11) else "lsm_lab needs Python 3.11 or newer; this is %d.%d (set PY=/path/to/python3.11)" % v[:2])'
@@ -59,9 +60,22 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_merge.py
 
+PEERS_VENV ?= .venv-peers
+PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
+PEERS_ARGS ?=
+
+$(PEERS_STAMP):
+	@test -x $(PEERS_VENV)/bin/python || $(PY) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install -q --upgrade pip
+	$(PEERS_VENV)/bin/python -m pip install -q pypaimon pypaimon-rust 'pyarrow<20'
+	@touch $(PEERS_STAMP)
+
+bench-peers: $(STAMP) $(PEERS_STAMP)
+	$(BIN)/lsm-lab bench peers --peer-python $(PEERS_VENV)/bin/python $(PEERS_ARGS)
+
 notebooks-strip: $(STAMP)
 	$(BIN)/python -m nbformat.sign --help >/dev/null 2>&1 || true
 	$(BIN)/python tools/strip_notebooks.py notebooks
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info .scratch .tmp test-artifacts
+	rm -rf $(VENV) $(PEERS_VENV) .pytest_cache .hypothesis build *.egg-info .scratch .tmp test-artifacts

@@ -7,7 +7,6 @@ The golden facts come from real Hudi log blocks: every SCHEMA header found in
 from __future__ import annotations
 
 import json
-import os
 import zipfile
 from pathlib import Path
 
@@ -21,22 +20,14 @@ from lsm_lab.layout import naming
 from lsm_lab.logformat import v1
 
 # --------------------------------------------------------------------------------------
-# fixtures: the shared folder of real Hudi files (absent in a user's clone)
+# fixtures: the real Hudi files shipped in data/ (conftest's shared_dir)
 # --------------------------------------------------------------------------------------
 
 
-def _shared_dir() -> Path | None:
-    env = os.environ.get("LSM_LAB_SHARED")
-    candidate = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared"
-    return candidate if candidate.is_dir() else None
-
-
-@pytest.fixture(scope="module")
-def real_schemas(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """Every distinct SCHEMA header of the real log files (single files and tables)."""
-    shared = _shared_dir()
-    if shared is None:
-        pytest.skip("no ../shared folder with real Hudi files")
+@pytest.fixture(scope="session")
+def real_schemas(shared_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Every distinct SCHEMA header of the real log files (single files and tables) shipped in data/."""
+    shared = shared_dir
     files = [p for p in (shared / "hudi-log-files").glob("*/.*") if p.is_file()]
     root = tmp_path_factory.mktemp("tables")
     for z in sorted((shared / "hudi-tables").glob("*.zip")):

@@ -15,9 +15,11 @@ The CLI loads this module when it exists and calls `register(subparsers)`;
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
+from lsm_lab.bench import peers
 from lsm_lab.bench.interop import format_report, run
 from lsm_lab.errors import InputError, UnsupportedFeatureError
 from lsm_lab.interop.hudi_tables import compare_rows, find_shared, hudi_rs_read, unpack_tables
@@ -139,6 +141,30 @@ def register_bench(bsub: argparse._SubParsersAction) -> None:
     b.add_argument("--dir", help="work folder (default: a temporary folder)")
     b.add_argument("--json", action="store_true", help="print the figures as JSON")
     b.set_defaults(func=cmd_bench)
+    b = bsub.add_parser("peers", help="upsert workload: lsm_lab vs Apache Paimon (Rust reader/writer) and hudi-rs",
+                        description="The upsert workload of issue 16 (bulk insert, 3 x 10%% upserts, 1%% deletes, "
+                                    "3 partitions x 4 buckets) against Paimon primary-key tables with the Rust reader "
+                                    "and writer, run in the peers' venv (make bench-peers), plus hudi-rs on the v8 "
+                                    "interop table; prints lsm_lab/peer ratios of the same run.")
+    b.add_argument("--rows", type=int, default=1_000_000, help="rows of the bulk insert (default 1000000)")
+    b.add_argument("--peer-python", help="the peers' interpreter (default $LSM_LAB_PEER_PYTHON or "
+                                         ".venv-peers/bin/python)")
+    b.add_argument("--no-hudi", action="store_true", help="skip the hudi-rs comparison")
+    b.add_argument("--paimon-python", action="store_true", help="also time pure-Python pypaimon (slow)")
+    b.add_argument("--dir", help="work folder (default: a temporary folder)")
+    b.add_argument("--json", action="store_true", help="print the figures as JSON")
+    b.set_defaults(func=cmd_bench_peers)
+
+
+def cmd_bench_peers(args: argparse.Namespace) -> int:
+    report = peers.run(rows=args.rows, peer_python=Path(args.peer_python) if args.peer_python else None,
+                       hudi=not args.no_hudi, work_dir=args.dir, pure_python_paimon=args.paimon_python)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(peers.format_report(report))
+    sys.stdout.flush()
+    return 0
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

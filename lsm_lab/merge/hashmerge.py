@@ -33,8 +33,9 @@ file (checking that would need a set of every base key).
 
 Simplified compared with Apache Hudi: no spillable map (Hudi's
 ``ExternalSpillableMap`` spills to RocksDB or disk past a memory budget), and
-the map is a Python dict from key to a row of an Arrow table of pre-folded log
-records, not a map of Avro records.
+the map is an Arrow table of pre-folded log records probed with Arrow's hash
+lookup (`pyarrow.compute.index_in`, a whole base batch at a time), not a map
+of Avro records probed one record at a time.
 
 Taught in: notebooks/06_merge_semantics.ipynb, notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
@@ -58,8 +59,8 @@ from lsm_lab.merge.semantics import (
 
 
 def _log_map(logs: Sequence[SourceInput], schema: pa.Schema,
-             spec: MergeSpec) -> tuple[pa.Table, np.ndarray, np.ndarray, dict[str, int]]:
-    """Fold every log record into (table of winners, deleted, reset, {key: row})."""
+             spec: MergeSpec) -> tuple[pa.Table, np.ndarray, np.ndarray, pa.Array]:
+    """Fold every log record into (table of winners, deleted, reset, the winners' keys: the map's key set)."""
     batches: list[pa.RecordBatch] = []
     for inp in logs:
         for batch in inp.batches():
@@ -70,9 +71,8 @@ def _log_map(logs: Sequence[SourceInput], schema: pa.Schema,
     winners = select_winners(table, spec)
     folded = table.take(pa.array(winners.rows, type=pa.int64()))
     del table, batches
-    keys = folded.column(spec.key).to_pylist()
-    index = dict(zip(keys, range(len(keys))))
-    return folded, winners.deleted, winners.reset, index
+    keys = folded.column(spec.key).combine_chunks()
+    return folded, winners.deleted, winners.reset, keys
 
 
 def _log_wins(base: pa.RecordBatch, base_rows: np.ndarray, folded: pa.Table, log_rows: np.ndarray,
@@ -95,7 +95,7 @@ def merge_hash(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSpec
     if not inputs:
         return
     out_schema = spec.output_schema(schema)
-    folded, deleted, reset, index = _log_map(inputs[1:], schema, spec)
+    folded, deleted, reset, log_keys = _log_map(inputs[1:], schema, spec)
     used = np.zeros(folded.num_rows, dtype=bool)
 
     base_batches: Iterator[pa.RecordBatch] = inputs[0].batches()
@@ -121,8 +121,8 @@ def merge_hash(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSpec
             if len(w.rows) != batch.num_rows:
                 batch = batch.take(pa.array(np.sort(w.rows), type=pa.int64()))
                 keys_arr = batch.column(spec.key)
-        found = np.fromiter((index.get(k, -1) for k in keys_arr.to_pylist()),
-                            dtype=np.int64, count=batch.num_rows)
+        # the map lookup, vectorised: Arrow hashes the log keys once per batch and probes with the base keys
+        found = np.asarray(pc.index_in(keys_arr, value_set=log_keys).fill_null(-1), dtype=np.int64)
         matched = found >= 0
         base_rows = np.flatnonzero(matched)
         log_rows = found[matched]

@@ -112,6 +112,8 @@ def java_string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
         return np.zeros(0, dtype=np.uint32)
     arr = arr.fill_null("")
     raw, offsets = _utf8_bytes(arr)
+    if len(raw) and int(raw.max()) < 0x80:  # ASCII (UUIDs, ids): one UTF-16 unit per byte
+        return _ascii_hashes(raw, offsets)
     # UTF-16 length of each string: one unit per code point, two for a 4-byte UTF-8 sequence
     lengths = pc.utf8_length(arr).to_numpy(zero_copy_only=False).astype(np.int64)
     four = raw >= 0xF0
@@ -130,6 +132,26 @@ def java_string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     contrib = units * _pow31(int(lengths.max()))[from_end]
     sums = np.concatenate(([np.uint32(0)], np.cumsum(contrib, dtype=np.uint32)))  # wraps modulo 2**32
     return sums[u16_off[1:]] - sums[u16_off[:-1]]
+
+
+def _ascii_hashes(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """`java_string_hashes` of ASCII strings: Horner's rule over byte columns when all lengths are equal."""
+    lengths = np.diff(offsets)
+    n = len(lengths)
+    width = int(lengths[0])
+    if (lengths == width).all():
+        grid = raw.reshape(n, width)
+        h = np.zeros(n, dtype=np.uint32)
+        for j in range(width):  # a loop over the key width, not the rows
+            h *= np.uint32(31)
+            h += grid[:, j]
+        return h
+    units = raw.astype(np.uint32)
+    total = len(units)
+    from_end = np.repeat(offsets[1:] - 1, lengths) - np.arange(total, dtype=np.int64)
+    contrib = units * _pow31(int(lengths.max()))[from_end]
+    sums = np.concatenate(([np.uint32(0)], np.cumsum(contrib, dtype=np.uint32)))
+    return sums[offsets[1:]] - sums[offsets[:-1]]
 
 
 def _utf8_bytes(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:

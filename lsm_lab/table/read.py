@@ -39,6 +39,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from lsm_lab.config import TableConfig
 from lsm_lab.errors import CorruptFileError, InputError, UnsupportedFeatureError
@@ -245,9 +246,10 @@ STREAM_BUFFER_BYTES = 1 << 20
 
 
 def _stream_file(ctx: ReadContext, f: DataFile, target: pa.Schema, columns: list[str] | None,
-                 batch_size: int) -> Iterator[pa.RecordBatch]:
+                 batch_size: int, metadata: pq.FileMetaData | None = None) -> Iterator[pa.RecordBatch]:
+    """`metadata`: the file's footer when the caller has read it already (not read twice)."""
     try:
-        pf = parquet_io.open_parquet(f.path, pre_buffer=False, buffer_size=STREAM_BUFFER_BYTES)
+        pf = parquet_io.open_parquet(f.path, pre_buffer=False, buffer_size=STREAM_BUFFER_BYTES, metadata=metadata)
         names = pf.schema_arrow.names
         allowed = None if f.name.is_delete else _allowed(ctx)
         if allowed is not None:
@@ -284,9 +286,10 @@ def iter_sources(ctx: ReadContext, files: Sequence[DataFile], needed: Sequence[s
     for f in files:
         if f.name.ext in ("orc", "hfile", "lance"):
             raise UnsupportedFeatureError("compaction streams Parquet base files and v2 logs only", path=f.path)
-        all_sorted = all_sorted and parquet_io.is_sorted_footer(parquet_io.footer(f.path))
+        md, kv = parquet_io.read_footer(f.path)
+        all_sorted = all_sorted and parquet_io.is_sorted_footer(kv)
         columns = None if f.name.is_delete else file_columns(needed, ctx)
-        out.append(pa.RecordBatchReader.from_batches(target, _stream_file(ctx, f, target, columns, batch_size)))
+        out.append(pa.RecordBatchReader.from_batches(target, _stream_file(ctx, f, target, columns, batch_size, md)))
     return out, all_sorted
 
 
@@ -307,9 +310,10 @@ def _iter_sources_v1(ctx: ReadContext, files: Sequence[DataFile], needed: Sequen
     out: list[pa.RecordBatchReader] = []
     all_sorted = True
     for f in bases:
-        all_sorted = all_sorted and parquet_io.is_sorted_footer(parquet_io.footer(f.path))
+        md, kv = parquet_io.read_footer(f.path)
+        all_sorted = all_sorted and parquet_io.is_sorted_footer(kv)
         out.append(pa.RecordBatchReader.from_batches(
-            target, _stream_file(ctx, f, target, file_columns(needed, ctx), batch_size)))
+            target, _stream_file(ctx, f, target, file_columns(needed, ctx), batch_size, md)))
     first = logs[0]
     fs = FileSlice(first.partition, first.file_id, bases[0].instant if bases else first.instant,
                    bases[0] if bases else None, logs)
@@ -322,7 +326,8 @@ def _iter_sources_v1(ctx: ReadContext, files: Sequence[DataFile], needed: Sequen
                      else delete_source(ctx, table, target, f.partition))
             out.append(pa.RecordBatchReader.from_batches(target, table.to_batches(max_chunksize=batch_size)))
             continue
-        all_sorted = all_sorted and parquet_io.is_sorted_footer(parquet_io.footer(f.path))
+        md, kv = parquet_io.read_footer(f.path)
+        all_sorted = all_sorted and parquet_io.is_sorted_footer(kv)
         columns = None if f.name.is_delete else file_columns(needed, ctx)
-        out.append(pa.RecordBatchReader.from_batches(target, _stream_file(ctx, f, target, columns, batch_size)))
+        out.append(pa.RecordBatchReader.from_batches(target, _stream_file(ctx, f, target, columns, batch_size, md)))
     return out, all_sorted

@@ -234,24 +234,22 @@ def dedupe(table: pa.Table, key: str | Sequence[str], ordering: str | None, *, d
     if table.num_rows == 0:
         return table
     keys = [key] if isinstance(key, str) else list(key)
-    idx = pa.array(np.arange(table.num_rows, dtype=np.int64))
     sort_keys: list[tuple[str, str, str]] = [(k, "ascending", "at_start") for k in keys]
-    work = table.append_column("__row", idx)
     if ordering is not None:  # nulls lowest (a non-null ordering wins), highest among deletes
         sort_keys.append((ordering, "ascending", "at_end" if deletes else "at_start"))
-    sort_keys.append(("__row", "ascending", "at_start"))
-    order = pc.sort_indices(work, sort_keys=sort_keys)
-    ordered = work.take(order)
-    n = ordered.num_rows
+    # Arrow's sort is stable: among equal (key, ordering) the later row of the batch stays later
+    columns = list(dict.fromkeys(name for name, _, _ in sort_keys))
+    order = pc.sort_indices(table.select(columns), sort_keys=sort_keys)
+    n = table.num_rows
     if n > 1:
         last = np.zeros(n - 1, dtype=bool)  # row i is the last of its key: it differs from row i + 1
         for k in keys:
-            col = ordered.column(k).combine_chunks()
+            col = table.column(k).take(order).combine_chunks()
             last |= pc.not_equal(col.slice(0, n - 1), col.slice(1)).to_numpy(zero_copy_only=False)
-        ordered = ordered.filter(pa.array(np.append(last, True)))
+        order = order.filter(pa.array(np.append(last, True)))
     if keep_order:
-        ordered = ordered.take(pc.sort_indices(ordered.column("__row")))
-    return ordered.drop_columns(["__row"])
+        order = pa.array(np.sort(order.to_numpy()))
+    return table.take(order)  # the one full-width take, of the surviving rows only
 
 
 def sort_by_key(table: pa.Table, key: str = RECORD_KEY) -> pa.Table:

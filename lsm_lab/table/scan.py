@@ -20,7 +20,9 @@ index, no expression index.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -33,6 +35,8 @@ from lsm_lab.layout.fsview import FileSlice
 from lsm_lab.lookup import lookup as key_lookup
 from lsm_lab.table.read import ReadContext, check_engine, read_slice
 
+#: slices merged at once by a snapshot read
+READ_THREADS = max(1, min(4, os.cpu_count() or 1))
 
 # --------------------------------------------------------------------------- filters and pruning
 def filter_expression(filter: Any) -> pc.Expression | None:
@@ -106,25 +110,36 @@ def snapshot(ctx: ReadContext, slices: Iterable[FileSlice], *, columns: Sequence
         raise InputError(f"unknown filter column{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
                          f"the table has {', '.join(ctx.full_schema.names)}")
     read_cols = list(dict.fromkeys(out_cols + needed_for_filter))
-    pieces: list[pa.Table] = []
     items = list(slices)
     pred = key_lookup.key_predicate(ctx.config, ctx.full_schema, filter)
     pruned = None if pred is None else key_lookup.PrunedReader(ctx, pred, columns=read_cols, engine=engine)
-    for fs in (progress(items) if progress else items):
+    with ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="lsm_lab-read") as pool:
+        # whole slices merged in parallel (Arrow reads, decodes and sorts without the GIL); at most
+        # READ_THREADS slices in flight beyond the ones already merged, results kept in slice order
         if pruned is None:
-            part = read_slice(ctx, fs, columns=read_cols, engine=engine)
+            parts: Iterable[pa.Table] = pool.map(lambda fs: read_slice(ctx, fs, columns=read_cols, engine=engine),
+                                                 items)
         else:  # only the files, row groups and rows that can hold the keys; same rows after the filter
-            part = pruned.read_slice(fs)
+            parts = map(pruned.read_slice, items)
+        pieces = _filtered_pieces(progress(items) if progress else items, parts, expr, filter, out_cols)
+    schema = pa.schema([ctx.full_schema.field(n) for n in out_cols])
+    if not pieces:
+        return schema.empty_table()
+    return pa.concat_tables([p.cast(schema) for p in pieces])
+
+
+def _filtered_pieces(shown: Iterable[FileSlice], parts: Iterable[pa.Table], expr: Any, filter: Any,
+                     out_cols: list[str]) -> list[pa.Table]:
+    """Each merged slice with the filter applied; `shown` advances the progress bar in step."""
+    pieces: list[pa.Table] = []
+    for _, part in zip(shown, parts):
         if expr is not None:
             try:
                 part = part.filter(expr)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:  # column, value type
                 raise InputError(f"cannot apply the filter {filter!r}: {exc}".split("\n")[0]) from None
         pieces.append(part.select(out_cols))
-    schema = pa.schema([ctx.full_schema.field(n) for n in out_cols])
-    if not pieces:
-        return schema.empty_table()
-    return pa.concat_tables([p.cast(schema) for p in pieces])
+    return pieces
 
 
 __all__ = ["filter_expression", "partition_values", "prune_partitions", "snapshot"]

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lsm_lab import checks
 from lsm_lab import config as cfg
@@ -189,7 +190,7 @@ class Table(TableState):
         rows = batch.rows
         if rows.num_rows == 0:
             return []
-        parts = sorted(set(rows.column(records.PARTITION_PATH).to_pylist()))
+        parts = sorted(pc.unique(rows.column(records.PARTITION_PATH)).to_pylist())
         for p in parts:
             records.check_partition_path(p)
         if txn is not None and snapshot is None:
@@ -203,15 +204,18 @@ class Table(TableState):
         ctx = reader.ReadContext(self.path, self.config, schema, self.completion_map(snapshot), snapshot)
         tagged = writer.tag(self.config, rows, by_partition, ctx)
         writer.write_partition_metadata(self.path, parts, instant)
-        stats = []
-        for task, (partition, file_id, group_rows, latest, keys) in enumerate(
-                progress(tagged, desc=f"{op} {instant}", unit="file group")):
-            if txn is not None:
+        if txn is not None:  # every marker before any data file: a crash leaves nothing unmarked
+            for task, (partition, file_id, _, latest, _) in enumerate(tagged):
                 for name, io_type in self._planned_files(partition, file_id, latest, instant, op, task):
                     txn.mark(partition, name, io_type)
-            stats.extend(writer.write_file_group(
-                base_path=self.path, config=self.config, ctx=ctx, partition=partition, file_id=file_id,
-                rows=group_rows, latest=latest, existing_keys=keys, instant=instant, op=op, task=task))
+        calls = [functools.partial(
+            writer.write_file_group, base_path=self.path, config=self.config, ctx=ctx, partition=partition,
+            file_id=file_id, rows=group_rows, latest=latest, existing_keys=keys, instant=instant, op=op, task=task)
+            for task, (partition, file_id, group_rows, latest, keys) in enumerate(tagged)]
+        stats = []
+        for group_stats in progress(writer.run_in_threads(calls), desc=f"{op} {instant}", unit="file group",
+                                    total=len(calls)):
+            stats.extend(group_stats)
         return stats
 
     def _planned_files(self, partition: str, file_id: str, latest: FileSlice | None, instant: str, op: str,

@@ -32,10 +32,12 @@ a key always merges with the earlier one) and differ only in the statistics.
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -130,7 +132,7 @@ def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list
     """Assign rows to file groups: (partition, file id, rows sorted by key, latest slice, existing keys)."""
     out: list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]] = []
     parts = rows.column(PARTITION_PATH).combine_chunks()
-    for partition in sorted(set(parts.to_pylist())):
+    for partition in sorted(pc.unique(parts).to_pylist()):
         prow = rows.filter(pc.equal(parts, partition))
         existing = {g.file_id: g for g in groups_by_partition.get(partition, [])}
         if config.bucket_index:
@@ -184,16 +186,36 @@ def slice_keys(fs: FileSlice, ctx: ReadContext) -> pa.Array:
     return pc.unique(keys.combine_chunks())
 
 
+# --------------------------------------------------------------------------- file groups in parallel
+#: threads writing file groups at once: Arrow sorts, encodes and compresses without the GIL
+WRITE_THREADS = max(1, min(4, os.cpu_count() or 1))
+T = TypeVar("T")
+
+
+def run_in_threads(calls: Sequence[Callable[[], T]], threads: int = WRITE_THREADS) -> Iterator[T]:
+    """Run independent calls (one file group each) on a small thread pool; yield results in call order.
+
+    Every call runs to its end even when another fails (the pool waits for all); the first
+    failure, in call order, is raised.
+    """
+    if threads <= 1 or len(calls) <= 1:
+        for call in calls:
+            yield call()
+        return
+    with ThreadPoolExecutor(max_workers=min(threads, len(calls)), thread_name_prefix="lsm_lab-write") as pool:
+        yield from pool.map(lambda call: call(), calls)
+
+
 # --------------------------------------------------------------------------- one file group
 def _meta_columns(rows: pa.Table, instant: str, file_name: str, task: int) -> pa.Table:
     n = rows.num_rows
     seq = pc.binary_join_element_wise(f"{instant}_{task}_", pc.cast(pa.array(np.arange(n)), pa.string()), "")
     cols = {
-        COMMIT_TIME: pa.array([instant] * n, pa.string()),
+        COMMIT_TIME: pa.repeat(pa.scalar(instant, pa.string()), n),
         COMMIT_SEQNO: seq,
         RECORD_KEY: rows.column(RECORD_KEY),
         PARTITION_PATH: rows.column(PARTITION_PATH),
-        FILE_NAME: pa.array([file_name] * n, pa.string()),
+        FILE_NAME: pa.repeat(pa.scalar(file_name, pa.string()), n),
     }
     user = [c for c in rows.column_names if c not in cols and c != DELETE_FLAG]
     return pa.table({**cols, **{c: rows.column(c) for c in user}})
@@ -233,7 +255,8 @@ def write_file_group(
     folder = base_path / partition if partition else base_path
     is_delete = op == "delete"
     lsm = config.is_lsm
-    rows = records.sort_by_key(rows) if lsm else rows
+    if lsm and not records.is_strictly_sorted(rows.column(RECORD_KEY)):  # tag() hands over sorted rows
+        rows = records.sort_by_key(rows)
     ordering = ctx.spec.ordering
     prev = latest.base_instant if latest else "null"
     n = rows.num_rows
@@ -294,7 +317,7 @@ def write_file_group(
     incoming = _meta_columns(rows, instant, name, task)
     full = ctx.full_schema
     target = pa.schema([*list(full), pa.field(DELETE_FLAG, pa.bool_(), False)])
-    flag = pa.array([is_delete] * n, pa.bool_())
+    flag = pa.repeat(pa.scalar(is_delete, pa.bool_()), n)
     incoming = records.conform(incoming.append_column(DELETE_FLAG, flag), target)
     sources: list[pa.Table] = []
     before = 0
@@ -302,7 +325,7 @@ def write_file_group(
         current = read_slice(ctx, latest, columns=list(full.names), engine=engine)
         before = current.num_rows
         sources.append(records.conform(current.append_column(
-            DELETE_FLAG, pa.array([False] * current.num_rows, pa.bool_())), target))
+            DELETE_FLAG, pa.repeat(pa.scalar(False, pa.bool_()), current.num_rows)), target))
     sources.append(incoming)
     chosen = engine or ("sorted" if lsm else "hash")
     try:

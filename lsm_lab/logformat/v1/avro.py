@@ -7,12 +7,15 @@ The content of an Avro data block (type 3, also CDC type 6):
 
 Records use the writer schema carried in the block's SCHEMA header (Avro
 JSON). `lsm_lab.avro_schema` turns that schema into an Arrow schema, so an
-empty block still has its columns; fastavro decodes each record, and rows are
-gathered into Arrow record batches of 65,536. Writing does the reverse:
+empty block still has its columns. The records are decoded column-wise by a
+native reader (`avro_native`: the block wrapped as an Avro container file for
+polars); schemas or blocks it cannot take are decoded by fastavro record by
+record, gathered into Arrow record batches of 65,536. Writing does the reverse:
 values are cast to the schema's Arrow types first (a lossy cast is a
 `SchemaError`), then each row is written with fastavro.
 
-    content ──split by int32 lengths──► records ──fastavro──► dicts ──► Arrow batches
+    content ──wrap as an Avro container──► polars (columns) ──cast──► Arrow table
+            └─(maps, named refs, damage)─► split by int32 lengths ──fastavro──► dicts ──► Arrow batches
     Arrow table ──conform/cast──► rows ──fastavro──► records ──► content
 
 Simplified compared with Apache Hudi: records are decoded eagerly, one block
@@ -35,6 +38,7 @@ import pyarrow as pa
 
 from lsm_lab.avro_schema import avro_to_arrow_schema, parse_avro_schema, storage_type, strip_temporal_logical_types
 from lsm_lab.errors import CorruptFileError, InputError, SchemaError, UnsupportedFeatureError
+from lsm_lab.logformat.v1.avro_native import decode_native, native_supported
 
 AVRO_DATA_BLOCK_VERSION = 3
 ROWS_PER_BATCH = 1 << 16
@@ -49,6 +53,7 @@ class _AvroCodec:
     arrow: pa.Schema
     storage: pa.Schema
     map_columns: tuple[str, ...] = field(default=())
+    native: bool = False
 
 
 def _codec(avro_schema: Mapping[str, Any] | str) -> _AvroCodec:
@@ -60,13 +65,18 @@ def _codec(avro_schema: Mapping[str, Any] | str) -> _AvroCodec:
         raise SchemaError(f"fastavro rejects the Avro schema: {exc}") from exc
     storage = pa.schema([f.with_type(storage_type(f.type)) for f in arrow])
     maps = tuple(f.name for f in arrow if _has_map(f.type))
-    return _AvroCodec(schema, parsed, arrow, storage, maps)
+    return _AvroCodec(schema, parsed, arrow, storage, maps, native_supported(schema))
 
 
-def decode_avro_records(content: bytes, schema_json: Mapping[str, Any] | str) -> tuple[pa.Table, int]:
+def decode_avro_records(
+    content: bytes, schema_json: Mapping[str, Any] | str, *, native: bool = True
+) -> tuple[pa.Table, int]:
     """Decode Avro data block content into an Arrow table; returns (table, block version).
 
     The Arrow schema comes from the Avro schema, so an empty block still has its columns.
+    With `native` (the default), schemas the column-wise reader handles are decoded by it
+    (`lsm_lab.logformat.v1.avro_native`); everything else, and any block it fails on, record
+    by record with fastavro. Both give the same table.
     """
     if len(content) < 8:
         raise CorruptFileError("Avro data content shorter than its version and record count")
@@ -76,6 +86,10 @@ def decode_avro_records(content: bytes, schema_json: Mapping[str, Any] | str) ->
     if count < 0 or count * 4 > len(content) - 8:
         raise CorruptFileError(f"record count {count} does not fit in {len(content)} content bytes")
     codec = _codec(schema_json)
+    if native and codec.native:
+        table = decode_native(content, count, codec.schema, codec.arrow)
+        if table is not None:
+            return table, version
     stream = io.BytesIO(content)
     pos = 8
     batches: list[pa.RecordBatch] = []

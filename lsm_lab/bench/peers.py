@@ -1,0 +1,185 @@
+"""Benchmark: lsm_lab against the fastest peers, Apache Paimon (Rust reader/writer) and hudi-rs.
+
+The upsert workload of issue 16, the same bytes for every contender: a bulk
+insert of `rows` trips, `rounds` upserts of 10%, a delete of 1%; 3 partitions
+(city) × 4 buckets; the ordering column `ts` decides between versions of a key.
+
+    TripsGenerator ──► work/data/NN_<op>.parquet ──┬─► python -m lsm_lab.bench.peers  (lsm_lab, this venv)
+                                                   └─► paimon_worker.py  (pypaimon + pypaimon-rust, .venv-peers)
+    each prints {"write_s", "read_s", "rows"} and writes the snapshot's keys ──► same keys? ratios
+
+Each contender runs as its own process, one after the other, so that the
+"whole process" time includes interpreter start, imports and reading the
+workload files, as a user would see it; write and read are also timed inside the
+process. pypaimon pins pyarrow < 20 and lsm_lab needs 25+, hence the separate
+venv (`make bench-peers` creates `.venv-peers`). The hudi-rs figure is the MOR
+snapshot of the version-8 interop table (`lsm_lab.bench.interop.mor_read`),
+measured in the same run.
+
+Simplified compared with a full benchmark: one run per contender (no medians;
+the printed ratios are from the same run), no memory figures, a local disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lsm_lab.bench.interop import mor_read
+from lsm_lab.datagen import TripsGenerator
+from lsm_lab.errors import InputError
+from lsm_lab.table.table import create_table
+
+KEY, PARTITION, ORDERING, BUCKETS = "uuid", "city", "ts", 4
+WORKER = Path(__file__).with_name("paimon_worker.py")
+
+
+def default_peer_python() -> Path | None:
+    """The peers' interpreter: $LSM_LAB_PEER_PYTHON, else .venv-peers/bin/python under the working folder."""
+    env = os.environ.get("LSM_LAB_PEER_PYTHON")
+    candidate = Path(env) if env else Path.cwd() / ".venv-peers" / "bin" / "python"
+    return candidate if candidate.is_file() else None
+
+
+def write_workload(folder: Path, rows: int, *, rounds: int = 3, update_fraction: float = 0.1,
+                   delete_fraction: float = 0.01, seed: int = 16) -> list[Path]:
+    """The workload as Parquet files in write order; an `_op` column says upsert or delete."""
+    folder.mkdir(parents=True, exist_ok=True)
+    gen = TripsGenerator(seed)
+    batches = [("upsert", gen.inserts(rows))]
+    batches += [("upsert", gen.updates(max(1, int(rows * update_fraction)))) for _ in range(rounds)]
+    batches.append(("delete", gen.deletes(max(1, int(rows * delete_fraction)))))
+    paths = []
+    for i, (op, table) in enumerate(batches):
+        path = folder / f"{i:02d}_{op}.parquet"
+        pq.write_table(table.append_column("_op", pa.repeat(pa.scalar(op, pa.string()), table.num_rows)), path)
+        paths.append(path)
+    return paths
+
+
+def lsm_lab_worker(data_dir: Path, table_dir: Path, out_keys: Path) -> dict[str, Any]:
+    """lsm_lab's side: the same writes (first a bulk insert) and a snapshot read, timed."""
+    table = create_table(table_dir, name="trips", record_key=KEY, partition_by=PARTITION, ordering_field=ORDERING,
+                         table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=BUCKETS)
+    write_s = 0.0
+    for i, f in enumerate(sorted(data_dir.glob("*.parquet"))):
+        data = pq.read_table(f)
+        op = data.column("_op")[0].as_py() if data.num_rows else "upsert"
+        data = data.drop_columns(["_op"])
+        t0 = time.perf_counter()
+        if op == "delete":
+            table.delete(data)
+        elif i == 0:
+            table.bulk_insert(data)
+        else:
+            table.upsert(data)
+        write_s += time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result = table.read(columns=[PARTITION, KEY])
+    read_s = time.perf_counter() - t0
+    pq.write_table(result, out_keys)
+    return {"write_s": round(write_s, 3), "read_s": round(read_s, 3), "rows": result.num_rows}
+
+
+def _run_process(cmd: list[str], what: str) -> tuple[dict[str, Any], float]:
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise InputError(f"{what} failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}")
+    return json.loads(lines[-1]), wall
+
+
+def _sorted_keys(path: Path) -> pa.Table:
+    raw = pq.read_table(path)
+    t = pa.table({c: raw.column(c).cast(pa.string()) for c in (PARTITION, KEY)})  # nullability differs by engine
+    return t.take(pc.sort_indices(t, sort_keys=[(PARTITION, "ascending"), (KEY, "ascending")]))
+
+
+def run(*, rows: int = 1_000_000, peer_python: Path | None = None, hudi: bool = True,
+        work_dir: str | os.PathLike[str] | None = None, pure_python_paimon: bool = False) -> dict[str, Any]:
+    """Run every contender on the same workload; the work folder is removed afterwards unless given."""
+    peer = peer_python or default_peer_python()
+    if peer is None:
+        raise InputError("no peers' interpreter: run `make bench-peers` (creates .venv-peers with pypaimon, "
+                         "pypaimon-rust and pyarrow<20) or pass --peer-python / set LSM_LAB_PEER_PYTHON")
+    own = work_dir is None
+    folder = Path(tempfile.mkdtemp(prefix="lsm_lab_bench_peers_")) if work_dir is None else Path(work_dir)
+    try:
+        data = folder / "data"
+        write_workload(data, rows)
+        report: dict[str, Any] = {"rows": rows, "cpus": os.cpu_count(), "contenders": {}}
+        runs = {"lsm_lab": [sys.executable, "-m", "lsm_lab.bench.peers", str(data), str(folder / "lsm_lab"),
+                            str(folder / "lsm_lab_keys.parquet")],
+                "paimon_rust": [str(peer), str(WORKER), str(data), str(folder / "paimon_rust"),
+                                str(folder / "paimon_rust_keys.parquet"), "--key", KEY, "--partition", PARTITION,
+                                "--ordering", ORDERING, "--buckets", str(BUCKETS), "--native"]}
+        if pure_python_paimon:
+            runs["paimon_python"] = [*runs["paimon_rust"][:3], str(folder / "paimon_python"),
+                                     str(folder / "paimon_python_keys.parquet"), *runs["paimon_rust"][5:-1]]
+        keys: dict[str, pa.Table] = {}
+        for name, cmd in runs.items():
+            figures, wall = _run_process(cmd, name)
+            figures["process_s"] = round(wall, 3)
+            report["contenders"][name] = figures
+            keys[name] = _sorted_keys(folder / f"{name}_keys.parquet")
+        mine = report["contenders"]["lsm_lab"]
+        for name in runs:
+            if name == "lsm_lab":
+                continue
+            theirs = report["contenders"][name]
+            theirs["same_keys"] = bool(keys[name].equals(keys["lsm_lab"]))
+            theirs["ratios"] = {k: round(mine[k] / theirs[k], 2) if theirs[k] else None
+                                for k in ("write_s", "read_s", "process_s")}
+        if hudi:
+            m = mor_read(rows, update_fraction=0.1, rounds=2, repeat=1, work_dir=folder / "interop")
+            if "hudi_rs_v1_read_s" in m:
+                report["hudi_rs"] = {"lsm_lab_read_s": m["lsm_lab_v1_read_s"], "hudi_rs_read_s": m["hudi_rs_v1_read_s"],
+                                     "same_keys": m["hudi_rs_same_keys"], "ratio": m["lsm_lab_over_hudi_rs"]}
+        return report
+    finally:
+        if own:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def format_report(report: dict[str, Any]) -> str:
+    lines = [f"upsert workload: {report['rows']:,} trips bulk-inserted, 3 × 10% upserts, 1% deleted; "
+             f"{PARTITION} partitions × {BUCKETS} buckets; {report['cpus']} CPUs",
+             f"{'contender':<15} {'write s':>8} {'read s':>8} {'process s':>10} {'rows':>10}  lsm_lab/peer (write, read, process)"]
+    for name, f in report["contenders"].items():
+        ratio = ""
+        if "ratios" in f:
+            r = f["ratios"]
+            ratio = f"{r['write_s']}×, {r['read_s']}×, {r['process_s']}×  (same keys: {f['same_keys']})"
+        lines.append(f"{name:<15} {f['write_s']:>8} {f['read_s']:>8} {f['process_s']:>10} {f['rows']:>10,}  {ratio}")
+    if "hudi_rs" in report:
+        h = report["hudi_rs"]
+        lines.append(f"MOR snapshot of the version-8 interop table (v1 logs): lsm_lab {h['lsm_lab_read_s']} s, "
+                     f"hudi-rs {h['hudi_rs_read_s']} s, lsm_lab/hudi-rs = {h['ratio']}× (same keys: {h['same_keys']})")
+    return "\n".join(lines)
+
+
+def _main(argv: list[str]) -> int:
+    """The lsm_lab worker: DATA_DIR TABLE_DIR OUT_KEYS; prints one JSON line."""
+    data_dir, table_dir, out_keys = (Path(a) for a in argv)
+    print(json.dumps(lsm_lab_worker(data_dir, table_dir, out_keys)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
+
+
+__all__ = ["default_peer_python", "format_report", "lsm_lab_worker", "run", "write_workload"]

@@ -1,0 +1,58 @@
+"""`lsm-lab bench peers` at a tiny size: the workload, lsm_lab's worker, and (when the peers' venv exists) Paimon.
+
+Speed is not checked here (benchmarks only); these tests check that every contender
+runs the workload and ends with the same keys as a plain dict model of it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from lsm_lab.bench import peers
+
+
+def _model(data_dir: Path) -> set[tuple[str, str]]:
+    """The workload applied row by row to a dict: latest ts per (city, uuid) wins; deletes remove."""
+    live: dict[tuple[str, str], int] = {}
+    for f in sorted(data_dir.glob("*.parquet")):
+        for row in pq.read_table(f).to_pylist():
+            k = (row["city"], row["uuid"])
+            if row["_op"] == "delete":
+                if k in live and row["ts"] >= live[k]:
+                    del live[k]
+            elif k not in live or row["ts"] >= live[k]:
+                live[k] = row["ts"]
+    return set(live)
+
+
+def test_workload_files_and_lsm_lab_worker(tmp_path: Path) -> None:
+    files = peers.write_workload(tmp_path / "data", 2_000)
+    assert [f.name for f in files] == ["00_upsert.parquet", "01_upsert.parquet", "02_upsert.parquet",
+                                       "03_upsert.parquet", "04_delete.parquet"]
+    figures = peers.lsm_lab_worker(tmp_path / "data", tmp_path / "t", tmp_path / "keys.parquet")
+    keys = pq.read_table(tmp_path / "keys.parquet").to_pylist()
+    expected = _model(tmp_path / "data")
+    assert 1_900 <= len(expected) < 2_000  # the 1% deletes removed rows
+    assert figures["rows"] == len(expected)
+    assert {(r["city"], r["uuid"]) for r in keys} == expected
+
+
+def test_missing_peer_venv_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LSM_LAB_PEER_PYTHON", raising=False)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(Exception, match="make bench-peers"):
+        peers.run(rows=100, hudi=False)
+
+
+def test_bench_peers_smoke(tmp_path: Path) -> None:
+    peer = peers.default_peer_python()
+    if peer is None:
+        pytest.skip("no peers' venv (.venv-peers or $LSM_LAB_PEER_PYTHON): run `make bench-peers` to create it")
+    report = peers.run(rows=3_000, peer_python=peer, hudi=False, work_dir=tmp_path)
+    paimon = report["contenders"]["paimon_rust"]
+    assert paimon["same_keys"] is True
+    assert paimon["rows"] == report["contenders"]["lsm_lab"]["rows"] == len(_model(tmp_path / "data"))
+    assert "paimon_rust" in peers.format_report(report)
