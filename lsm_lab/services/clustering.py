@@ -70,11 +70,11 @@ from lsm_lab.layout import fsview, naming, parquet_io
 from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.merge import SORTED_ENGINES, merge_sources, merge_to_table
 from lsm_lab.services import heartbeat, markers
+from lsm_lab.services.claim import claim
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.occ import find_conflict
 from lsm_lab.services.planner import pending_file_groups
 from lsm_lab.services.rollback import (
-    delete_instant_files,
     remove_timeline_files,
     reset_compaction,
     rollback_failed_writes,
@@ -87,7 +87,7 @@ from lsm_lab.table.read import ReadContext, iter_sources
 from lsm_lab.table.records import FILE_NAME
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.active import ActiveTimeline
-from lsm_lab.timeline.instant import CLUSTERING, Instant, State, file_name_for
+from lsm_lab.timeline.instant import CLUSTERING, Instant, State
 from lsm_lab.timeline.metadata import WriteStat, commit_metadata
 
 KEY_SMALL_FILE = "hoodie.clustering.plan.strategy.small.file.limit"
@@ -462,11 +462,6 @@ def run_group(cctx: ClusteringContext, group: ClusteringGroup, task: int, *, tok
     return stats
 
 
-def _requested(instant: Instant, layout: int) -> Instant:
-    name = file_name_for(instant.begin_time, instant.action, State.REQUESTED, timeline_layout=layout)
-    return Instant.make(instant.begin_time, instant.action, State.REQUESTED, None, name)
-
-
 def execute(table: TableState, instant: Instant | str, *, merge: str | None = None,
             runner: GroupRunner | None = None, extra_metadata: Mapping[str, str] | None = None) -> Instant:
     """Run a requested clustering plan and complete it as a `replacecommit`; returns the completed instant.
@@ -477,22 +472,9 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
     as a task); everything around it is the same for every runner."""
     timeline = table.active_timeline
     begin = instant if isinstance(instant, str) else instant.begin_time
-    with table_lock(table.path):
-        rollback_failed_writes(table.path, timeline)
-        current = timeline.find(begin)
-        if current.action != CLUSTERING:
-            raise InputError(f"{current} is not a clustering")
-        if current.is_completed:
-            return current
-        hb = heartbeat.Heartbeat(table.path, begin).start()  # ConflictError if a live runner has it
-        try:
-            delete_instant_files(table.path, begin)  # leftovers of a dead earlier attempt
-            markers.delete_markers(table.path, begin)
-            inflight = current if current.state is State.INFLIGHT else \
-                timeline.start(_requested(current, table.config.timeline_layout))
-        except BaseException:
-            hb.stop()
-            raise
+    inflight, hb = claim(table, begin, (CLUSTERING,), "clustering")
+    if hb is None:
+        return inflight  # completed already
     try:
         plan = read_plan(timeline, inflight)
         schema = table.schema

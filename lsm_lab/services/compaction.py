@@ -76,6 +76,7 @@ from lsm_lab.merge import SORTED_ENGINES, merge_sources, merge_to_table
 from lsm_lab.merge.semantics import MergeMode, select_winners
 from lsm_lab.progress import progress as show_progress
 from lsm_lab.services import heartbeat, markers, plancheck
+from lsm_lab.services.claim import claim
 from lsm_lab.services.clustering import pending_clustering_file_groups
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.planner import (
@@ -91,7 +92,7 @@ from lsm_lab.services.planner import (
     pending_plans,
     read_plan,
 )
-from lsm_lab.services.rollback import delete_instant_files, reset_compaction, rollback_failed_writes
+from lsm_lab.services.rollback import reset_compaction, rollback_failed_writes
 from lsm_lab.storage import StoragePath
 from lsm_lab.table import records
 from lsm_lab.table import write as writer
@@ -104,8 +105,7 @@ from lsm_lab.timeline.instant import (
     DELTA_COMMIT,
     LOG_COMPACTION,
     Instant,
-    State,
-    file_name_for,
+    requested_instant,
 )
 from lsm_lab.timeline.metadata import WriteStat, commit_metadata
 
@@ -300,11 +300,6 @@ def run_log(ctx: CompactionContext, op: Operation, task: int, *, token: str | No
 
 
 # --------------------------------------------------------------------------- schedule / execute
-def _requested(instant: Instant, layout: int) -> Instant:
-    name = file_name_for(instant.begin_time, instant.action, State.REQUESTED, timeline_layout=layout)
-    return Instant.make(instant.begin_time, instant.action, State.REQUESTED, None, name)
-
-
 def schedule(table: TableState, *, strategy: str = "hybrid", merge: str | None = None,
              options: Mapping[str, str] | None = None) -> Instant | None:
     """Plan a compaction and save it as `<t>.compaction.requested`; None when nothing needs compacting."""
@@ -361,26 +356,13 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
     transition, commit, reset on failure — is the same for every runner."""
     timeline = table.active_timeline
     begin = instant if isinstance(instant, str) else instant.begin_time
-    with table_lock(table.path):
-        rollback_failed_writes(table.path, timeline)
-        current = timeline.find(begin)
-        if current.action not in (COMPACTION, LOG_COMPACTION):
-            raise InputError(f"{current} is not a compaction")
-        if current.is_completed:
-            return current
-        hb = heartbeat.Heartbeat(table.path, begin).start()  # ConflictError if a live runner has it
-        try:
-            delete_instant_files(table.path, begin)  # leftovers of a dead earlier attempt
-            markers.delete_markers(table.path, begin)
-            inflight = current if current.state is State.INFLIGHT else \
-                timeline.start(_requested(current, table.config.timeline_layout))
-        except BaseException:
-            hb.stop()
-            raise
+    inflight, hb = claim(table, begin, (COMPACTION, LOG_COMPACTION), "compaction")
+    if hb is None:
+        return inflight  # completed already
     try:
         plan = read_plan(timeline, inflight)
         plancheck.verify(table.file_groups(), plan.operations, begin,  # the plan still matches the view
-                         plan_file=timeline.folder / _requested(inflight, table.config.timeline_layout).file_name)
+                         plan_file=timeline.folder / requested_instant(inflight, table.config.timeline_layout).file_name)
         engine = merge or plan.merge
         schema = table.schema
         read_ctx = ReadContext(table.path, table.config, schema or pa.schema([]), table.completion_map(), None)

@@ -48,7 +48,7 @@ from lsm_lab.services.planner import FULL, LOG, Operation, pending_plans
 from lsm_lab.spark.jobs import TaskClock, TaskHook, TaskReport, active_session, job_progress, reconcile, reraise
 from lsm_lab.storage import StoragePath
 from lsm_lab.table.table import Table, open_table
-from lsm_lab.timeline.instant import Instant, State, file_name_for
+from lsm_lab.timeline.instant import Instant
 from lsm_lab.timeline.metadata import WriteStat
 
 
@@ -92,11 +92,6 @@ class CompactTask:
                 yield pa.RecordBatch.from_arrays(
                     [pa.array([json.dumps(s.to_json()) for s in stats] or [None], pa.string()),  # type: ignore[list-item]  # one null row when nothing was written
                      pa.array([report] * max(1, len(stats)), pa.string())], names=["stat", "report"])
-
-
-def _requested(instant: Instant, layout: int) -> Instant:
-    name = file_name_for(instant.begin_time, instant.action, State.REQUESTED, timeline_layout=layout)
-    return Instant.make(instant.begin_time, instant.action, State.REQUESTED, None, name)
 
 
 def _execute(spark: Any, table: Table, instant: Instant, *, merge: str | None, progress: bool | None,

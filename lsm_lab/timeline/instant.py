@@ -133,6 +133,12 @@ def file_name_for(begin_time: str, action: str, state: State, completion_time: s
     return f"{begin_time}.{action}.{state.value}"
 
 
+def requested_instant(instant: Instant, timeline_layout: int) -> Instant:
+    """The same instant in its requested state (the plan file a table service starts from)."""
+    name = file_name_for(instant.begin_time, instant.action, State.REQUESTED, timeline_layout=timeline_layout)
+    return Instant.make(instant.begin_time, instant.action, State.REQUESTED, None, name)
+
+
 def parse_file_name(name: str) -> tuple[str, str, State, str | None] | None:
     """(begin_time, action, state, completion_time) of a timeline file, or None if it is not one.
 
