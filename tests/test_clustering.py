@@ -318,3 +318,21 @@ def test_bad_arguments_are_typed_errors(tmp_path: Path) -> None:
         t.cluster(merge="quick")
     with pytest.raises(InputError, match="target.file.max.bytes"):
         t.cluster(options={clustering.KEY_TARGET_FILE: "0"})
+
+
+def test_restore_drops_a_pending_clustering_plan_with_the_writes_it_reads(tmp_path: Path) -> None:
+    """A restore rolls back every pending instant, so a plan over files it removes never runs on missing files."""
+    t = _table(tmp_path, batches=2)
+    savepointed = t.completed_writes()[-1]
+    t.savepoint(savepointed)
+    before = _state(t)
+    for i in range(2, 5):  # more small file groups, written after the savepoint
+        t.upsert([{"id": f"n{i}-{j}", "p": "a", "ts": i, "v": j} for j in range(3)])
+    plan = t.cluster(plan_only=True, options=ANY_SIZE)
+    assert plan is not None and plan.state is State.REQUESTED
+    t.restore(savepointed)
+    assert [i for i in t.active_timeline.pending() if i.action == CLUSTERING] == []
+    assert _state(t) == before
+    done = t.cluster(options=ANY_SIZE)  # a new plan over what the restore kept
+    assert done is None or done.action == CLUSTERING
+    assert _state(t) == before
