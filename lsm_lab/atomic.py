@@ -31,13 +31,13 @@ Taught in: notebooks/02_timeline.ipynb
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from lsm_lab.errors import LsmLabError
 from lsm_lab.storage import StoragePath, create_bytes
+from lsm_lab.storage.local import temp_path
 
 ExistsError = Callable[[Path], LsmLabError]
 
@@ -47,8 +47,8 @@ def _default_exists(path: Path) -> LsmLabError:
 
 
 def temp_name(path: Path) -> Path:
-    """The temporary sibling a file is written under before it is published."""
-    return path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    """The temporary sibling a file is written under before it is published (`storage.local.temp_path`)."""
+    return temp_path(path)
 
 
 def publish(tmp: Path, path: Path, on_exists: ExistsError = _default_exists) -> None:

@@ -42,6 +42,14 @@ from lsm_lab.storage.base import (
 TMP_SUFFIX = ".tmp"
 
 
+def temp_path(target: Path) -> Path:
+    """The temporary sibling `.<name>.<random>.tmp` a file is written under before it gets its name.
+
+    The one spelling of temp files: `atomic.py` uses it too, and `tmp_files()` finds leftovers by it.
+    """
+    return target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}{TMP_SUFFIX}")
+
+
 def _etag(st: os.stat_result) -> str:
     return f"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_size:x}"
 
@@ -126,7 +134,7 @@ class LocalStorage(Storage):
     # -- writes ----------------------------------------------------------------------------
     def _temp(self, target: Path, data: bytes) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}{TMP_SUFFIX}")
+        tmp = temp_path(target)
         with open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()
