@@ -125,6 +125,22 @@ def test_stored_schema_missing_a_column_is_an_error(tmp_path: Path) -> None:
         t.read()
 
 
+def test_a_log_whose_footer_retypes_a_column_is_a_schema_error_naming_the_file(tmp_path: Path) -> None:
+    """A damaged footer (or a foreign writer) that turns an int column into text: typed error, not ArrowInvalid."""
+    import pyarrow.parquet as pq
+
+    t = _table(tmp_path, table_type="MERGE_ON_READ")
+    t.upsert([{"id": "k1", "v": 100}])
+    (log,) = [p for _, p, n in fsview.list_data_files(t.path) if n.is_log and not n.is_delete]
+    data = pq.read_table(log)
+    i = data.schema.get_field_index("v")
+    retyped = data.set_column(i, pa.field("v", pa.string()), pa.array(["\x9c\x01"] * data.num_rows))
+    pq.write_table(retyped.replace_schema_metadata(data.schema.metadata), log, write_page_checksum=True)
+    with pytest.raises(SchemaError, match="'v'") as err:
+        t.read()
+    assert log.name in str(err.value)
+
+
 def _v8_with_corrupt_block(tmp_path: Path) -> tuple[lsm_lab.Table, dict[str, int]]:
     t = lsm_lab.create_table(tmp_path / "t8", name="t8", record_key="id", table_version=8, layout="default",
                              num_buckets=1)

@@ -378,8 +378,8 @@ class PrunedReader:
                                list(info.columns) if delete else self.file_cols, stats,
                                use_bloom=self.use_bloom, use_binary_search=self.use_binary_search)
             if found is not None:
-                sources.append(reader.delete_source(ctx, found, self.target, f.partition) if delete
-                               else reader.data_source(ctx, found, self.target, f.partition))
+                sources.append(reader.delete_source(ctx, found, self.target, f.partition, f.path) if delete
+                               else reader.data_source(ctx, found, self.target, f.partition, f.path))
         if not sources:
             return self.out_schema.empty_table()
         chosen = self.engine or ctx.default_engine()

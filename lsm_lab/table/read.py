@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lsm_lab.config import TableConfig
@@ -129,35 +128,43 @@ def _with_keys(ctx: ReadContext, table: pa.Table, partition: str) -> pa.Table:
     return table
 
 
-def data_source(ctx: ReadContext, table: pa.Table, target: pa.Schema, partition: str) -> pa.Table:
-    """Rows read from a base file or data log as a merge source (keys filled in, delete flag false)."""
+def data_source(ctx: ReadContext, table: pa.Table, target: pa.Schema, partition: str,
+                source: object | None = None) -> pa.Table:
+    """Rows read from a base file or data log as a merge source (keys filled in, delete flag false).
+
+    `source`: the file the rows came from, named by a SchemaError when a column does not cast."""
     table = _with_keys(ctx, table, partition)
     table = table.append_column(DELETE_FLAG, pa.array([False] * table.num_rows, pa.bool_()))
-    return records.conform(table, target)
+    return records.conform(table, target, source=source)
 
 
-def delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, partition: str) -> pa.Table:
-    """Rows of a delete log as a merge source (key, decoded ordering value, delete flag true)."""
+def delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, partition: str,
+                  source: object | None = None) -> pa.Table:
+    """Rows of a delete log as a merge source (key, decoded ordering value, delete flag true).
+
+    `source`: the file the rows came from, named by a SchemaError when a column does not cast."""
     if "record_key" not in deletes.column_names and v2.UPSTREAM_KEY_COLUMN not in deletes.column_names:
         raise CorruptFileError(f"a delete log in partition {partition!r} has no record key column "
                                f"(columns: {', '.join(deletes.column_names)})")  # a damaged footer renamed it
     n = deletes.num_rows
-    cols: dict[str, Any] = {RECORD_KEY: pc.cast(deletes.column(v2.delete_key_column(deletes.schema)), pa.string()),
+    key = deletes.column(v2.delete_key_column(deletes.schema))
+    cols: dict[str, Any] = {RECORD_KEY: records.cast_column(key, pa.string(), RECORD_KEY, source=source),
                             DELETE_FLAG: pa.array([True] * n, pa.bool_())}
     ordering = ctx.spec.ordering
     if ordering and ordering in target.names and ordering in deletes.column_names:  # upstream: the typed field
-        cols[ordering] = pc.cast(deletes.column(ordering), target.field(ordering).type)
+        cols[ordering] = records.cast_column(deletes.column(ordering), target.field(ordering).type, ordering,
+                                             source=source)
     elif ordering and ordering in target.names and "ordering_val" in deletes.column_names:
         raw = deletes.column("ordering_val")
         otype = target.field(ordering).type
         if pa.types.is_binary(raw.type) or pa.types.is_large_binary(raw.type):
             cols[ordering] = v2.decode_ordering(raw, otype)
         else:
-            cols[ordering] = pc.cast(raw, otype)
+            cols[ordering] = records.cast_column(raw, otype, ordering, source=source)
     if PARTITION_PATH in target.names:
         pp = deletes.column("partition_path") if "partition_path" in deletes.column_names else None
         cols[PARTITION_PATH] = pp if pp is not None else pa.array([partition] * n, pa.string())
-    return records.conform(pa.table(cols), target)
+    return records.conform(pa.table(cols), target, source=source)
 
 
 def _allowed(ctx: ReadContext) -> set[str] | None:
@@ -187,22 +194,22 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str]) -> tupl
             raise UnsupportedFeatureError(f"{f.name.ext} data files are not supported (only Parquet)", path=f.path)
     if fs.base_file is not None:
         table = parquet_io.read_parquet(fs.base_file.path, file_columns(needed, ctx), allowed=_allowed(ctx))
-        sources.append(data_source(ctx, table, target, fs.partition))
+        sources.append(data_source(ctx, table, target, fs.partition, fs.base_file.path))
         all_sorted = (table.schema.metadata or {}).get(parquet_io.KEY_SORTED.encode()) == b"true"
     for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict):
         f = unit.file
         if unit.is_v1:
             kind, table = v1read.block_table(unit)
             all_sorted = all_sorted and v1read.is_sorted(kind, table)
-            sources.append(data_source(ctx, table, target, f.partition) if kind == "data"
-                           else delete_source(ctx, table, target, f.partition))
+            sources.append(data_source(ctx, table, target, f.partition, f.path) if kind == "data"
+                           else delete_source(ctx, table, target, f.partition, f.path))
             continue
         if f.name.is_delete:
             table = parquet_io.read_parquet(f.path)
-            sources.append(delete_source(ctx, table, target, f.partition))
+            sources.append(delete_source(ctx, table, target, f.partition, f.path))
         else:
             table = parquet_io.read_parquet(f.path, file_columns(needed, ctx), allowed=_allowed(ctx))
-            sources.append(data_source(ctx, table, target, f.partition))
+            sources.append(data_source(ctx, table, target, f.partition, f.path))
         meta = table.schema.metadata or {}
         all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
     return sources, all_sorted
@@ -259,8 +266,8 @@ def _stream_file(ctx: ReadContext, f: DataFile, target: pa.Schema, columns: list
             if batch.num_rows == 0:
                 continue
             table = pa.Table.from_batches([batch])
-            table = (delete_source(ctx, table, target, f.partition) if f.name.is_delete
-                     else data_source(ctx, table, target, f.partition))
+            table = (delete_source(ctx, table, target, f.partition, f.path) if f.name.is_delete
+                     else data_source(ctx, table, target, f.partition, f.path))
             yield from table.to_batches(max_chunksize=batch_size)
     except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
         raise CorruptFileError(f"cannot read Parquet file: {exc}", path=f.path) from None
@@ -322,8 +329,8 @@ def _iter_sources_v1(ctx: ReadContext, files: Sequence[DataFile], needed: Sequen
         if unit.is_v1:
             kind, table = v1read.block_table(unit)
             all_sorted = all_sorted and v1read.is_sorted(kind, table)
-            table = (data_source(ctx, table, target, f.partition) if kind == "data"
-                     else delete_source(ctx, table, target, f.partition))
+            table = (data_source(ctx, table, target, f.partition, f.path) if kind == "data"
+                     else delete_source(ctx, table, target, f.partition, f.path))
             out.append(pa.RecordBatchReader.from_batches(target, table.to_batches(max_chunksize=batch_size)))
             continue
         md, kv = parquet_io.read_footer(f.path)

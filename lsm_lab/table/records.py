@@ -125,13 +125,30 @@ def evolve_schema(current: pa.Schema | None, incoming: pa.Schema, *, partial: bo
     return pa.schema(fields)
 
 
-def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Reorder/cast `table` to `schema`, filling absent columns with nulls."""
+def cast_column(col: pa.ChunkedArray | pa.Array, to: pa.DataType, name: str, *,
+                source: object | None = None) -> pa.ChunkedArray | pa.Array:
+    """`col` cast to `to`; SchemaError naming `source` (the file) when its values do not cast."""
+    if col.type == to:
+        return col
+    try:
+        return pc.cast(col, to)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise SchemaError(f"column '{name}' of type {col.type} does not cast to the table's type {to}: {exc}",
+                          path=source) from None
+
+
+def conform(table: pa.Table, schema: pa.Schema, *, source: object | None = None) -> pa.Table:
+    """Reorder/cast `table` to `schema`, filling absent columns with nulls.
+
+    A column whose values do not cast to the schema's type (a damaged footer that
+    retypes a column, or a file written with another schema) is a SchemaError naming
+    `source`, the file the rows came from when the caller knows it.
+    """
     cols = []
     for f in schema:
         if f.name in table.column_names:
             col = table.column(f.name)
-            cols.append(col if col.type == f.type else pc.cast(col, f.type))
+            cols.append(cast_column(col, f.type, f.name, source=source))
         else:
             cols.append(pa.nulls(table.num_rows, f.type))
     return pa.Table.from_arrays(cols, schema=schema)
