@@ -22,6 +22,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from lsm_lab.bench import cdc as bench_cdc
 from lsm_lab.bench import storage as bench_storage
 from lsm_lab.cli_io import parse_options, print_frame, read_input_file, write_output_file
 from lsm_lab.demo import demo_folder, run_demo
@@ -202,7 +203,7 @@ def _plugins() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Commands contributed by feature modules (merge, services, interop, lookup, spark, and `bench`)."""
     features = [merge_command, services_command, interop_command, lookup_command, spark_command]
     out: list[Callable] = [mod.register for mod in features]
-    bench_registrars = [bench_storage.register_bench]
+    bench_registrars = [bench_storage.register_bench, bench_cdc.register_bench]
     for mod in features:
         SHOW_HANDLERS.update(getattr(mod, "SHOW", {}))
         if hasattr(mod, "register_bench"):

@@ -7,13 +7,15 @@
     compact_table("/data/trips", merge="sorted") # plan on the driver, one task per operation
     cluster_table("/data/trips")                 # plan on the driver, one task per clustering group
     read_table("/data/trips").where("fare > 50").count()   # per-slice merge in tasks → DataFrame
+    read_cdc("/data/trips", start=t0).toPandas()  # the change stream after t0, runs of commits in tasks
 
 Spark moves rows and runs tasks; every file is read and written by the
 library's own functions (write.py, compact.py, read.py explain how).  The
-functions are named `*_table`/`spark_session` so that no name re-exported here
+functions are named `*_table`/`spark_session`/`read_cdc` so that no name re-exported here
 hides a submodule: `lsm_lab.spark.write` is always the module.
 """
 
+from lsm_lab.spark.cdc import read_cdc
 from lsm_lab.spark.clustering import cluster_table
 from lsm_lab.spark.compact import compact_table
 from lsm_lab.spark.jobs import SparkJobError
@@ -21,5 +23,5 @@ from lsm_lab.spark.read import read_table
 from lsm_lab.spark.session import SparkSetupError, check_java, spark_session
 from lsm_lab.spark.write import write_table
 
-__all__ = ["SparkJobError", "SparkSetupError", "check_java", "cluster_table", "compact_table", "read_table",
-           "spark_session", "write_table"]
+__all__ = ["SparkJobError", "SparkSetupError", "check_java", "cluster_table", "compact_table", "read_cdc",
+           "read_table", "spark_session", "write_table"]
