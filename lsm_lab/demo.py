@@ -15,7 +15,10 @@ its own output rather than just printing it.
 Without `--dir` the table goes to a temporary folder that `demo_folder` removes
 when the demo ends (`--keep` keeps it and says where); with `--dir` it stays.
 
-Taught in: notebooks/00_why_lsm.ipynb
+`cdc_mode=` (a logging mode of `lsm_lab.create_table(cdc=True, cdc_mode=...)`) makes the same
+table a CDC-enabled one, so its writes leave the change stream that `Table.read_cdc` reads.
+
+Taught in: notebooks/00_why_lsm.ipynb, notebooks/13_change_data_capture.ipynb
 """
 
 from __future__ import annotations
@@ -66,8 +69,11 @@ def demo_folder(directory: str | Path | None = None, *, keep: bool = False,
 
 
 def run_demo(directory: str | Path | None = None, *, rows: int = 100_000, rounds: int = 3, seed: int = 7,
-             engine: str = "local", echo: Callable[[str], None] = print, storage: str = "local") -> Table:
+             engine: str = "local", echo: Callable[[str], None] = print, storage: str = "local",
+             cdc_mode: str | None = None) -> Table:
     """Run the main job; returns the table. Raises AssertionError if a read disagrees with the model.
+
+    `cdc_mode` (None: no CDC logs) creates a CDC-enabled table logging in that mode.
 
     `storage="s3"` starts a local S3 server (moto, `lsm_lab.s3local`), runs the demo on a bucket
     of it, prints the requests each step sent, and stops the server."""
@@ -79,20 +85,21 @@ def run_demo(directory: str | Path | None = None, *, rows: int = 100_000, rounds
         with LocalS3() as s3:
             echo(f"local S3 server (moto) at {s3.endpoint}")
             return _run(f"{s3.new_bucket('demo')}/trips", s3.options(), rows=rows, rounds=rounds, seed=seed,
-                        engine=engine, echo=echo)
+                        engine=engine, echo=echo, cdc_mode=cdc_mode)
     base = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="lsm_lab_demo_"))
-    return _run(base / "trips", None, rows=rows, rounds=rounds, seed=seed, engine=engine, echo=echo)
+    return _run(base / "trips", None, rows=rows, rounds=rounds, seed=seed, engine=engine, echo=echo,
+                cdc_mode=cdc_mode)
 
 
 def _run(path: Any, storage_options: dict[str, str] | None, *, rows: int, rounds: int, seed: int, engine: str,
-         echo: Callable[[str], None]) -> Table:
+         echo: Callable[[str], None], cdc_mode: str | None = None) -> Table:
     echo(f"lsm_lab demo: {rows:,} trips, {rounds} upsert rounds, table at {path}")
     gen = TripsGenerator(seed)
     model: dict[str, dict] = {}
     t0 = time.perf_counter()
     table = create_table(path, name="trips", record_key="uuid", partition_by="city", ordering_field="ts",
                          table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=4,
-                         storage_options=storage_options)
+                         storage_options=storage_options, **({"cdc": True, "cdc_mode": cdc_mode} if cdc_mode else {}))
     remote = storage_options is not None
     counts = table.storage.counts
 
