@@ -23,6 +23,8 @@ key of every row); `agree` says whether they did.
 The bytes follow from the content: OP_KEY_ONLY < DATA_BEFORE < DATA_BEFORE_AFTER.
 Reading is where the modes trade back: the fewer images a log keeps, the more
 of them read_cdc has to look up in the snapshots around each commit.
+
+Taught in: notebooks/13_change_data_capture.ipynb
 """
 
 from __future__ import annotations

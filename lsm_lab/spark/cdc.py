@@ -34,6 +34,8 @@ one split per file group and instant): the unit of work is a run of whole
 commits, not a file group of a commit, so a single huge commit is one task;
 and the schema metadata `lsm_lab.cdc.inferred_instants` of the local result
 is not carried by the DataFrame (the `inferred` column is).
+
+Taught in: notebooks/13_change_data_capture.ipynb
 """
 
 from __future__ import annotations
