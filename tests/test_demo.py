@@ -30,6 +30,22 @@ def test_run_demo_small(tmp_path: Path) -> None:
     assert set(reopened.partitions()) == {f"city={c}" for c in CITIES}
 
 
+def test_run_demo_with_cdc(tmp_path: Path) -> None:
+    """`cdc_mode=`: the same job on a CDC-enabled table, whose stream is read from CDC logs, one record per
+    distinct key of each batch (the demo's batches, replayed from its seed)."""
+    table = run_demo(tmp_path, rows=300, rounds=2, seed=11, echo=lambda _: None, cdc_mode="DATA_BEFORE")
+    props = (tmp_path / "trips" / ".hoodie" / "hoodie.properties").read_text()
+    assert "hoodie.table.cdc.enabled=true" in props and "hoodie.table.cdc.supplemental.logging.mode=DATA_BEFORE\n" in props
+    stream = table.read_cdc(None)
+    assert not any(stream.column("inferred").to_pylist())
+    gen = TripsGenerator(11)
+    batches = [gen.inserts(300), gen.updates(60), gen.updates(60), gen.deletes(6)]
+    per_commit = [len(pc.unique(b.column("uuid"))) for b in batches]
+    commits = stream.column("commit_time").to_pylist()
+    assert [commits.count(i.begin_time) for i in table.completed_writes()] == per_commit
+    assert run_demo(tmp_path / "plain", rows=50, rounds=0, echo=lambda _: None).config.cdc_enabled is False
+
+
 def test_run_demo_on_a_local_s3_server() -> None:
     """`lsm-lab demo --storage s3`: moto started, the job run in a bucket with request counts, moto stopped."""
     lines: list[str] = []
