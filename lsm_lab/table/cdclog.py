@@ -1,0 +1,146 @@
+"""The CDC log a write adds to one file group: what changed, with before and after images.
+
+    write_file_group(rows → file group G, instant t)          (table/write.py)
+      │ data file written as always (base or log)
+      ▼ on a table with hoodie.table.cdc.enabled=true:
+    before  = the rows of G's latest slice (as of the write's snapshot) with the batch's keys
+    after   = merge(before, batch)                          (the table's merge semantics, Arrow)
+      key in after, written by t, not in before  → "i"   (before null)
+      key in after, written by t, in before      → "u"
+      key in before, not in after                → "d"   (after null)
+      anything else (a delete of an absent key, an update an older ordering value loses) → nothing
+      │
+      ▼
+    <fileId>_<token>_<t>_1.cdc.parquet    in G, same commit (logformat/cdc.py: columns per mode)
+    write stat of G: cdcStats = {path: bytes}  ({} when G had no change)  ← read_cdc trusts this
+
+The before images are read here, separately from the data write (which only
+counts updates): a CDC table pays one read of the touched slices, other tables
+nothing.  Everything is Arrow kernels (`is_in` on keys, the merge engines); no
+per-record Python.
+
+Markers: `planned` names the CDC log before any data file is written, so a
+rollback (or the next writer, after a crash) removes it with the rest of the
+dead write.
+
+Simplified compared with Apache Hudi: the change of a file group is computed
+from the merged slice after the batch is tagged, not record by record in the
+write handle; compatibility tables with v1 (#HUDI#) logs write no CDC logs
+(their changes are inferred by `Table.read_cdc`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lsm_lab.config import TableConfig
+from lsm_lab.layout import naming
+from lsm_lab.layout.fsview import FileSlice
+from lsm_lab.logformat import cdc
+from lsm_lab.merge import merge_to_table
+from lsm_lab.storage import StoragePath
+from lsm_lab.table import records
+from lsm_lab.table.read import ReadContext, read_slice
+from lsm_lab.table.records import COMMIT_TIME, DELETE_FLAG, RECORD_KEY
+from lsm_lab.timeline.metadata import WriteStat
+
+
+def writes_cdc(config: TableConfig) -> bool:
+    """Whether writes to this table add CDC logs (CDC enabled, native logs)."""
+    return config.cdc_enabled and config.log_format_version == 2
+
+
+def log_name(file_id: str, token: str, instant: str) -> str:
+    return naming.native_log_file_name(file_id, token, instant, 1, naming.NATIVE_CDC)
+
+
+def planned(config: TableConfig, file_id: str, token: str, instant: str) -> list[tuple[str, str]]:
+    """(file name, marker IO type) of the CDC log a write may add to a file group (none without CDC)."""
+    return [(log_name(file_id, token, instant), "APPEND")] if writes_cdc(config) else []
+
+
+def _struct(table: pa.Table, image: pa.DataType) -> pa.Array:
+    """The rows of `table` as one struct array of type `image` (its columns are the struct's fields)."""
+    if table.num_rows == 0:
+        return pa.array([], image)
+    return pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns], fields=list(image))
+
+
+def image_type(ctx: ReadContext) -> pa.StructType:
+    """The struct type of a before/after image in a CDC log: the table's full schema, nullable fields."""
+    return pa.struct([pa.field(f.name, f.type, True) for f in ctx.full_schema])
+
+
+CHANGE_SCHEMA_FIELDS = (cdc.OP, cdc.RECORD_KEY, cdc.BEFORE, cdc.AFTER)
+
+
+def changes(ctx: ReadContext, latest: FileSlice | None, rows: pa.Table, instant: str, op: str) -> pa.Table:
+    """The changes `rows` (a prepared batch for one file group) make to it: op, record_key, before, after.
+
+    Images are structs of the table's full schema (meta columns first); one row
+    per changed key, sorted by key.
+    """
+    full = ctx.full_schema
+    image = image_type(ctx)
+    schema = pa.schema([pa.field(cdc.OP, pa.string()), pa.field(cdc.RECORD_KEY, pa.string()),
+                        pa.field(cdc.BEFORE, image), pa.field(cdc.AFTER, image)])
+    target = pa.schema([*list(full), pa.field(DELETE_FLAG, pa.bool_(), False)])
+    keys = rows.column(RECORD_KEY).combine_chunks()
+    before = full.empty_table()
+    if latest is not None:
+        stored = read_slice(ctx, latest, columns=list(full.names))
+        before = records.conform(stored.filter(pc.is_in(stored.column(RECORD_KEY), value_set=keys)), full)
+    n = rows.num_rows
+    incoming = rows.append_column(COMMIT_TIME, pa.repeat(pa.scalar(instant, pa.string()), n)) \
+        .append_column(DELETE_FLAG, pa.repeat(pa.scalar(op == "delete", pa.bool_()), n))
+    incoming = records.conform(incoming.select([c for c in incoming.column_names if c in target.names]), target)
+    old = records.conform(before.append_column(DELETE_FLAG, pa.repeat(pa.scalar(False, pa.bool_()),
+                                                                        before.num_rows)), target)
+    merged = merge_to_table([old, incoming], ctx.spec, engine="hash").select(full.names)
+    before_keys = before.column(RECORD_KEY).combine_chunks()
+    written = merged.filter(pc.equal(merged.column(COMMIT_TIME), instant))  # the batch's rows that won the merge
+    pos = pc.index_in(written.column(RECORD_KEY), value_set=before_keys)
+    upserts = pa.table({
+        cdc.OP: pc.if_else(pc.is_valid(pos), pa.scalar(cdc.UPDATE), pa.scalar(cdc.INSERT)),
+        cdc.RECORD_KEY: written.column(RECORD_KEY),
+        cdc.BEFORE: _struct(before, image).take(pos) if written.num_rows else pa.array([], image),
+        cdc.AFTER: _struct(written, image),
+    }, schema=schema)
+    deleted = before.filter(pc.invert(pc.is_in(before_keys, value_set=merged.column(RECORD_KEY).combine_chunks())))
+    deletes = pa.table({
+        cdc.OP: pa.repeat(pa.scalar(cdc.DELETE), deleted.num_rows),
+        cdc.RECORD_KEY: deleted.column(RECORD_KEY),
+        cdc.BEFORE: _struct(deleted, image),
+        cdc.AFTER: pa.nulls(deleted.num_rows, image),
+    }, schema=schema)
+    return pa.concat_tables([upserts, deletes]).sort_by(cdc.RECORD_KEY)
+
+
+def write(stats: list[WriteStat], *, base_path: Path | StoragePath, config: TableConfig, ctx: ReadContext,
+          partition: str, file_id: str, rows: pa.Table, latest: FileSlice | None, instant: str, op: str,
+          token: str) -> list[WriteStat]:
+    """Add the CDC log of one file group's write (when it changed anything) and record it in its write stat.
+
+    `stats` are what the data write returned; without any, the write changed
+    nothing and no CDC log is written.  The first stat gets `cdcStats`
+    (`HoodieWriteStat.cdcStats`: log path → bytes; empty when nothing changed).
+    """
+    if not stats or not writes_cdc(config):
+        return stats
+    found = changes(ctx, latest, rows, instant, op)
+    cdc_stats: dict[str, int] = {}
+    if found.num_rows:
+        name = log_name(file_id, token, instant)
+        folder = base_path / partition if partition else base_path
+        log_rows = cdc.to_log_rows(found, config.cdc_mode, image_type(ctx), instant)
+        size = cdc.write_cdc_log(folder / name, log_rows, instant_time=instant, upstream=config.upstream_format,
+                                 table_name=config.name)
+        cdc_stats[f"{partition}/{name}" if partition else name] = size
+    stats[0].cdcStats = cdc_stats
+    return stats
+
+
+__all__ = ["changes", "image_type", "log_name", "planned", "write", "writes_cdc"]
