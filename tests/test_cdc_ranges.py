@@ -15,6 +15,7 @@ import pytest
 import lsm_lab
 from lsm_lab.datagen import TripsGenerator
 from lsm_lab.spark.cdc import commit_ranges
+from lsm_lab.table.cdc import is_change
 
 
 def _table(tmp_table: Callable[..., lsm_lab.Table], **cdc: object) -> tuple[lsm_lab.Table, list[lsm_lab.Instant]]:
@@ -32,8 +33,8 @@ def test_pieces_add_up_to_the_whole(tmp_table: Callable[..., lsm_lab.Table], cdc
     t, done = _table(tmp_table, **cdc)
     for start, end in [(None, None), (done[0], None), (done[0].completion_time, done[3].completion_time)]:
         ranges = commit_ranges(t, start, end, max_tasks=max_tasks)
-        writes = [i for i in t.completed_writes()
-                  if (start is None or i.completion_time > t.resolve_time(start))
+        writes = [i for i in t.completed_writes() if is_change(t, i)
+                  and (start is None or i.completion_time > t.resolve_time(start))
                   and (end is None or i.completion_time <= t.resolve_time(end))]
         assert len(ranges) == min(max_tasks, len(writes))
         assert ranges[0].start == t.resolve_time(start)

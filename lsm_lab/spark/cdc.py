@@ -49,6 +49,7 @@ import pyarrow as pa
 
 from lsm_lab.spark.jobs import active_session, arrow_schema_for, spark_schema
 from lsm_lab.storage import StoragePath
+from lsm_lab.table.cdc import is_change
 from lsm_lab.table.table import Table, open_table
 from lsm_lab.timeline.instant import normalize_time
 
@@ -66,8 +67,9 @@ class CdcRange:
 def commit_ranges(table: Table, start: Any, end: Any = None, *, max_tasks: int = MAX_CDC_TASKS) -> list[CdcRange]:
     """(start, end] cut at commit completion times into at most `max_tasks` runs of consecutive commits.
 
-    Empty when no write completed in the range.  Every cut point is the
-    completion time of a completed write, so each commit falls in exactly one run.
+    Empty when no write that changes records (`table.cdc.is_change`: not a
+    compaction or clustering) completed in the range.  Every cut point is the
+    completion time of such a write, so each commit falls in exactly one run.
     """
     lo = table.resolve_time(start)
     hi = table.resolve_time(end) or table.latest_completion()
@@ -76,11 +78,11 @@ def commit_ranges(table: Table, start: Any, end: Any = None, *, max_tasks: int =
     lo_n, hi_n = (normalize_time(lo) if lo else None), normalize_time(hi)
     done = [i.completion_time for i in table.completed_writes() if i.completion_time is not None
             and (lo_n is None or normalize_time(i.completion_time) > lo_n)
-            and normalize_time(i.completion_time) <= hi_n]
+            and normalize_time(i.completion_time) <= hi_n and is_change(table, i)]
     if not done:
         return []
-    per_task = -(-len(done) // max(1, max_tasks))  # ceil
-    ends = [done[min(k + per_task, len(done)) - 1] for k in range(0, len(done), per_task)]
+    n = min(max(1, max_tasks), len(done))
+    ends = [done[(k + 1) * len(done) // n - 1] for k in range(n)]  # n runs of (almost) equal length
     ends[-1] = hi  # the last run reaches the end of the range
     starts = [lo, *ends[:-1]]
     return [CdcRange(s, e) for s, e in zip(starts, ends, strict=True)]
