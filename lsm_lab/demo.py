@@ -99,7 +99,8 @@ def _run(path: Any, storage_options: dict[str, str] | None, *, rows: int, rounds
     t0 = time.perf_counter()
     table = create_table(path, name="trips", record_key="uuid", partition_by="city", ordering_field="ts",
                          table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=4,
-                         storage_options=storage_options, **({"cdc": True, "cdc_mode": cdc_mode} if cdc_mode else {}))
+                         storage_options=storage_options, cdc=cdc_mode is not None,
+                         cdc_mode=cdc_mode or "DATA_BEFORE_AFTER")
     remote = storage_options is not None
     counts = table.storage.counts
 
