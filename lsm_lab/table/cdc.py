@@ -294,6 +294,11 @@ def _inferred(state: TableState, inst: Instant, prev: Instant | None, image: pa.
     old_id = _identity(old)
     new_id = _identity(new)
     written = pc.equal(new.column(COMMIT_TIME), inst.begin_time)
+    if new.column(COMMIT_TIME).null_count:  # a table without meta fields: changed values tell
+        at = pc.index_in(new_id, value_set=old_id)
+        users = [c for c in new.column_names if not c.startswith("_hoodie_") and c in old.column_names]
+        differs = pc.or_(pc.is_null(at), _differ(new, old.take(pc.fill_null(at, 0)) if old.num_rows else new, users))
+        written = pc.if_else(pc.is_null(new.column(COMMIT_TIME)), differs, written)
     changed = new.filter(written)
     changed_id = new_id.filter(written)
     pos = pc.index_in(changed_id, value_set=old_id)
@@ -308,6 +313,20 @@ def _inferred(state: TableState, inst: Instant, prev: Instant | None, image: pa.
                    pa.nulls(removed.num_rows, old_images.type), image, True,
                    removed.column(PARTITION_PATH).combine_chunks())
     return _sorted([up, down], image)
+
+
+def _differ(a: pa.Table, b: pa.Table, names: list[str]) -> pa.ChunkedArray | pa.Array:
+    """Row by row: whether any of `names` differs between `a` and `b` (two nulls are equal)."""
+    out = pa.repeat(pa.scalar(False), a.num_rows)
+    for name in names:
+        x, y = a.column(name), b.column(name)
+        try:
+            same = pc.fill_null(pc.equal(x, y), False)
+        except pa.ArrowNotImplementedError:  # nested values have no comparison kernel: counted as changed
+            same = pa.repeat(pa.scalar(False), a.num_rows)
+        same = pc.or_(same, pc.and_(pc.is_null(x), pc.is_null(y)))
+        out = pc.or_(out, pc.invert(same))
+    return out
 
 
 def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
