@@ -130,6 +130,7 @@ def test_bad_cdc_arguments_are_named(tmp_path: Path) -> None:
     with pytest.raises(TableConfigError, match="cdc.enabled"):
         cfg.TableConfig.from_props({**props, cfg.KEY_CDC_ENABLED: "maybe"})
     assert cfg.TableConfig.from_props({**props, cfg.KEY_CDC_MODE: "op_key_only"}).cdc_mode == "OP_KEY_ONLY"
+    assert cfg.TableConfig.from_props({**props, cfg.KEY_CDC_MODE: "cdc_data_before"}).cdc_mode == "DATA_BEFORE"
 
 
 # --------------------------------------------------------------------------- the stream against the model
@@ -439,3 +440,15 @@ def test_real_tables_stream_replays_their_snapshots(real_tables: dict[str, Path]
                 state[ident] = r["after"]
         assert state == _snapshot(t, w.completion_time), w
         prev = w.completion_time
+
+
+def test_readme_example_runs(tmp_path: Path) -> None:
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if "read_cdc" in b)
+    namespace: dict[str, Any] = {"lsm_lab": lsm_lab}
+    exec(compile(block.replace('"/tmp/orders"', repr(str(tmp_path / "orders"))), "README.md", "exec"), namespace)
+    got = namespace["t"].read_cdc(namespace["first"].completion_time).to_pylist()
+    assert [(r["op"], r["record_key"], r["before"], r["after"]) for r in got] == [
+        ("u", "a", {"id": "a", "qty": 1}, {"id": "a", "qty": 5}), ("d", "b", {"id": "b", "qty": 2}, None)]

@@ -36,6 +36,8 @@ raises the same error when its snapshots are gone too.  A damaged CDC log is a
 Simplified compared with Apache Hudi: images are Arrow structs (upstream's
 Spark reader gives JSON strings); `ts_ms` is the completion time (upstream
 stores the instant time in the log and reports it); no streaming source.
+
+Taught in: notebooks/13_change_data_capture.ipynb
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ import pyarrow.compute as pc
 
 from lsm_lab import checks, paths
 from lsm_lab.errors import CorruptFileError, InputError
+from lsm_lab.layout import naming
 from lsm_lab.layout.fsview import FileSlice
 from lsm_lab.logformat import cdc
 from lsm_lab.table import records, scan
@@ -126,13 +129,18 @@ def _instant_changes(state: TableState, inst: Instant, prev: Instant | None,
 
 
 def _cdc_logs(state: TableState, stats: list[dict[str, Any]]) -> list[tuple[str, str, Any]] | None:
-    """(partition, file id, path) of the instant's CDC logs; None when it has none to trust (infer instead)."""
+    """(partition, file id, path) of the instant's CDC logs; None when it has none to trust (infer instead).
+
+    Trusted: every write stat has `cdcStats`, each names a native Parquet CDC log, and each is on disk."""
     if not stats or not all(isinstance(s.get("cdcStats"), dict) for s in stats):
         return None
     out = []
     for s in stats:
         for rel in s["cdcStats"]:
             partition, name = paths.data_file(rel, field="partitionToWriteStats.cdcStats")
+            parsed = naming.parse(name)
+            if parsed is None or parsed.content != "cdc" or parsed.log_format != 2 or parsed.ext != "parquet":
+                return None  # upstream's v1 CDC logs (Avro blocks): not read, the instant is inferred
             path = state.path / partition / name if partition else state.path / name
             if not path.exists():
                 return None  # cleaned with its slice (or lost): infer, which needs the snapshots
