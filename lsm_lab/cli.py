@@ -4,6 +4,7 @@
     lsm-lab create PATH --name N --key K [...]        a new table
     lsm-lab write PATH FILE --op upsert|insert|delete|bulk_insert
     lsm-lab read PATH [--as-of T] [--columns a,b] [--key K ...] [--out F]
+    lsm-lab read PATH --cdc --start T [--end T]       the change stream (op, before, after)
     lsm-lab show timeline|fsview|levels|footers PATH [--json]
     lsm-lab merge OUT IN1 IN2 ... --key K             merge sorted Parquet runs
     lsm-lab bench merge ...                           benchmarks
@@ -75,7 +76,19 @@ def cmd_read(args: argparse.Namespace) -> int:
     table = open_table(args.path)
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     lookup_stats = None
-    if args.key:
+    if not args.cdc and (args.start is not None or args.end is not None):
+        raise InputError("--start and --end bound a change stream: add --cdc")
+    if args.cdc:
+        if args.key or args.read_optimized or args.as_of:
+            raise InputError("--cdc reads the changes between --start and --end; it cannot be combined with "
+                             "--key, --read-optimized or --as-of")
+        if args.start is None:
+            raise InputError("--cdc needs --start (a completion time yyyyMMddHHmmssSSS, or 0 for the beginning)")
+        start = None if args.start == "0" else args.start
+        result = table.read_cdc(start, args.end, columns=columns)
+        if not args.json and not (args.out and not args.out.endswith(".csv")):
+            result = result.flatten()  # before.v, after.v: one column per field for the printed table and CSV
+    elif args.key:
         if args.read_optimized:
             raise InputError("--key looks keys up in the snapshot; it cannot be combined with --read-optimized")
 
@@ -177,6 +190,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--columns", help="comma separated columns")
     p.add_argument("--merge", choices=["sorted", "loser_tree", "hash", "heapq"], help="force a merge engine")
     p.add_argument("--read-optimized", action="store_true", help="base files only")
+    p.add_argument("--cdc", action="store_true",
+                   help="the change stream of the instants completed in (--start, --end]: op, ts_ms, commit_time, "
+                        "record_key, before, after, inferred")
+    p.add_argument("--start", help="with --cdc: changes completed after this time (0: from the beginning)")
+    p.add_argument("--end", help="with --cdc: changes completed up to this time (default: the latest)")
     p.add_argument("--key", action="append", metavar="K",
                    help="look up this record key (repeatable; composite keys as f1:v1,f2:v2): reads only the "
                         "files and row groups that can hold it")

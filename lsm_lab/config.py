@@ -65,6 +65,8 @@ KEY_UPGRADE_PENDING = "lsm_lab.upgrade.pending"  # begin time of an upgrade to v
 KEY_CDC_ENABLED = "hoodie.table.cdc.enabled"  # true | false (HoodieTableConfig.CDC_ENABLED)
 KEY_CDC_MODE = "hoodie.table.cdc.supplemental.logging.mode"  # HoodieCDCSupplementalLoggingMode
 CDC_MODES = ("DATA_BEFORE_AFTER", "DATA_BEFORE", "OP_KEY_ONLY")
+_LEGACY_CDC_MODES = {"CDC_DATA_BEFORE_AFTER": "DATA_BEFORE_AFTER", "CDC_DATA_BEFORE": "DATA_BEFORE",
+                     "CDC_OP_KEY": "OP_KEY_ONLY"}  # the values of Hudi 0.13's HoodieCDCSupplementalLoggingMode
 
 
 # --------------------------------------------------------------------------- properties syntax
@@ -325,7 +327,8 @@ class TableConfig:
         if props.get(KEY_CDC_ENABLED) is not None and props[KEY_CDC_ENABLED].strip().lower() not in ("true", "false"):
             raise TableConfigError(f"{KEY_CDC_ENABLED} must be true or false, not {props[KEY_CDC_ENABLED]!r}",
                                    path=path)
-        if props.get(KEY_CDC_MODE) is not None and props[KEY_CDC_MODE].strip().upper() not in CDC_MODES:
+        if props.get(KEY_CDC_MODE) is not None and props[KEY_CDC_MODE].strip().upper() not in (
+                *CDC_MODES, *_LEGACY_CDC_MODES):
             raise TableConfigError(f"{KEY_CDC_MODE} must be one of {', '.join(CDC_MODES)}, not "
                                    f"{props[KEY_CDC_MODE]!r}", path=path)
         for key, allowed in ((KEY_LOG_FORMAT, ("1", "2")), (KEY_INSTANT_FORMAT, ("json", "avro"))):
@@ -348,8 +351,9 @@ class TableConfig:
 
 
 def cdc_mode_of(value: str | None) -> str:
-    """A supplemental logging mode as stored (any case; Hudi 0.13 wrote lower case) → its upper-case name."""
+    """A supplemental logging mode as stored (any case; Hudi 0.13's `cdc_op_key` ... too) → its name."""
     mode = (value or CDC_MODES[0]).strip().upper()
+    mode = _LEGACY_CDC_MODES.get(mode, mode)
     return mode if mode in CDC_MODES else CDC_MODES[0]
 
 

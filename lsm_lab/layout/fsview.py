@@ -30,6 +30,9 @@ How the view is built (reader rules, format page section 6):
    the view raises `CorruptTableError` naming the instant and the file (older
    slices lose files to the cleaner by design, and just drop it).
 
+CDC logs (`….cdc.parquet`, logformat/cdc.py) join slices by rule 3 but are kept
+apart in `FileSlice.cdc_files`: they hold change history, not rows to merge.
+
 Simplified compared with Apache Hudi: the view is rebuilt by listing the folder
 on every call (no metadata table, no incremental sync), and bootstrap/external
 files are not supported.

@@ -36,6 +36,8 @@ raises the same error when its snapshots are gone too.  A damaged CDC log is a
 Simplified compared with Apache Hudi: images are Arrow structs (upstream's
 Spark reader gives JSON strings); `ts_ms` is the completion time (upstream
 stores the instant time in the log and reports it); no streaming source.
+
+Taught in: notebooks/13_change_data_capture.ipynb
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ import pyarrow.compute as pc
 
 from lsm_lab import checks, paths
 from lsm_lab.errors import CorruptFileError, InputError
+from lsm_lab.layout import naming
 from lsm_lab.layout.fsview import FileSlice
 from lsm_lab.logformat import cdc
 from lsm_lab.table import records, scan
@@ -126,13 +129,18 @@ def _instant_changes(state: TableState, inst: Instant, prev: Instant | None,
 
 
 def _cdc_logs(state: TableState, stats: list[dict[str, Any]]) -> list[tuple[str, str, Any]] | None:
-    """(partition, file id, path) of the instant's CDC logs; None when it has none to trust (infer instead)."""
+    """(partition, file id, path) of the instant's CDC logs; None when it has none to trust (infer instead).
+
+    Trusted: every write stat has `cdcStats`, each names a native Parquet CDC log, and each is on disk."""
     if not stats or not all(isinstance(s.get("cdcStats"), dict) for s in stats):
         return None
     out = []
     for s in stats:
         for rel in s["cdcStats"]:
             partition, name = paths.data_file(rel, field="partitionToWriteStats.cdcStats")
+            parsed = naming.parse(name)
+            if parsed is None or parsed.content != "cdc" or parsed.log_format != 2 or parsed.ext != "parquet":
+                return None  # upstream's v1 CDC logs (Avro blocks): not read, the instant is inferred
             path = state.path / partition / name if partition else state.path / name
             if not path.exists():
                 return None  # cleaned with its slice (or lost): infer, which needs the snapshots
@@ -294,6 +302,11 @@ def _inferred(state: TableState, inst: Instant, prev: Instant | None, image: pa.
     old_id = _identity(old)
     new_id = _identity(new)
     written = pc.equal(new.column(COMMIT_TIME), inst.begin_time)
+    if new.column(COMMIT_TIME).null_count:  # a table without meta fields: changed values tell
+        at = pc.index_in(new_id, value_set=old_id)
+        users = [c for c in new.column_names if not c.startswith("_hoodie_") and c in old.column_names]
+        differs = pc.or_(pc.is_null(at), _differ(new, old.take(pc.fill_null(at, 0)) if old.num_rows else new, users))
+        written = pc.if_else(pc.is_null(new.column(COMMIT_TIME)), differs, written)
     changed = new.filter(written)
     changed_id = new_id.filter(written)
     pos = pc.index_in(changed_id, value_set=old_id)
@@ -308,6 +321,20 @@ def _inferred(state: TableState, inst: Instant, prev: Instant | None, image: pa.
                    pa.nulls(removed.num_rows, old_images.type), image, True,
                    removed.column(PARTITION_PATH).combine_chunks())
     return _sorted([up, down], image)
+
+
+def _differ(a: pa.Table, b: pa.Table, names: list[str]) -> pa.ChunkedArray | pa.Array:
+    """Row by row: whether any of `names` differs between `a` and `b` (two nulls are equal)."""
+    out = pa.repeat(pa.scalar(False), a.num_rows)
+    for name in names:
+        x, y = a.column(name), b.column(name)
+        try:
+            same = pc.fill_null(pc.equal(x, y), False)
+        except pa.ArrowNotImplementedError:  # nested values have no comparison kernel: counted as changed
+            same = pa.repeat(pa.scalar(False), a.num_rows)
+        same = pc.or_(same, pc.and_(pc.is_null(x), pc.is_null(y)))
+        out = pc.or_(out, pc.invert(same))
+    return out
 
 
 def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:

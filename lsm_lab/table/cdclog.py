@@ -27,6 +27,8 @@ Simplified compared with Apache Hudi: the change of a file group is computed
 from the merged slice after the batch is tagged, not record by record in the
 write handle; compatibility tables with v1 (#HUDI#) logs write no CDC logs
 (their changes are inferred by `Table.read_cdc`).
+
+Taught in: notebooks/13_change_data_capture.ipynb
 """
 
 from __future__ import annotations
