@@ -63,6 +63,8 @@ def test_spark_read_cdc_equals_local_inferred(spark: Any, tmp_table: Callable[..
     # nothing completed after the last write: an empty DataFrame with the same columns
     empty = read_cdc(t.path, spark, start=done[-1])
     assert empty.columns == whole.column_names and empty.count() == 0
+    fresh = tmp_table(name="fresh", record_key="id")  # no commit at all: no schema yet, no rows
+    assert read_cdc(fresh.path, spark).count() == 0
 
 
 def test_spark_read_cdc_of_a_real_hudi_table(spark: Any, real_table: Callable[[str], Path]) -> None:
