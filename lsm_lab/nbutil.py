@@ -12,7 +12,7 @@ Both live in the repository's own ignored `.scratch/` folder when lsm_lab runs f
 checkout (so nothing piles up in the system temp folder), else under the temp folder.
 `LSM_LAB_SCRATCH=DIR` puts them elsewhere; `LSM_LAB_SMALL=1` gives test sizes outside pytest.
 
-Taught in: every chapter (notebooks/00_why_lsm.ipynb … notebooks/10_sorted_vs_hash_on_spark.ipynb)
+Taught in: every chapter (notebooks/00_why_lsm.ipynb … notebooks/13_change_data_capture.ipynb)
 """
 
 from __future__ import annotations

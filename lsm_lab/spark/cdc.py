@@ -25,6 +25,10 @@ times, and each task computes one piece with the library's own function
 commit order and so are Spark's partitions of `spark.range`; `collect()` and
 `toPandas()` return the rows in `Table.read_cdc`'s order (commit, then key).
 
+The range is fixed on the driver: `end=None` becomes the latest completed
+write when `read_cdc` is called, so a commit that completes while the job
+runs is not in it (read it next time with `start=` the last `ts_ms` seen).
+
 Tasks read the table's files through lsm_lab's storage layer, so a table in a
 bucket needs nothing from Hadoop; the table handle (a path, or a `StoragePath`
 that pickles as URI + resolved options) is all a task is sent.
