@@ -486,3 +486,26 @@ def test_sigkill_loop_on_a_cdc_table(tmp_path: Path, monkeypatch: pytest.MonkeyP
     known = set(t.completion_map())
     logged = {n.instant for _, _, n in fsview.list_data_files(t.path) if n.content == "cdc"}
     assert logged <= known and len(logged) >= 2  # the killed writers wrote CDC logs too
+
+
+def test_cluster_archive_restore_and_new_columns(tmp_path: Path) -> None:
+    """Clustering changes nothing; archived instants keep their CDC logs (cdcStats survive archiving);
+    a restore drops the restored-away changes; images of older rows have the later columns as null."""
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", num_buckets=2, cdc=True,
+                             **{"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"})
+    for i in range(5):
+        t.upsert([{"id": f"k{j}", "v": i} for j in range(i, i + 3)])
+    point = t.savepoint()
+    clustered = t.cluster(options={"hoodie.clustering.plan.strategy.small.file.limit": "1" + "0" * 9})
+    assert clustered is not None
+    t.upsert([{"id": "k1", "v": 99, "w": "new"}])
+    stream = t.read_cdc(None)
+    assert clustered.begin_time not in stream.column("commit_time").to_pylist()
+    assert stream.to_pylist()[-1]["before"] == {"id": "k1", "v": 1, "w": None}
+    assert stream.to_pylist()[-1]["after"] == {"id": "k1", "v": 99, "w": "new"}
+    assert t.archive(keep=2)
+    again = t.read_cdc(None)
+    assert again.equals(stream) and not json.loads(again.schema.metadata[cdc_reader.INFERRED_KEY.encode()])
+    t.restore(point)
+    kept = t.read_cdc(None)
+    assert kept.num_rows == stream.num_rows - 1 and kept.equals(stream.slice(0, kept.num_rows).cast(kept.schema))
