@@ -421,25 +421,29 @@ def test_real_tables_stream_replays_their_snapshots(real_tables: dict[str, Path]
     writes = t.completed_writes()
     assert json.loads(stream.schema.metadata[cdc_reader.INFERRED_KEY.encode()]) == [
         w.begin_time for w in writes if cdc_reader.is_change(t, w)]
-    rows = stream.to_pylist()
     prev: str | None = None
     for w in writes:
-        state = _snapshot(t, prev)
-        mine = [r for r in rows if r["commit_time"] == w.begin_time]
-        assert not mine or cdc_reader.is_change(t, w)
-        for r in mine:
-            image = r["after"] if r["op"] != "d" else r["before"]
-            ident = (image["_hoodie_partition_path"], r["record_key"])
-            if r["op"] == "i":
-                assert ident not in state and r["before"] is None
-            else:
-                assert state[ident] == r["before"]
-            if r["op"] == "d":
-                del state[ident]
-            else:
-                state[ident] = r["after"]
-        assert state == _snapshot(t, w.completion_time), w
+        assert_replays(t, stream, w, prev)
         prev = w.completion_time
+
+
+def assert_replays(t: lsm_lab.Table, stream: pa.Table, w: Any, prev: str | None) -> None:
+    """The changes `stream` holds for instant `w` take the snapshot as of `prev` to the snapshot as of `w`."""
+    state = _snapshot(t, prev)
+    mine = [r for r in stream.to_pylist() if r["commit_time"] == w.begin_time]
+    assert not mine or cdc_reader.is_change(t, w)
+    for r in mine:
+        image = r["after"] if r["op"] != "d" else r["before"]
+        ident = (image["_hoodie_partition_path"], r["record_key"])
+        if r["op"] == "i":
+            assert ident not in state and r["before"] is None
+        else:
+            assert state[ident] == r["before"]
+        if r["op"] == "d":
+            del state[ident]
+        else:
+            state[ident] = r["after"]
+    assert state == _snapshot(t, w.completion_time), w
 
 
 def test_readme_example_runs(tmp_path: Path) -> None:
@@ -452,3 +456,56 @@ def test_readme_example_runs(tmp_path: Path) -> None:
     got = namespace["t"].read_cdc(namespace["first"].completion_time).to_pylist()
     assert [(r["op"], r["record_key"], r["before"], r["after"]) for r in got] == [
         ("u", "a", {"id": "a", "qty": 1}, {"id": "a", "qty": 5}), ("d", "b", {"id": "b", "qty": 2}, None)]
+
+
+def test_sigkill_loop_on_a_cdc_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The crash harness (tests/test_crash.py) on a CDC table: SIGKILLs inside writes (CDC logs included),
+    compactions, clusterings, cleans; afterwards every data and CDC file belongs to a known instant and the
+    last write's change stream, read from its CDC logs, replays the snapshot before it into the one after."""
+    from tests.test_crash import load_harness
+
+    harness = load_harness()
+    original = harness.create
+
+    def create_with_cdc(path: Any, layout: str = "lsm_tree") -> None:
+        original(path, layout)
+        t = lsm_lab.open_table(path)
+        cfg.write_config(t.path, {**t.config.props, cfg.KEY_CDC_ENABLED: "true",
+                                  cfg.KEY_CDC_MODE: "DATA_BEFORE"}, create=False)
+
+    monkeypatch.setattr(harness, "create", create_with_cdc)
+    stats = harness.run(6, workdir=tmp_path, seed=3, max_delay=1.0, verbose=False)
+    assert stats["kills"] == 6 and stats["batches"] > 0
+    t = lsm_lab.open_table(tmp_path / "table")
+    assert t.config.cdc_enabled
+    writes = [w for w in t.completed_writes() if cdc_reader.is_change(t, w)]
+    last, prev = writes[-1], t.completed_writes()[t.completed_writes().index(writes[-1]) - 1]
+    stream = t.read_cdc(prev.completion_time, columns=[c for c in t.read().column_names if c != "_hoodie_file_name"])
+    assert stream.num_rows > 0 and not any(stream.column("inferred").to_pylist())
+    assert_replays(t, stream, last, prev.completion_time)
+    known = set(t.completion_map())
+    logged = {n.instant for _, _, n in fsview.list_data_files(t.path) if n.content == "cdc"}
+    assert logged <= known and len(logged) >= 2  # the killed writers wrote CDC logs too
+
+
+def test_cluster_archive_restore_and_new_columns(tmp_path: Path) -> None:
+    """Clustering changes nothing; archived instants keep their CDC logs (cdcStats survive archiving);
+    a restore drops the restored-away changes; images of older rows have the later columns as null."""
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", num_buckets=2, cdc=True,
+                             **{"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"})
+    for i in range(5):
+        t.upsert([{"id": f"k{j}", "v": i} for j in range(i, i + 3)])
+    point = t.savepoint()
+    clustered = t.cluster(options={"hoodie.clustering.plan.strategy.small.file.limit": "1" + "0" * 9})
+    assert clustered is not None
+    t.upsert([{"id": "k1", "v": 99, "w": "new"}])
+    stream = t.read_cdc(None)
+    assert clustered.begin_time not in stream.column("commit_time").to_pylist()
+    assert stream.to_pylist()[-1]["before"] == {"id": "k1", "v": 1, "w": None}
+    assert stream.to_pylist()[-1]["after"] == {"id": "k1", "v": 99, "w": "new"}
+    assert t.archive(keep=2)
+    again = t.read_cdc(None)
+    assert again.equals(stream) and not json.loads(again.schema.metadata[cdc_reader.INFERRED_KEY.encode()])
+    t.restore(point)
+    kept = t.read_cdc(None)
+    assert kept.num_rows == stream.num_rows - 1 and kept.equals(stream.slice(0, kept.num_rows).cast(kept.schema))

@@ -113,7 +113,8 @@ def write_cdc_log(path: str | os.PathLike[str] | StoragePath, rows: pa.Table, *,
     else:
         meta = {v2.KEY_METADATA: json.dumps(header, sort_keys=True), v2.KEY_BLOCK_TYPE: v2.BLOCK_CDC}
     key = RECORD_KEY if RECORD_KEY in rows.column_names else None
-    return parquet_io.write_parquet(path, rows, metadata=meta, key_column=key, is_sorted=True)
+    # no key bloom filter: a CDC log is read whole, never probed for a key
+    return parquet_io.write_parquet(path, rows, metadata=meta, key_column=key, is_sorted=True, bloom_fpp=None)
 
 
 def read_cdc_log(path: str | os.PathLike[str] | StoragePath) -> tuple[str, pa.Table, dict[str, str]]:

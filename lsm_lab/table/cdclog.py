@@ -46,7 +46,7 @@ from lsm_lab.merge import merge_to_table
 from lsm_lab.storage import StoragePath
 from lsm_lab.table import records
 from lsm_lab.table.read import ReadContext, read_slice
-from lsm_lab.table.records import COMMIT_TIME, DELETE_FLAG, RECORD_KEY
+from lsm_lab.table.records import COMMIT_TIME, DELETE_FLAG, PARTITION_PATH, RECORD_KEY
 from lsm_lab.timeline.metadata import WriteStat
 
 
@@ -79,14 +79,19 @@ def image_type(ctx: ReadContext) -> pa.StructType:
 CHANGE_SCHEMA_FIELDS = (cdc.OP, cdc.RECORD_KEY, cdc.BEFORE, cdc.AFTER)
 
 
-def changes(ctx: ReadContext, latest: FileSlice | None, rows: pa.Table, instant: str, op: str) -> pa.Table:
+def changes(ctx: ReadContext, latest: FileSlice | None, rows: pa.Table, instant: str, op: str, *,
+            images: bool = True) -> pa.Table:
     """The changes `rows` (a prepared batch for one file group) make to it: op, record_key, before, after.
 
     Images are structs of the table's full schema (meta columns first); one row
-    per changed key, sorted by key.
+    per changed key, sorted by key.  `images=False` (OP_KEY_ONLY) reads and keeps
+    only the columns the merge needs (key, commit time, ordering field).
     """
     full = ctx.full_schema
-    image = image_type(ctx)
+    if not images:
+        keep = {RECORD_KEY, COMMIT_TIME, PARTITION_PATH, *([ctx.spec.ordering] if ctx.spec.ordering else [])}
+        full = pa.schema([f for f in full if f.name in keep])
+    image = pa.struct([pa.field(f.name, f.type, True) for f in full])
     schema = pa.schema([pa.field(cdc.OP, pa.string()), pa.field(cdc.RECORD_KEY, pa.string()),
                         pa.field(cdc.BEFORE, image), pa.field(cdc.AFTER, image)])
     target = pa.schema([*list(full), pa.field(DELETE_FLAG, pa.bool_(), False)])
@@ -94,6 +99,7 @@ def changes(ctx: ReadContext, latest: FileSlice | None, rows: pa.Table, instant:
     before = full.empty_table()
     if latest is not None:
         stored = read_slice(ctx, latest, columns=list(full.names))
+        stored = stored.select(full.names)
         before = records.conform(stored.filter(pc.is_in(stored.column(RECORD_KEY), value_set=keys)), full)
     n = rows.num_rows
     incoming = rows.append_column(COMMIT_TIME, pa.repeat(pa.scalar(instant, pa.string()), n)) \
@@ -132,7 +138,7 @@ def write(stats: list[WriteStat], *, base_path: Path | StoragePath, config: Tabl
     """
     if not stats or not writes_cdc(config):
         return stats
-    found = changes(ctx, latest, rows, instant, op)
+    found = changes(ctx, latest, rows, instant, op, images=config.cdc_mode != cdc.OP_KEY_ONLY)
     cdc_stats: dict[str, int] = {}
     if found.num_rows:
         name = log_name(file_id, token, instant)
