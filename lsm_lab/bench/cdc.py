@@ -13,8 +13,9 @@ table (4 buckets, partitioned by city) that differ only in their CDC config:
     workload   insert N · upsert N/5 updates · upsert N/10 new keys · delete N/50
 
 For each table it reports the bytes of the `.cdc.parquet` logs the workload
-left (and their share of all data bytes), the time of the four writes, and
-the median time of `read_cdc` over the whole workload (`--repeats` runs).
+left (and their share of all data bytes), the time of the four writes (median
+of `--repeats` rounds, each on fresh tables, the four kinds in turn), and the
+median time of `read_cdc` over the whole workload (`--repeats` runs).
 Ratios are against the baseline of the same run: write time with CDC / without,
 and read_cdc from CDC logs / read_cdc by inference from snapshots.  The modes
 must agree with each other and with inference on the change records (op and
@@ -84,9 +85,26 @@ def change_keys(stream: pa.Table) -> list[tuple[str, str]]:
     return sorted(zip(stream.column("op").to_pylist(), stream.column("record_key").to_pylist(), strict=True))
 
 
+def _write(table: Table, steps: list[tuple[str, str, pa.Table]], tick: Callable[[], None]) -> dict[str, float]:
+    """Run the workload on `table`; seconds per step."""
+    seconds: dict[str, float] = {}
+    for step, method, batch in steps:
+        t0 = time.perf_counter()
+        getattr(table, method)(batch)
+        seconds[step] = time.perf_counter() - t0
+        tick()
+    return seconds
+
+
 def run(rows: int = 100_000, repeats: int = 3, seed: int = 7, log: Callable[[str], None] = print,
         progress: bool | None = None) -> dict[str, Any]:
-    """Every table, the workload, the stream read; returns {"rows", "repeats", "tables": {name: ...}, "agree"}."""
+    """Every table, the workload, the stream read; returns {"rows", "repeats", "tables": {name: ...}, "agree"}.
+
+    Each round writes the workload to a fresh table of every kind, in turn (so
+    a burst of load on the machine falls on all of them); write times are the
+    median over `repeats` rounds, and the stream is read `repeats` times from
+    the last round's tables.
+    """
     if rows < 1 or repeats < 1:
         raise InputError(f"bench cdc needs --rows and --repeats of at least 1 (got rows={rows}, repeats={repeats})")
     steps = workload(rows, seed)
@@ -95,35 +113,41 @@ def run(rows: int = 100_000, repeats: int = 3, seed: int = 7, log: Callable[[str
     folder = Path(tempfile.mkdtemp(prefix="lsm_lab_bench_cdc_"))
     out: dict[str, dict[str, Any]] = {}
     keys: dict[str, list[tuple[str, str]]] = {}
+    rounds: dict[str, list[dict[str, float]]] = {name: [] for name in TABLES}
+    tables: dict[str, Table] = {}
+    log(f"workload: {' · '.join(f'{s} {batch.num_rows:,}' for s, _, batch in steps)}; {repeats} round(s)")
     try:
-        with bar(total=len(TABLES) * (len(steps) + repeats), desc="bench cdc", unit="step", force=progress) as b:
+        total = len(TABLES) * repeats * (len(steps) + 1)
+        with bar(total=total, desc="bench cdc", unit="step", force=progress) as b:
+            def tick() -> None:
+                if b is not None:
+                    b.update(1)
+
+            for r in range(repeats):
+                for name in TABLES:
+                    cdc = {"cdc": False} if name == BASELINE else {"cdc": True, "cdc_mode": name}
+                    tables[name] = create_table(folder / f"{name.lower()}_{r}", **kw, **cdc)
+                    rounds[name].append(_write(tables[name], steps, tick))
+                log(f"  round {r + 1}: writes " + ", ".join(f"{n} {sum(rounds[n][-1].values()):.2f} s" for n in TABLES))
             for name in TABLES:
-                cdc = {"cdc": False} if name == BASELINE else {"cdc": True, "cdc_mode": name}
-                table = create_table(folder / name.lower(), **kw, **cdc)
-                log(f"{name}: {' · '.join(f'{s} {batch.num_rows:,}' for s, _, batch in steps)} ...")
-                write_seconds: dict[str, float] = {}
-                for step, method, batch in steps:
-                    t0 = time.perf_counter()
-                    getattr(table, method)(batch)
-                    write_seconds[step] = time.perf_counter() - t0
-                    if b is not None:
-                        b.update(1)
+                table = tables[name]
                 times, stream = [], None
                 for _ in range(repeats):
                     t0 = time.perf_counter()
                     stream = table.read_cdc(None)
                     times.append(time.perf_counter() - t0)
-                    if b is not None:
-                        b.update(1)
+                    tick()
                 assert stream is not None
                 cdc_bytes, data_bytes = file_bytes(table)
                 keys[name] = change_keys(stream)
+                write_seconds = {step: statistics.median(w[step] for w in rounds[name]) for step in WRITES}
                 out[name] = {"cdc_bytes": cdc_bytes, "data_bytes": data_bytes, "write_seconds": write_seconds,
-                             "write_total": sum(write_seconds.values()), "read_cdc_seconds": statistics.median(times),
+                             "write_total": statistics.median(sum(w.values()) for w in rounds[name]),
+                             "read_cdc_seconds": statistics.median(times),
                              "changes": stream.num_rows, "by_op": change_summary(stream),
                              "inferred_rows": int(pa.compute.sum(stream.column("inferred")).as_py() or 0)}
-                log(f"  {name}: writes {out[name]['write_total']:.2f} s, CDC logs {cdc_bytes:,} B, "
-                    f"read_cdc {out[name]['read_cdc_seconds']:.2f} s ({stream.num_rows:,} changes)")
+                log(f"  {name}: CDC logs {cdc_bytes:,} B, read_cdc {out[name]['read_cdc_seconds']:.2f} s "
+                    f"({stream.num_rows:,} changes)")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     agree = all(keys[name] == keys[BASELINE] for name in MODES)
@@ -134,7 +158,8 @@ def report(result: dict[str, Any]) -> str:
     """The figures as a text table, ratios against the baseline of the same run."""
     t = result["tables"]
     base = t[BASELINE]
-    lines = [f"{result['rows']:,} rows; workload: {', '.join(WRITES)}; read_cdc: median of {result['repeats']}",
+    lines = [f"{result['rows']:,} rows; workload: {', '.join(WRITES)}; writes and read_cdc: median of "
+             f"{result['repeats']}",
              f"{'table':<19}{'CDC bytes':>12}{'B/change':>10}{'of data':>9}{'write s':>9}{'×base':>7}"
              f"{'read_cdc s':>12}{'×infer':>8}{'changes':>9}"]
     for name in TABLES:
@@ -154,7 +179,8 @@ def report(result: dict[str, Any]) -> str:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rows", type=int, default=100_000, help="rows of the first insert; the other writes scale "
                    "with it (default 100000)")
-    p.add_argument("--repeats", type=int, default=3, help="read_cdc runs per table, median reported (default 3)")
+    p.add_argument("--repeats", type=int, default=3, help="rounds of writes and read_cdc runs per table, medians "
+                   "reported (default 3)")
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
 
 
