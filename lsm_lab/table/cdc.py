@@ -124,6 +124,8 @@ def _instant_changes(state: TableState, inst: Instant, prev: Instant | None, ima
                      snap: _Snapshots) -> tuple[pa.Table, bool]:
     meta = state.instant_metadata(inst)
     stats = iter_write_stats(meta)
+    if not stats and not meta.get("partitionToReplaceFileIds"):
+        return result_schema(image).empty_table(), False  # wrote and replaced no file: changed nothing
     logs = _cdc_logs(state, stats)
     if logs is None:
         return _inferred(state, inst, prev, image, meta, stats, snap), True
