@@ -509,3 +509,16 @@ def test_cluster_archive_restore_and_new_columns(tmp_path: Path) -> None:
     t.restore(point)
     kept = t.read_cdc(None)
     assert kept.num_rows == stream.num_rows - 1 and kept.equals(stream.slice(0, kept.num_rows).cast(kept.schema))
+
+
+@pytest.mark.parametrize("table_type", TYPES)
+def test_delete_of_absent_keys_writes_no_change(tmp_path: Path, table_type: str) -> None:
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", cdc=True, table_type=table_type,
+                             num_buckets=1)
+    t.insert(rows_of([1], 1))
+    logs = set(Path(t.path).rglob("*.cdc.parquet"))
+    gone = t.delete([{"id": "k07"}, {"id": "k08"}])
+    assert set(Path(t.path).rglob("*.cdc.parquet")) == logs  # no CDC log for a commit that changed nothing
+    stream = t.read_cdc(t.completed_writes()[0].completion_time)
+    assert stream.num_rows == 0
+    assert gone.begin_time not in json.loads(stream.schema.metadata[cdc_reader.INFERRED_KEY.encode()])

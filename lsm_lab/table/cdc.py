@@ -102,12 +102,14 @@ def read_cdc(state: TableState, start: Any, end: Any = None, *, columns: Sequenc
     pieces: list[pa.Table] = []
     inferred: list[str] = []
     prev: Instant | None = None
+    snap = _Snapshots(state)  # the snapshot after one instant is the one before the next: read once
     for inst in writes:
         done = normalize_time(inst.completion_time or inst.begin_time)
         if hi is not None and done > normalize_time(hi):
             break
         if (lo is None or done > normalize_time(lo)) and is_change(state, inst):
-            rows, was_inferred = _instant_changes(state, inst, prev, image)
+            snap.keep({prev.completion_time if prev is not None else None, inst.completion_time})
+            rows, was_inferred = _instant_changes(state, inst, prev, image, snap)
             if was_inferred:
                 inferred.append(inst.begin_time)
             if rows.num_rows:
@@ -118,14 +120,16 @@ def read_cdc(state: TableState, start: Any, end: Any = None, *, columns: Sequenc
 
 
 # --------------------------------------------------------------------------- one instant
-def _instant_changes(state: TableState, inst: Instant, prev: Instant | None,
-                     image: pa.Schema) -> tuple[pa.Table, bool]:
+def _instant_changes(state: TableState, inst: Instant, prev: Instant | None, image: pa.Schema,
+                     snap: _Snapshots) -> tuple[pa.Table, bool]:
     meta = state.instant_metadata(inst)
     stats = iter_write_stats(meta)
+    if not stats and not meta.get("partitionToReplaceFileIds"):
+        return result_schema(image).empty_table(), False  # wrote and replaced no file: changed nothing
     logs = _cdc_logs(state, stats)
     if logs is None:
-        return _inferred(state, inst, prev, image, meta, stats), True
-    return _from_logs(state, inst, prev, image, logs), False
+        return _inferred(state, inst, prev, image, meta, stats, snap), True
+    return _from_logs(state, inst, prev, image, logs, snap), False
 
 
 def _cdc_logs(state: TableState, stats: list[dict[str, Any]]) -> list[tuple[str, str, Any]] | None:
@@ -198,12 +202,22 @@ def _sorted(pieces: list[pa.Table], image: pa.Schema) -> pa.Table:
 
 
 class _Snapshots:
-    """Rows of one file group as of a time (the snapshots that fill images a CDC log does not keep)."""
+    """Rows of one file group as of a time (the snapshots that fill images and that inference compares).
+
+    Kept for the read times of the instant at hand only (`keep`): the snapshot
+    after one instant is the one before the next, so each is read once."""
 
     def __init__(self, state: TableState) -> None:
         self.state = state
         self._slices: dict[tuple[str | None, str], dict[str, FileSlice]] = {}
         self._ctx: dict[str | None, ReadContext] = {}
+        self._rows: dict[tuple[str | None, str, str], pa.Table] = {}
+
+    def keep(self, read_times: set[str | None]) -> None:
+        """Forget every snapshot not as of one of `read_times`."""
+        self._slices = {k: v for k, v in self._slices.items() if k[0] in read_times}
+        self._ctx = {k: v for k, v in self._ctx.items() if k in read_times}
+        self._rows = {k: v for k, v in self._rows.items() if k[0] in read_times}
 
     def rows(self, read_time: str | None, partition: str, file_id: str) -> pa.Table:
         if read_time is None:
@@ -215,7 +229,9 @@ class _Snapshots:
         ctx = self.ctx(read_time)
         if fs is None:
             return ctx.full_schema.empty_table()
-        return scan.snapshot(ctx, [fs])
+        if (read_time, partition, file_id) not in self._rows:
+            self._rows[(read_time, partition, file_id)] = scan.snapshot(ctx, [fs])
+        return self._rows[(read_time, partition, file_id)]
 
     def ctx(self, read_time: str | None) -> ReadContext:
         if read_time not in self._ctx:
@@ -235,13 +251,13 @@ def _lookup(snap: _Snapshots, read_time: str | None, partition: str, file_id: st
             image: pa.Schema) -> pa.Array:
     """Images of `keys` in one file group's snapshot (null where the key is absent)."""
     rows = snap.rows(read_time, partition, file_id)
+    rows = rows.filter(pc.is_in(rows.column(RECORD_KEY), value_set=keys))  # images of these rows only
     pos = pc.index_in(keys, value_set=rows.column(RECORD_KEY).combine_chunks())
     return _rows_to_images(rows, image).take(pos)
 
 
 def _from_logs(state: TableState, inst: Instant, prev: Instant | None, image: pa.Schema,
-               logs: list[tuple[str, str, Any]]) -> pa.Table:
-    snap = _Snapshots(state)
+               logs: list[tuple[str, str, Any]], snap: _Snapshots) -> pa.Table:
     after_time = inst.completion_time
     before_time = prev.completion_time if prev is not None else None
     pieces = []
@@ -282,7 +298,7 @@ def _key_of(col: pa.ChunkedArray) -> pa.Array:
 
 
 def _inferred(state: TableState, inst: Instant, prev: Instant | None, image: pa.Schema, meta: dict[str, Any],
-              stats: list[dict[str, Any]]) -> pa.Table:
+              stats: list[dict[str, Any]], snap: _Snapshots) -> pa.Table:
     groups = {(str(s.get("partitionPath") or ""), str(s.get("fileId") or "")) for s in stats}
     for partition, ids in (meta.get("partitionToReplaceFileIds") or {}).items():
         groups |= {(partition, str(fid)) for fid in ids or []}
@@ -292,7 +308,6 @@ def _inferred(state: TableState, inst: Instant, prev: Instant | None, image: pa.
     after_time = inst.completion_time
     _retained(state, inst, before_time, "before")
     _retained(state, inst, after_time, "after")
-    snap = _Snapshots(state)
     olds, news = [], []
     for partition, file_id in sorted(groups):
         olds.append(snap.rows(before_time, partition, file_id))
@@ -309,16 +324,16 @@ def _inferred(state: TableState, inst: Instant, prev: Instant | None, image: pa.
         written = pc.if_else(pc.is_null(new.column(COMMIT_TIME)), differs, written)
     changed = new.filter(written)
     changed_id = new_id.filter(written)
-    pos = pc.index_in(changed_id, value_set=old_id)
+    touched = old.filter(pc.is_in(old_id, value_set=changed_id))  # the before images of updates only
+    pos = pc.index_in(changed_id, value_set=_identity(touched))
     ops_up = pc.if_else(pc.is_valid(pos), pa.scalar(cdc.UPDATE), pa.scalar(cdc.INSERT))
-    old_images = _rows_to_images(old, image)
-    up = _finish(inst, ops_up, changed.column(RECORD_KEY).combine_chunks(), old_images.take(pos),
+    up = _finish(inst, ops_up, changed.column(RECORD_KEY).combine_chunks(), _rows_to_images(touched, image).take(pos),
                  _rows_to_images(changed, image), image, True, changed.column(PARTITION_PATH).combine_chunks())
-    gone = pc.invert(pc.is_in(old_id, value_set=new_id))
-    removed = old.filter(gone)
+    removed = old.filter(pc.invert(pc.is_in(old_id, value_set=new_id)))
+    removed_images = _rows_to_images(removed, image)
     down = _finish(inst, pa.repeat(pa.scalar(cdc.DELETE), removed.num_rows),
-                   removed.column(RECORD_KEY).combine_chunks(), old_images.filter(gone),
-                   pa.nulls(removed.num_rows, old_images.type), image, True,
+                   removed.column(RECORD_KEY).combine_chunks(), removed_images,
+                   pa.nulls(removed.num_rows, removed_images.type), image, True,
                    removed.column(PARTITION_PATH).combine_chunks())
     return _sorted([up, down], image)
 
