@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """CDC benchmark: CDC log bytes per logging mode, write time with/without CDC, read_cdc from logs vs inference.
 
-    python benchmarks/bench_cdc.py [--rows 100000] [--repeats 3] [--json OUT]
+    python benchmarks/bench_cdc.py [--rows 50000] [--repeats 3] [--json OUT]
 
 All the work is in lsm_lab/bench/cdc.py (also reachable as ``lsm-lab bench cdc``).
 """

@@ -1,6 +1,6 @@
 """What change data capture costs: CDC log bytes per logging mode, write time, and reading the stream.
 
-    lsm-lab bench cdc [--rows 100000] [--repeats 3] [--json OUT]
+    lsm-lab bench cdc [--rows 50000] [--repeats 3] [--json OUT]
 
 The same workload runs on four copies of one lsm_tree MERGE_ON_READ trips
 table (4 buckets, partitioned by city) that differ only in their CDC config:
@@ -96,7 +96,7 @@ def _write(table: Table, steps: list[tuple[str, str, pa.Table]], tick: Callable[
     return seconds
 
 
-def run(rows: int = 100_000, repeats: int = 3, seed: int = 7, log: Callable[[str], None] = print,
+def run(rows: int = 50_000, repeats: int = 3, seed: int = 7, log: Callable[[str], None] = print,
         progress: bool | None = None) -> dict[str, Any]:
     """Every table, the workload, the stream read; returns {"rows", "repeats", "tables": {name: ...}, "agree"}.
 
@@ -177,8 +177,8 @@ def report(result: dict[str, Any]) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--rows", type=int, default=100_000, help="rows of the first insert; the other writes scale "
-                   "with it (default 100000)")
+    p.add_argument("--rows", type=int, default=50_000, help="rows of the first insert; the other writes scale "
+                   "with it (default 50000)")
     p.add_argument("--repeats", type=int, default=3, help="rounds of writes and read_cdc runs per table, medians "
                    "reported (default 3)")
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
