@@ -567,3 +567,18 @@ def test_event_time_ordering_logs_equal_inference_and_replay(tmp_path_factory: p
     for w in logged.completed_writes():
         assert_replays(logged, a, w, prev)
         prev = w.completion_time
+
+
+def test_cdc_stats_outside_the_table_are_refused(tmp_path: Path) -> None:
+    """A hostile commit file whose cdcStats name a path outside the table: CorruptTableError naming the field."""
+    from lsm_lab.errors import CorruptTableError
+
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", cdc=True, num_buckets=1)
+    done = t.insert(rows_of([1], 1))
+    commit = next((Path(t.path) / ".hoodie" / "timeline").glob(f"{done.begin_time}_*.deltacommit"))
+    meta = json.loads(commit.read_text())
+    for stats in meta["partitionToWriteStats"].values():
+        stats[0]["cdcStats"] = {"../../outside.cdc.parquet": 1}
+    commit.write_text(json.dumps(meta))
+    with pytest.raises(CorruptTableError, match="cdcStats"):
+        lsm_lab.open_table(t.path).read_cdc(None)
