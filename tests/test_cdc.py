@@ -582,3 +582,12 @@ def test_cdc_stats_outside_the_table_are_refused(tmp_path: Path) -> None:
     commit.write_text(json.dumps(meta))
     with pytest.raises(CorruptTableError, match="cdcStats"):
         lsm_lab.open_table(t.path).read_cdc(None)
+
+
+def test_empty_table_and_empty_writes(tmp_path: Path) -> None:
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", cdc=True)
+    assert t.read_cdc(None).num_rows == 0
+    t.delete(["nobody"])
+    t.insert([])
+    stream = t.read_cdc(None)
+    assert stream.num_rows == 0 and json.loads(stream.schema.metadata[cdc_reader.INFERRED_KEY.encode()]) == []
