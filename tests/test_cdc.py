@@ -522,3 +522,72 @@ def test_delete_of_absent_keys_writes_no_change(tmp_path: Path, table_type: str)
     stream = t.read_cdc(t.completed_writes()[0].completion_time)
     assert stream.num_rows == 0
     assert gone.begin_time not in json.loads(stream.schema.metadata[cdc_reader.INFERRED_KEY.encode()])
+
+
+ORDERED_STEP = st.tuples(st.sampled_from(["upsert", "insert", "delete"]),
+                         st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4), st.booleans()), min_size=1,
+                                  max_size=4))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(ORDERED_STEP, min_size=1, max_size=5), mode=st.sampled_from(MODES),
+       table_type=st.sampled_from(TYPES))
+def test_event_time_ordering_logs_equal_inference_and_replay(tmp_path_factory: pytest.TempPathFactory, steps,
+                                                             mode, table_type) -> None:
+    """Random ordering values (late events lose, deletes with or without an ordering value): the CDC logs
+    give exactly what inference gives, and every instant's changes replay one snapshot into the next."""
+    path = tmp_path_factory.mktemp("cdc-ordered")
+    tables = [lsm_lab.create_table(path / name, name="t", record_key="id", partition_by="p", ordering_field="ts",
+                                   table_type=table_type, num_buckets=2, cdc=on, cdc_mode=mode)
+              for name, on in (("logs", True), ("plain", False))]
+    for op, items in steps:
+        rows = []
+        for key, ts, has_ts in {k: (k, t, h) for k, t, h in items}.values():
+            row: dict[str, Any] = {"id": f"k{key}", "p": part(key)}
+            if op != "delete" or has_ts:
+                row["ts"] = ts
+            if op != "delete":
+                row["v"] = key * 10 + ts
+            rows.append(row)
+        for t in tables:
+            getattr(t, op)(rows)
+    logged, plain = tables
+    cols = [c for c in logged.read().column_names if c != "_hoodie_file_name"]
+    a, b = logged.read_cdc(None, columns=cols), plain.read_cdc(None, columns=cols)
+    assert not any(a.column("inferred").to_pylist()) and all(b.column("inferred").to_pylist())
+    strip = ["ts_ms", "commit_time", "inferred"]
+    no_meta = [c for c in cols if not c.startswith("_hoodie")]
+    assert a.drop_columns(strip).cast(b.drop_columns(strip).schema).select(["op", "record_key"]).to_pylist() == \
+        b.drop_columns(strip).select(["op", "record_key"]).to_pylist()
+    assert [(r["before"] and {k: r["before"][k] for k in no_meta}, r["after"] and {k: r["after"][k] for k in no_meta})
+            for r in a.to_pylist()] == \
+        [(r["before"] and {k: r["before"][k] for k in no_meta}, r["after"] and {k: r["after"][k] for k in no_meta})
+         for r in b.to_pylist()]
+    prev = None
+    for w in logged.completed_writes():
+        assert_replays(logged, a, w, prev)
+        prev = w.completion_time
+
+
+def test_cdc_stats_outside_the_table_are_refused(tmp_path: Path) -> None:
+    """A hostile commit file whose cdcStats name a path outside the table: CorruptTableError naming the field."""
+    from lsm_lab.errors import CorruptTableError
+
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", cdc=True, num_buckets=1)
+    done = t.insert(rows_of([1], 1))
+    commit = next((Path(t.path) / ".hoodie" / "timeline").glob(f"{done.begin_time}_*.deltacommit"))
+    meta = json.loads(commit.read_text())
+    for stats in meta["partitionToWriteStats"].values():
+        stats[0]["cdcStats"] = {"../../outside.cdc.parquet": 1}
+    commit.write_text(json.dumps(meta))
+    with pytest.raises(CorruptTableError, match="cdcStats"):
+        lsm_lab.open_table(t.path).read_cdc(None)
+
+
+def test_empty_table_and_empty_writes(tmp_path: Path) -> None:
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", cdc=True)
+    assert t.read_cdc(None).num_rows == 0
+    t.delete(["nobody"])
+    t.insert([])
+    stream = t.read_cdc(None)
+    assert stream.num_rows == 0 and json.loads(stream.schema.metadata[cdc_reader.INFERRED_KEY.encode()]) == []

@@ -3,12 +3,16 @@
     write_file_group(rows → file group G, instant t)          (table/write.py)
       │ data file written as always (base or log)
       ▼ on a table with hoodie.table.cdc.enabled=true:
-    before  = the rows of G's latest slice (as of the write's snapshot) with the batch's keys
-    after   = merge(before, batch)                          (the table's merge semantics, Arrow)
+    sources = G's latest slice as the reader merges it (base, logs, delete-log tombstones),
+              each cut down to the batch's keys                    (is_in on keys, Arrow)
+    before  = merge(sources)          after = merge(sources + batch)   (the table's merge semantics)
       key in after, written by t, not in before  → "i"   (before null)
       key in after, written by t, in before      → "u"
       key in before, not in after                → "d"   (after null)
-      anything else (a delete of an absent key, an update an older ordering value loses) → nothing
+      anything else (a delete of an absent key, an update an older ordering value loses,
+      also to a tombstone that still waits in a delete log)                            → nothing
+    DATA_BEFORE_AFTER: after images are read back from the data file just written (its meta
+    columns — sequence number, file name — are the data writer's)
       │
       ▼
     <fileId>_<token>_<t>_1.cdc.parquet    in G, same commit (logformat/cdc.py: columns per mode)
@@ -39,13 +43,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lsm_lab.config import TableConfig
-from lsm_lab.layout import naming
+from lsm_lab.layout import naming, parquet_io
 from lsm_lab.layout.fsview import FileSlice
 from lsm_lab.logformat import cdc
 from lsm_lab.merge import merge_to_table
 from lsm_lab.storage import StoragePath
 from lsm_lab.table import records
-from lsm_lab.table.read import ReadContext, read_slice
+from lsm_lab.table.read import ReadContext, load_sources, needed_columns, target_schema
 from lsm_lab.table.records import COMMIT_TIME, DELETE_FLAG, PARTITION_PATH, RECORD_KEY
 from lsm_lab.timeline.metadata import WriteStat
 
@@ -94,20 +98,20 @@ def changes(ctx: ReadContext, latest: FileSlice | None, rows: pa.Table, instant:
     image = pa.struct([pa.field(f.name, f.type, True) for f in full])
     schema = pa.schema([pa.field(cdc.OP, pa.string()), pa.field(cdc.RECORD_KEY, pa.string()),
                         pa.field(cdc.BEFORE, image), pa.field(cdc.AFTER, image)])
-    target = pa.schema([*list(full), pa.field(DELETE_FLAG, pa.bool_(), False)])
+    needed = needed_columns(ctx, list(full.names))
+    target = target_schema(ctx, needed)
     keys = rows.column(RECORD_KEY).combine_chunks()
-    before = full.empty_table()
-    if latest is not None:
-        stored = read_slice(ctx, latest, columns=list(full.names))
-        stored = stored.select(full.names)
-        before = records.conform(stored.filter(pc.is_in(stored.column(RECORD_KEY), value_set=keys)), full)
+    # the slice's files as the reader merges them (tombstones of MERGE_ON_READ delete logs included),
+    # cut down to the batch's keys: merged alone they give the before images, with the batch the after
+    sources = load_sources(ctx, latest, needed)[0] if latest is not None else []
+    sources = [src.filter(pc.is_in(src.column(RECORD_KEY), value_set=keys)) for src in sources]
     n = rows.num_rows
     incoming = rows.append_column(COMMIT_TIME, pa.repeat(pa.scalar(instant, pa.string()), n)) \
         .append_column(DELETE_FLAG, pa.repeat(pa.scalar(op == "delete", pa.bool_()), n))
     incoming = records.conform(incoming.select([c for c in incoming.column_names if c in target.names]), target)
-    old = records.conform(before.append_column(DELETE_FLAG, pa.repeat(pa.scalar(False, pa.bool_()),
-                                                                        before.num_rows)), target)
-    merged = merge_to_table([old, incoming], ctx.spec, engine="hash").select(full.names)
+    before = (merge_to_table(sources, ctx.spec, engine="hash").select(full.names) if sources
+              else full.empty_table())
+    merged = merge_to_table([*sources, incoming], ctx.spec, engine="hash").select(full.names)
     before_keys = before.column(RECORD_KEY).combine_chunks()
     written = merged.filter(pc.equal(merged.column(COMMIT_TIME), instant))  # the batch's rows that won the merge
     pos = pc.index_in(written.column(RECORD_KEY), value_set=before_keys)
@@ -140,6 +144,8 @@ def write(stats: list[WriteStat], *, base_path: Path | StoragePath, config: Tabl
         return stats
     found = changes(ctx, latest, rows, instant, op, images=config.cdc_mode != cdc.OP_KEY_ONLY)
     cdc_stats: dict[str, int] = {}
+    if found.num_rows and config.cdc_mode == cdc.DATA_BEFORE_AFTER and op != "delete":
+        found = _stored_after_images(ctx, base_path, stats[0].path, found)
     if found.num_rows:
         name = log_name(file_id, token, instant)
         folder = base_path / partition if partition else base_path
@@ -149,6 +155,22 @@ def write(stats: list[WriteStat], *, base_path: Path | StoragePath, config: Tabl
         cdc_stats[f"{partition}/{name}" if partition else name] = size
     stats[0].cdcStats = cdc_stats
     return stats
+
+
+def _stored_after_images(ctx: ReadContext, base_path: Path | StoragePath, rel: str, found: pa.Table) -> pa.Table:
+    """`found` with each after image replaced by the row as the data file just written stores it.
+
+    The merge above gives the user columns; the meta columns (`_hoodie_commit_seqno`,
+    `_hoodie_file_name`) are set by the data writer, in its own row order.
+    """
+    path = base_path.joinpath(*rel.split("/"))
+    stored = parquet_io.read_parquet(path, list(ctx.full_schema.names))
+    keys = found.column(cdc.RECORD_KEY).combine_chunks()
+    stored = records.conform(stored.filter(pc.is_in(stored.column(RECORD_KEY), value_set=keys)), ctx.full_schema)
+    pos = pc.index_in(keys, value_set=stored.column(RECORD_KEY).combine_chunks())
+    image = found.schema.field(cdc.AFTER).type
+    after = pc.if_else(pc.is_valid(pos), _struct(stored, image).take(pos), found.column(cdc.AFTER).combine_chunks())
+    return found.set_column(found.schema.get_field_index(cdc.AFTER), cdc.AFTER, after)
 
 
 __all__ = ["changes", "image_type", "log_name", "planned", "write", "writes_cdc"]
