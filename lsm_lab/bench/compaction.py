@@ -25,14 +25,15 @@ Every contender compacts its own copy of the same table, in one Spark session
 `DATA_DIR/tables/` (`cached_table`), so a second run goes straight to the
 compactions. `seconds` is wall time from asking
 to the completed instant (planning and commit included); `peak_rss_mib` is the
-largest peak RSS of a Python worker over the tasks, measured inside each task
-with `getrusage(RUSAGE_SELF).ru_maxrss` — Python-worker reuse is switched off
-(`spark.python.worker.reuse=false`) so that every task runs in a fresh worker
-and the figure is not cumulative; the workers fork from a daemon that has
-already imported lsm_lab (`lsm_lab.spark.daemon`), so a fresh worker costs no
-import time. `start_rss_mib` is the worker's RSS when the
-task began (interpreter, pyarrow, lsm_lab), so `peak_rss_mib - start_rss_mib`
-is what the merge itself added. `jvm_peak_mib` is the driver JVM's VmHWM over
+largest peak RSS of a Python worker over the tasks, measured inside each task:
+the task resets the kernel's high-water mark when it begins and reads `VmHWM`
+when it ends (`lsm_lab.spark.jobs.TaskClock`), so the figure is the task's own
+although workers are reused (`spark.python.worker.reuse=true`: a fresh worker
+per task cost ~1 s of start-up each, most of a 16-task compaction's time at
+1M rows). The workers fork from a daemon that has already imported lsm_lab
+(`lsm_lab.spark.daemon`). `start_rss_mib` is the worker's RSS when the
+task began (interpreter, pyarrow, lsm_lab, what earlier tasks left), so
+`peak_rss_mib - start_rss_mib` is what the merge itself added. `jvm_peak_mib` is the driver JVM's VmHWM over
 the contender (reset before it). The window baseline runs no Python worker.
 
 The Python workers allocate Arrow memory with the system allocator
@@ -82,7 +83,7 @@ FILE_GROUPS = 16
 CITIES = ("san_francisco", "sao_paulo", "chennai", "amsterdam", "new_york", "tokyo", "lagos", "berlin")
 BENCH_CONF = {
     "spark.master": "local[2]",
-    "spark.python.worker.reuse": "false",
+    "spark.python.worker.reuse": "true",  # per-task peaks come from VmHWM, reset by each task
     "spark.python.daemon.module": "lsm_lab.spark.daemon",  # workers fork with lsm_lab already imported
     "spark.sql.shuffle.partitions": str(FILE_GROUPS),
     "spark.default.parallelism": "2",
