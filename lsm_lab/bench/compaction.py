@@ -196,6 +196,7 @@ def _spark_compact(spark: Any, path: Path, merge: str, progress: bool | None) ->
             "start_rss_mib": max(starts), "peak_delta_mib": max(deltas), "tasks": len(run.reports),
             "rows_out": rows_out, "task_seconds_max": max(r.seconds for r in run.reports),
             "task_seconds_sum": sum(r.seconds for r in run.reports),
+            "task_cpu_seconds": sum(r.cpu_seconds for r in run.reports),
             "digest": digest(open_table(path).read(columns=list(USER_COLUMNS)))}
 
 
@@ -241,7 +242,8 @@ def _io_floor(spark: Any, path: Path, out: Path) -> dict[str, Any]:
             "start_rss_mib": max(r.start_rss_mib for r in reports),
             "peak_delta_mib": max(r.peak_rss_mib - r.start_rss_mib for r in reports), "tasks": n,
             "rows_out": None, "rows_copied": sum(r.rows for r in reports),
-            "task_seconds_max": max(r.seconds for r in reports)}
+            "task_seconds_max": max(r.seconds for r in reports),
+            "task_cpu_seconds": sum(r.cpu_seconds for r in reports)}
 
 
 def _window(spark: Any, path: Path, out: Path) -> dict[str, Any]:
@@ -400,7 +402,8 @@ def format_table(records: Sequence[dict[str, Any]]) -> str:
 
 
 def medians(records: Sequence[dict[str, Any]], k: int) -> dict[str, dict[str, float]]:
-    """Per Spark contender at `k`: the median of seconds, peak RSS and RSS above the start over its repeats."""
+    """Per Spark contender at `k`: the medians of seconds, peak RSS, RSS above the start and the tasks' CPU
+    seconds over its repeats."""
     import statistics
 
     out: dict[str, dict[str, float]] = {}
@@ -410,7 +413,7 @@ def medians(records: Sequence[dict[str, Any]], k: int) -> dict[str, dict[str, fl
         if not runs:
             continue
         out[merge] = {"runs": len(runs), "seconds": statistics.median(r["seconds"] for r in runs)}
-        for key in ("peak_rss_mib", "peak_delta_mib"):
+        for key in ("peak_rss_mib", "peak_delta_mib", "task_cpu_seconds"):
             vals = [r[key] for r in runs if r.get(key) is not None]
             if vals:
                 out[merge][key] = statistics.median(vals)
@@ -428,6 +431,10 @@ def summarize_targets(records: Sequence[dict[str, Any]]) -> list[str]:
         runs = f" (medians of {s['runs']} and {h['runs']} runs)" if max(s["runs"], h["runs"]) > 1 else ""
         t = s["seconds"] / h["seconds"]
         out.append(f"k={k}: time sorted/hash = {t:.2f} (target <= 0.5) {'OK' if t <= 0.5 else 'MISSED'}{runs}")
+        if s.get("task_cpu_seconds") and h.get("task_cpu_seconds"):
+            out.append(f"k={k}: CPU seconds in the tasks sorted/hash = {s['task_cpu_seconds']:.2f} / "
+                       f"{h['task_cpu_seconds']:.2f} = {s['task_cpu_seconds'] / h['task_cpu_seconds']:.2f} "
+                       f"(less sensitive to other load than wall time)")
         m = s["peak_rss_mib"] / h["peak_rss_mib"]
         out.append(f"k={k}: peak RSS per task sorted/hash = {m:.2f} (target <= 0.5) {'OK' if m <= 0.5 else 'MISSED'}"
                    f"; above the worker's start: {s['peak_delta_mib']:.0f} vs {h['peak_delta_mib']:.0f} MiB "

@@ -23,8 +23,10 @@ the task resets the kernel's high-water mark when it starts (`5` written to
 `/proc/self/clear_refs`) and reads `VmHWM` from `/proc/self/status` when it
 ends, so the figure is the task's own even when `spark.python.worker.reuse=true`
 lets one worker run many tasks. `start_rss_mib` is the worker's RSS when the
-task began (interpreter, pyarrow, lsm_lab, whatever earlier tasks left), so the
-difference is what the task added. Where `/proc` cannot be written, the figure
+task began, after it handed memory earlier tasks freed back to the system
+(`gc.collect()`, then the Arrow pool's `release_unused()`; without that a
+reused worker starts where the last task's peak left it), so the difference is
+what the task added. Where `/proc` cannot be written, the figure
 is `getrusage(RUSAGE_SELF).ru_maxrss`, the worker's whole life (`peak_scope`
 says which). Reusing workers matters for time: a fresh worker per task cost
 about a second of start-up here (16 empty tasks on `local[2]`: 8-10 s with
@@ -46,6 +48,7 @@ custom `SparkListener`s; the progress bar polls `statusTracker()`.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import re
 import resource
@@ -167,6 +170,7 @@ class TaskReport:
     peak_rss_mib: float
     pid: int
     peak_scope: str = "task"  # "task": VmHWM reset when the task began; "worker": ru_maxrss of the worker's life
+    cpu_seconds: float = 0.0  # CPU time of the worker process (all threads) during the task: less load-sensitive
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -178,7 +182,10 @@ class TaskClock:
     def __init__(self, task: int | None = None) -> None:
         self.identity = task_identity()
         self.task = self.identity.partition if task is None else task
+        gc.collect()  # a reused worker: hand back what earlier tasks freed, so the task's figures are its own
+        pa.default_memory_pool().release_unused()
         self.start = time.perf_counter()
+        self.cpu_start = time.process_time()
         self.per_task = reset_peak_rss()
         self.start_rss = rss_mib()
 
@@ -186,7 +193,7 @@ class TaskClock:
         peak = peak_rss_mib() if self.per_task else None
         return TaskReport(self.task, self.identity.token, time.perf_counter() - self.start, rows,
                           round(self.start_rss, 1), round(max_rss_mib() if peak is None else peak, 1), os.getpid(),
-                          "task" if peak is not None else "worker")
+                          "task" if peak is not None else "worker", round(time.process_time() - self.cpu_start, 3))
 
 
 # --------------------------------------------------------------------------- on the driver
