@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lsm_lab.bench import compaction as bench
+from lsm_lab.spark.jobs import TaskClock
 
 FIELDS = {"engine", "merge", "rows", "k", "seconds", "peak_rss_mib", "rows_per_s"}
 
@@ -28,6 +30,23 @@ def test_summary_table_and_plot(tmp_path: Path) -> None:
     assert "window" in bench.format_table(records)
     png = bench.plot(records, tmp_path / "fig.png")
     assert png.stat().st_size > 1000
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmHWM and clear_refs are Linux /proc files")
+def test_task_clock_reports_each_tasks_own_peak_in_a_reused_worker() -> None:
+    import numpy as np
+
+    first = TaskClock(0)
+    block = np.ones(64 * 2**20 // 8)  # 64 MiB, touched
+    assert block.sum() > 0
+    del block
+    r1 = first.report(1)
+    second = TaskClock(1)  # the same process: a reused worker's next task
+    r2 = second.report(1)
+    assert r1.peak_scope == r2.peak_scope == "task"
+    assert r1.peak_rss_mib >= r1.start_rss_mib + 60  # the first task's 64 MiB
+    assert r2.peak_rss_mib < r2.start_rss_mib + 30  # not carried into the second task's figure
+    assert r1.cpu_seconds > 0 and r2.seconds >= 0
 
 
 def test_targets_are_checked_on_medians_over_repeats() -> None:
