@@ -57,7 +57,8 @@ def cmd_create(args: argparse.Namespace) -> int:
     options: dict[str, Any] = dict(parse_options(args.option))  # extra hoodie properties (strings)
     table = create_table(args.path, name=args.name, record_key=args.key, partition_by=args.partition_by,
                          ordering_field=args.ordering, table_type=args.type, layout=args.layout,
-                         hive_style=not args.no_hive_style, num_buckets=args.buckets, properties=options)
+                         hive_style=not args.no_hive_style, num_buckets=args.buckets, properties=options,
+                         cdc=args.cdc is not None, cdc_mode=args.cdc or "DATA_BEFORE_AFTER")
     print(f"created {table!r}")
     return 0
 
@@ -104,7 +105,8 @@ def cmd_read(args: argparse.Namespace) -> int:
         write_output_file(result, args.out)
         print(f"{result.num_rows} rows written to {args.out}")
     else:
-        df = result.slice(0, args.limit).to_pandas() if args.limit else result.to_pandas()
+        shown = result.slice(0, args.limit) if args.limit else result
+        df = shown.to_pandas(integer_object_nulls=True)  # an int column with nulls prints as ints, not floats
         print_frame(df, args.json)
         print(f"({result.num_rows} rows)", file=sys.stderr)
     return 0
@@ -173,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--layout", default="lsm_tree", choices=["lsm_tree", "default"], help="storage layout")
     p.add_argument("--buckets", type=int, default=4, help="number of buckets per partition (lsm_tree)")
     p.add_argument("--no-hive-style", action="store_true", help="plain partition folders (chennai, not city=chennai)")
+    p.add_argument("--cdc", nargs="?", const="DATA_BEFORE_AFTER", metavar="MODE",
+                   help="write CDC logs (read them with `lsm-lab read --cdc`); MODE: DATA_BEFORE_AFTER (default), "
+                        "DATA_BEFORE or OP_KEY_ONLY")
     p.add_argument("--option", action="append", metavar="KEY=VALUE", help="extra hoodie property (repeatable)")
     p.set_defaults(func=cmd_create)
 

@@ -323,6 +323,23 @@ def test_cli_read_cdc(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert "error:" in capsys.readouterr().err
 
 
+def test_cli_creates_a_cdc_table(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    src = tmp_path / "in.csv"
+    src.write_text("id,v\na,1\nb,2\n")
+    assert cli_main(["create", str(tmp_path / "t"), "--name", "t", "--key", "id", "--cdc", "OP_KEY_ONLY"]) == 0
+    assert cli_main(["create", str(tmp_path / "d"), "--name", "d", "--key", "id", "--cdc"]) == 0
+    assert cli_main(["create", str(tmp_path / "x"), "--name", "x", "--key", "id", "--cdc", "BOGUS"]) == 2
+    assert "cdc_mode" in capsys.readouterr().err
+    assert lsm_lab.open_table(tmp_path / "t").config.cdc_mode == "OP_KEY_ONLY"
+    assert lsm_lab.open_table(tmp_path / "d").config.cdc_mode == "DATA_BEFORE_AFTER"
+    assert cli_main(["write", str(tmp_path / "t"), str(src)]) == 0
+    assert list(tmp_path.glob("t/*.cdc.parquet"))
+    capsys.readouterr()
+    assert cli_main(["read", str(tmp_path / "t"), "--cdc", "--start", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "after.v" in out and "NaN" not in out and " 1.0 " not in out  # ints stay ints beside nulls
+
+
 def test_s3_table(s3_table) -> None:
     t = s3_table(partition_by="p", cdc=True, cdc_mode="DATA_BEFORE")
     begins = apply(t, WORKLOAD[:4])
