@@ -91,7 +91,10 @@ class PreparedBatch:
 
 
 def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) -> PreparedBatch:
-    """Normalise, validate, key, partition and de-duplicate a batch (sorted by partition, then key)."""
+    """Normalise, validate, key, partition and de-duplicate a batch.
+
+    Sorted by partition, then key, except on bucket-index tables, where a batch with no key
+    twice keeps its order (tag splits it, write_file_group sorts each file group's rows)."""
     if op not in OPERATIONS:
         raise InputError(f"unknown operation '{op}' (expected one of {', '.join(OPERATIONS)})")
     is_delete = op == "delete"
@@ -120,8 +123,9 @@ def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) 
     keys = records.record_keys(table, config.record_key)
     parts = records.partition_paths(table, config.partition_by, hive_style=config.hive_style)
     table = table.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
+    # bucket-index tables: each file group's share is sorted when it is written (write_file_group, in parallel)
     table = records.dedupe(table, [PARTITION_PATH, RECORD_KEY], ordering if ordering in table.column_names else None,
-                           deletes=is_delete, keep_order=not config.is_lsm)
+                           deletes=is_delete, keep_order=not config.is_lsm, sort=not config.bucket_index)
     return PreparedBatch(table, schema if schema is not None else pa.schema([]), is_delete)
 
 
@@ -129,7 +133,9 @@ def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) 
 def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list[FileGroup]],
         ctx: ReadContext | None, *, max_records_per_group: int = DEFAULT_MAX_RECORDS_PER_GROUP
         ) -> list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]]:
-    """Assign rows to file groups: (partition, file id, rows sorted by key, latest slice, existing keys)."""
+    """Assign rows to file groups: (partition, file id, rows, latest slice, existing keys).
+
+    The rows keep the batch's order (sorted by key unless the batch was bucket-placed, see `prepare`)."""
     out: list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]] = []
     parts = rows.column(PARTITION_PATH).combine_chunks()
     for partition in sorted(pc.unique(parts).to_pylist()):
@@ -184,6 +190,25 @@ def slice_keys(fs: FileSlice, ctx: ReadContext) -> pa.Array:
         return pa.array([], pa.string())
     keys = pa.chunked_array([k for s in sources for k in s.column(RECORD_KEY).chunks], pa.string())
     return pc.unique(keys.combine_chunks())
+
+
+def stored_count(fs: FileSlice, ctx: ReadContext, keys: pa.Array | pa.ChunkedArray) -> int:
+    """How many of `keys` (distinct) the slice's base or logs hold, deleted keys included (as `slice_keys`).
+
+    Each file's keys are probed against the batch's (a hash set of the batch, not of
+    the slice), so only the few stored keys that match are kept."""
+    sources, _ = load_sources(ctx, fs, [RECORD_KEY])
+    wanted = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    found = [s.column(RECORD_KEY).filter(pc.is_in(s.column(RECORD_KEY), value_set=wanted)) for s in sources]
+    hits = [c for f in found for c in f.chunks if len(c)]
+    return len(pc.unique(pa.chunked_array(hits, pa.string()).combine_chunks())) if hits else 0
+
+
+def _count_updates(ctx: ReadContext, latest: FileSlice | None, rows: pa.Table, existing_keys: pa.Array | None) -> int:
+    """Rows of the batch whose key the file group already holds (`numUpdateWrites`)."""
+    if existing_keys is not None:
+        return int(pc.sum(pc.is_in(rows.column(RECORD_KEY), value_set=existing_keys)).as_py() or 0)
+    return stored_count(latest, ctx, rows.column(RECORD_KEY)) if latest is not None else 0
 
 
 # --------------------------------------------------------------------------- file groups in parallel
@@ -255,18 +280,19 @@ def write_file_group(
     folder = base_path / partition if partition else base_path
     is_delete = op == "delete"
     lsm = config.is_lsm
-    if lsm and not records.is_strictly_sorted(rows.column(RECORD_KEY)):  # tag() hands over sorted rows
+    if lsm and not records.is_strictly_sorted(rows.column(RECORD_KEY)):  # sorted already unless bucket-placed
         rows = records.sort_by_key(rows)
     ordering = ctx.spec.ordering
     prev = latest.base_instant if latest else "null"
     n = rows.num_rows
     if n == 0 or (is_delete and latest is None):
         return []
-    if latest is not None and existing_keys is None and not is_delete:
-        existing_keys = slice_keys(latest, ctx)
+    # numUpdateWrites: the rows whose key the group holds.  A log whose rows all have a position in the
+    # base (posmerge) is all updates, counted for free; else the slice's files are probed for the batch's keys
     num_updates = 0
-    if existing_keys is not None and not is_delete:
-        num_updates = int(pc.sum(pc.is_in(rows.column(RECORD_KEY), value_set=existing_keys)).as_py() or 0)
+    if not is_delete and (existing_keys is not None or (latest is not None and not (
+            config.is_mor and config.bucket_index and config.log_format_version != 1))):
+        num_updates = _count_updates(ctx, latest, rows, existing_keys)
 
     live = None  # deletes the merge really applies: counted, not assumed (all are written, as tombstones)
     if config.is_mor and is_delete and latest is not None:
@@ -303,6 +329,8 @@ def write_file_group(
                               minRecordKey=_first(rows), maxRecordKey=_last(rows))]
         name = naming.log_file_name(file_id, token, instant, 1, native=native)
         rows, at = posmerge.positions_for(config, latest, rows)  # RECORD_POSITIONS when all are updates of the base
+        if existing_keys is None and config.bucket_index:  # not counted above
+            num_updates = n if at else _count_updates(ctx, latest, rows, None)
         data = _meta_columns(rows, instant, name, task)
         size = v2.write_data_log(folder / name, data, instant_time=instant, is_sorted=lsm, upstream=native, extra=at,
                                  schema_json=v2.avro_schema_of(data.schema, config.name) if native else None)
