@@ -240,7 +240,7 @@ def has_duplicates(keys: pa.Array | pa.ChunkedArray) -> bool:
 
 
 def dedupe(table: pa.Table, key: str | Sequence[str], ordering: str | None, *, deletes: bool = False,
-           keep_order: bool = False, sort: bool = True) -> pa.Table:
+           keep_order: bool = False) -> pa.Table:
     """One row per key: the greatest ordering value wins, ties (and no ordering) go to the later row.
 
     `key` is one column or several (the writer passes the partition path and the record key:
@@ -252,14 +252,13 @@ def dedupe(table: pa.Table, key: str | Sequence[str], ordering: str | None, *, d
 
     The result is sorted by the key column(s) (UTF-8 byte order), or, with
     `keep_order=True`, in the order the surviving rows had in the batch (the
-    `default` layout writes files in arrival order, as Hudi does).  With `sort=False`
-    the order is left unspecified: a batch with no key twice (checked by hashing the
-    last key column, which is unique when the batch is) comes back as it is, untouched
-    — the caller sorts what it needs (the writer sorts each file group's share)."""
+    `default` layout writes files in arrival order, as Hudi does); a batch with no key
+    twice (one hash of the last key column, unique when the batch is) then comes back
+    as it is, with no sort."""
     if table.num_rows == 0:
         return table
     keys = [key] if isinstance(key, str) else list(key)
-    if (keep_order or not sort) and not has_duplicates(table.column(keys[-1])):
+    if keep_order and not has_duplicates(table.column(keys[-1])):
         return table  # no key twice: nothing to drop, no order to restore
     sort_keys: list[tuple[str, str, str]] = [(k, "ascending", "at_start") for k in keys]
     if ordering is not None:  # nulls lowest (a non-null ordering wins), highest among deletes
