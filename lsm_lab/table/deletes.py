@@ -57,10 +57,10 @@ def live_deletes(ctx: ReadContext, latest: FileSlice, rows: pa.Table, instant: s
         return hit
     full = ctx.full_schema
     target = pa.schema([full.field(c) for c in cols] + [pa.field(DELETE_FLAG, pa.bool_(), False)])
-    old = records.conform(current.append_column(DELETE_FLAG, pa.array([False] * current.num_rows, pa.bool_())),
+    old = records.conform(current.append_column(DELETE_FLAG, pa.repeat(pa.scalar(False, pa.bool_()), current.num_rows)),
                           target)
-    new = hit.append_column(COMMIT_TIME, pa.array([instant] * hit.num_rows, pa.string()))
-    new = records.conform(new.append_column(DELETE_FLAG, pa.array([True] * hit.num_rows, pa.bool_())), target)
+    new = hit.append_column(COMMIT_TIME, pa.repeat(pa.scalar(instant, pa.string()), hit.num_rows))
+    new = records.conform(new.append_column(DELETE_FLAG, pa.repeat(pa.scalar(True, pa.bool_()), hit.num_rows)), target)
     survivors = merge_to_table([old, new], spec, engine="hash").column(RECORD_KEY).combine_chunks()
     return hit.filter(pc.invert(pc.is_in(hit.column(RECORD_KEY), value_set=survivors)))
 
