@@ -240,12 +240,15 @@ def check_engine(engine: str | None) -> None:
 
 
 def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None = None,
-               engine: str | None = None, positions: bool = True) -> pa.Table:
+               engine: str | None = None, positions: bool = True, commit_time: bool = True) -> pa.Table:
     """The merged rows of one file slice (requested columns plus key, commit time and ordering).
 
-    `positions`: merge by the logs' RECORD_POSITIONS when they all carry valid ones (table/posmerge.py)."""
+    `positions`: merge by the logs' RECORD_POSITIONS when they all carry valid ones (table/posmerge.py).
+    `commit_time=False`: the commit time is not read unless requested (no merge engine uses it)."""
     check_engine(engine)
     needed = needed_columns(ctx, columns)
+    if not commit_time and COMMIT_TIME not in (columns or ()):
+        needed = [c for c in needed if c != COMMIT_TIME]
     sources, all_sorted = load_sources(ctx, fs, needed)
     chosen = engine or ctx.default_engine()
     spec = ctx.spec

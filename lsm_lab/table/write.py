@@ -32,6 +32,7 @@ a key always merges with the earlier one) and differ only in the statistics.
 from __future__ import annotations
 
 import base64
+import functools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -192,13 +193,15 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
     # columns chunked alike (zero-copy slices): Arrow's table filter is ~2.5x slower when they are not
     # (the key and partition columns appended by `prepare` are one chunk, the user's columns several)
     rows = pa.Table.from_batches(rows.to_batches(), schema=rows.schema)
+    ids = np.unique(group).tolist()
+    shares = run_in_threads([functools.partial(rows.filter, pa.array(group == g)) for g in ids])  # GIL released
     out: list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]] = []
-    for g in np.unique(group).tolist():
+    for g, share in zip(ids, shares):
         partition, bucket = by_rank[g // config.num_buckets], g % config.num_buckets
         existing = {grp.file_id: grp for grp in groups_by_partition.get(partition, [])}
         fid = index.file_id_of_bucket(config.upstream_format, config.name, partition, bucket)
         grp = existing.get(fid)
-        out.append((partition, fid, rows.filter(pa.array(group == g)), grp.latest if grp else None, None))
+        out.append((partition, fid, share, grp.latest if grp else None, None))
     return out
 
 
