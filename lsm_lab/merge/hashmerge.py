@@ -27,7 +27,7 @@ ordering value ``>=`` the base's, nulls lowest).
 source the later row wins, as if it came from a later source (the same rule
 `model_merge` applies). Log sources are folded whole. The base is handled per
 batch; a base given as a `pyarrow.Table` or `RecordBatch` is checked as a
-whole (``count_distinct``) and pre-folded if it repeats a key. A base given as
+whole (one hash pass) and pre-folded if it repeats a key. A base given as
 a stream is assumed not to repeat a key *across* its batches, like a Hudi base
 file (checking that would need a set of every base key).
 
@@ -106,7 +106,7 @@ def merge_hash(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSpec
     if isinstance(base_source, (pa.Table, pa.RecordBatch)) and base_source.num_rows:
         keys = base_source.column(spec.key)
         check_keys_not_null(keys, 0)
-        if pc.count_distinct(keys).as_py() != base_source.num_rows:
+        if len(pc.unique(keys)) != base_source.num_rows:  # a hash pass (count_distinct is ~2x slower)
             whole = base_source if isinstance(base_source, pa.Table) else pa.Table.from_batches([base_source])
             # keep one state per key, deletes included (a base delete still takes part)
             w = select_winners(whole, spec)
