@@ -548,6 +548,14 @@ def drop_plans_reading(table: TableState, begin_time: str) -> None:
             remove_timeline_files(timeline, inst.begin_time)
 
 
+def format_result(instant: Instant, metadata: dict[str, Any]) -> str:
+    """One line about a completed clustering: its times and how many files it wrote and replaced."""
+    written = sum(len(v) for v in (metadata.get("partitionToWriteStats") or {}).values())
+    replaced = sum(len(v) for v in (metadata.get("partitionToReplaceFileIds") or {}).values())
+    return (f"replacecommit {instant.begin_time} completed at {instant.completion_time}: {written} file(s) "
+            f"written, {replaced} file group(s) replaced")
+
+
 def format_plan(instant: Instant, plan: ClusteringPlan) -> str:
     """A plain-text dump of a clustering plan, one line per input group."""
     lines = [f"clustering {instant.begin_time} [{instant.state.value}]  groups={len(plan.groups)}  "
@@ -571,6 +579,7 @@ __all__ = [
     "drop_plans_reading",
     "execute",
     "format_plan",
+    "format_result",
     "make_plan",
     "pending_clustering_file_groups",
     "pending_plans",

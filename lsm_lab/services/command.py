@@ -53,11 +53,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         print(clustering.format_plan(result, clustering.read_plan(table.active_timeline, result)))
         print(f"saved as {result.file_name}; run `lsm-lab cluster {args.path}` to execute it")
     else:
-        meta = table.instant_metadata(result)
-        written = sum(len(v) for v in (meta.get("partitionToWriteStats") or {}).values())
-        replaced = sum(len(v) for v in (meta.get("partitionToReplaceFileIds") or {}).values())
-        print(f"replacecommit {result.begin_time} completed at {result.completion_time}: {written} file(s) "
-              f"written, {replaced} file group(s) replaced")
+        print(clustering.format_result(result, table.instant_metadata(result)))
     return 0
 
 

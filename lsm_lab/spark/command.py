@@ -2,6 +2,7 @@
 
     lsm-lab spark write PATH FILE [--op upsert] [--master URL]     a file's rows through the Spark writer
     lsm-lab spark compact PATH [--strategy hybrid] [--merge sorted] [--master URL]
+    lsm-lab spark clustering PATH [--merge sorted] [--option K=V] [--master URL]   clustering, one task per group
     lsm-lab spark read PATH [--as-of T] [--columns a,b] [--read-optimized] [--limit 20] [--master URL]
     lsm-lab spark cluster [--workers 2] [--cores 1] [--memory 1g]  a standalone cluster on 127.0.0.1, until Ctrl-C
     lsm-lab bench compaction --engine spark [--rows N] [--k 1 4 16] [--json OUT] [--plot PNG]
@@ -21,12 +22,15 @@ from typing import Any
 
 from lsm_lab.bench import compaction
 from lsm_lab.bench.compaction import run_from_args
-from lsm_lab.cli_io import read_input_file
+from lsm_lab.cli_io import parse_options, read_input_file
+from lsm_lab.services import clustering
 from lsm_lab.spark.cluster import StandaloneCluster
+from lsm_lab.spark.clustering import cluster_table
 from lsm_lab.spark.compact import run_compaction
 from lsm_lab.spark.read import read_table
 from lsm_lab.spark.session import spark_session
 from lsm_lab.spark.write import write_table
+from lsm_lab.table.table import open_table
 
 
 def _spark(args: argparse.Namespace) -> Any:
@@ -49,6 +53,15 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     peak = run.peak_rss_mib
     print(f"{run.instant} in {run.seconds:.1f} s, {len(run.reports)} task(s)"
           + (f", peak Python worker RSS {peak:.0f} MiB" if peak is not None else ""))
+    return 0
+
+
+def _cmd_clustering(args: argparse.Namespace) -> int:
+    done = cluster_table(args.path, spark=_spark(args), options=parse_options(args.option), merge=args.merge)
+    if done is None:
+        print("nothing to cluster")
+    else:
+        print(clustering.format_result(done, open_table(args.path).instant_metadata(done)))
     return 0
 
 
@@ -79,7 +92,7 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    """Add ``spark {write,compact,read,cluster}``."""
+    """Add ``spark {write,compact,clustering,read,cluster}``."""
     p = subparsers.add_parser("spark", help="run writes, compaction and reads on Spark (local or a cluster)",
                               description=__doc__.split("\n\n")[0] if __doc__ else None)
     sub = p.add_subparsers(dest="spark_command", metavar="ACTION")
@@ -104,6 +117,16 @@ def register(subparsers: Any) -> None:
     q.add_argument("--merge", choices=["sorted", "hash", "loser_tree", "heapq"], help="force a merge engine")
     master(q)
     q.set_defaults(func=_cmd_compact)
+
+    q = sub.add_parser("clustering", help="plan clustering on the driver, one Spark task per input group, commit",
+                       description="Cluster the table at PATH on Spark (as `lsm-lab cluster`, with the groups "
+                                   "rewritten by Spark tasks): pending plans first, then a new one.")
+    q.add_argument("path", help="table folder")
+    q.add_argument("--merge", choices=["sorted", "hash", "loser_tree", "heapq"], help="force a merge engine")
+    q.add_argument("--option", action="append", default=[], metavar="K=V",
+                   help="plan limit override, e.g. hoodie.clustering.plan.strategy.small.file.limit=1048576")
+    master(q)
+    q.set_defaults(func=_cmd_clustering)
 
     q = sub.add_parser("read", help="snapshot (per-slice merge in tasks) or read-optimized read into Spark")
     q.add_argument("path", help="table folder")

@@ -115,6 +115,10 @@ class ObjectStorage(Storage):
             raise AlreadyExistsError("already exists; another writer created it first", path=self.url(key)) from None
         except obx.PreconditionError:
             raise VersionMismatchError("was changed by another writer since it was read", path=self.url(key)) from None
+        except (obx.PermissionDeniedError, obx.UnauthenticatedError) as exc:
+            raise StorageError(f"{kind} refused, access denied: check the credentials (storage_options or the "
+                               f"AWS_*/GOOGLE_*/AZURE_* variables) and their rights on this bucket; "
+                               f"{_short(exc)}", path=self.url(key)) from None
         except (obx.BaseError, OSError, ValueError) as exc:
             raise StorageError(f"{kind} failed: {_short(exc)}", path=self.url(key)) from None
 

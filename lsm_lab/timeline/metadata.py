@@ -30,6 +30,7 @@ Simplified compared with Apache Hudi: no per-file runtime stats (`totalLogBlocks
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 from collections.abc import Iterable, Mapping
@@ -346,7 +347,11 @@ def encode_avro_commit_metadata(content: Mapping[str, Any]) -> bytes | None:
         datum["partitionToReplaceFileIds"] = {str(p): [str(f) for f in ids or []]
                                               for p, ids in (content.get("partitionToReplaceFileIds") or {}).items()}
     buf = io.BytesIO()
-    fastavro.writer(buf, fastavro.parse_schema(commit_metadata_avro_schema(replace=replace)), [datum])
+    # the sync marker only has to be unlikely inside the data: derived from the content, the bytes are
+    # reproducible (the same metadata encodes the same way) where Hudi draws a random one
+    marker = hashlib.blake2b(repr(sorted(datum.items(), key=str)).encode(), digest_size=16).digest()
+    fastavro.writer(buf, fastavro.parse_schema(commit_metadata_avro_schema(replace=replace)), [datum],
+                    sync_marker=marker)
     return buf.getvalue()
 
 

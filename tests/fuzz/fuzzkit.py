@@ -202,8 +202,24 @@ def parquet_regions(data: bytes) -> tuple[tuple[int, int], tuple[int, int]]:
 
 @pytest.fixture(scope="session")
 def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Small tables every fuzz case starts from (built once)."""
-    root = tmp_path_factory.mktemp("fuzz_templates")
+    """Small tables every fuzz case starts from (built once, byte for byte the same in every run).
+
+    A fixed clock and seeded file ids make the templates reproducible, so that a seed
+    names the same mutated bytes in every run (`LSM_LAB_FUZZ_SEED=n` explores others).
+    """
+    import datetime as dt
+    import uuid
+
+    from lsm_lab.timeline import clock
+
+    ids = random.Random(20261125)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(clock, "_now", lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+        mp.setattr(uuid, "uuid4", lambda: uuid.UUID(int=ids.getrandbits(128), version=4))
+        return _build_templates(tmp_path_factory.mktemp("fuzz_templates"))
+
+
+def _build_templates(root: Path) -> dict[str, Path]:
     out = {}
     # v9 MOR lsm_tree: base files, v2 data and delete logs, a completed and a pending compaction, a pending clean
     t = lsm_lab.create_table(root / "v9", name="fz", record_key="id", partition_by="p", ordering_field="ts",

@@ -43,7 +43,7 @@ from lsm_lab.logformat import v1
 
 pytestmark = pytest.mark.slow
 
-# LSM_LAB_FUZZ_SEED=n explores other cases (the default run is reproducible, up to the template's instant times)
+# LSM_LAB_FUZZ_SEED=n explores other cases (the default run is reproducible: the templates are built with a fixed clock and seeded file ids)
 SEED = int(os.environ.get("LSM_LAB_FUZZ_SEED", "0"))
 N_INSTANT = 400
 N_PROPERTIES = 400

@@ -45,3 +45,24 @@ def test_spark_clustering_equals_local(spark: Any, tmp_table: Callable[..., lsm_
     assert remote.instant_metadata(theirs)["extraMetadata"]["lsm_lab.engine"] == "spark"
     replaced = remote.instant_metadata(theirs)["partitionToReplaceFileIds"]
     assert bool(replaced) == (layout == "default")
+
+
+def test_spark_clustering_command(spark: Any, tmp_table: Callable[..., lsm_lab.Table],
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from lsm_lab.cli import main
+
+    gen = TripsGenerator(7)
+    t = tmp_table(name="trips", record_key="uuid", partition_by="city", ordering_field="ts", layout="default",
+                  **{"hoodie.parquet.small.file.limit": "0"})
+    for _ in range(3):
+        t.insert(gen.inserts(100))
+    before = _rows(t.read())
+    groups = len(t.latest_slices())
+    assert main(["spark", "clustering", str(t.path)]) == 0
+    assert "replacecommit" in capsys.readouterr().out
+    after = lsm_lab.open_table(t.path)
+    assert _rows(after.read()) == before
+    assert len(after.latest_slices()) < groups
+    assert after.instant_metadata(after.instants()[-1])["extraMetadata"]["lsm_lab.engine"] == "spark"
+    assert main(["spark", "clustering", str(t.path)]) == 0
+    assert "nothing to cluster" in capsys.readouterr().out
