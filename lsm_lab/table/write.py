@@ -18,7 +18,8 @@ last commit.  The next writer (holding the table lock, so every pending write it
 sees is dead) rolls such leftovers back before it starts.
 
 With the `lsm_tree` layout every file written is sorted by record key with no
-key twice (the batch is de-duplicated first; COW merges use the sorted engine).
+key twice (the batch is de-duplicated first — on bucket tables each file group's
+share, after its sort; COW merges use the sorted engine).
 
 `write_file_group` does the work for one file group from plain arguments, so
 that a Spark task can call it for its partition of the data.
@@ -325,11 +326,12 @@ def write_file_group(
     n = rows.num_rows
     if n == 0 or (is_delete and latest is None):
         return []
-    # numUpdateWrites: the rows whose key the group holds.  A log whose rows all have a position in the
-    # base (posmerge) is all updates, counted for free; else the slice's files are probed for the batch's keys
+    # numUpdateWrites: the rows whose key the group holds.  A v2 log whose rows all have a position in the
+    # base (posmerge) is all updates, counted for free below; else the slice's files are probed for the keys
+    counted_with_positions = (config.is_mor and config.bucket_index and config.log_format_version != 1
+                              and existing_keys is None)
     num_updates = 0
-    if not is_delete and (existing_keys is not None or (latest is not None and not (
-            config.is_mor and config.bucket_index and config.log_format_version != 1))):
+    if not is_delete and not counted_with_positions:
         num_updates = _count_updates(ctx, latest, rows, existing_keys)
 
     live = None  # deletes the merge really applies: counted, not assumed (all are written, as tombstones)
@@ -367,7 +369,7 @@ def write_file_group(
                               minRecordKey=_first(rows), maxRecordKey=_last(rows))]
         name = naming.log_file_name(file_id, token, instant, 1, native=native)
         rows, at = posmerge.positions_for(config, latest, rows)  # RECORD_POSITIONS when all are updates of the base
-        if existing_keys is None and config.bucket_index:  # not counted above
+        if counted_with_positions:
             num_updates = n if at else _count_updates(ctx, latest, rows, None)
         data = _meta_columns(rows, instant, name, task)
         size = v2.write_data_log(folder / name, data, instant_time=instant, is_sorted=lsm, upstream=native, extra=at,
