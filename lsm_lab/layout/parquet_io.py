@@ -240,14 +240,11 @@ class ParquetFileWriter:
             out[KEY_MIN], out[KEY_MAX] = self.min_key, self.max_key
         if self._bloom_ok and self.rows:
             if self._bloom is None:
-                import numpy as np
-
                 assert self.bloom_fpp is not None
                 self._bloom = BloomBuilder.for_keys(self.rows, self.bloom_fpp)
-                if self._hashes:
-                    self._bloom.add_hashes(np.concatenate([h[0] for h in self._hashes]),
-                                           np.concatenate([h[1] for h in self._hashes]))
-                self._hashes = []
+                parts, self._hashes = self._hashes[::-1], []
+                while parts:  # batch by batch, each freed once added: no concatenated copy of every hash
+                    self._bloom.add_hashes(*parts.pop())
             out[KEY_BLOOM] = self._bloom.finish().to_base64()
         return out
 

@@ -109,7 +109,11 @@ from lsm_lab.timeline.instant import (
 )
 from lsm_lab.timeline.metadata import WriteStat, commit_metadata
 
-BATCH_ROWS = 65_536
+# Rows per batch of the streaming merge: a FULL operation holds about two batches per file of the slice
+# plus one merge round, so this bounds its memory.  8,192 rows of a ~220-byte-per-row table are ~1.7 MiB;
+# with 65,536 the Arrow peak of a 500k-row slice was 102 MiB (the whole slice is 125 MiB), with 8,192
+# it is 33 MiB at the same speed (docs/PERFORMANCE.md, "Spark compaction").
+BATCH_ROWS = 8_192
 COMPACTED_BLOCK_TIMES = "COMPACTED_BLOCK_TIMES"
 
 

@@ -59,6 +59,7 @@ class CompactionRun:
     instant: Instant | None
     reports: list[TaskReport] = field(default_factory=list)
     seconds: float = 0.0
+    job_seconds: float = 0.0  # of `seconds`, the Spark jobs (tasks and their scheduling); the rest is the driver's
 
     @property
     def peak_rss_mib(self) -> float | None:
@@ -103,11 +104,13 @@ def _execute(spark: Any, table: Table, instant: Instant, *, merge: str | None, p
         if ops:
             task = CompactTask(ctx, ops, hook)
             frame = spark.range(0, len(ops), 1, len(ops)).mapInArrow(task, "stat string, report string")
+            t0 = time.perf_counter()
             with job_progress(spark, f"{inflight.action} {inflight.begin_time}", enabled=progress):
                 try:
                     rows = frame.collect()
                 except Exception as exc:  # noqa: BLE001
                     reraise(exc, f"{inflight.action} {inflight.begin_time}")
+            run.job_seconds += time.perf_counter() - t0
             seen: set[str] = set()
             for r in rows:
                 if r["stat"] is not None:

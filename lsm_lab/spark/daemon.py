@@ -11,8 +11,9 @@ about a second of CPU on it; on a loaded machine that is several seconds of
 wall time per task. With this module as the daemon
 (`spark.python.daemon.module=lsm_lab.spark.daemon`), the imports happen once in
 the daemon and every forked worker starts with them in place (shared
-copy-on-write pages). The compaction benchmark uses it, because it turns
-worker reuse off to measure each task's memory on its own.
+copy-on-write pages). The compaction benchmark uses it, so that its first
+tasks do not pay for imports (it reuses workers: a fresh worker per task cost
+about a second of start-up even with this daemon, see `lsm_lab.spark.jobs`).
 
 Simplified compared with a production set-up: nothing else is changed from
 pyspark's own daemon (`pyspark.daemon.manager`).
