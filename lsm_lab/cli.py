@@ -4,6 +4,7 @@
     lsm-lab create PATH --name N --key K [...]        a new table
     lsm-lab write PATH FILE --op upsert|insert|delete|bulk_insert
     lsm-lab read PATH [--as-of T] [--columns a,b] [--key K ...] [--out F]
+    lsm-lab read PATH --cdc --start T [--end T]       the change stream (op, before, after)
     lsm-lab show timeline|fsview|levels|footers PATH [--json]
     lsm-lab merge OUT IN1 IN2 ... --key K             merge sorted Parquet runs
     lsm-lab bench merge ...                           benchmarks
@@ -55,7 +56,8 @@ def cmd_create(args: argparse.Namespace) -> int:
     options: dict[str, Any] = dict(parse_options(args.option))  # extra hoodie properties (strings)
     table = create_table(args.path, name=args.name, record_key=args.key, partition_by=args.partition_by,
                          ordering_field=args.ordering, table_type=args.type, layout=args.layout,
-                         hive_style=not args.no_hive_style, num_buckets=args.buckets, properties=options)
+                         hive_style=not args.no_hive_style, num_buckets=args.buckets, properties=options,
+                         cdc=args.cdc is not None, cdc_mode=args.cdc or "DATA_BEFORE_AFTER")
     print(f"created {table!r}")
     return 0
 
@@ -74,7 +76,19 @@ def cmd_read(args: argparse.Namespace) -> int:
     table = open_table(args.path)
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     lookup_stats = None
-    if args.key:
+    if not args.cdc and (args.start is not None or args.end is not None):
+        raise InputError("--start and --end bound a change stream: add --cdc")
+    if args.cdc:
+        if args.key or args.read_optimized or args.as_of:
+            raise InputError("--cdc reads the changes between --start and --end; it cannot be combined with "
+                             "--key, --read-optimized or --as-of")
+        if args.start is None:
+            raise InputError("--cdc needs --start (a completion time yyyyMMddHHmmssSSS, or 0 for the beginning)")
+        start = None if args.start == "0" else args.start
+        result = table.read_cdc(start, args.end, columns=columns)
+        if not args.json and not (args.out and not args.out.endswith(".csv")):
+            result = result.flatten()  # before.v, after.v: one column per field for the printed table and CSV
+    elif args.key:
         if args.read_optimized:
             raise InputError("--key looks keys up in the snapshot; it cannot be combined with --read-optimized")
 
@@ -90,7 +104,8 @@ def cmd_read(args: argparse.Namespace) -> int:
         write_output_file(result, args.out)
         print(f"{result.num_rows} rows written to {args.out}")
     else:
-        df = result.slice(0, args.limit).to_pandas() if args.limit else result.to_pandas()
+        shown = result.slice(0, args.limit) if args.limit else result
+        df = shown.to_pandas(integer_object_nulls=True)  # an int column with nulls prints as ints, not floats
         print_frame(df, args.json)
         print(f"({result.num_rows} rows)", file=sys.stderr)
     return 0
@@ -159,6 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--layout", default="lsm_tree", choices=["lsm_tree", "default"], help="storage layout")
     p.add_argument("--buckets", type=int, default=4, help="number of buckets per partition (lsm_tree)")
     p.add_argument("--no-hive-style", action="store_true", help="plain partition folders (chennai, not city=chennai)")
+    p.add_argument("--cdc", nargs="?", const="DATA_BEFORE_AFTER", metavar="MODE",
+                   help="write CDC logs (read them with `lsm-lab read --cdc`); MODE: DATA_BEFORE_AFTER (default), "
+                        "DATA_BEFORE or OP_KEY_ONLY")
     p.add_argument("--option", action="append", metavar="KEY=VALUE", help="extra hoodie property (repeatable)")
     p.set_defaults(func=cmd_create)
 
@@ -176,6 +194,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--columns", help="comma separated columns")
     p.add_argument("--merge", choices=["sorted", "loser_tree", "hash", "heapq"], help="force a merge engine")
     p.add_argument("--read-optimized", action="store_true", help="base files only")
+    p.add_argument("--cdc", action="store_true",
+                   help="the change stream of the instants completed in (--start, --end]: op, ts_ms, commit_time, "
+                        "record_key, before, after, inferred")
+    p.add_argument("--start", help="with --cdc: changes completed after this time (0: from the beginning)")
+    p.add_argument("--end", help="with --cdc: changes completed up to this time (default: the latest)")
     p.add_argument("--key", action="append", metavar="K",
                    help="look up this record key (repeatable; composite keys as f1:v1,f2:v2): reads only the "
                         "files and row groups that can hold it")

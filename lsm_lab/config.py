@@ -62,6 +62,11 @@ TIMELINE_FOLDER_KEYS = ("hoodie.timeline.path", "hoodie.timeline.history.path", 
 KEY_INSTANT_FORMAT = "lsm_lab.timeline.instant.format"  # json | avro
 KEY_LOG_FORMAT = "lsm_lab.log.format.version"  # 1 (#HUDI# blocks) | 2 (native Parquet)
 KEY_UPGRADE_PENDING = "lsm_lab.upgrade.pending"  # begin time of an upgrade to version 10 not yet finished
+KEY_CDC_ENABLED = "hoodie.table.cdc.enabled"  # true | false (HoodieTableConfig.CDC_ENABLED)
+KEY_CDC_MODE = "hoodie.table.cdc.supplemental.logging.mode"  # HoodieCDCSupplementalLoggingMode
+CDC_MODES = ("DATA_BEFORE_AFTER", "DATA_BEFORE", "OP_KEY_ONLY")
+_LEGACY_CDC_MODES = {"CDC_DATA_BEFORE_AFTER": "DATA_BEFORE_AFTER", "CDC_DATA_BEFORE": "DATA_BEFORE",
+                     "CDC_OP_KEY": "OP_KEY_ONLY"}  # the values of Hudi 0.13's HoodieCDCSupplementalLoggingMode
 
 
 # --------------------------------------------------------------------------- properties syntax
@@ -245,6 +250,16 @@ class TableConfig:
         return "SIMPLE" if self.partition_by else "NON_PARTITION"
 
     @property
+    def cdc_enabled(self) -> bool:
+        """Whether writers add change-data-capture logs (`hoodie.table.cdc.enabled`, default false)."""
+        return self.props.get(KEY_CDC_ENABLED, "false").strip().lower() == "true"
+
+    @property
+    def cdc_mode(self) -> str:
+        """What a CDC log keeps: DATA_BEFORE_AFTER (default), DATA_BEFORE or OP_KEY_ONLY (upper-cased)."""
+        return cdc_mode_of(self.props.get(KEY_CDC_MODE))
+
+    @property
     def populate_meta_fields(self) -> bool:
         return self.props.get("hoodie.populate.meta.fields", "true").lower() != "false"
 
@@ -309,6 +324,13 @@ class TableConfig:
         for key in TIMELINE_FOLDER_KEYS:  # folders under .hoodie/: never a way out of the table
             if props.get(key) is not None:
                 paths.relative(props[key], file=path, field=key)
+        if props.get(KEY_CDC_ENABLED) is not None and props[KEY_CDC_ENABLED].strip().lower() not in ("true", "false"):
+            raise TableConfigError(f"{KEY_CDC_ENABLED} must be true or false, not {props[KEY_CDC_ENABLED]!r}",
+                                   path=path)
+        if props.get(KEY_CDC_MODE) is not None and props[KEY_CDC_MODE].strip().upper() not in (
+                *CDC_MODES, *_LEGACY_CDC_MODES):
+            raise TableConfigError(f"{KEY_CDC_MODE} must be one of {', '.join(CDC_MODES)}, not "
+                                   f"{props[KEY_CDC_MODE]!r}", path=path)
         for key, allowed in ((KEY_LOG_FORMAT, ("1", "2")), (KEY_INSTANT_FORMAT, ("json", "avro"))):
             if props.get(key) is not None and props[key] not in allowed:
                 raise TableConfigError(f"{key} must be {' or '.join(allowed)}, not {props[key]!r}", path=path)
@@ -326,6 +348,13 @@ class TableConfig:
             database=props.get("hoodie.database.name", "default") or "default",
             props=dict(props),
         )
+
+
+def cdc_mode_of(value: str | None) -> str:
+    """A supplemental logging mode as stored (any case; Hudi 0.13's `cdc_op_key` ... too) → its name."""
+    mode = (value or CDC_MODES[0]).strip().upper()
+    mode = _LEGACY_CDC_MODES.get(mode, mode)
+    return mode if mode in CDC_MODES else CDC_MODES[0]
 
 
 def _infer_merge_mode(props: Mapping[str, str], version: int, ordering: str | None) -> str:
@@ -371,6 +400,8 @@ def build_props(
     num_buckets: int,
     database: str = "default",
     extra: Mapping[str, str] | None = None,
+    cdc: bool = False,
+    cdc_mode: str = CDC_MODES[0],
 ) -> dict[str, str]:
     """The properties lsm_lab writes for a new table (format page, section 2)."""
     merge_mode = "EVENT_TIME_ORDERING" if ordering_field else "COMMIT_TIME_ORDERING"
@@ -400,6 +431,8 @@ def build_props(
         **({"hoodie.index.bucket.engine": "SIMPLE", "hoodie.bucket.index.hash.field": ",".join(record_key)}
            if version >= UPSTREAM_LSM_VERSION and layout == "lsm_tree" else {}),
         "hoodie.table.checksum": str(table_checksum(database, name)),
+        KEY_CDC_ENABLED: "true" if cdc else "false",
+        **({KEY_CDC_MODE: cdc_mode} if cdc else {}),
         "lsm_lab.created": "true",
     }
     if partition_by:

@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("formats", ["lsm_lab.layout", "lsm_lab.logformat"]),
     ("merge", ["lsm_lab.merge"]),
     ("table state", ["lsm_lab.table.state", "lsm_lab.table.records", "lsm_lab.table.index", "lsm_lab.table.read",
-                     "lsm_lab.table.v1read", "lsm_lab.table.write", "lsm_lab.table.deletes", "lsm_lab.table.smallfiles",
+                     "lsm_lab.table.v1read", "lsm_lab.table.write", "lsm_lab.table.cdclog", "lsm_lab.table.cdc", "lsm_lab.table.deletes", "lsm_lab.table.smallfiles",
                      "lsm_lab.table.posmerge", "lsm_lab.table.scan", "lsm_lab.table.inspect",
                      "lsm_lab.lookup", "lsm_lab.interop.compat", "lsm_lab.services.planner"]),
     ("services", ["lsm_lab.services"]),

@@ -30,6 +30,9 @@ How the view is built (reader rules, format page section 6):
    the view raises `CorruptTableError` naming the instant and the file (older
    slices lose files to the cleaner by design, and just drop it).
 
+CDC logs (`….cdc.parquet`, logformat/cdc.py) join slices by rule 3 but are kept
+apart in `FileSlice.cdc_files`: they hold change history, not rows to merge.
+
 Simplified compared with Apache Hudi: the view is rebuilt by listing the folder
 on every call (no metadata table, no incremental sync), and bootstrap/external
 files are not supported.
@@ -88,21 +91,27 @@ class DataFile:
 
 @dataclass(frozen=True)
 class FileSlice:
-    """A base file (or none) plus the log files written on top of it, in completion order."""
+    """A base file (or none) plus the log files written on top of it, in completion order.
+
+    CDC logs (`….cdc.parquet`, logformat/cdc.py) hold the slice's change history,
+    not its rows: they are kept apart in `cdc_files` (same slice rule), counted in
+    `files` (what the cleaner keeps or removes) but not in `log_files` or `size_bytes`.
+    """
 
     partition: str
     file_id: str
     base_instant: str
     base_file: DataFile | None
     log_files: tuple[DataFile, ...] = ()
+    cdc_files: tuple[DataFile, ...] = ()
 
     @property
     def files(self) -> tuple[DataFile, ...]:
-        return ((self.base_file,) if self.base_file else ()) + self.log_files
+        return ((self.base_file,) if self.base_file else ()) + self.log_files + self.cdc_files
 
     @property
     def size_bytes(self) -> int:
-        return sum(f.size for f in self.files)
+        return sum(f.size for f in ((self.base_file,) if self.base_file else ()) + self.log_files)
 
     def _repr_html_(self) -> str:
         base = self.base_file.path.name if self.base_file else "—"
@@ -280,15 +289,21 @@ def build_file_groups(
         slices: list[FileSlice] = []
         if orphan:
             orphan.sort(key=_log_order)
-            slices.append(FileSlice(partition, file_id, orphan[0].instant, None, tuple(orphan)))
+            data, cdc = _split_cdc(orphan)
+            slices.append(FileSlice(partition, file_id, (data or cdc)[0].instant, None, data, cdc))
         for i, base in enumerate(bases):
-            lg = sorted(slice_logs[i], key=_log_order)
-            slices.append(FileSlice(partition, file_id, base.instant, base, tuple(lg)))
+            data, cdc = _split_cdc(sorted(slice_logs[i], key=_log_order))
+            slices.append(FileSlice(partition, file_id, base.instant, base, data, cdc))
         if committed is not None and slices:
             slices = _without_missing(slices)
         if slices:
             out.append(FileGroup(partition, file_id, tuple(slices)))
     return out
+
+
+def _split_cdc(logs: list[DataFile]) -> tuple[tuple[DataFile, ...], tuple[DataFile, ...]]:
+    """(data and delete logs, CDC logs), each in the given order."""
+    return (tuple(f for f in logs if f.name.content != "cdc"), tuple(f for f in logs if f.name.content == "cdc"))
 
 
 def _identity(partition: str, name: FileName) -> tuple[str, ...]:
@@ -310,8 +325,8 @@ def _without_missing(slices: list[FileSlice]) -> list[FileSlice]:
         if any(f.missing_from for f in s.files):
             base = None if s.base_file is not None and s.base_file.missing_from else s.base_file
             s = FileSlice(s.partition, s.file_id, s.base_instant, base, tuple(f for f in s.log_files
-                                                                              if not f.missing_from))
-        if s.base_file is not None or s.log_files:
+                                                                              if not f.missing_from), s.cdc_files)
+        if s.base_file is not None or s.log_files or s.cdc_files:
             out.append(s)
     return [*out, slices[-1]]
 

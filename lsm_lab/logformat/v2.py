@@ -51,7 +51,11 @@ newer than 2 is refused, as upstream does.
 Logs of updates and deletes may carry RECORD_POSITIONS and
 BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS in the footer map (logformat/positions.py).
 
-Simplified compared with upstream Hudi: no CDC logs.
+CDC logs (`….cdc.parquet`) are native logs too, with the same footer; their
+columns and writer are in logformat/cdc.py.
+
+Simplified compared with upstream Hudi: one log file per file group and
+commit (no rollover by size, no appends to an open log).
 
 Taught in: notebooks/04_log_format_v2.ipynb
 """

@@ -203,6 +203,7 @@ def reconcile(base_path: Path | StoragePath, instant: str, stats: Sequence[Write
     """Delete files of `instant` that no write stat names (left by failed or retried task attempts)."""
     keep = {s.path for s in stats} | {f"{s.partitionPath}/{n}" if s.partitionPath else n
                                       for s in stats for n in s.logFiles}
+    keep |= {rel for s in stats for rel in (s.cdcStats or {})}  # CDC logs (table/cdclog.py)
     removed = []
     for path in files_of_instant(base_path, instant):
         rel = path.relative_to(base_path).as_posix()

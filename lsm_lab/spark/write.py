@@ -83,7 +83,7 @@ from lsm_lab.spark.jobs import (
     spark_schema,
 )
 from lsm_lab.storage import StoragePath, as_path, is_local
-from lsm_lab.table import index, records
+from lsm_lab.table import cdclog, index, records
 from lsm_lab.table import write as writer
 from lsm_lab.table.read import ReadContext
 from lsm_lab.table.records import DELETE_FLAG, META_COLUMNS, PARTITION_PATH, RECORD_KEY
@@ -268,8 +268,9 @@ class WriteTask:
 
     def _write(self, group: GroupTask, rows: pa.Table, who: TaskIdentity) -> list[WriteStat]:
         base = as_path(self.base_path)
-        for name, io_type in planned_files(self.config, base, group.partition, group.file_id, group.latest,
-                                           self.instant, self.op, who.token):
+        for name, io_type in [*planned_files(self.config, base, group.partition, group.file_id, group.latest,
+                                             self.instant, self.op, who.token),
+                              *cdclog.planned(self.config, group.file_id, who.token, self.instant)]:
             markers.create_marker(base, self.instant, group.partition, name, io_type)
         return writer.write_file_group(
             base_path=base, config=self.config, ctx=self.ctx, partition=group.partition, file_id=group.file_id,

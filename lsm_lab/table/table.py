@@ -4,7 +4,7 @@
                  │                                          │
                  └──────────────► Table ◄───────────────────┘
         writes:  insert · upsert · delete · bulk_insert      → completed Instant
-        reads:   read(as_of, columns, filter, merge) · lookup(keys) · read_optimized · read_incremental
+        reads:   read(as_of, columns, filter, merge) · lookup(keys) · read_optimized · read_incremental · read_cdc
         inspect: timeline() · file_slices() · dump_levels() · file_groups()
 
 A `Table` holds no cached state that could go stale: every call lists the
@@ -50,7 +50,7 @@ from lsm_lab.services import archiver, clean, clustering, compaction, occ, savep
 from lsm_lab.services import rollback as rb
 from lsm_lab.services.lock import table_lock
 from lsm_lab.storage import StoragePath, as_path, is_local
-from lsm_lab.table import inspect, records, scan
+from lsm_lab.table import cdc, cdclog, inspect, records, scan
 from lsm_lab.table import read as reader
 from lsm_lab.table import write as writer
 from lsm_lab.table.state import TableState
@@ -206,7 +206,9 @@ class Table(TableState):
         writer.write_partition_metadata(self.path, parts, instant)
         if txn is not None:  # every marker before any data file: a crash leaves nothing unmarked
             for task, (partition, file_id, _, latest, _) in enumerate(tagged):
-                for name, io_type in self._planned_files(partition, file_id, latest, instant, op, task):
+                token = naming.write_token(task, 0, 0)
+                for name, io_type in [*self._planned_files(partition, file_id, latest, instant, op, task),
+                                      *cdclog.planned(self.config, file_id, token, instant)]:
                     txn.mark(partition, name, io_type)
         calls = [functools.partial(
             writer.write_file_group, base_path=self.path, config=self.config, ctx=ctx, partition=partition,
@@ -314,6 +316,19 @@ class Table(TableState):
         mask = pa.compute.is_in(full.column(records.COMMIT_TIME), value_set=pa.array(sorted(wanted), pa.string()))
         out = full.filter(mask)
         return out.select(list(columns)) if columns is not None else out
+
+    @_one_listing
+    def read_cdc(self, start: Any, end: Any = None, *, columns: Sequence[str] | None = None) -> pa.Table:
+        """The change stream of the instants completed in (start, end]: one row per changed record.
+
+        Columns: `op` ("i", "u", "d"), `ts_ms` (completion time), `commit_time`,
+        `record_key`, `before` and `after` (structs of the table's columns, or of
+        `columns`; null when absent) and `inferred`; rows by commit, then key.
+        Instants with CDC logs are read from them; the others (CDC off, Hudi's
+        tables) are inferred from the snapshots around them, and listed in the
+        schema metadata `lsm_lab.cdc.inferred_instants` (lsm_lab/table/cdc.py).
+        """
+        return cdc.read_cdc(self, start, end, columns=columns)
 
     # ------------------------------------------------------------------ inspection
     @_one_listing
@@ -436,6 +451,8 @@ def create_table(
     table_version: int = 10,
     storage_options: Mapping[str, Any] | None = None,
     properties: Mapping[str, Any] | None = None,
+    cdc: bool = False,
+    cdc_mode: str = "DATA_BEFORE_AFTER",
     **options: Any,
 ) -> Table:
     """Create a new table at `path` (the folder may exist but must not hold a table).
@@ -448,7 +465,9 @@ def create_table(
     creates the RFC-103 draft's dialect that lsm_lab wrote before; `6` or `8` a
     compatibility table that older Hudi readers understand: v1 log files, the
     timeline and properties of that version (`lsm_lab.interop.compat`).
-    `properties` is the same as `options`, as a mapping.  Every argument is checked
+    `properties` is the same as `options`, as a mapping.  `cdc=True` makes every
+    write add change-data-capture logs (`hoodie.table.cdc.enabled`), keeping what
+    `cdc_mode` says: DATA_BEFORE_AFTER, DATA_BEFORE or OP_KEY_ONLY (`Table.read_cdc`).  Every argument is checked
     before anything is written; an option may repeat an argument but not contradict
     it.  A table whose first write failed (nothing committed, no data file) may be
     created again.
@@ -488,9 +507,16 @@ def create_table(
     if (base / ".hoodie").exists() and not replacing:
         raise TableConfigError("a table (or a .hoodie folder) already exists here", path=base)
     extra = {**checks.options_arg(properties, "properties"), **checks.options_arg(options)}
+    checks.bool_arg(cdc, "cdc")
+    checks.str_arg(cdc_mode, "cdc_mode")
+    if cdc_mode.strip().upper() not in cfg.CDC_MODES:
+        raise InputError(f"cdc_mode must be one of {', '.join(cfg.CDC_MODES)}, not {cdc_mode!r}")
+    if (cdc or str(extra.get(cfg.KEY_CDC_ENABLED, "")).lower() == "true") and table_version < 9:
+        raise UnsupportedFeatureError("CDC logs are native (Parquet) logs: create the table with table_version 9 "
+                                      f"or 10, not {table_version}")
     props = cfg.build_props(name=name, record_key=keys, partition_by=parts, ordering_field=ordering_field,
                             table_type=table_type, layout=layout, version=table_version, hive_style=hive_style,
-                            num_buckets=int(num_buckets), extra=extra)
+                            num_buckets=int(num_buckets), extra=extra, cdc=cdc, cdc_mode=cdc_mode.strip().upper())
     if table_version < 9:  # compatibility mode: the keys and formats of that version (lsm_lab.interop.compat)
 
         props = compat.compat_props(props, table_version)

@@ -53,7 +53,7 @@ from lsm_lab.layout.fsview import FileGroup, FileSlice
 from lsm_lab.logformat import v2
 from lsm_lab.merge import merge_to_table
 from lsm_lab.storage import StoragePath
-from lsm_lab.table import index, posmerge, records, smallfiles
+from lsm_lab.table import cdclog, index, posmerge, records, smallfiles
 from lsm_lab.table.deletes import live_deletes
 from lsm_lab.table.read import ReadContext, load_sources, read_slice
 from lsm_lab.table.records import (
@@ -314,8 +314,21 @@ def write_file_group(
     token: str | None = None,
     engine: str | None = None,
 ) -> list[WriteStat]:
-    """Write one file group's share of a batch; returns the write stats (empty when nothing to do)."""
+    """Write one file group's share of a batch; returns the write stats (empty when nothing to do).
+
+    On a CDC table the file group's CDC log follows the data file (table/cdclog.py).
+    """
     token = token or naming.write_token(task, 0, 0)
+    stats = _write_file_group(base_path=base_path, config=config, ctx=ctx, partition=partition, file_id=file_id,
+                              rows=rows, latest=latest, existing_keys=existing_keys, instant=instant, op=op,
+                              task=task, token=token, engine=engine)
+    return cdclog.write(stats, base_path=base_path, config=config, ctx=ctx, partition=partition, file_id=file_id,
+                        rows=rows, latest=latest, instant=instant, op=op, token=token)
+
+
+def _write_file_group(*, base_path: Path | StoragePath, config: TableConfig, ctx: ReadContext, partition: str,
+                      file_id: str, rows: pa.Table, latest: FileSlice | None, existing_keys: pa.Array | None,
+                      instant: str, op: str, task: int, token: str, engine: str | None) -> list[WriteStat]:
     folder = base_path / partition if partition else base_path
     is_delete = op == "delete"
     lsm = config.is_lsm

@@ -62,9 +62,13 @@ class WriteStat:
     logFiles: list[str] = field(default_factory=list)
     minRecordKey: str | None = None
     maxRecordKey: str | None = None
+    cdcStats: dict[str, int] | None = None  # CDC log path → bytes, on CDC tables only (`{}`: no change)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if out["cdcStats"] is None:
+            del out["cdcStats"]
+        return out
 
 
 def commit_metadata(
