@@ -60,3 +60,16 @@ def test_live_deletes_and_duplicates_in_one_batch(tmp_path: Path) -> None:
     assert _last(t, "records_deleted") == 3  # k000 (25 >= 20), k002 (11 >= 10), k003 (50); not k001 (15 < 20)
     ids = {r["id"] for r in t.read().to_pylist()}
     assert {"k000", "k002", "k003"}.isdisjoint(ids) and "k001" in ids and len(ids) == 47
+
+
+def test_cdc_log_sees_the_deduplicated_share(tmp_path: Path) -> None:
+    """The CDC log of a bucket-placed batch holding a key twice records the winning row once."""
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", partition_by="city", ordering_field="ts",
+                             table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=2, cdc=True)
+    t.bulk_insert(_rows(["a", "b", "c"], 1))
+    t.upsert(pa.table({"id": ["b", "b", "z", "b"], "ts": [5, 9, 2, 7], "city": ["x"] * 4,
+                       "v": ["b5", "b9", "z2", "b7"]}))
+    rows = t.read_cdc(None).to_pylist()
+    last = max(r["commit_time"] for r in rows)
+    got = sorted((r["op"], r["record_key"], (r["after"] or {}).get("v")) for r in rows if r["commit_time"] == last)
+    assert got == [("i", "z", "z2"), ("u", "b", "b9")]

@@ -319,6 +319,8 @@ def write_file_group(
     On a CDC table the file group's CDC log follows the data file (table/cdclog.py).
     """
     token = token or naming.write_token(task, 0, 0)
+    if config.is_lsm:  # sorted by tag(); a bucket-placed batch is de-duplicated here, per file group
+        rows = _one_per_key(config, rows, op == "delete")  # before the CDC log: both see the same rows
     stats = _write_file_group(base_path=base_path, config=config, ctx=ctx, partition=partition, file_id=file_id,
                               rows=rows, latest=latest, existing_keys=existing_keys, instant=instant, op=op,
                               task=task, token=token, engine=engine)
@@ -332,8 +334,6 @@ def _write_file_group(*, base_path: Path | StoragePath, config: TableConfig, ctx
     folder = base_path / partition if partition else base_path
     is_delete = op == "delete"
     lsm = config.is_lsm
-    if lsm:  # sorted by tag(); a bucket-placed batch is de-duplicated here, per file group
-        rows = _one_per_key(config, rows, is_delete)
     ordering = ctx.spec.ordering
     prev = latest.base_instant if latest else "null"
     n = rows.num_rows
