@@ -13,6 +13,10 @@ so `records_deleted` counts what the merge removes.  Every requested delete
 is still written: under event-time ordering a delete of an absent key is a
 tombstone that wins over a later insert with a smaller ordering value, as in Hudi.
 
+Only the rows of the keys to delete take part: each file of the slice is read
+(three columns) and filtered to those keys before the merge, so the merge is
+as small as the batch, not as large as the slice.
+
 Simplified compared with Apache Hudi: Hudi counts every requested delete;
 lsm_lab reads the slice's keys first to count (one extra read of three
 columns per touched file group).
@@ -26,7 +30,7 @@ import pyarrow.compute as pc
 from lsm_lab.layout.fsview import FileSlice
 from lsm_lab.merge import merge_to_table
 from lsm_lab.table import records
-from lsm_lab.table.read import ReadContext, read_slice
+from lsm_lab.table.read import ReadContext, load_sources, needed_columns
 from lsm_lab.table.records import COMMIT_TIME, DELETE_FLAG, RECORD_KEY
 
 
@@ -39,16 +43,24 @@ def live_deletes(ctx: ReadContext, latest: FileSlice, rows: pa.Table, instant: s
     """
     spec = ctx.spec
     cols = [RECORD_KEY, COMMIT_TIME] + ([spec.ordering] if spec.ordering else [])
-    current = read_slice(ctx, latest, columns=cols)
+    # the slice's files keep only the rows of the keys to delete (a key merges with its own versions only,
+    # so the merge of these few rows is the slice's merge restricted to them)
+    wanted = rows.column(RECORD_KEY).combine_chunks()
+    needed = needed_columns(ctx, cols)
+    sources, _ = load_sources(ctx, latest, needed)
+    sources = [s.filter(pc.is_in(s.column(RECORD_KEY), value_set=wanted)) for s in sources]
+    if not sources:
+        return rows.slice(0, 0)
+    current = merge_to_table(sources, spec, engine="hash").select(needed)
     hit = rows.filter(pc.is_in(rows.column(RECORD_KEY), value_set=current.column(RECORD_KEY).combine_chunks()))
     if hit.num_rows == 0:
         return hit
     full = ctx.full_schema
     target = pa.schema([full.field(c) for c in cols] + [pa.field(DELETE_FLAG, pa.bool_(), False)])
-    old = records.conform(current.append_column(DELETE_FLAG, pa.array([False] * current.num_rows, pa.bool_())),
+    old = records.conform(current.append_column(DELETE_FLAG, pa.repeat(pa.scalar(False, pa.bool_()), current.num_rows)),
                           target)
-    new = hit.append_column(COMMIT_TIME, pa.array([instant] * hit.num_rows, pa.string()))
-    new = records.conform(new.append_column(DELETE_FLAG, pa.array([True] * hit.num_rows, pa.bool_())), target)
+    new = hit.append_column(COMMIT_TIME, pa.repeat(pa.scalar(instant, pa.string()), hit.num_rows))
+    new = records.conform(new.append_column(DELETE_FLAG, pa.repeat(pa.scalar(True, pa.bool_()), hit.num_rows)), target)
     survivors = merge_to_table([old, new], spec, engine="hash").column(RECORD_KEY).combine_chunks()
     return hit.filter(pc.invert(pc.is_in(hit.column(RECORD_KEY), value_set=survivors)))
 

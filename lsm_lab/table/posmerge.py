@@ -58,10 +58,17 @@ def positions_for(config: TableConfig, latest: FileSlice | None, rows: pa.Table)
             or latest.base_file.name.ext != "parquet" or rows.num_rows == 0):
         return rows, {}
     base_keys = parquet_io.read_parquet(latest.base_file.path, [RECORD_KEY]).column(RECORD_KEY)
-    where = pc.index_in(rows.column(RECORD_KEY), value_set=base_keys.combine_chunks())
-    if where.null_count:
-        return rows, {}  # an insert (or a key only in a log): no positions for this block
-    pos = where.to_numpy(zero_copy_only=False).astype(np.int64)
+    keys = rows.column(RECORD_KEY).combine_chunks()
+    # the base's rows looked up in the batch (a hash set of the batch's few keys, not of the whole base)
+    row_of = pc.index_in(base_keys, value_set=keys).combine_chunks()
+    found = np.flatnonzero(row_of.is_valid().to_numpy(zero_copy_only=False))
+    if len(found) != len(keys):  # an insert (or a key only in a log), or a base holding a key twice
+        return rows, {}  # no positions for this block
+    rows_at = row_of.filter(row_of.is_valid()).to_numpy(zero_copy_only=False).astype(np.int64)
+    pos = np.full(len(keys), -1, dtype=np.int64)
+    pos[rows_at] = found
+    if (pos < 0).any():  # two base rows of one key took another key's place
+        return rows, {}
     order = np.argsort(pos, kind="stable")
     if not np.all(order == np.arange(len(order))):
         rows, pos = rows.take(pa.array(order)), pos[order]

@@ -32,7 +32,7 @@ filters on partition columns given as `(column, op, value)` tuples.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,7 +111,7 @@ def target_schema(ctx: ReadContext, needed: Sequence[str]) -> pa.Schema:
     return pa.schema([full.field(n) for n in needed] + [pa.field(DELETE_FLAG, pa.bool_(), False)])
 
 
-def _with_keys(ctx: ReadContext, table: pa.Table, partition: str) -> pa.Table:
+def _with_keys(ctx: ReadContext, table: pa.Table, partition: str, wanted: Collection[str] | None = None) -> pa.Table:
     """Fill meta columns a file lacks (tables written without meta fields).
 
     Hudi tables with `hoodie.populate.meta.fields=false` still have the meta
@@ -120,7 +120,9 @@ def _with_keys(ctx: ReadContext, table: pa.Table, partition: str) -> pa.Table:
     n = table.num_rows
     no_meta = not ctx.config.populate_meta_fields
     for name, make in ((RECORD_KEY, lambda: records.record_keys(table, ctx.config.record_key)),  # noqa: B023 - called at once, inside the loop
-                       (PARTITION_PATH, lambda: pa.array([partition] * n, pa.string()))):
+                       (PARTITION_PATH, lambda: pa.repeat(pa.scalar(partition, pa.string()), n))):
+        if wanted is not None and name not in wanted:
+            continue  # not read by the caller: not built
         if name not in table.column_names:
             table = table.append_column(name, make())
         elif n and (no_meta or table.column(name).null_count == n):
@@ -133,8 +135,8 @@ def data_source(ctx: ReadContext, table: pa.Table, target: pa.Schema, partition:
     """Rows read from a base file or data log as a merge source (keys filled in, delete flag false).
 
     `source`: the file the rows came from, named by a SchemaError when a column does not cast."""
-    table = _with_keys(ctx, table, partition)
-    table = table.append_column(DELETE_FLAG, pa.array([False] * table.num_rows, pa.bool_()))
+    table = _with_keys(ctx, table, partition, target.names)
+    table = table.append_column(DELETE_FLAG, pa.repeat(pa.scalar(False, pa.bool_()), table.num_rows))
     return records.conform(table, target, source=source)
 
 
@@ -149,7 +151,7 @@ def delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, partit
     n = deletes.num_rows
     key = deletes.column(v2.delete_key_column(deletes.schema))
     cols: dict[str, Any] = {RECORD_KEY: records.cast_column(key, pa.string(), RECORD_KEY, source=source),
-                            DELETE_FLAG: pa.array([True] * n, pa.bool_())}
+                            DELETE_FLAG: pa.repeat(pa.scalar(True, pa.bool_()), n)}
     ordering = ctx.spec.ordering
     if ordering and ordering in target.names and ordering in deletes.column_names:  # upstream: the typed field
         cols[ordering] = records.cast_column(deletes.column(ordering), target.field(ordering).type, ordering,
@@ -163,7 +165,7 @@ def delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, partit
             cols[ordering] = records.cast_column(raw, otype, ordering, source=source)
     if PARTITION_PATH in target.names:
         pp = deletes.column("partition_path") if "partition_path" in deletes.column_names else None
-        cols[PARTITION_PATH] = pp if pp is not None else pa.array([partition] * n, pa.string())
+        cols[PARTITION_PATH] = pp if pp is not None else pa.repeat(pa.scalar(partition, pa.string()), n)
     return records.conform(pa.table(cols), target, source=source)
 
 
@@ -176,6 +178,22 @@ def file_columns(needed: Sequence[str], ctx: ReadContext) -> list[str]:
     """The columns to read from a data file for `needed` (with the key fields)."""
     # key fields are needed to rebuild record keys of files written without meta columns
     return list(dict.fromkeys(list(needed) + list(ctx.config.record_key)))
+
+
+def key_from_field(ctx: ReadContext) -> bool:
+    """Whether `_hoodie_record_key` is the text of one string field (simple key generator).
+
+    Then a whole-file read takes the key from that field (read anyway) instead of
+    decoding the same strings twice; `_with_keys` rebuilds the column."""
+    fields = ctx.config.record_key
+    full = ctx.full_schema
+    return (len(fields) == 1 and ctx.config.keygen_type in ("SIMPLE", "NON_PARTITION") and fields[0] in full.names
+            and pa.types.is_string(full.field(fields[0]).type))
+
+
+def _whole_file_columns(needed: Sequence[str], ctx: ReadContext) -> list[str]:
+    cols = file_columns(needed, ctx)
+    return [c for c in cols if c != RECORD_KEY] if key_from_field(ctx) else cols
 
 
 def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str]) -> tuple[list[pa.Table], bool]:
@@ -193,7 +211,7 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str]) -> tupl
         if f.name.ext in ("orc", "hfile", "lance"):
             raise UnsupportedFeatureError(f"{f.name.ext} data files are not supported (only Parquet)", path=f.path)
     if fs.base_file is not None:
-        table = parquet_io.read_parquet(fs.base_file.path, file_columns(needed, ctx), allowed=_allowed(ctx))
+        table = parquet_io.read_parquet(fs.base_file.path, _whole_file_columns(needed, ctx), allowed=_allowed(ctx))
         sources.append(data_source(ctx, table, target, fs.partition, fs.base_file.path))
         all_sorted = (table.schema.metadata or {}).get(parquet_io.KEY_SORTED.encode()) == b"true"
     for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict):
@@ -208,7 +226,7 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str]) -> tupl
             table = parquet_io.read_parquet(f.path)
             sources.append(delete_source(ctx, table, target, f.partition, f.path))
         else:
-            table = parquet_io.read_parquet(f.path, file_columns(needed, ctx), allowed=_allowed(ctx))
+            table = parquet_io.read_parquet(f.path, _whole_file_columns(needed, ctx), allowed=_allowed(ctx))
             sources.append(data_source(ctx, table, target, f.partition, f.path))
         meta = table.schema.metadata or {}
         all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
@@ -222,12 +240,15 @@ def check_engine(engine: str | None) -> None:
 
 
 def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None = None,
-               engine: str | None = None, positions: bool = True) -> pa.Table:
+               engine: str | None = None, positions: bool = True, commit_time: bool = True) -> pa.Table:
     """The merged rows of one file slice (requested columns plus key, commit time and ordering).
 
-    `positions`: merge by the logs' RECORD_POSITIONS when they all carry valid ones (table/posmerge.py)."""
+    `positions`: merge by the logs' RECORD_POSITIONS when they all carry valid ones (table/posmerge.py).
+    `commit_time=False`: the commit time is not read unless requested (no merge engine uses it)."""
     check_engine(engine)
     needed = needed_columns(ctx, columns)
+    if not commit_time and COMMIT_TIME not in (columns or ()):
+        needed = [c for c in needed if c != COMMIT_TIME]
     sources, all_sorted = load_sources(ctx, fs, needed)
     chosen = engine or ctx.default_engine()
     spec = ctx.spec

@@ -117,8 +117,8 @@ def snapshot(ctx: ReadContext, slices: Iterable[FileSlice], *, columns: Sequence
         # whole slices merged in parallel (Arrow reads, decodes and sorts without the GIL); at most
         # READ_THREADS slices in flight beyond the ones already merged, results kept in slice order
         if pruned is None:
-            parts: Iterable[pa.Table] = pool.map(lambda fs: read_slice(ctx, fs, columns=read_cols, engine=engine),
-                                                 items)
+            parts: Iterable[pa.Table] = pool.map(lambda fs: read_slice(ctx, fs, columns=read_cols, engine=engine,
+                                                                       commit_time=False), items)
         else:  # only the files, row groups and rows that can hold the keys; same rows after the filter
             parts = map(pruned.read_slice, items)
         pieces = _filtered_pieces(progress(items) if progress else items, parts, expr, filter, out_cols)

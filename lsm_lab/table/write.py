@@ -18,7 +18,8 @@ last commit.  The next writer (holding the table lock, so every pending write it
 sees is dead) rolls such leftovers back before it starts.
 
 With the `lsm_tree` layout every file written is sorted by record key with no
-key twice (the batch is de-duplicated first; COW merges use the sorted engine).
+key twice (the batch is de-duplicated first — on bucket tables each file group's
+share, after its sort; COW merges use the sorted engine).
 
 `write_file_group` does the work for one file group from plain arguments, so
 that a Spark task can call it for its partition of the data.
@@ -32,6 +33,7 @@ a key always merges with the earlier one) and differ only in the statistics.
 from __future__ import annotations
 
 import base64
+import functools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -91,7 +93,11 @@ class PreparedBatch:
 
 
 def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) -> PreparedBatch:
-    """Normalise, validate, key, partition and de-duplicate a batch (sorted by partition, then key)."""
+    """Normalise, validate, key, partition and de-duplicate a batch (sorted by partition, then key).
+
+    On a bucket-placed lsm_tree table the batch keeps its order and its repeated keys: `tag`
+    sorts each file group's share by key, and `write_file_group` de-duplicates a share that holds
+    a key twice (one sort per file group instead of one over the batch, and none to find duplicates)."""
     if op not in OPERATIONS:
         raise InputError(f"unknown operation '{op}' (expected one of {', '.join(OPERATIONS)})")
     is_delete = op == "delete"
@@ -120,8 +126,10 @@ def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) 
     keys = records.record_keys(table, config.record_key)
     parts = records.partition_paths(table, config.partition_by, hive_style=config.hive_style)
     table = table.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
-    table = records.dedupe(table, [PARTITION_PATH, RECORD_KEY], ordering if ordering in table.column_names else None,
-                           deletes=is_delete, keep_order=not config.is_lsm)
+    if not (config.is_lsm and config.bucket_index):  # bucket-placed lsm tables: per file group (_one_per_key)
+        table = records.dedupe(table, [PARTITION_PATH, RECORD_KEY],
+                               ordering if ordering in table.column_names else None,
+                               deletes=is_delete, keep_order=not config.is_lsm)
     return PreparedBatch(table, schema if schema is not None else pa.schema([]), is_delete)
 
 
@@ -129,47 +137,84 @@ def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) 
 def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list[FileGroup]],
         ctx: ReadContext | None, *, max_records_per_group: int = DEFAULT_MAX_RECORDS_PER_GROUP
         ) -> list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]]:
-    """Assign rows to file groups: (partition, file id, rows sorted by key, latest slice, existing keys)."""
+    """Assign rows to file groups: (partition, file id, rows, latest slice, existing keys).
+
+    The rows keep the batch's order (sorted by key unless the batch was bucket-placed, see `prepare`)."""
+    if config.bucket_index:
+        return _tag_buckets(config, rows, groups_by_partition)
     out: list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]] = []
     parts = rows.column(PARTITION_PATH).combine_chunks()
     for partition in sorted(pc.unique(parts).to_pylist()):
         prow = rows.filter(pc.equal(parts, partition))
         existing = {g.file_id: g for g in groups_by_partition.get(partition, [])}
-        if config.bucket_index:
-            key_cols = records.key_parts(prow, config.record_key) if config.upstream_format else []
-            buckets = index.bucket_ids_of(config.upstream_format, key_cols, prow.column(RECORD_KEY),
-                                          config.num_buckets)
-            for b in np.unique(buckets):
-                fid = index.file_id_of_bucket(config.upstream_format, config.name, partition, int(b))
-                grp = existing.get(fid)
-                out.append((partition, fid, prow.filter(pa.array(buckets == b)),
-                            grp.latest if grp else None, None))
-        else:
-            keys = prow.column(RECORD_KEY).combine_chunks()
-            assigned = np.zeros(len(keys), dtype=bool)
-            for fid, grp in sorted(existing.items()):
-                stored = slice_keys(grp.latest, ctx) if ctx is not None else pa.array([], pa.string())
-                hit = pc.is_in(keys, value_set=stored).to_numpy(zero_copy_only=False) & ~assigned
-                if hit.any():
-                    out.append((partition, fid, prow.filter(pa.array(hit)), grp.latest, stored))
-                    assigned |= hit
-            fresh = prow.filter(pa.array(~assigned))
-            small = smallfiles.SmallFileConfig.from_props(config.props)
-            if small.enabled and fresh.num_rows:  # new keys fill small file groups first (table/smallfiles.py)
-                mine = {e[1]: i for i, e in enumerate(out) if e[0] == partition}
-                packed, fresh = smallfiles.assign(
-                    fresh, smallfiles.candidates(list(existing.values()), small, is_mor=config.is_mor), small)
-                for fs, extra in packed:
-                    if fs.file_id in mine:
-                        p, fid, took, latest, stored = out[mine[fs.file_id]]
-                        out[mine[fs.file_id]] = (p, fid, pa.concat_tables([took, extra]), latest, stored)
-                    else:
-                        out.append((partition, fs.file_id, extra, fs, None))
-            if smallfiles.KEY_INSERT_SPLIT in config.props:
-                max_records_per_group = small.insert_split_size
-            for start in range(0, fresh.num_rows, max_records_per_group):
-                out.append((partition, index.new_file_id(), fresh.slice(start, max_records_per_group), None, None))
+        # key-lookup index: each existing group takes the keys it holds, new keys go to new groups
+        keys = prow.column(RECORD_KEY).combine_chunks()
+        assigned = np.zeros(len(keys), dtype=bool)
+        for fid, grp in sorted(existing.items()):
+            stored = slice_keys(grp.latest, ctx) if ctx is not None else pa.array([], pa.string())
+            hit = pc.is_in(keys, value_set=stored).to_numpy(zero_copy_only=False) & ~assigned
+            if hit.any():
+                out.append((partition, fid, prow.filter(pa.array(hit)), grp.latest, stored))
+                assigned |= hit
+        fresh = prow.filter(pa.array(~assigned))
+        small = smallfiles.SmallFileConfig.from_props(config.props)
+        if small.enabled and fresh.num_rows:  # new keys fill small file groups first (table/smallfiles.py)
+            mine = {e[1]: i for i, e in enumerate(out) if e[0] == partition}
+            packed, fresh = smallfiles.assign(
+                fresh, smallfiles.candidates(list(existing.values()), small, is_mor=config.is_mor), small)
+            for fs, extra in packed:
+                if fs.file_id in mine:
+                    p, fid, took, latest, stored = out[mine[fs.file_id]]
+                    out[mine[fs.file_id]] = (p, fid, pa.concat_tables([took, extra]), latest, stored)
+                else:
+                    out.append((partition, fs.file_id, extra, fs, None))
+        if smallfiles.KEY_INSERT_SPLIT in config.props:
+            max_records_per_group = small.insert_split_size
+        for start in range(0, fresh.num_rows, max_records_per_group):
+            out.append((partition, index.new_file_id(), fresh.slice(start, max_records_per_group), None, None))
     return out
+
+
+def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list[FileGroup]]
+                 ) -> list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]]:
+    """`tag` for bucket tables: one hash of the batch, one filter per file group (rows in arrival order).
+
+    Groups come partition by partition, buckets ascending; `write_file_group` sorts an lsm_tree
+    group's rows by key (in parallel with the other groups)."""
+    if rows.num_rows == 0:
+        return []
+    parts = rows.column(PARTITION_PATH).combine_chunks().dictionary_encode()
+    names = parts.dictionary.to_pylist()
+    by_rank = sorted(names)
+    rank = np.array([by_rank.index(n) for n in names], dtype=np.int64)  # a loop over partitions, not rows
+    key_cols = records.key_parts(rows, config.record_key) if config.upstream_format else []
+    keys = rows.column(RECORD_KEY).combine_chunks()
+    buckets = index.bucket_ids_of(config.upstream_format, key_cols, keys, config.num_buckets).astype(np.int64)
+    group = rank[parts.indices.to_numpy(zero_copy_only=False)] * config.num_buckets + buckets
+    # columns chunked alike (zero-copy slices): Arrow's table filter is ~2.5x slower when they are not
+    # (the key and partition columns appended by `prepare` are one chunk, the user's columns several)
+    rows = pa.Table.from_batches(rows.to_batches(), schema=rows.schema)
+    ids = np.unique(group).tolist()
+    shares = run_in_threads([functools.partial(rows.filter, pa.array(group == g)) for g in ids])  # GIL released
+    out: list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]] = []
+    for g, share in zip(ids, shares):
+        partition, bucket = by_rank[g // config.num_buckets], g % config.num_buckets
+        existing = {grp.file_id: grp for grp in groups_by_partition.get(partition, [])}
+        fid = index.file_id_of_bucket(config.upstream_format, config.name, partition, bucket)
+        grp = existing.get(fid)
+        out.append((partition, fid, share, grp.latest if grp else None, None))
+    return out
+
+
+def _one_per_key(config: TableConfig, rows: pa.Table, is_delete: bool) -> pa.Table:
+    """A file group's rows, sorted, one per key: sorted as they come unless a key repeats (then `records.dedupe`)."""
+    if records.is_strictly_sorted(rows.column(RECORD_KEY)):
+        return rows
+    ordered = records.sort_by_key(rows)
+    if records.is_strictly_sorted(ordered.column(RECORD_KEY)):
+        return ordered
+    ordering = config.ordering_field if config.merge_mode == "EVENT_TIME_ORDERING" else None
+    return records.dedupe(rows, RECORD_KEY, ordering if ordering in rows.column_names else None, deletes=is_delete)
 
 
 def slice_keys(fs: FileSlice, ctx: ReadContext) -> pa.Array:
@@ -184,6 +229,25 @@ def slice_keys(fs: FileSlice, ctx: ReadContext) -> pa.Array:
         return pa.array([], pa.string())
     keys = pa.chunked_array([k for s in sources for k in s.column(RECORD_KEY).chunks], pa.string())
     return pc.unique(keys.combine_chunks())
+
+
+def stored_count(fs: FileSlice, ctx: ReadContext, keys: pa.Array | pa.ChunkedArray) -> int:
+    """How many of `keys` (distinct) the slice's base or logs hold, deleted keys included (as `slice_keys`).
+
+    Each file's keys are probed against the batch's (a hash set of the batch, not of
+    the slice), so only the few stored keys that match are kept."""
+    sources, _ = load_sources(ctx, fs, [RECORD_KEY])
+    wanted = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    found = [s.column(RECORD_KEY).filter(pc.is_in(s.column(RECORD_KEY), value_set=wanted)) for s in sources]
+    hits = [c for f in found for c in f.chunks if len(c)]
+    return len(pc.unique(pa.chunked_array(hits, pa.string()).combine_chunks())) if hits else 0
+
+
+def _count_updates(ctx: ReadContext, latest: FileSlice | None, rows: pa.Table, existing_keys: pa.Array | None) -> int:
+    """Rows of the batch whose key the file group already holds (`numUpdateWrites`)."""
+    if existing_keys is not None:
+        return int(pc.sum(pc.is_in(rows.column(RECORD_KEY), value_set=existing_keys)).as_py() or 0)
+    return stored_count(latest, ctx, rows.column(RECORD_KEY)) if latest is not None else 0
 
 
 # --------------------------------------------------------------------------- file groups in parallel
@@ -255,6 +319,8 @@ def write_file_group(
     On a CDC table the file group's CDC log follows the data file (table/cdclog.py).
     """
     token = token or naming.write_token(task, 0, 0)
+    if config.is_lsm:  # sorted by tag(); a bucket-placed batch is de-duplicated here, per file group
+        rows = _one_per_key(config, rows, op == "delete")  # before the CDC log: both see the same rows
     stats = _write_file_group(base_path=base_path, config=config, ctx=ctx, partition=partition, file_id=file_id,
                               rows=rows, latest=latest, existing_keys=existing_keys, instant=instant, op=op,
                               task=task, token=token, engine=engine)
@@ -268,18 +334,18 @@ def _write_file_group(*, base_path: Path | StoragePath, config: TableConfig, ctx
     folder = base_path / partition if partition else base_path
     is_delete = op == "delete"
     lsm = config.is_lsm
-    if lsm and not records.is_strictly_sorted(rows.column(RECORD_KEY)):  # tag() hands over sorted rows
-        rows = records.sort_by_key(rows)
     ordering = ctx.spec.ordering
     prev = latest.base_instant if latest else "null"
     n = rows.num_rows
     if n == 0 or (is_delete and latest is None):
         return []
-    if latest is not None and existing_keys is None and not is_delete:
-        existing_keys = slice_keys(latest, ctx)
+    # numUpdateWrites: the rows whose key the group holds.  A v2 log whose rows all have a position in the
+    # base (posmerge) is all updates, counted for free below; else the slice's files are probed for the keys
+    counted_with_positions = (config.is_mor and config.bucket_index and config.log_format_version != 1
+                              and existing_keys is None)
     num_updates = 0
-    if existing_keys is not None and not is_delete:
-        num_updates = int(pc.sum(pc.is_in(rows.column(RECORD_KEY), value_set=existing_keys)).as_py() or 0)
+    if not is_delete and not counted_with_positions:
+        num_updates = _count_updates(ctx, latest, rows, existing_keys)
 
     live = None  # deletes the merge really applies: counted, not assumed (all are written, as tombstones)
     if config.is_mor and is_delete and latest is not None:
@@ -316,6 +382,8 @@ def _write_file_group(*, base_path: Path | StoragePath, config: TableConfig, ctx
                               minRecordKey=_first(rows), maxRecordKey=_last(rows))]
         name = naming.log_file_name(file_id, token, instant, 1, native=native)
         rows, at = posmerge.positions_for(config, latest, rows)  # RECORD_POSITIONS when all are updates of the base
+        if counted_with_positions:
+            num_updates = n if at else _count_updates(ctx, latest, rows, None)
         data = _meta_columns(rows, instant, name, task)
         size = v2.write_data_log(folder / name, data, instant_time=instant, is_sorted=lsm, upstream=native, extra=at,
                                  schema_json=v2.avro_schema_of(data.schema, config.name) if native else None)
