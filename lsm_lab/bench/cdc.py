@@ -31,7 +31,6 @@ Taught in: notebooks/13_change_data_capture.ipynb
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import tempfile
@@ -42,6 +41,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from lsm_lab.bench import register_report_bench
 from lsm_lab.datagen import TripsGenerator
 from lsm_lab.errors import InputError
 from lsm_lab.layout.fsview import list_data_files
@@ -184,21 +184,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
 
 
-def run_from_args(args: argparse.Namespace) -> int:
-    result = run(rows=args.rows, repeats=args.repeats)
-    print(report(result))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
-    return 0
-
-
 def register_bench(bench_subparsers: Any) -> None:
     """Add ``cdc [--rows N] [--repeats R] [--json OUT]`` under ``lsm-lab bench``."""
     summary = "CDC log bytes per logging mode, write time with/without CDC, read_cdc from logs vs inference"
-    p = bench_subparsers.add_parser("cdc", help=summary, description=__doc__,
-                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(p)
-    p.set_defaults(func=run_from_args)
+    register_report_bench(bench_subparsers, "cdc", summary, __doc__, add_arguments=add_arguments, run=run,
+                          report=report)
 
 
 __all__ = ["BASELINE", "MODES", "TABLES", "file_bytes", "register_bench", "report", "run", "workload"]

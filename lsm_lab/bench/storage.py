@@ -22,7 +22,6 @@ they are (and are what a metered store bills).
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import tempfile
@@ -33,6 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from lsm_lab.bench import register_report_bench
 from lsm_lab.datagen import TripsGenerator
 from lsm_lab.s3local import LocalS3
 from lsm_lab.table.table import Table, create_table
@@ -111,21 +111,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
 
 
-def run_from_args(args: argparse.Namespace) -> int:
-    result = run(rows=args.rows, repeats=args.repeats)
-    print(report(result))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
-    return 0
-
-
 def register_bench(bench_subparsers: Any) -> None:
     """Add ``storage [--rows N] [--repeats R] [--json OUT]`` under ``lsm-lab bench``."""
     summary = "a table on local disk vs on a local S3 server (moto): seconds and requests per operation"
-    p = bench_subparsers.add_parser("storage", help=summary, description=__doc__,
-                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(p)
-    p.set_defaults(func=run_from_args)
+    register_report_bench(bench_subparsers, "storage", summary, __doc__, add_arguments=add_arguments, run=run,
+                          report=report)
 
 
 __all__ = ["OPS", "register_bench", "report", "run"]
