@@ -46,6 +46,7 @@ from lsm_lab.layout import parquet_io
 from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.logformat import v2
 from lsm_lab.merge import ENGINES, merge_to_table
+from lsm_lab.merge.overlay import merge_overlay
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
 from lsm_lab.storage import StoragePath
 from lsm_lab.table import posmerge, records, v1read
@@ -258,6 +259,8 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
         by_position = posmerge.merge_sources(spec, ctx.completion_of, ctx.read_time, fs, sources, needed)
         if by_position is not None:
             return by_position
+    if engine is None:  # the default: the whole slice is in memory, lay its folded logs over the base
+        return _merge_in_memory(ctx, fs, sources, spec, needed)
     if chosen in SORTED_ENGINES and not all_sorted:
         chosen = "hash"
     try:
@@ -266,6 +269,25 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
         if chosen == "hash":
             raise
         merged = merge_to_table(sources, spec, engine="hash")  # unsorted despite the footer: never wrong rows
+    return merged.select(needed)
+
+
+def _merge_in_memory(ctx: ReadContext, fs: FileSlice, sources: list[pa.Table], spec: MergeSpec,
+                     needed: Sequence[str]) -> pa.Table:
+    """`merge_overlay` of the slice's sources (rows in key order when the base is sorted).
+
+    When the key is the text of one field (`key_from_field`) and no v1 log is in
+    the slice, that field equals `_hoodie_record_key` in every data row (the key
+    was built from it), so it is merged once and copied back afterwards (delete
+    rows, where the field is null, never survive a merge)."""
+    field = ctx.config.record_key[0] if ctx.config.record_key else None
+    twin = (field is not None and field != RECORD_KEY and field in needed and key_from_field(ctx)
+            and not any(f.name.is_log and f.name.log_format == 1 for f in fs.files))
+    if twin:
+        sources = [s.drop_columns([field]) for s in sources]
+    merged = merge_overlay(sources, spec)
+    if twin:
+        merged = merged.append_column(ctx.full_schema.field(field), merged.column(RECORD_KEY))
     return merged.select(needed)
 
 
