@@ -123,6 +123,8 @@ def _log_wins(base: pa.Table, base_rows: np.ndarray, folded: pa.Table, log_rows:
 def _prefixes(fixed: np.ndarray) -> np.ndarray:
     """The first 8 bytes of every ``S<width>`` key as a big-endian integer (zero-padded): orders like the bytes."""
     n, width = len(fixed), fixed.dtype.itemsize
+    if width >= 8:  # a strided view of each key's first 8 bytes, copied once into native integers
+        return np.ndarray(shape=(n,), dtype=">u8", buffer=fixed, strides=(width,)).astype(np.uint64)
     head = np.zeros((n, 8), dtype=np.uint8)
     head[:, :min(width, 8)] = fixed.view(np.uint8).reshape(n, width)[:, :8]
     return head.view(">u8").ravel().astype(np.uint64)
@@ -205,9 +207,10 @@ def merge_overlay(sources: Sequence[pa.Table], spec: MergeSpec) -> pa.Table:
         log_rows = np.flatnonzero(hit)
         base_rows = at[hit]
     else:
-        found = np.asarray(pc.index_in(log_keys, value_set=base_keys).fill_null(-1), dtype=np.int64)
-        log_rows = np.flatnonzero(found >= 0)
-        base_rows = found[log_rows]
+        # Arrow hashes the (fewer) log keys and probes them with every base key
+        found = np.asarray(pc.index_in(base_keys, value_set=log_keys).fill_null(-1), dtype=np.int64)
+        base_rows = np.flatnonzero(found >= 0)
+        log_rows = found[base_rows]
     wins = _log_wins(base, base_rows, folded, log_rows, reset, spec)
     keep_base = ~base_deleted
     keep_base[base_rows[wins]] = False  # replaced (or deleted) by the log winner
@@ -215,18 +218,18 @@ def merge_overlay(sources: Sequence[pa.Table], spec: MergeSpec) -> pa.Table:
     keep_log[log_rows[~wins]] = False  # the base record stays (a base delete stays deleted)
     b_idx = np.flatnonzero(keep_base)
     l_idx = np.flatnonzero(keep_log)
-    if ordered:
-        # each kept log row goes before the first kept base row whose key is not smaller
-        log_pos = np.arange(len(l_idx)) + np.searchsorted(b_idx, at[l_idx], side="left")
-        idx = np.empty(len(b_idx) + len(l_idx), dtype=np.int64)
-        is_log = np.zeros(len(idx), dtype=bool)
-        is_log[log_pos] = True
-        idx[log_pos] = l_idx + n
-        idx[~is_log] = b_idx
-    else:
-        idx = np.concatenate([b_idx, l_idx + n])
-    both = pa.concat_tables([base.drop_columns([spec.delete]), folded.drop_columns([spec.delete])])
-    return both.take(pa.array(idx, type=pa.int64()))
+    base, folded = base.drop_columns([spec.delete]), folded.drop_columns([spec.delete])
+    if not ordered:  # two takes: Arrow's take over a table of several chunks is ~2x slower than over one
+        return pa.concat_tables([base.take(pa.array(b_idx, type=pa.int64())),
+                                 folded.take(pa.array(l_idx, type=pa.int64()))])
+    # each kept log row goes before the first kept base row whose key is not smaller
+    log_pos = np.arange(len(l_idx)) + np.searchsorted(b_idx, at[l_idx], side="left")
+    idx = np.empty(len(b_idx) + len(l_idx), dtype=np.int64)
+    is_log = np.zeros(len(idx), dtype=bool)
+    is_log[log_pos] = True
+    idx[log_pos] = l_idx + n
+    idx[~is_log] = b_idx
+    return pa.concat_tables([base, folded]).combine_chunks().take(pa.array(idx, type=pa.int64()))
 
 
 __all__ = ["has_repeated_key", "merge_overlay", "strictly_sorted"]

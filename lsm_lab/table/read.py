@@ -7,14 +7,22 @@ file slice:
                                                       │
         base (L1) ─────────── source 0 ─┐             │  each file → one merge source,
         log 1 (L0, oldest) ── source 1 ─┼─ merge ──► rows of the slice
-        log 2 ─────────────── source 2 ─┘   (engine: `sorted` for lsm_tree, `hash` otherwise)
+        log 2 ─────────────── source 2 ─┘   (default: `overlay`; or the engine asked for)
 
 Every source is first *normalised* to one schema: the meta columns, the
 requested user columns, the ordering field and a boolean `_lsm_delete` flag.
 Columns a file lacks (added later by schema evolution) are nulls; a delete log
 becomes rows with `_lsm_delete = true`, its key and its decoded ordering value.
 
-A slice whose files are not all marked sorted (`lsm_lab.sorted=true` in the
+By default the slice, which is in memory anyway, is merged by the overlay
+merge (merge/overlay.py): the logs are folded on their own and laid over the
+base, so the per-key work is done on log rows only; rows come out in key order
+when the base is sorted (as the `sorted` engine gives them), else base rows
+first (as `hash` does). When the key is the text of one field, that field is
+merged once, as the key, and copied back (`_merge_in_memory`).
+
+An engine asked for by name (`read(merge=...)`) streams the sources instead: a
+slice whose files are not all marked sorted (`lsm_lab.sorted=true` in the
 footer; a v1 log block counts when its keys are strictly increasing) is merged
 with the `hash` engine, which needs no order, and a sorted engine that finds an
 out-of-order key falls back to `hash` as well: an unsorted file can cost speed,
@@ -38,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lsm_lab.config import TableConfig
@@ -276,13 +285,16 @@ def _merge_in_memory(ctx: ReadContext, fs: FileSlice, sources: list[pa.Table], s
                      needed: Sequence[str]) -> pa.Table:
     """`merge_overlay` of the slice's sources (rows in key order when the base is sorted).
 
-    When the key is the text of one field (`key_from_field`) and no v1 log is in
-    the slice, that field equals `_hoodie_record_key` in every data row (the key
-    was built from it), so it is merged once and copied back afterwards (delete
-    rows, where the field is null, never survive a merge)."""
+    When the key is the text of one field (`key_from_field`), that field equals
+    `_hoodie_record_key` in every data row of a Parquet file (the key was built
+    from it; a v1 log block holds its own keys, which are compared), so it is
+    merged once and copied back afterwards (delete rows, where the field is
+    null, never survive a merge)."""
     field = ctx.config.record_key[0] if ctx.config.record_key else None
-    twin = (field is not None and field != RECORD_KEY and field in needed and key_from_field(ctx)
-            and not any(f.name.is_log and f.name.log_format == 1 for f in fs.files))
+    twin = field is not None and field != RECORD_KEY and field in needed and key_from_field(ctx)
+    if twin and any(f.name.is_log and f.name.log_format == 1 for f in fs.files):
+        twin = all(pc.all(pc.or_kleene(pc.equal(s.column(RECORD_KEY), s.column(field)), s.column(DELETE_FLAG))
+                          .fill_null(False)).as_py() for s in sources)
     if twin:
         sources = [s.drop_columns([field]) for s in sources]
     merged = merge_overlay(sources, spec)
