@@ -13,6 +13,7 @@ import random
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -53,19 +54,26 @@ def overlay_case(draw: st.DrawFn) -> tuple:
     base = [row(k, draw) for k in base_keys]
     logs = [[row(k, draw) for k in draw(st.lists(st.sampled_from(keys), max_size=10))]
             for _ in range(draw(st.integers(0, 4)))]
-    return [base, *logs], draw(st.sampled_from(list(MergeMode)))
+    return [base, *logs], draw(st.sampled_from(list(MergeMode))), draw(st.booleans())
 
 
-def tables(sources: list[list[dict]]) -> list[pa.Table]:
-    return [pa.Table.from_pylist(rows, schema=SCHEMA) for rows in sources]
+def tables(sources: list[list[dict]], encode_base: bool = False) -> list[pa.Table]:
+    """The sources as tables; `encode_base`: the base's `v` dictionary-encoded (as reads pass meta columns)."""
+    out = [pa.Table.from_pylist(rows, schema=SCHEMA) for rows in sources]
+    if encode_base:
+        base = out[0]
+        out[0] = base.set_column(2, "v", pc.dictionary_encode(base.column("v")))
+        assert pa.types.is_dictionary(out[0].schema.field("v").type)
+    return out
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=overlay_case())
 def test_overlay_equals_the_model(case: tuple) -> None:
-    sources, mode = case
+    sources, mode, encode_base = case
     spec = spec_for(mode)
-    out = merge_overlay(tables(sources), spec)
+    out = merge_overlay(tables(sources, encode_base), spec)
+    assert out.schema == pa.schema([("k", pa.string()), ("ts", pa.int64()), ("v", pa.int64())])
     rows = out.to_pylist()
     keys = [r["k"] for r in rows]
     assert len(keys) == len(set(keys)), "a key was emitted twice"
@@ -79,7 +87,7 @@ def test_overlay_equals_the_model(case: tuple) -> None:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=overlay_case())
 def test_sorted_sources_give_the_sorted_engines_rows_in_its_order(case: tuple) -> None:
-    sources, mode = case
+    sources, mode, encode_base = case
     spec = spec_for(mode)
     # the sorted engine needs every source sorted without repeats: keep the last row of each key
     ordered = []
@@ -87,7 +95,7 @@ def test_sorted_sources_give_the_sorted_engines_rows_in_its_order(case: tuple) -
         last = {r["k"]: r for r in rows}
         ordered.append([last[k] for k in sorted(last, key=lambda s: s.encode())])
     expected = merge_to_table(tables(ordered), spec, engine="sorted")
-    assert merge_overlay(tables(ordered), spec).equals(expected)
+    assert merge_overlay(tables(ordered, encode_base), spec).equals(expected)
 
 
 @pytest.mark.parametrize("mode", list(MergeMode))

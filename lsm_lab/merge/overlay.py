@@ -174,12 +174,22 @@ def _positions(base_keys: pa.Array, log_keys: pa.Array) -> tuple[np.ndarray, np.
     return at, hit
 
 
+def decoded(table: pa.Table) -> pa.Table:
+    """`table` with its dictionary-encoded columns decoded to their value type."""
+    if not any(pa.types.is_dictionary(t) for t in table.schema.types):
+        return table
+    fields = [f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in table.schema]
+    return table.cast(pa.schema(fields, metadata=table.schema.metadata))
+
+
 def merge_overlay(sources: Sequence[pa.Table], spec: MergeSpec) -> pa.Table:
     """Merge in-memory sources (0 = base, then logs in fold order) into one row per surviving key.
 
     Every source has the same schema (key, delete flag, ordering column as in
-    `spec`). Rows are in key order when source 0 is strictly sorted by key,
-    else base rows first. The result's schema is the sources' without the delete column.
+    `spec`), except that columns of the base other than those three may be
+    dictionary-encoded: only the rows kept are decoded. Rows are in key order
+    when source 0 is strictly sorted by key, else base rows first. The result's
+    schema is the sources' without the delete column (and without dictionaries).
     """
     if not sources:
         raise ValueError("merge_overlay needs at least one source")
@@ -199,7 +209,7 @@ def merge_overlay(sources: Sequence[pa.Table], spec: MergeSpec) -> pa.Table:
     if not logs:
         keep = np.flatnonzero(~base_deleted)
         out = base if len(keep) == n else base.take(pa.array(keep, type=pa.int64()))
-        return out.drop_columns([spec.delete])
+        return decoded(out.drop_columns([spec.delete]))
     folded, deleted, reset = _fold(pa.concat_tables(logs), spec)
     log_keys = _as_array(folded.column(spec.key))
     if ordered:
@@ -220,7 +230,7 @@ def merge_overlay(sources: Sequence[pa.Table], spec: MergeSpec) -> pa.Table:
     l_idx = np.flatnonzero(keep_log)
     base, folded = base.drop_columns([spec.delete]), folded.drop_columns([spec.delete])
     if not ordered:  # two takes: Arrow's take over a table of several chunks is ~2x slower than over one
-        return pa.concat_tables([base.take(pa.array(b_idx, type=pa.int64())),
+        return pa.concat_tables([decoded(base.take(pa.array(b_idx, type=pa.int64()))).cast(folded.schema),
                                  folded.take(pa.array(l_idx, type=pa.int64()))])
     # each kept log row goes before the first kept base row whose key is not smaller
     log_pos = np.arange(len(l_idx)) + np.searchsorted(b_idx, at[l_idx], side="left")
@@ -229,7 +239,8 @@ def merge_overlay(sources: Sequence[pa.Table], spec: MergeSpec) -> pa.Table:
     is_log[log_pos] = True
     idx[log_pos] = l_idx + n
     idx[~is_log] = b_idx
-    return pa.concat_tables([base, folded]).combine_chunks().take(pa.array(idx, type=pa.int64()))
+    return pa.concat_tables([decoded(base).cast(folded.schema), folded]).combine_chunks().take(
+        pa.array(idx, type=pa.int64()))
 
 
-__all__ = ["has_repeated_key", "merge_overlay", "strictly_sorted"]
+__all__ = ["decoded", "has_repeated_key", "merge_overlay", "strictly_sorted"]

@@ -144,10 +144,29 @@ def data_source(ctx: ReadContext, table: pa.Table, target: pa.Schema, partition:
                 source: object | None = None) -> pa.Table:
     """Rows read from a base file or data log as a merge source (keys filled in, delete flag false).
 
-    `source`: the file the rows came from, named by a SchemaError when a column does not cast."""
+    `source`: the file the rows came from, named by a SchemaError when a column does not cast.
+    A dictionary-encoded column whose values have the target's type stays encoded
+    (`dictionary_columns`); the merge decodes the rows it keeps."""
     table = _with_keys(ctx, table, partition, target.names)
     table = table.append_column(DELETE_FLAG, pa.repeat(pa.scalar(False, pa.bool_()), table.num_rows))
-    return records.conform(table, target, source=source)
+    encoded = {f.name for f in table.schema if pa.types.is_dictionary(f.type) and f.name in target.names
+               and f.type.value_type == target.field(f.name).type}
+    if not encoded:
+        return records.conform(table, target, source=source)
+    rest = records.conform(table.drop_columns(sorted(encoded)), pa.schema([f for f in target if f.name not in encoded]),
+                           source=source)
+    fields = [f.with_type(table.schema.field(f.name).type) if f.name in encoded else f for f in target]
+    return pa.Table.from_arrays([table.column(f.name) if f.name in encoded else rest.column(f.name) for f in target],
+                                schema=pa.schema(fields))
+
+
+def dictionary_columns(ctx: ReadContext, target: pa.Schema) -> list[str]:
+    """String columns that may be read dictionary-encoded (`parquet_io.read_parquet` keeps those
+    whose file stores them so: the file name, partition path, commit time, most categories).
+
+    Never the key, a key field or the ordering field, which the merge compares."""
+    skip = {RECORD_KEY, *ctx.config.record_key, ctx.spec.ordering}
+    return [f.name for f in target if f.name not in skip and pa.types.is_string(f.type)]
 
 
 def delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, partition: str,
@@ -206,13 +225,15 @@ def _whole_file_columns(needed: Sequence[str], ctx: ReadContext) -> list[str]:
     return [c for c in cols if c != RECORD_KEY] if key_from_field(ctx) else cols
 
 
-def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str]) -> tuple[list[pa.Table], bool]:
+def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *,
+                 dictionary: bool = False) -> tuple[list[pa.Table], bool]:
     """The slice's files as normalised merge sources (base first), and whether all are sorted.
 
     Logs are merged in commit order: v2 log files and the blocks of v1 log files
     (all v1 logs of the slice together, so that rollback command blocks apply)
     are ordered by the completion time of the instant that wrote them
-    (`v1read.ordered_units`).
+    (`v1read.ordered_units`). With `dictionary`, the base file's
+    `dictionary_columns` stay dictionary-encoded (for `merge.overlay.merge_overlay`).
     """
     target = target_schema(ctx, needed)
     sources: list[pa.Table] = []
@@ -221,7 +242,9 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str]) -> tupl
         if f.name.ext in ("orc", "hfile", "lance"):
             raise UnsupportedFeatureError(f"{f.name.ext} data files are not supported (only Parquet)", path=f.path)
     if fs.base_file is not None:
-        table = parquet_io.read_parquet(fs.base_file.path, _whole_file_columns(needed, ctx), allowed=_allowed(ctx))
+        encoded = dictionary_columns(ctx, target) if dictionary else ()
+        table = parquet_io.read_parquet(fs.base_file.path, _whole_file_columns(needed, ctx), allowed=_allowed(ctx),
+                                        read_dictionary=encoded)
         sources.append(data_source(ctx, table, target, fs.partition, fs.base_file.path))
         all_sorted = (table.schema.metadata or {}).get(parquet_io.KEY_SORTED.encode()) == b"true"
     for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict):
@@ -259,9 +282,11 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
     needed = needed_columns(ctx, columns)
     if not commit_time and COMMIT_TIME not in (columns or ()):
         needed = [c for c in needed if c != COMMIT_TIME]
-    sources, all_sorted = load_sources(ctx, fs, needed)
-    chosen = engine or ctx.default_engine()
     spec = ctx.spec
+    # the overlay merge takes a base with dictionary-encoded columns (not the engines, nor a merge by position)
+    sources, all_sorted = load_sources(ctx, fs, needed, dictionary=engine is None and not (
+        positions and posmerge.may_apply(spec, fs)))
+    chosen = engine or ctx.default_engine()
     if not sources:
         return records.conform(pa.table({}), pa.schema([ctx.full_schema.field(n) for n in needed]))
     if positions:
