@@ -37,6 +37,7 @@ def test_workload_files_and_lsm_lab_worker(tmp_path: Path) -> None:
     expected = _model(tmp_path / "data")
     assert 1_900 <= len(expected) < 2_000  # the 1% deletes removed rows
     assert figures["rows"] == len(expected)
+    assert figures["read_cpu_s"] > 0 and set(figures) == {"write_s", "read_s", "read_cpu_s", "rows"}
     assert {(r["city"], r["uuid"]) for r in keys} == expected
 
 
@@ -56,3 +57,5 @@ def test_bench_peers_smoke(tmp_path: Path) -> None:
     assert paimon["same_keys"] is True
     assert paimon["rows"] == report["contenders"]["lsm_lab"]["rows"] == len(_model(tmp_path / "data"))
     assert "paimon_rust" in peers.format_report(report)
+    assert paimon["read_cpu_s"] > 0 and paimon["ratios"]["read_cpu_s"] is not None
+    assert "read CPU seconds: lsm_lab" in peers.format_report(report)

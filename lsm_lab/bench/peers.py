@@ -85,11 +85,12 @@ def lsm_lab_worker(data_dir: Path, table_dir: Path, out_keys: Path) -> dict[str,
         else:
             table.upsert(data)
         write_s += time.perf_counter() - t0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     result = table.read(columns=[PARTITION, KEY])
-    read_s = time.perf_counter() - t0
+    read_s, read_cpu_s = time.perf_counter() - t0, time.process_time() - c0  # CPU: every thread of the process
     pq.write_table(result, out_keys)
-    return {"write_s": round(write_s, 3), "read_s": round(read_s, 3), "rows": result.num_rows}
+    return {"write_s": round(write_s, 3), "read_s": round(read_s, 3), "read_cpu_s": round(read_cpu_s, 3),
+            "rows": result.num_rows}
 
 
 def _run_process(cmd: list[str], what: str) -> tuple[dict[str, Any], float]:
@@ -141,8 +142,8 @@ def run(*, rows: int = 1_000_000, peer_python: Path | None = None, hudi: bool = 
                 continue
             theirs = report["contenders"][name]
             theirs["same_keys"] = bool(keys[name].equals(keys["lsm_lab"]))
-            theirs["ratios"] = {k: round(mine[k] / theirs[k], 2) if theirs[k] else None
-                                for k in ("write_s", "read_s", "process_s")}
+            theirs["ratios"] = {k: round(mine[k] / theirs[k], 2) if theirs.get(k) and k in mine else None
+                                for k in ("write_s", "read_s", "process_s", "read_cpu_s")}
         if hudi:
             m = mor_read(rows, update_fraction=0.1, rounds=2, repeat=1, work_dir=folder / "interop")
             if "hudi_rs_v1_read_s" in m:
@@ -164,6 +165,11 @@ def format_report(report: dict[str, Any]) -> str:
             r = f["ratios"]
             ratio = f"{r['write_s']}×, {r['read_s']}×, {r['process_s']}×  (same keys: {f['same_keys']})"
         lines.append(f"{name:<15} {f['write_s']:>8} {f['read_s']:>8} {f['process_s']:>10} {f['rows']:>10,}  {ratio}")
+    cpu = [f"{name} {f['read_cpu_s']} s" for name, f in report["contenders"].items() if "read_cpu_s" in f]
+    if cpu:  # CPU seconds of the read (all threads): what a loaded machine distorts least
+        ratio = next((f["ratios"]["read_cpu_s"] for f in report["contenders"].values()
+                      if f.get("ratios", {}).get("read_cpu_s") is not None), None)
+        lines.append(f"read CPU seconds: {', '.join(cpu)}" + (f"; lsm_lab/peer = {ratio}×" if ratio is not None else ""))
     if "hudi_rs" in report:
         h = report["hudi_rs"]
         lines.append(f"MOR snapshot of the version-8 interop table (v1 logs): lsm_lab {h['lsm_lab_read_s']} s, "
