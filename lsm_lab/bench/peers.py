@@ -167,9 +167,10 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"{name:<15} {f['write_s']:>8} {f['read_s']:>8} {f['process_s']:>10} {f['rows']:>10,}  {ratio}")
     cpu = [f"{name} {f['read_cpu_s']} s" for name, f in report["contenders"].items() if "read_cpu_s" in f]
     if cpu:  # CPU seconds of the read (all threads): what a loaded machine distorts least
-        ratio = next((f["ratios"]["read_cpu_s"] for f in report["contenders"].values()
-                      if f.get("ratios", {}).get("read_cpu_s") is not None), None)
-        lines.append(f"read CPU seconds: {', '.join(cpu)}" + (f"; lsm_lab/peer = {ratio}×" if ratio is not None else ""))
+        cpu_ratio = next((f["ratios"]["read_cpu_s"] for f in report["contenders"].values()
+                          if f.get("ratios", {}).get("read_cpu_s") is not None), None)
+        lines.append(f"read CPU seconds: {', '.join(cpu)}"
+                     + (f"; lsm_lab/peer = {cpu_ratio}×" if cpu_ratio is not None else ""))
     if "hudi_rs" in report:
         h = report["hudi_rs"]
         lines.append(f"MOR snapshot of the version-8 interop table (v1 logs): lsm_lab {h['lsm_lab_read_s']} s, "
