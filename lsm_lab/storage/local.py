@@ -16,6 +16,8 @@ killed process for the next writer to delete.
 
 Simplified compared with Apache Hudi: Hudi's local file system goes through
 Hadoop's `LocalFileSystem` (with `.crc` side files); lsm_lab uses plain `os`.
+
+Taught in: notebooks/12_object_storage.ipynb
 """
 
 from __future__ import annotations
