@@ -52,6 +52,25 @@ def temp_path(target: Path) -> Path:
     return target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}{TMP_SUFFIX}")
 
 
+def publish_new(tmp: Path, target: Path) -> bool:
+    """Give the finished file `tmp` the name `target` unless `target` exists; False if it does.
+
+    The one "create if absent" of the local file system (`LocalStorage.create` and
+    `atomic.publish` both use it): `link` fails when the name is taken, so of two
+    writers exactly one wins.  Without hard links (some FUSE mounts) it falls
+    back to "check, then rename": atomic for readers, no longer exclusive.
+    """
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        return False
+    except OSError:
+        if os.path.lexists(target):
+            return False
+        os.replace(tmp, target)
+    return True
+
+
 def _etag(st: os.stat_result) -> str:
     return f"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_size:x}"
 
@@ -160,9 +179,8 @@ class LocalStorage(Storage):
         tmp = self._temp(target, data)
         info = _info(clean_key(key), tmp.stat())
         try:
-            os.link(tmp, target)
-        except FileExistsError:
-            raise AlreadyExistsError("already exists; another writer created it first", path=target) from None
+            if not publish_new(tmp, target):
+                raise AlreadyExistsError("already exists; another writer created it first", path=target)
         finally:
             tmp.unlink(missing_ok=True)
         return info
