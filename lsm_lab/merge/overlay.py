@@ -39,6 +39,8 @@ Simplified compared with Apache Hudi: Hudi's file-group reader merges a
 base file with a spillable map of log records record by record; here the
 whole slice must fit in memory (compaction, which streams, uses the sorted
 engine instead).
+
+Taught in: no chapter (every `Table.read()` merges with it; notebooks/06_merge_semantics.ipynb teaches the rule)
 """
 
 from __future__ import annotations
