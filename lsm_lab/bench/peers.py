@@ -93,9 +93,17 @@ def lsm_lab_worker(data_dir: Path, table_dir: Path, out_keys: Path) -> dict[str,
             "rows": result.num_rows}
 
 
-def _run_process(cmd: list[str], what: str) -> tuple[dict[str, Any], float]:
+#: the folder holding the `lsm_lab` package this process runs (the worker must run the same code)
+_CODE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def _run_process(cmd: list[str], what: str, cwd: Path) -> tuple[dict[str, Any], float]:
+    """Run a worker in `cwd` (a folder without an `lsm_lab` package: `python -m` puts the working folder
+    first on `sys.path`, so a worker started inside a checkout would import that checkout's code, not
+    this process's), with this process's `lsm_lab` first on PYTHONPATH."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (_CODE_ROOT, os.environ.get("PYTHONPATH")) if p)}
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=cwd, env=env)
     wall = time.perf_counter() - t0
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     if done.returncode != 0 or not lines:
@@ -117,7 +125,7 @@ def run(*, rows: int = 1_000_000, peer_python: Path | None = None, hudi: bool = 
         raise InputError("no peers' interpreter: run `make bench-peers` (creates .venv-peers with pypaimon, "
                          "pypaimon-rust and pyarrow<20) or pass --peer-python / set LSM_LAB_PEER_PYTHON")
     own = work_dir is None
-    folder = Path(tempfile.mkdtemp(prefix="lsm_lab_bench_peers_")) if work_dir is None else Path(work_dir)
+    folder = Path(tempfile.mkdtemp(prefix="lsm_lab_bench_peers_")) if work_dir is None else Path(work_dir).resolve()
     try:
         data = folder / "data"
         write_workload(data, rows)
@@ -132,7 +140,7 @@ def run(*, rows: int = 1_000_000, peer_python: Path | None = None, hudi: bool = 
                                      str(folder / "paimon_python_keys.parquet"), *runs["paimon_rust"][5:-1]]
         keys: dict[str, pa.Table] = {}
         for name, cmd in runs.items():
-            figures, wall = _run_process(cmd, name)
+            figures, wall = _run_process(cmd, name, folder)
             figures["process_s"] = round(wall, 3)
             report["contenders"][name] = figures
             keys[name] = _sorted_keys(folder / f"{name}_keys.parquet")
