@@ -69,7 +69,14 @@ import pyarrow.compute as pc
 
 from lsm_lab.errors import InputError
 from lsm_lab.merge.loser_tree import LoserTree
-from lsm_lab.merge.semantics import MergeSpec, SourceInput, check_keys_not_null, fixed_width_keys, merge_resolved
+from lsm_lab.merge.semantics import (
+    MergeSpec,
+    SourceInput,
+    check_keys_not_null,
+    first_unsorted,
+    fixed_width_keys,
+    merge_resolved,
+)
 
 T = TypeVar("T")
 _END = object()
@@ -100,17 +107,12 @@ def _checked(inp: SourceInput, key: str) -> Iterator[_Batch]:
                              f"({last!r} at the end of a batch is followed by {first!r})")
         fixed = fixed_width_keys(keys)
         if n > 1:
-            ok: np.ndarray | None
             if fixed is not None:
-                ok = fixed[:-1] < fixed[1:]
-                good = bool(ok.all())
+                i = first_unsorted(fixed)
             else:
                 ok_arr = pc.less(keys.slice(0, n - 1), keys.slice(1))
-                good = bool(pc.all(ok_arr).as_py())
-                ok = None if good else np.asarray(ok_arr, dtype=bool)
-            if not good:
-                assert ok is not None
-                i = int(np.flatnonzero(~ok)[0])
+                i = -1 if pc.all(ok_arr).as_py() else int(np.flatnonzero(~np.asarray(ok_arr, dtype=bool))[0])
+            if i >= 0:
                 raise InputError(f"source {inp.index}: keys are not strictly sorted "
                                  f"({keys[i].as_py()!r} is followed by {keys[i + 1].as_py()!r})")
         last = keys[n - 1].as_py()
