@@ -495,14 +495,16 @@ def _latest_of_repeats(order: np.ndarray, starts_flag: np.ndarray, values: np.nd
 
 
 def select_winners(table: pa.Table | pa.RecordBatch, spec: MergeSpec, *,
-                   presorted: bool = False, fixed_keys: np.ndarray | None = None) -> Winners:
+                   presorted: bool = False, fixed_keys: np.ndarray | None = None,
+                   common_prefix: int | None = None) -> Winners:
     """Apply the fold to every key of `table` at once.
 
     The rows of `table` must be in fold order (source, then row order). With
     ``presorted=True`` the caller promises the rows are already sorted by key
     (equal keys adjacent, in fold order); otherwise a stable sort by key is
     done first. `fixed_keys` may pass the keys already viewed as a NumPy
-    ``S<width>`` array (all keys of one byte length), saving that conversion.
+    ``S<width>`` array (all keys of one byte length), saving that conversion, and
+    `common_prefix` a number of leading bytes they are known to share.
     """
     n = table.num_rows
     if n == 0:
@@ -517,7 +519,7 @@ def select_winners(table: pa.Table | pa.RecordBatch, spec: MergeSpec, *,
         if n > 1:
             starts_flag[1:] = np.asarray(pc.not_equal(flat.slice(1), flat.slice(0, n - 1)))
     else:
-        order, starts_flag = _sort_and_group(keys, n, fixed_keys)
+        order, starts_flag = _sort_and_group(keys, n, fixed_keys, common_prefix)
     starts = np.flatnonzero(starts_flag)
     deletes_all = _bool_column(table.column(spec.delete))
     deletes = np.zeros(n, dtype=bool) if deletes_all is None else deletes_all[order]
@@ -569,9 +571,9 @@ def select_winners(table: pa.Table | pa.RecordBatch, spec: MergeSpec, *,
 
 
 def merge_resolved(table: pa.Table, spec: MergeSpec, *, presorted: bool = False,
-                   fixed_keys: np.ndarray | None = None) -> pa.Table:
+                   fixed_keys: np.ndarray | None = None, common_prefix: int | None = None) -> pa.Table:
     """Merge the rows of one in-memory table (in fold order): one row per surviving key, key order."""
-    winners = select_winners(table, spec, presorted=presorted, fixed_keys=fixed_keys)
+    winners = select_winners(table, spec, presorted=presorted, fixed_keys=fixed_keys, common_prefix=common_prefix)
     keep = winners.rows[~winners.deleted] if winners.deleted.any() else winners.rows
     payload = table.drop_columns([spec.delete])
     if presorted and len(keep) == table.num_rows:

@@ -195,7 +195,7 @@ def _read_ahead(it: Iterator[T], pool: ThreadPoolExecutor) -> Iterator[T]:
         yield item  # type: ignore[misc]
 
 
-def _resolve(pieces: list[_Piece], spec: MergeSpec) -> pa.Table:
+def _resolve(pieces: list[_Piece], spec: MergeSpec, horizon: bytes) -> pa.Table:
     """Merge one round's cuts (in source order) into one row per surviving key, in key order."""
     table = pa.Table.from_batches([p.rows for p in pieces])
     if len(pieces) == 1:
@@ -203,7 +203,13 @@ def _resolve(pieces: list[_Piece], spec: MergeSpec) -> pa.Table:
     fixed = None
     widths = {p.fixed.dtype.itemsize if p.fixed is not None else -1 for p in pieces}
     if len(widths) == 1 and -1 not in widths:
-        fixed = np.concatenate([p.fixed for p in pieces if p.fixed is not None])
+        parts = [p.fixed for p in pieces if p.fixed is not None]
+        fixed = np.concatenate(parts)
+        # every key of the round lies between the smallest first key and the horizon (the largest),
+        # so it shares their common prefix: the integer prefixes start after it
+        lowest = min(bytes(part[:1].view(np.uint8)) for part in parts)
+        common = next((i for i, (a, b) in enumerate(zip(lowest, horizon)) if a != b), min(len(lowest), len(horizon)))
+        return merge_resolved(table, spec, fixed_keys=fixed, common_prefix=common)
     return merge_resolved(table, spec, fixed_keys=fixed)
 
 
@@ -246,9 +252,9 @@ def merge_sorted(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSp
             tree.pop_group()
             tree.advance_popped()
             if resolver is None:
-                yield from emit(_resolve(pieces, spec))
+                yield from emit(_resolve(pieces, spec, horizon_bytes))
                 continue
-            pending.append(resolver.submit(_resolve, pieces, spec))
+            pending.append(resolver.submit(_resolve, pieces, spec, horizon_bytes))
             if len(pending) > 1:
                 yield from emit(pending.popleft().result())
         while pending:
