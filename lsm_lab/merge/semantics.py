@@ -36,7 +36,10 @@ winner is the maximum by ``(ordering value with nulls lowest, fold position)``:
 the unconditional delete itself ranks lowest (null ordering, earliest
 position), so it wins only when nothing follows it. Under commit-time ordering
 the winner is simply the last record. ``select_winners`` implements this with
-one stable sort by key and a few ``numpy.maximum.reduceat`` passes, and the
+one stable sort by key (of order-preserving integer prefixes when the keys
+have one byte width, ``prefix_sort``) and a few ``numpy.maximum.reduceat``
+passes (over the rows of repeated keys only when no row is a delete and no
+ordering value is null), and the
 hash engine combines a base record with a pre-folded log state using the
 ``reset`` flag (did the log contain a delete-by-key?) from the same function.
 

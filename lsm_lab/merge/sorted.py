@@ -22,9 +22,14 @@ smallest tail ``t`` across all inputs is a safe horizon:
    vectorised fold of semantics.py (``select_winners``), then one ``take``.
    When every key of the round has the same byte width (uuids, hashes,
    fixed-format ids) the keys are viewed as a NumPy ``S<width>`` array without
-   copying them, and NumPy's stable sort (timsort) merges the k sorted cuts in
-   O(n log k); otherwise Arrow's ``sort_indices`` does it. A cut from a single
-   input needs no sort at all.
+   copying them, and each becomes an order-preserving ``uint64``: the 8 bytes
+   after the prefix every key of the round shares (the common prefix of the
+   smallest first key and the horizon), big-endian. NumPy's stable sort
+   (timsort) of those integers merges the k sorted cuts in O(n log k), several
+   times faster than sorting byte strings; the rare runs of one integer that
+   hold different keys are sorted again by the whole key (semantics.py,
+   ``prefix_sort``). Keys of mixed widths go through Arrow's ``sort_indices``.
+   A cut from a single input needs no sort at all.
 4. Pop the champion's group (every input whose tail was ``t``: their batches
    are used up) and advance those inputs: the tree reads their next batches.
 
@@ -35,8 +40,9 @@ inside an input, so they are valid sorted inputs), and popping a key group is
 exactly "all inputs whose batch ends at t".
 
 **Checks while streaming.** Each batch is checked to be strictly increasing
-(one vectorised ``less`` over adjacent keys) and to start after the previous
-batch's tail; a violation raises `InputError` naming the source index.
+(one vectorised ``less`` over adjacent integer prefixes, whole keys compared
+only where two prefixes are equal) and to start after the previous batch's
+tail; a violation raises `InputError` naming the source index.
 
 **Threads.** With ``read_ahead=True`` each input reads and checks its next
 batch on a small thread pool while the merge works on the current one, and
