@@ -68,6 +68,7 @@ from typing import Any, Union
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numpy.lib.stride_tricks import as_strided
 
 from lsm_lab.errors import InputError, SchemaError
 
@@ -310,7 +311,8 @@ def _orderable(values: pa.Array) -> np.ndarray:
     """Ordering values as a NumPy array that orders like Arrow does (nulls filled, mask kept apart)."""
     t = values.type
     if pa.types.is_signed_integer(t) or (pa.types.is_unsigned_integer(t) and t.bit_width < 64):
-        return values.cast(pa.int64()).fill_null(0).to_numpy()
+        as_int = values.cast(pa.int64())
+        return (as_int.fill_null(0) if as_int.null_count else as_int).to_numpy()
     if pa.types.is_boolean(t):
         return values.cast(pa.int8()).fill_null(0).to_numpy().astype(np.int64)
     if pa.types.is_timestamp(t) or pa.types.is_duration(t):
@@ -368,7 +370,7 @@ def common_prefix_length(fixed: np.ndarray) -> int:
     n, width = len(fixed), fixed.dtype.itemsize
     if n < 2:
         return 0
-    cols = fixed.view(np.uint8).reshape(n, width)
+    cols = np.ascontiguousarray(fixed).view(np.uint8).reshape(n, width)
     for j in range(width):
         if not (cols[:, j] == cols[0, j]).all():
             return j
@@ -386,14 +388,18 @@ def key_prefixes(fixed: np.ndarray, common: int | None = None) -> tuple[np.ndarr
     keys only when the 8 bytes reach the end of the key (``exact``). Integer
     sorts and comparisons are several times faster than NumPy's byte-string ones.
     """
+    fixed = np.ascontiguousarray(fixed)
     n, width = len(fixed), fixed.dtype.itemsize
     if width < 8:
         padded = np.zeros((n, 8), dtype=np.uint8)
         padded[:, :width] = fixed.view(np.uint8).reshape(n, width)
         return padded.view(">u8").ravel().astype(np.uint64), True
     start = min(common_prefix_length(fixed) if common is None else common, width - 8)
-    raw = fixed.view(np.uint8).reshape(n, width)[:, start:start + 8]  # (n, 8), rows `width` bytes apart
-    return np.ascontiguousarray(raw).view(">u8").ravel().astype(np.uint64), start + 8 >= width
+    # a read-only view of the 8 bytes at `start` of every key as a big-endian integer (keys are `width`
+    # bytes apart; start + 8 <= width, so no view reaches past the last key); astype gathers and swaps
+    raw = fixed.view(np.uint8)
+    words = as_strided(raw[start:start + 8].view(">u8"), shape=(n,), strides=(width,), writeable=False)
+    return words.astype(np.uint64), start + 8 >= width
 
 
 def first_unsorted(fixed: np.ndarray) -> int:
