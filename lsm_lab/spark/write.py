@@ -66,7 +66,7 @@ from lsm_lab.config import TableConfig
 from lsm_lab.errors import InputError, LsmLabError
 from lsm_lab.interop import compat
 from lsm_lab.layout import naming
-from lsm_lab.layout.fsview import FileSlice
+from lsm_lab.layout.fsview import FileGroup, FileSlice
 from lsm_lab.logformat import v2
 from lsm_lab.services import archiver, clean, compaction, markers, occ
 from lsm_lab.services.lock import table_lock
@@ -83,7 +83,7 @@ from lsm_lab.spark.jobs import (
     spark_schema,
 )
 from lsm_lab.storage import StoragePath, as_path, is_local
-from lsm_lab.table import cdclog, index, records
+from lsm_lab.table import cdclog, index, records, smallfiles
 from lsm_lab.table import write as writer
 from lsm_lab.table.read import ReadContext
 from lsm_lab.table.records import DELETE_FLAG, META_COLUMNS, PARTITION_PATH, RECORD_KEY
@@ -155,11 +155,15 @@ def planned_files(config: TableConfig, base_path: Path | StoragePath, partition:
     if config.log_format_version == 1:
         try:
             folder = base_path / partition if partition else base_path
-            return [(compat.v1_log_name(config, folder, file_id, token, instant, latest.base_instant), "APPEND")]
+            logs = [(compat.v1_log_name(config, folder, file_id, token, instant, latest.base_instant), "APPEND")]
         except LsmLabError:
-            return []
-    return [(naming.log_file_name(file_id, token, instant, 1, delete=op == "delete", native=config.upstream_format),
-             "APPEND")]
+            logs = []
+    else:
+        logs = [(naming.log_file_name(file_id, token, instant, 1, delete=op == "delete",
+                                      native=config.upstream_format), "APPEND")]
+    if op != "delete" and not config.bucket_index and not latest.log_files:  # a small slice taking new keys
+        return [(naming.base_file_name(file_id, token, instant), "MERGE"), *logs]  # is rewritten (sorted create)
+    return logs
 
 
 @dataclass(frozen=True)
@@ -335,7 +339,7 @@ def _stored_keys(spark: Any, ctx: ReadContext, slices: Sequence[FileSlice]) -> A
 
 
 def _write_files(spark: Any, table: Table, frame: Any, user_schema: pa.Schema, ctx: ReadContext,
-                 snapshot_groups: Mapping[tuple[str, str], FileSlice], instant: str, op: str, *,
+                 snapshot_groups: Sequence[FileGroup], instant: str, op: str, *,
                  progress: bool | None, hook: TaskHook | None,
                  max_records_per_group: int = writer.DEFAULT_MAX_RECORDS_PER_GROUP) -> list[WriteStat]:
     from pyspark import StorageLevel
@@ -358,7 +362,7 @@ def _write_files(spark: Any, table: Table, frame: Any, user_schema: pa.Schema, c
     elif config.bucket_index:
         cached = prepared.withColumn(GROUP_KEY, F.pmod(key_bytes, F.lit(config.num_buckets)).cast("string"))
     else:
-        stored = _stored_keys(spark, ctx, list(snapshot_groups.values()))
+        stored = _stored_keys(spark, ctx, [g.latest for g in snapshot_groups])
         cached = prepared.join(stored, [PARTITION_PATH, RECORD_KEY], "left")
     cached = cached.persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -370,7 +374,7 @@ def _write_files(spark: Any, table: Table, frame: Any, user_schema: pa.Schema, c
 
 
 def _tag_and_write(spark: Any, table: Table, cached: Any, user_schema: pa.Schema, ctx: ReadContext,
-                   snapshot_groups: Mapping[tuple[str, str], FileSlice], instant: str, op: str, *,
+                   snapshot_groups: Sequence[FileGroup], instant: str, op: str, *,
                    ordering: str | None, progress: bool | None, hook: TaskHook | None,
                    max_records_per_group: int) -> list[WriteStat]:
     from pyspark.sql import functions as F
@@ -384,24 +388,110 @@ def _tag_and_write(spark: Any, table: Table, cached: Any, user_schema: pa.Schema
                 counts = {(r[0], r[1]): int(r[2]) for r in tagged.groupBy(PARTITION_PATH, GROUP_KEY).count().collect()}
             else:
                 joined = cached
-                found = joined.groupBy(PARTITION_PATH, FILE_ID).count().collect()
-                fresh = {r[0]: int(r[2]) for r in found if r[1] is None}
+                found = joined.groupBy(PARTITION_PATH, FILE_ID).agg(
+                    F.count(F.lit(1)), F.countDistinct(RECORD_KEY)).collect()
+                fresh = {r[0]: int(r[3]) for r in found if r[1] is None}  # distinct new keys, as `tag` counts them
                 counts = {(r[0], r[1]): int(r[2]) for r in found if r[1] is not None}
-                per_partition = {p: max(1, math.ceil(c / max_records_per_group)) for p, c in fresh.items()}
-                for p, c in fresh.items():
-                    for s in range(per_partition[p]):
-                        counts[(p, f"new-{s}")] = c // per_partition[p]
+                split = smallfiles.SmallFileConfig.from_props(config.props).insert_split_size \
+                    if smallfiles.KEY_INSERT_SPLIT in config.props else max_records_per_group
+                plan = plan_new_keys(config, fresh, snapshot_groups, op, split)
+                for p, taken in plan.items():  # small file groups first, then new ones of `split` keys each
+                    for fs, n in taken:
+                        counts[(p, fs.file_id)] = counts.get((p, fs.file_id), 0) + n
+                    left = fresh[p] - sum(n for _, n in taken)
+                    for s in range(math.ceil(left / split)):
+                        counts[(p, f"new-{s}")] = min(split, left - s * split)
+                # the other partitions (small-file handling off): new keys spread over new groups by a key hash
+                per_partition = {p: max(1, math.ceil(c / split)) for p, c in fresh.items() if p not in plan}
+                for p, c in per_partition.items():
+                    for s in range(c):
+                        counts[(p, f"new-{s}")] = fresh[p] // c
                 slots = F.create_map(*[F.lit(x) for p, k in sorted(per_partition.items()) for x in (p, k)]) \
                     if per_partition else F.create_map().cast("map<string,int>")
                 new_key = F.concat(F.lit("new-"), F.pmod(key_bytes, F.try_element_at(slots, F.col(PARTITION_PATH)))
                                    .cast("string"))
-                tagged = joined.withColumn(GROUP_KEY, F.coalesce(F.col(FILE_ID), new_key)).drop(FILE_ID)
+                if not plan:
+                    tagged = joined.withColumn(GROUP_KEY, F.coalesce(F.col(FILE_ID), new_key)).drop(FILE_ID)
+                else:  # the new keys of the partitions in the plan: by rank (only these rows are joined)
+                    packed = F.col(FILE_ID).isNull() & F.col(PARTITION_PATH).isin(sorted(plan))
+                    fresh_rows = joined.filter(packed).drop(FILE_ID)
+                    slotted = fresh_rows.join(_new_key_groups(spark, fresh_rows, plan, split, lsm=config.is_lsm,
+                                                              ordering=ordering if ordering in user_schema.names
+                                                              else None), [PARTITION_PATH, RECORD_KEY])
+                    tagged = joined.filter(~packed).withColumn(GROUP_KEY, F.coalesce(F.col(FILE_ID), new_key)) \
+                        .drop(FILE_ID).unionByName(slotted)
         except Exception as exc:  # noqa: BLE001
             reraise(exc, f"{op} (tagging)")
     if not counts:
         return []
-    return _write_groups(spark, table, tagged, counts, user_schema, ctx, snapshot_groups, instant, op,
+    latest = {(g.partition, g.file_id): g.latest for g in snapshot_groups}
+    return _write_groups(spark, table, tagged, counts, user_schema, ctx, latest, instant, op,
                          ordering=ordering, progress=progress, hook=hook)
+
+
+def plan_new_keys(config: TableConfig, new_keys: Mapping[str, int], groups: Sequence[FileGroup], op: str,
+                  split: int) -> dict[str, list[tuple[FileSlice, int]]]:
+    """Per partition, the small file groups that take new keys and how many each (`Table`'s plan).
+
+    `new_keys`: distinct keys per partition that no file group holds; the rest
+    opens new file groups of `split` keys.  A partition is in the plan when its
+    small file groups take keys or its new keys fill more than one new group:
+    there the writer must cut the new keys in batch order as `Table` does.
+    Empty when small-file handling is off, on bucket tables (a key's bucket is
+    its file group) and for deletes (a key no file group holds has nothing to delete).
+    """
+    small = smallfiles.SmallFileConfig.from_props(config.props)
+    if not small.enabled or config.bucket_index or op == "delete":
+        return {}
+    by_partition: dict[str, list[FileGroup]] = {}
+    for g in groups:
+        by_partition.setdefault(g.partition, []).append(g)
+    plan = {}
+    for partition, n in sorted(new_keys.items()):
+        small_slices = smallfiles.candidates(by_partition.get(partition, []), small, is_mor=config.is_mor)
+        taken = smallfiles.quotas(n, small_slices, small)
+        if taken or n > split:
+            plan[partition] = taken
+    return plan
+
+
+def _new_key_groups(spark: Any, fresh: Any, plan: Mapping[str, list[tuple[FileSlice, int]]], split: int, *,
+                    lsm: bool, ordering: str | None) -> Any:
+    """(partition, record key, group key) of the new keys of the partitions in `plan`.
+
+    `Table` hands the small slices consecutive runs of a partition's new keys in
+    batch order — key order on an lsm_tree table, the order of each key's
+    surviving row (`records.dedupe(keep_order=True)`) on the default layout —
+    and the rest to new file groups of `split` keys.  Here each key gets its
+    rank in that order (a Spark window, in the JVM) and the run its rank falls
+    in: `plan` becomes one broadcast row per partition with the runs' ends.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
+
+    if lsm:
+        keys = fresh.select(PARTITION_PATH, RECORD_KEY).distinct()
+        order = F.col(RECORD_KEY)
+    else:  # the surviving row of a repeated key: greatest ordering value (null lowest), then the later row
+        last = [F.col(ordering).desc_nulls_last()] if ordering else []
+        survivor = Window.partitionBy(PARTITION_PATH, RECORD_KEY).orderBy(*last, F.col(ROW).desc())
+        keys = fresh.withColumn("__lsm_n", F.row_number().over(survivor)).filter(F.col("__lsm_n") == 1) \
+            .select(PARTITION_PATH, RECORD_KEY, ROW)
+        order = F.col(ROW)
+    ranked = keys.withColumn("__lsm_rank", F.row_number().over(Window.partitionBy(PARTITION_PATH).orderBy(order)) - 1)
+    struct = StructType([StructField(PARTITION_PATH, StringType()), StructField("__lsm_ends", ArrayType(LongType())),
+                         StructField("__lsm_fids", ArrayType(StringType())), StructField("__lsm_taken", LongType())])
+    rows = []
+    for partition, taken in sorted(plan.items()):
+        ends = [sum(n for _, n in taken[:i + 1]) for i in range(len(taken))]
+        rows.append((partition, ends, [fs.file_id for fs, _ in taken], ends[-1] if ends else 0))
+    runs = spark.createDataFrame(rows, struct)
+    rank, done = F.col("__lsm_rank"), F.col("__lsm_taken")
+    run = F.size(F.filter(F.col("__lsm_ends"), lambda end: end <= rank))  # runs that end at or before this rank
+    group = F.when(rank < done, F.element_at(F.col("__lsm_fids"), run + 1)).otherwise(
+        F.concat(F.lit("new-"), F.floor((rank - done) / F.lit(split)).cast("string")))
+    return ranked.join(F.broadcast(runs), [PARTITION_PATH]).select(PARTITION_PATH, RECORD_KEY, group.alias(GROUP_KEY))
 
 
 def _write_groups(spark: Any, table: Table, tagged: Any, counts: Mapping[tuple[str, str], int],
@@ -473,8 +563,7 @@ def write_table(data: Any, path: str | Path | StoragePath, op: str = "upsert", s
     with occ.WriteTransaction(table.path, table.active_timeline, action, {"operationType": op.upper()}) as txn:
         txn.begin(table.latest_completion)
         snapshot = txn.snapshot
-        groups = {} if snapshot is None else {(g.partition, g.file_id): g.latest
-                                              for g in table.file_groups(as_of=snapshot)}
+        groups = [] if snapshot is None else table.file_groups(as_of=snapshot)
         ctx_schema = user_schema if len(user_schema) else (current or pa.schema([]))
         ctx = ReadContext(table.path, table.config, ctx_schema, table.completion_map(snapshot), snapshot)
         stats = _write_files(spark, table, frame, pa.schema([pa.field(f.name, f.type, True) for f in row_schema]),
@@ -499,5 +588,5 @@ def _after_write(table: Table, spark: Any, progress: bool | None) -> None:
     archiver.maybe_archive(table)
 
 
-__all__ = ["GroupTask", "PrepareTask", "StoredKeysTask", "WriteTask", "partition_keys",
+__all__ = ["GroupTask", "PrepareTask", "StoredKeysTask", "WriteTask", "partition_keys", "plan_new_keys",
            "planned_files", "spark_hash_long", "write_table"]
