@@ -15,6 +15,9 @@ write store the same records:
                                                     default   left join with the keys stored in the
                                                               latest slices (mapInArrow over slices)
     ◄── count rows per file group ─────────── groupBy(partition, file group).count()
+    default layout: small files (plan_new_keys)   new keys of a partition → small file groups, then
+      smallfiles.candidates / quotas per          new ones of insert.split.size keys: each key's rank
+      partition, from the new-key counts          in batch order (Spark window) picks its run
     file groups → task ordinals, partition metadata
                                               repartition(G, key whose hash lands in partition = ordinal)
                                               sortWithinPartitions(key, ordering, row number)
@@ -32,6 +35,25 @@ the ordinal modulo G, so Spark partition *i* holds exactly file group *i*, as
 Hudi's bucket partitioner does. A task that received more than one group
 (never, unless Spark's hash changes) still writes each on its own.
 
+**Small files.** With the key-lookup index, new keys first fill the small
+file groups of their partition (table/smallfiles.py: Hudi's
+`hoodie.parquet.small.file.limit`, `hoodie.parquet.max.file.size`,
+`hoodie.copyonwrite.insert.split.size`,
+`hoodie.merge.small.file.group.candidates.limit`, with Hudi's defaults). The
+driver counts each partition's distinct new keys and plans with the same
+`smallfiles.candidates` and `smallfiles.quotas` that `Table` uses: the
+smallest candidate takes the first `q1` new keys in batch order (key order on
+an lsm_tree table, arrival order of each key's surviving row on the default
+layout), the next the following `q2`, and the rest open new file groups of
+`split` keys. Spark ranks the new keys of such a partition with a window (in
+the JVM, no Python per row) and the rank picks the file group, so a Spark
+write packs exactly as `Table` would on the same table state. The task writes
+a packed group with `write_file_group`, as `Table` does: a COPY_ON_WRITE merge,
+or in MERGE_ON_READ a rewrite of the log-less small slice (a sorted create,
+marked as a MERGE); its write stat counts the `numInserts`, and a concurrent
+write to the same file group is a conflict at commit. Partitions with no small
+file group and at most one new group's worth of keys are not ranked.
+
 **Retries and failures.** A retried task writes under a new token, so its
 files never collide with the failed attempt's. Each task leaves a marker
 before each file (`services.markers`); before committing, the driver deletes
@@ -40,13 +62,15 @@ marker reconciliation), because readers trust every file of a completed
 instant. A job that fails aborts the transaction: the instant's files and
 markers are deleted, and nothing was ever visible.
 
-Simplified compared with Apache Hudi's Spark writer: no small-file packing or
-insert/update partitioner, no spill of large file groups (a task holds its file
-group's rows in memory, as `Table` does), no speculative-execution guard (a
-zombie attempt that writes after the commit would leave an orphan file, which
-`lsm-lab` rollback or clean removes), and the default layout joins against the
-keys of every partition's latest slices (Hudi prunes by partition and bloom
-filters).
+Simplified compared with Apache Hudi's Spark writer: new keys are cut by rank
+into exact runs (Hudi's partitioner sends each by an MD5 hash of the key to an
+insert bucket chosen by weight, so bucket sizes are only about right), the
+ranking of a partition's new keys runs in one task, no spill of large file
+groups (a task holds its file group's rows in memory, as `Table` does), no
+speculative-execution guard (a zombie attempt that writes after the commit
+would leave an orphan file, which `lsm-lab` rollback or clean removes), and the
+default layout joins against the keys of every partition's latest slices (Hudi
+prunes by partition and bloom filters).
 """
 
 from __future__ import annotations

@@ -212,3 +212,19 @@ def test_a_concurrent_write_to_the_same_small_file_group_conflicts(
     assert all(name.instant in done for _, _, name in fsview.list_data_files(remote.path))
     assert write_table([{"id": "spark", "v": 2}], remote.path, op="insert", spark=spark).is_completed  # and it goes on
     assert len(remote.latest_slices()) == 1
+
+
+def test_spark_packs_a_table_on_s3(spark: Any, s3_server: Any) -> None:
+    """On an object store the driver sizes the small files through the storage layer; tasks rewrite them there."""
+    opts = s3_server.options()
+    path = f"s3://{s3_server.new_bucket()}/t"
+    table = lsm_lab.create_table(path, storage_options=opts, name="t", record_key="id", partition_by="p",
+                                 ordering_field="ts", layout="default", table_type="MERGE_ON_READ")
+    model: Model = {}
+    for op, rows in batches(seed=5, n=3):
+        write_table(rows, path, op=op, spark=spark, progress=False, storage_options=opts)
+        apply(model, op, rows)
+    assert rows_of(table) == model
+    # every batch brought new keys: with the default limits each partition keeps one file group, rewritten each time
+    assert sorted(fs.partition for fs in table.latest_slices()) == ["p=a", "p=b"]
+    assert all(len(g.slices) == 3 for g in table.file_groups())
