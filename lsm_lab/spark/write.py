@@ -436,12 +436,11 @@ def _tag_and_write(spark: Any, table: Table, cached: Any, user_schema: pa.Schema
                                    .cast("string"))
                 if not plan:
                     tagged = joined.withColumn(GROUP_KEY, F.coalesce(F.col(FILE_ID), new_key)).drop(FILE_ID)
-                else:  # the new keys of the partitions in the plan: by rank (only these rows are joined)
+                else:  # the new keys of the partitions in the plan: by rank (only these rows are ranked)
                     packed = F.col(FILE_ID).isNull() & F.col(PARTITION_PATH).isin(sorted(plan))
-                    fresh_rows = joined.filter(packed).drop(FILE_ID)
-                    slotted = fresh_rows.join(_new_key_groups(spark, fresh_rows, plan, split, lsm=config.is_lsm,
-                                                              ordering=ordering if ordering in user_schema.names
-                                                              else None), [PARTITION_PATH, RECORD_KEY])
+                    slotted = _new_key_groups(spark, joined.filter(packed).drop(FILE_ID), plan, split,
+                                              lsm=config.is_lsm,
+                                              ordering=ordering if ordering in user_schema.names else None)
                     tagged = joined.filter(~packed).withColumn(GROUP_KEY, F.coalesce(F.col(FILE_ID), new_key)) \
                         .drop(FILE_ID).unionByName(slotted)
         except Exception as exc:  # noqa: BLE001
@@ -481,41 +480,42 @@ def plan_new_keys(config: TableConfig, new_keys: Mapping[str, int], groups: Sequ
 
 def _new_key_groups(spark: Any, fresh: Any, plan: Mapping[str, list[tuple[FileSlice, int]]], split: int, *,
                     lsm: bool, ordering: str | None) -> Any:
-    """(partition, record key, group key) of the new keys of the partitions in `plan`.
+    """The rows of new keys (partitions of `plan` only) with their file group's key (GROUP_KEY).
 
     `Table` hands the small slices consecutive runs of a partition's new keys in
     batch order — key order on an lsm_tree table, the order of each key's
     surviving row (`records.dedupe(keep_order=True)`) on the default layout —
     and the rest to new file groups of `split` keys.  Here each key gets its
-    rank in that order (a Spark window, in the JVM) and the run its rank falls
-    in: `plan` becomes one broadcast row per partition with the runs' ends.
+    rank in that order (Spark windows, in the JVM: one shuffle by partition,
+    both windows run on it) and the run its rank falls in: `plan` becomes one
+    broadcast row per partition with the runs' ends.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
+    rows_of_partition = fresh.repartition(PARTITION_PATH)  # both windows below are clustered by it
     if lsm:
-        keys = fresh.select(PARTITION_PATH, RECORD_KEY).distinct()
         order = F.col(RECORD_KEY)
     else:  # the surviving row of a repeated key: greatest ordering value (null lowest), then the later row
         last = [F.col(ordering).desc_nulls_last()] if ordering else []
         survivor = Window.partitionBy(PARTITION_PATH, RECORD_KEY).orderBy(*last, F.col(ROW).desc())
-        keys = fresh.withColumn("__lsm_n", F.row_number().over(survivor)).filter(F.col("__lsm_n") == 1) \
-            .select(PARTITION_PATH, RECORD_KEY, ROW)
-        order = F.col(ROW)
-    ranked = keys.withColumn("__lsm_rank", F.row_number().over(Window.partitionBy(PARTITION_PATH).orderBy(order)) - 1)
+        order = F.first(F.col(ROW)).over(survivor)
+    # dense: the rows of one key share its rank, so ranks count distinct keys as `quotas` does
+    rank_of = F.dense_rank().over(Window.partitionBy(PARTITION_PATH).orderBy(F.col("__lsm_order"))) - 1
+    ranked = rows_of_partition.withColumn("__lsm_order", order).withColumn("__lsm_rank", rank_of)
     struct = StructType([StructField(PARTITION_PATH, StringType()), StructField("__lsm_ends", ArrayType(LongType())),
                          StructField("__lsm_fids", ArrayType(StringType())), StructField("__lsm_taken", LongType())])
-    rows = []
+    runs_rows = []
     for partition, taken in sorted(plan.items()):
         ends = [sum(n for _, n in taken[:i + 1]) for i in range(len(taken))]
-        rows.append((partition, ends, [fs.file_id for fs, _ in taken], ends[-1] if ends else 0))
-    runs = spark.createDataFrame(rows, struct)
+        runs_rows.append((partition, ends, [fs.file_id for fs, _ in taken], ends[-1] if ends else 0))
+    runs = spark.createDataFrame(runs_rows, struct)
     rank, done = F.col("__lsm_rank"), F.col("__lsm_taken")
     run = F.size(F.filter(F.col("__lsm_ends"), lambda end: end <= rank))  # runs that end at or before this rank
     group = F.when(rank < done, F.element_at(F.col("__lsm_fids"), run + 1)).otherwise(
         F.concat(F.lit("new-"), F.floor((rank - done) / F.lit(split)).cast("string")))
-    return ranked.join(F.broadcast(runs), [PARTITION_PATH]).select(PARTITION_PATH, RECORD_KEY, group.alias(GROUP_KEY))
+    return ranked.join(F.broadcast(runs), [PARTITION_PATH]).select(*fresh.columns, group.alias(GROUP_KEY))
 
 
 def _write_groups(spark: Any, table: Table, tagged: Any, counts: Mapping[tuple[str, str], int],
