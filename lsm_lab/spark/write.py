@@ -75,6 +75,7 @@ prunes by partition and bloom filters).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import uuid
@@ -508,7 +509,7 @@ def _new_key_groups(spark: Any, fresh: Any, plan: Mapping[str, list[tuple[FileSl
                          StructField("__lsm_fids", ArrayType(StringType())), StructField("__lsm_taken", LongType())])
     runs_rows = []
     for partition, taken in sorted(plan.items()):
-        ends = [sum(n for _, n in taken[:i + 1]) for i in range(len(taken))]
+        ends = list(itertools.accumulate(n for _, n in taken))
         runs_rows.append((partition, ends, [fs.file_id for fs, _ in taken], ends[-1] if ends else 0))
     runs = spark.createDataFrame(runs_rows, struct)
     rank, done = F.col("__lsm_rank"), F.col("__lsm_taken")
