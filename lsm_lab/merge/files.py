@@ -106,7 +106,7 @@ def _name_file(exc: LsmLabError, paths: Sequence[Path]) -> LsmLabError:
 def merge_parquet_files(out_path: str | os.PathLike[str], input_paths: Sequence[str | os.PathLike[str]], *,
                         key: str, ordering: str | None = None, engine: str = "sorted",
                         delete_column: str | None = None, row_group_size: int = 131_072,
-                        batch_size: int = 16_384, read_ahead: bool = True, buffer_size: int = 1 << 18,
+                        batch_size: int = 65_536, read_ahead: bool = True, buffer_size: int = 1 << 18,
                         count_comparisons: bool = False, progress: bool = False) -> dict[str, Any]:
     """Merge sorted Parquet runs (argument order = source order) into one file, one row per key.
 
