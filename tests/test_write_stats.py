@@ -1,4 +1,4 @@
-"""Write statistics stay exact after the write path stopped reading every stored key (issue 16).
+"""Write statistics stay exact although an upsert no longer reads every stored key of the file groups it touches.
 
 `numUpdateWrites` comes from the base positions when every row of a log is in the
 base, else from a probe of the slice's files with the batch's keys; live deletes

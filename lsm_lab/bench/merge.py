@@ -379,11 +379,11 @@ def summarize_targets(records: Sequence[dict[str, Any]]) -> list[str]:
         by = {r["contender"]: r for r in records if r["k"] == k and "error" not in r}
         if "sorted" in by and "io_floor" in by:
             ratio = by["sorted"]["seconds"] / by["io_floor"]["seconds"]
-            out.append(f"k={k}: sorted / io_floor = {ratio:.2f}x (issue 16's target <= 0.9x) "
+            out.append(f"k={k}: sorted / io_floor = {ratio:.2f}x (target <= 0.9x) "
                        f"{'OK' if ratio <= 0.9 else 'MISSED'}{_cpu_note(by['sorted'], by['io_floor'])}")
         if "sorted" in by and "duckdb" in by:
             ratio = by["sorted"]["seconds"] / by["duckdb"]["seconds"]
-            out.append(f"k={k}: sorted / duckdb = {ratio:.2f}x (issue 16's target <= 0.6x) "
+            out.append(f"k={k}: sorted / duckdb = {ratio:.2f}x (target <= 0.6x) "
                        f"{'OK' if ratio <= 0.6 else 'MISSED'}{_cpu_note(by['sorted'], by['duckdb'])}")
         if "sorted" in by and "hash" in by:
             ratio = by["sorted"]["peak_rss_bytes"] / by["hash"]["peak_rss_bytes"]
