@@ -7,6 +7,8 @@ user can make surface as `LsmLabError` with the file named, for cli.py to print.
 
     lsm-lab merge out.parquet run0.parquet run1.parquet --key id --ordering ts
     lsm-lab bench merge --rows 2000000 --k 2 4 8 --json /tmp/merge.json
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations

@@ -23,6 +23,8 @@ with the file's name.
 Simplified compared with Apache Hudi: a Hudi compaction writes a new base file
 for one file group from its slice, through the table's write path (file
 naming, commit metadata, bloom filters); this function only merges files.
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations

@@ -71,6 +71,8 @@ speculative-execution guard (a zombie attempt that writes after the commit
 would leave an orphan file, which `lsm-lab` rollback or clean removes), and the
 default layout joins against the keys of every partition's latest slices (Hudi
 prunes by partition and bloom filters).
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations
