@@ -390,6 +390,8 @@ def _write_file_group(*, base_path: Path | StoragePath, config: TableConfig, ctx
             name = naming.base_file_name(file_id, token, instant)
             data = _meta_columns(rows, instant, name, task)
             size = parquet_io.write_parquet(folder / name, data, is_sorted=lsm)
+            if posmerge.writes_positions(config):  # the next upserts' positions need no read of this base's keys
+                posmerge.remember_base_keys(folder / name, size, data.column(RECORD_KEY))
             return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev, numWrites=n,
                               numInserts=n, totalWriteBytes=size, fileSizeInBytes=size, baseFile=name,
                               minRecordKey=_first(rows), maxRecordKey=_last(rows))]
