@@ -188,8 +188,10 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
     names = parts.dictionary.to_pylist()
     by_rank = sorted(names)
     rank = np.array([by_rank.index(n) for n in names], dtype=np.int64)  # a loop over partitions, not rows
-    key_cols = records.key_parts(rows, config.record_key) if config.upstream_format else []
     keys = rows.column(RECORD_KEY).combine_chunks()
+    # one key field: its text is the record key itself (`records.record_keys`), no second conversion
+    key_cols = ([] if not config.upstream_format else [keys] if len(config.record_key) == 1
+                else records.key_parts(rows, config.record_key))
     buckets = index.bucket_ids_of(config.upstream_format, key_cols, keys, config.num_buckets).astype(np.int64)
     group = rank[parts.indices.to_numpy(zero_copy_only=False)] * config.num_buckets + buckets
     # the rows of each group, found with one O(n) grouping sort of the small group ids (not one filter of the
@@ -200,8 +202,11 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
     ends = np.cumsum(counts)
     rows = rows.combine_chunks()  # Arrow's take gathers from one chunk ~1.4x faster than from several
     keys = rows.column(RECORD_KEY)
-    shares = run_in_threads([functools.partial(_share, rows, keys, order[ends[g] - counts[g]: ends[g]], config.is_lsm)
-                             for g in ids])
+    # a key that is one string field holds that field's values: gathered once, used for both columns
+    alias = (config.record_key[0] if len(config.record_key) == 1 and config.record_key[0] in rows.column_names
+             and pa.types.is_string(rows.schema.field(config.record_key[0]).type) else None)
+    shares = run_in_threads([functools.partial(_share, rows, keys, order[ends[g] - counts[g]: ends[g]], config.is_lsm,
+                                               alias) for g in ids])
     out: list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]] = []
     for g, share in zip(ids, shares):
         partition, bucket = by_rank[g // config.num_buckets], g % config.num_buckets
@@ -212,11 +217,17 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
     return out
 
 
-def _share(rows: pa.Table, keys: pa.ChunkedArray, idx: np.ndarray, by_key: bool) -> pa.Table:
-    """The rows at `idx` (ascending: arrival order), sorted by key when `by_key` (one take of the rows either way)."""
+def _share(rows: pa.Table, keys: pa.ChunkedArray, idx: np.ndarray, by_key: bool, alias: str | None) -> pa.Table:
+    """The rows at `idx` (ascending: arrival order), sorted by key when `by_key` (one take of the rows either way).
+
+    `alias`: a column holding the same strings as `_hoodie_record_key`, which is then not gathered twice."""
     if by_key and len(idx) > 1:
         idx = idx[records.key_sort_indices(keys.take(pa.array(idx)))]
-    return rows.take(pa.array(idx))
+    if alias is None:
+        return rows.take(pa.array(idx))
+    at = rows.schema.get_field_index(RECORD_KEY)
+    taken = rows.remove_column(at).take(pa.array(idx))
+    return taken.add_column(at, rows.schema.field(at), taken.column(alias))
 
 
 def _one_per_key(config: TableConfig, rows: pa.Table, is_delete: bool) -> pa.Table:
