@@ -345,16 +345,21 @@ def write_file_group(
     token = token or naming.write_token(task, 0, 0)
     if config.is_lsm:  # sorted by tag(); a bucket-placed batch is de-duplicated here, per file group
         rows = _one_per_key(config, rows, op == "delete")  # before the CDC log: both see the same rows
+    found, stored = None, None
+    if cdclog.writes_cdc(config) and rows.num_rows:  # one probe of the slice: the changes and the update count
+        found, stored = cdclog.probe(config, ctx, latest, rows, instant, op)
     stats = _write_file_group(base_path=base_path, config=config, ctx=ctx, partition=partition, file_id=file_id,
                               rows=rows, latest=latest, existing_keys=existing_keys, instant=instant, op=op,
-                              task=task, token=token, engine=engine)
+                              task=task, token=token, engine=engine, num_updates=stored)
     return cdclog.write(stats, base_path=base_path, config=config, ctx=ctx, partition=partition, file_id=file_id,
-                        rows=rows, latest=latest, instant=instant, op=op, token=token)
+                        rows=rows, latest=latest, instant=instant, op=op, token=token, found=found)
 
 
 def _write_file_group(*, base_path: Path | StoragePath, config: TableConfig, ctx: ReadContext, partition: str,
                       file_id: str, rows: pa.Table, latest: FileSlice | None, existing_keys: pa.Array | None,
-                      instant: str, op: str, task: int, token: str, engine: str | None) -> list[WriteStat]:
+                      instant: str, op: str, task: int, token: str, engine: str | None,
+                      num_updates: int | None = None) -> list[WriteStat]:
+    """`write_file_group`'s data file; `num_updates`: the update count when the caller already has it (CDC)."""
     folder = base_path / partition if partition else base_path
     is_delete = op == "delete"
     lsm = config.is_lsm
@@ -365,11 +370,14 @@ def _write_file_group(*, base_path: Path | StoragePath, config: TableConfig, ctx
         return []
     # numUpdateWrites: the rows whose key the group holds.  A v2 log whose rows all have a position in the
     # base (posmerge) is all updates, counted for free below; else the slice's files are probed for the keys
-    counted_with_positions = (config.is_mor and config.bucket_index and config.log_format_version != 1
+    known = num_updates is not None
+    counted_with_positions = (not known and config.is_mor and config.bucket_index and config.log_format_version != 1
                               and existing_keys is None)
-    num_updates = 0
-    if not is_delete and not counted_with_positions:
+    if is_delete:
+        num_updates = 0
+    elif num_updates is None and not counted_with_positions:
         num_updates = _count_updates(ctx, latest, rows, existing_keys)
+    num_updates = num_updates or 0
 
     live = None  # deletes the merge really applies: counted, not assumed (all are written, as tombstones)
     if config.is_mor and is_delete and latest is not None:
