@@ -200,7 +200,8 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
     counts = np.bincount(group)
     ids = np.flatnonzero(counts).tolist()
     ends = np.cumsum(counts)
-    rows = rows.combine_chunks()  # Arrow's take gathers from one chunk ~1.4x faster than from several
+    # Arrow's take gathers from one chunk ~1.4x faster than from several: columns made contiguous, in parallel
+    rows = pa.Table.from_arrays(list(run_in_threads([c.combine_chunks for c in rows.columns])), schema=rows.schema)
     keys = rows.column(RECORD_KEY)
     # a key that is one string field holds that field's values: gathered once, used for both columns
     alias = (config.record_key[0] if len(config.record_key) == 1 and config.record_key[0] in rows.column_names
