@@ -9,6 +9,8 @@ The public API, re-exported here (see docs/ARCHITECTURE.md for the layers):
     LookupStats                              what a point lookup read and skipped
     MergeMode, MergeSpec, merge_sources      the merge engines
     LsmLabError and subclasses               every error lsm_lab raises on purpose
+
+Taught in: notebooks/00_why_lsm.ipynb, notebooks/01_build_a_table.ipynb
 """
 
 from typing import TYPE_CHECKING, Any

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from lsm_lab.errors import LsmLabError
 from lsm_lab.storage import StoragePath, create_bytes
-from lsm_lab.storage.local import temp_path
+from lsm_lab.storage.local import publish_new, temp_path
 
 ExistsError = Callable[[Path], LsmLabError]
 
@@ -53,14 +53,8 @@ def temp_name(path: Path) -> Path:
 
 def publish(tmp: Path, path: Path, on_exists: ExistsError = _default_exists) -> None:
     """Give the finished temporary file `tmp` its final name `path`, failing if `path` exists."""
-    try:
-        os.link(tmp, path)
-    except FileExistsError:
-        raise on_exists(path) from None
-    except OSError:  # no hard links on this file system: rename after an existence check
-        if os.path.lexists(path):
-            raise on_exists(path) from None
-        os.replace(tmp, path)
+    if not publish_new(tmp, path):
+        raise on_exists(path)
 
 
 @contextmanager

@@ -12,6 +12,8 @@ point calls the checks below first:
 
 Simplified compared with Apache Hudi: Hudi validates configs through its
 ConfigProperty registry; lsm_lab checks the handful of arguments its API has.
+
+Taught in: no chapter (argument checks behind every public call; README, Errors)
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ A user mistake (any `LsmLabError`, and any OSError such as a missing output
 folder) ends with one line `error: <file>: <problem>` and exit code 2, never a
 traceback; set LSM_LAB_DEBUG=1 to see the traceback anyway.  A closed pipe
 (`lsm-lab show levels T | head`) ends quietly.
+
+Taught in: notebooks/01_build_a_table.ipynb, notebooks/07_compaction.ipynb, notebooks/11_clustering.ipynb
 """
 
 from __future__ import annotations

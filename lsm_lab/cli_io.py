@@ -7,6 +7,8 @@
 
 cli.py and the feature packages' `command.py` modules import these; none of
 them imports cli.py, which sits on top and registers them all.
+
+Taught in: notebooks/07_compaction.ipynb
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ the same calls give the same bytes everywhere:
     gen.deletes(n)            n existing trips to delete (key, city, ts)
 
 Everything is generated with NumPy and Arrow kernels (8M rows in a few seconds).
+
+Taught in: notebooks/00_why_lsm.ipynb (and the data of every chapter)
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ the classes below with both in the message.
 Simplified compared with Apache Hudi: Hudi has dozens of exception classes spread
 over modules (HoodieIOException, HoodieCorruptedDataException, ...); lsm_lab keeps
 one small tree so that callers can catch `LsmLabError` and show the message.
+
+Taught in: notebooks/13_change_data_capture.ipynb
 """
 
 from __future__ import annotations

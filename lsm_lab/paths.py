@@ -24,6 +24,8 @@ standard library (and `storage` for object-store keys), so every layer can use i
 Simplified compared with Apache Hudi: Hudi resolves metadata paths against the
 table's `StoragePath` and trusts them; lsm_lab refuses anything that does not
 stay inside the table instead.
+
+Taught in: no chapter (the path guard of every metadata-to-path site; docs/FORMAT.md, Validation on read)
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ nbmake, a learner pressing "save") keeps no frozen `0%| | 0/12` line.
 
 Simplified compared with Apache Hudi (which logs progress, it draws no bars):
 nothing here is about correctness, and a bar never changes what runs.
+
+Taught in: no chapter (progress bars; README, environment variables)
 """
 
 from __future__ import annotations

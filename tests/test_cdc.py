@@ -1,4 +1,4 @@
-"""Change data capture (issue 18): CDC logs in every mode, `read_cdc` from logs and from inference.
+"""Change data capture: CDC logs in every mode, `read_cdc` from logs and from inference.
 
 The reference is a plain dict model of the change stream: a dict (partition, key)
 → row, and for every write the records it inserted, updated (before, after) or

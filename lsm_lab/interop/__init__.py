@@ -6,4 +6,6 @@
     command       `lsm-lab interop ...` and `lsm-lab bench interop`
 
 This package imports nothing on purpose (hudi-rs is optional): import the submodule you need.
+
+Taught in: notebooks/09_real_hudi_tables.ipynb
 """

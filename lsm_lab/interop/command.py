@@ -10,6 +10,8 @@
 
 The CLI loads this module when it exists and calls `register(subparsers)`;
 `SHOW` adds `formats` to `lsm-lab show`, `register_bench` adds `bench interop`.
+
+Taught in: notebooks/09_real_hudi_tables.ipynb
 """
 
 from __future__ import annotations

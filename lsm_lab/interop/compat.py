@@ -38,6 +38,8 @@ writes no rollback command blocks (a failed write's blocks stay invisible
 because their instant never completes), no Parquet or HFile log blocks, no
 record positions, and no metadata table (`hoodie.metadata.enable` is false, so
 readers list the folders).
+
+Taught in: notebooks/09_real_hudi_tables.ipynb
 """
 
 from __future__ import annotations

@@ -43,6 +43,8 @@ step rewrites no data: it keeps the old bucket files); lsm_lab upgrades only
 lsm_lab-created tables of version 8 or 9 (version 6 would need its flat
 timeline moved and completion times invented), rewrites each partition's latest
 snapshot in memory, and has no downgrade.
+
+Taught in: notebooks/01_build_a_table.ipynb, notebooks/09_real_hudi_tables.ipynb
 """
 
 from __future__ import annotations

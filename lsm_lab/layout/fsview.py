@@ -36,6 +36,8 @@ apart in `FileSlice.cdc_files`: they hold change history, not rows to merge.
 Simplified compared with Apache Hudi: the view is rebuilt by listing the folder
 on every call (no metadata table, no incremental sync), and bootstrap/external
 files are not supported.
+
+Taught in: notebooks/01_build_a_table.ipynb, notebooks/07_compaction.ipynb
 """
 
 from __future__ import annotations

@@ -13,4 +13,6 @@ between the Avro schemas that v1 blocks carry and the Arrow schemas lsm_lab
 works with.
 
 This package imports nothing on purpose: import the submodule you need.
+
+Taught in: notebooks/04_log_format_v2.ipynb
 """

@@ -3,7 +3,7 @@
 A snapshot read merges every file of every file slice.  A lookup of a few
 record keys needs far less, and each layer of the layout says what it may skip:
 
-    keys ──► file slice ── bucket: crc32(key) mod B ≠ the group's bucket ──────────► skip slice   (lsm_tree)
+    keys ──► file slice ── bucket: hash(key) mod B ≠ the group's bucket ───────────► skip slice   (lsm_tree)
                │
                └─► each file (base, then logs in commit order)
                      │ footer range  [hoodie_min_record_key, hoodie_max_record_key]  ─► skip file

@@ -16,4 +16,6 @@
 The services take a `TableState` (table/state.py: timeline, schema, files),
 never the `Table` facade: `Table` sits above them and exposes them as thin
 methods (compact, clean, rollback, savepoint, restore, archive).
+
+Taught in: notebooks/07_compaction.ipynb, notebooks/11_clustering.ipynb
 """

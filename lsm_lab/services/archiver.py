@@ -30,6 +30,8 @@ is compacted once it holds `hoodie.timeline.compaction.batch.size` (10) files.
 Simplified compared with Apache Hudi: Hudi also keeps the instants needed by
 the metadata table's compaction and by incremental cleaning; lsm_lab has
 neither, and it does not archive table version 6 timelines.
+
+Taught in: notebooks/02_timeline.ipynb
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ so both call `claim`.
 Simplified compared with Apache Hudi: Hudi's table service clients do the
 same steps inside their transaction manager; lsm_lab keeps only the ones a
 single table lock needs.
+
+Taught in: notebooks/07_compaction.ipynb
 """
 
 from __future__ import annotations

@@ -37,6 +37,8 @@ that plan before it makes a new one (deleting a file twice is harmless).
 Simplified compared with Apache Hudi: no KEEP_LATEST_BY_HOURS policy, no
 incremental cleaning (every clean looks at the whole table), no partition
 deletion, no bootstrap base files.
+
+Taught in: notebooks/12_object_storage.ipynb
 """
 
 from __future__ import annotations

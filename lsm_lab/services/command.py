@@ -8,6 +8,8 @@
     lsm-lab restore PATH INSTANT
     lsm-lab archive PATH [--keep N]
     lsm-lab show plan PATH [--json]                 the latest compaction plan
+
+Taught in: notebooks/07_compaction.ipynb, notebooks/11_clustering.ipynb
 """
 
 from __future__ import annotations

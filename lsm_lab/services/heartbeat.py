@@ -26,6 +26,8 @@ Simplified compared with Apache Hudi: Hudi writes a heartbeat file every
 `hoodie.client.heartbeat.interval_in_ms` and declares a writer dead after
 `hoodie.client.heartbeat.tolerable.misses` missed beats (that works on object
 stores); an OS lock on local storage needs neither interval nor tolerance.
+
+Taught in: notebooks/01_build_a_table.ipynb, notebooks/12_object_storage.ipynb
 """
 
 from __future__ import annotations

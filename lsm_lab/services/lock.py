@@ -24,6 +24,8 @@ whose lease was taken over does not commit.
 Simplified compared with Apache Hudi: Hudi plugs in lock providers (ZooKeeper,
 DynamoDB, Hive metastore, file system, storage-based); lsm_lab has the
 local-file one and the storage-based one.
+
+Taught in: notebooks/01_build_a_table.ipynb, notebooks/12_object_storage.ipynb
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ goes when the instant completes or is rolled back.
 Simplified compared with Apache Hudi: no timeline-server-based markers (Hudi
 batches marker creation through its timeline server on cloud storage); one
 empty file per marker, as Hudi's DIRECT markers do.
+
+Taught in: notebooks/01_build_a_table.ipynb
 """
 
 from __future__ import annotations

@@ -40,6 +40,8 @@ Simplified compared with Apache Hudi: one conflict resolution strategy
 (Hudi's `SimpleConcurrentFileWritesConflictResolutionStrategy`), no
 early conflict detection, no bucket-index "NBCC" (non-blocking concurrency
 control) mode.
+
+Taught in: notebooks/11_clustering.ipynb
 """
 
 from __future__ import annotations

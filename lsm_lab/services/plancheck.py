@@ -17,6 +17,8 @@ deleted by hand) fails here too.
 
 Simplified compared with Apache Hudi: Hudi trusts the plan (it is written under
 a lock, and its files are protected from the cleaner); lsm_lab re-derives it.
+
+Taught in: notebooks/07_compaction.ipynb
 """
 
 from __future__ import annotations

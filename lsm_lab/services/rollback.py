@@ -34,6 +34,8 @@ Simplified compared with Apache Hudi: no rollback command blocks appended to
 v1 logs (lsm_lab never appends to an existing file), no rollback plan
 separate from the rollback instant's requested file, and only the latest
 completed write can be rolled back directly (older ones: `restore`).
+
+Taught in: notebooks/07_compaction.ipynb
 """
 
 from __future__ import annotations

@@ -26,6 +26,8 @@ Simplified compared with Apache Hudi: a savepoint gets its own instant time
 (Hudi gives it the savepointed commit's time; two instants with one time do
 not fit lsm_lab's timeline loader), and the instant it pins is in its
 metadata (`savepointedInstant`); restore targets savepoints only.
+
+Taught in: no chapter (savepoint and restore; README, Table services)
 """
 
 from __future__ import annotations

@@ -29,6 +29,8 @@ timeline, properties and metadata table of every version step (and its 9 -> 10
 step rewrites no data: it keeps the old bucket files); lsm_lab upgrades only
 lsm_lab-created tables of version 8 or 9, rewrites each partition's latest
 snapshot in memory, and has no downgrade.
+
+Taught in: notebooks/01_build_a_table.ipynb
 """
 
 from __future__ import annotations

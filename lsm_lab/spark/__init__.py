@@ -13,6 +13,8 @@ Spark moves rows and runs tasks; every file is read and written by the
 library's own functions (write.py, compact.py, read.py explain how).  The
 functions are named `*_table`/`spark_session`/`read_cdc` so that no name re-exported here
 hides a submodule: `lsm_lab.spark.write` is always the module.
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from lsm_lab.spark.cdc import read_cdc

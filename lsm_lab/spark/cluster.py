@@ -28,6 +28,8 @@ needs the same Python with lsm_lab installed (`PYSPARK_PYTHON`).
 
 Simplified compared with Spark's own `sbin/start-*.sh` scripts: no
 `spark-env.sh`, no pid files, no high availability, no dynamic allocation.
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ both produce the same files (only the write tokens differ).
 
 Simplified compared with Apache Hudi's Spark clustering: one input group per
 Spark partition, no splitting of a group's output over several tasks.
+
+Taught in: no chapter (Spark clustering; README, Spark, and notebooks/11_clustering.ipynb for clustering itself)
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@
 a cluster, e.g. the URL `lsm-lab spark cluster` prints; the default is local
 Spark. `lsm_lab/cli.py` loads this module and calls `register` and
 `register_bench`.
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations

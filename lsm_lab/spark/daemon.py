@@ -17,6 +17,8 @@ about a second of start-up even with this daemon, see `lsm_lab.spark.jobs`).
 
 Simplified compared with a production set-up: nothing else is changed from
 pyspark's own daemon (`pyspark.daemon.manager`).
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 import pyarrow

@@ -43,6 +43,8 @@ still writing one.
 
 Simplified compared with Apache Hudi's Spark integration: no accumulators or
 custom `SparkListener`s; the progress bar polls `statusTracker()`.
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations

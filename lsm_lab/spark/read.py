@@ -18,6 +18,8 @@ Simplified compared with Apache Hudi's Spark datasource: no `spark.read.format("
 relation (so no filter or column pushdown from Spark's optimizer beyond the
 `columns` argument), no incremental query type, no file-slice splitting
 into several tasks.
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations

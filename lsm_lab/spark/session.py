@@ -14,6 +14,8 @@ PySpark 4 needs Java 17+: `check_java()` runs `java -version` first and raises
 Simplified compared with a production deployment: no Kerberos, no dynamic
 allocation tuning; the table path must be storage every executor can reach
 (a local path works for local mode and for a cluster on one machine).
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Storage: one seam for every byte of a table, local or on an object store (see `storage.base`)."""
+"""Storage: one seam for every byte of a table, local or on an object store (see `storage.base`).
+
+Taught in: notebooks/12_object_storage.ipynb
+"""
 
 from lsm_lab.storage.base import (
     AlreadyExistsError,

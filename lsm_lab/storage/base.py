@@ -31,6 +31,8 @@ benchmarks can report what an operation costs on a metered store.
 Simplified compared with Apache Hudi: Hudi's `HoodieStorage` also opens output
 streams, renames and sets permissions; lsm_lab needs neither streams (Parquet
 goes through `arrow_filesystem()`) nor renames (object stores have none).
+
+Taught in: notebooks/12_object_storage.ipynb
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ killed process for the next writer to delete.
 
 Simplified compared with Apache Hudi: Hudi's local file system goes through
 Hadoop's `LocalFileSystem` (with `.crc` side files); lsm_lab uses plain `os`.
+
+Taught in: notebooks/12_object_storage.ipynb
 """
 
 from __future__ import annotations
@@ -48,6 +50,25 @@ def temp_path(target: Path) -> Path:
     The one spelling of temp files: `atomic.py` uses it too, and `tmp_files()` finds leftovers by it.
     """
     return target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}{TMP_SUFFIX}")
+
+
+def publish_new(tmp: Path, target: Path) -> bool:
+    """Give the finished file `tmp` the name `target` unless `target` exists; False if it does.
+
+    The one "create if absent" of the local file system (`LocalStorage.create` and
+    `atomic.publish` both use it): `link` fails when the name is taken, so of two
+    writers exactly one wins.  Without hard links (some FUSE mounts) it falls
+    back to "check, then rename": atomic for readers, no longer exclusive.
+    """
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        return False
+    except OSError:
+        if os.path.lexists(target):
+            return False
+        os.replace(tmp, target)
+    return True
 
 
 def _etag(st: os.stat_result) -> str:
@@ -158,9 +179,8 @@ class LocalStorage(Storage):
         tmp = self._temp(target, data)
         info = _info(clean_key(key), tmp.stat())
         try:
-            os.link(tmp, target)
-        except FileExistsError:
-            raise AlreadyExistsError("already exists; another writer created it first", path=target) from None
+            if not publish_new(tmp, target):
+                raise AlreadyExistsError("already exists; another writer created it first", path=target)
         finally:
             tmp.unlink(missing_ok=True)
         return info

@@ -19,6 +19,8 @@ An endpoint that does not answer ends in a `StorageError` within that bound.
 
 Simplified compared with Apache Hudi: Hudi takes storage settings from Hadoop
 configuration (`fs.s3a.*`); lsm_lab takes the object_store keys instead.
+
+Taught in: notebooks/12_object_storage.ipynb
 """
 
 from __future__ import annotations

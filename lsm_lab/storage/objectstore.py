@@ -27,6 +27,8 @@ Simplified compared with Apache Hudi: Hudi reaches object stores through Hadoop
 file systems (s3a, gs, abfs) with their own retry and consistency settings;
 lsm_lab relies on the strong read-after-write consistency all three stores now
 give.
+
+Taught in: notebooks/12_object_storage.ipynb
 """
 
 from __future__ import annotations

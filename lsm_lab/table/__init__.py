@@ -12,4 +12,6 @@
 
 Everything here but table.py sits below lsm_lab.services; table.py sits above
 them (tests/test_architecture.py checks the order).
+
+Taught in: notebooks/01_build_a_table.ipynb
 """

@@ -20,6 +20,8 @@ as small as the batch, not as large as the slice.
 Simplified compared with Apache Hudi: Hudi counts every requested delete;
 lsm_lab reads the slice's keys first to count (one extra read of three
 columns per touched file group).
+
+Taught in: notebooks/04_log_format_v2.ipynb
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ timeline and the folder again.
 Simplified compared with Apache Hudi: one object plays `HoodieTableMetaClient`,
 the file-system view and the schema resolver; there is no metadata table, and
 the schema is kept in the latest commit's `extraMetadata`, as Hudi does.
+
+Taught in: notebooks/02_timeline.ipynb, notebooks/06_merge_semantics.ipynb
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
     insert / upsert / bulk_insert / delete(batch)
       │ records.*           Arrow table, keys, partition paths, de-duplicated, sorted
-      │ index.*             (partition, file id) per record: bucket (lsm_tree) or key lookup (default)
+      │ index.*             (partition, file id) per record: bucket (lsm_tree) or key lookup (default);
+      │ smallfiles.*        new keys of a key-lookup table fill its small file groups first
       │ timeline            <t>.deltacommit.requested → <t>.deltacommit.inflight
       │ per file group:     MERGE_ON_READ   new group → base file (L1); else → v2 log (L0)
       │                                     (v1 #HUDI# log in table versions 6 and 8),
@@ -24,10 +25,16 @@ share, after its sort; COW merges use the sorted engine).
 `write_file_group` does the work for one file group from plain arguments, so
 that a Spark task can call it for its partition of the data.
 
-Simplified compared with Apache Hudi: no small-file bin-packing for inserts, no
-log-file rollover by size (one log file per file group per commit), no record
-positions; `insert` and `upsert` store records the same way (a later version of
-a key always merges with the earlier one) and differ only in the statistics.
+A log of updates or deletes whose records all sit in the slice's base file
+carries their row numbers there (RECORD_POSITIONS, table/posmerge.py), so that
+readers can merge it by position.
+
+Simplified compared with Apache Hudi: no log-file rollover by size (one log
+file per file group per commit); `insert` and `upsert` store records the same
+way (a later version of a key always merges with the earlier one) and differ
+only in the statistics.
+
+Taught in: notebooks/01_build_a_table.ipynb, notebooks/03_sorted_writes_and_levels.ipynb
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ requested instant file makes it unique across writers (a loser draws again).
 Simplified compared with Apache Hudi: Hudi relies on a lock provider plus a
 "TrueTime" wait of the maximum expected clock skew; on one machine's local
 storage a lock file gives the same guarantee without waiting.
+
+Taught in: notebooks/01_build_a_table.ipynb
 """
 
 from __future__ import annotations

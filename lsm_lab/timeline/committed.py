@@ -19,6 +19,8 @@ design.
 
 Simplified compared with Apache Hudi: Hudi's metadata table lists the files of
 each partition; lsm_lab derives the same list from the commit metadata.
+
+Taught in: notebooks/02_timeline.ipynb
 """
 
 from __future__ import annotations

@@ -26,6 +26,8 @@ among them) refuse JSON there.
 
 Simplified compared with Apache Hudi: no per-file runtime stats (`totalLogBlocks`,
 `totalCorruptLogBlock`, timings); only completed commit metadata is ever written as Avro.
+
+Taught in: notebooks/02_timeline.ipynb
 """
 
 from __future__ import annotations

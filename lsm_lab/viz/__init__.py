@@ -14,6 +14,8 @@ docstring for how to read its picture:
 Figures are `matplotlib.figure.Figure` objects made without pyplot, so they
 work headless (Agg) and show themselves in a notebook. `write_figures` saves
 the three main pictures of a table (used by ``lsm-lab demo --figures DIR``).
+
+Taught in: notebooks/01_build_a_table.ipynb, notebooks/03_sorted_writes_and_levels.ipynb
 """
 
 from __future__ import annotations

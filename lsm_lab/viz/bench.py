@@ -24,6 +24,8 @@ the sorted order of the group labels: the same records give the same picture.
 `plot_merge_bench` and `plot_lookup_bench` pick sensible fields for the two
 benchmarks (throughput and peak memory against k; time, bytes read and files
 opened per layout). `load_records` reads a JSON list or JSON-lines file.
+
+Taught in: notebooks/08_point_lookups.ipynb
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ cycle state, no random jitter):
 `VizFigure` is a plain `matplotlib.figure.Figure` built without pyplot (so it
 works headless and never leaks into pyplot's list of open figures) with a
 `_repr_png_`, so a notebook shows it even when pyplot was never imported.
+
+Taught in: notebooks/01_build_a_table.ipynb, notebooks/03_sorted_writes_and_levels.ipynb
 """
 
 from __future__ import annotations
