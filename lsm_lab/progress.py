@@ -39,6 +39,8 @@ MIN_SECONDS = 1.0
 
 def in_notebook() -> bool:
     """True inside a Jupyter kernel (where a widget bar can be shown), False in a terminal or a script."""
+    if "IPython" not in sys.modules:  # a kernel has imported it; a script need not pay its import (~0.1 s)
+        return False
     try:
         from IPython import get_ipython
     except ImportError:
