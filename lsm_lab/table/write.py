@@ -142,12 +142,14 @@ def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) 
 
 # --------------------------------------------------------------------------- tagging
 def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list[FileGroup]],
-        ctx: ReadContext | None, *, max_records_per_group: int = DEFAULT_MAX_RECORDS_PER_GROUP
-        ) -> list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]]:
+        ctx: ReadContext | None, *, max_records_per_group: int = DEFAULT_MAX_RECORDS_PER_GROUP,
+        op: str = "upsert") -> list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]]:
     """Assign rows to file groups: (partition, file id, rows, latest slice, existing keys).
 
     The rows keep the batch's order (sorted by key unless the batch was bucket-placed, see `prepare`);
-    a bucket-placed lsm_tree group's rows come sorted by key, repeated keys kept (`_one_per_key`)."""
+    a bucket-placed lsm_tree group's rows come sorted by key, repeated keys kept (`_one_per_key`).
+    A delete's keys that no file group holds delete nothing: they go to no group (never packed into a
+    small one, which would only write a useless delete log there)."""
     if config.bucket_index:
         return _tag_buckets(config, rows, groups_by_partition)
     out: list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]] = []
@@ -165,6 +167,8 @@ def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list
                 out.append((partition, fid, prow.filter(pa.array(hit)), grp.latest, stored))
                 assigned |= hit
         fresh = prow.filter(pa.array(~assigned))
+        if op == "delete":
+            continue
         small = smallfiles.SmallFileConfig.from_props(config.props)
         if small.enabled and fresh.num_rows:  # new keys fill small file groups first (table/smallfiles.py)
             mine = {e[1]: i for i, e in enumerate(out) if e[0] == partition}
