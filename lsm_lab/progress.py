@@ -39,11 +39,11 @@ MIN_SECONDS = 1.0
 
 def in_notebook() -> bool:
     """True inside a Jupyter kernel (where a widget bar can be shown), False in a terminal or a script."""
-    # a kernel has imported IPython long before any lsm_lab call; a script has not, and importing it
-    # here only to learn that (0.1-0.3 s) was the largest part of a first read's start-up
-    ipython = sys.modules.get("IPython")
-    get_ipython = getattr(ipython, "get_ipython", None)
-    if get_ipython is None:
+    if "IPython" not in sys.modules:  # a kernel has imported it; a script need not pay its import (~0.1 s)
+        return False
+    try:
+        from IPython import get_ipython
+    except ImportError:
         return False
     shell = get_ipython()
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"

@@ -82,3 +82,25 @@ def test_bench_merge_subcommand(tmp_path: Path, capsys) -> None:  # type: ignore
     code = command_main(["bench", "merge", "--rows", "1200", "--k", "2", "--contenders", "io_floor",
                          "--data-dir", str(tmp_path)])
     assert code == 0 and "io_floor" in capsys.readouterr().out
+
+
+def test_repeats_alternate_the_contenders_and_keep_medians(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Load from other processes must fall on every contender alike: a, b, a, b, not a, a, b, b."""
+    import lsm_lab.bench.merge as bench
+
+    calls: list[str] = []
+    seconds = {"io_floor": iter([3.0, 1.0, 2.0]), "sorted": iter([9.0, 1.5, 1.0])}
+
+    def fake(contender: str, ds: bench.Dataset, out_dir: Path, **_: object) -> dict:
+        calls.append(contender)
+        rows = ds.rows if contender == "io_floor" else ds.distinct_keys
+        return {"contender": contender, "seconds": next(seconds[contender]), "cpu_seconds": 1.0,
+                "peak_rss_bytes": 1 << 20, "rows_out": rows}
+
+    monkeypatch.setattr(bench, "run_contender", fake)
+    records = bench.run_bench(2000, [2], 0.3, contenders=["io_floor", "sorted"], repeat=3, data_dir=str(tmp_path))
+    assert calls == ["io_floor", "sorted"] * 3
+    by = {r["contender"]: r for r in records}
+    assert by["io_floor"]["seconds"] == 2.0 and by["sorted"]["seconds"] == 1.5  # medians
+    assert by["sorted"]["vs_io_floor"] == 0.75
+    assert any("CPU seconds 1.00x" in line for line in bench.summarize_targets(records))

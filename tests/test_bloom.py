@@ -164,3 +164,14 @@ def test_hashing_in_chunks_matches_the_reference() -> None:
     h1, h2 = key_hashes(keys)
     for i in (0, 1, bloom._CHUNK - 1, bloom._CHUNK, n - 1):
         assert (int(h1[i]), int(h2[i])) == reference_hashes(f"key-{i}")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=1, max_value=40), st.lists(st.binary(min_size=40, max_size=40), min_size=1, max_size=50),
+       st.integers(min_value=0, max_value=3))
+def test_keys_of_one_length_hash_as_the_reference(width: int, raw: list[bytes], skip: int) -> None:
+    """The equal-length fast path (a padded grid of words) gives the documented hash, sliced arrays too."""
+    keys = [bytes(b % 0x7F or 1 for b in r[:width]).decode("ascii") for r in raw]
+    arr = pa.array(["pad"] * skip + keys, pa.string()).slice(skip)
+    h1, h2 = key_hashes(arr)
+    assert [(int(a), int(b)) for a, b in zip(h1, h2)] == [reference_hashes(k) for k in keys]

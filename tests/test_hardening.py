@@ -1,4 +1,4 @@
-"""Issue 15, one test per finding: no path out of the table, no silent wrong answer, no traceback for a mistake.
+"""Hardening, one test per finding of the attack review: no path out of the table, no silent wrong answer, no traceback for a mistake.
 
 (The randomised versions are in tests/fuzz/, under the `slow` marker.)
 """

@@ -394,3 +394,26 @@ def test_real_hudi_tables(shared_dir: Path, tmp_path_factory: pytest.TempPathFac
             assert sort(table.read(as_of=as_of, filter=[(RECORD_KEY, "in", keys)])).equals(got), stem
             checked += 1
     assert checked > 0
+
+
+def test_chunk_bytes_per_row_group_add_up_to_the_file(tmp_path: Path) -> None:
+    """`FileInfo.chunk_bytes(rg)` (computed for the row groups a lookup reads) sums the compressed chunks of
+    each top-level column, nested leaves included, and over all row groups gives every chunk once."""
+    path = tmp_path / "f.parquet"
+    n = 5000
+    table = pa.table({"k": [f"k{i:05d}" for i in range(n)], "v": np.arange(n),
+                      "s": pa.array([{"a": i, "b": str(i)} for i in range(n)])})
+    pq.write_table(table, path, row_group_size=1200)
+    info = FooterCache().get(path)
+    md = pq.read_metadata(path)
+    assert info.num_row_groups == md.num_row_groups == 5
+    total = 0
+    for rg in range(md.num_row_groups):
+        sizes = info.chunk_bytes(rg)
+        assert set(sizes) == {"k", "v", "s"}
+        leaves = [md.row_group(rg).column(c) for c in range(md.num_columns)]
+        assert sizes["s"] == sum(c.total_compressed_size for c in leaves if c.path_in_schema.startswith("s."))
+        assert info.chunk_bytes(rg) is sizes  # computed once
+        total += sum(sizes.values())
+    assert total == sum(md.row_group(r).column(c).total_compressed_size
+                        for r in range(md.num_row_groups) for c in range(md.num_columns))

@@ -244,3 +244,34 @@ def test_sorted_engine_can_be_abandoned_midway() -> None:
     assert first.num_rows > 0
     it.close()  # type: ignore[attr-defined]
     assert threading.active_count() <= before
+
+
+def _long_keys(draw: st.DrawFn) -> list[str]:
+    """Equal-width keys that share long prefixes and differ only far beyond 8 bytes (or only early):
+    the integer prefixes of the sorted engine tie for different keys, and must fall back to the keys."""
+    width = draw(st.sampled_from([9, 12, 21, 30]))
+    stem = draw(st.sampled_from(["", "k", "key-0000", "2024-01-01T00:"]))
+    tails = draw(st.sets(st.text(alphabet="ab\x00z", min_size=width, max_size=width), min_size=1, max_size=12))
+    return sorted({(stem + t)[:width] for t in tails} | {(t + stem)[:width] for t in tails})
+
+
+@pytest.mark.parametrize("engine", SORTED_ENGINES)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_fixed_width_keys_sharing_prefixes(engine: str, data: st.DataObject) -> None:
+    """The order-preserving uint64 prefixes (semantics.key_prefixes) against the dict model, with and
+    without deletes and null ordering values (the repeated-keys-only winner path needs neither)."""
+    keys = _long_keys(data.draw)
+    k = data.draw(st.integers(1, 8))
+    clean = data.draw(st.booleans())
+    sources = []
+    for _ in range(k):
+        rows = []
+        for key in sorted(data.draw(st.sets(st.sampled_from(keys), max_size=len(keys)))):
+            is_del = False if clean else data.draw(st.booleans())
+            ts = data.draw(st.integers(0, 3) if clean else st.one_of(st.none(), st.integers(0, 3)))
+            rows.append({"k": key, "ts": ts, "v": None if is_del else data.draw(st.integers(0, 999)), "d": is_del})
+        sources.append(rows)
+    mode = data.draw(st.sampled_from(list(MergeMode)))
+    check(sources, spec_for(mode), engine, data.draw(st.sampled_from([1, 3, 7, 100])), ["table"] * k,
+          read_ahead=data.draw(st.booleans()))

@@ -155,3 +155,79 @@ def test_utf8_byte_order_equals_python_code_point_order() -> None:
     keys = ["z", "é", "\uffff", "\U0001f600", "a\u0300", "ab", "a", "\u00e9x", "日本", "\x7f"]
     by_arrow = pa.array(keys).take(pa.compute.sort_indices(pa.array(keys))).to_pylist()
     assert by_arrow == sorted(keys) == sorted(keys, key=lambda s: s.encode("utf-8"))
+
+
+# ---- integer prefixes of equal-width keys ----------------------------------------------
+
+@st.composite
+def fixed_keys(draw: st.DrawFn) -> list[bytes]:
+    """Equal-width byte keys over a tiny alphabet (NUL and 0xff included) with a shared stem, so
+    prefixes tie for different keys and common prefixes are long."""
+    width = draw(st.integers(1, 30))
+    stem = draw(st.binary(max_size=width))
+    alphabet = draw(st.sampled_from([b"ab", b"\x00a", b"\x00\xff", b"xyz"]))
+    tails = draw(st.lists(st.lists(st.sampled_from(list(alphabet)), min_size=width, max_size=width), max_size=40))
+    return [(stem + bytes(t))[:width] for t in tails]
+
+
+@settings(max_examples=400, deadline=None)
+@given(keys=fixed_keys(), hint=st.booleans())
+def test_prefix_sort_equals_a_stable_byte_sort(keys: list[bytes], hint: bool) -> None:
+    import numpy as np
+
+    from lsm_lab.merge.semantics import common_prefix_length, prefix_sort
+
+    def shared(words: list[bytes]) -> int:
+        return next((i for i in range(len(words[0])) if len({w[i] for w in words}) > 1), len(words[0]))
+
+    width = len(keys[0]) if keys else 1
+    fixed = np.frombuffer(b"".join(keys), dtype=f"S{width}")  # raw bytes: NumPy would strip trailing NULs
+    common = shared(keys) if hint and keys else None
+    if keys:
+        assert common_prefix_length(fixed) == (shared(keys) if len(keys) > 1 else 0)
+    order, starts = prefix_sort(fixed, common)
+    want = sorted(range(len(keys)), key=lambda i: keys[i])  # Python's sort is stable
+    assert order.tolist() == want
+    assert starts.tolist() == [i == 0 or keys[want[i]] != keys[want[i - 1]] for i in range(len(want))]
+
+
+@settings(max_examples=400, deadline=None)
+@given(keys=fixed_keys(), presort=st.booleans(), dup=st.integers(0, 40))
+def test_first_unsorted_finds_the_first_pair_out_of_order(keys: list[bytes], presort: bool, dup: int) -> None:
+    import numpy as np
+
+    from lsm_lab.merge.semantics import first_unsorted
+
+    if presort:
+        keys = sorted(set(keys))
+        if 0 < dup < len(keys):
+            keys[dup] = keys[dup - 1]  # one repeat: not strictly increasing
+    if not keys:
+        return
+    fixed = np.frombuffer(b"".join(keys), dtype=f"S{len(keys[0])}")
+    want = next((i for i in range(len(keys) - 1) if keys[i] >= keys[i + 1]), -1)
+    assert first_unsorted(fixed) == want
+
+
+clean_row_st = st.builds(
+    lambda key, ts, v: {"k": key, "ts": ts, "v": v, "d": False},
+    st.sampled_from(["aaaaaaaaaaaa1", "aaaaaaaaaaaa2", "baaaaaaaaaaa1", "b", "c"]),
+    st.integers(-2, 2),
+    st.integers(0, 99),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.lists(clean_row_st, max_size=30))
+def test_select_winners_without_deletes_or_nulls_equals_the_fold(rows: list[dict]) -> None:
+    """The event-time path that compares only the rows of repeated keys (no delete, no null ordering)."""
+    spec = MergeSpec(MergeMode.EVENT_TIME_ORDERING, key="k", ordering="ts", delete="d")
+    table = pa.Table.from_pylist(rows, schema=SCHEMA)
+    w = select_winners(table, spec)
+    got = {rows[r]["k"]: rows[r] for r in w.rows.tolist()}
+    assert not w.deleted.any() and not w.reset.any()
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(row["k"], []).append(row)
+    want = {key: fold(rs, spec) for key, rs in groups.items()}
+    assert list(got) == sorted(want) and got == want

@@ -193,3 +193,25 @@ def test_benchmark_agrees_on_a_small_slice() -> None:
     spec.loader.exec_module(bench)
     out = bench.run(3000, 3, 1)  # raises when a way differs or the slice does not merge by position
     assert out["logs"] == 3 and 0 < out["result_rows"] < 3000
+
+
+def test_cached_base_keys_are_the_files_keys_in_row_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer remembers a new base's keys as written; they equal a cold read, and positions do not change."""
+    t = _table(tmp_path)
+    base = t.latest_slices()[0].base_file
+    assert base is not None
+    warm = posmerge.base_keys(base)                        # seeded by the write of the base, not read
+    posmerge.forget_base_keys()
+    cold = posmerge.base_keys(base)                        # read from the file (and cached again)
+    assert warm.combine_chunks().equals(cold.combine_chunks())
+    assert cold.to_pylist() == pq.read_table(base.path, columns=["_hoodie_record_key"]).column(0).to_pylist()
+    t.upsert([{"id": f"k{j:03d}", "v": -j} for j in (42, 7)])
+    posmerge.forget_base_keys()
+    t.upsert([{"id": f"k{j:03d}", "v": -j} for j in (42, 7)])   # same batch, cold cache
+    h1, h2 = _logs(t)
+    assert h1[positions.RECORD_POSITIONS] == h2[positions.RECORD_POSITIONS]
+    assert positions.decode_positions(h2[positions.RECORD_POSITIONS]).tolist() == [7, 42]
+    monkeypatch.setattr(posmerge, "BASE_KEY_CACHE_BYTES", 1)  # too small for any column: nothing is kept
+    posmerge.forget_base_keys()
+    posmerge.base_keys(base)
+    assert not posmerge._base_keys

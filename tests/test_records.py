@@ -256,3 +256,29 @@ def test_is_strictly_sorted() -> None:
     # UTF-8 byte order, not UTF-16 (where the surrogate pair of U+1F600 sorts below U+FFFF)
     assert records.is_strictly_sorted(pa.array(["\uffff", "\U0001f600"]))
     assert not records.is_strictly_sorted(pa.array(["\U0001f600", "\uffff"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=12), st.uuids().map(str),
+                          st.text(alphabet="ab\x00é", max_size=10)), max_size=60),
+       st.integers(min_value=0, max_value=3), st.booleans())
+def test_key_sort_indices_equal_arrows_stable_sort(keys: list[str], skip: int, large: bool) -> None:
+    """The 8-byte-prefix fast path and its fallback both give Arrow's stable sort, sliced and large arrays too."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from lsm_lab.table.records import key_sort_indices
+    arr = pa.array(["zz"] * skip + keys, pa.large_string() if large else pa.string()).slice(skip)
+    assert np.array_equal(key_sort_indices(arr), pc.sort_indices(arr).to_numpy())
+
+
+def test_key_sort_indices_takes_the_fast_path_on_distinct_prefixes(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uuid
+
+    import pyarrow.compute as pc
+
+    from lsm_lab.table import records
+    keys = pa.array([str(uuid.UUID(int=random.Random(i).getrandbits(128))) for i in range(500)])
+    expected = pc.sort_indices(keys).to_numpy().tolist()
+    monkeypatch.setattr(records.pc, "sort_indices", None)  # Arrow's sort is not called (it would fail)
+    assert records.key_sort_indices(keys).tolist() == expected

@@ -116,3 +116,20 @@ def _case(table_type: str) -> type:
 
 TestModelMor = _case("MERGE_ON_READ")
 TestModelCow = _case("COPY_ON_WRITE")
+
+
+@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+def test_a_delete_of_absent_keys_touches_no_small_file_group(tmp_path: Path, table_type: str) -> None:
+    """Deletes are never packed: an absent key deletes nothing and writes no file (no useless delete log)."""
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", layout="default", table_type=table_type)
+    t.insert([{"id": "a", "v": 1}, {"id": "b", "v": 2}])
+    before = {(fs.file_id, fs.base_file.name if fs.base_file else None, len(fs.log_files))
+              for fs in t.latest_slices()}
+    t.delete(["zz"])
+    assert int(t.timeline()["records_deleted"].iloc[-1]) == 0
+    after = {(fs.file_id, fs.base_file.name if fs.base_file else None, len(fs.log_files))
+             for fs in t.latest_slices()}
+    assert after == before
+    assert sorted(r["id"] for r in t.read(columns=["id"]).to_pylist()) == ["a", "b"]
+    t.delete(["a", "zz"])     # a present key next to an absent one: only its own group is touched
+    assert sorted(r["id"] for r in t.read(columns=["id"]).to_pylist()) == ["b"]

@@ -1,4 +1,4 @@
-"""Write statistics stay exact after the write path stopped reading every stored key (issue 16).
+"""Write statistics stay exact although an upsert no longer reads every stored key of the file groups it touches.
 
 `numUpdateWrites` comes from the base positions when every row of a log is in the
 base, else from a probe of the slice's files with the batch's keys; live deletes
@@ -25,10 +25,11 @@ def _last(t: lsm_lab.Table, col: str) -> int:
     return int(t.timeline()[col].iloc[-1])
 
 
-@pytest.mark.parametrize("positions", ["true", "false"])
-def test_update_counts_from_positions_probe_and_logs(tmp_path: Path, positions: str) -> None:
+@pytest.mark.parametrize("positions,cdc", [("true", False), ("false", False), ("true", True)])
+def test_update_counts_from_positions_probe_and_logs(tmp_path: Path, positions: str, cdc: bool) -> None:
+    """The same counts from positions, from the probe, and from a CDC write's one probe of the slice."""
     t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", partition_by="city", ordering_field="ts",
-                             table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=2,
+                             table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=2, cdc=cdc,
                              **{"hoodie.write.record.positions": positions})
     t.bulk_insert(_rows([f"k{i:03d}" for i in range(100)], 1))
     t.upsert(_rows([f"k{i:03d}" for i in range(0, 100, 3)], 2))        # all in the base: 34 updates
@@ -39,6 +40,9 @@ def test_update_counts_from_positions_probe_and_logs(tmp_path: Path, positions: 
     t.upsert(_rows([f"n{i:03d}" for i in range(5)] + ["k001", "k002"] + ["m1", "m2", "m3"], 4))
     assert (_last(t, "records_updated"), _last(t, "records_inserted")) == (7, 3)
     assert t.read().num_rows == 113
+    t.delete(_rows(["k010", "n001"], 5))
+    t.upsert(_rows(["k010", "n001", "m9"], 6))  # deleted keys are still held by the group: updates
+    assert (_last(t, "records_updated"), _last(t, "records_inserted")) == (2, 1)
 
 
 def test_live_deletes_and_duplicates_in_one_batch(tmp_path: Path) -> None:

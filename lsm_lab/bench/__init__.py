@@ -1,4 +1,7 @@
-"""Benchmarks that print ratios against peers measured in the same run (see each module)."""
+"""Benchmarks that print ratios against peers measured in the same run (see each module).
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
+"""
 
 from __future__ import annotations
 

@@ -72,7 +72,7 @@ import lsm_lab
 from lsm_lab.datagen import TripsGenerator
 from lsm_lab.layout import fsview, parquet_io
 from lsm_lab.layout.bloom import BloomFilter, key_hashes
-from lsm_lab.logformat import v2
+from lsm_lab.logformat import positions, v2
 from lsm_lab.lookup.lookup import LookupStats, clear_footer_cache, open_lookup
 
 LAYOUTS = ("lsm_tree", "default", "default_unsorted")
@@ -142,9 +142,24 @@ def build_tables(root: Path, params: BenchParams, *, log: Any = print) -> dict[s
     return saved
 
 
-def shuffled_copy(src: Path, dst: Path, *, seed: int = 0) -> None:
-    """Copy a table, rewriting every data file with its rows in random order (footers otherwise kept)."""
+def _without_positions(kv: dict[str, str]) -> dict[str, str]:
+    """A log footer without record positions: they count rows of the base file, which the shuffle reorders."""
+    dropped = (positions.RECORD_POSITIONS, positions.BASE_FILE_INSTANT)
+    out = {k: v for k, v in kv.items() if k not in {v2.KEY_METADATA_PREFIX + d for d in dropped}}
+    if v2.KEY_METADATA in out:
+        header = {k: v for k, v in json.loads(out[v2.KEY_METADATA]).items() if k not in dropped}
+        out[v2.KEY_METADATA] = json.dumps(header)
+    return out
 
+
+def shuffled_copy(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, seed: int = 0) -> None:
+    """Copy a table, rewriting every data file with its rows in random order.
+
+    Footers are kept except what the new order makes false: the sortedness and
+    key-range facts, the bloom (rebuilt by the writer) and the logs' record
+    positions (the base rows they point at have moved; the reader then merges by key).
+    """
+    src, dst = Path(src), Path(dst)
     if dst.exists():
         shutil.rmtree(dst)
     shutil.copytree(src, dst)
@@ -154,6 +169,7 @@ def shuffled_copy(src: Path, dst: Path, *, seed: int = 0) -> None:
         data = parquet_io.read_parquet(path)
         kv = {k: v for k, v in footer.items()
               if k not in (parquet_io.KEY_MIN, parquet_io.KEY_MAX, parquet_io.KEY_SORTED, parquet_io.KEY_BLOOM)}
+        kv = _without_positions(kv)
         rows = data.take(pa.array(rng.permutation(data.num_rows))).replace_schema_metadata(None)
         stat = path.stat()
         tmp = path.with_name(f".{path.name}.shuffled")

@@ -17,6 +17,8 @@ Reads report the median of `--repeats` runs.  Loopback S3 has no network
 latency, so the ratio measures per-request overhead and copying, not the
 bandwidth of a real store; the request counts carry over to a real store as
 they are (and are what a metered store bills).
+
+Taught in: notebooks/12_object_storage.ipynb
 """
 
 from __future__ import annotations

@@ -131,6 +131,8 @@ def _hash_chunk(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     # 8 zero bytes of slack, then a view holding the little-endian word that starts at *every* byte
     # offset, so word j of key i is at[offsets[i] - first + 8j] (bytes past the key are masked off)
     first = int(offsets[0]) if n else 0
+    if n and int(lengths[0]) > 0 and (lengths == lengths[0]).all():  # one length (ids, UUIDs): a padded grid
+        return _hash_equal_lengths(data[first : int(offsets[-1])], n, int(lengths[0]))
     data = np.concatenate([data[first : int(offsets[-1]) if n else 0], np.zeros(8, np.uint8)])
     at = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
     # keys with more words first: at word position j the active keys are a prefix
@@ -151,6 +153,18 @@ def _hash_chunk(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     h1[order] = _fmix64(h)
     h2[order] = _fmix64(h ^ P3) | np.uint64(1)
     return h1, h2
+
+
+def _hash_equal_lengths(data: np.ndarray, n: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """`_hash_chunk` of `n` keys of `width` bytes each (3x faster: no gathers, no masks, no reordering)."""
+    words = -(-width // 8)
+    grid = np.zeros((n, words * 8), dtype=np.uint8)  # each key zero-padded to whole words
+    grid[:, :width] = data.reshape(n, width)
+    w = grid.view("<u8")
+    h = np.full(n, width, dtype=np.uint64) * P1 + SEED  # arrays wrap silently (scalars would warn)
+    for j in range(words):  # a loop over the key's words, not the keys
+        h = _rotl(h ^ (w[:, j].astype(np.uint64) * P2), 31) * P1
+    return _fmix64(h), _fmix64(h ^ P3) | np.uint64(1)
 
 
 def key_hashes(keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

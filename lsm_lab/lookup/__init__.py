@@ -9,6 +9,8 @@
 
 The function `lookup.lookup(table, keys)` is not re-exported here, so that
 `lsm_lab.lookup.lookup` always names the module; use `Table.lookup`.
+
+Taught in: notebooks/08_point_lookups.ipynb
 """
 
 from lsm_lab.layout.bloom import BloomFilter, key_hashes

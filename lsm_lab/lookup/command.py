@@ -14,6 +14,8 @@ with the read command's output options.
 
 Simplified compared with Apache Hudi: Hudi has no point-lookup command; its
 CLI inspects files and metadata, and lookups run as Spark queries.
+
+Taught in: notebooks/08_point_lookups.ipynb
 """
 
 from __future__ import annotations

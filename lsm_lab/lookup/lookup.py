@@ -74,6 +74,7 @@ from lsm_lab.lookup.footer import FOOTERS, FileInfo, FooterCache, clear_footer_c
 from lsm_lab.lookup.predicate import KeyPredicate, key_predicate
 from lsm_lab.lookup.stats import LookupStats
 from lsm_lab.merge import merge_to_table
+from lsm_lab.storage import StoragePath
 from lsm_lab.table import index, records, v1read
 from lsm_lab.table import read as reader
 from lsm_lab.table.read import ReadContext
@@ -208,8 +209,9 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
     # 3. read the key column of the candidate row groups, find the rows, then read the rest
     stats.files_opened += 1
     try:
+        local = not isinstance(info.source, StoragePath)  # local reads of one or two chunks: no pre-buffering
         pf = parquet_io.open_parquet(info.source if info.source is not None else info.path, metadata=info.metadata,
-                                     size=info.size)
+                                     size=info.size, **({"pre_buffer": False} if local else {}))
     except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
         raise CorruptFileError(f"cannot open Parquet file: {exc}", path=info.path) from None
     others = [c for c in columns if c in info.columns and c != key_col]
@@ -220,7 +222,7 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
         except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
             raise CorruptFileError(f"cannot read row group {rg}: {exc}", path=info.path) from None
         stats.row_groups_read += 1
-        stats.data_bytes += info.chunk_bytes[rg].get(key_col, 0)
+        stats.data_bytes += info.chunk_bytes(rg).get(key_col, 0)
         arr = _as_string_array(key_tbl.column(0))
         if arr.null_count:
             raise _Fallback(f"{name} row group {rg} has null keys")
@@ -245,7 +247,7 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
                 rest = pf.read_row_group(rg, columns=others)
             except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
                 raise CorruptFileError(f"cannot read row group {rg}: {exc}", path=info.path) from None
-            stats.data_bytes += sum(info.chunk_bytes[rg].get(c, 0) for c in others)
+            stats.data_bytes += sum(info.chunk_bytes(rg).get(c, 0) for c in others)
             rest = rest.take(take)
             for c in rest.column_names:
                 cols[c] = rest.column(c)

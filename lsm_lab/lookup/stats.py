@@ -13,6 +13,8 @@ the bytes a reader fetches from storage, not the decoded size.
 
 Simplified compared with Apache Hudi: Hudi reports index lookups through Spark
 metrics and accumulators; lsm_lab counts in one plain dataclass per call.
+
+Taught in: notebooks/08_point_lookups.ipynb
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ See semantics.py for the rules, loser_tree.py for the RFC-103 state machine,
 sorted.py for the production engine, hashmerge.py for Hudi's classic merge.
 
 This package's only code beyond re-exports is the small dispatch below.
+
+Taught in: notebooks/05_loser_tree.ipynb, notebooks/06_merge_semantics.ipynb
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ user can make surface as `LsmLabError` with the file named, for cli.py to print.
 
     lsm-lab merge out.parquet run0.parquet run1.parquet --key id --ordering ts
     lsm-lab bench merge --rows 2000000 --k 2 4 8 --json /tmp/merge.json
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--delete-column", default=None,
                    help="boolean column marking deletes (dropped keys); it is not written to OUT")
     p.add_argument("--row-group-size", type=int, default=131_072, help="rows per output row group")
-    p.add_argument("--batch-size", type=int, default=16_384, help="rows per batch read from each input")
+    p.add_argument("--batch-size", type=int, default=65_536, help="rows per batch read from each input")
     p.add_argument("--json", action="store_true", help="print the stats as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_run_merge)

@@ -23,6 +23,8 @@ with the file's name.
 Simplified compared with Apache Hudi: a Hudi compaction writes a new base file
 for one file group from its slice, through the table's write path (file
 naming, commit metadata, bloom filters); this function only merges files.
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ def _name_file(exc: LsmLabError, paths: Sequence[Path]) -> LsmLabError:
 def merge_parquet_files(out_path: str | os.PathLike[str], input_paths: Sequence[str | os.PathLike[str]], *,
                         key: str, ordering: str | None = None, engine: str = "sorted",
                         delete_column: str | None = None, row_group_size: int = 131_072,
-                        batch_size: int = 16_384, read_ahead: bool = True, buffer_size: int = 1 << 18,
+                        batch_size: int = 65_536, read_ahead: bool = True, buffer_size: int = 1 << 18,
                         count_comparisons: bool = False, progress: bool = False) -> dict[str, Any]:
     """Merge sorted Parquet runs (argument order = source order) into one file, one row per key.
 

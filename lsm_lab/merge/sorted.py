@@ -22,9 +22,14 @@ smallest tail ``t`` across all inputs is a safe horizon:
    vectorised fold of semantics.py (``select_winners``), then one ``take``.
    When every key of the round has the same byte width (uuids, hashes,
    fixed-format ids) the keys are viewed as a NumPy ``S<width>`` array without
-   copying them, and NumPy's stable sort (timsort) merges the k sorted cuts in
-   O(n log k); otherwise Arrow's ``sort_indices`` does it. A cut from a single
-   input needs no sort at all.
+   copying them, and each becomes an order-preserving ``uint64``: the 8 bytes
+   after the prefix every key of the round shares (the common prefix of the
+   smallest first key and the horizon), big-endian. NumPy's stable sort
+   (timsort) of those integers merges the k sorted cuts in O(n log k), several
+   times faster than sorting byte strings; the rare runs of one integer that
+   hold different keys are sorted again by the whole key (semantics.py,
+   ``prefix_sort``). Keys of mixed widths go through Arrow's ``sort_indices``.
+   A cut from a single input needs no sort at all.
 4. Pop the champion's group (every input whose tail was ``t``: their batches
    are used up) and advance those inputs: the tree reads their next batches.
 
@@ -35,8 +40,9 @@ inside an input, so they are valid sorted inputs), and popping a key group is
 exactly "all inputs whose batch ends at t".
 
 **Checks while streaming.** Each batch is checked to be strictly increasing
-(one vectorised ``less`` over adjacent keys) and to start after the previous
-batch's tail; a violation raises `InputError` naming the source index.
+(one vectorised ``less`` over adjacent integer prefixes, whole keys compared
+only where two prefixes are equal) and to start after the previous batch's
+tail; a violation raises `InputError` naming the source index.
 
 **Threads.** With ``read_ahead=True`` each input reads and checks its next
 batch on a small thread pool while the merge works on the current one, and
@@ -69,7 +75,14 @@ import pyarrow.compute as pc
 
 from lsm_lab.errors import InputError
 from lsm_lab.merge.loser_tree import LoserTree
-from lsm_lab.merge.semantics import MergeSpec, SourceInput, check_keys_not_null, fixed_width_keys, merge_resolved
+from lsm_lab.merge.semantics import (
+    MergeSpec,
+    SourceInput,
+    check_keys_not_null,
+    first_unsorted,
+    fixed_width_keys,
+    merge_resolved,
+)
 
 T = TypeVar("T")
 _END = object()
@@ -100,17 +113,12 @@ def _checked(inp: SourceInput, key: str) -> Iterator[_Batch]:
                              f"({last!r} at the end of a batch is followed by {first!r})")
         fixed = fixed_width_keys(keys)
         if n > 1:
-            ok: np.ndarray | None
             if fixed is not None:
-                ok = fixed[:-1] < fixed[1:]
-                good = bool(ok.all())
+                i = first_unsorted(fixed)
             else:
                 ok_arr = pc.less(keys.slice(0, n - 1), keys.slice(1))
-                good = bool(pc.all(ok_arr).as_py())
-                ok = None if good else np.asarray(ok_arr, dtype=bool)
-            if not good:
-                assert ok is not None
-                i = int(np.flatnonzero(~ok)[0])
+                i = -1 if pc.all(ok_arr).as_py() else int(np.flatnonzero(~np.asarray(ok_arr, dtype=bool))[0])
+            if i >= 0:
                 raise InputError(f"source {inp.index}: keys are not strictly sorted "
                                  f"({keys[i].as_py()!r} is followed by {keys[i + 1].as_py()!r})")
         last = keys[n - 1].as_py()
@@ -193,7 +201,7 @@ def _read_ahead(it: Iterator[T], pool: ThreadPoolExecutor) -> Iterator[T]:
         yield item  # type: ignore[misc]
 
 
-def _resolve(pieces: list[_Piece], spec: MergeSpec) -> pa.Table:
+def _resolve(pieces: list[_Piece], spec: MergeSpec, horizon: bytes) -> pa.Table:
     """Merge one round's cuts (in source order) into one row per surviving key, in key order."""
     table = pa.Table.from_batches([p.rows for p in pieces])
     if len(pieces) == 1:
@@ -201,7 +209,13 @@ def _resolve(pieces: list[_Piece], spec: MergeSpec) -> pa.Table:
     fixed = None
     widths = {p.fixed.dtype.itemsize if p.fixed is not None else -1 for p in pieces}
     if len(widths) == 1 and -1 not in widths:
-        fixed = np.concatenate([p.fixed for p in pieces if p.fixed is not None])
+        parts = [p.fixed for p in pieces if p.fixed is not None]
+        fixed = np.concatenate(parts)
+        # every key of the round lies between the smallest first key and the horizon (the largest),
+        # so it shares their common prefix: the integer prefixes start after it
+        lowest = min(bytes(part[:1].view(np.uint8)) for part in parts)
+        common = next((i for i, (a, b) in enumerate(zip(lowest, horizon)) if a != b), min(len(lowest), len(horizon)))
+        return merge_resolved(table, spec, fixed_keys=fixed, common_prefix=common)
     return merge_resolved(table, spec, fixed_keys=fixed)
 
 
@@ -244,9 +258,9 @@ def merge_sorted(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSp
             tree.pop_group()
             tree.advance_popped()
             if resolver is None:
-                yield from emit(_resolve(pieces, spec))
+                yield from emit(_resolve(pieces, spec, horizon_bytes))
                 continue
-            pending.append(resolver.submit(_resolve, pieces, spec))
+            pending.append(resolver.submit(_resolve, pieces, spec, horizon_bytes))
             if len(pending) > 1:
                 yield from emit(pending.popleft().result())
         while pending:

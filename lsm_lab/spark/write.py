@@ -15,6 +15,9 @@ write store the same records:
                                                     default   left join with the keys stored in the
                                                               latest slices (mapInArrow over slices)
     ◄── count rows per file group ─────────── groupBy(partition, file group).count()
+    default layout: small files (plan_new_keys)   new keys of a partition → small file groups, then
+      smallfiles.candidates / quotas per          new ones of insert.split.size keys: each key's rank
+      partition, from the new-key counts          in batch order (Spark window) picks its run
     file groups → task ordinals, partition metadata
                                               repartition(G, key whose hash lands in partition = ordinal)
                                               sortWithinPartitions(key, ordering, row number)
@@ -32,6 +35,25 @@ the ordinal modulo G, so Spark partition *i* holds exactly file group *i*, as
 Hudi's bucket partitioner does. A task that received more than one group
 (never, unless Spark's hash changes) still writes each on its own.
 
+**Small files.** With the key-lookup index, new keys first fill the small
+file groups of their partition (table/smallfiles.py: Hudi's
+`hoodie.parquet.small.file.limit`, `hoodie.parquet.max.file.size`,
+`hoodie.copyonwrite.insert.split.size`,
+`hoodie.merge.small.file.group.candidates.limit`, with Hudi's defaults). The
+driver counts each partition's distinct new keys and plans with the same
+`smallfiles.candidates` and `smallfiles.quotas` that `Table` uses: the
+smallest candidate takes the first `q1` new keys in batch order (key order on
+an lsm_tree table, arrival order of each key's surviving row on the default
+layout), the next the following `q2`, and the rest open new file groups of
+`split` keys. Spark ranks the new keys of such a partition with a window (in
+the JVM, no Python per row) and the rank picks the file group, so a Spark
+write packs exactly as `Table` would on the same table state. The task writes
+a packed group with `write_file_group`, as `Table` does: a COPY_ON_WRITE merge,
+or in MERGE_ON_READ a rewrite of the log-less small slice (a sorted create,
+marked as a MERGE); its write stat counts the `numInserts`, and a concurrent
+write to the same file group is a conflict at commit. Partitions with no small
+file group and at most one new group's worth of keys are not ranked.
+
 **Retries and failures.** A retried task writes under a new token, so its
 files never collide with the failed attempt's. Each task leaves a marker
 before each file (`services.markers`); before committing, the driver deletes
@@ -40,17 +62,22 @@ marker reconciliation), because readers trust every file of a completed
 instant. A job that fails aborts the transaction: the instant's files and
 markers are deleted, and nothing was ever visible.
 
-Simplified compared with Apache Hudi's Spark writer: no small-file packing or
-insert/update partitioner, no spill of large file groups (a task holds its file
-group's rows in memory, as `Table` does), no speculative-execution guard (a
-zombie attempt that writes after the commit would leave an orphan file, which
-`lsm-lab` rollback or clean removes), and the default layout joins against the
-keys of every partition's latest slices (Hudi prunes by partition and bloom
-filters).
+Simplified compared with Apache Hudi's Spark writer: new keys are cut by rank
+into exact runs (Hudi's partitioner sends each by an MD5 hash of the key to an
+insert bucket chosen by weight, so bucket sizes are only about right), the
+ranking of a partition's new keys runs in one task, no spill of large file
+groups (a task holds its file group's rows in memory, as `Table` does), no
+speculative-execution guard (a zombie attempt that writes after the commit
+would leave an orphan file, which `lsm-lab` rollback or clean removes), and the
+default layout joins against the keys of every partition's latest slices (Hudi
+prunes by partition and bloom filters).
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import uuid
@@ -66,7 +93,7 @@ from lsm_lab.config import TableConfig
 from lsm_lab.errors import InputError, LsmLabError
 from lsm_lab.interop import compat
 from lsm_lab.layout import naming
-from lsm_lab.layout.fsview import FileSlice
+from lsm_lab.layout.fsview import FileGroup, FileSlice
 from lsm_lab.logformat import v2
 from lsm_lab.services import archiver, clean, compaction, markers, occ
 from lsm_lab.services.lock import table_lock
@@ -83,7 +110,7 @@ from lsm_lab.spark.jobs import (
     spark_schema,
 )
 from lsm_lab.storage import StoragePath, as_path, is_local
-from lsm_lab.table import cdclog, index, records
+from lsm_lab.table import cdclog, index, records, smallfiles
 from lsm_lab.table import write as writer
 from lsm_lab.table.read import ReadContext
 from lsm_lab.table.records import DELETE_FLAG, META_COLUMNS, PARTITION_PATH, RECORD_KEY
@@ -155,11 +182,15 @@ def planned_files(config: TableConfig, base_path: Path | StoragePath, partition:
     if config.log_format_version == 1:
         try:
             folder = base_path / partition if partition else base_path
-            return [(compat.v1_log_name(config, folder, file_id, token, instant, latest.base_instant), "APPEND")]
+            logs = [(compat.v1_log_name(config, folder, file_id, token, instant, latest.base_instant), "APPEND")]
         except LsmLabError:
-            return []
-    return [(naming.log_file_name(file_id, token, instant, 1, delete=op == "delete", native=config.upstream_format),
-             "APPEND")]
+            logs = []
+    else:
+        logs = [(naming.log_file_name(file_id, token, instant, 1, delete=op == "delete",
+                                      native=config.upstream_format), "APPEND")]
+    if op != "delete" and not config.bucket_index and not latest.log_files:  # a small slice taking new keys
+        return [(naming.base_file_name(file_id, token, instant), "MERGE"), *logs]  # is rewritten (sorted create)
+    return logs
 
 
 @dataclass(frozen=True)
@@ -335,7 +366,7 @@ def _stored_keys(spark: Any, ctx: ReadContext, slices: Sequence[FileSlice]) -> A
 
 
 def _write_files(spark: Any, table: Table, frame: Any, user_schema: pa.Schema, ctx: ReadContext,
-                 snapshot_groups: Mapping[tuple[str, str], FileSlice], instant: str, op: str, *,
+                 snapshot_groups: Sequence[FileGroup], instant: str, op: str, *,
                  progress: bool | None, hook: TaskHook | None,
                  max_records_per_group: int = writer.DEFAULT_MAX_RECORDS_PER_GROUP) -> list[WriteStat]:
     from pyspark import StorageLevel
@@ -358,7 +389,7 @@ def _write_files(spark: Any, table: Table, frame: Any, user_schema: pa.Schema, c
     elif config.bucket_index:
         cached = prepared.withColumn(GROUP_KEY, F.pmod(key_bytes, F.lit(config.num_buckets)).cast("string"))
     else:
-        stored = _stored_keys(spark, ctx, list(snapshot_groups.values()))
+        stored = _stored_keys(spark, ctx, [g.latest for g in snapshot_groups])
         cached = prepared.join(stored, [PARTITION_PATH, RECORD_KEY], "left")
     cached = cached.persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -370,7 +401,7 @@ def _write_files(spark: Any, table: Table, frame: Any, user_schema: pa.Schema, c
 
 
 def _tag_and_write(spark: Any, table: Table, cached: Any, user_schema: pa.Schema, ctx: ReadContext,
-                   snapshot_groups: Mapping[tuple[str, str], FileSlice], instant: str, op: str, *,
+                   snapshot_groups: Sequence[FileGroup], instant: str, op: str, *,
                    ordering: str | None, progress: bool | None, hook: TaskHook | None,
                    max_records_per_group: int) -> list[WriteStat]:
     from pyspark.sql import functions as F
@@ -384,24 +415,110 @@ def _tag_and_write(spark: Any, table: Table, cached: Any, user_schema: pa.Schema
                 counts = {(r[0], r[1]): int(r[2]) for r in tagged.groupBy(PARTITION_PATH, GROUP_KEY).count().collect()}
             else:
                 joined = cached
-                found = joined.groupBy(PARTITION_PATH, FILE_ID).count().collect()
-                fresh = {r[0]: int(r[2]) for r in found if r[1] is None}
+                found = joined.groupBy(PARTITION_PATH, FILE_ID).agg(
+                    F.count(F.lit(1)), F.countDistinct(RECORD_KEY)).collect()
+                fresh = {r[0]: int(r[3]) for r in found if r[1] is None}  # distinct new keys, as `tag` counts them
                 counts = {(r[0], r[1]): int(r[2]) for r in found if r[1] is not None}
-                per_partition = {p: max(1, math.ceil(c / max_records_per_group)) for p, c in fresh.items()}
-                for p, c in fresh.items():
-                    for s in range(per_partition[p]):
-                        counts[(p, f"new-{s}")] = c // per_partition[p]
+                split = smallfiles.SmallFileConfig.from_props(config.props).insert_split_size \
+                    if smallfiles.KEY_INSERT_SPLIT in config.props else max_records_per_group
+                plan = plan_new_keys(config, fresh, snapshot_groups, op, split)
+                for p, taken in plan.items():  # small file groups first, then new ones of `split` keys each
+                    for fs, n in taken:
+                        counts[(p, fs.file_id)] = counts.get((p, fs.file_id), 0) + n
+                    left = fresh[p] - sum(n for _, n in taken)
+                    for s in range(math.ceil(left / split)):
+                        counts[(p, f"new-{s}")] = min(split, left - s * split)
+                # the other partitions (small-file handling off): new keys spread over new groups by a key hash
+                per_partition = {p: max(1, math.ceil(c / split)) for p, c in fresh.items() if p not in plan}
+                for p, c in per_partition.items():
+                    for s in range(c):
+                        counts[(p, f"new-{s}")] = fresh[p] // c
                 slots = F.create_map(*[F.lit(x) for p, k in sorted(per_partition.items()) for x in (p, k)]) \
                     if per_partition else F.create_map().cast("map<string,int>")
                 new_key = F.concat(F.lit("new-"), F.pmod(key_bytes, F.try_element_at(slots, F.col(PARTITION_PATH)))
                                    .cast("string"))
-                tagged = joined.withColumn(GROUP_KEY, F.coalesce(F.col(FILE_ID), new_key)).drop(FILE_ID)
+                if not plan:
+                    tagged = joined.withColumn(GROUP_KEY, F.coalesce(F.col(FILE_ID), new_key)).drop(FILE_ID)
+                else:  # the new keys of the partitions in the plan: by rank (only these rows are ranked)
+                    packed = F.col(FILE_ID).isNull() & F.col(PARTITION_PATH).isin(sorted(plan))
+                    slotted = _new_key_groups(spark, joined.filter(packed).drop(FILE_ID), plan, split,
+                                              lsm=config.is_lsm,
+                                              ordering=ordering if ordering in user_schema.names else None)
+                    tagged = joined.filter(~packed).withColumn(GROUP_KEY, F.coalesce(F.col(FILE_ID), new_key)) \
+                        .drop(FILE_ID).unionByName(slotted)
         except Exception as exc:  # noqa: BLE001
             reraise(exc, f"{op} (tagging)")
     if not counts:
         return []
-    return _write_groups(spark, table, tagged, counts, user_schema, ctx, snapshot_groups, instant, op,
+    latest = {(g.partition, g.file_id): g.latest for g in snapshot_groups}
+    return _write_groups(spark, table, tagged, counts, user_schema, ctx, latest, instant, op,
                          ordering=ordering, progress=progress, hook=hook)
+
+
+def plan_new_keys(config: TableConfig, new_keys: Mapping[str, int], groups: Sequence[FileGroup], op: str,
+                  split: int) -> dict[str, list[tuple[FileSlice, int]]]:
+    """Per partition, the small file groups that take new keys and how many each (`Table`'s plan).
+
+    `new_keys`: distinct keys per partition that no file group holds; the rest
+    opens new file groups of `split` keys.  A partition is in the plan when its
+    small file groups take keys or its new keys fill more than one new group:
+    there the writer must cut the new keys in batch order as `Table` does.
+    Empty when small-file handling is off, on bucket tables (a key's bucket is
+    its file group) and for deletes (a key no file group holds has nothing to delete).
+    """
+    small = smallfiles.SmallFileConfig.from_props(config.props)
+    if not small.enabled or config.bucket_index or op == "delete":
+        return {}
+    by_partition: dict[str, list[FileGroup]] = {}
+    for g in groups:
+        by_partition.setdefault(g.partition, []).append(g)
+    plan = {}
+    for partition, n in sorted(new_keys.items()):
+        small_slices = smallfiles.candidates(by_partition.get(partition, []), small, is_mor=config.is_mor)
+        taken = smallfiles.quotas(n, small_slices, small)
+        if taken or n > split:
+            plan[partition] = taken
+    return plan
+
+
+def _new_key_groups(spark: Any, fresh: Any, plan: Mapping[str, list[tuple[FileSlice, int]]], split: int, *,
+                    lsm: bool, ordering: str | None) -> Any:
+    """The rows of new keys (partitions of `plan` only) with their file group's key (GROUP_KEY).
+
+    `Table` hands the small slices consecutive runs of a partition's new keys in
+    batch order — key order on an lsm_tree table, the order of each key's
+    surviving row (`records.dedupe(keep_order=True)`) on the default layout —
+    and the rest to new file groups of `split` keys.  Here each key gets its
+    rank in that order (Spark windows, in the JVM: one shuffle by partition,
+    both windows run on it) and the run its rank falls in: `plan` becomes one
+    broadcast row per partition with the runs' ends.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
+
+    rows_of_partition = fresh.repartition(PARTITION_PATH)  # both windows below are clustered by it
+    if lsm:
+        order = F.col(RECORD_KEY)
+    else:  # the surviving row of a repeated key: greatest ordering value (null lowest), then the later row
+        last = [F.col(ordering).desc_nulls_last()] if ordering else []
+        survivor = Window.partitionBy(PARTITION_PATH, RECORD_KEY).orderBy(*last, F.col(ROW).desc())
+        order = F.first(F.col(ROW)).over(survivor)
+    # dense: the rows of one key share its rank, so ranks count distinct keys as `quotas` does
+    rank_of = F.dense_rank().over(Window.partitionBy(PARTITION_PATH).orderBy(F.col("__lsm_order"))) - 1
+    ranked = rows_of_partition.withColumn("__lsm_order", order).withColumn("__lsm_rank", rank_of)
+    struct = StructType([StructField(PARTITION_PATH, StringType()), StructField("__lsm_ends", ArrayType(LongType())),
+                         StructField("__lsm_fids", ArrayType(StringType())), StructField("__lsm_taken", LongType())])
+    runs_rows = []
+    for partition, taken in sorted(plan.items()):
+        ends = list(itertools.accumulate(n for _, n in taken))
+        runs_rows.append((partition, ends, [fs.file_id for fs, _ in taken], ends[-1] if ends else 0))
+    runs = spark.createDataFrame(runs_rows, struct)
+    rank, done = F.col("__lsm_rank"), F.col("__lsm_taken")
+    run = F.size(F.filter(F.col("__lsm_ends"), lambda end: end <= rank))  # runs that end at or before this rank
+    group = F.when(rank < done, F.element_at(F.col("__lsm_fids"), run + 1)).otherwise(
+        F.concat(F.lit("new-"), F.floor((rank - done) / F.lit(split)).cast("string")))
+    return ranked.join(F.broadcast(runs), [PARTITION_PATH]).select(*fresh.columns, group.alias(GROUP_KEY))
 
 
 def _write_groups(spark: Any, table: Table, tagged: Any, counts: Mapping[tuple[str, str], int],
@@ -473,8 +590,7 @@ def write_table(data: Any, path: str | Path | StoragePath, op: str = "upsert", s
     with occ.WriteTransaction(table.path, table.active_timeline, action, {"operationType": op.upper()}) as txn:
         txn.begin(table.latest_completion)
         snapshot = txn.snapshot
-        groups = {} if snapshot is None else {(g.partition, g.file_id): g.latest
-                                              for g in table.file_groups(as_of=snapshot)}
+        groups = [] if snapshot is None else table.file_groups(as_of=snapshot)
         ctx_schema = user_schema if len(user_schema) else (current or pa.schema([]))
         ctx = ReadContext(table.path, table.config, ctx_schema, table.completion_map(snapshot), snapshot)
         stats = _write_files(spark, table, frame, pa.schema([pa.field(f.name, f.type, True) for f in row_schema]),
@@ -499,5 +615,5 @@ def _after_write(table: Table, spark: Any, progress: bool | None) -> None:
     archiver.maybe_archive(table)
 
 
-__all__ = ["GroupTask", "PrepareTask", "StoredKeysTask", "WriteTask", "partition_keys",
+__all__ = ["GroupTask", "PrepareTask", "StoredKeysTask", "WriteTask", "partition_keys", "plan_new_keys",
            "planned_files", "spark_hash_long", "write_table"]

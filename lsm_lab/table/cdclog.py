@@ -18,9 +18,10 @@
     <fileId>_<token>_<t>_1.cdc.parquet    in G, same commit (logformat/cdc.py: columns per mode)
     write stat of G: cdcStats = {path: bytes}  ({} when G had no change)  ← read_cdc trusts this
 
-The before images are read here, separately from the data write (which only
-counts updates): a CDC table pays one read of the touched slices, other tables
-nothing.  Everything is Arrow kernels (`is_in` on keys, the merge engines); no
+The before images are read here, before the data write, and the same probe
+gives the write its update count (`numUpdateWrites`: the batch's keys the
+slice's files hold): a CDC table pays one read of the touched slices, other
+tables nothing.  Everything is Arrow kernels (`is_in` on keys, the merge engines); no
 per-record Python.
 
 Markers: `planned` names the CDC log before any data file is written, so a
@@ -91,6 +92,16 @@ def changes(ctx: ReadContext, latest: FileSlice | None, rows: pa.Table, instant:
     per changed key, sorted by key.  `images=False` (OP_KEY_ONLY) reads and keeps
     only the columns the merge needs (key, commit time, ordering field).
     """
+    return changes_and_stored(ctx, latest, rows, instant, op, images=images)[0]
+
+
+def changes_and_stored(ctx: ReadContext, latest: FileSlice | None, rows: pa.Table, instant: str, op: str, *,
+                       images: bool = True) -> tuple[pa.Table, int]:
+    """`changes`, and how many of the batch's keys the slice's files hold (deleted keys included).
+
+    The count is the write's `numUpdateWrites` (`write.stored_count`), taken from the
+    slice's rows this probe cuts down to the batch's keys anyway: a CDC write reads
+    the slice once, not once to count and once for the images."""
     full = ctx.full_schema
     if not images:
         keep = {RECORD_KEY, COMMIT_TIME, PARTITION_PATH, *([ctx.spec.ordering] if ctx.spec.ordering else [])}
@@ -105,6 +116,8 @@ def changes(ctx: ReadContext, latest: FileSlice | None, rows: pa.Table, instant:
     # cut down to the batch's keys: merged alone they give the before images, with the batch the after
     sources = load_sources(ctx, latest, needed)[0] if latest is not None else []
     sources = [src.filter(pc.is_in(src.column(RECORD_KEY), value_set=keys)) for src in sources]
+    hits = [c for src in sources for c in src.column(RECORD_KEY).chunks if len(c)]
+    stored = len(pc.unique(pa.chunked_array(hits, pa.string()).combine_chunks())) if hits else 0
     n = rows.num_rows
     incoming = rows.append_column(COMMIT_TIME, pa.repeat(pa.scalar(instant, pa.string()), n)) \
         .append_column(DELETE_FLAG, pa.repeat(pa.scalar(op == "delete", pa.bool_()), n))
@@ -128,21 +141,29 @@ def changes(ctx: ReadContext, latest: FileSlice | None, rows: pa.Table, instant:
         cdc.BEFORE: _struct(deleted, image),
         cdc.AFTER: pa.nulls(deleted.num_rows, image),
     }, schema=schema)
-    return pa.concat_tables([upserts, deletes]).sort_by(cdc.RECORD_KEY)
+    return pa.concat_tables([upserts, deletes]).sort_by(cdc.RECORD_KEY), stored
+
+
+def probe(config: TableConfig, ctx: ReadContext, latest: FileSlice | None, rows: pa.Table, instant: str,
+          op: str) -> tuple[pa.Table, int]:
+    """`changes_and_stored` with the images the table's CDC mode logs (before the data file is written)."""
+    return changes_and_stored(ctx, latest, rows, instant, op, images=config.cdc_mode != cdc.OP_KEY_ONLY)
 
 
 def write(stats: list[WriteStat], *, base_path: Path | StoragePath, config: TableConfig, ctx: ReadContext,
           partition: str, file_id: str, rows: pa.Table, latest: FileSlice | None, instant: str, op: str,
-          token: str) -> list[WriteStat]:
+          token: str, found: pa.Table | None = None) -> list[WriteStat]:
     """Add the CDC log of one file group's write (when it changed anything) and record it in its write stat.
 
     `stats` are what the data write returned; without any, the write changed
     nothing and no CDC log is written.  The first stat gets `cdcStats`
     (`HoodieWriteStat.cdcStats`: log path → bytes; empty when nothing changed).
+    `found`: the changes `probe` gave before the data write (else computed here).
     """
     if not stats or not writes_cdc(config):
         return stats
-    found = changes(ctx, latest, rows, instant, op, images=config.cdc_mode != cdc.OP_KEY_ONLY)
+    if found is None:
+        found = probe(config, ctx, latest, rows, instant, op)[0]
     cdc_stats: dict[str, int] = {}
     if found.num_rows and config.cdc_mode == cdc.DATA_BEFORE_AFTER and op != "delete":
         found = _stored_after_images(ctx, base_path, stats[0].path, found)
@@ -173,4 +194,4 @@ def _stored_after_images(ctx: ReadContext, base_path: Path | StoragePath, rel: s
     return found.set_column(found.schema.get_field_index(cdc.AFTER), cdc.AFTER, after)
 
 
-__all__ = ["changes", "image_type", "log_name", "planned", "write", "writes_cdc"]
+__all__ = ["changes", "changes_and_stored", "image_type", "log_name", "planned", "probe", "write", "writes_cdc"]

@@ -21,7 +21,10 @@ leaves to the merge engines.
 
 Writers (`positions_for`) attach positions to a log of updates or deletes
 when every record is in the base file, sorting the records by position.
-`hoodie.write.record.positions=false` turns that off.
+`hoodie.write.record.positions=false` turns that off.  The base's keys come
+from a per-process cache of base-file key columns (`base_keys`): a base file
+written by this process is remembered as it is written, any other is read
+once; a stream of upserts then reads no base keys at all.
 
 Simplified compared with Apache Hudi: positions are used for commit-time
 ordering only and only when every log of the slice carries them.
@@ -31,6 +34,8 @@ Taught in: notebooks/06_merge_semantics.ipynb
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -39,7 +44,7 @@ import pyarrow.compute as pc
 
 from lsm_lab.config import TableConfig
 from lsm_lab.layout import parquet_io
-from lsm_lab.layout.fsview import FileSlice
+from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.logformat import positions, v2
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
 from lsm_lab.table import v1read
@@ -52,15 +57,58 @@ def writes_positions(config: TableConfig) -> bool:
     return str(config.props.get(KEY_WRITE_POSITIONS, "true")).strip().lower() != "false"
 
 
+#: bytes of base-file key columns kept in memory between writes (`remember_base_keys`)
+BASE_KEY_CACHE_BYTES = 64 << 20
+_base_keys: OrderedDict[tuple[str, int], pa.ChunkedArray] = OrderedDict()
+_base_keys_lock = threading.Lock()
+
+
+def remember_base_keys(path: object, size: int, keys: pa.ChunkedArray | pa.Array) -> None:
+    """Keep a base file's key column, row by row as written, for the next writes' positions.
+
+    Files are immutable and named once (instant, write token), so (path, size) names
+    their content: a cached column is never stale.  The least recently used columns
+    go first once `BASE_KEY_CACHE_BYTES` is exceeded (a 1M-row table of 36-byte keys
+    holds ~40 MiB of them)."""
+    col = keys if isinstance(keys, pa.ChunkedArray) else pa.chunked_array([keys])
+    if col.nbytes > BASE_KEY_CACHE_BYTES:
+        return
+    with _base_keys_lock:
+        _base_keys[(str(path), int(size))] = col
+        _base_keys.move_to_end((str(path), int(size)))
+        total = sum(c.nbytes for c in _base_keys.values())
+        while total > BASE_KEY_CACHE_BYTES and _base_keys:
+            total -= _base_keys.popitem(last=False)[1].nbytes
+
+
+def forget_base_keys() -> None:
+    """Drop every cached key column (tests and benchmarks that want cold writes)."""
+    with _base_keys_lock:
+        _base_keys.clear()
+
+
+def base_keys(base: DataFile) -> pa.ChunkedArray:
+    """A base file's `_hoodie_record_key` column in row order: from the cache, else read (and cached)."""
+    key = (str(base.path), int(base.size))
+    with _base_keys_lock:
+        hit = _base_keys.get(key)
+        if hit is not None:
+            _base_keys.move_to_end(key)
+            return hit
+    col = parquet_io.read_parquet(base.path, [RECORD_KEY]).column(RECORD_KEY)
+    remember_base_keys(base.path, base.size, col)
+    return col
+
+
 def positions_for(config: TableConfig, latest: FileSlice | None, rows: pa.Table) -> tuple[pa.Table, dict[str, str]]:
     """(rows in base-position order, footer entries) for a log of updates or deletes; ({} when not all are in the base)."""
     if (not writes_positions(config) or latest is None or latest.base_file is None
             or latest.base_file.name.ext != "parquet" or rows.num_rows == 0):
         return rows, {}
-    base_keys = parquet_io.read_parquet(latest.base_file.path, [RECORD_KEY]).column(RECORD_KEY)
+    base_keys_ = base_keys(latest.base_file)
     keys = rows.column(RECORD_KEY).combine_chunks()
     # the base's rows looked up in the batch (a hash set of the batch's few keys, not of the whole base)
-    row_of = pc.index_in(base_keys, value_set=keys).combine_chunks()
+    row_of = pc.index_in(base_keys_, value_set=keys).combine_chunks()
     found = np.flatnonzero(row_of.is_valid().to_numpy(zero_copy_only=False))
     if len(found) != len(keys):  # an insert (or a key only in a log), or a base holding a key twice
         return rows, {}  # no positions for this block
@@ -117,4 +165,5 @@ def merge_sources(spec: MergeSpec, completion_of: dict[str, str], read_time: str
     return merged.select(list(needed))
 
 
-__all__ = ["KEY_WRITE_POSITIONS", "may_apply", "merge_sources", "positions_for", "writes_positions"]
+__all__ = ["BASE_KEY_CACHE_BYTES", "KEY_WRITE_POSITIONS", "base_keys", "forget_base_keys", "may_apply",
+           "merge_sources", "positions_for", "remember_base_keys", "writes_positions"]

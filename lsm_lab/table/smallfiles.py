@@ -29,8 +29,9 @@ group is its bucket's, so none of this applies.
 
 Simplified compared with Apache Hudi: the average record size comes from the
 candidate files themselves (bytes / rows) rather than from earlier commits'
-write stats; candidates are ordered smallest first; Spark writes (spark/write.py) tag
-on their own and do not pack yet.
+write stats; candidates are ordered smallest first.  A Spark write (spark/write.py) plans
+with `candidates` and `quotas` on the driver and hands each small slice a range of the
+new keys' ranks, so it packs exactly as a local write does.
 
 Taught in: notebooks/11_clustering.ipynb
 """
@@ -113,19 +114,31 @@ def room(fs: FileSlice, conf: SmallFileConfig) -> int:
     return max(0, int((conf.max_file_bytes - size) // max(1.0, per_record)))
 
 
+def quotas(new_keys: int, small: list[FileSlice], conf: SmallFileConfig) -> list[tuple[FileSlice, int]]:
+    """Bin-pack a count of new keys into the small slices, in order: [(slice, keys it takes)], none empty.
+
+    The plan alone, for a writer that does not hold the rows (a Spark driver)."""
+    taken: list[tuple[FileSlice, int]] = []
+    left = new_keys
+    for fs in small:
+        if left <= 0:
+            break
+        n = min(room(fs, conf), left)
+        if n > 0:
+            taken.append((fs, n))
+            left -= n
+    return taken
+
+
 def assign(fresh: pa.Table, small: list[FileSlice], conf: SmallFileConfig
            ) -> tuple[list[tuple[FileSlice, pa.Table]], pa.Table]:
     """Bin-pack new-key rows into the small slices: ([(slice, rows it takes)], the rows left over)."""
     taken: list[tuple[FileSlice, pa.Table]] = []
     start = 0
-    for fs in small:
-        if start >= fresh.num_rows:
-            break
-        n = min(room(fs, conf), fresh.num_rows - start)
-        if n > 0:
-            taken.append((fs, fresh.slice(start, n)))
-            start += n
+    for fs, n in quotas(fresh.num_rows, small, conf):
+        taken.append((fs, fresh.slice(start, n)))
+        start += n
     return taken, fresh.slice(start)
 
 
-__all__ = ["SmallFileConfig", "assign", "candidates", "is_candidate", "room"]
+__all__ = ["SmallFileConfig", "assign", "candidates", "is_candidate", "quotas", "room"]

@@ -202,7 +202,7 @@ class Table(TableState):
             by_partition.setdefault(g.partition, []).append(g)
         schema = batch.schema if len(batch.schema) else (self.schema or pa.schema([]))
         ctx = reader.ReadContext(self.path, self.config, schema, self.completion_map(snapshot), snapshot)
-        tagged = writer.tag(self.config, rows, by_partition, ctx)
+        tagged = writer.tag(self.config, rows, by_partition, ctx, op=op)
         writer.write_partition_metadata(self.path, parts, instant)
         if txn is not None:  # every marker before any data file: a crash leaves nothing unmarked
             for task, (partition, file_id, _, latest, _) in enumerate(tagged):
