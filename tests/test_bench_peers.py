@@ -6,6 +6,7 @@ runs the workload and ends with the same keys as a plain dict model of it.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -37,6 +38,7 @@ def test_workload_files_and_lsm_lab_worker(tmp_path: Path) -> None:
     expected = _model(tmp_path / "data")
     assert 1_900 <= len(expected) < 2_000  # the 1% deletes removed rows
     assert figures["rows"] == len(expected)
+    assert figures["read_cpu_s"] > 0 and set(figures) == {"write_s", "read_s", "read_cpu_s", "rows"}
     assert {(r["city"], r["uuid"]) for r in keys} == expected
 
 
@@ -56,3 +58,22 @@ def test_bench_peers_smoke(tmp_path: Path) -> None:
     assert paimon["same_keys"] is True
     assert paimon["rows"] == report["contenders"]["lsm_lab"]["rows"] == len(_model(tmp_path / "data"))
     assert "paimon_rust" in peers.format_report(report)
+    assert paimon["read_cpu_s"] > 0 and paimon["ratios"]["read_cpu_s"] is not None
+    assert "read CPU seconds: lsm_lab" in peers.format_report(report)
+
+
+def test_the_worker_runs_this_process_code_not_a_checkout_in_the_working_folder(tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # `python -m` puts the working folder first on sys.path: a bench started inside another checkout
+    # (e.g. an export of the commit before) would time that checkout's lsm_lab in its worker
+    decoy = tmp_path / "checkout"
+    (decoy / "lsm_lab").mkdir(parents=True)
+    (decoy / "lsm_lab" / "__init__.py").write_text("DECOY = True\n")
+    monkeypatch.chdir(decoy)
+    show = [sys.executable, "-c", "import json, lsm_lab; print(json.dumps({'at': lsm_lab.__file__}))"]
+    clean = tmp_path / "work"
+    clean.mkdir()
+    figures, _ = peers._run_process(show, "probe", clean)
+    assert Path(figures["at"]).resolve() == Path(peers.__file__).resolve().parents[1] / "__init__.py"
+    figures, _ = peers._run_process(show, "probe", decoy)  # the trap itself: the working folder wins
+    assert Path(figures["at"]).resolve() == (decoy / "lsm_lab" / "__init__.py").resolve()

@@ -225,8 +225,11 @@ def test_benchmark_runs_small(tmp_path: Path) -> None:
     assert row["v1_data_bytes"] > 0 and row["v2_data_bytes"] > 0 and row["data_ratio"] > 0
     m = report["mor_read"]
     assert m["snapshot_rows"] > 0 and m["v2_table_same_keys"]
+    assert m["lsm_lab_v1_read_cpu_s"] > 0 and m["lsm_lab_v2_read_cpu_s"] > 0
     if hudi_available():
-        assert m["hudi_rs_same_keys"]
+        assert m["hudi_rs_same_keys"] and m["hudi_rs_v1_read_cpu_s"] > 0
+        assert m["lsm_lab_over_hudi_rs_cpu"] > 0  # the ratio of unrounded seconds
+        assert "read CPU seconds, v1 logs" in format_report(report)
     assert "bytes on disk" in format_report(report)
 
 

@@ -161,3 +161,20 @@ def test_atomic_create_and_replace(tmp_path: Path) -> None:
         raise RuntimeError("killed")
     assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["instant"]
     assert not (tmp_path / "never").exists() and not list(tmp_path.glob(".*"))
+
+
+def test_read_dictionary_keeps_only_columns_stored_with_few_values(tmp_path: Path) -> None:
+    n = 20_000
+    table = pa.table({"few": pa.array([f"city-{i % 3}" for i in range(n)]),
+                      "unique": pa.array([f"key-{i:08d}-{'x' * 20}" for i in range(n)]),
+                      "num": pa.array(range(n), pa.int64())})
+    path = tmp_path / "f.parquet"
+    pq.write_table(table, path, row_group_size=5_000)
+    md = pq.read_metadata(path)
+    assert parquet_io.few_values(md, "few") and not parquet_io.few_values(md, "unique")
+    assert not parquet_io.few_values(md, "absent")
+    got = parquet_io.read_parquet(path, ["few", "unique", "num"], read_dictionary=["few", "unique", "absent"])
+    assert pa.types.is_dictionary(got.schema.field("few").type)
+    assert got.schema.field("unique").type == pa.string() and got.schema.field("num").type == pa.int64()
+    assert got.cast(table.schema).equals(table)
+    assert parquet_io.read_parquet(path, ["num"], read_dictionary=["few"]).column_names == ["num"]

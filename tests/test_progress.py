@@ -156,3 +156,17 @@ def test_cli_write_into_a_file_writes_no_bar(tmp_path: Path) -> None:
     text = log.read_text()
     assert failed.returncode != 0 and "error:" in text, text
     assert "\r" not in text and "%|" not in text, text
+
+
+def test_a_script_is_not_a_notebook_and_does_not_import_ipython() -> None:
+    # deciding "no notebook" must not import IPython (0.1-0.3 s of a first read's start-up)
+    code = ("import sys; from lsm_lab.progress import in_notebook, progress\n"
+            "assert not in_notebook()\n"
+            "assert list(progress(range(20), desc='x')) == list(range(20))\n"
+            "print('IPython' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_child_env(), check=True)
+    assert done.stdout.strip() == "False"
+    # an IPython that is loaded but runs no kernel (a terminal IPython, `import IPython` in a script) is no notebook
+    code = "import IPython; from lsm_lab.progress import in_notebook; print(in_notebook())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_child_env(), check=True)
+    assert done.stdout.strip() == "False"

@@ -216,3 +216,20 @@ def test_block_table_normalises_always_win_deletes() -> None:
     kind, rows = v1read.block_table(unit)
     assert kind == "delete" and rows.column("ordering_val").to_pylist() == [None, 7, None]
     assert v1read.is_sorted(kind, rows)
+
+
+def test_a_v1_block_whose_key_is_not_its_key_field_keeps_both(tmp_path: Path) -> None:
+    """The snapshot merges the key field once when it equals `_hoodie_record_key` (read._merge_in_memory);
+    a v1 block holds its own keys, so a block whose key field says otherwise keeps its field value."""
+    t = lsm_lab.create_table(tmp_path / "t", name="v8t", record_key="id", table_version=8, layout="default",
+                             num_buckets=1)
+    t.insert([{"id": "k0", "v": 0, "ts": 10}, {"id": "k1", "v": 0, "ts": 10}])
+    (_, base, name), = fsview.list_data_files(t.path)
+    begin, done = "20990101000000100", "20990101000000200"
+    row = _update(t, "k0", 5, begin).to_pylist()[0]
+    odd = pa.Table.from_pylist([{**row, "id": "other"}], schema=_update(t, "k0", 5, begin).schema)
+    compat.write_v1_data_log(base.parent / naming_v1(name.file_id, begin), t.config, odd, instant=begin)
+    _commit_by_hand(t, begin, done)
+    got = {r["_hoodie_record_key"]: (r["id"], r["v"]) for r in t.read(columns=["_hoodie_record_key", "id", "v"]).to_pylist()}
+    assert got == {"k0": ("other", 5), "k1": ("k1", 0)}
+    assert sorted(t.read(columns=["id"]).column("id").to_pylist()) == ["k1", "other"]

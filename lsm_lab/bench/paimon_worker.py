@@ -81,15 +81,16 @@ def main(argv: list[str] | None = None) -> int:
             commit.close()
         write_s += time.perf_counter() - t0
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     table = catalog.get_table("bench.trips")
     if args.native:
         table = table.copy(native)
     rb = table.new_read_builder()
     result = rb.new_read().to_arrow(rb.new_scan().plan().splits())
-    read_s = time.perf_counter() - t0
+    read_s, read_cpu_s = time.perf_counter() - t0, time.process_time() - c0  # CPU: every thread of the process
     pq.write_table(result.select([args.partition, args.key]), args.out_keys)
-    print(json.dumps({"write_s": round(write_s, 3), "read_s": round(read_s, 3), "rows": result.num_rows,
+    print(json.dumps({"write_s": round(write_s, 3), "read_s": round(read_s, 3), "read_cpu_s": round(read_cpu_s, 3),
+                      "rows": result.num_rows,
                       "in_process_s": round(time.perf_counter() - started, 3), "native": args.native}))
     return 0
 

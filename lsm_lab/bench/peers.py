@@ -85,16 +85,25 @@ def lsm_lab_worker(data_dir: Path, table_dir: Path, out_keys: Path) -> dict[str,
         else:
             table.upsert(data)
         write_s += time.perf_counter() - t0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     result = table.read(columns=[PARTITION, KEY])
-    read_s = time.perf_counter() - t0
+    read_s, read_cpu_s = time.perf_counter() - t0, time.process_time() - c0  # CPU: every thread of the process
     pq.write_table(result, out_keys)
-    return {"write_s": round(write_s, 3), "read_s": round(read_s, 3), "rows": result.num_rows}
+    return {"write_s": round(write_s, 3), "read_s": round(read_s, 3), "read_cpu_s": round(read_cpu_s, 3),
+            "rows": result.num_rows}
 
 
-def _run_process(cmd: list[str], what: str) -> tuple[dict[str, Any], float]:
+#: the folder holding the `lsm_lab` package this process runs (the worker must run the same code)
+_CODE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def _run_process(cmd: list[str], what: str, cwd: Path) -> tuple[dict[str, Any], float]:
+    """Run a worker in `cwd` (a folder without an `lsm_lab` package: `python -m` puts the working folder
+    first on `sys.path`, so a worker started inside a checkout would import that checkout's code, not
+    this process's), with this process's `lsm_lab` first on PYTHONPATH."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (_CODE_ROOT, os.environ.get("PYTHONPATH")) if p)}
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=cwd, env=env)
     wall = time.perf_counter() - t0
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     if done.returncode != 0 or not lines:
@@ -116,7 +125,7 @@ def run(*, rows: int = 1_000_000, peer_python: Path | None = None, hudi: bool = 
         raise InputError("no peers' interpreter: run `make bench-peers` (creates .venv-peers with pypaimon, "
                          "pypaimon-rust and pyarrow<20) or pass --peer-python / set LSM_LAB_PEER_PYTHON")
     own = work_dir is None
-    folder = Path(tempfile.mkdtemp(prefix="lsm_lab_bench_peers_")) if work_dir is None else Path(work_dir)
+    folder = Path(tempfile.mkdtemp(prefix="lsm_lab_bench_peers_")) if work_dir is None else Path(work_dir).resolve()
     try:
         data = folder / "data"
         write_workload(data, rows)
@@ -131,7 +140,7 @@ def run(*, rows: int = 1_000_000, peer_python: Path | None = None, hudi: bool = 
                                      str(folder / "paimon_python_keys.parquet"), *runs["paimon_rust"][5:-1]]
         keys: dict[str, pa.Table] = {}
         for name, cmd in runs.items():
-            figures, wall = _run_process(cmd, name)
+            figures, wall = _run_process(cmd, name, folder)
             figures["process_s"] = round(wall, 3)
             report["contenders"][name] = figures
             keys[name] = _sorted_keys(folder / f"{name}_keys.parquet")
@@ -141,8 +150,8 @@ def run(*, rows: int = 1_000_000, peer_python: Path | None = None, hudi: bool = 
                 continue
             theirs = report["contenders"][name]
             theirs["same_keys"] = bool(keys[name].equals(keys["lsm_lab"]))
-            theirs["ratios"] = {k: round(mine[k] / theirs[k], 2) if theirs[k] else None
-                                for k in ("write_s", "read_s", "process_s")}
+            theirs["ratios"] = {k: round(mine[k] / theirs[k], 2) if theirs.get(k) and k in mine else None
+                                for k in ("write_s", "read_s", "process_s", "read_cpu_s")}
         if hudi:
             m = mor_read(rows, update_fraction=0.1, rounds=2, repeat=1, work_dir=folder / "interop")
             if "hudi_rs_v1_read_s" in m:
@@ -164,6 +173,12 @@ def format_report(report: dict[str, Any]) -> str:
             r = f["ratios"]
             ratio = f"{r['write_s']}×, {r['read_s']}×, {r['process_s']}×  (same keys: {f['same_keys']})"
         lines.append(f"{name:<15} {f['write_s']:>8} {f['read_s']:>8} {f['process_s']:>10} {f['rows']:>10,}  {ratio}")
+    cpu = [f"{name} {f['read_cpu_s']} s" for name, f in report["contenders"].items() if "read_cpu_s" in f]
+    if cpu:  # CPU seconds of the read (all threads): what a loaded machine distorts least
+        cpu_ratio = next((f["ratios"]["read_cpu_s"] for f in report["contenders"].values()
+                          if f.get("ratios", {}).get("read_cpu_s") is not None), None)
+        lines.append(f"read CPU seconds: {', '.join(cpu)}"
+                     + (f"; lsm_lab/peer = {cpu_ratio}×" if cpu_ratio is not None else ""))
     if "hudi_rs" in report:
         h = report["hudi_rs"]
         lines.append(f"MOR snapshot of the version-8 interop table (v1 logs): lsm_lab {h['lsm_lab_read_s']} s, "

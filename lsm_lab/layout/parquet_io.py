@@ -511,18 +511,45 @@ def open_parquet(source: str | os.PathLike[str] | StoragePath | pa.NativeFile | 
 
 
 def read_parquet(path: str | os.PathLike[str] | StoragePath, columns: list[str] | None = None, *,
-                 allowed: Collection[str] | None = None) -> pa.Table:
+                 allowed: Collection[str] | None = None, read_dictionary: Collection[str] = ()) -> pa.Table:
     """Read a Parquet data file (selected columns that exist), checksums verified, with a typed error on corruption.
 
     `allowed`: the columns the table's stored schema knows; a file holding another one
     is a `CorruptTableError` (the stored schema would silently drop it from reads).
+    `read_dictionary`: string columns to return dictionary-encoded, as Parquet stores
+    them when they hold few values (a file name, a commit time): no string per row is
+    built until the caller decodes the rows it keeps. Only columns that the footer
+    shows dictionary-encoded throughout (`few_values`) are; names the file lacks are ignored.
     """
-    pf = open_parquet(path)
+    # an object is fetched once even when it is opened twice (to learn its columns, then to read)
+    source: Any = _source(path, False) if read_dictionary and isinstance(path, StoragePath) else path
+    pf = open_parquet(source)
     names = pf.schema_arrow.names
     cols = None if columns is None else [c for c in columns if c in names]
     if allowed is not None:
         check_columns(path, names, allowed)
+    wanted = [c for c in read_dictionary if c in names and (cols is None or c in cols) and few_values(pf.metadata, c)]
+    if wanted:  # the footer is handed over, not parsed again
+        pf = open_parquet(source, metadata=pf.metadata, read_dictionary=wanted)
+    pf.name = _name(path)
     return pf.read(columns=cols)
+
+
+def few_values(md: pq.FileMetaData, column: str, max_bytes_per_value: int = 8) -> bool:
+    """Whether every row group stores `column` with a dictionary page and few bytes per value.
+
+    Few bytes per value means the pages hold dictionary indices, not values a
+    writer fell back to (Parquet's writers give up on a dictionary that grows
+    too large and write the rest of the chunk plain; decoding those into a
+    dictionary would hash every value)."""
+    index = next((i for i in range(md.num_columns) if md.schema.column(i).path == column), None)
+    if index is None or md.num_row_groups == 0:
+        return False
+    for r in range(md.num_row_groups):
+        chunk = md.row_group(r).column(index)
+        if not chunk.has_dictionary_page or chunk.total_uncompressed_size > max_bytes_per_value * max(chunk.num_values, 1):
+            return False
+    return True
 
 
 # columns Hudi may write into data files besides the table schema's

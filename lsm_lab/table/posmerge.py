@@ -123,15 +123,20 @@ def positions_for(config: TableConfig, latest: FileSlice | None, rows: pa.Table)
     return rows, positions.positions_header(pos, latest.base_instant)
 
 
+def may_apply(spec: MergeSpec, fs: FileSlice) -> bool:
+    """Whether `merge_sources` may merge `fs` by position (commit-time ordering, a base, v2 Parquet logs only)."""
+    if spec.mode is not MergeMode.COMMIT_TIME_ORDERING or fs.base_file is None or not fs.log_files:
+        return False
+    return all(f.name.log_format == 2 and f.name.ext == "parquet" for f in fs.log_files)
+
+
 def merge_sources(spec: MergeSpec, completion_of: dict[str, str], read_time: str | None, fs: FileSlice,
                   sources: Sequence[pa.Table], needed: Sequence[str]) -> pa.Table | None:
     """The slice merged by position, or None when some log carries no valid positions (merge by key).
 
     `sources` are `table/read.load_sources`'s: the base first, then one per log in
     merge order (`v1read.ordered_units`)."""
-    if spec.mode is not MergeMode.COMMIT_TIME_ORDERING or fs.base_file is None or not fs.log_files:
-        return None
-    if any(f.name.log_format != 2 or f.name.ext != "parquet" for f in fs.log_files):
+    if not may_apply(spec, fs):
         return None
     units = v1read.ordered_units(completion_of, read_time, fs)
     if len(units) != len(sources) - 1:
@@ -160,5 +165,5 @@ def merge_sources(spec: MergeSpec, completion_of: dict[str, str], read_time: str
     return merged.select(list(needed))
 
 
-__all__ = ["BASE_KEY_CACHE_BYTES", "KEY_WRITE_POSITIONS", "base_keys", "forget_base_keys", "merge_sources",
-           "positions_for", "remember_base_keys", "writes_positions"]
+__all__ = ["BASE_KEY_CACHE_BYTES", "KEY_WRITE_POSITIONS", "base_keys", "forget_base_keys", "may_apply",
+           "merge_sources", "positions_for", "remember_base_keys", "writes_positions"]

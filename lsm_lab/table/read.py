@@ -7,14 +7,22 @@ file slice:
                                                       │
         base (L1) ─────────── source 0 ─┐             │  each file → one merge source,
         log 1 (L0, oldest) ── source 1 ─┼─ merge ──► rows of the slice
-        log 2 ─────────────── source 2 ─┘   (engine: `sorted` for lsm_tree, `hash` otherwise)
+        log 2 ─────────────── source 2 ─┘   (default: `overlay`; or the engine asked for)
 
 Every source is first *normalised* to one schema: the meta columns, the
 requested user columns, the ordering field and a boolean `_lsm_delete` flag.
 Columns a file lacks (added later by schema evolution) are nulls; a delete log
 becomes rows with `_lsm_delete = true`, its key and its decoded ordering value.
 
-A slice whose files are not all marked sorted (`lsm_lab.sorted=true` in the
+By default the slice, which is in memory anyway, is merged by the overlay
+merge (merge/overlay.py): the logs are folded on their own and laid over the
+base, so the per-key work is done on log rows only; rows come out in key order
+when the base is sorted (as the `sorted` engine gives them), else base rows
+first (as `hash` does). When the key is the text of one field, that field is
+merged once, as the key, and copied back (`_merge_in_memory`).
+
+An engine asked for by name (`read(merge=...)`) streams the sources instead: a
+slice whose files are not all marked sorted (`lsm_lab.sorted=true` in the
 footer; a v1 log block counts when its keys are strictly increasing) is merged
 with the `hash` engine, which needs no order, and a sorted engine that finds an
 out-of-order key falls back to `hash` as well: an unsorted file can cost speed,
@@ -38,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lsm_lab.config import TableConfig
@@ -46,6 +55,7 @@ from lsm_lab.layout import parquet_io
 from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.logformat import v2
 from lsm_lab.merge import ENGINES, merge_to_table
+from lsm_lab.merge.overlay import merge_overlay
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
 from lsm_lab.storage import StoragePath
 from lsm_lab.table import posmerge, records, v1read
@@ -134,10 +144,29 @@ def data_source(ctx: ReadContext, table: pa.Table, target: pa.Schema, partition:
                 source: object | None = None) -> pa.Table:
     """Rows read from a base file or data log as a merge source (keys filled in, delete flag false).
 
-    `source`: the file the rows came from, named by a SchemaError when a column does not cast."""
+    `source`: the file the rows came from, named by a SchemaError when a column does not cast.
+    A dictionary-encoded column whose values have the target's type stays encoded
+    (`dictionary_columns`); the merge decodes the rows it keeps."""
     table = _with_keys(ctx, table, partition, target.names)
     table = table.append_column(DELETE_FLAG, pa.repeat(pa.scalar(False, pa.bool_()), table.num_rows))
-    return records.conform(table, target, source=source)
+    encoded = {f.name for f in table.schema if pa.types.is_dictionary(f.type) and f.name in target.names
+               and f.type.value_type == target.field(f.name).type}
+    if not encoded:
+        return records.conform(table, target, source=source)
+    rest = records.conform(table.drop_columns(sorted(encoded)), pa.schema([f for f in target if f.name not in encoded]),
+                           source=source)
+    fields = [f.with_type(table.schema.field(f.name).type) if f.name in encoded else f for f in target]
+    return pa.Table.from_arrays([table.column(f.name) if f.name in encoded else rest.column(f.name) for f in target],
+                                schema=pa.schema(fields))
+
+
+def dictionary_columns(ctx: ReadContext, target: pa.Schema) -> list[str]:
+    """String columns that may be read dictionary-encoded (`parquet_io.read_parquet` keeps those
+    whose file stores them so: the file name, partition path, commit time, most categories).
+
+    Never the key, a key field or the ordering field, which the merge compares."""
+    skip = {RECORD_KEY, *ctx.config.record_key, ctx.spec.ordering}
+    return [f.name for f in target if f.name not in skip and pa.types.is_string(f.type)]
 
 
 def delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, partition: str,
@@ -196,13 +225,15 @@ def _whole_file_columns(needed: Sequence[str], ctx: ReadContext) -> list[str]:
     return [c for c in cols if c != RECORD_KEY] if key_from_field(ctx) else cols
 
 
-def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str]) -> tuple[list[pa.Table], bool]:
+def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *,
+                 dictionary: bool = False) -> tuple[list[pa.Table], bool]:
     """The slice's files as normalised merge sources (base first), and whether all are sorted.
 
     Logs are merged in commit order: v2 log files and the blocks of v1 log files
     (all v1 logs of the slice together, so that rollback command blocks apply)
     are ordered by the completion time of the instant that wrote them
-    (`v1read.ordered_units`).
+    (`v1read.ordered_units`). With `dictionary`, the base file's
+    `dictionary_columns` stay dictionary-encoded (for `merge.overlay.merge_overlay`).
     """
     target = target_schema(ctx, needed)
     sources: list[pa.Table] = []
@@ -211,7 +242,9 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str]) -> tupl
         if f.name.ext in ("orc", "hfile", "lance"):
             raise UnsupportedFeatureError(f"{f.name.ext} data files are not supported (only Parquet)", path=f.path)
     if fs.base_file is not None:
-        table = parquet_io.read_parquet(fs.base_file.path, _whole_file_columns(needed, ctx), allowed=_allowed(ctx))
+        encoded = dictionary_columns(ctx, target) if dictionary else ()
+        table = parquet_io.read_parquet(fs.base_file.path, _whole_file_columns(needed, ctx), allowed=_allowed(ctx),
+                                        read_dictionary=encoded)
         sources.append(data_source(ctx, table, target, fs.partition, fs.base_file.path))
         all_sorted = (table.schema.metadata or {}).get(parquet_io.KEY_SORTED.encode()) == b"true"
     for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict):
@@ -249,15 +282,19 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
     needed = needed_columns(ctx, columns)
     if not commit_time and COMMIT_TIME not in (columns or ()):
         needed = [c for c in needed if c != COMMIT_TIME]
-    sources, all_sorted = load_sources(ctx, fs, needed)
-    chosen = engine or ctx.default_engine()
     spec = ctx.spec
+    # the overlay merge takes a base with dictionary-encoded columns (not the engines, nor a merge by position)
+    sources, all_sorted = load_sources(ctx, fs, needed, dictionary=engine is None and not (
+        positions and posmerge.may_apply(spec, fs)))
+    chosen = engine or ctx.default_engine()
     if not sources:
         return records.conform(pa.table({}), pa.schema([ctx.full_schema.field(n) for n in needed]))
     if positions:
         by_position = posmerge.merge_sources(spec, ctx.completion_of, ctx.read_time, fs, sources, needed)
         if by_position is not None:
             return by_position
+    if engine is None:  # the default: the whole slice is in memory, lay its folded logs over the base
+        return _merge_in_memory(ctx, fs, sources, spec, needed)
     if chosen in SORTED_ENGINES and not all_sorted:
         chosen = "hash"
     try:
@@ -266,6 +303,28 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
         if chosen == "hash":
             raise
         merged = merge_to_table(sources, spec, engine="hash")  # unsorted despite the footer: never wrong rows
+    return merged.select(needed)
+
+
+def _merge_in_memory(ctx: ReadContext, fs: FileSlice, sources: list[pa.Table], spec: MergeSpec,
+                     needed: Sequence[str]) -> pa.Table:
+    """`merge_overlay` of the slice's sources (rows in key order when the base is sorted).
+
+    When the key is the text of one field (`key_from_field`), that field equals
+    `_hoodie_record_key` in every data row of a Parquet file (the key was built
+    from it; a v1 log block holds its own keys, which are compared), so it is
+    merged once and copied back afterwards (delete rows, where the field is
+    null, never survive a merge)."""
+    field = ctx.config.record_key[0] if ctx.config.record_key else None
+    twin = field is not None and field != RECORD_KEY and field in needed and key_from_field(ctx)
+    if twin and any(f.name.is_log and f.name.log_format == 1 for f in fs.files):
+        twin = all(pc.all(pc.or_kleene(pc.equal(s.column(RECORD_KEY), s.column(field)), s.column(DELETE_FLAG))
+                          .fill_null(False)).as_py() for s in sources)
+    if twin:
+        sources = [s.drop_columns([field]) for s in sources]
+    merged = merge_overlay(sources, spec)
+    if twin:
+        merged = merged.append_column(ctx.full_schema.field(field), merged.column(RECORD_KEY))
     return merged.select(needed)
 
 
