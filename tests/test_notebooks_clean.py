@@ -169,3 +169,23 @@ def test_answer_key(path: Path):
     answered = text.count("<details>")
     assert answered == text.count("</details>") == text.count("<summary>") and answered >= asked >= 2, \
         f"{path.name}: {asked} questions, {answered} answers"
+
+
+def _last_doc_line(path: Path) -> str:
+    import ast
+
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    return doc.strip().splitlines()[-1] if doc.strip() else ""
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "lsm_lab").rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_module_says_where_it_is_taught(path: Path):
+    """Each module's docstring ends with `Taught in:` and chapters that exist, or `no chapter (where instead)`."""
+    last = _last_doc_line(path)
+    assert last.startswith("Taught in:"), f"{path.relative_to(ROOT)}: end the docstring with 'Taught in: …'"
+    if last.startswith("Taught in: no chapter ("):
+        return
+    named = re.findall(r"notebooks/(\S+?\.ipynb)", last)
+    assert named, f"{path.relative_to(ROOT)}: 'Taught in:' names no notebooks/NN_….ipynb"
+    for name in named:
+        assert (NOTEBOOKS / name).exists(), f"{path.relative_to(ROOT)}: names {name}, which does not exist"

@@ -21,6 +21,8 @@ ratios on the same machine:
 Simplified compared with a full benchmark: one process for every contender
 (warm caches after the first read; best of `repeat` hides some of it), and no
 memory figures.
+
+Taught in: notebooks/09_real_hudi_tables.ipynb, notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ written as `-D` rows through `rowkind.field`; Rust writer and reader when
 `--native` (`write.native.enabled`, `commit.native.enabled`, `read.native.enabled`).
 
 Usage: python paimon_worker.py DATA_DIR WAREHOUSE OUT_KEYS --key K --partition P --ordering O --buckets N [--native]
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ measured in the same run.
 
 Simplified compared with a full benchmark: one run per contender (no medians;
 the printed ratios are from the same run), no memory figures, a local disk.
+
+Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
 from __future__ import annotations

@@ -36,6 +36,8 @@ instead (table/posmerge.py).
 
 Simplified compared with Apache Hudi: no partial updates, no custom record mergers; partition pruning understands
 filters on partition columns given as `(column, op, value)` tuples.
+
+Taught in: notebooks/06_merge_semantics.ipynb
 """
 
 from __future__ import annotations

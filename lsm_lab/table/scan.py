@@ -16,6 +16,8 @@ This module sits above both table/read.py (one slice) and lookup/lookup.py
 Simplified compared with Apache Hudi: partition pruning understands filters on
 partition columns given as `(column, op, value)` tuples only; no column-stats
 index, no expression index.
+
+Taught in: notebooks/06_merge_semantics.ipynb
 """
 
 from __future__ import annotations
