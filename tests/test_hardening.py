@@ -279,3 +279,13 @@ def test_a_first_write_failing_half_way_does_not_block_creating_again(tmp_path: 
     t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", ordering_field="ts")
     t.upsert([{"id": "a", "ts": 1}])
     assert t.config.ordering_field == "ts" and t.read().num_rows == 1
+
+
+def test_reading_columns_of_a_table_no_write_completed_on_is_empty_not_a_key_error(tmp_path: Path) -> None:
+    """A crash before the first commit leaves a table without a schema: asked-for columns come back empty."""
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", partition_by="p", ordering_field="ts")
+    got = t.read(columns=["id", "p"])
+    assert got.num_rows == 0 and got.column_names == ["id", "p"]
+    t.insert([{"id": "a", "p": "x", "ts": 1}])
+    with pytest.raises(InputError, match="unknown column 'nope'"):   # no row matches, the column is still checked
+        t.read(columns=["nope"], filter=[("id", "=", "zz")])

@@ -35,7 +35,8 @@ from lsm_lab.config import TableConfig
 from lsm_lab.errors import InputError
 from lsm_lab.layout.fsview import FileSlice
 from lsm_lab.lookup import lookup as key_lookup
-from lsm_lab.table.read import ReadContext, check_engine, read_slice
+from lsm_lab.table import records
+from lsm_lab.table.read import ReadContext, check_engine, needed_columns, read_slice
 
 #: slices merged at once by a snapshot read (two per core was tried: no faster when the machine is idle,
 #: since the Python between Arrow's kernels holds the GIL; 0.44 s against 0.39 s with 2 threads on 2 cores)
@@ -125,10 +126,20 @@ def snapshot(ctx: ReadContext, slices: Iterable[FileSlice], *, columns: Sequence
         else:  # only the files, row groups and rows that can hold the keys; same rows after the filter
             parts = map(pruned.read_slice, items)
         pieces = _filtered_pieces(progress(items) if progress else items, parts, expr, filter, out_cols)
-    schema = pa.schema([ctx.full_schema.field(n) for n in out_cols])
     if not pieces:
-        return schema.empty_table()
+        return _empty(ctx, out_cols)
+    schema = pa.schema([ctx.full_schema.field(n) for n in out_cols])
     return pa.concat_tables([p.cast(schema) for p in pieces])
+
+
+def _empty(ctx: ReadContext, columns: list[str]) -> pa.Table:
+    """No row: the asked-for columns with the table's types.  A table that no write has completed on
+    has no schema yet, so its columns come back empty and typed `null`; otherwise an unknown column is
+    an InputError, as on a read that finds rows."""
+    known = ctx.full_schema
+    if any(n not in records.META_COLUMNS for n in ctx.schema.names):
+        needed_columns(ctx, columns)
+    return pa.schema([known.field(n) if n in known.names else pa.field(n, pa.null()) for n in columns]).empty_table()
 
 
 def _filtered_pieces(shown: Iterable[FileSlice], parts: Iterable[pa.Table], expr: Any, filter: Any,
