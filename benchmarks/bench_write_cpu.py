@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""CPU seconds of the issue-16 upsert workload, write by write, in one process.
+"""CPU seconds of the peers' upsert workload, write by write, in one process.
 
     python benchmarks/bench_write_cpu.py --rows 1000000 [--dir DIR]
 
@@ -17,12 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lsm_lab.bench.peers import BUCKETS, KEY, ORDERING, PARTITION, write_workload
-from lsm_lab.table.table import create_table
+from lsm_lab.bench.peers import KEY, PARTITION, replay, workload_table, write_workload
 
 
 def main() -> int:
@@ -35,24 +32,11 @@ def main() -> int:
         data = folder / "data"
         files = sorted(data.glob("*.parquet")) or write_workload(data, args.rows)
         shutil.rmtree(folder / "table", ignore_errors=True)
-        table = create_table(folder / "table", name="trips", record_key=KEY, partition_by=PARTITION,
-                             ordering_field=ORDERING, table_type="MERGE_ON_READ", layout="lsm_tree",
-                             num_buckets=BUCKETS)
+        table = workload_table(folder / "table")
         total_wall = total_cpu = 0.0
-        for i, f in enumerate(files):
-            batch = pq.read_table(f)
-            op = batch.column("_op")[0].as_py()
-            batch = batch.drop_columns(["_op"])
-            wall, cpu = time.perf_counter(), time.process_time()
-            if op == "delete":
-                table.delete(batch)
-            elif i == 0:
-                table.bulk_insert(batch)
-            else:
-                table.upsert(batch)
-            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        for f, rows, wall, cpu in replay(table, files):
             total_wall, total_cpu = total_wall + wall, total_cpu + cpu
-            print(f"{f.name:<20} {batch.num_rows:>9,} rows  wall {wall:6.3f} s  cpu {cpu:6.3f} s")
+            print(f"{f.name:<20} {rows:>9,} rows  wall {wall:6.3f} s  cpu {cpu:6.3f} s")
         print(f"{'writes':<20} {'':>14}  wall {total_wall:6.3f} s  cpu {total_cpu:6.3f} s")
         wall, cpu = time.perf_counter(), time.process_time()
         rows = table.read(columns=[PARTITION, KEY]).num_rows

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ import pyarrow.parquet as pq
 from lsm_lab.bench.interop import mor_read
 from lsm_lab.datagen import TripsGenerator
 from lsm_lab.errors import InputError
-from lsm_lab.table.table import create_table
+from lsm_lab.table.table import Table, create_table
 
 KEY, PARTITION, ORDERING, BUCKETS = "uuid", "city", "ts", 4
 WORKER = Path(__file__).with_name("paimon_worker.py")
@@ -70,23 +71,34 @@ def write_workload(folder: Path, rows: int, *, rounds: int = 3, update_fraction:
     return paths
 
 
-def lsm_lab_worker(data_dir: Path, table_dir: Path, out_keys: Path) -> dict[str, Any]:
-    """lsm_lab's side: the same writes (first a bulk insert) and a snapshot read, timed."""
-    table = create_table(table_dir, name="trips", record_key=KEY, partition_by=PARTITION, ordering_field=ORDERING,
-                         table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=BUCKETS)
-    write_s = 0.0
-    for i, f in enumerate(sorted(data_dir.glob("*.parquet"))):
+def workload_table(table_dir: Path) -> Table:
+    """lsm_lab's table for the workload: MERGE_ON_READ, lsm_tree, partitioned by city, BUCKETS buckets."""
+    return create_table(table_dir, name="trips", record_key=KEY, partition_by=PARTITION, ordering_field=ORDERING,
+                        table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=BUCKETS)
+
+
+def replay(table: Table, files: list[Path]) -> Iterator[tuple[Path, int, float, float]]:
+    """Write the workload's files in order (the first as a bulk insert): (file, rows, wall s, CPU s) per write.
+
+    CPU seconds are `time.process_time()`: every thread of this process."""
+    for i, f in enumerate(files):
         data = pq.read_table(f)
         op = data.column("_op")[0].as_py() if data.num_rows else "upsert"
         data = data.drop_columns(["_op"])
-        t0 = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         if op == "delete":
             table.delete(data)
         elif i == 0:
             table.bulk_insert(data)
         else:
             table.upsert(data)
-        write_s += time.perf_counter() - t0
+        yield f, data.num_rows, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def lsm_lab_worker(data_dir: Path, table_dir: Path, out_keys: Path) -> dict[str, Any]:
+    """lsm_lab's side: the same writes (first a bulk insert) and a snapshot read, timed."""
+    table = workload_table(table_dir)
+    write_s = sum(wall for _, _, wall, _ in replay(table, sorted(data_dir.glob("*.parquet"))))
     t0, c0 = time.perf_counter(), time.process_time()
     result = table.read(columns=[PARTITION, KEY])
     read_s, read_cpu_s = time.perf_counter() - t0, time.process_time() - c0  # CPU: every thread of the process
