@@ -51,7 +51,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lsm_lab.merge.semantics import MergeMode, MergeSpec, check_keys_not_null, fixed_width_keys, select_winners
+from lsm_lab.merge.semantics import (
+    MergeMode,
+    MergeSpec,
+    check_keys_not_null,
+    fixed_width_keys,
+    key_prefixes,
+    select_winners,
+)
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio, odd: a multiplicative hash step
 _SHIFT = np.uint64(29)
@@ -127,12 +134,7 @@ def _log_wins(base: pa.Table, base_rows: np.ndarray, folded: pa.Table, log_rows:
 
 def _prefixes(fixed: np.ndarray) -> np.ndarray:
     """The first 8 bytes of every ``S<width>`` key as a big-endian integer (zero-padded): orders like the bytes."""
-    n, width = len(fixed), fixed.dtype.itemsize
-    if width >= 8:  # a strided view of each key's first 8 bytes, copied once into native integers
-        return np.ndarray(shape=(n,), dtype=">u8", buffer=fixed, strides=(width,)).astype(np.uint64)
-    head = np.zeros((n, 8), dtype=np.uint8)
-    head[:, :min(width, 8)] = fixed.view(np.uint8).reshape(n, width)[:, :8]
-    return head.view(">u8").ravel().astype(np.uint64)
+    return key_prefixes(fixed, 0)[0]
 
 
 def _fixed_positions(fixed: np.ndarray, log_fixed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

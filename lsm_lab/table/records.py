@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lsm_lab.errors import InputError, PartitionValueError, SchemaError
+from lsm_lab.merge.overlay import strictly_sorted
 
 COMMIT_TIME = "_hoodie_commit_time"
 COMMIT_SEQNO = "_hoodie_commit_seqno"
@@ -329,7 +330,4 @@ def sort_by_key(table: pa.Table, key: str = RECORD_KEY) -> pa.Table:
 
 def is_strictly_sorted(keys: pa.Array | pa.ChunkedArray) -> bool:
     """True when the keys increase strictly (UTF-8 byte order), i.e. sorted with no key twice."""
-    arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-    if len(arr) <= 1:
-        return True
-    return bool(pc.all(pc.less(arr.slice(0, len(arr) - 1), arr.slice(1))).as_py())
+    return strictly_sorted(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
