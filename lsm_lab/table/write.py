@@ -189,7 +189,7 @@ def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list
 
 def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list[FileGroup]]
                  ) -> list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]]:
-    """`tag` for bucket tables: one hash of the batch, one grouping sort, one take per file group.
+    """`tag` for bucket tables: one hash of the batch, one grouping sort, one take per column.
 
     Groups come partition by partition, buckets ascending; an lsm_tree group's rows come sorted by
     key (sorted on the write threads, `records.key_sort_indices`), other groups' in arrival order."""
@@ -206,19 +206,21 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
     buckets = index.bucket_ids_of(config.upstream_format, key_cols, keys, config.num_buckets).astype(np.int64)
     group = rank[parts.indices.to_numpy(zero_copy_only=False)] * config.num_buckets + buckets
     # the rows of each group, found with one O(n) grouping sort of the small group ids (not one filter of the
-    # whole batch per group); then, on the write threads, each group's rows sorted by key and taken once
+    # whole batch per group); then each group's rows sorted by key (on the write threads), and the batch put
+    # in that order with one take per column (in parallel, from the batch's chunks as they are: no copy to
+    # make them contiguous first), so that each group's share is a slice of it
     order = np.argsort(group.astype(np.uint16) if group.max() < 1 << 16 else group, kind="stable")
     counts = np.bincount(group)
     ids = np.flatnonzero(counts).tolist()
     ends = np.cumsum(counts)
-    # Arrow's take gathers from one chunk ~1.4x faster than from several: columns made contiguous, in parallel
-    rows = pa.Table.from_arrays(list(run_in_threads([c.combine_chunks for c in rows.columns])), schema=rows.schema)
-    keys = rows.column(RECORD_KEY)
+    spans = [(int(ends[g] - counts[g]), int(ends[g])) for g in ids]
+    if config.is_lsm:
+        order = np.concatenate(list(run_in_threads([functools.partial(_by_key, keys, order[a:b]) for a, b in spans])))
     # a key that is one string field holds that field's values: gathered once, used for both columns
     alias = (config.record_key[0] if len(config.record_key) == 1 and config.record_key[0] in rows.column_names
              and pa.types.is_string(rows.schema.field(config.record_key[0]).type) else None)
-    shares = run_in_threads([functools.partial(_share, rows, keys, order[ends[g] - counts[g]: ends[g]], config.is_lsm,
-                                               alias) for g in ids])
+    rows = _gather(rows, order, alias)
+    shares = [rows.slice(a, b - a) for a, b in spans]
     out: list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]] = []
     for g, share in zip(ids, shares):
         partition, bucket = by_rank[g // config.num_buckets], g % config.num_buckets
@@ -229,17 +231,21 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
     return out
 
 
-def _share(rows: pa.Table, keys: pa.ChunkedArray, idx: np.ndarray, by_key: bool, alias: str | None) -> pa.Table:
-    """The rows at `idx` (ascending: arrival order), sorted by key when `by_key` (one take of the rows either way).
+def _by_key(keys: pa.Array, idx: np.ndarray) -> np.ndarray:
+    """`idx` (rows of one group, ascending) reordered so that their keys are sorted (stable)."""
+    return idx[records.key_sort_indices(keys.take(pa.array(idx)))] if len(idx) > 1 else idx
+
+
+def _gather(rows: pa.Table, order: np.ndarray, alias: str | None) -> pa.Table:
+    """The rows in `order`: one take per column, on the write threads (Arrow's take releases the GIL).
 
     `alias`: a column holding the same strings as `_hoodie_record_key`, which is then not gathered twice."""
-    if by_key and len(idx) > 1:
-        idx = idx[records.key_sort_indices(keys.take(pa.array(idx)))]
-    if alias is None:
-        return rows.take(pa.array(idx))
-    at = rows.schema.get_field_index(RECORD_KEY)
-    taken = rows.remove_column(at).take(pa.array(idx))
-    return taken.add_column(at, rows.schema.field(at), taken.column(alias))
+    idx = pa.array(order)
+    names = [n for n in rows.column_names if not (alias is not None and n == RECORD_KEY)]
+    taken = dict(zip(names, run_in_threads([functools.partial(rows.column(n).take, idx) for n in names])))
+    if alias is not None:
+        taken[RECORD_KEY] = taken[alias]
+    return pa.Table.from_arrays([taken[n] for n in rows.column_names], schema=rows.schema)
 
 
 def _one_per_key(config: TableConfig, rows: pa.Table, is_delete: bool) -> pa.Table:
