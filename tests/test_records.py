@@ -282,3 +282,37 @@ def test_key_sort_indices_takes_the_fast_path_on_distinct_prefixes(monkeypatch: 
     expected = pc.sort_indices(keys).to_numpy().tolist()
     monkeypatch.setattr(records.pc, "sort_indices", None)  # Arrow's sort is not called (it would fail)
     assert records.key_sort_indices(keys).tolist() == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32), st.lists(st.tuples(st.integers(0, 399), st.sampled_from(["", "0", "~", "\x00", "é"]),
+                                                 st.booleans()), min_size=1, max_size=9),
+       st.integers(min_value=0, max_value=3))
+def test_key_sort_indices_sorts_only_the_ties_with_arrow(seed: int, extra: list[tuple[int, str, bool]],
+                                                         skip: int) -> None:
+    """A few keys sharing an 8-byte prefix with another (or repeating it) among distinct-prefix keys: Arrow sorts
+    only those, and the result is still Arrow's stable sort of the whole array."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from lsm_lab.table import records
+    rng = random.Random(seed)
+    keys = [f"{rng.getrandbits(64):016x}" for _ in range(400)]
+    for at, tail, cut in extra:  # same first 8 bytes as keys[at], then something else (or the same key again)
+        keys.insert(rng.randrange(len(keys) + 1), keys[at][:8] + tail if cut else keys[at])
+    arr = pa.array(["zz"] * skip + keys).slice(skip)
+    sizes: list[int] = []
+    real = pc.sort_indices
+
+    def spy(a: pa.Array) -> pa.Array:
+        sizes.append(len(a))
+        return real(a)
+
+    expected = pc.sort_indices(arr).to_numpy()
+    records.pc.sort_indices = spy  # type: ignore[assignment]
+    try:
+        got = records.key_sort_indices(arr)
+    finally:
+        records.pc.sort_indices = real  # type: ignore[assignment]
+    assert np.array_equal(got, expected)
+    assert sizes and max(sizes) <= 2 * len(extra) < len(keys)  # only the tied keys went to Arrow (<= 5% of them)

@@ -306,20 +306,36 @@ def _prefixes(arr: pa.Array) -> np.ndarray | None:
 def key_sort_indices(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Indices that sort string keys by UTF-8 bytes, as `pc.sort_indices` (stable) returns them.
 
-    Fast path: when the keys' first 8 bytes already differ pairwise (random ids such as
-    UUIDs), one NumPy sort of those 8 bytes as big-endian integers orders them (4-6x
-    faster than Arrow's string sort); any two keys sharing a prefix (a repeated key too)
-    send the whole array to Arrow's sort."""
+    Fast path: one NumPy sort of the keys' first 8 bytes as big-endian integers (4-6x
+    faster than Arrow's string sort) orders every key whose prefix no other key shares
+    (random ids such as UUIDs: 8 hex digits, so among 83k of them a pair or two share one);
+    the keys of equal-prefix runs, when they are at most `_FEW_TIES` of the array, are
+    then sorted by Arrow (stable) among themselves and put back into the runs' places
+    (prefix order never contradicts byte order). More ties (common prefixes, many
+    repeated keys) send the whole array to Arrow's sort."""
     arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
     if len(arr) <= 1:
         return np.arange(len(arr), dtype=np.int64)
     prefix = _prefixes(arr)
     if prefix is not None:
-        order = np.argsort(prefix)
+        order = np.argsort(prefix).astype(np.int64, copy=False)
         ranked = prefix[order]
-        if not (ranked[1:] == ranked[:-1]).any():  # distinct prefixes: the order of the whole keys
-            return order.astype(np.int64, copy=False)
+        same = ranked[1:] == ranked[:-1]
+        if not same.any():  # distinct prefixes: the order of the whole keys
+            return order
+        tied = np.zeros(len(order), dtype=bool)  # places in `order` that belong to an equal-prefix run
+        tied[1:] |= same
+        tied[:-1] |= same
+        places = np.flatnonzero(tied)
+        if len(places) <= _FEW_TIES * len(order):
+            members = np.sort(order[places])  # ascending row numbers: Arrow's stable sort keeps their order
+            order[places] = members[pc.sort_indices(arr.take(pa.array(members))).to_numpy()]
+            return order
     return pc.sort_indices(arr).to_numpy().astype(np.int64, copy=False)
+
+
+#: at most this share of the keys in equal-prefix runs for `key_sort_indices` to sort only those with Arrow
+_FEW_TIES = 0.05
 
 
 def sort_by_key(table: pa.Table, key: str = RECORD_KEY) -> pa.Table:
