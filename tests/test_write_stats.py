@@ -115,3 +115,25 @@ def test_live_deletes_match_a_dict_model(tmp_path_factory: pytest.TempPathFactor
     assert _last(t, "records_deleted") == expected
     assert {r["id"] for r in t.read().to_pylist()} == {f"k{k:03d}" for k in live
                                                        if not (k in wins and wins[k] >= live[k])}
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(["a", "b", "bb", "c", "é", "d"]), st.one_of(st.none(), st.integers(0, 3))),
+                     min_size=1, max_size=25),
+       presorted=st.booleans(), is_delete=st.booleans(), event_time=st.booleans())
+def test_one_per_key_equals_dedupe(rows: list[tuple[str, int | None]], presorted: bool, is_delete: bool,
+                                   event_time: bool) -> None:
+    """A file group's share, sorted by key (as `tag` gives it) or not: one row per key, the same rows as
+    `records.dedupe` of the whole share (greatest ordering wins, ties to the later row, nulls per `deletes`)."""
+    from lsm_lab.config import TableConfig
+    from lsm_lab.table import records, write
+
+    config = TableConfig(name="t", table_type="MERGE_ON_READ", version=9, record_key=("id",), ordering_field="ts",
+                         merge_mode="EVENT_TIME_ORDERING" if event_time else "COMMIT_TIME_ORDERING", layout="lsm_tree")
+    batch = pa.table({records.RECORD_KEY: [k for k, _ in rows], "ts": pa.array([o for _, o in rows], pa.int64()),
+                      "n": list(range(len(rows)))})
+    if presorted:
+        batch = records.sort_by_key(batch)
+    ordering = "ts" if event_time else None
+    expected = records.dedupe(batch, records.RECORD_KEY, ordering, deletes=is_delete)
+    assert write._one_per_key(config, batch, is_delete).equals(expected)

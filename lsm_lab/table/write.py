@@ -249,14 +249,35 @@ def _gather(rows: pa.Table, order: np.ndarray, alias: str | None) -> pa.Table:
 
 
 def _one_per_key(config: TableConfig, rows: pa.Table, is_delete: bool) -> pa.Table:
-    """A file group's rows, sorted, one per key: sorted as they come unless a key repeats (then `records.dedupe`)."""
-    if records.is_strictly_sorted(rows.column(RECORD_KEY)):
+    """A file group's rows, sorted, one per key: sorted as they come unless a key repeats (then `records.dedupe`).
+
+    Rows that come sorted with a key repeated (`tag` sorts each group's share by key) keep their order: only
+    the rows of repeated keys are de-duplicated, and the winners kept in place."""
+    keys = rows.column(RECORD_KEY).combine_chunks()
+    if records.is_strictly_sorted(keys):
         return rows
-    ordered = records.sort_by_key(rows)
-    if records.is_strictly_sorted(ordered.column(RECORD_KEY)):
-        return ordered
+    n = len(keys)
+    same = np.asarray(pc.equal(keys.slice(0, n - 1), keys.slice(1)).fill_null(False), dtype=bool)
+    if not bool(pc.all(pc.less_equal(keys.slice(0, n - 1), keys.slice(1))).as_py()):
+        rows = records.sort_by_key(rows)
+        keys = rows.column(RECORD_KEY).combine_chunks()
+        same = np.asarray(pc.equal(keys.slice(0, n - 1), keys.slice(1)).fill_null(False), dtype=bool)
+        if not same.any():
+            return rows
     ordering = config.ordering_field if config.merge_mode == "EVENT_TIME_ORDERING" else None
-    return records.dedupe(rows, RECORD_KEY, ordering if ordering in rows.column_names else None, deletes=is_delete)
+    ordering = ordering if ordering in rows.column_names else None
+    repeated = np.zeros(n, dtype=bool)  # rows whose key a neighbour shares
+    repeated[:-1] |= same
+    repeated[1:] |= same
+    at = np.flatnonzero(repeated)
+    narrow = rows.select([RECORD_KEY] + ([ordering] if ordering else [])).take(pa.array(at))
+    winners = records.dedupe(narrow.append_column(_ROW, pa.array(at)), RECORD_KEY, ordering, deletes=is_delete)
+    keep = ~repeated
+    keep[winners.column(_ROW).to_numpy()] = True
+    return rows.take(pa.array(np.flatnonzero(keep)))
+
+
+_ROW = "__lsm_lab_row"  # a row number carried through `records.dedupe` (never written)
 
 
 def slice_keys(fs: FileSlice, ctx: ReadContext) -> pa.Array:
