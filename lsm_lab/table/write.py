@@ -195,6 +195,7 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
     key (sorted on the write threads, `records.key_sort_indices`), other groups' in arrival order."""
     if rows.num_rows == 0:
         return []
+    schema = rows.schema
     parts = rows.column(PARTITION_PATH).combine_chunks().dictionary_encode()
     names = parts.dictionary.to_pylist()
     by_rank = sorted(names)
@@ -219,11 +220,13 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
     # a key that is one string field holds that field's values: gathered once, used for both columns
     alias = (config.record_key[0] if len(config.record_key) == 1 and config.record_key[0] in rows.column_names
              and pa.types.is_string(rows.schema.field(config.record_key[0]).type) else None)
-    rows = _gather(rows, order, alias)
-    shares = [rows.slice(a, b - a) for a, b in spans]
+    # the partition path is one value per group: repeated per share, not gathered
+    rows = _gather(rows.drop_columns([PARTITION_PATH]), order, alias)
+    at = schema.get_field_index(PARTITION_PATH)
     out: list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]] = []
-    for g, share in zip(ids, shares):
+    for g, (a, b) in zip(ids, spans):
         partition, bucket = by_rank[g // config.num_buckets], g % config.num_buckets
+        share = rows.slice(a, b - a).add_column(at, schema.field(at), pa.repeat(pa.scalar(partition, pa.string()), b - a))
         existing = {grp.file_id: grp for grp in groups_by_partition.get(partition, [])}
         fid = index.file_id_of_bucket(config.upstream_format, config.name, partition, bucket)
         grp = existing.get(fid)
