@@ -45,6 +45,10 @@ them (`page_checksum_verification`): a flipped bit in a data page is a
 `CorruptFileError` naming the file, never a different value.  Files written
 without checksums (older lsm_lab, other engines) are read as before.
 
+**Encodings and codecs per column** (`dictionary_columns`, `compression_of_columns`): a dictionary only
+where the first values repeat, snappy only where it shrinks the first values by a fifth or more; both are
+per column chunk in Parquet, so files written under other choices read the same.
+
 Simplified compared with Apache Hudi: the bloom filter is lsm_lab's own format
 under its own key (Hudi's `org.apache.hudi.bloomfilter` is a Java-serialised
 Hadoop filter); row groups are sized by rows and in-memory bytes, not by
