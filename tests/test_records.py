@@ -316,3 +316,12 @@ def test_key_sort_indices_sorts_only_the_ties_with_arrow(seed: int, extra: list[
         records.pc.sort_indices = real  # type: ignore[assignment]
     assert np.array_equal(got, expected)
     assert sizes and max(sizes) <= 2 * len(extra) < len(keys)  # only the tied keys went to Arrow (<= 5% of them)
+
+
+def test_one_array_keeps_a_single_chunk_without_a_copy() -> None:
+    one = pa.chunked_array([pa.array(["a", "b"])])
+    assert records.one_array(one).buffers()[2].address == one.chunk(0).buffers()[2].address
+    assert records.one_array(pa.chunked_array([["a"], ["b", "c"]])).equals(pa.array(["a", "b", "c"]))
+    assert records.one_array(pa.chunked_array([], pa.string())).equals(pa.array([], pa.string()))
+    plain = pa.array([1, 2])
+    assert records.one_array(plain) is plain

@@ -53,7 +53,7 @@ def live_deletes(ctx: ReadContext, latest: FileSlice, rows: pa.Table, instant: s
     cols = [RECORD_KEY, COMMIT_TIME] + ([spec.ordering] if spec.ordering else [])
     # the slice's files keep only the rows of the keys to delete (a key merges with its own versions only,
     # so the merge of these few rows is the slice's merge restricted to them)
-    wanted = rows.column(RECORD_KEY).combine_chunks()
+    wanted = records.one_array(rows.column(RECORD_KEY))
     needed = needed_columns(ctx, cols)
     base = _base_rows(ctx, latest, needed, wanted)
     if base is not None:  # the logs only: the base's rows came with its cached keys

@@ -155,8 +155,15 @@ def conform(table: pa.Table, schema: pa.Schema, *, source: object | None = None)
     return pa.Table.from_arrays(cols, schema=schema)
 
 
+def one_array(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """`col` as one array: its only chunk as it is (`combine_chunks` would copy it), else the chunks combined."""
+    if isinstance(col, pa.ChunkedArray):
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
+
+
 def _as_text(col: pa.ChunkedArray | pa.Array) -> pa.Array:
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    arr = one_array(col)
     if pa.types.is_string(arr.type):
         return arr
     try:
@@ -313,7 +320,7 @@ def key_sort_indices(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
     then sorted by Arrow (stable) among themselves and put back into the runs' places
     (prefix order never contradicts byte order). More ties (common prefixes, many
     repeated keys) send the whole array to Arrow's sort."""
-    arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    arr = one_array(keys)
     if len(arr) <= 1:
         return np.arange(len(arr), dtype=np.int64)
     prefix = _prefixes(arr)
@@ -346,4 +353,4 @@ def sort_by_key(table: pa.Table, key: str = RECORD_KEY) -> pa.Table:
 
 def is_strictly_sorted(keys: pa.Array | pa.ChunkedArray) -> bool:
     """True when the keys increase strictly (UTF-8 byte order), i.e. sorted with no key twice."""
-    return strictly_sorted(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
+    return strictly_sorted(one_array(keys))

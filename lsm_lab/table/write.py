@@ -196,11 +196,11 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
     if rows.num_rows == 0:
         return []
     schema = rows.schema
-    parts = rows.column(PARTITION_PATH).combine_chunks().dictionary_encode()
+    parts = records.one_array(rows.column(PARTITION_PATH)).dictionary_encode()
     names = parts.dictionary.to_pylist()
     by_rank = sorted(names)
     rank = np.array([by_rank.index(n) for n in names], dtype=np.int64)  # a loop over partitions, not rows
-    keys = rows.column(RECORD_KEY).combine_chunks()
+    keys = records.one_array(rows.column(RECORD_KEY))
     # one key field: its text is the record key itself (`records.record_keys`), no second conversion
     key_cols = ([] if not config.upstream_format else [keys] if len(config.record_key) == 1
                 else records.key_parts(rows, config.record_key))
@@ -256,14 +256,14 @@ def _one_per_key(config: TableConfig, rows: pa.Table, is_delete: bool) -> pa.Tab
 
     Rows that come sorted with a key repeated (`tag` sorts each group's share by key) keep their order: only
     the rows of repeated keys are de-duplicated, and the winners kept in place."""
-    keys = rows.column(RECORD_KEY).combine_chunks()
+    keys = records.one_array(rows.column(RECORD_KEY))
     if records.is_strictly_sorted(keys):
         return rows
     n = len(keys)
     same = np.asarray(pc.equal(keys.slice(0, n - 1), keys.slice(1)).fill_null(False), dtype=bool)
     if not bool(pc.all(pc.less_equal(keys.slice(0, n - 1), keys.slice(1))).as_py()):
         rows = records.sort_by_key(rows)
-        keys = rows.column(RECORD_KEY).combine_chunks()
+        keys = records.one_array(rows.column(RECORD_KEY))
         same = np.asarray(pc.equal(keys.slice(0, n - 1), keys.slice(1)).fill_null(False), dtype=bool)
         if not same.any():
             return rows
