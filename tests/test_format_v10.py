@@ -95,7 +95,7 @@ def test_equal_length_keys_hashed_in_blocks_equal_the_definition() -> None:
 
     rng = random.Random(11)
     keys = [str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(3 * (index._HASH_BLOCK_BYTES // 36) + 17)]
-    arr = pa.array(["zz"] + keys).slice(1)
+    arr = pa.array(["zz", *keys]).slice(1)
     assert index.java_string_hashes(arr).tolist() == [_reference(k) for k in keys]
 
 
