@@ -325,3 +325,40 @@ def test_one_array_keeps_a_single_chunk_without_a_copy() -> None:
     assert records.one_array(pa.chunked_array([], pa.string())).equals(pa.array([], pa.string()))
     plain = pa.array([1, 2])
     assert records.one_array(plain) is plain
+
+
+def _reference_partition_paths(table: pa.Table, fields: list[str], hive_style: bool) -> list[str]:
+    """Row by row, as the format page defines them: the text of each value, "" or null as the default partition."""
+    out = []
+    for row in table.select(fields).to_pylist() if fields else [{}] * table.num_rows:
+        pieces = []
+        for f in fields:
+            v = row[f]
+            text = DEFAULT if v is None else (str(v).lower() if isinstance(v, bool) else str(v))
+            text = DEFAULT if text == "" else text
+            pieces.append(f"{f}={text}" if hive_style else text)
+        out.append("/".join(pieces))
+    return out
+
+
+DEFAULT = records.DEFAULT_PARTITION
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), st.sampled_from(["", "sf", "chennai", "são_paulo"])),
+                          st.one_of(st.none(), st.integers(-3, 3)), st.one_of(st.none(), st.booleans())),
+                max_size=30),
+       st.lists(st.sampled_from(["c", "n", "b", "d"]), min_size=1, max_size=3, unique=True), st.booleans(),
+       st.integers(1, 4))
+def test_partition_paths_equal_a_row_by_row_reference(rows: list[tuple[str | None, int | None, bool | None]],
+                                                      fields: list[str], hive: bool, chunks: int) -> None:
+    """Folder names built once per distinct value (then taken per row) equal the row-by-row definition, for
+    strings, integers, booleans, an already dictionary-encoded column, nulls and "", in chunked columns."""
+    cols = {"c": pa.array([r[0] for r in rows], pa.string()), "n": pa.array([r[1] for r in rows], pa.int64()),
+            "b": pa.array([r[2] for r in rows], pa.bool_()),
+            "d": pa.array([r[0] for r in rows], pa.string()).dictionary_encode()}
+    cut = max(1, len(rows) // chunks)
+    table = pa.table({k: pa.chunked_array([v[i:i + cut] for i in range(0, len(v), cut)] or [v], v.type)
+                      for k, v in cols.items()})
+    got = records.partition_paths(table, fields, hive_style=hive).to_pylist()
+    assert got == _reference_partition_paths(table, fields, hive)

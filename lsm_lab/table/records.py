@@ -216,6 +216,19 @@ def _check_partition_values(values: pa.Array, field: str) -> None:
         )
 
 
+def _distinct(col: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, pa.Array | None]:
+    """(the distinct values, a null among them, and each row's index into them); (the column, None) for a type
+    Arrow cannot dictionary-encode."""
+    arr = one_array(col)
+    try:
+        enc = pc.dictionary_encode(arr, null_encoding="encode")
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return arr, None
+    if enc.indices.null_count:  # an input already dictionary-encoded keeps null indices: use the rows as they are
+        return arr, None
+    return enc.dictionary, enc.indices
+
+
 def partition_paths(table: pa.Table, fields: Sequence[str], *, hive_style: bool) -> pa.Array:
     """Relative partition folder of every row ("" for a non-partitioned table)."""
     n = table.num_rows
@@ -224,11 +237,15 @@ def partition_paths(table: pa.Table, fields: Sequence[str], *, hive_style: bool)
     check_columns(table, fields, "partition")
     parts = []
     for f in fields:
-        txt = _as_text(table.column(f))
+        # a batch has few partition values: each folder name is built and checked once, from the column's
+        # distinct values, then laid out per row with one take
+        values, rows = _distinct(table.column(f))
+        txt = _as_text(values)
         txt = pc.if_else(pc.equal(txt, ""), DEFAULT_PARTITION, txt).fill_null(DEFAULT_PARTITION)
-        _check_partition_values(pc.unique(txt), f)  # a batch has few partition values: check each once
-        parts.append(pc.binary_join_element_wise(f"{f}=", txt, "") if hive_style else txt)
-        longest = pc.max(pc.binary_length(parts[-1])).as_py() or 0
+        _check_partition_values(txt, f)
+        names = pc.binary_join_element_wise(f"{f}=", txt, "") if hive_style else txt
+        parts.append(names if rows is None else names.take(rows))
+        longest = pc.max(pc.binary_length(names)).as_py() or 0
         if longest > 255:  # a folder name longer than that fails in the file system (OSError)
             raise PartitionValueError(f"partition column '{f}' has a value whose folder name is {longest} bytes "
                                       "long; the limit is 255")
