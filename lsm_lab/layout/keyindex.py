@@ -337,6 +337,7 @@ class KeyIndex:
     entries: dict[str, IndexEntry] = field(default_factory=dict)
     sidecars_loaded: int = 0
     sidecars_damaged: int = 0
+    bytes_read: int = 0  # sidecar bytes read from storage (cache misses)
     problems: list[str] = field(default_factory=list)
 
     def entry(self, name: str, size: int) -> IndexEntry | None:
@@ -365,7 +366,9 @@ def load_index(base_path: str | os.PathLike[str] | StoragePath, instants: Iterab
         entries = _CACHE.get(key)
         if entries is None:
             try:
-                entries = decode(path.read_bytes(), path=str(path), instant=instant)
+                data = path.read_bytes()
+                out.bytes_read += len(data)
+                entries = decode(data, path=str(path), instant=instant)
             except CorruptFileError as exc:
                 out.sidecars_damaged += 1
                 out.problems.append(f"{name}: {exc.message}")

@@ -492,10 +492,13 @@ class KeyLookup:
         if use_index:
             self.load_index()
 
-    def load_index(self) -> keyindex.KeyIndex:
-        """(Re)load the key index sidecars of the instants whose files this snapshot holds (cached per process)."""
+    def load_index(self, stats: LookupStats | None = None) -> keyindex.KeyIndex:
+        """(Re)load the key index sidecars of the instants whose files this snapshot holds (cached per process);
+        `stats` counts the sidecar bytes read from storage."""
         instants = {f.instant for fs in self.slices for f in fs.files}
         self.index = keyindex.load_index(self.ctx.base_path, instants)
+        if stats is not None:
+            stats.index_bytes += self.index.bytes_read
         return self.index
 
     def lookup(self, keys: str | Iterable[str] | pa.Array, *, columns: Sequence[str] | None = None,

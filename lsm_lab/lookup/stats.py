@@ -39,6 +39,7 @@ class LookupStats:
     footers_skipped: int = 0
     index_sidecars: int = 0
     index_sidecars_damaged: int = 0
+    index_bytes: int = 0
     footers_read: int = 0
     footer_bytes: int = 0
     files_opened: int = 0
@@ -52,8 +53,9 @@ class LookupStats:
 
     @property
     def bytes_read(self) -> int:
-        """Footer bytes read from disk plus compressed column-chunk bytes read."""
-        return self.footer_bytes + self.data_bytes
+        """Footer bytes read from disk plus compressed column-chunk bytes read (plus key index sidecar bytes
+        when the caller counted their loading)."""
+        return self.footer_bytes + self.data_bytes + self.index_bytes
 
     def note(self, text: str) -> None:
         if self.trace is not None:
