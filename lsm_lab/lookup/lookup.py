@@ -6,6 +6,7 @@ record keys needs far less, and each layer of the layout says what it may skip:
     keys ──► file slice ── bucket: hash(key) mod B ≠ the group's bucket ───────────► skip slice   (lsm_tree)
                │
                └─► each file (base, then logs in commit order)
+                     │ key index: range + bloom kept with the timeline say "absent" ─► skip file, footer unread
                      │ footer range  [hoodie_min_record_key, hoodie_max_record_key]  ─► skip file
                      │ footer bloom  lsm_lab.bloom says "certainly absent"            ─► skip file
                      └─► each row group
@@ -45,12 +46,18 @@ compaction; a cumulative range is the union of ranges, which random or bucketed
 keys make the whole key space.  `lsm_lab.bench.lookup.cumulative_tradeoff`
 measures both (see the lookup benchmark's `--cumulative` mode).
 
+**The key index.**  A `KeyLookup` loads, once per snapshot, the key index
+sidecars the writers filed next to the timeline (lsm_lab/layout/keyindex.py):
+each written file's key range and bloom.  A file they rule out is skipped
+without opening its footer (`LookupStats.footers_skipped`); a file they do not
+know (older tables, real Hudi tables, a damaged sidecar) takes the footer path.
+
 Simplified compared with Apache Hudi: Hudi uses footers' blooms and ranges in
-its *write-path* index (HoodieBloomIndex) and, for reads, column statistics in
-the metadata table; it has no sorted-file binary search.  lsm_lab has no
-metadata table, so footers are the only index, and page-level indexes (Parquet
-column/offset indexes) are not used: the smallest unit read is a column chunk
-of one row group.
+its *write-path* index (HoodieBloomIndex) and, with the metadata table, the
+`bloom_filters` and `column_stats` partitions; it has no sorted-file binary
+search.  lsm_lab's key index is a sidecar per instant instead of a metadata
+table, and page-level indexes (Parquet column/offset indexes) are not used: the
+smallest unit read is a column chunk of one row group.
 
 Taught in: notebooks/08_point_lookups.ipynb, notebooks/09_real_hudi_tables.ipynb
 """
@@ -300,6 +307,7 @@ class PrunedReader:
         self.needed = reader.needed_columns(ctx, columns)
         full = ctx.full_schema
         self.out_schema = pa.schema([full.field(n) for n in self.needed])
+        self._empty = self.out_schema.empty_table()  # made once: pyarrow's empty_table costs ~60 µs a call
         self.target = reader.target_schema(ctx, self.needed)
         self.file_cols = reader.file_columns(self.needed, ctx)
         self._hashes: tuple[np.ndarray, np.ndarray] | None = None
@@ -346,12 +354,12 @@ class PrunedReader:
         stats = self.stats
         stats.slices += 1
         if self.pred.is_empty:
-            return self.out_schema.empty_table()
+            return self._empty
         narrowed = self._narrow(fs)
         if narrowed is None:
             stats.slices_pruned_bucket += 1
             stats.note(f"slice {_where(fs)}: skipped, no key hashes to its bucket")
-            return self.out_schema.empty_table()
+            return self._empty
         pred, hashes = narrowed
         try:
             return self._fast_slice(fs, pred, hashes)
@@ -422,7 +430,7 @@ class PrunedReader:
                 sources.append(reader.delete_source(ctx, found, self.target, f.partition, f.path) if delete
                                else reader.data_source(ctx, found, self.target, f.partition, f.path))
         if not sources:
-            return self.out_schema.empty_table()
+            return self._empty
         chosen = self.engine or ctx.default_engine()
         if chosen in reader.SORTED_ENGINES and not all_sorted:
             chosen = "hash"
