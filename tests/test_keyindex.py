@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import lsm_lab
 from lsm_lab import cli
+from lsm_lab.errors import CorruptFileError
 from lsm_lab.layout import fsview, keyindex
 from lsm_lab.lookup.footer import clear_footer_cache
 from lsm_lab.lookup.lookup import open_lookup
@@ -86,7 +87,7 @@ def test_lookup_with_index_equals_filtered_read(layout: str, table_type: str, op
             else:
                 getattr(table, op)(batch(rows))
         want = expected(table, wanted)
-        a, b, with_index, without = lookup_both(table, wanted)
+        a, b, _, without = lookup_both(table, wanted)
         assert a.equals(want), f"{a.to_pylist()}\n!=\n{want.to_pylist()}"
         assert b.equals(want)
         assert without.files_indexed == 0 and without.footers_skipped == 0
@@ -126,7 +127,7 @@ def test_index_skips_footers_and_counts_it(logged_table: lsm_lab.Table) -> None:
 
 def test_a_deleted_and_an_absent_key(logged_table: lsm_lab.Table) -> None:
     for keys in (["k005"], ["zz"], ["k005", "k006", "zz"]):
-        a, b, with_index, _ = lookup_both(logged_table, keys)
+        a, b, _, _ = lookup_both(logged_table, keys)
         assert a.equals(b) and a.equals(expected(logged_table, keys))
     _, _, st_absent, _ = lookup_both(logged_table, ["k9999"])
     assert st_absent.footers_read == 0  # ruled out everywhere by ranges or blooms, no footer opened
@@ -161,14 +162,14 @@ def test_damaged_index_never_changes_answers(logged_table: lsm_lab.Table, damage
         assert instant is not None
         entries = list(keyindex.decode(first.read_bytes(), path=str(first)).values())
         for e in entries:
-            if damage == "bad_bloom" and e.bloom_bytes:  # valid Parquet, a filter failing its CRC
+            if damage == "bad_bloom" and e.bloom_bytes:  # an intact sidecar holding a filter that fails its CRC
                 e.bloom_bytes = e.bloom_bytes[:-1] + bytes([e.bloom_bytes[-1] ^ 1])
             elif damage == "wrong_size":  # not the file the snapshot lists
                 e.file_size += 1
         other = "20200101000000000" if damage == "other_instant" else instant
         first.write_bytes(keyindex.encode(other, entries))
     keys = [f"k{i:03d}" for i in range(0, 300, 11)] + ["k005", "nope"]
-    a, b, with_index, without = lookup_both(t, keys)
+    a, b, with_index, _ = lookup_both(t, keys)
     assert a.equals(b) and a.equals(expected(t, keys))
     assert with_index.footers_read > 0
     if damage in ("garbage", "truncated", "other_instant"):
@@ -177,6 +178,22 @@ def test_damaged_index_never_changes_answers(logged_table: lsm_lab.Table, damage
         assert with_index.files_indexed == 0
     else:  # the damaged sidecar's files were left to their footers, the others' not
         assert 0 < with_index.files_indexed < with_index.files
+
+
+@settings(max_examples=200, deadline=None)
+@given(cut=st.integers(0, 10_000), flip=st.integers(0, 10_000), bit=st.integers(0, 7))
+def test_decode_rejects_any_damage_with_a_typed_error(cut: int, flip: int, bit: int) -> None:
+    entries = [keyindex.IndexEntry("p=a", "f1_0-0-0_20250101000000000.parquet", 123, "a", "m", b"LSMB" + bytes(40)),
+               keyindex.IndexEntry("", "f2_0-0-0_20250101000000000.parquet", 7, None, None, None)]
+    data = keyindex.encode("20250101000000000", entries)
+    got = keyindex.decode(data, path="x", instant="20250101000000000")
+    assert [(e.partition, e.file_size, e.min_key, e.bloom_bytes) for e in got.values()] == \
+        [(e.partition, e.file_size, e.min_key, e.bloom_bytes) for e in entries]
+    damaged = bytearray(data[: len(data) - 1 - cut % len(data)] if cut % 3 == 0 else data)
+    if cut % 3 != 0:
+        damaged[flip % len(damaged)] ^= 1 << bit
+    with pytest.raises(CorruptFileError):
+        keyindex.decode(bytes(damaged), path="x")
 
 
 def test_table_written_before_the_index_reads_the_same(logged_table: lsm_lab.Table) -> None:

@@ -9,8 +9,9 @@ the timeline, and a lookup reads them once per snapshot:
 
     writer (commit, deltacommit, compaction, clustering, replace)
       1. data files written                         p1/fg-0_0-0-0_T.parquet, p1/.fg-0_0-0-0_T.log.1_0-0-0, ...
-      2. sidecar written (atomic, replaces)         .hoodie/.key_index/T.keyindex.parquet
-             partition │ file_name │ file_size │ min_key │ max_key │ bloom (layout/bloom.py bytes, CRC-32)
+      2. sidecar written (atomic, replaces)         .hoodie/.key_index/T.keyindex
+             per file: partition │ file_name │ file_size │ min_key │ max_key │ bloom (layout/bloom.py bytes)
+             then a CRC-32 of the whole
       3. instant completed                          .hoodie/timeline/T_C.deltacommit      ◄── the commit point
 
     lookup (KeyLookup prepared on a snapshot)
@@ -25,8 +26,8 @@ kill leaves either no sidecar, or a sidecar of a pending instant whose rollback
 (`services.rollback.delete_instant_files`) removes it with the instant's data
 files; a re-run compaction rewrites it.  A sidecar is only ever an optimisation:
 an entry is used only when its file name *and size* match the file the snapshot
-lists, and a sidecar that fails its Parquet page checksums, has the wrong shape
-or an entry whose bloom fails its CRC is ignored (the footer path answers).
+lists, and a sidecar that fails its CRC-32 or has the wrong shape, or an entry
+whose bloom fails its own CRC, is ignored (the footer path answers).
 Pruning never changes results.  The cleaner removes the sidecars of instants
 none of whose data files is left on disk (`prune_sidecars`).
 
@@ -44,7 +45,9 @@ per (partition, file name), built by `HoodieTableMetadataUtil` from each commit'
 write stats) and the `column_stats` partition (min/max per column and file,
 `HoodieMetadataColumnStats`), read by `HoodieBloomIndex` when
 `hoodie.bloom.index.use.metadata` is set.  lsm_lab keeps only the record key's
-range and bloom, one immutable Parquet file per instant, outside Hudi's view
+range and bloom, one small immutable binary file per instant (a Parquet file was
+measured first: pyarrow's per-file overhead made loading a snapshot's six
+sidecars take 7 ms, the binary form well under one), outside Hudi's view
 (Hudi readers of a table ignore folders under `.hoodie/` they do not know).
 
 Taught in: notebooks/08_point_lookups.ipynb
@@ -52,17 +55,15 @@ Taught in: notebooks/08_point_lookups.ipynb
 
 from __future__ import annotations
 
-import io
 import os
+import struct
 import threading
+import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from lsm_lab import atomic, paths
 from lsm_lab.errors import CorruptFileError
@@ -72,18 +73,13 @@ from lsm_lab.storage import StoragePath, as_path
 from lsm_lab.timeline.metadata import iter_write_stats
 
 INDEX_FOLDER = ".key_index"  # under .hoodie/
-SUFFIX = ".keyindex.parquet"
-VERSION = "1"
-KEY_VERSION = "lsm_lab.key_index.version"
-KEY_INSTANT = "lsm_lab.key_index.instant"
-SCHEMA = pa.schema([
-    pa.field("partition", pa.string(), nullable=False),
-    pa.field("file_name", pa.string(), nullable=False),
-    pa.field("file_size", pa.int64(), nullable=False),
-    pa.field("min_key", pa.string()),
-    pa.field("max_key", pa.string()),
-    pa.field("bloom", pa.binary()),
-])
+SUFFIX = ".keyindex"
+MAGIC = b"LSMK"
+VERSION = 1
+_HEADER = struct.Struct("<4sBBBBI")  # magic, version, 3 reserved bytes, entry count
+_I32 = struct.Struct("<i")
+_I64 = struct.Struct("<q")
+_U32 = struct.Struct("<I")
 
 
 @dataclass
@@ -156,21 +152,32 @@ def entry_for_file(partition: str, path: Path | StoragePath, size: int | None = 
     return IndexEntry(partition, path.name, int(size), kv.get(parquet_io.KEY_MIN), kv.get(parquet_io.KEY_MAX), bloom)
 
 
+def _text(out: list[bytes], value: str | None) -> None:
+    if value is None:
+        out.append(_I32.pack(-1))
+    else:
+        raw = value.encode("utf-8")
+        out.append(_I32.pack(len(raw)))
+        out.append(raw)
+
+
 def encode(instant: str, entries: Sequence[IndexEntry]) -> bytes:
-    """A sidecar's bytes: a small Parquet file with page checksums, bloom bytes uncompressed (random bits)."""
-    table = pa.table({
-        "partition": pa.array([e.partition for e in entries], pa.string()),
-        "file_name": pa.array([e.file_name for e in entries], pa.string()),
-        "file_size": pa.array([e.file_size for e in entries], pa.int64()),
-        "min_key": pa.array([e.min_key for e in entries], pa.string()),
-        "max_key": pa.array([e.max_key for e in entries], pa.string()),
-        "bloom": pa.array([e.bloom_bytes for e in entries], pa.binary()),
-    }, schema=SCHEMA.with_metadata({KEY_VERSION: VERSION, KEY_INSTANT: instant}))
-    sink = io.BytesIO()
-    pq.write_table(table, sink, compression={"partition": "zstd", "file_name": "zstd", "file_size": "zstd",
-                                             "min_key": "zstd", "max_key": "zstd", "bloom": "none"},
-                   write_page_checksum=True, use_dictionary=False)
-    return sink.getvalue()
+    """A sidecar's bytes (layout in docs/FORMAT.md section 10a), ending with the CRC-32 of all before it."""
+    out = [_HEADER.pack(MAGIC, VERSION, 0, 0, 0, len(entries))]
+    _text(out, instant)
+    for e in entries:
+        _text(out, e.partition)
+        _text(out, e.file_name)
+        out.append(_I64.pack(e.file_size))
+        _text(out, e.min_key)
+        _text(out, e.max_key)
+        if e.bloom_bytes is None:
+            out.append(_I32.pack(-1))
+        else:
+            out.append(_I32.pack(len(e.bloom_bytes)))
+            out.append(e.bloom_bytes)
+    body = b"".join(out)
+    return body + _U32.pack(zlib.crc32(body) & 0xFFFFFFFF)
 
 
 def write_sidecar(base_path: str | os.PathLike[str] | StoragePath, instant: str,
@@ -252,26 +259,63 @@ def prune_sidecars(base_path: str | os.PathLike[str] | StoragePath,
 
 
 # --------------------------------------------------------------------------- reading
+class _Reader:
+    """Bounds-checked reads from a sidecar's bytes (any overrun: `CorruptFileError`)."""
+
+    def __init__(self, data: bytes, path: str) -> None:
+        self.data, self.pos, self.path = memoryview(data), 0, path
+
+    def take(self, n: int) -> memoryview:
+        if n < 0 or self.pos + n > len(self.data):
+            raise CorruptFileError("key index sidecar ends inside an entry", path=self.path)
+        out = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def int(self, st: struct.Struct) -> int:
+        value: int = st.unpack(self.take(st.size))[0]
+        return value
+
+    def raw(self) -> bytes | None:
+        n = self.int(_I32)
+        return None if n == -1 else self.take(n).tobytes()
+
+    def text(self) -> str | None:
+        raw = self.raw()
+        if raw is None:
+            return None
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptFileError("key index sidecar holds a name or key that is not UTF-8", path=self.path) from None
+
+
 def decode(data: bytes, *, path: str, instant: str | None = None) -> dict[str, IndexEntry]:
     """A sidecar's entries by file name; `CorruptFileError` for anything that is not an intact version-1 sidecar."""
-    try:
-        table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
-    except (OSError, ValueError, pa.ArrowException) as exc:
-        raise CorruptFileError(f"key index sidecar is not readable Parquet: {exc}", path=path) from None
-    meta = table.schema.metadata or {}
-    if meta.get(KEY_VERSION.encode()) != VERSION.encode():
-        raise CorruptFileError(f"key index sidecar version {meta.get(KEY_VERSION.encode())!r} is not {VERSION}",
-                               path=path)
-    if instant is not None and meta.get(KEY_INSTANT.encode()) != instant.encode():
-        raise CorruptFileError(f"key index sidecar names instant {meta.get(KEY_INSTANT.encode())!r}, "
-                               f"not {instant}", path=path)
-    if not table.schema.remove_metadata().equals(SCHEMA):
-        raise CorruptFileError(f"key index sidecar has schema {table.schema.remove_metadata()}", path=path)
-    cols = {n: table.column(n).to_pylist() for n in SCHEMA.names}  # one value per data file, not per record
+    if len(data) < _HEADER.size + _U32.size:
+        raise CorruptFileError(f"key index sidecar is {len(data)} bytes, shorter than its header", path=path)
+    magic, version, _, _, _, count = _HEADER.unpack_from(data)
+    if magic != MAGIC:
+        raise CorruptFileError(f"key index sidecar has magic {magic!r}, expected {MAGIC!r}", path=path)
+    if version != VERSION:
+        raise CorruptFileError(f"key index sidecar version {version} is not supported ({VERSION})", path=path)
+    if zlib.crc32(memoryview(data)[:-_U32.size]) & 0xFFFFFFFF != _U32.unpack_from(data, len(data) - _U32.size)[0]:
+        raise CorruptFileError("key index sidecar does not match its CRC-32", path=path)
+    r = _Reader(data[: -_U32.size], path)
+    r.take(_HEADER.size)
+    named = r.text()
+    if instant is not None and named != instant:
+        raise CorruptFileError(f"key index sidecar names instant {named!r}, not {instant}", path=path)
     out: dict[str, IndexEntry] = {}
-    for i in range(table.num_rows):
-        out[cols["file_name"][i]] = IndexEntry(cols["partition"][i], cols["file_name"][i], cols["file_size"][i],
-                                               cols["min_key"][i], cols["max_key"][i], cols["bloom"][i])
+    for _ in range(count):  # one entry per data file, not per record
+        partition, file_name = r.text(), r.text()
+        size = r.int(_I64)
+        lo, hi, bloom = r.text(), r.text(), r.raw()
+        if partition is None or file_name is None:
+            raise CorruptFileError("key index sidecar has an entry without a file name", path=path)
+        out[file_name] = IndexEntry(partition, file_name, size, lo, hi, bloom)
+    if r.pos != len(r.data):
+        raise CorruptFileError("key index sidecar has bytes after its last entry", path=path)
     return out
 
 
@@ -280,32 +324,38 @@ class _SidecarCache:
 
     def __init__(self, max_bytes: int = 256 << 20) -> None:
         self.max_bytes = max_bytes
-        self._items: OrderedDict[tuple[str, int, str], dict[str, IndexEntry]] = OrderedDict()
+        self._items: OrderedDict[tuple[str, int, str], tuple[dict[str, IndexEntry], int]] = OrderedDict()
+        self._total = 0
         self._lock = threading.Lock()
 
     def get(self, key: tuple[str, int, str]) -> dict[str, IndexEntry] | None:
         with self._lock:
             hit = self._items.get(key)
-            if hit is not None:
-                self._items.move_to_end(key)
-            return hit
+            if hit is None:
+                return None
+            self._items.move_to_end(key)
+            return hit[0]
 
     def put(self, key: tuple[str, int, str], entries: dict[str, IndexEntry]) -> None:
         with self._lock:
-            self._items[key] = entries
-            total = sum(e.cost() for es in self._items.values() for e in es.values())
-            while len(self._items) > 1 and total > self.max_bytes:
-                _, old = self._items.popitem(last=False)
-                total -= sum(e.cost() for e in old.values())
+            if key in self._items:
+                return
+            cost = sum(e.cost() for e in entries.values())
+            self._items[key] = (entries, cost)
+            self._total += cost
+            while len(self._items) > 1 and self._total > self.max_bytes:
+                _, (_, old) = self._items.popitem(last=False)
+                self._total -= old
 
     def forget(self, path: str) -> None:
         with self._lock:
             for key in [k for k in self._items if k[0] == path]:
-                del self._items[key]
+                self._total -= self._items.pop(key)[1]
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._total = 0
 
 
 _CACHE = _SidecarCache()
