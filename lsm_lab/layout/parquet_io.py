@@ -17,11 +17,13 @@ compaction), the two 64-bit hashes of each key until `close` sizes the filter
 exactly — so a compaction streams a merge of any size through it, never
 holding its rows, and still gets the same footer as a bulk insert.  `rows` (rows per row group) is fixed at the first
 write: at most `row_group_size`, and for sorted files about `row_group_bytes`
-of Arrow data (default 2 MiB, about 7k trips rows, 0.9 MB compressed) — their
+of Arrow data (default 1 MiB, about 3.5k trips rows, 0.45 MB compressed) — their
 min/max key statistics are then disjoint, narrow ranges and a point lookup
 reads one small row group instead of 64k rows (10.7 MB).  Measured on 1M
-sorted trips rows: files grow ~4% (128 → 134 MB), scan time unchanged within
-the machine's noise; see lsm_lab/lookup/lookup.py.
+sorted trips rows: files grow ~4% (128 → 134 MB) at 2 MiB, scan and bulk-insert
+CPU unchanged within the machine's noise at 2 and 1 MiB; 512 KiB scans ~5% slower
+and its larger footers undo the smaller reads (docs/PERFORMANCE.md, "Fourth
+pass: lookidx"); see lsm_lab/lookup/lookup.py.
 
 The footer keys shared by base and log files (documented in docs/FORMAT.md):
 
@@ -80,7 +82,7 @@ _OWN_KEYS = (KEY_MIN, KEY_MAX, KEY_SORTED, KEY_BLOOM)
 RECORD_KEY = "_hoodie_record_key"
 UNIQUE_SEQ_COLUMN = "_hoodie_commit_seqno"
 DEFAULT_ROW_GROUP_ROWS = 65_536
-SORTED_ROW_GROUP_BYTES = 2 << 20
+SORTED_ROW_GROUP_BYTES = 1 << 20  # 2 MiB until the fourth pass: 1 MiB halves a lookup's row-group read
 MIN_ROW_GROUP_ROWS = 1_024
 BLOOM_FPP = 0.01
 PARQUET_BLOOM_FPP = 0.01
