@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import lsm_lab
 from lsm_lab import cli
 from lsm_lab.errors import CorruptFileError
-from lsm_lab.layout import fsview, keyindex
+from lsm_lab.layout import fsview, keyindex, parquet_io
 from lsm_lab.lookup.footer import clear_footer_cache
 from lsm_lab.lookup.lookup import open_lookup
 from lsm_lab.lookup.stats import LookupStats
@@ -285,3 +285,24 @@ def test_cli_lookup_says_whether_the_index_was_used(logged_table: lsm_lab.Table,
     assert cli.main(["lookup", str(logged_table.path), "k010"]) == 0
     out = capsys.readouterr().err
     assert "key index:" in out and "footers skipped" in out
+
+
+def test_handed_back_facts_equal_the_footers(logged_table: lsm_lab.Table) -> None:
+    """The writer hands its files' range and bloom to the commit's index (no footer read back): the sidecars
+    must hold exactly what the footers say."""
+    t = logged_table
+    t.compact()
+    files = {path.name: (p, path) for p, path, _ in fsview.list_data_files(t.path)}
+    checked = 0
+    for instant in keyindex.sidecar_instants(t.path):
+        path = keyindex.sidecar_path(t.path, instant)
+        for name, entry in keyindex.decode(Path(path).read_bytes(), path=str(path), instant=instant).items():
+            partition, data_path = files[name]
+            assert parquet_io.written_key_facts(data_path) is None  # consumed by the commit
+            from_footer = keyindex.entry_for_file(partition, data_path)
+            assert from_footer is not None
+            assert (entry.partition, entry.file_size, entry.min_key, entry.max_key, entry.bloom_bytes) == \
+                (from_footer.partition, from_footer.file_size, from_footer.min_key, from_footer.max_key,
+                 from_footer.bloom_bytes)
+            checked += 1
+    assert checked >= len(files) - 1  # every data file (an empty commit writes none)

@@ -144,6 +144,9 @@ def entry_for_file(partition: str, path: Path | StoragePath, size: int | None = 
     parsed = naming.parse(path.name)
     if parsed is None or parsed.ext != "parquet":
         return None
+    handed = parquet_io.written_key_facts(path)  # written by this process: no need to read the footer back
+    if handed is not None and (size is None or size <= 0 or handed[0] == size):
+        return IndexEntry(partition, path.name, handed[0], handed[1], handed[2], handed[3])
     if size is None or size <= 0:
         size = path.stat().st_size
     _, kv = parquet_io.read_footer(path, size) if isinstance(path, StoragePath) else parquet_io.read_footer(path)
