@@ -308,3 +308,20 @@ def test_handed_back_facts_equal_the_footers(logged_table: lsm_lab.Table) -> Non
                  from_footer.bloom_bytes)
             checked += 1
     assert checked >= len(files) - 1  # every data file (an empty commit writes none)
+
+
+@settings(max_examples=200, deadline=None)
+@given(keys=st.lists(st.text(max_size=12), max_size=400, unique=True), probes=st.lists(st.text(max_size=12),
+       min_size=1, max_size=4), fpp=st.sampled_from([0.5, 0.1, 0.01]))
+def test_scalar_bloom_probe_equals_the_vector_one(keys: list[str], probes: list[str], fpp: float) -> None:
+    """A lookup of a few keys probes the (indexed) blooms with Python ints: the same answers as NumPy's."""
+    import numpy as np
+
+    from lsm_lab.layout.bloom import BloomFilter, key_hashes
+
+    bloom = BloomFilter.build(keys or ["x"], fpp)
+    h1, h2 = key_hashes(probes)
+    scalar = bloom.contains_hashes(h1, h2)
+    many = bloom.contains_hashes(np.concatenate([h1] * 5), np.concatenate([h2] * 5))[: len(probes)]  # vector path
+    assert scalar.tolist() == many.tolist()
+    assert all(bloom.contains_hashes(*key_hashes([k]))[0] for k in keys[:20])  # no false negative
