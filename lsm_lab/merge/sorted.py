@@ -78,10 +78,12 @@ from lsm_lab.merge.loser_tree import LoserTree
 from lsm_lab.merge.semantics import (
     MergeSpec,
     SourceInput,
+    Workspace,
     check_keys_not_null,
     first_unsorted,
     fixed_width_keys,
     merge_resolved,
+    to_numpy,
 )
 
 T = TypeVar("T")
@@ -117,7 +119,7 @@ def _checked(inp: SourceInput, key: str) -> Iterator[_Batch]:
                 i = first_unsorted(fixed)
             else:
                 ok_arr = pc.less(keys.slice(0, n - 1), keys.slice(1))
-                i = -1 if pc.all(ok_arr).as_py() else int(np.flatnonzero(~np.asarray(ok_arr, dtype=bool))[0])
+                i = -1 if pc.all(ok_arr).as_py() else int(np.flatnonzero(~to_numpy(ok_arr))[0])
             if i >= 0:
                 raise InputError(f"source {inp.index}: keys are not strictly sorted "
                                  f"({keys[i].as_py()!r} is followed by {keys[i + 1].as_py()!r})")
@@ -201,8 +203,9 @@ def _read_ahead(it: Iterator[T], pool: ThreadPoolExecutor) -> Iterator[T]:
         yield item  # type: ignore[misc]
 
 
-def _resolve(pieces: list[_Piece], spec: MergeSpec, horizon: bytes) -> pa.Table:
-    """Merge one round's cuts (in source order) into one row per surviving key, in key order."""
+def _resolve(pieces: list[_Piece], spec: MergeSpec, horizon: bytes, workspace: Workspace) -> pa.Table:
+    """Merge one round's cuts (in source order) into one row per surviving key, in key order
+    (`workspace`: the work arrays of the merge's previous rounds, reused)."""
     table = pa.Table.from_batches([p.rows for p in pieces])
     if len(pieces) == 1:
         return merge_resolved(table, spec, presorted=True)
@@ -210,13 +213,13 @@ def _resolve(pieces: list[_Piece], spec: MergeSpec, horizon: bytes) -> pa.Table:
     widths = {p.fixed.dtype.itemsize if p.fixed is not None else -1 for p in pieces}
     if len(widths) == 1 and -1 not in widths:
         parts = [p.fixed for p in pieces if p.fixed is not None]
-        fixed = np.concatenate(parts)
+        fixed = np.concatenate(parts, out=workspace.array("keys", table.num_rows, parts[0].dtype))
         # every key of the round lies between the smallest first key and the horizon (the largest),
         # so it shares their common prefix: the integer prefixes start after it
         lowest = min(bytes(part[:1].view(np.uint8)) for part in parts)
         common = next((i for i, (a, b) in enumerate(zip(lowest, horizon)) if a != b), min(len(lowest), len(horizon)))
-        return merge_resolved(table, spec, fixed_keys=fixed, common_prefix=common)
-    return merge_resolved(table, spec, fixed_keys=fixed)
+        return merge_resolved(table, spec, fixed_keys=fixed, common_prefix=common, workspace=workspace)
+    return merge_resolved(table, spec, fixed_keys=fixed, workspace=workspace)
 
 
 def merge_sorted(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSpec, batch_size: int, *,
@@ -239,6 +242,7 @@ def merge_sorted(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSp
         tree: LoserTree[str, None] = LoserTree([run.stream() for run in runs])
         rounds = sorted_cuts = 0
         pending: deque[Future[pa.Table]] = deque()
+        workspace = Workspace()  # used by one thread at a time: the resolver (or this one)
 
         def emit(merged: pa.Table) -> Iterator[pa.RecordBatch]:
             for batch in merged.to_batches(max_chunksize=batch_size):
@@ -258,9 +262,9 @@ def merge_sorted(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSp
             tree.pop_group()
             tree.advance_popped()
             if resolver is None:
-                yield from emit(_resolve(pieces, spec, horizon_bytes))
+                yield from emit(_resolve(pieces, spec, horizon_bytes, workspace))
                 continue
-            pending.append(resolver.submit(_resolve, pieces, spec, horizon_bytes))
+            pending.append(resolver.submit(_resolve, pieces, spec, horizon_bytes, workspace))
             if len(pending) > 1:
                 yield from emit(pending.popleft().result())
         while pending:
