@@ -33,7 +33,10 @@ smallest tail ``t`` across all inputs is a safe horizon:
 4. Pop the champion's group (every input whose tail was ``t``: their batches
    are used up) and advance those inputs: the tree reads their next batches.
 
-Memory stays O(k x batch): at most one batch per input plus one cut. The loser
+Memory stays O(k x batch): at most one batch per input plus one cut. The
+round's work arrays (integer prefixes, their sorted copy, flags, the rows of
+repeated keys) live in one ``Workspace`` reused by every round, so the C
+allocator does not hand their pages back and fault them in again each round. The loser
 tree keeps its role: it is the same state machine (``LoserTree``), its leaves'
 records are batches and its keys are batch tails (which strictly increase
 inside an input, so they are valid sorted inputs), and popping a key group is
