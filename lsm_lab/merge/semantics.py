@@ -479,13 +479,14 @@ def key_prefixes(fixed: np.ndarray, common: int | None = None, *,
     return out, start + 8 >= width
 
 
-def first_unsorted(fixed: np.ndarray) -> int:
+def first_unsorted(fixed: np.ndarray, *, workspace: Workspace | None = None) -> int:
     """The first i with ``fixed[i] >= fixed[i + 1]`` (-1 when the keys strictly increase), comparing
-    integer prefixes and, where two prefixes are equal, the whole keys."""
-    if len(fixed) < 2:
+    integer prefixes and, where two prefixes are equal, the whole keys (`workspace`: kept work arrays)."""
+    n = len(fixed)
+    if n < 2:
         return -1
-    prefixes, exact = key_prefixes(fixed)
-    ok = prefixes[:-1] < prefixes[1:]
+    prefixes, exact = key_prefixes(fixed, out=None if workspace is None else workspace.array("prefixes", n, np.uint64))
+    ok = np.less(prefixes[:-1], prefixes[1:], out=_work(workspace, "increasing", n - 1, bool))
     if ok.all():
         return -1
     suspects = np.flatnonzero(~ok)

@@ -106,6 +106,7 @@ class _Batch:
 def _checked(inp: SourceInput, key: str) -> Iterator[_Batch]:
     """An input's non-empty batches, checked for null keys and strict key order (also across batches)."""
     last: str | None = None
+    workspace = Workspace()  # the check's work arrays, kept from batch to batch
     for batch in inp.batches():
         n = batch.num_rows
         if n == 0:
@@ -119,7 +120,7 @@ def _checked(inp: SourceInput, key: str) -> Iterator[_Batch]:
         fixed = fixed_width_keys(keys)
         if n > 1:
             if fixed is not None:
-                i = first_unsorted(fixed)
+                i = first_unsorted(fixed, workspace=workspace)
             else:
                 ok_arr = pc.less(keys.slice(0, n - 1), keys.slice(1))
                 i = -1 if pc.all(ok_arr).as_py() else int(np.flatnonzero(~to_numpy(ok_arr))[0])
