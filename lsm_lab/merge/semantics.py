@@ -63,7 +63,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 import numpy as np
 import pyarrow as pa
@@ -393,6 +393,11 @@ class Workspace:
         return buf[:n]
 
 
+# np.take(..., out=) with the default mode="raise" first writes into a temporary and copies it (NumPy's
+# documented behaviour): the indices here are computed in range, so "clip" (never used) writes in place
+_INDEXED: Literal["clip"] = "clip"
+
+
 def _work(ws: Workspace | None, name: str, n: int, dtype: Any) -> np.ndarray:
     return np.empty(n, dtype=dtype) if ws is None else ws.array(name, n, dtype)
 
@@ -516,7 +521,7 @@ def prefix_sort(fixed: np.ndarray, common: int | None = None, *,
     prefixes, exact = key_prefixes(fixed, common, out=None if workspace is None else
                                    workspace.array("prefixes", n, np.uint64))
     order = np.argsort(prefixes, kind="stable")
-    ordered = np.take(prefixes, order, out=_work(workspace, "ordered", n, np.uint64))
+    ordered = np.take(prefixes, order, out=_work(workspace, "ordered", n, np.uint64), mode=_INDEXED)
     starts_flag = _work(workspace, "starts", n, bool)
     starts_flag[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=starts_flag[1:])
@@ -527,11 +532,11 @@ def prefix_sort(fixed: np.ndarray, common: int | None = None, *,
     if len(ties) == 0:  # rows i and i + 1 share a prefix at each tie
         return order, starts_flag
     m = len(ties)
-    first = np.take(order, ties, out=_work(workspace, "tie_rows", m, np.int64))
-    a = np.take(fixed, first, out=_work(workspace, "tie_a", m, fixed.dtype))
-    np.add(ties, 1, out=first)
-    np.take(order, first, out=first)
-    b = np.take(fixed, first, out=_work(workspace, "tie_b", m, fixed.dtype))
+    rows_a = np.take(order, ties, out=_work(workspace, "tie_rows", m, np.int64), mode=_INDEXED)
+    a = np.take(fixed, rows_a, out=_work(workspace, "tie_a", m, fixed.dtype), mode=_INDEXED)
+    next_rows = np.add(ties, 1, out=_work(workspace, "tie_next", m, np.int64))
+    rows_b = np.take(order, next_rows, out=rows_a, mode=_INDEXED)  # rows_a is used up
+    b = np.take(fixed, rows_b, out=_work(workspace, "tie_b", m, fixed.dtype), mode=_INDEXED)
     differ = np.not_equal(a, b, out=_work(workspace, "tie_differ", m, bool))
     if not differ.any():
         return order, starts_flag
@@ -590,13 +595,14 @@ def _latest_of_repeats(order: np.ndarray, starts_flag: np.ndarray, values: np.nd
     np.logical_and(keep, starts_flag, out=keep)  # keys seen once: their only row wins
     m = len(sub)
     if m:
-        sub_starts = np.take(starts_flag, sub, out=_work(ws, "sub_starts", m, bool))
+        sub_starts = np.take(starts_flag, sub, out=_work(ws, "sub_starts", m, bool), mode=_INDEXED)
         firsts = np.flatnonzero(sub_starts)
-        v = np.take(values, np.take(order, sub, out=_work(ws, "sub_rows", m, np.int64)),
-                    out=_work(ws, "sub_values", m, values.dtype))
+        v = np.take(values, np.take(order, sub, out=_work(ws, "sub_rows", m, np.int64), mode=_INDEXED),
+                    out=_work(ws, "sub_values", m, values.dtype), mode=_INDEXED)
         group = np.cumsum(sub_starts, out=_work(ws, "sub_group", m, np.int64))
         group -= 1
-        best = np.take(np.maximum.reduceat(v, firsts), group, out=_work(ws, "sub_best", m, values.dtype))
+        best = np.take(np.maximum.reduceat(v, firsts), group, out=_work(ws, "sub_best", m, values.dtype),
+                       mode=_INDEXED)
         top = np.equal(v, best, out=_work(ws, "sub_top", m, bool))
         candidate = _work(ws, "sub_candidate", m, np.int64)
         candidate.fill(-1)
