@@ -79,9 +79,9 @@ def test_unsorted_input_names_the_file(tmp_path: Path) -> None:
     assert not out.exists() and not list(tmp_path.glob(".out.parquet*"))
 
 
-def test_an_error_late_in_the_merge_stops_the_write_behind_queue(tmp_path: Path) -> None:
-    """The input goes out of order near its end, after many merged batches went through the writer's
-    queue (batch_size 16, queue of 8): the error still names the file and nothing is published."""
+def test_an_error_late_in_the_merge_names_the_file(tmp_path: Path) -> None:
+    """The input goes out of order near its end, after many merged batches and row groups were
+    written (batch_size 16): the error still names the file and nothing is published."""
     paths = write_runs(tmp_path, k=2, with_deletes=False)
     t = pq.read_table(paths[1])
     n = t.num_rows
@@ -94,8 +94,8 @@ def test_an_error_late_in_the_merge_stops_the_write_behind_queue(tmp_path: Path)
 
 
 def test_a_writer_error_reaches_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The writer fails on its thread while the merge is feeding the queue: the caller gets the
-    writer's error (the merge does not wait forever on a full queue) and no file."""
+    """The writer fails while the merge's threads are busy reading and resolving: the caller gets the
+    writer's error and no file."""
     from lsm_lab.layout import parquet_io
 
     calls = []

@@ -13,9 +13,7 @@ whole row group per input on the first batch), and output rows are buffered
 into row groups of ``row_group_size`` rows by the one data-file writer
 (`lsm_lab.layout.parquet_io`: page checksums, key range and `sorting_columns`
 in the footer, temp file then rename), which encodes on its own thread (Arrow
-releases the GIL while encoding), one row group in flight. With read-ahead the
-merged batches reach the writer through a short queue on a thread of their own
-(``_write_all``), so a row group waiting for the encoder does not stop the merge.
+releases the GIL while encoding), one row group in flight.
 
 Errors a user can make are caught up front and name the file: a missing file,
 a missing key/ordering/delete column, schemas that differ, an input that is
@@ -32,11 +30,9 @@ Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 from __future__ import annotations
 
 import os
-import queue
 import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +46,6 @@ from lsm_lab.merge.semantics import MergeMode, MergeSpec
 from lsm_lab.progress import new_bar
 
 _NO_DELETE = "__lsm_lab_delete__"
-_WRITE_BEHIND = 8  # merged batches queued for the writer: about one round of k = 8 inputs
 _SOURCE_RE = re.compile(r"^source (\d+): ")
 
 
@@ -106,41 +101,6 @@ def _batches(pf: pq.ParquetFile, schema: pa.Schema, batch_size: int, add_delete:
         yield batch
 
 
-def _write_all(writer: parquet_io.ParquetFileWriter, batches: Iterable[pa.RecordBatch], *, behind: bool) -> None:
-    """Feed every merged batch to `writer`; with `behind`, from a thread of its own through a
-    bounded queue, so that the merge goes on cutting and resolving rounds while the writer
-    waits for its encoder (the writer holds one row group in flight; without the queue the
-    whole merge stopped there)."""
-    if not behind:
-        for batch in batches:
-            writer.write(batch)
-        return
-    todo: queue.Queue[pa.RecordBatch | None] = queue.Queue(maxsize=_WRITE_BEHIND)
-
-    def drain() -> None:
-        while (item := todo.get()) is not None:
-            writer.write(item)
-
-    def put(item: pa.RecordBatch | None) -> None:
-        while True:
-            try:
-                todo.put(item, timeout=0.05)
-                return
-            except queue.Full:
-                if done.done():  # the writer failed: its error, not a wait forever
-                    done.result()
-                    return
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lsm-merge-write") as pool:
-        done = pool.submit(drain)
-        try:
-            for batch in batches:
-                put(batch)
-        finally:
-            put(None)  # also after an error of the merge: the writer stops (the caller discards the file)
-        done.result()
-
-
 def _name_file(exc: LsmLabError, paths: Sequence[Path]) -> LsmLabError:
     """Rewrite 'source 3: ...' into an error about the file given as argument 3."""
     m = _SOURCE_RE.match(exc.message)
@@ -193,7 +153,8 @@ def merge_parquet_files(out_path: str | os.PathLike[str], input_paths: Sequence[
                                          count_comparisons=count_comparisons, stats=stats)
         assert out_schema is not None
         writer = output_writer(out, out_schema, key=key, row_group_size=row_group_size)
-        _write_all(writer, batches, behind=read_ahead and engine == "sorted")
+        for batch in batches:
+            writer.write(batch)
         writer.close()
     except LsmLabError as exc:
         _discard(writer)
