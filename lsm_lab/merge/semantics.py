@@ -402,11 +402,11 @@ def _work(ws: Workspace | None, name: str, n: int, dtype: Any) -> np.ndarray:
     return np.empty(n, dtype=dtype) if ws is None else ws.array(name, n, dtype)
 
 
-def _positions(mask: np.ndarray, ws: Workspace | None, name: str) -> np.ndarray:
-    """``np.flatnonzero(mask)`` (as ``int64``), written into the workspace when there is one."""
+def _gather(values: np.ndarray, rows: np.ndarray, ws: Workspace | None, name: str) -> np.ndarray:
+    """``values[rows]``, written into the workspace's array `name` when there is one."""
     if ws is None:
-        return np.flatnonzero(mask)
-    return np.compress(mask, ws.arange(len(mask)), out=ws.array(name, int(np.count_nonzero(mask)), np.int64))
+        return values[rows]
+    return np.take(values, rows, out=ws.array(name, len(rows), values.dtype), mode=_INDEXED)
 
 
 def fixed_width_keys(keys: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
@@ -521,23 +521,19 @@ def prefix_sort(fixed: np.ndarray, common: int | None = None, *,
     prefixes, exact = key_prefixes(fixed, common, out=None if workspace is None else
                                    workspace.array("prefixes", n, np.uint64))
     order = np.argsort(prefixes, kind="stable")
-    ordered = np.take(prefixes, order, out=_work(workspace, "ordered", n, np.uint64), mode=_INDEXED)
+    ordered = _gather(prefixes, order, workspace, "ordered")
     starts_flag = _work(workspace, "starts", n, bool)
     starts_flag[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=starts_flag[1:])
     if exact:
         return order, starts_flag
-    ties = _positions(np.logical_not(starts_flag[1:], out=_work(workspace, "not_starts", n - 1, bool)),
-                      workspace, "ties")
+    ties = np.flatnonzero(np.logical_not(starts_flag[1:], out=_work(workspace, "not_starts", n - 1, bool)))
     if len(ties) == 0:  # rows i and i + 1 share a prefix at each tie
         return order, starts_flag
-    m = len(ties)
-    rows_a = np.take(order, ties, out=_work(workspace, "tie_rows", m, np.int64), mode=_INDEXED)
-    a = np.take(fixed, rows_a, out=_work(workspace, "tie_a", m, fixed.dtype), mode=_INDEXED)
-    next_rows = np.add(ties, 1, out=_work(workspace, "tie_next", m, np.int64))
-    rows_b = np.take(order, next_rows, out=rows_a, mode=_INDEXED)  # rows_a is used up
-    b = np.take(fixed, rows_b, out=_work(workspace, "tie_b", m, fixed.dtype), mode=_INDEXED)
-    differ = np.not_equal(a, b, out=_work(workspace, "tie_differ", m, bool))
+    a = _gather(fixed, _gather(order, ties, workspace, "tie_rows"), workspace, "tie_a")
+    b = _gather(fixed, _gather(order, ties + 1, workspace, "tie_rows"), workspace, "tie_b")
+    differ = a != b
+    del a, b  # freed before the next allocations (without a workspace, the allocator reuses them)
     if not differ.any():
         return order, starts_flag
     run = np.cumsum(starts_flag) - 1  # the prefix run of every position
@@ -583,31 +579,19 @@ def _latest_of_repeats(order: np.ndarray, starts_flag: np.ndarray, values: np.nd
     the greatest (value, position). Only the rows of keys that occur more than once are compared
     (a k-way merge of runs that mostly hold different keys leaves most keys alone)."""
     n = len(order)
-    ws = workspace
-    ties = _positions(np.logical_not(starts_flag[1:], out=_work(ws, "not_starts", n - 1, bool)), ws, "ties")
-    repeated = _work(ws, "repeated", n, bool)
+    repeated = _work(workspace, "repeated", n, bool)
     repeated.fill(False)
+    ties = np.flatnonzero(np.logical_not(starts_flag[1:], out=_work(workspace, "not_starts", n - 1, bool)))
     repeated[ties] = True  # rows i and i + 1 hold the same key
-    np.add(ties, 1, out=ties)
-    repeated[ties] = True
-    sub = _positions(repeated, ws, "repeated_rows")  # in key order; each repeated key's rows are adjacent
-    keep = np.logical_not(repeated, out=_work(ws, "keep", n, bool))
+    repeated[ties + 1] = True
+    sub = np.flatnonzero(repeated)  # in key order; each repeated key's rows are adjacent
+    keep = np.logical_not(repeated, out=_work(workspace, "keep", n, bool))
     np.logical_and(keep, starts_flag, out=keep)  # keys seen once: their only row wins
-    m = len(sub)
-    if m:
-        sub_starts = np.take(starts_flag, sub, out=_work(ws, "sub_starts", m, bool), mode=_INDEXED)
-        firsts = np.flatnonzero(sub_starts)
-        v = np.take(values, np.take(order, sub, out=_work(ws, "sub_rows", m, np.int64), mode=_INDEXED),
-                    out=_work(ws, "sub_values", m, values.dtype), mode=_INDEXED)
-        group = np.cumsum(sub_starts, out=_work(ws, "sub_group", m, np.int64))
-        group -= 1
-        best = np.take(np.maximum.reduceat(v, firsts), group, out=_work(ws, "sub_best", m, values.dtype),
-                       mode=_INDEXED)
-        top = np.equal(v, best, out=_work(ws, "sub_top", m, bool))
-        candidate = _work(ws, "sub_candidate", m, np.int64)
-        candidate.fill(-1)
-        np.copyto(candidate, np.arange(m) if ws is None else ws.arange(m), where=top)
-        latest = np.maximum.reduceat(candidate, firsts)
+    if len(sub):
+        firsts = np.flatnonzero(starts_flag[sub])
+        v = values[order[sub]]
+        best = np.repeat(np.maximum.reduceat(v, firsts), np.diff(np.append(firsts, len(sub))))
+        latest = np.maximum.reduceat(np.where(v == best, np.arange(len(sub)), -1), firsts)
         keep[sub[latest]] = True
     rows = order[keep]
     return Winners(rows, np.zeros(len(rows), dtype=bool), np.zeros(len(rows), dtype=bool))
