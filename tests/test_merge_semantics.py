@@ -283,7 +283,6 @@ def test_workspace_arrays_are_reused_and_grown() -> None:
     assert ws.array("x", 8, np.int64).base is a.base  # same buffer, shorter view
     assert len(ws.array("x", 11, np.int64)) == 11  # grown
     assert ws.array("x", 4, np.uint8).dtype == np.uint8  # another dtype: its own buffer
-    assert ws.arange(5).tolist() == [0, 1, 2, 3, 4] and ws.arange(40)[-1] == 39
 
 
 @pytest.mark.parametrize("array", [

@@ -384,14 +384,6 @@ class Workspace:
             self._arrays[name] = buf
         return buf[:n]
 
-    def arange(self, n: int) -> np.ndarray:
-        """``0 .. n - 1`` as ``int64`` (a kept buffer: do not write to it)."""
-        buf = self._arrays.get("__arange")
-        if buf is None or len(buf) < n:
-            buf = np.arange(max(n, 0 if buf is None else len(buf) + len(buf) // 4), dtype=np.int64)
-            self._arrays["__arange"] = buf
-        return buf[:n]
-
 
 # np.take(..., out=) with the default mode="raise" first writes into a temporary and copies it (NumPy's
 # documented behaviour): the indices here are computed in range, so "clip" (never used) writes in place
