@@ -233,57 +233,7 @@ def test_select_winners_without_deletes_or_nulls_equals_the_fold(rows: list[dict
     assert list(got) == sorted(want) and got == want
 
 
-# ---- a workspace reused across rounds; Arrow to NumPy without pandas -------------------
-
-round_row_st = st.builds(
-    lambda key, ts, is_del, v: {"k": key, "ts": ts, "v": None if is_del else v, "d": is_del},
-    # one byte width (the integer-prefix path), differing only beyond 8 bytes (prefix ties between keys)
-    st.sampled_from(["aaaaaaaaaaaa1", "aaaaaaaaaaaa2", "baaaaaaaaaaa1", "aaaaaaaaaaab1", "caaaaaaaaaaa0"]),
-    st.integers(-2, 2),
-    st.booleans(),
-    st.integers(0, 99),
-)
-
-
-@settings(max_examples=200, deadline=None)
-@given(rounds=st.lists(st.tuples(st.lists(round_row_st, min_size=1, max_size=40), st.booleans()),
-                       min_size=1, max_size=6),
-       mode=st.sampled_from(list(MergeMode)))
-def test_a_reused_workspace_gives_the_fold_in_every_round(rounds: list[tuple[list[dict], bool]],
-                                                          mode: MergeMode) -> None:
-    """Rounds of varying sizes through one Workspace (as the sorted engine's resolver does): stale
-    contents of a bigger earlier round must never leak into a later one."""
-    from lsm_lab.merge.semantics import Workspace
-
-    spec = MergeSpec(mode, key="k", ordering="ts", delete="d")
-    ws = Workspace()
-    for rows, with_deletes in rounds:
-        if not with_deletes:  # no delete: the event-time path over repeated keys only
-            rows = [{**r, "d": False, "v": r["v"] if r["v"] is not None else 0} for r in rows]
-        table = pa.Table.from_pylist(rows, schema=SCHEMA)
-        w = select_winners(table, spec, workspace=ws)
-        plain = select_winners(table, spec)
-        assert w.rows.tolist() == plain.rows.tolist()
-        assert w.deleted.tolist() == plain.deleted.tolist() and w.reset.tolist() == plain.reset.tolist()
-        groups: dict[str, list[dict]] = {}
-        for row in rows:
-            groups.setdefault(row["k"], []).append(row)
-        want = {key: fold(rs, spec) for key, rs in groups.items()}
-        got = {rows[r]["k"]: rows[r] for r in w.rows.tolist()}
-        assert list(got) == sorted(want) and got == want
-
-
-def test_workspace_arrays_are_reused_and_grown() -> None:
-    import numpy as np
-
-    from lsm_lab.merge.semantics import Workspace
-
-    ws = Workspace()
-    a = ws.array("x", 10, np.int64)
-    assert ws.array("x", 8, np.int64).base is a.base  # same buffer, shorter view
-    assert len(ws.array("x", 11, np.int64)) == 11  # grown
-    assert ws.array("x", 4, np.uint8).dtype == np.uint8  # another dtype: its own buffer
-
+# ---- Arrow to NumPy without pandas ---------------------------------------------------
 
 @pytest.mark.parametrize("array", [
     pa.array([True, False, True, True, False, False, True, False, True, True, False]).slice(3),

@@ -63,7 +63,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Union
 
 import numpy as np
 import pyarrow as pa
@@ -356,51 +356,6 @@ def _as_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     return col
 
 
-class Workspace:
-    """Work arrays kept from one call to the next, so that a loop of rounds reuses its memory.
-
-    A merge resolves hundreds of rounds of about the same size; each round's
-    temporaries (integer prefixes, their sorted copy, flags, gathered values)
-    freshly allocated are freshly touched pages: the C allocator hands large
-    freed blocks back to the system between rounds, and the next round faults
-    them in again (130k page faults, 0.3-0.9 s of system time on an 8M-row
-    merge). Arrays taken from a workspace are views of buffers it keeps
-    (grown by a quarter when too small); they are valid until the same name is
-    asked for again. One thread at a time.
-    """
-
-    __slots__ = ("_arrays",)
-
-    def __init__(self) -> None:
-        self._arrays: dict[str, np.ndarray] = {}
-
-    def array(self, name: str, n: int, dtype: Any) -> np.ndarray:
-        """An uninitialised array of `n` items of `dtype`, reusing the buffer kept under `name`."""
-        dt = np.dtype(dtype)
-        buf = self._arrays.get(name)
-        if buf is None or buf.dtype != dt or len(buf) < n:
-            grown = len(buf) + len(buf) // 4 if buf is not None and buf.dtype == dt else 0
-            buf = np.empty(max(n, grown), dtype=dt)
-            self._arrays[name] = buf
-        return buf[:n]
-
-
-# np.take(..., out=) with the default mode="raise" first writes into a temporary and copies it (NumPy's
-# documented behaviour): the indices here are computed in range, so "clip" (never used) writes in place
-_INDEXED: Literal["clip"] = "clip"
-
-
-def _work(ws: Workspace | None, name: str, n: int, dtype: Any) -> np.ndarray:
-    return np.empty(n, dtype=dtype) if ws is None else ws.array(name, n, dtype)
-
-
-def _gather(values: np.ndarray, rows: np.ndarray, ws: Workspace | None, name: str) -> np.ndarray:
-    """``values[rows]``, written into the workspace's array `name` when there is one."""
-    if ws is None:
-        return values[rows]
-    return np.take(values, rows, out=ws.array(name, len(rows), values.dtype), mode=_INDEXED)
-
-
 def fixed_width_keys(keys: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
     """The keys as a NumPy ``S<width>`` array, when every key has the same non-zero byte length.
 
@@ -443,8 +398,7 @@ def common_prefix_length(fixed: np.ndarray) -> int:
     return width
 
 
-def key_prefixes(fixed: np.ndarray, common: int | None = None, *,
-                 out: np.ndarray | None = None) -> tuple[np.ndarray, bool]:
+def key_prefixes(fixed: np.ndarray, common: int | None = None) -> tuple[np.ndarray, bool]:
     """Order-preserving ``uint64`` prefixes of equal-width keys, and whether they are exact.
 
     The bytes every key shares (`common`, computed when None; a caller may pass
@@ -454,36 +408,28 @@ def key_prefixes(fixed: np.ndarray, common: int | None = None, *,
     ``a < b`` as numbers implies ``a < b`` as keys; equal numbers mean equal
     keys only when the 8 bytes reach the end of the key (``exact``). Integer
     sorts and comparisons are several times faster than NumPy's byte-string ones.
-    `out` (``uint64``, one per key) receives them instead of a new array.
     """
     fixed = np.ascontiguousarray(fixed)
     n, width = len(fixed), fixed.dtype.itemsize
     if width < 8:
         padded = np.zeros((n, 8), dtype=np.uint8)
         padded[:, :width] = fixed.view(np.uint8).reshape(n, width)
-        if out is None:
-            return padded.view(">u8").ravel().astype(np.uint64), True
-        np.copyto(out, padded.view(">u8").ravel(), casting="unsafe")
-        return out, True
+        return padded.view(">u8").ravel().astype(np.uint64), True
     start = min(common_prefix_length(fixed) if common is None else common, width - 8)
     # a read-only view of the 8 bytes at `start` of every key as a big-endian integer (keys are `width`
     # bytes apart; start + 8 <= width, so no view reaches past the last key); astype gathers and swaps
     raw = fixed.view(np.uint8)
     words = as_strided(raw[start:start + 8].view(">u8"), shape=(n,), strides=(width,), writeable=False)
-    if out is None:
-        return words.astype(np.uint64), start + 8 >= width
-    np.copyto(out, words, casting="unsafe")
-    return out, start + 8 >= width
+    return words.astype(np.uint64), start + 8 >= width
 
 
-def first_unsorted(fixed: np.ndarray, *, workspace: Workspace | None = None) -> int:
+def first_unsorted(fixed: np.ndarray) -> int:
     """The first i with ``fixed[i] >= fixed[i + 1]`` (-1 when the keys strictly increase), comparing
-    integer prefixes and, where two prefixes are equal, the whole keys (`workspace`: kept work arrays)."""
-    n = len(fixed)
-    if n < 2:
+    integer prefixes and, where two prefixes are equal, the whole keys."""
+    if len(fixed) < 2:
         return -1
-    prefixes, exact = key_prefixes(fixed, out=None if workspace is None else workspace.array("prefixes", n, np.uint64))
-    ok = np.less(prefixes[:-1], prefixes[1:], out=_work(workspace, "increasing", n - 1, bool))
+    prefixes, exact = key_prefixes(fixed)
+    ok = prefixes[:-1] < prefixes[1:]
     if ok.all():
         return -1
     suspects = np.flatnonzero(~ok)
@@ -496,36 +442,28 @@ def first_unsorted(fixed: np.ndarray, *, workspace: Workspace | None = None) -> 
     return int(hits[0]) if len(hits) else -1
 
 
-def prefix_sort(fixed: np.ndarray, common: int | None = None, *,
-                workspace: Workspace | None = None) -> tuple[np.ndarray, np.ndarray]:
+def prefix_sort(fixed: np.ndarray, common: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(stable order by key, flags marking the first row of each key in that order) of equal-width keys.
 
     Sorts the integer prefixes of `key_prefixes` (a stable sort, so equal keys
     keep their input order). When the prefixes are not exact, the runs of one
     prefix that hold different keys (rare with random keys) are sorted again
     by the whole key: a prefix orders whole runs, so only those rows move.
-    With a `workspace`, the temporaries and the returned flags live in it
-    (valid until its next use); the order is always a new array.
     """
-    n = len(fixed)
-    if n == 0:
+    if len(fixed) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
-    prefixes, exact = key_prefixes(fixed, common, out=None if workspace is None else
-                                   workspace.array("prefixes", n, np.uint64))
+    prefixes, exact = key_prefixes(fixed, common)
     order = np.argsort(prefixes, kind="stable")
-    ordered = _gather(prefixes, order, workspace, "ordered")
-    starts_flag = _work(workspace, "starts", n, bool)
+    ordered = prefixes[order]
+    starts_flag = np.empty(len(fixed), dtype=bool)
     starts_flag[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=starts_flag[1:])
     if exact:
         return order, starts_flag
-    ties = np.flatnonzero(np.logical_not(starts_flag[1:], out=_work(workspace, "not_starts", n - 1, bool)))
-    if len(ties) == 0:  # rows i and i + 1 share a prefix at each tie
+    ties = np.flatnonzero(~starts_flag[1:])  # positions i where rows i and i + 1 share a prefix
+    if len(ties) == 0:
         return order, starts_flag
-    a = _gather(fixed, _gather(order, ties, workspace, "tie_rows"), workspace, "tie_a")
-    b = _gather(fixed, _gather(order, ties + 1, workspace, "tie_rows"), workspace, "tie_b")
-    differ = a != b
-    del a, b  # freed before the next allocations (without a workspace, the allocator reuses them)
+    differ = fixed[order[ties]] != fixed[order[ties + 1]]
     if not differ.any():
         return order, starts_flag
     run = np.cumsum(starts_flag) - 1  # the prefix run of every position
@@ -542,14 +480,14 @@ def prefix_sort(fixed: np.ndarray, common: int | None = None, *,
 
 
 def _sort_and_group(keys: pa.ChunkedArray | pa.Array, n: int, fixed: np.ndarray | None = None,
-                    common: int | None = None, workspace: Workspace | None = None) -> tuple[np.ndarray, np.ndarray]:
+                    common: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(stable order by key, flags marking the first row of each key in that order)."""
+    starts_flag = np.empty(n, dtype=bool)
+    starts_flag[0] = True
     if fixed is None:
         fixed = fixed_width_keys(keys)
     if fixed is not None:
-        return prefix_sort(fixed, common, workspace=workspace)
-    starts_flag = np.empty(n, dtype=bool)
-    starts_flag[0] = True
+        return prefix_sort(fixed, common)
     flat = _as_array(keys)
     order_arr = pc.sort_indices(flat)
     sorted_keys = flat.take(order_arr)
@@ -565,20 +503,17 @@ def _bool_column(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
     return to_numpy(_as_array(col).fill_null(False))
 
 
-def _latest_of_repeats(order: np.ndarray, starts_flag: np.ndarray, values: np.ndarray,
-                       workspace: Workspace | None = None) -> Winners:
+def _latest_of_repeats(order: np.ndarray, starts_flag: np.ndarray, values: np.ndarray) -> Winners:
     """Event-time winners when no row is a delete and no ordering value is null: per key the row with
     the greatest (value, position). Only the rows of keys that occur more than once are compared
     (a k-way merge of runs that mostly hold different keys leaves most keys alone)."""
     n = len(order)
-    repeated = _work(workspace, "repeated", n, bool)
-    repeated.fill(False)
-    ties = np.flatnonzero(np.logical_not(starts_flag[1:], out=_work(workspace, "not_starts", n - 1, bool)))
-    repeated[ties] = True  # rows i and i + 1 hold the same key
+    repeated = np.zeros(n, dtype=bool)
+    ties = np.flatnonzero(~starts_flag[1:])  # rows i and i + 1 hold the same key
+    repeated[ties] = True
     repeated[ties + 1] = True
     sub = np.flatnonzero(repeated)  # in key order; each repeated key's rows are adjacent
-    keep = np.logical_not(repeated, out=_work(workspace, "keep", n, bool))
-    np.logical_and(keep, starts_flag, out=keep)  # keys seen once: their only row wins
+    keep = starts_flag & ~repeated  # keys seen once: their only row wins
     if len(sub):
         firsts = np.flatnonzero(starts_flag[sub])
         v = values[order[sub]]
@@ -591,7 +526,7 @@ def _latest_of_repeats(order: np.ndarray, starts_flag: np.ndarray, values: np.nd
 
 def select_winners(table: pa.Table | pa.RecordBatch, spec: MergeSpec, *,
                    presorted: bool = False, fixed_keys: np.ndarray | None = None,
-                   common_prefix: int | None = None, workspace: Workspace | None = None) -> Winners:
+                   common_prefix: int | None = None) -> Winners:
     """Apply the fold to every key of `table` at once.
 
     The rows of `table` must be in fold order (source, then row order). With
@@ -599,9 +534,7 @@ def select_winners(table: pa.Table | pa.RecordBatch, spec: MergeSpec, *,
     (equal keys adjacent, in fold order); otherwise a stable sort by key is
     done first. `fixed_keys` may pass the keys already viewed as a NumPy
     ``S<width>`` array (all keys of one byte length), saving that conversion, and
-    `common_prefix` a number of leading bytes they are known to share. A
-    `workspace` (reused by a caller that resolves many rounds) holds the
-    temporaries; the returned arrays are always new.
+    `common_prefix` a number of leading bytes they are known to share.
     """
     n = table.num_rows
     if n == 0:
@@ -616,14 +549,13 @@ def select_winners(table: pa.Table | pa.RecordBatch, spec: MergeSpec, *,
         if n > 1:
             starts_flag[1:] = to_numpy(pc.not_equal(flat.slice(1), flat.slice(0, n - 1)))
     else:
-        order, starts_flag = _sort_and_group(keys, n, fixed_keys, common_prefix, workspace)
+        order, starts_flag = _sort_and_group(keys, n, fixed_keys, common_prefix)
     deletes_all = _bool_column(table.column(spec.delete))
     distinct = int(np.count_nonzero(starts_flag))
     if (spec.mode is MergeMode.EVENT_TIME_ORDERING and deletes_all is None and distinct < n
             and not table.column(spec.ordering).null_count):
         assert spec.ordering is not None
-        return _latest_of_repeats(order, starts_flag, _orderable(_as_array(table.column(spec.ordering))),
-                                  workspace)
+        return _latest_of_repeats(order, starts_flag, _orderable(_as_array(table.column(spec.ordering))))
     starts = np.flatnonzero(starts_flag)
     deletes = np.zeros(n, dtype=bool) if deletes_all is None else deletes_all[order]
 
@@ -683,11 +615,9 @@ def indices_array(rows: np.ndarray) -> pa.Array:
 
 
 def merge_resolved(table: pa.Table, spec: MergeSpec, *, presorted: bool = False,
-                   fixed_keys: np.ndarray | None = None, common_prefix: int | None = None,
-                   workspace: Workspace | None = None) -> pa.Table:
+                   fixed_keys: np.ndarray | None = None, common_prefix: int | None = None) -> pa.Table:
     """Merge the rows of one in-memory table (in fold order): one row per surviving key, key order."""
-    winners = select_winners(table, spec, presorted=presorted, fixed_keys=fixed_keys, common_prefix=common_prefix,
-                             workspace=workspace)
+    winners = select_winners(table, spec, presorted=presorted, fixed_keys=fixed_keys, common_prefix=common_prefix)
     keep = winners.rows[~winners.deleted] if winners.deleted.any() else winners.rows
     payload = table.drop_columns([spec.delete])
     if presorted and len(keep) == table.num_rows:
@@ -701,7 +631,6 @@ __all__ = [
     "Source",
     "SourceInput",
     "Winners",
-    "Workspace",
     "check_keys_not_null",
     "fixed_width_keys",
     "fold",

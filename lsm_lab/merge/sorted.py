@@ -33,10 +33,7 @@ smallest tail ``t`` across all inputs is a safe horizon:
 4. Pop the champion's group (every input whose tail was ``t``: their batches
    are used up) and advance those inputs: the tree reads their next batches.
 
-Memory stays O(k x batch): at most one batch per input plus one cut. The
-round's work arrays (integer prefixes, their sorted copy, flags, the rows of
-repeated keys) live in one ``Workspace`` reused by every round, so the C
-allocator does not hand their pages back and fault them in again each round. The loser
+Memory stays O(k x batch): at most one batch per input plus one cut. The loser
 tree keeps its role: it is the same state machine (``LoserTree``), its leaves'
 records are batches and its keys are batch tails (which strictly increase
 inside an input, so they are valid sorted inputs), and popping a key group is
@@ -81,7 +78,6 @@ from lsm_lab.merge.loser_tree import LoserTree
 from lsm_lab.merge.semantics import (
     MergeSpec,
     SourceInput,
-    Workspace,
     check_keys_not_null,
     first_unsorted,
     fixed_width_keys,
@@ -106,7 +102,6 @@ class _Batch:
 def _checked(inp: SourceInput, key: str) -> Iterator[_Batch]:
     """An input's non-empty batches, checked for null keys and strict key order (also across batches)."""
     last: str | None = None
-    workspace = Workspace()  # the check's work arrays, kept from batch to batch
     for batch in inp.batches():
         n = batch.num_rows
         if n == 0:
@@ -120,7 +115,7 @@ def _checked(inp: SourceInput, key: str) -> Iterator[_Batch]:
         fixed = fixed_width_keys(keys)
         if n > 1:
             if fixed is not None:
-                i = first_unsorted(fixed, workspace=workspace)
+                i = first_unsorted(fixed)
             else:
                 ok_arr = pc.less(keys.slice(0, n - 1), keys.slice(1))
                 i = -1 if pc.all(ok_arr).as_py() else int(np.flatnonzero(~to_numpy(ok_arr))[0])
@@ -207,9 +202,8 @@ def _read_ahead(it: Iterator[T], pool: ThreadPoolExecutor) -> Iterator[T]:
         yield item  # type: ignore[misc]
 
 
-def _resolve(pieces: list[_Piece], spec: MergeSpec, horizon: bytes, workspace: Workspace) -> pa.Table:
-    """Merge one round's cuts (in source order) into one row per surviving key, in key order
-    (`workspace`: the work arrays of the merge's previous rounds, reused)."""
+def _resolve(pieces: list[_Piece], spec: MergeSpec, horizon: bytes) -> pa.Table:
+    """Merge one round's cuts (in source order) into one row per surviving key, in key order."""
     table = pa.Table.from_batches([p.rows for p in pieces])
     if len(pieces) == 1:
         return merge_resolved(table, spec, presorted=True)
@@ -217,13 +211,13 @@ def _resolve(pieces: list[_Piece], spec: MergeSpec, horizon: bytes, workspace: W
     widths = {p.fixed.dtype.itemsize if p.fixed is not None else -1 for p in pieces}
     if len(widths) == 1 and -1 not in widths:
         parts = [p.fixed for p in pieces if p.fixed is not None]
-        fixed = np.concatenate(parts, out=workspace.array("keys", table.num_rows, parts[0].dtype))
+        fixed = np.concatenate(parts)
         # every key of the round lies between the smallest first key and the horizon (the largest),
         # so it shares their common prefix: the integer prefixes start after it
         lowest = min(bytes(part[:1].view(np.uint8)) for part in parts)
         common = next((i for i, (a, b) in enumerate(zip(lowest, horizon)) if a != b), min(len(lowest), len(horizon)))
-        return merge_resolved(table, spec, fixed_keys=fixed, common_prefix=common, workspace=workspace)
-    return merge_resolved(table, spec, fixed_keys=fixed, workspace=workspace)
+        return merge_resolved(table, spec, fixed_keys=fixed, common_prefix=common)
+    return merge_resolved(table, spec, fixed_keys=fixed)
 
 
 def merge_sorted(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSpec, batch_size: int, *,
@@ -246,7 +240,6 @@ def merge_sorted(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSp
         tree: LoserTree[str, None] = LoserTree([run.stream() for run in runs])
         rounds = sorted_cuts = 0
         pending: deque[Future[pa.Table]] = deque()
-        workspace = Workspace()  # used by one thread at a time: the resolver (or this one)
 
         def emit(merged: pa.Table) -> Iterator[pa.RecordBatch]:
             for batch in merged.to_batches(max_chunksize=batch_size):
@@ -266,9 +259,9 @@ def merge_sorted(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSp
             tree.pop_group()
             tree.advance_popped()
             if resolver is None:
-                yield from emit(_resolve(pieces, spec, horizon_bytes, workspace))
+                yield from emit(_resolve(pieces, spec, horizon_bytes))
                 continue
-            pending.append(resolver.submit(_resolve, pieces, spec, horizon_bytes, workspace))
+            pending.append(resolver.submit(_resolve, pieces, spec, horizon_bytes))
             if len(pending) > 1:
                 yield from emit(pending.popleft().result())
         while pending:
