@@ -90,6 +90,7 @@ _M1 = np.uint64(0xFF51AFD7ED558CCD)
 _M2 = np.uint64(0xC4CEB9FE1A85EC53)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _CHUNK = 1 << 20  # keys hashed per vector pass (bounds temporary memory)
+_SET_CHUNK = 8_192  # keys whose k bit positions are computed at once (8·k bytes each: stays in the CPU cache)
 
 
 # --------------------------------------------------------------------------- hashing
@@ -316,9 +317,13 @@ class BloomBuilder:
         self.add_hashes(*key_hashes(keys))
 
     def add_hashes(self, h1: np.ndarray, h2: np.ndarray) -> None:
-        step = max(1, _CHUNK // self.num_probes)
-        for s in range(0, len(h1), step):
-            self._flags[_positions(h1[s : s + step], h2[s : s + step], self.num_bits, self.num_probes).ravel()] = True
+        h1 = np.asarray(h1, dtype=np.uint64)
+        h2 = np.asarray(h2, dtype=np.uint64)
+        buf = np.empty((min(len(h1), _SET_CHUNK), self.num_probes), dtype=np.uint64)
+        for s in range(0, len(h1), _SET_CHUNK):
+            pos = _positions(h1[s : s + _SET_CHUNK], h2[s : s + _SET_CHUNK], self.num_bits, self.num_probes,
+                             out=buf[: len(h1[s : s + _SET_CHUNK])])
+            self._flags[pos.ravel().view(np.int64)] = True  # < m < 2**63: the same value, an index NumPy takes as is
         self.num_keys += len(h1)
 
     def finish(self) -> BloomFilter:
@@ -326,10 +331,20 @@ class BloomBuilder:
                            np.packbits(self._flags, bitorder="little").tobytes())
 
 
-def _positions(h1: np.ndarray, h2: np.ndarray, m: int, k: int) -> np.ndarray:
-    """Bit positions, shape (len(h1), k): (h1 + i·h2) mod 2**64 mod m."""
-    i = np.arange(k, dtype=np.uint64)
-    return (h1[:, None] + i[None, :] * h2[:, None]) % np.uint64(m)
+def _positions(h1: np.ndarray, h2: np.ndarray, m: int, k: int, *, out: np.ndarray | None = None) -> np.ndarray:
+    """Bit positions, shape (len(h1), k): (h1 + i·h2) mod 2**64 mod m.
+
+    Computed in place in `out` (uint64, that shape; allocated when None): one
+    multiply, one add and one modulo per probe and no temporaries, so a caller
+    that reuses `out` for chunks of a few thousand keys stays in the CPU cache
+    (the broadcast expression allocated three arrays of 8·k bytes per key).
+    NumPy's uint64 arithmetic wraps modulo 2**64, which is the formula.
+    """
+    if out is None:
+        out = np.empty((len(h1), k), dtype=np.uint64)
+    np.multiply(h2[:, None], np.arange(k, dtype=np.uint64)[None, :], out=out)
+    np.add(out, h1[:, None], out=out)
+    return np.remainder(out, np.uint64(m), out=out)
 
 
 def union_all(filters: Iterable[BloomFilter]) -> BloomFilter:
