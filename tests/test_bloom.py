@@ -204,8 +204,8 @@ def test_bit_positions_are_the_documented_formula(pairs: list[tuple[int, int]], 
     h2 = np.array([b | 1 for _, b in pairs], dtype=np.uint64)
     want = [[((a + i * (b | 1)) & M64) % m for i in range(k)] for a, b in pairs]
     assert bloom._positions(h1, h2, m, k).tolist() == want
-    buf = np.full((len(pairs) + 3, k), 7, dtype=np.uint64)  # a reused buffer, larger than needed
-    assert bloom._positions(h1, h2, m, k, out=buf[: len(pairs)]).tolist() == want
+    buf = np.full((k, len(pairs) + 3), 7, dtype=np.uint64)  # a reused buffer, probe-major, wider than needed
+    assert bloom._positions(h1, h2, m, k, out=buf[:, : len(pairs)]).tolist() == want
 
 
 @settings(max_examples=40, deadline=None)

@@ -319,11 +319,12 @@ class BloomBuilder:
     def add_hashes(self, h1: np.ndarray, h2: np.ndarray) -> None:
         h1 = np.asarray(h1, dtype=np.uint64)
         h2 = np.asarray(h2, dtype=np.uint64)
-        buf = np.empty((min(len(h1), _SET_CHUNK), self.num_probes), dtype=np.uint64)
+        buf = np.empty((self.num_probes, min(len(h1), _SET_CHUNK)), dtype=np.uint64)
         for s in range(0, len(h1), _SET_CHUNK):
-            pos = _positions(h1[s : s + _SET_CHUNK], h2[s : s + _SET_CHUNK], self.num_bits, self.num_probes,
-                             out=buf[: len(h1[s : s + _SET_CHUNK])])
-            self._flags[pos.ravel().view(np.int64)] = True  # < m < 2**63: the same value, an index NumPy takes as is
+            n = len(h1[s : s + _SET_CHUNK])
+            out = buf if n == buf.shape[1] else np.empty((self.num_probes, n), dtype=np.uint64)
+            _positions(h1[s : s + n], h2[s : s + n], self.num_bits, self.num_probes, out=out)
+            self._flags.put(out.reshape(-1).view(np.int64), True)  # < m < 2**63: the same value as a native index
         self.num_keys += len(h1)
 
     def finish(self) -> BloomFilter:
@@ -334,17 +335,20 @@ class BloomBuilder:
 def _positions(h1: np.ndarray, h2: np.ndarray, m: int, k: int, *, out: np.ndarray | None = None) -> np.ndarray:
     """Bit positions, shape (len(h1), k): (h1 + i·h2) mod 2**64 mod m.
 
-    Computed in place in `out` (uint64, that shape; allocated when None): one
-    multiply, one add and one modulo per probe and no temporaries, so a caller
+    Computed probe by probe in `out` (uint64, shape (k, len(h1)), allocated
+    when None; the result is its transposed view): probe i is probe i-1 plus
+    h2, which wraps modulo 2**64 exactly as h1 + i·h2 does, then one modulo
+    over the whole buffer.  Each step runs over a contiguous row, and a caller
     that reuses `out` for chunks of a few thousand keys stays in the CPU cache
-    (the broadcast expression allocated three arrays of 8·k bytes per key).
-    NumPy's uint64 arithmetic wraps modulo 2**64, which is the formula.
+    (the broadcast expression allocated three (n, k) arrays per call).
     """
     if out is None:
-        out = np.empty((len(h1), k), dtype=np.uint64)
-    np.multiply(h2[:, None], np.arange(k, dtype=np.uint64)[None, :], out=out)
-    np.add(out, h1[:, None], out=out)
-    return np.remainder(out, np.uint64(m), out=out)
+        out = np.empty((k, len(h1)), dtype=np.uint64)
+    out[0] = h1
+    for i in range(1, k):  # a loop over the k probes, not the keys
+        np.add(out[i - 1], h2, out=out[i])
+    np.remainder(out, np.uint64(m), out=out)
+    return out.T
 
 
 def union_all(filters: Iterable[BloomFilter]) -> BloomFilter:
