@@ -152,10 +152,15 @@ def _plan_logs(ctx: CompactionContext, op: Operation) -> list[DataFile]:
     return fsview.apply_compacted_logs(logs, ctx.read.completion_of, {f.instant for f in logs})
 
 
-def _with_file_name(batch: pa.RecordBatch | pa.Table, name: str, names: list[str] | None = None) -> Any:
+def _with_file_name(batch: pa.RecordBatch | pa.Table, name: str | pa.Array, names: list[str] | None = None) -> Any:
     """`batch` with `_hoodie_file_name` = `name` on every row; with `names`, the columns `names` in that
-    order, the file name added where it belongs (the batch may lack it: a FULL compaction never reads it)."""
-    col = pa.repeat(pa.scalar(name, pa.string()), batch.num_rows)
+    order, the file name added where it belongs (the batch may lack it: a FULL compaction never reads it).
+
+    `name` may be a column of the name repeated (`_name_column`): a slice of it is taken, not a new copy."""
+    if isinstance(name, pa.Array) and len(name) >= batch.num_rows:
+        col = name.slice(0, batch.num_rows)
+    else:
+        col = pa.repeat(pa.scalar(name if isinstance(name, str) else name[0].as_py(), pa.string()), batch.num_rows)
     if names is None:
         return batch.set_column(batch.schema.get_field_index(FILE_NAME), FILE_NAME, col)
     out = batch.select([n for n in names if n != FILE_NAME])
@@ -186,8 +191,9 @@ def run_full(ctx: CompactionContext, op: Operation, task: int, *, token: str | N
     if chosen in SORTED_ENGINES:
         out = parquet_io.ParquetFileWriter(folder / name, out_schema, is_sorted=ctx.is_lsm)
         try:
+            names = pa.repeat(pa.scalar(name, pa.string()), BATCH_ROWS)  # built once, sliced for every batch
             for batch in merge_sources(sources, spec, engine=chosen, batch_size=BATCH_ROWS):
-                out.write(_with_file_name(batch, name, needed))
+                out.write(_with_file_name(batch, names, needed))
             size = out.close()
             rows, lo, hi = out.rows, out.min_key, out.max_key
         except InputError:  # a file was not sorted after all: the hash engine never gives wrong rows
