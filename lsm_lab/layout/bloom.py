@@ -30,7 +30,10 @@ enters the start state, so zero padding is unambiguous.  The loop runs once
 per *word position* over all keys at once (keys sorted by word count so that
 the active keys are a prefix; each word is gathered straight from Arrow's data
 buffer and its bytes past the key's end masked to zero), so hashing a million
-36-byte keys costs five vector passes rather than a million Python calls.
+36-byte keys costs five vector passes (per chunk of 16,384 keys, small enough
+for the CPU cache) rather than a million Python calls.  The k bit positions of
+a key are then computed probe after probe (probe i = probe i-1 + h2, wrapping
+like the formula) and set in a byte-per-bit array that `finish` packs.
 
 **On disk** (footer key ``lsm_lab.bloom``, see docs/FORMAT.md): base64 of
 
@@ -89,7 +92,7 @@ SEED = np.uint64(0x27D4EB2F165667C5)
 _M1 = np.uint64(0xFF51AFD7ED558CCD)
 _M2 = np.uint64(0xC4CEB9FE1A85EC53)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
-_CHUNK = 1 << 20  # keys hashed per vector pass (bounds temporary memory)
+_CHUNK = 1 << 14  # keys hashed per vector pass: bounds temporary memory, and 128 KiB arrays stay in the CPU cache
 _SET_CHUNK = 8_192  # keys whose k bit positions are computed at once (8·k bytes each: stays in the CPU cache)
 
 
