@@ -76,7 +76,7 @@ def cmd_write(args: argparse.Namespace) -> int:
 def cmd_read(args: argparse.Namespace) -> int:
     if args.limit < 0:
         raise InputError(f"--limit must be 0 (every row) or more, not {args.limit}")
-    table = open_table(args.path)
+    table = open_table(args.path, strict=args.strict)
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     lookup_stats = None
     if not args.cdc and (args.start is not None or args.end is not None):
@@ -197,6 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--columns", help="comma separated columns")
     p.add_argument("--merge", choices=["sorted", "loser_tree", "hash", "heapq"], help="force a merge engine")
     p.add_argument("--read-optimized", action="store_true", help="base files only")
+    p.add_argument("--strict", action="store_true",
+                   help="fail on a corrupt block in a v1 (#HUDI#) log instead of skipping it as Hudi's reader does")
     p.add_argument("--cdc", action="store_true",
                    help="the change stream of the instants completed in (--start, --end]: op, ts_ms, commit_time, "
                         "record_key, before, after, inferred")

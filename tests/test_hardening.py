@@ -161,6 +161,16 @@ def test_corrupt_v1_blocks_skipped_by_default_refused_when_strict(tmp_path: Path
         lsm_lab.open_table(t.path, strict=True).read()
 
 
+def test_cli_read_strict_refuses_a_corrupt_v1_block_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    t, want = _v8_with_corrupt_block(tmp_path)
+    assert cli_main(["read", str(t.path), "--json", "--limit", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert all(f'"{k}"' in printed for k in want)
+    assert cli_main(["read", str(t.path), "--strict"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "corrupt block" in err and err.count("\n") == 1
+
+
 @pytest.mark.parametrize("content", [
     b'{"x": ' + b"9" * 5000 + b"}",
     b"[" * 100_000 + b"]" * 100_000,
