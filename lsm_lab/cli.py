@@ -103,6 +103,7 @@ def cmd_read(args: argparse.Namespace) -> int:
         result = table.read(as_of=args.as_of, columns=columns, merge=args.merge)
     if lookup_stats is not None:
         print(f"lookup: {lookup_stats.summary()}", file=sys.stderr)
+        print(f"lookup: {lookup_stats.index_summary()}", file=sys.stderr)
     if args.out:
         write_output_file(result, args.out)
         print(f"{result.num_rows} rows written to {args.out}")

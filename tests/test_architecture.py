@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("foundation", ["lsm_lab.errors", "lsm_lab.paths", "lsm_lab.checks", "lsm_lab.config", "lsm_lab.atomic",
                     "lsm_lab.avro_schema", "lsm_lab.storage", "lsm_lab.progress", "lsm_lab.datagen"]),
     ("timeline", ["lsm_lab.timeline"]),
-    ("formats", ["lsm_lab.layout", "lsm_lab.logformat"]),
+    ("formats", ["lsm_lab.layout", "lsm_lab.layout.keyindex", "lsm_lab.logformat"]),
     ("merge", ["lsm_lab.merge"]),
     ("table state", ["lsm_lab.table.state", "lsm_lab.table.records", "lsm_lab.table.index", "lsm_lab.table.read",
                      "lsm_lab.table.v1read", "lsm_lab.table.write", "lsm_lab.table.cdclog", "lsm_lab.table.cdc", "lsm_lab.table.deletes", "lsm_lab.table.smallfiles",

@@ -28,6 +28,16 @@ def test_lookup_benchmark_smoke(tmp_path: Path) -> None:
     assert (by[("lsm_tree", "lookup", "warm", "present")]["bytes_read"]
             < by[("default_unsorted", "no_bloom", "warm", "present")]["bytes_read"])
     assert any(r["layout"] == "ratio" for r in records)
+    # cold: the key index skips footers; without it every candidate footer is read; index_load counts the
+    # sidecars' bytes; the shuffled copy has an index of its own
+    for layout in ("lsm_tree", "default_unsorted"):
+        cold, plain = by[(layout, "lookup", "cold", "present")], by[(layout, "no_index", "cold", "present")]
+        assert cold["found"] == plain["found"] == by[(layout, "index_load", "cold", "present")]["found"] == 4
+        assert cold["footers_skipped"] > 0 and plain["footers_skipped"] == 0
+        assert cold["footers_read"] < plain["footers_read"]
+        assert by[(layout, "index_load", "cold", "present")]["bytes_read"] > cold["bytes_read"]
+    assert {r["mode"] for r in records if r["layout"] == "ratio"} >= {"index_load: lsm_tree/default_unsorted",
+                                                                     "no_index: lsm_tree/default_unsorted"}
     # a second run reuses the tables
     assert build_tables(tmp_path, BenchParams(rows=3000, logs=2, buckets=2), log=lambda *_: None) == saved
 

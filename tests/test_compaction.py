@@ -162,7 +162,7 @@ def test_compacted_base_files_have_the_footer_of_a_bulk_insert(tmp_table, merge)
     # Parquet's split-block bloom on the key column, as in the bulk-inserted file
     assert (md.row_group(0).column(key_index).bloom_filter_offset or 0) > 0
     assert (bulk_md.row_group(0).column(key_index).bloom_filter_offset or 0) > 0
-    # row groups sized like a bulk insert of the same rows: at most the 2 MiB cap of a sorted file
+    # row groups sized like a bulk insert of the same rows: at most the byte cap of a sorted file
     expected = parquet_io.rows_per_group(rows, parquet_io.DEFAULT_ROW_GROUP_ROWS, parquet_io.SORTED_ROW_GROUP_BYTES)
     sizes = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
     assert len(sizes) > 1 and all(s == sizes[0] for s in sizes[:-1]) and sum(sizes) == rows.num_rows

@@ -158,7 +158,7 @@ def test_sorted_files_read_one_row_group(tmp_path: Path) -> None:
         stats[layout] = LookupStats()
         assert table.lookup(key, stats=stats[layout]).column("uuid").to_pylist() == [key]
     lsm, default = stats["lsm_tree"], stats["default"]
-    # sorted base: row groups of ~7k rows (2 MiB), statistics pick one, binary search finds the row
+    # sorted base: row groups of ~3.5k rows (1 MiB), statistics pick one, binary search finds the row
     assert lsm.row_groups >= 5 and lsm.row_groups_read == 1 and lsm.binary_searches == 1
     # unsorted base: statistics cannot prune, every row group's key chunk is scanned
     assert default.binary_searches == 0 and default.row_groups_read == default.row_groups

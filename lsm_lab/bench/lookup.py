@@ -24,15 +24,26 @@ timeline and folder listed once, as a serving process would), each with its own
 `LookupStats`:
 
     layout             mode              what the reader may use
-    lsm_tree           lookup            bucket, footer range + bloom, row-group stats, binary search
-    lsm_tree           no_binary_search  the same, but scan the key chunk instead of bisecting
-    default(_unsorted) lookup            footer range + bloom, row-group stats (no sorted flag: no bisection)
+    lsm_tree           lookup            bucket, key index (range + bloom per file), then the footers of the
+                                         files it cannot rule out: range + bloom, row-group stats, binary search
+    lsm_tree           no_index          the same without the key index: every candidate file's footer
+    lsm_tree           no_binary_search  lookup, but scan the key chunk instead of bisecting
+    default(_unsorted) lookup            key index, footer range + bloom, row-group stats (no sorted flag)
+    default(_unsorted) no_index          the same without the key index
     default(_unsorted) no_bloom          row-group stats only: what a Parquet reader with a key filter does
+    both               index_load        lookup, with the key index's sidecars read and decoded again inside
+                                         each timed lookup (cold only)
 
 `cache=warm`: footers (and their blooms) of the immutable files are cached
 after a warm-up pass; `cache=cold`: the footer cache is cleared before every
 lookup (the OS page cache stays warm either way: this measures CPU and bytes
-fetched, not disk latency).  `seconds`, `bytes_read` (footer bytes read plus
+fetched, not disk latency).  What "cold" includes, precisely: every timed
+lookup reads the footers it needs from the files again; what a prepared
+`KeyLookup` holds per snapshot — the file slices (timeline and folder listing)
+and, in the `lookup` and `no_*` modes, the key index's sidecars — is loaded once
+before timing, as a serving process would; the `index_load` mode also clears
+the process's sidecar cache and loads the index inside each timed lookup, its
+sidecar bytes counted in `bytes_read`, so that no figure hides the index's cost.  `seconds`, `bytes_read` (footer bytes read plus
 compressed column chunks read, as counted by the reader) and `files_opened`
 (files whose data pages were read) are medians per lookup.  The lookup results
 of both tables are checked to agree on the user columns.
@@ -70,7 +81,7 @@ import pyarrow.compute as pc
 
 import lsm_lab
 from lsm_lab.datagen import TripsGenerator
-from lsm_lab.layout import fsview, parquet_io
+from lsm_lab.layout import fsview, keyindex, parquet_io
 from lsm_lab.layout.bloom import BloomFilter, key_hashes
 from lsm_lab.logformat import positions, v2
 from lsm_lab.lookup.lookup import LookupStats, clear_footer_cache, open_lookup
@@ -178,6 +189,8 @@ def shuffled_copy(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, s
         parquet_io.write_parquet(tmp, rows, metadata=kv, key_column=key, row_group_size=groups)
         tmp.replace(path)
         os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    # the copy's key index: same keys per file (same ranges and blooms), new sizes; rebuilt from the new footers
+    keyindex.index_files(dst, [(p, path) for p, path, _ in fsview.list_data_files(dst)])
 
 
 # --------------------------------------------------------------------------- measuring
@@ -187,12 +200,18 @@ def _median(rows: list[dict[str, Any]], name: str) -> float:
 
 CONTENDERS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("lsm_tree", "lookup", {}),
+    ("lsm_tree", "index_load", {}),
+    ("lsm_tree", "no_index", {"use_index": False}),
     ("lsm_tree", "no_binary_search", {"use_binary_search": False}),
     ("default", "lookup", {}),
     ("default", "no_bloom", {"use_bloom": False}),
     ("default_unsorted", "lookup", {}),
+    ("default_unsorted", "index_load", {}),
+    ("default_unsorted", "no_index", {"use_index": False}),
     ("default_unsorted", "no_bloom", {"use_bloom": False}),
 )
+COLD_MODES = ("lookup", "index_load", "no_index")  # cold: footers dominate; measured for the full lookups only
+WARM_ONLY_NOT = ("index_load",)  # a warm index_load is the lookup mode
 
 
 def run_lookups(root: Path, saved: dict[str, Any], *, lookups: int, log: Any = print) -> list[dict[str, Any]]:
@@ -226,12 +245,16 @@ def run_lookups(root: Path, saved: dict[str, Any], *, lookups: int, log: Any = p
                 continue
             for key in keys:
                 for layout, mode, options in contenders:
-                    if cache == "cold" and mode != "lookup":
-                        continue  # cold: footers dominate; measured for the full lookup only
+                    if (cache == "cold" and mode not in COLD_MODES) or (cache == "warm" and mode in WARM_ONLY_NOT):
+                        continue
                     if cache == "cold":
                         clear_footer_cache()
+                    if mode == "index_load":
+                        keyindex.clear_index_cache()
                     st = LookupStats()
                     t0 = time.perf_counter()
+                    if mode == "index_load":  # the key index's sidecars read and decoded inside the timing
+                        readers[layout].load_index(st)
                     res = readers[layout].lookup([key], stats=st, **options)
                     dt = time.perf_counter() - t0
                     measured.setdefault((layout, mode, cache, kind), []).append({"seconds": dt, **st.as_dict(),
@@ -245,6 +268,7 @@ def run_lookups(root: Path, saved: dict[str, Any], *, lookups: int, log: Any = p
                "seconds": _median(ms, "seconds"), "bytes_read": _median(ms, "bytes_read"),
                "files_opened": _median(ms, "files_opened"), "row_groups_read": _median(ms, "row_groups_read"),
                "footers_read": _median(ms, "footers_read"), "files_pruned_bloom": _median(ms, "files_pruned_bloom"),
+               "footers_skipped": _median(ms, "footers_skipped"),
                "seconds_mean": statistics.fmean(m["seconds"] for m in ms),
                "bytes_read_mean": statistics.fmean(m["bytes_read"] for m in ms),
                "found": sum(m["found"] for m in ms)}
@@ -299,12 +323,15 @@ def _ratios(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for cache in ("warm", "cold"):
         for kind in ("present", "absent"):
-            lsm = find("lsm_tree", "lookup", cache, kind)
-            for other, base_mode in [(o, m) for o in LAYOUTS[1:] for m in ("lookup", "no_bloom")]:
+            pairs = ([("lookup", o, m) for o in LAYOUTS[1:] for m in ("lookup", "no_bloom")]
+                     + [(m, "default_unsorted", m) for m in ("index_load", "no_index")])
+            for lsm_mode, other, base_mode in pairs:
+                lsm = find("lsm_tree", lsm_mode, cache, kind)
                 base = find(other, base_mode, cache, kind)
                 if lsm is None or base is None:
                     continue
-                out.append({"layout": "ratio", "mode": f"lsm_tree/{other}({base_mode})", "cache": cache,
+                label = f"lsm_tree/{other}({base_mode})" if lsm_mode == "lookup" else f"{lsm_mode}: lsm_tree/{other}"
+                out.append({"layout": "ratio", "mode": label, "cache": cache,
                             "keys": kind, "rows": lsm["rows"],
                             "seconds": lsm["seconds"] / base["seconds"] if base["seconds"] else math.nan,
                             "bytes_read": lsm["bytes_read"] / base["bytes_read"] if base["bytes_read"] else math.nan,
@@ -321,7 +348,8 @@ def _line(r: dict[str, Any]) -> str:
         return f"  {r['layout']:<16} {r['mode']:<17} {'':<5} {r['keys']:<8} {r['seconds'] * 1e3:9.2f} ms"
     return (f"  {r['layout']:<16} {r['mode']:<17} {r['cache']:<5} {r['keys']:<8} {r['seconds'] * 1e3:9.2f} ms "
             f"{r['bytes_read'] / 1e6:9.3f} MB  files opened {r['files_opened']:.0f}  "
-            f"row groups {r['row_groups_read']:.0f}  footers {r['footers_read']:.0f}")
+            f"row groups {r['row_groups_read']:.0f}  footers {r['footers_read']:.0f}"
+            f" (skipped {r.get('footers_skipped', 0):.0f})")
 
 
 # --------------------------------------------------------------------------- RFC-06: cumulative filters

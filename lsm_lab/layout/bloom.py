@@ -92,6 +92,8 @@ SEED = np.uint64(0x27D4EB2F165667C5)
 _M1 = np.uint64(0xFF51AFD7ED558CCD)
 _M2 = np.uint64(0xC4CEB9FE1A85EC53)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_SCALAR_KEYS = 4  # up to this many keys, `contains_hashes` probes with Python ints (same positions)
+_MASK64 = (1 << 64) - 1
 _CHUNK = 1 << 14  # keys hashed per vector pass: bounds temporary memory, and 128 KiB arrays stay in the CPU cache
 _SET_CHUNK = 8_192  # keys whose k bit positions are computed at once (8·k bytes each: stays in the CPU cache)
 
@@ -222,6 +224,12 @@ class BloomFilter:
         """Membership for pre-computed hashes (boolean array, True = maybe present)."""
         if len(h1) == 0:
             return np.zeros(0, dtype=bool)
+        if len(h1) <= _SCALAR_KEYS:  # a point lookup's few keys: Python ints beat NumPy's cost per call
+            m, k, bits = self.num_bits, self.num_probes, self.bits
+            out = np.empty(len(h1), dtype=bool)
+            for j, (a, b) in enumerate(zip(h1.tolist(), h2.tolist())):
+                out[j] = all(bits[(p := ((a + i * b) & _MASK64) % m) >> 3] >> (p & 7) & 1 for i in range(k))
+            return out
         pos = _positions(h1, h2, self.num_bits, self.num_probes)
         packed = np.frombuffer(self.bits, dtype=np.uint8)
         bit = (packed[pos >> np.uint64(3)] >> (pos & np.uint64(7)).astype(np.uint8)) & np.uint8(1)

@@ -17,11 +17,13 @@ compaction), the two 64-bit hashes of each key until `close` sizes the filter
 exactly — so a compaction streams a merge of any size through it, never
 holding its rows, and still gets the same footer as a bulk insert.  `rows` (rows per row group) is fixed at the first
 write: at most `row_group_size`, and for sorted files about `row_group_bytes`
-of Arrow data (default 2 MiB, about 7k trips rows, 0.9 MB compressed) — their
+of Arrow data (default 1 MiB, about 3.5k trips rows, 0.45 MB compressed) — their
 min/max key statistics are then disjoint, narrow ranges and a point lookup
 reads one small row group instead of 64k rows (10.7 MB).  Measured on 1M
-sorted trips rows: files grow ~4% (128 → 134 MB), scan time unchanged within
-the machine's noise; see lsm_lab/lookup/lookup.py.
+sorted trips rows: files grow ~4% (128 → 134 MB) at 2 MiB, scan and bulk-insert
+CPU unchanged within the machine's noise at 2 and 1 MiB; 512 KiB scans ~5% slower
+and its larger footers undo the smaller reads (docs/PERFORMANCE.md, "Fourth
+pass: lookidx"); see lsm_lab/lookup/lookup.py.
 
 The footer keys shared by base and log files (documented in docs/FORMAT.md):
 
@@ -57,6 +59,8 @@ from __future__ import annotations
 
 import io
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Collection, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -80,7 +84,7 @@ _OWN_KEYS = (KEY_MIN, KEY_MAX, KEY_SORTED, KEY_BLOOM)
 RECORD_KEY = "_hoodie_record_key"
 UNIQUE_SEQ_COLUMN = "_hoodie_commit_seqno"
 DEFAULT_ROW_GROUP_ROWS = 65_536
-SORTED_ROW_GROUP_BYTES = 2 << 20
+SORTED_ROW_GROUP_BYTES = 1 << 20  # 2 MiB until the fourth pass: 1 MiB halves a lookup's row-group read
 MIN_ROW_GROUP_ROWS = 1_024
 BLOOM_FPP = 0.01
 PARQUET_BLOOM_FPP = 0.01
@@ -186,6 +190,7 @@ class ParquetFileWriter:
         self._bloom_ok = (self.key_column is not None and bloom_fpp is not None
                           and _is_text(schema.field(self.key_column).type))
         self._bloom: BloomBuilder | None = None
+        self._bloom_bytes: bytes | None = None  # the finished filter, handed back to the key index
         self._hashes: list[tuple[Any, Any]] = []
         self.rows = 0
         self.row_groups = 0
@@ -278,7 +283,9 @@ class ParquetFileWriter:
                 parts, self._hashes = self._hashes[::-1], []
                 while parts:  # batch by batch, each freed once added: no concatenated copy of every hash
                     self._bloom.add_hashes(*parts.pop())
-            out[KEY_BLOOM] = self._bloom.finish().to_base64()
+            finished = self._bloom.finish()
+            out[KEY_BLOOM] = finished.to_base64()
+            self._bloom_bytes = finished.to_bytes()
         return out
 
     def close(self) -> int:
@@ -308,6 +315,7 @@ class ParquetFileWriter:
                     create_bytes(self.path, data.to_pybytes(), lambda p: LsmLabError(
                         "refusing to overwrite an existing data file", path=p))
                 self._size = data.size
+                _remember_written(self, footer)
                 return self._size
             assert self.tmp is not None
             if self.overwrite:
@@ -320,6 +328,7 @@ class ParquetFileWriter:
             if self.tmp is not None:
                 self.tmp.unlink(missing_ok=True)
         self._size = self.path.stat().st_size
+        _remember_written(self, footer)
         return self._size
 
     def abort(self) -> None:
@@ -359,6 +368,37 @@ class ParquetFileWriter:
             self.close()
         else:
             self.abort()
+
+
+# --------------------------------------------------------------------------- handing back key facts
+# The key range and bloom of the files this process wrote, by path, for the key index (layout/keyindex.py),
+# which files them at commit time: spares reading back the footer just written.  Bounded by bytes (files
+# that never reach a commit age out); a file not found here is simply read.
+_WRITTEN: OrderedDict[str, tuple[int, str | None, str | None, bytes | None]] = OrderedDict()
+_WRITTEN_BYTES = [0]
+_WRITTEN_MAX_BYTES = 64 << 20
+_written_lock = threading.Lock()
+
+
+def _remember_written(writer: ParquetFileWriter, footer: Mapping[str, str]) -> None:
+    bloom = writer._bloom_bytes
+    facts = (writer._size, footer.get(KEY_MIN), footer.get(KEY_MAX), bloom)
+    with _written_lock:
+        old = _WRITTEN.pop(str(writer.path), None)
+        _WRITTEN_BYTES[0] += len(bloom or b"") - (len(old[3] or b"") if old else 0)
+        _WRITTEN[str(writer.path)] = facts
+        while _WRITTEN and _WRITTEN_BYTES[0] > _WRITTEN_MAX_BYTES:
+            _, gone = _WRITTEN.popitem(last=False)
+            _WRITTEN_BYTES[0] -= len(gone[3] or b"")
+
+
+def written_key_facts(path: str | os.PathLike[str] | StoragePath) -> tuple[int, str | None, str | None, bytes | None] | None:
+    """(size, min key, max key, bloom bytes) of a file this process wrote and nobody asked for yet (then forgotten)."""
+    with _written_lock:
+        facts = _WRITTEN.pop(str(path), None)
+        if facts is not None:
+            _WRITTEN_BYTES[0] -= len(facts[3] or b"")
+        return facts
 
 
 def write_parquet(
@@ -619,4 +659,5 @@ __all__ = [
     "read_tail",
     "rows_per_group",
     "write_parquet",
+    "written_key_facts",
 ]

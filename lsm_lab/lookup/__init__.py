@@ -1,7 +1,8 @@
 """Point lookups and data skipping: bloom filters and key ranges in footers, pruning, binary search.
 
     footer.py     FileInfo, FooterCache: a data file's key range, bloom and row-group statistics, read once
-                  (the bloom filter itself is layout/bloom.py, written by layout/parquet_io.py)
+                  (the bloom filter itself is layout/bloom.py, written by layout/parquet_io.py; the same
+                  range and bloom are filed per instant in the key index, layout/keyindex.py)
     predicate.py  KeyPredicate: the keys (or key range) a filter or a lookup asks for
     stats.py      LookupStats: what a lookup read and skipped (files, row groups, rows)
     lookup.py     PrunedReader, KeyLookup: Table.lookup's engine and read(filter=...)'s key pruning

@@ -44,6 +44,7 @@ def cmd_lookup(args: argparse.Namespace) -> int:
     if stats.trace:
         print("\n".join(stats.trace), file=sys.stderr)
     print(f"({result.num_rows} rows) {stats.summary()}", file=sys.stderr)
+    print(stats.index_summary(), file=sys.stderr)
     return 0
 
 

@@ -18,7 +18,8 @@ about 1.2 bytes per key at 1% false positives).
 
 Simplified compared with Apache Hudi: Hudi caches footers inside its readers
 and, with the metadata table, serves blooms and column ranges from there;
-lsm_lab's only index is the footers, cached in memory per process.
+lsm_lab caches footers in memory per process, and reads a footer only when its
+file's entry in the key index (layout/keyindex.py) cannot rule the file out.
 
 Taught in: notebooks/08_point_lookups.ipynb
 """

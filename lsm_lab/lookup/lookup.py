@@ -6,6 +6,7 @@ record keys needs far less, and each layer of the layout says what it may skip:
     keys ──► file slice ── bucket: hash(key) mod B ≠ the group's bucket ───────────► skip slice   (lsm_tree)
                │
                └─► each file (base, then logs in commit order)
+                     │ key index: range + bloom kept with the timeline say "absent" ─► skip file, footer unread
                      │ footer range  [hoodie_min_record_key, hoodie_max_record_key]  ─► skip file
                      │ footer bloom  lsm_lab.bloom says "certainly absent"            ─► skip file
                      └─► each row group
@@ -45,12 +46,18 @@ compaction; a cumulative range is the union of ranges, which random or bucketed
 keys make the whole key space.  `lsm_lab.bench.lookup.cumulative_tradeoff`
 measures both (see the lookup benchmark's `--cumulative` mode).
 
+**The key index.**  A `KeyLookup` loads, once per snapshot, the key index
+sidecars the writers filed next to the timeline (lsm_lab/layout/keyindex.py):
+each written file's key range and bloom.  A file they rule out is skipped
+without opening its footer (`LookupStats.footers_skipped`); a file they do not
+know (older tables, real Hudi tables, a damaged sidecar) takes the footer path.
+
 Simplified compared with Apache Hudi: Hudi uses footers' blooms and ranges in
-its *write-path* index (HoodieBloomIndex) and, for reads, column statistics in
-the metadata table; it has no sorted-file binary search.  lsm_lab has no
-metadata table, so footers are the only index, and page-level indexes (Parquet
-column/offset indexes) are not used: the smallest unit read is a column chunk
-of one row group.
+its *write-path* index (HoodieBloomIndex) and, with the metadata table, the
+`bloom_filters` and `column_stats` partitions; it has no sorted-file binary
+search.  lsm_lab's key index is a sidecar per instant instead of a metadata
+table, and page-level indexes (Parquet column/offset indexes) are not used: the
+smallest unit read is a column chunk of one row group.
 
 Taught in: notebooks/08_point_lookups.ipynb, notebooks/09_real_hudi_tables.ipynb
 """
@@ -67,8 +74,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lsm_lab.errors import CorruptFileError, InputError, UnsupportedFeatureError
-from lsm_lab.layout import parquet_io
-from lsm_lab.layout.bloom import key_hashes
+from lsm_lab.layout import keyindex, parquet_io
+from lsm_lab.layout.bloom import BloomFilter, key_hashes
 from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.lookup.footer import FOOTERS, FileInfo, FooterCache, clear_footer_cache
 from lsm_lab.lookup.predicate import KeyPredicate, key_predicate
@@ -149,7 +156,7 @@ def _as_string_array(col: pa.ChunkedArray) -> pa.Array:
 
 def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[np.ndarray, np.ndarray] | None,
                columns: Sequence[str], stats: LookupStats, *, use_bloom: bool = True,
-               use_binary_search: bool = True) -> pa.Table | None:
+               use_binary_search: bool = True, indexed_bloom: BloomFilter | None = None) -> pa.Table | None:
     """The rows of one data file whose key satisfies `pred` (the file's `columns` that exist), or None.
 
     `hashes` are the bloom hashes of `pred.keys` (computed here when None).  A
@@ -157,6 +164,8 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
     comparison) before it is bisected; many keys against a small chunk use one
     hash scan instead, which is cheaper than many Python-level bisections.
     Raises `_Fallback` when the file's key column cannot be trusted for pruning.
+    `indexed_bloom`: the file's filter from the key index (layout/keyindex.py), used instead of
+    decoding the footer's copy.
     """
     name = os.path.basename(info.path)
     stats.files += 1
@@ -171,7 +180,7 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
             stats.note(f"{name}: skipped, key range [{info.min_key}, {info.max_key}]")
             return None
         wanted = list(range(a, b))
-        bloom = info.bloom() if use_bloom else None
+        bloom = (indexed_bloom if indexed_bloom is not None else info.bloom()) if use_bloom else None
         if bloom is None:
             stats.files_without_bloom += 1
             if use_bloom:
@@ -285,7 +294,7 @@ class PrunedReader:
     def __init__(self, ctx: ReadContext, pred: KeyPredicate, *, columns: Sequence[str] | None = None,
                  engine: str | None = None, stats: LookupStats | None = None, use_bloom: bool = True,
                  use_binary_search: bool = True, use_buckets: bool = True,
-                 footers: FooterCache | None = None) -> None:
+                 footers: FooterCache | None = None, index: keyindex.KeyIndex | None = None) -> None:
         self.ctx = ctx
         self.pred = pred.normalised()
         self.engine = engine
@@ -294,9 +303,11 @@ class PrunedReader:
         self.use_binary_search = use_binary_search
         self.use_buckets = use_buckets
         self.footers = footers or FOOTERS
+        self.index = index
         self.needed = reader.needed_columns(ctx, columns)
         full = ctx.full_schema
         self.out_schema = pa.schema([full.field(n) for n in self.needed])
+        self._empty = self.out_schema.empty_table()  # made once: pyarrow's empty_table costs ~60 µs a call
         self.target = reader.target_schema(ctx, self.needed)
         self.file_cols = reader.file_columns(self.needed, ctx)
         self._hashes: tuple[np.ndarray, np.ndarray] | None = None
@@ -343,12 +354,12 @@ class PrunedReader:
         stats = self.stats
         stats.slices += 1
         if self.pred.is_empty:
-            return self.out_schema.empty_table()
+            return self._empty
         narrowed = self._narrow(fs)
         if narrowed is None:
             stats.slices_pruned_bucket += 1
             stats.note(f"slice {_where(fs)}: skipped, no key hashes to its bucket")
-            return self.out_schema.empty_table()
+            return self._empty
         pred, hashes = narrowed
         try:
             return self._fast_slice(fs, pred, hashes)
@@ -359,6 +370,35 @@ class PrunedReader:
             if full.num_rows == 0:
                 return full
             return full.filter(pa.array(pred.mask(_as_string_array(full.column(RECORD_KEY)))))
+
+    def _index_rules_out(self, entry: keyindex.IndexEntry, f: DataFile, pred: KeyPredicate,
+                         hashes: tuple[np.ndarray, np.ndarray] | None) -> bool:
+        """True when the key index proves the file holds none of the keys (its footer is then never read)."""
+        stats, name = self.stats, f.path.name
+        why = None
+        if pred.keys is None:
+            if not pred.overlaps(entry.min_key, entry.max_key):
+                why = "range"
+        else:
+            a, b = pred.keys_between(entry.min_key, entry.max_key)
+            if a >= b:
+                why = "range"
+            else:
+                bloom = entry.bloom() if self.use_bloom else None
+                if bloom is not None:
+                    h1, h2 = hashes if hashes is not None else key_hashes(pa.array(pred.keys, pa.string()))
+                    if not bloom.contains_hashes(h1[a:b], h2[a:b]).any():
+                        why = "bloom"
+        if why is None:
+            return False  # probe_file counts the file
+        stats.files += 1
+        if why == "range":
+            stats.files_pruned_range += 1
+            stats.note(f"{name}: skipped by the key index, key range [{entry.min_key}, {entry.max_key}]")
+        else:
+            stats.files_pruned_bloom += 1
+            stats.note(f"{name}: skipped by the key index, its bloom says none of the key(s) is here")
+        return True
 
     def _fast_slice(self, fs: FileSlice, pred: KeyPredicate,
                     hashes: tuple[np.ndarray, np.ndarray] | None) -> pa.Table:
@@ -372,18 +412,25 @@ class PrunedReader:
             if f.name.ext != "parquet":
                 raise UnsupportedFeatureError(f"{f.name.ext} data files are not supported (only Parquet)",
                                               path=f.path)
+            entry = self.index.entry(f.path.name, f.size) if self.index is not None else None
+            if entry is not None:
+                stats.files_indexed += 1
+                if self._index_rules_out(entry, f, pred, hashes):
+                    stats.footers_skipped += 1
+                    continue
             info = self.footers.get(f.path, stats, size=f.size)
             all_sorted = all_sorted and info.is_sorted
             delete = f.name.is_delete
             key_col = (RECORD_KEY if RECORD_KEY in info.columns else DELETE_KEY) if delete else RECORD_KEY
             found = probe_file(info, key_col, pred, hashes,
                                list(info.columns) if delete else self.file_cols, stats,
-                               use_bloom=self.use_bloom, use_binary_search=self.use_binary_search)
+                               use_bloom=self.use_bloom, use_binary_search=self.use_binary_search,
+                               indexed_bloom=entry.bloom() if entry is not None else None)
             if found is not None:
                 sources.append(reader.delete_source(ctx, found, self.target, f.partition, f.path) if delete
                                else reader.data_source(ctx, found, self.target, f.partition, f.path))
         if not sources:
-            return self.out_schema.empty_table()
+            return self._empty
         chosen = self.engine or ctx.default_engine()
         if chosen in reader.SORTED_ENGINES and not all_sorted:
             chosen = "hash"
@@ -446,14 +493,33 @@ class KeyLookup:
     `CorruptFileError` rather than answer from a partial slice.
     """
 
-    def __init__(self, ctx: ReadContext, slices: Sequence[FileSlice]) -> None:
+    def __init__(self, ctx: ReadContext, slices: Sequence[FileSlice], *, use_index: bool = True) -> None:
         self.ctx = ctx
         self.slices = list(slices)
+        self.index: keyindex.KeyIndex | None = None
+        if use_index:
+            self.load_index()
+
+    def load_index(self, stats: LookupStats | None = None) -> keyindex.KeyIndex:
+        """(Re)load the key index sidecars of the instants whose files this snapshot holds (cached per process);
+        `stats` counts the sidecar bytes read from storage."""
+        instants = {f.instant for fs in self.slices for f in fs.files}
+        self.index = keyindex.load_index(self.ctx.base_path, instants)
+        if stats is not None:
+            stats.index_bytes += self.index.bytes_read
+        return self.index
 
     def lookup(self, keys: str | Iterable[str] | pa.Array, *, columns: Sequence[str] | None = None,
-               stats: LookupStats | None = None, engine: str | None = None, **options: Any) -> pa.Table:
+               stats: LookupStats | None = None, engine: str | None = None, use_index: bool = True,
+               **options: Any) -> pa.Table:
+        """Rows with the given keys; `use_index=False` ignores the key index (every candidate footer is read)."""
         pred = KeyPredicate.of_keys(_as_keys(keys))
-        return lookup_slices(self.ctx, self.slices, pred, columns=columns, engine=engine, stats=stats, **options)
+        index = self.index if use_index else None
+        if stats is not None and index is not None:
+            stats.index_sidecars += index.sidecars_loaded
+            stats.index_sidecars_damaged += index.sidecars_damaged
+        return lookup_slices(self.ctx, self.slices, pred, columns=columns, engine=engine, stats=stats, index=index,
+                             **options)
 
 
 def open_lookup(table: TableState, *, as_of: Any = None) -> KeyLookup:

@@ -2,12 +2,14 @@
 
     slices ─┬─ pruned by bucket                        (lsm_tree: the key hashes elsewhere)
             ├─ read in full (fallback)                 (v1 logs, no usable key column)
-            └─ files ─┬─ pruned by key range           (footer hoodie_min/max_record_key)
-                      ├─ pruned by bloom               (footer lsm_lab.bloom)
+            └─ files ─┬─ pruned by key range           (key index, else footer hoodie_min/max_record_key)
+                      ├─ pruned by bloom               (key index, else footer lsm_lab.bloom)
                       └─ opened ── row groups read ─┬─ binary search (sorted file)
                                                     └─ scan (hash / mask over the key chunk)
 
-`bytes_read` is footer bytes read from disk (cache misses) plus the compressed
+`files_indexed` counts files the key index (layout/keyindex.py) knew; of
+those, `footers_skipped` were ruled out by its range or bloom without reading
+their footer.  `bytes_read` is footer bytes read from disk (cache misses) plus the compressed
 size of every column chunk read, taken from the footer's column-chunk metadata:
 the bytes a reader fetches from storage, not the decoded size.
 
@@ -33,6 +35,11 @@ class LookupStats:
     files_pruned_range: int = 0
     files_pruned_bloom: int = 0
     files_without_bloom: int = 0
+    files_indexed: int = 0
+    footers_skipped: int = 0
+    index_sidecars: int = 0
+    index_sidecars_damaged: int = 0
+    index_bytes: int = 0
     footers_read: int = 0
     footer_bytes: int = 0
     files_opened: int = 0
@@ -46,8 +53,9 @@ class LookupStats:
 
     @property
     def bytes_read(self) -> int:
-        """Footer bytes read from disk plus compressed column-chunk bytes read."""
-        return self.footer_bytes + self.data_bytes
+        """Footer bytes read from disk plus compressed column-chunk bytes read (plus key index sidecar bytes
+        when the caller counted their loading)."""
+        return self.footer_bytes + self.data_bytes + self.index_bytes
 
     def note(self, text: str) -> None:
         if self.trace is not None:
@@ -69,6 +77,15 @@ class LookupStats:
                 f"{self.slices_pruned_bucket} slices by bucket), {self.row_groups_read} of {self.row_groups} "
                 f"row groups read ({self.binary_searches} binary searches, {self.scans} scans), "
                 f"{self.bytes_read / 1e6:.2f} MB read ({self.footers_read} footers)")
+
+    def index_summary(self) -> str:
+        """Whether the key index kept with the timeline was used (layout/keyindex.py)."""
+        if not self.index_sidecars and not self.files_indexed:
+            return ("key index: not used (no sidecar for this snapshot's files: a table written before the index, "
+                    "a real Hudi table, or an index turned off); every candidate footer was read")
+        damaged = f", {self.index_sidecars_damaged} damaged sidecar(s) ignored" if self.index_sidecars_damaged else ""
+        return (f"key index: {self.index_sidecars} sidecar(s), {self.files_indexed} of {self.files} files indexed, "
+                f"{self.footers_skipped} footers skipped{damaged}")
 
 
 __all__ = ["LookupStats"]

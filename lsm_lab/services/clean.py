@@ -50,7 +50,7 @@ from typing import Any
 
 from lsm_lab import checks, paths
 from lsm_lab.errors import CorruptTableError, InputError
-from lsm_lab.layout import fsview, naming
+from lsm_lab.layout import fsview, keyindex, naming
 from lsm_lab.services import heartbeat
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.planner import pending_plans
@@ -237,7 +237,10 @@ def _execute(table: TableState, inflight: Instant, plan: Mapping[str, Any], star
         "version": PLAN_VERSION,
     }
     with table_lock(table.path):
-        return table.active_timeline.complete(inflight, meta)
+        done = table.active_timeline.complete(inflight, meta)
+    # key index sidecars of instants whose files are all gone (listed after the sidecars: see prune_sidecars)
+    keyindex.prune_sidecars(table.path, (path.name for _, path, _ in fsview.list_data_files(table.path)))
+    return done
 
 
 def _run(table: TableState, instant: Instant, hb: heartbeat.Heartbeat) -> Instant:

@@ -66,7 +66,7 @@ from lsm_lab.errors import (
     TimelineError,
     UnsupportedFeatureError,
 )
-from lsm_lab.layout import fsview, naming, parquet_io
+from lsm_lab.layout import fsview, keyindex, naming, parquet_io
 from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.merge import SORTED_ENGINES, merge_sources, merge_to_table
 from lsm_lab.services import heartbeat, markers
@@ -492,6 +492,7 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
         extra.update(extra_metadata or {})
         meta = commit_metadata(stats, operation=OPERATION, extra=extra)
         meta["partitionToReplaceFileIds"] = replaced
+        keyindex.index_commit(table.path, begin, meta)  # before the commit point (a rollback removes it)
         with table_lock(table.path):
             conflict = conflict or find_conflict(timeline, plan.snapshot, plan.file_groups, begin)
             if conflict is not None:

@@ -69,7 +69,7 @@ import pyarrow as pa
 
 from lsm_lab import checks
 from lsm_lab.errors import ConflictError, CorruptFileError, InputError, TimelineError
-from lsm_lab.layout import fsview, naming, parquet_io
+from lsm_lab.layout import fsview, keyindex, naming, parquet_io
 from lsm_lab.layout.fsview import DataFile
 from lsm_lab.logformat import v2
 from lsm_lab.merge import SORTED_ENGINES, merge_sources, merge_to_table
@@ -388,6 +388,7 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
         extra.update(extra_metadata or {})
         operation = "log_compact" if inflight.action == LOG_COMPACTION else "compact"
         meta = commit_metadata(stats, operation=operation, extra=extra, compacted=True)
+        keyindex.index_commit(table.path, begin, meta)  # before the commit point (a re-run replaces it)
         with table_lock(table.path):
             done = timeline.complete(inflight, meta)
             markers.delete_markers(table.path, begin)

@@ -55,6 +55,7 @@ from typing import Any
 import pyarrow as pa
 
 from lsm_lab.errors import ConflictError, TimelineError
+from lsm_lab.layout import keyindex
 from lsm_lab.services import heartbeat, markers
 from lsm_lab.services.lock import check_table_lock, table_lock
 from lsm_lab.services.rollback import delete_instant_files, rollback_failed_writes, rollback_pending
@@ -170,6 +171,7 @@ class WriteTransaction:
     def commit(self, metadata: Mapping[str, Any], *, check_conflicts: bool = True) -> Instant:
         """Under the table lock: conflict check, then the completed instant (the commit point)."""
         assert self.instant is not None
+        keyindex.index_commit(self.base_path, self.begin_time, metadata)  # before the commit point (crash safe)
         with table_lock(self.base_path):
             if check_conflicts:
                 conflict = find_conflict(self.timeline, self.snapshot, touched_file_groups(metadata),

@@ -47,7 +47,7 @@ from typing import Any
 from lsm_lab import paths
 from lsm_lab.config import read_config
 from lsm_lab.errors import ConflictError, InputError, LsmLabError
-from lsm_lab.layout import naming
+from lsm_lab.layout import keyindex, naming
 from lsm_lab.layout.fsview import list_data_files
 from lsm_lab.services import heartbeat, markers
 from lsm_lab.services.planner import pending_plans
@@ -105,6 +105,7 @@ def delete_instant_files(base_path: Path | StoragePath, begin_time: str) -> list
         except FileNotFoundError:
             continue
         deleted.append(path.relative_to(base_path).as_posix())
+    keyindex.remove_sidecar(base_path, begin_time)  # the key index entries of the files just deleted
     return sorted(deleted)
 
 
