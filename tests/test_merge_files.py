@@ -79,6 +79,42 @@ def test_unsorted_input_names_the_file(tmp_path: Path) -> None:
     assert not out.exists() and not list(tmp_path.glob(".out.parquet*"))
 
 
+def test_an_error_late_in_the_merge_names_the_file(tmp_path: Path) -> None:
+    """The input goes out of order near its end, after many merged batches and row groups were
+    written (batch_size 16): the error still names the file and nothing is published."""
+    paths = write_runs(tmp_path, k=2, with_deletes=False)
+    t = pq.read_table(paths[1])
+    n = t.num_rows
+    bad = tmp_path / "late.parquet"
+    pq.write_table(t.take(pa.array([*range(n - 2), n - 1, n - 2])), bad)  # the last two rows swapped
+    out = tmp_path / "out.parquet"
+    with pytest.raises(InputError, match="late.parquet.*not strictly sorted"):
+        merge_parquet_files(out, [paths[0], bad], key="id", batch_size=16, row_group_size=32)
+    assert not out.exists() and not list(tmp_path.glob(".out.parquet*"))
+
+
+def test_a_writer_error_reaches_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer fails while the merge's threads are busy reading and resolving: the caller gets the
+    writer's error and no file."""
+    from lsm_lab.layout import parquet_io
+
+    calls = []
+    real_write = parquet_io.ParquetFileWriter.write
+
+    def failing(self: parquet_io.ParquetFileWriter, data: pa.RecordBatch) -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise OSError("disk full (simulated)")
+        real_write(self, data)
+
+    monkeypatch.setattr(parquet_io.ParquetFileWriter, "write", failing)
+    paths = write_runs(tmp_path, k=4)
+    out = tmp_path / "out.parquet"
+    with pytest.raises(OSError, match="disk full"):
+        merge_parquet_files(out, paths, key="id", ordering="ts", delete_column="del", batch_size=8)
+    assert len(calls) == 3 and not out.exists() and not list(tmp_path.glob(".out.parquet*"))
+
+
 def test_missing_key_column_names_the_file(tmp_path: Path) -> None:
     paths = write_runs(tmp_path, k=2)
     with pytest.raises(InputError, match="run1.parquet: missing key column 'trip'"):

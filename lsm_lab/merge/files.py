@@ -36,7 +36,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -84,15 +83,20 @@ def _check_schemas(paths: Sequence[Path], files: Sequence[pq.ParquetFile], key: 
     return schema
 
 
+def _falses(n: int) -> pa.Array:
+    """n False flags, built from a zeroed bitmap (``pa.array`` would import pandas on its first call)."""
+    return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bytes((n + 7) // 8))])
+
+
 def _batches(pf: pq.ParquetFile, schema: pa.Schema, batch_size: int, add_delete: bool,
              progress: Any) -> Iterator[pa.RecordBatch]:
-    falses = pa.array(np.zeros(batch_size, dtype=bool)) if add_delete else None
+    falses = _falses(batch_size) if add_delete else None
     for batch in pf.iter_batches(batch_size=batch_size, use_threads=False):
         if progress is not None:
             progress.update(batch.num_rows)
         if falses is not None:
             n = batch.num_rows
-            flags = falses.slice(0, n) if n <= len(falses) else pa.array(np.zeros(n, dtype=bool))
+            flags = falses.slice(0, n) if n <= len(falses) else _falses(n)
             batch = pa.RecordBatch.from_arrays([*batch.columns, flags], schema=schema)
         yield batch
 

@@ -82,6 +82,7 @@ from lsm_lab.merge.semantics import (
     first_unsorted,
     fixed_width_keys,
     merge_resolved,
+    to_numpy,
 )
 
 T = TypeVar("T")
@@ -117,7 +118,7 @@ def _checked(inp: SourceInput, key: str) -> Iterator[_Batch]:
                 i = first_unsorted(fixed)
             else:
                 ok_arr = pc.less(keys.slice(0, n - 1), keys.slice(1))
-                i = -1 if pc.all(ok_arr).as_py() else int(np.flatnonzero(~np.asarray(ok_arr, dtype=bool))[0])
+                i = -1 if pc.all(ok_arr).as_py() else int(np.flatnonzero(~to_numpy(ok_arr))[0])
             if i >= 0:
                 raise InputError(f"source {inp.index}: keys are not strictly sorted "
                                  f"({keys[i].as_py()!r} is followed by {keys[i + 1].as_py()!r})")
