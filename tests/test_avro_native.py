@@ -181,3 +181,21 @@ def test_decimal_values_survive() -> None:
     schema = arrow_to_avro_schema(table.schema, name="r")
     decoded, _ = decode_avro_records(encode_avro_records(table, schema), schema)
     assert decoded.equals(table)
+
+
+def test_polars_is_imported_by_the_first_v1_block_only() -> None:
+    """A Spark worker imports lsm_lab's Spark modules; polars (~25 MiB of its resident memory) comes
+    only with the first v1 block decoded, which a v2 table's compaction never reads."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, pyarrow as pa, lsm_lab.spark.compact, lsm_lab.spark.read, lsm_lab.spark.write\n"
+            "before = 'polars' in sys.modules\n"
+            "from lsm_lab.logformat.v1.avro import decode_avro_records, encode_avro_records\n"
+            "schema = {'type': 'record', 'name': 'r', 'fields': [{'name': 'a', 'type': 'long'}]}\n"
+            "decode_avro_records(encode_avro_records(pa.table({'a': [1, 2]}), schema), schema)\n"
+            "print(before, 'polars' in sys.modules)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env, cwd=REPO)
+    assert out.stdout.split() == ["False", "True"]

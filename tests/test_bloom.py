@@ -175,3 +175,67 @@ def test_keys_of_one_length_hash_as_the_reference(width: int, raw: list[bytes], 
     arr = pa.array(["pad"] * skip + keys, pa.string()).slice(skip)
     h1, h2 = key_hashes(arr)
     assert [(int(a), int(b)) for a, b in zip(h1, h2)] == [reference_hashes(k) for k in keys]
+
+
+def reference_bits(keys: list[str], m: int, k: int) -> bytes:
+    """The bit array as the module docstring defines it, one key and one probe at a time (Python integers)."""
+    out = bytearray(m // 8)
+    for key in keys:
+        h1, h2 = reference_hashes(key)
+        for i in range(k):
+            g = ((h1 + i * h2) & M64) % m
+            out[g // 8] |= 1 << (g % 8)
+    return bytes(out)
+
+
+U64 = st.integers(min_value=0, max_value=M64)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(U64, U64), min_size=1, max_size=40),
+       st.one_of(st.integers(min_value=1, max_value=1 << 20), st.integers(min_value=1, max_value=(1 << 57))),
+       st.integers(min_value=1, max_value=16))
+def test_bit_positions_are_the_documented_formula(pairs: list[tuple[int, int]], m64: int, k: int) -> None:
+    """`_positions` (in place, wrapping uint64 arithmetic) is (h1 + i·h2) mod 2**64 mod m for any 64-bit hashes."""
+    from lsm_lab.layout import bloom
+
+    m = m64 * 64
+    h1 = np.array([a for a, _ in pairs], dtype=np.uint64)
+    h2 = np.array([b | 1 for _, b in pairs], dtype=np.uint64)
+    want = [[((a + i * (b | 1)) & M64) % m for i in range(k)] for a, b in pairs]
+    assert bloom._positions(h1, h2, m, k).tolist() == want
+    buf = np.full((k, len(pairs) + 3), 7, dtype=np.uint64)  # a reused buffer, probe-major, wider than needed
+    assert bloom._positions(h1, h2, m, k, out=buf[:, : len(pairs)]).tolist() == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(max_size=12), max_size=60), st.integers(min_value=1, max_value=64),
+       st.integers(min_value=1, max_value=16), st.integers(min_value=1, max_value=7))
+def test_filter_bits_are_the_documented_ones(keys: list[str], m64: int, k: int, chunk: int) -> None:
+    """The bytes on disk: bit g of the array set for every probe of every key, also when keys are added in
+    several calls and positions are computed in chunks smaller than a call."""
+    from lsm_lab.layout import bloom
+
+    m = m64 * 64
+    old = bloom._SET_CHUNK
+    bloom._SET_CHUNK = chunk
+    try:
+        builder = bloom.BloomBuilder(m, k)
+        half = len(keys) // 2
+        for part in (keys[:half], keys[half:]):
+            if part:
+                builder.add(part)
+        built = builder.finish()
+    finally:
+        bloom._SET_CHUNK = old
+    assert built.bits == reference_bits(keys, m, k)
+    assert built.num_keys == len(keys)
+
+
+def test_filter_of_many_keys_is_the_documented_one() -> None:
+    """More keys than one chunk of positions (the default chunking), against the one-key-at-a-time reference."""
+    from lsm_lab.layout import bloom
+
+    keys = [f"{i:021x}" for i in range(bloom._SET_CHUNK * 2 + 77)]
+    built = BloomFilter.build(keys, 0.01)
+    assert built.bits == reference_bits(keys, built.num_bits, built.num_probes)

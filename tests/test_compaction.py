@@ -68,17 +68,24 @@ def test_full_compaction_keeps_the_snapshot(tmp_table, layout: str, merge: str |
     assert f"{done.begin_time}.compaction.requested" in names
     meta = table.instant_metadata(done)
     assert meta["operationType"] == "COMPACT" and meta["compacted"] is True
+    compacted_rows = 0
     for fs in table.latest_slices():
         assert fs.log_files == () and fs.base_file is not None
         assert fs.base_instant == done.begin_time  # the new base is named with the compaction instant
         kv = parquet_io.footer(fs.base_file.path)
         rows = pq.read_table(fs.base_file.path)
-        assert set(rows.column("_hoodie_file_name").to_pylist()) <= {fs.base_file.path.name}
+        # every row names the new file (the column is rebuilt, never read), at its place among the meta columns
+        assert rows.column("_hoodie_file_name").to_pylist() == [fs.base_file.path.name] * rows.num_rows
+        assert rows.column_names[:5] == ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
+                                         "_hoodie_partition_path", "_hoodie_file_name"]
+        assert rows.column_names[5:] == table.schema.names
+        compacted_rows += rows.num_rows
         if layout == "lsm_tree":
             assert kv[parquet_io.KEY_SORTED] == "true"
             keys = rows.column("_hoodie_record_key").to_pylist()
             assert keys == sorted(keys, key=lambda k: k.encode()) and len(set(keys)) == len(keys)
             assert kv[parquet_io.KEY_MIN] == keys[0] and kv[parquet_io.KEY_MAX] == keys[-1]
+    assert compacted_rows == len(before)
     assert table.compact(strategy="full") is None  # nothing left in L0
 
 

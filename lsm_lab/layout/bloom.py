@@ -30,7 +30,10 @@ enters the start state, so zero padding is unambiguous.  The loop runs once
 per *word position* over all keys at once (keys sorted by word count so that
 the active keys are a prefix; each word is gathered straight from Arrow's data
 buffer and its bytes past the key's end masked to zero), so hashing a million
-36-byte keys costs five vector passes rather than a million Python calls.
+36-byte keys costs five vector passes (per chunk of 16,384 keys, small enough
+for the CPU cache) rather than a million Python calls.  The k bit positions of
+a key are then computed probe after probe (probe i = probe i-1 + h2, wrapping
+like the formula) and set in a byte-per-bit array that `finish` packs.
 
 **On disk** (footer key ``lsm_lab.bloom``, see docs/FORMAT.md): base64 of
 
@@ -91,7 +94,8 @@ _M2 = np.uint64(0xC4CEB9FE1A85EC53)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _SCALAR_KEYS = 4  # up to this many keys, `contains_hashes` probes with Python ints (same positions)
 _MASK64 = (1 << 64) - 1
-_CHUNK = 1 << 20  # keys hashed per vector pass (bounds temporary memory)
+_CHUNK = 1 << 14  # keys hashed per vector pass: bounds temporary memory, and 128 KiB arrays stay in the CPU cache
+_SET_CHUNK = 8_192  # keys whose k bit positions are computed at once (8·k bytes each: stays in the CPU cache)
 
 
 # --------------------------------------------------------------------------- hashing
@@ -324,9 +328,14 @@ class BloomBuilder:
         self.add_hashes(*key_hashes(keys))
 
     def add_hashes(self, h1: np.ndarray, h2: np.ndarray) -> None:
-        step = max(1, _CHUNK // self.num_probes)
-        for s in range(0, len(h1), step):
-            self._flags[_positions(h1[s : s + step], h2[s : s + step], self.num_bits, self.num_probes).ravel()] = True
+        h1 = np.asarray(h1, dtype=np.uint64)
+        h2 = np.asarray(h2, dtype=np.uint64)
+        buf = np.empty((self.num_probes, min(len(h1), _SET_CHUNK)), dtype=np.uint64)
+        for s in range(0, len(h1), _SET_CHUNK):
+            n = len(h1[s : s + _SET_CHUNK])
+            out = buf if n == buf.shape[1] else np.empty((self.num_probes, n), dtype=np.uint64)
+            _positions(h1[s : s + n], h2[s : s + n], self.num_bits, self.num_probes, out=out)
+            self._flags.put(out.reshape(-1).view(np.int64), True)  # < m < 2**63: the same value as a native index
         self.num_keys += len(h1)
 
     def finish(self) -> BloomFilter:
@@ -334,10 +343,23 @@ class BloomBuilder:
                            np.packbits(self._flags, bitorder="little").tobytes())
 
 
-def _positions(h1: np.ndarray, h2: np.ndarray, m: int, k: int) -> np.ndarray:
-    """Bit positions, shape (len(h1), k): (h1 + i·h2) mod 2**64 mod m."""
-    i = np.arange(k, dtype=np.uint64)
-    return (h1[:, None] + i[None, :] * h2[:, None]) % np.uint64(m)
+def _positions(h1: np.ndarray, h2: np.ndarray, m: int, k: int, *, out: np.ndarray | None = None) -> np.ndarray:
+    """Bit positions, shape (len(h1), k): (h1 + i·h2) mod 2**64 mod m.
+
+    Computed probe by probe in `out` (uint64, shape (k, len(h1)), allocated
+    when None; the result is its transposed view): probe i is probe i-1 plus
+    h2, which wraps modulo 2**64 exactly as h1 + i·h2 does, then one modulo
+    over the whole buffer.  Each step runs over a contiguous row, and a caller
+    that reuses `out` for chunks of a few thousand keys stays in the CPU cache
+    (the broadcast expression allocated three (n, k) arrays per call).
+    """
+    if out is None:
+        out = np.empty((k, len(h1)), dtype=np.uint64)
+    out[0] = h1
+    for i in range(1, k):  # a loop over the k probes, not the keys
+        np.add(out[i - 1], h2, out=out[i])
+    np.remainder(out, np.uint64(m), out=out)
+    return out.T
 
 
 def union_all(filters: Iterable[BloomFilter]) -> BloomFilter:

@@ -152,10 +152,19 @@ def _plan_logs(ctx: CompactionContext, op: Operation) -> list[DataFile]:
     return fsview.apply_compacted_logs(logs, ctx.read.completion_of, {f.instant for f in logs})
 
 
-def _with_file_name(batch: pa.RecordBatch | pa.Table, name: str) -> Any:
-    idx = batch.schema.get_field_index(FILE_NAME)
-    col = pa.repeat(pa.scalar(name, pa.string()), batch.num_rows)
-    return batch.set_column(idx, FILE_NAME, col)
+def _with_file_name(batch: pa.RecordBatch | pa.Table, name: str | pa.Array, names: list[str] | None = None) -> Any:
+    """`batch` with `_hoodie_file_name` = `name` on every row; with `names`, the columns `names` in that
+    order, the file name added where it belongs (the batch may lack it: a FULL compaction never reads it).
+
+    `name` may be a column of the name repeated (`_name_column`): a slice of it is taken, not a new copy."""
+    if isinstance(name, pa.Array) and len(name) >= batch.num_rows:
+        col = name.slice(0, batch.num_rows)
+    else:
+        col = pa.repeat(pa.scalar(name if isinstance(name, str) else name[0].as_py(), pa.string()), batch.num_rows)
+    if names is None:
+        return batch.set_column(batch.schema.get_field_index(FILE_NAME), FILE_NAME, col)
+    out = batch.select([n for n in names if n != FILE_NAME])
+    return out.add_column(names.index(FILE_NAME), FILE_NAME, col) if FILE_NAME in names else out
 
 
 def _rel(partition: str, name: str) -> str:
@@ -167,13 +176,14 @@ def run_full(ctx: CompactionContext, op: Operation, task: int, *, token: str | N
     files = ([_data_file(ctx, op.partition, op.base_file)] if op.base_file else []) + \
         _plan_logs(ctx, op)
     needed = list(ctx.read.full_schema.names)
+    read_cols = [n for n in needed if n != FILE_NAME]  # every row gets the new file's name: never decoded
     name = naming.base_file_name(op.file_id, token or naming.write_token(task, 0, 0), ctx.instant)
     folder = ctx.base_path / op.partition if op.partition else ctx.base_path
     markers.create_marker(ctx.base_path, ctx.instant, op.partition, name, "MERGE" if op.base_file else "CREATE")
     spec = ctx.read.spec
     out_schema = pa.schema([ctx.read.full_schema.field(n) for n in needed])
     chosen = ctx.engine or ctx.read.default_engine()
-    sources, all_sorted = iter_sources(ctx.read, files, needed, batch_size=BATCH_ROWS)
+    sources, all_sorted = iter_sources(ctx.read, files, read_cols, batch_size=BATCH_ROWS)
     if chosen in SORTED_ENGINES and not all_sorted:
         chosen = "hash"
     size = rows = 0
@@ -181,21 +191,22 @@ def run_full(ctx: CompactionContext, op: Operation, task: int, *, token: str | N
     if chosen in SORTED_ENGINES:
         out = parquet_io.ParquetFileWriter(folder / name, out_schema, is_sorted=ctx.is_lsm)
         try:
+            names = pa.repeat(pa.scalar(name, pa.string()), BATCH_ROWS)  # built once, sliced for every batch
             for batch in merge_sources(sources, spec, engine=chosen, batch_size=BATCH_ROWS):
-                out.write(_with_file_name(batch, name).select(needed))
+                out.write(_with_file_name(batch, names, needed))
             size = out.close()
             rows, lo, hi = out.rows, out.min_key, out.max_key
         except InputError:  # a file was not sorted after all: the hash engine never gives wrong rows
             out.abort()
             chosen = "hash"
-            sources, _ = iter_sources(ctx.read, files, needed, batch_size=BATCH_ROWS)
+            sources, _ = iter_sources(ctx.read, files, read_cols, batch_size=BATCH_ROWS)
         except BaseException:
             out.abort()
             raise
     if chosen not in SORTED_ENGINES:
         merged = merge_to_table(sources, spec, engine=chosen, batch_size=BATCH_ROWS) if sources else \
             out_schema.empty_table()
-        merged = _with_file_name(merged.select(needed), name)
+        merged = _with_file_name(merged, name, needed)
         if ctx.is_lsm:
             merged = records.sort_by_key(merged)
         size = parquet_io.write_parquet(folder / name, merged.cast(out_schema), is_sorted=ctx.is_lsm)

@@ -15,6 +15,13 @@ copy-on-write pages). The compaction benchmark uses it, so that its first
 tasks do not pay for imports (it reuses workers: a fresh worker per task cost
 about a second of start-up even with this daemon, see `lsm_lab.spark.jobs`).
 
+What a worker holds before its first task is about the floor of any Python
+worker that uses pyarrow (~120 MiB here: the interpreter, NumPy, pyarrow and
+its Parquet module, pyspark, and pandas, which pyarrow imports at its first
+conversion of Python values whether lsm_lab wants it or not). polars, which
+only the decoding of v1 (#HUDI#) log blocks uses, is imported on the first
+such block, not here (~25 MiB less per worker).
+
 Simplified compared with a production set-up: nothing else is changed from
 pyspark's own daemon (`pyspark.daemon.manager`).
 

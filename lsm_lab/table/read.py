@@ -377,7 +377,7 @@ def iter_sources(ctx: ReadContext, files: Sequence[DataFile], needed: Sequence[s
             raise UnsupportedFeatureError("compaction streams Parquet base files and v2 logs only", path=f.path)
         md, kv = parquet_io.read_footer(f.path)
         all_sorted = all_sorted and parquet_io.is_sorted_footer(kv)
-        columns = None if f.name.is_delete else file_columns(needed, ctx)
+        columns = None if f.name.is_delete else _whole_file_columns(needed, ctx)  # the key field, not its twin
         out.append(pa.RecordBatchReader.from_batches(target, _stream_file(ctx, f, target, columns, batch_size, md)))
     return out, all_sorted
 

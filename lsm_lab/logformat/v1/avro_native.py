@@ -47,9 +47,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
-from polars.exceptions import PanicException, PolarsError
 
 #: the field that reads each record's int32 length prefix as part of the record
 _LENGTH_FIELD = "_lsm_lab_record_length"
@@ -126,6 +124,9 @@ def decode_native(content: bytes, count: int, schema: Mapping[str, Any], arrow: 
                          *schema["fields"]]
     body = memoryview(content)[8:]
     container = b"".join((_header(json.dumps(widened)), _long(count), _long(len(body)), body, _SYNC))
+    import polars as pl  # on the first v1 block, not at import: ~25 MiB that a v2-only process never needs
+    from polars.exceptions import PanicException, PolarsError
+
     try:
         frame = pl.read_avro(io.BytesIO(container))
         table = frame.to_arrow()
