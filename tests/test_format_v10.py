@@ -87,6 +87,18 @@ def test_vectorised_hash_equals_the_definition(keys: list[str]) -> None:
     assert index.java_string_hashes(pa.array(keys, pa.string())).tolist() == [_reference(k) for k in keys]
 
 
+def test_equal_length_keys_hashed_in_blocks_equal_the_definition() -> None:
+    """ASCII keys of one length are hashed in blocks of rows (`index._HASH_BLOCK_BYTES`): many blocks, a
+    partial last one and a sliced array give the definition's hashes."""
+    import random
+    import uuid
+
+    rng = random.Random(11)
+    keys = [str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(3 * (index._HASH_BLOCK_BYTES // 36) + 17)]
+    arr = pa.array(["zz", *keys]).slice(1)
+    assert index.java_string_hashes(arr).tolist() == [_reference(k) for k in keys]
+
+
 def test_key_values_from_key_strings_match_the_columns() -> None:
     keys = pa.array(["id:7,name:x", "id:__null__,name:__empty__"])
     parts = index.key_values_from_keys(keys, ["id", "name"])

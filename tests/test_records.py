@@ -282,3 +282,83 @@ def test_key_sort_indices_takes_the_fast_path_on_distinct_prefixes(monkeypatch: 
     expected = pc.sort_indices(keys).to_numpy().tolist()
     monkeypatch.setattr(records.pc, "sort_indices", None)  # Arrow's sort is not called (it would fail)
     assert records.key_sort_indices(keys).tolist() == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32), st.lists(st.tuples(st.integers(0, 399), st.sampled_from(["", "0", "~", "\x00", "é"]),
+                                                 st.booleans()), min_size=1, max_size=9),
+       st.integers(min_value=0, max_value=3))
+def test_key_sort_indices_sorts_only_the_ties_with_arrow(seed: int, extra: list[tuple[int, str, bool]],
+                                                         skip: int) -> None:
+    """A few keys sharing an 8-byte prefix with another (or repeating it) among distinct-prefix keys: Arrow sorts
+    only those, and the result is still Arrow's stable sort of the whole array."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from lsm_lab.table import records
+    rng = random.Random(seed)
+    keys = [f"{rng.getrandbits(64):016x}" for _ in range(400)]
+    for at, tail, cut in extra:  # same first 8 bytes as keys[at], then something else (or the same key again)
+        keys.insert(rng.randrange(len(keys) + 1), keys[at][:8] + tail if cut else keys[at])
+    arr = pa.array(["zz"] * skip + keys).slice(skip)
+    sizes: list[int] = []
+    real = pc.sort_indices
+
+    def spy(a: pa.Array) -> pa.Array:
+        sizes.append(len(a))
+        return real(a)
+
+    expected = pc.sort_indices(arr).to_numpy()
+    records.pc.sort_indices = spy  # type: ignore[assignment]
+    try:
+        got = records.key_sort_indices(arr)
+    finally:
+        records.pc.sort_indices = real  # type: ignore[assignment]
+    assert np.array_equal(got, expected)
+    assert sizes and max(sizes) <= 2 * len(extra) < len(keys)  # only the tied keys went to Arrow (<= 5% of them)
+
+
+def test_one_array_keeps_a_single_chunk_without_a_copy() -> None:
+    one = pa.chunked_array([pa.array(["a", "b"])])
+    assert records.one_array(one).buffers()[2].address == one.chunk(0).buffers()[2].address
+    assert records.one_array(pa.chunked_array([["a"], ["b", "c"]])).equals(pa.array(["a", "b", "c"]))
+    assert records.one_array(pa.chunked_array([], pa.string())).equals(pa.array([], pa.string()))
+    plain = pa.array([1, 2])
+    assert records.one_array(plain) is plain
+
+
+def _reference_partition_paths(table: pa.Table, fields: list[str], hive_style: bool) -> list[str]:
+    """Row by row, as the format page defines them: the text of each value, "" or null as the default partition."""
+    out = []
+    for row in table.select(fields).to_pylist() if fields else [{}] * table.num_rows:
+        pieces = []
+        for f in fields:
+            v = row[f]
+            text = DEFAULT if v is None else (str(v).lower() if isinstance(v, bool) else str(v))
+            text = DEFAULT if text == "" else text
+            pieces.append(f"{f}={text}" if hive_style else text)
+        out.append("/".join(pieces))
+    return out
+
+
+DEFAULT = records.DEFAULT_PARTITION
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), st.sampled_from(["", "sf", "chennai", "são_paulo"])),
+                          st.one_of(st.none(), st.integers(-3, 3)), st.one_of(st.none(), st.booleans())),
+                max_size=30),
+       st.lists(st.sampled_from(["c", "n", "b", "d"]), min_size=1, max_size=3, unique=True), st.booleans(),
+       st.integers(1, 4))
+def test_partition_paths_equal_a_row_by_row_reference(rows: list[tuple[str | None, int | None, bool | None]],
+                                                      fields: list[str], hive: bool, chunks: int) -> None:
+    """Folder names built once per distinct value (then taken per row) equal the row-by-row definition, for
+    strings, integers, booleans, an already dictionary-encoded column, nulls and "", in chunked columns."""
+    cols = {"c": pa.array([r[0] for r in rows], pa.string()), "n": pa.array([r[1] for r in rows], pa.int64()),
+            "b": pa.array([r[2] for r in rows], pa.bool_()),
+            "d": pa.array([r[0] for r in rows], pa.string()).dictionary_encode()}
+    cut = max(1, len(rows) // chunks)
+    table = pa.table({k: pa.chunked_array([v[i:i + cut] for i in range(0, len(v), cut)] or [v], v.type)
+                      for k, v in cols.items()})
+    got = records.partition_paths(table, fields, hive_style=hive).to_pylist()
+    assert got == _reference_partition_paths(table, fields, hive)

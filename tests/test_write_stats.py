@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import lsm_lab
 
@@ -77,3 +79,61 @@ def test_cdc_log_sees_the_deduplicated_share(tmp_path: Path) -> None:
     last = max(r["commit_time"] for r in rows)
     got = sorted((r["op"], r["record_key"], (r["after"] or {}).get("v")) for r in rows if r["commit_time"] == last)
     assert got == [("i", "z", "z2"), ("u", "b", "b9")]
+
+
+@settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(base=st.dictionaries(st.integers(0, 40), st.integers(0, 9), min_size=1, max_size=30),
+       update=st.dictionaries(st.integers(0, 60), st.integers(0, 9), max_size=15),
+       deletes=st.lists(st.tuples(st.integers(0, 70), st.integers(0, 9)), min_size=1, max_size=20),
+       cold=st.booleans())
+def test_live_deletes_match_a_dict_model(tmp_path_factory: pytest.TempPathFactory, base: dict[int, int],
+                                         update: dict[int, int], deletes: list[tuple[int, int]], cold: bool) -> None:
+    """records_deleted counts the deletes that remove a live record (event-time ordering: the delete's value
+    >= the record's), whether the base's keys come from the key cache (the writer's) or from the file (cold)."""
+    from lsm_lab.table import posmerge
+
+    t = lsm_lab.create_table(tmp_path_factory.mktemp("t") / "t", name="t", record_key="id", partition_by="city",
+                             ordering_field="ts", table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=2)
+
+    def batch(items: list[tuple[int, int]]) -> pa.Table:
+        return pa.table({"id": [f"k{k:03d}" for k, _ in items], "ts": [o for _, o in items],
+                         "city": ["x"] * len(items)})
+
+    t.bulk_insert(batch(sorted(base.items())))
+    live = dict(base)
+    if update:
+        t.upsert(batch(sorted(update.items())))
+        for k, o in update.items():  # the greater ordering value wins, a tie goes to the later write
+            live[k] = o if k not in live or o >= live[k] else live[k]
+    if cold:
+        posmerge.forget_base_keys()
+    wins: dict[int, int] = {}
+    for k, o in deletes:
+        wins[k] = max(o, wins.get(k, o))
+    t.delete(batch(deletes))
+    expected = sum(1 for k, o in wins.items() if k in live and o >= live[k])
+    assert _last(t, "records_deleted") == expected
+    assert {r["id"] for r in t.read().to_pylist()} == {f"k{k:03d}" for k in live
+                                                       if not (k in wins and wins[k] >= live[k])}
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(["a", "b", "bb", "c", "é", "d"]), st.one_of(st.none(), st.integers(0, 3))),
+                     min_size=1, max_size=25),
+       presorted=st.booleans(), is_delete=st.booleans(), event_time=st.booleans())
+def test_one_per_key_equals_dedupe(rows: list[tuple[str, int | None]], presorted: bool, is_delete: bool,
+                                   event_time: bool) -> None:
+    """A file group's share, sorted by key (as `tag` gives it) or not: one row per key, the same rows as
+    `records.dedupe` of the whole share (greatest ordering wins, ties to the later row, nulls per `deletes`)."""
+    from lsm_lab.config import TableConfig
+    from lsm_lab.table import records, write
+
+    config = TableConfig(name="t", table_type="MERGE_ON_READ", version=9, record_key=("id",), ordering_field="ts",
+                         merge_mode="EVENT_TIME_ORDERING" if event_time else "COMMIT_TIME_ORDERING", layout="lsm_tree")
+    batch = pa.table({records.RECORD_KEY: [k for k, _ in rows], "ts": pa.array([o for _, o in rows], pa.int64()),
+                      "n": list(range(len(rows)))})
+    if presorted:
+        batch = records.sort_by_key(batch)
+    ordering = "ts" if event_time else None
+    expected = records.dedupe(batch, records.RECORD_KEY, ordering, deletes=is_delete)
+    assert write._one_per_key(config, batch, is_delete).equals(expected)

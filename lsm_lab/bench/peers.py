@@ -39,7 +39,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lsm_lab.bench.interop import mor_read
 from lsm_lab.datagen import TripsGenerator
 from lsm_lab.errors import InputError
 from lsm_lab.table.table import Table, create_table
@@ -167,6 +166,8 @@ def run(*, rows: int = 1_000_000, peer_python: Path | None = None, hudi: bool = 
             theirs["ratios"] = {k: round(mine[k] / theirs[k], 2) if theirs.get(k) and k in mine else None
                                 for k in ("write_s", "read_s", "process_s", "read_cpu_s")}
         if hudi:
+            from lsm_lab.bench.interop import mor_read  # start-up: the lsm_lab worker (this module) never needs it
+
             m = mor_read(rows, update_fraction=0.1, rounds=2, repeat=1, work_dir=folder / "interop")
             if "hudi_rs_v1_read_s" in m:
                 report["hudi_rs"] = {"lsm_lab_read_s": m["lsm_lab_v1_read_s"], "hudi_rs_read_s": m["hudi_rs_v1_read_s"],

@@ -134,6 +134,9 @@ def java_string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return sums[u16_off[1:]] - sums[u16_off[:-1]]
 
 
+_HASH_BLOCK_BYTES = 1 << 20  # key bytes hashed per block of rows by `_ascii_hashes`
+
+
 def _ascii_hashes(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """`java_string_hashes` of ASCII strings: Horner's rule over byte columns when all lengths are equal."""
     lengths = np.diff(offsets)
@@ -142,9 +145,14 @@ def _ascii_hashes(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     if (lengths == width).all():
         grid = raw.reshape(n, width)
         h = np.zeros(n, dtype=np.uint32)
-        for j in range(width):  # a loop over the key width, not the rows
-            h *= np.uint32(31)
-            h += grid[:, j]
+        # a loop over the key width, not the rows; in blocks of rows that stay in the CPU cache across the
+        # width's passes (over the whole grid, each pass read every cache line of it again: 3x slower)
+        rows = max(1, _HASH_BLOCK_BYTES // max(1, width))
+        for start in range(0, n, rows):
+            block, out = grid[start:start + rows], h[start:start + rows]
+            for j in range(width):
+                out *= np.uint32(31)
+                out += block[:, j]
         return h
     units = raw.astype(np.uint32)
     total = len(units)

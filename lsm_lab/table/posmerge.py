@@ -48,7 +48,7 @@ from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.logformat import positions, v2
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
 from lsm_lab.table import v1read
-from lsm_lab.table.records import DELETE_FLAG, RECORD_KEY
+from lsm_lab.table.records import DELETE_FLAG, RECORD_KEY, one_array
 
 KEY_WRITE_POSITIONS = "hoodie.write.record.positions"
 
@@ -106,7 +106,7 @@ def positions_for(config: TableConfig, latest: FileSlice | None, rows: pa.Table)
             or latest.base_file.name.ext != "parquet" or rows.num_rows == 0):
         return rows, {}
     base_keys_ = base_keys(latest.base_file)
-    keys = rows.column(RECORD_KEY).combine_chunks()
+    keys = one_array(rows.column(RECORD_KEY))
     # the base's rows looked up in the batch (a hash set of the batch's few keys, not of the whole base)
     row_of = pc.index_in(base_keys_, value_set=keys).combine_chunks()
     found = np.flatnonzero(row_of.is_valid().to_numpy(zero_copy_only=False))

@@ -155,8 +155,15 @@ def conform(table: pa.Table, schema: pa.Schema, *, source: object | None = None)
     return pa.Table.from_arrays(cols, schema=schema)
 
 
+def one_array(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """`col` as one array: its only chunk as it is (`combine_chunks` would copy it), else the chunks combined."""
+    if isinstance(col, pa.ChunkedArray):
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
+
+
 def _as_text(col: pa.ChunkedArray | pa.Array) -> pa.Array:
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    arr = one_array(col)
     if pa.types.is_string(arr.type):
         return arr
     try:
@@ -209,6 +216,19 @@ def _check_partition_values(values: pa.Array, field: str) -> None:
         )
 
 
+def _distinct(col: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, pa.Array | None]:
+    """(the distinct values, a null among them, and each row's index into them); (the column, None) for a type
+    Arrow cannot dictionary-encode."""
+    arr = one_array(col)
+    try:
+        enc = pc.dictionary_encode(arr, null_encoding="encode")
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return arr, None
+    if enc.indices.null_count:  # an input already dictionary-encoded keeps null indices: use the rows as they are
+        return arr, None
+    return enc.dictionary, enc.indices
+
+
 def partition_paths(table: pa.Table, fields: Sequence[str], *, hive_style: bool) -> pa.Array:
     """Relative partition folder of every row ("" for a non-partitioned table)."""
     n = table.num_rows
@@ -217,11 +237,15 @@ def partition_paths(table: pa.Table, fields: Sequence[str], *, hive_style: bool)
     check_columns(table, fields, "partition")
     parts = []
     for f in fields:
-        txt = _as_text(table.column(f))
+        # a batch has few partition values: each folder name is built and checked once, from the column's
+        # distinct values, then laid out per row with one take
+        values, rows = _distinct(table.column(f))
+        txt = _as_text(values)
         txt = pc.if_else(pc.equal(txt, ""), DEFAULT_PARTITION, txt).fill_null(DEFAULT_PARTITION)
-        _check_partition_values(pc.unique(txt), f)  # a batch has few partition values: check each once
-        parts.append(pc.binary_join_element_wise(f"{f}=", txt, "") if hive_style else txt)
-        longest = pc.max(pc.binary_length(parts[-1])).as_py() or 0
+        _check_partition_values(txt, f)
+        names = pc.binary_join_element_wise(f"{f}=", txt, "") if hive_style else txt
+        parts.append(names if rows is None else names.take(rows))
+        longest = pc.max(pc.binary_length(names)).as_py() or 0
         if longest > 255:  # a folder name longer than that fails in the file system (OSError)
             raise PartitionValueError(f"partition column '{f}' has a value whose folder name is {longest} bytes "
                                       "long; the limit is 255")
@@ -306,20 +330,36 @@ def _prefixes(arr: pa.Array) -> np.ndarray | None:
 def key_sort_indices(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Indices that sort string keys by UTF-8 bytes, as `pc.sort_indices` (stable) returns them.
 
-    Fast path: when the keys' first 8 bytes already differ pairwise (random ids such as
-    UUIDs), one NumPy sort of those 8 bytes as big-endian integers orders them (4-6x
-    faster than Arrow's string sort); any two keys sharing a prefix (a repeated key too)
-    send the whole array to Arrow's sort."""
-    arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    Fast path: one NumPy sort of the keys' first 8 bytes as big-endian integers (4-6x
+    faster than Arrow's string sort) orders every key whose prefix no other key shares
+    (random ids such as UUIDs: 8 hex digits, so among 83k of them a pair or two share one);
+    the keys of equal-prefix runs, when they are at most `_FEW_TIES` of the array, are
+    then sorted by Arrow (stable) among themselves and put back into the runs' places
+    (prefix order never contradicts byte order). More ties (common prefixes, many
+    repeated keys) send the whole array to Arrow's sort."""
+    arr = one_array(keys)
     if len(arr) <= 1:
         return np.arange(len(arr), dtype=np.int64)
     prefix = _prefixes(arr)
     if prefix is not None:
-        order = np.argsort(prefix)
+        order = np.argsort(prefix).astype(np.int64, copy=False)
         ranked = prefix[order]
-        if not (ranked[1:] == ranked[:-1]).any():  # distinct prefixes: the order of the whole keys
-            return order.astype(np.int64, copy=False)
+        same = ranked[1:] == ranked[:-1]
+        if not same.any():  # distinct prefixes: the order of the whole keys
+            return order
+        tied = np.zeros(len(order), dtype=bool)  # places in `order` that belong to an equal-prefix run
+        tied[1:] |= same
+        tied[:-1] |= same
+        places = np.flatnonzero(tied)
+        if len(places) <= _FEW_TIES * len(order):
+            members = np.sort(order[places])  # ascending row numbers: Arrow's stable sort keeps their order
+            order[places] = members[pc.sort_indices(arr.take(pa.array(members))).to_numpy()]
+            return order
     return pc.sort_indices(arr).to_numpy().astype(np.int64, copy=False)
+
+
+#: at most this share of the keys in equal-prefix runs for `key_sort_indices` to sort only those with Arrow
+_FEW_TIES = 0.05
 
 
 def sort_by_key(table: pa.Table, key: str = RECORD_KEY) -> pa.Table:
@@ -330,4 +370,4 @@ def sort_by_key(table: pa.Table, key: str = RECORD_KEY) -> pa.Table:
 
 def is_strictly_sorted(keys: pa.Array | pa.ChunkedArray) -> bool:
     """True when the keys increase strictly (UTF-8 byte order), i.e. sorted with no key twice."""
-    return strictly_sorted(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
+    return strictly_sorted(one_array(keys))

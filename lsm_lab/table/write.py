@@ -189,39 +189,44 @@ def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list
 
 def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list[FileGroup]]
                  ) -> list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]]:
-    """`tag` for bucket tables: one hash of the batch, one grouping sort, one take per file group.
+    """`tag` for bucket tables: one hash of the batch, one grouping sort, one take per column.
 
     Groups come partition by partition, buckets ascending; an lsm_tree group's rows come sorted by
     key (sorted on the write threads, `records.key_sort_indices`), other groups' in arrival order."""
     if rows.num_rows == 0:
         return []
-    parts = rows.column(PARTITION_PATH).combine_chunks().dictionary_encode()
+    schema = rows.schema
+    parts = records.one_array(rows.column(PARTITION_PATH)).dictionary_encode()
     names = parts.dictionary.to_pylist()
     by_rank = sorted(names)
     rank = np.array([by_rank.index(n) for n in names], dtype=np.int64)  # a loop over partitions, not rows
-    keys = rows.column(RECORD_KEY).combine_chunks()
+    keys = records.one_array(rows.column(RECORD_KEY))
     # one key field: its text is the record key itself (`records.record_keys`), no second conversion
     key_cols = ([] if not config.upstream_format else [keys] if len(config.record_key) == 1
                 else records.key_parts(rows, config.record_key))
     buckets = index.bucket_ids_of(config.upstream_format, key_cols, keys, config.num_buckets).astype(np.int64)
     group = rank[parts.indices.to_numpy(zero_copy_only=False)] * config.num_buckets + buckets
     # the rows of each group, found with one O(n) grouping sort of the small group ids (not one filter of the
-    # whole batch per group); then, on the write threads, each group's rows sorted by key and taken once
+    # whole batch per group); then each group's rows sorted by key (on the write threads), and the batch put
+    # in that order with one take per column (in parallel, from the batch's chunks as they are: no copy to
+    # make them contiguous first), so that each group's share is a slice of it
     order = np.argsort(group.astype(np.uint16) if group.max() < 1 << 16 else group, kind="stable")
     counts = np.bincount(group)
     ids = np.flatnonzero(counts).tolist()
     ends = np.cumsum(counts)
-    # Arrow's take gathers from one chunk ~1.4x faster than from several: columns made contiguous, in parallel
-    rows = pa.Table.from_arrays(list(run_in_threads([c.combine_chunks for c in rows.columns])), schema=rows.schema)
-    keys = rows.column(RECORD_KEY)
+    spans = [(int(ends[g] - counts[g]), int(ends[g])) for g in ids]
+    if config.is_lsm:
+        order = np.concatenate(list(run_in_threads([functools.partial(_by_key, keys, order[a:b]) for a, b in spans])))
     # a key that is one string field holds that field's values: gathered once, used for both columns
     alias = (config.record_key[0] if len(config.record_key) == 1 and config.record_key[0] in rows.column_names
              and pa.types.is_string(rows.schema.field(config.record_key[0]).type) else None)
-    shares = run_in_threads([functools.partial(_share, rows, keys, order[ends[g] - counts[g]: ends[g]], config.is_lsm,
-                                               alias) for g in ids])
+    # the partition path is one value per group: repeated per share, not gathered
+    rows = _gather(rows.drop_columns([PARTITION_PATH]), order, alias)
+    at = schema.get_field_index(PARTITION_PATH)
     out: list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]] = []
-    for g, share in zip(ids, shares):
+    for g, (a, b) in zip(ids, spans):
         partition, bucket = by_rank[g // config.num_buckets], g % config.num_buckets
+        share = rows.slice(a, b - a).add_column(at, schema.field(at), pa.repeat(pa.scalar(partition, pa.string()), b - a))
         existing = {grp.file_id: grp for grp in groups_by_partition.get(partition, [])}
         fid = index.file_id_of_bucket(config.upstream_format, config.name, partition, bucket)
         grp = existing.get(fid)
@@ -229,28 +234,53 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
     return out
 
 
-def _share(rows: pa.Table, keys: pa.ChunkedArray, idx: np.ndarray, by_key: bool, alias: str | None) -> pa.Table:
-    """The rows at `idx` (ascending: arrival order), sorted by key when `by_key` (one take of the rows either way).
+def _by_key(keys: pa.Array, idx: np.ndarray) -> np.ndarray:
+    """`idx` (rows of one group, ascending) reordered so that their keys are sorted (stable)."""
+    return idx[records.key_sort_indices(keys.take(pa.array(idx)))] if len(idx) > 1 else idx
+
+
+def _gather(rows: pa.Table, order: np.ndarray, alias: str | None) -> pa.Table:
+    """The rows in `order`: one take per column, on the write threads (Arrow's take releases the GIL).
 
     `alias`: a column holding the same strings as `_hoodie_record_key`, which is then not gathered twice."""
-    if by_key and len(idx) > 1:
-        idx = idx[records.key_sort_indices(keys.take(pa.array(idx)))]
-    if alias is None:
-        return rows.take(pa.array(idx))
-    at = rows.schema.get_field_index(RECORD_KEY)
-    taken = rows.remove_column(at).take(pa.array(idx))
-    return taken.add_column(at, rows.schema.field(at), taken.column(alias))
+    idx = pa.array(order)
+    names = [n for n in rows.column_names if not (alias is not None and n == RECORD_KEY)]
+    taken = dict(zip(names, run_in_threads([functools.partial(rows.column(n).take, idx) for n in names])))
+    if alias is not None:
+        taken[RECORD_KEY] = taken[alias]
+    return pa.Table.from_arrays([taken[n] for n in rows.column_names], schema=rows.schema)
 
 
 def _one_per_key(config: TableConfig, rows: pa.Table, is_delete: bool) -> pa.Table:
-    """A file group's rows, sorted, one per key: sorted as they come unless a key repeats (then `records.dedupe`)."""
-    if records.is_strictly_sorted(rows.column(RECORD_KEY)):
+    """A file group's rows, sorted, one per key: sorted as they come unless a key repeats (then `records.dedupe`).
+
+    Rows that come sorted with a key repeated (`tag` sorts each group's share by key) keep their order: only
+    the rows of repeated keys are de-duplicated, and the winners kept in place."""
+    keys = records.one_array(rows.column(RECORD_KEY))
+    if records.is_strictly_sorted(keys):
         return rows
-    ordered = records.sort_by_key(rows)
-    if records.is_strictly_sorted(ordered.column(RECORD_KEY)):
-        return ordered
+    n = len(keys)
+    same = np.asarray(pc.equal(keys.slice(0, n - 1), keys.slice(1)).fill_null(False), dtype=bool)
+    if not bool(pc.all(pc.less_equal(keys.slice(0, n - 1), keys.slice(1))).as_py()):
+        rows = records.sort_by_key(rows)
+        keys = records.one_array(rows.column(RECORD_KEY))
+        same = np.asarray(pc.equal(keys.slice(0, n - 1), keys.slice(1)).fill_null(False), dtype=bool)
+        if not same.any():
+            return rows
     ordering = config.ordering_field if config.merge_mode == "EVENT_TIME_ORDERING" else None
-    return records.dedupe(rows, RECORD_KEY, ordering if ordering in rows.column_names else None, deletes=is_delete)
+    ordering = ordering if ordering in rows.column_names else None
+    repeated = np.zeros(n, dtype=bool)  # rows whose key a neighbour shares
+    repeated[:-1] |= same
+    repeated[1:] |= same
+    at = np.flatnonzero(repeated)
+    narrow = rows.select([RECORD_KEY] + ([ordering] if ordering else [])).take(pa.array(at))
+    winners = records.dedupe(narrow.append_column(_ROW, pa.array(at)), RECORD_KEY, ordering, deletes=is_delete)
+    keep = ~repeated
+    keep[winners.column(_ROW).to_numpy()] = True
+    return rows.take(pa.array(np.flatnonzero(keep)))
+
+
+_ROW = "__lsm_lab_row"  # a row number carried through `records.dedupe` (never written)
 
 
 def slice_keys(fs: FileSlice, ctx: ReadContext) -> pa.Array:
