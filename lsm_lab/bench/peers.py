@@ -11,7 +11,9 @@ insert of `rows` trips, `rounds` upserts of 10%, a delete of 1%; 3 partitions
 Each contender runs as its own process, one after the other, so that the
 "whole process" time includes interpreter start, imports and reading the
 workload files, as a user would see it; write and read are also timed inside the
-process. pypaimon pins pyarrow < 20 and lsm_lab needs 25+, hence the separate
+process. The read is a snapshot of the partition and key columns on both sides
+(lsm_lab `read(columns=...)`, Paimon `with_projection`); both still merge on the
+full key and ordering. pypaimon pins pyarrow < 20 and lsm_lab needs 25+, hence the separate
 venv (`make bench-peers` creates `.venv-peers`). The hudi-rs figure is the MOR
 snapshot of the version-8 interop table (`lsm_lab.bench.interop.mor_read`),
 measured in the same run.
