@@ -304,6 +304,20 @@ class BloomFilter:
         return cls.from_bytes(raw)
 
 
+def decode_verdict(stored: bytes | str | None) -> tuple[BloomFilter | None, str]:
+    """A stored filter (raw bytes, or base64 text as in a footer) decoded and verified.
+
+    Returns (filter, "ok"), (None, "missing") or (None, "corrupt (<why>)"): a reader that
+    gets no filter reads the file, so a damaged filter costs time, never a missed key."""
+    if stored is None:
+        return None, "missing"
+    try:
+        found = BloomFilter.from_base64(stored) if isinstance(stored, str) else BloomFilter.from_bytes(stored)
+    except CorruptFileError as exc:
+        return None, f"corrupt ({exc.message})"
+    return found, "ok"
+
+
 class BloomBuilder:
     """A filter of a fixed shape filled batch by batch (a streaming writer's filter).
 
@@ -374,4 +388,4 @@ def union_all(filters: Iterable[BloomFilter]) -> BloomFilter:
     return acc
 
 
-__all__ = ["DEFAULT_FPP", "BloomBuilder", "BloomFilter", "key_hashes", "optimal_size", "union_all"]
+__all__ = ["DEFAULT_FPP", "BloomBuilder", "BloomFilter", "decode_verdict", "key_hashes", "optimal_size", "union_all"]

@@ -68,7 +68,7 @@ from typing import Any
 from lsm_lab import atomic, paths
 from lsm_lab.errors import CorruptFileError
 from lsm_lab.layout import naming, parquet_io
-from lsm_lab.layout.bloom import BloomFilter
+from lsm_lab.layout.bloom import BloomFilter, decode_verdict
 from lsm_lab.storage import StoragePath, as_path
 from lsm_lab.timeline.metadata import iter_write_stats
 
@@ -98,15 +98,8 @@ class IndexEntry:
     def bloom(self) -> BloomFilter | None:
         """The decoded, CRC-checked filter; None when absent or damaged (then the entry is not trusted)."""
         if self.bloom_status == "unchecked":
-            if self.bloom_bytes is None:
-                self.bloom_status = "missing"
-            else:
-                try:
-                    self._bloom = BloomFilter.from_bytes(self.bloom_bytes)
-                    self.bloom_status = "ok"
-                except CorruptFileError as exc:
-                    self.bloom_status = f"corrupt ({exc.message})"
-                self.bloom_bytes = None
+            self._bloom, self.bloom_status = decode_verdict(self.bloom_bytes)
+            self.bloom_bytes = None
         return self._bloom
 
     @property

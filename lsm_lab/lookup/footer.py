@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from lsm_lab.errors import CorruptFileError
 from lsm_lab.layout import parquet_io
-from lsm_lab.layout.bloom import BloomFilter
+from lsm_lab.layout.bloom import BloomFilter, decode_verdict
 from lsm_lab.lookup.stats import LookupStats
 from lsm_lab.storage import StoragePath
 
@@ -72,15 +72,8 @@ class FileInfo:
     def bloom(self) -> BloomFilter | None:
         """The decoded, CRC-checked filter, or None (missing or corrupt: then nothing is pruned)."""
         if self.bloom_status == "unchecked":
-            if self.bloom_text is None:
-                self.bloom_status = "missing"
-            else:
-                try:
-                    self._bloom = BloomFilter.from_base64(self.bloom_text)
-                    self.bloom_status = "ok"
-                except CorruptFileError as exc:
-                    self.bloom_status = f"corrupt ({exc.message})"
-                self.bloom_text = None  # the decoded form (or the verdict) replaces the text
+            self._bloom, self.bloom_status = decode_verdict(self.bloom_text)
+            self.bloom_text = None  # the decoded form (or the verdict) replaces the text
         return self._bloom
 
     def chunk_bytes(self, row_group: int) -> dict[str, int]:
