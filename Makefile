@@ -78,4 +78,4 @@ notebooks-strip: $(STAMP)
 	$(BIN)/python tools/strip_notebooks.py notebooks
 
 clean:
-	rm -rf $(VENV) $(PEERS_VENV) .pytest_cache .hypothesis build *.egg-info .scratch .tmp test-artifacts
+	rm -rf $(VENV) $(PEERS_VENV) .tools .pytest_cache .hypothesis build *.egg-info .scratch .tmp test-artifacts

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from azure_server import AzureServer, azure_server  # noqa: F401 - fixture: Azure Blob Storage (Azurite) on 127.0.0.1
 from s3_server import S3Server, s3_bucket, s3_server  # noqa: F401 - fixtures: a real S3 server (moto) on 127.0.0.1
 
 import lsm_lab
@@ -63,10 +64,26 @@ def s3_table(s3_server: S3Server) -> Callable[..., lsm_lab.Table]:  # noqa: F811
     return make
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture()
+def azure_table(azure_server: AzureServer) -> Callable[..., lsm_lab.Table]:  # noqa: F811 - the fixture above
+    """Factory like `tmp_table`, but every table lives in a fresh container of the test Azure endpoint (Azurite)."""
+    container = azure_server.new_container()
+    count = 0
+
+    def make(**kw: Any) -> lsm_lab.Table:
+        nonlocal count
+        count += 1
+        kw.setdefault("name", "t")
+        kw.setdefault("record_key", "id")
+        return lsm_lab.create_table(f"az://{container}/table{count}", storage_options=azure_server.options(), **kw)
+
+    return make
+
+
+@pytest.fixture(params=["local", "s3", "azure"])
 def any_table(request: pytest.FixtureRequest) -> Callable[..., lsm_lab.Table]:
-    """`tmp_table` or `s3_table`: the test runs once per storage backend."""
-    return request.getfixturevalue("tmp_table" if request.param == "local" else "s3_table")
+    """`tmp_table`, `s3_table` or `azure_table`: the test runs once per storage backend."""
+    return request.getfixturevalue(f"{request.param}_table" if request.param != "local" else "tmp_table")
 
 
 @pytest.fixture(scope="session")

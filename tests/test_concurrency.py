@@ -201,14 +201,16 @@ with open(out, "w") as fh:
 """
 
 
-def test_two_processes_overlapping_keys(any_table, tmp_path: Path) -> None:
+def test_two_processes_overlapping_keys(any_table, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     table = any_table(num_buckets=2, **{"hoodie.compact.inline": "true",
                                         "hoodie.compact.inline.max.delta.commits": "6"})
     go = tmp_path / "go"
     rounds = 25
     env = dict(os.environ, TQDM_DISABLE="1")
-    if not is_local(table.path):  # the workers find the S3 server through the standard AWS_* variables
+    if str(table.path).startswith("s3://"):  # the workers find the S3 server through the standard AWS_* variables
         env.update(shared_server().env())
+    elif not is_local(table.path):  # ... and Azurite through the AZURE_* ones
+        env.update(request.getfixturevalue("azure_server").env())
     procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(table.path), str(p), str(rounds),
                                str(tmp_path / f"out{p}.jsonl"), str(go)], env=env, stderr=subprocess.PIPE,
                               text=True) for p in range(2)]

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
+from twin import STEPS, TWIN_OPTIONS, batch, rows, run_sequence
 
 import lsm_lab
 from lsm_lab.errors import LsmLabError, StorageError, TableNotFoundError
@@ -24,67 +24,19 @@ from lsm_lab.interop.hudi_tables import unpack_tables
 from lsm_lab.storage import LocalStorage, ObjectInfo, StoragePath, open_storage
 from lsm_lab.storage.objectstore import ObjectStorage
 
-INSTANT_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_file_name")
-
-
-def rows(table: pa.Table, drop: tuple[str, ...] = INSTANT_COLUMNS) -> list[tuple]:
-    """Rows as sorted tuples of strings, without the columns that name instants (they differ per table)."""
-    cols = [c for c in table.column_names if c not in drop]
-    return sorted(tuple(str(r[c]) for c in cols) for r in table.select(cols).to_pylist())
-
-
-def batch(i: int, n: int = 30) -> list[dict[str, Any]]:
-    return [{"id": f"k{(i * 7 + j) % 50:02d}", "city": ("a", "b", "c")[j % 3], "ts": i, "v": i * 1000 + j}
-            for j in range(n)]
-
-
-def run_sequence(table: lsm_lab.Table) -> dict[str, Any]:
-    """Writes, deletes and every service; returns what was observed along the way."""
-    seen: dict[str, Any] = {"instants": []}
-    for i in range(4):
-        seen["instants"].append(table.upsert(batch(i)))
-    table.delete([{"id": "k03", "city": "a"}, {"id": "k10", "city": "b"}])
-    seen["after_delete"] = rows(table.read())
-    table.compact(strategy="log")
-    seen["after_log_compaction"] = rows(table.read())
-    table.upsert(batch(5))
-    table.compact(strategy="full")
-    seen["after_full_compaction"] = rows(table.read())
-    seen["ro"] = rows(table.read_optimized())
-    sp = table.savepoint(seen["instants"][-1])
-    assert sp.is_completed
-    table.upsert(batch(6))
-    table.upsert(batch(7))
-    failed = table.upsert(batch(8))
-    table.rollback(failed)  # rolls back the latest completed write
-    seen["after_rollback"] = rows(table.read())
-    table.restore(seen["instants"][-1])
-    seen["after_restore"] = rows(table.read())
-    table.upsert(batch(9))
-    table.compact(strategy="full")
-    seen["time_travel"] = [rows(table.read(as_of=i)) for i in table.completed_writes()]
-    seen["incremental"] = rows(table.read_incremental(table.completed_writes()[-3].completion_time))
-    table.delete_savepoint(seen["instants"][-1])
-    table.clean(retained=1)
-    seen["after_clean"] = rows(table.read())
-    return seen
-
 
 @pytest.fixture(scope="module")
 def twin_tables(tmp_path_factory: pytest.TempPathFactory, s3_server) -> tuple[lsm_lab.Table, lsm_lab.Table, dict, dict]:
-    kw: dict[str, Any] = dict(name="twin", record_key="id", partition_by="city", ordering_field="ts", num_buckets=2,
-                              **{"hoodie.keep.min.commits": "4", "hoodie.keep.max.commits": "6"})
-    local = lsm_lab.create_table(tmp_path_factory.mktemp("twin") / "t", **kw)
+    local = lsm_lab.create_table(tmp_path_factory.mktemp("twin") / "t", **TWIN_OPTIONS)
     remote = lsm_lab.create_table(f"s3://{s3_server.new_bucket()}/warehouse/twin", storage_options=s3_server.options(),
-                                  **kw)
+                                  **TWIN_OPTIONS)
     return local, remote, run_sequence(local), run_sequence(remote)
 
 
 def test_every_service_gives_the_same_table_on_s3(twin_tables) -> None:
     local, remote, seen_local, seen_remote = twin_tables
     assert isinstance(remote.path, StoragePath) and isinstance(remote.storage, ObjectStorage)
-    for step in ("after_delete", "after_log_compaction", "after_full_compaction", "ro", "after_rollback",
-                 "after_restore", "after_clean", "time_travel", "incremental"):
+    for step in STEPS:
         assert seen_remote[step] == seen_local[step], step
         assert seen_remote[step], step
     assert rows(remote.read()) == rows(local.read())

@@ -51,7 +51,8 @@ _ENV = {
     "gcs": {"GOOGLE_SERVICE_ACCOUNT": "service_account", "GOOGLE_APPLICATION_CREDENTIALS": "application_credentials",
             "GOOGLE_SERVICE_ACCOUNT_KEY": "service_account_key"},
     "azure": {"AZURE_STORAGE_ACCOUNT_NAME": "account_name", "AZURE_STORAGE_ACCOUNT_KEY": "account_key",
-              "AZURE_STORAGE_SAS_TOKEN": "sas_token", "AZURE_STORAGE_USE_EMULATOR": "use_emulator"},
+              "AZURE_STORAGE_SAS_TOKEN": "sas_token", "AZURE_STORAGE_USE_EMULATOR": "use_emulator",
+              "AZURE_ENDPOINT": "endpoint", "AZURE_STORAGE_ENDPOINT": "endpoint", "AZURE_ALLOW_HTTP": "allow_http"},
 }
 
 
@@ -169,7 +170,7 @@ def _object_storage(uri: str, kind: str, bucket: str, prefix: str, opts: Any,
     def arrow_fs() -> tuple[Any, str]:
         return _arrow_filesystem(kind, bucket, opts, client, max_retries), bucket
 
-    return ObjectStorage(uri, store, arrow_fs, counts=counts, prefix=prefix)
+    return ObjectStorage(uri, store, arrow_fs, counts=counts, prefix=prefix, suffix_ranges=kind != "azure")
 
 
 def _arrow_filesystem(kind: str, bucket: str, opts: Mapping[str, Any], client: Mapping[str, Any],

@@ -5,6 +5,7 @@ delta-rs use.  lsm_lab maps its operations one to one:
 
     list(prefix)           LIST  ?prefix=<root>/<prefix>/&delimiter=/   (one request per 1,000 keys)
     read / read_range      GET   (Range: bytes=a-b)
+    read_suffix            GET   (Range: bytes=-n; on Azure, which refuses suffix ranges: HEAD, then bytes=a-b)
     head                   HEAD
     write                  PUT
     create                 PUT   If-None-Match: *          → 412 means another writer won
@@ -65,13 +66,16 @@ class ObjectStorage(Storage):
     """A prefix in a bucket (or container) of an object store."""
 
     def __init__(self, uri: str, store: Any, arrow_fs: Callable[[], tuple[pyarrow.fs.FileSystem, str]],
-                 *, counts: RequestCounts | None = None, prefix: str = "") -> None:
+                 *, counts: RequestCounts | None = None, prefix: str = "", suffix_ranges: bool = True) -> None:
         self.uri = uri.rstrip("/")
         self.store = store  # obstore store rooted at the bucket
         self.prefix = clean_key(prefix)  # the table's prefix inside the bucket
         self._arrow_fs = arrow_fs
         self._arrow: tuple[pyarrow.fs.FileSystem, str] | None = None
         self.counts = counts if counts is not None else RequestCounts()
+        #: whether the store answers `Range: bytes=-n` (S3 and GCS do; Azure Blob Storage does not, so a
+        #: tail read there is a HEAD for the size, then a ranged GET)
+        self.suffix_ranges = suffix_ranges
         #: (open_storage, (URI, resolved options)), set by `open_storage`: how a pickled copy reopens this root
         self.reopen: tuple[Callable[..., Any], tuple[str, dict[str, Any]]] | None = None
 
@@ -88,7 +92,7 @@ class ObjectStorage(Storage):
     def child(self, key: str) -> ObjectStorage:
         key = clean_key(key)
         sub = ObjectStorage(self.url(key), self.store, self._arrow_fs, counts=self.counts,
-                            prefix=f"{self.prefix}/{key}" if self.prefix else key)
+                            prefix=f"{self.prefix}/{key}" if self.prefix else key, suffix_ranges=self.suffix_ranges)
         sub._arrow = self._arrow
         if self.reopen is not None:
             opener, (_, options) = self.reopen
@@ -178,6 +182,8 @@ class ObjectStorage(Storage):
         return self._call("GET", key, lambda: bytes(obstore.get_range(self.store, full, start=start, end=end)))
 
     def read_suffix(self, key: str, n: int) -> tuple[bytes, int]:
+        if not self.suffix_ranges:
+            return super().read_suffix(key, n)  # HEAD, then GET of the last n bytes
         full = self._key(key)
 
         def run() -> tuple[bytes, int]:  # Range: bytes=-n — the tail without knowing the size first
