@@ -48,10 +48,8 @@ def tmp_table(tmp_path: Path) -> Callable[..., lsm_lab.Table]:
     return make
 
 
-@pytest.fixture()
-def s3_table(s3_server: S3Server) -> Callable[..., lsm_lab.Table]:  # noqa: F811 - the fixture above
-    """Factory like `tmp_table`, but every table lives in a fresh bucket of the test S3 server."""
-    bucket = s3_server.new_bucket()
+def _remote_tables(root: str, options: dict[str, str]) -> Callable[..., lsm_lab.Table]:
+    """A factory of tables `<root>/table1`, `<root>/table2`, ... on an object store."""
     count = 0
 
     def make(**kw: Any) -> lsm_lab.Table:
@@ -59,25 +57,21 @@ def s3_table(s3_server: S3Server) -> Callable[..., lsm_lab.Table]:  # noqa: F811
         count += 1
         kw.setdefault("name", "t")
         kw.setdefault("record_key", "id")
-        return lsm_lab.create_table(f"s3://{bucket}/table{count}", storage_options=s3_server.options(), **kw)
+        return lsm_lab.create_table(f"{root}/table{count}", storage_options=options, **kw)
 
     return make
+
+
+@pytest.fixture()
+def s3_table(s3_server: S3Server) -> Callable[..., lsm_lab.Table]:  # noqa: F811 - the fixture above
+    """Factory like `tmp_table`, but every table lives in a fresh bucket of the test S3 server."""
+    return _remote_tables(f"s3://{s3_server.new_bucket()}", s3_server.options())
 
 
 @pytest.fixture()
 def azure_table(azure_server: AzureServer) -> Callable[..., lsm_lab.Table]:  # noqa: F811 - the fixture above
     """Factory like `tmp_table`, but every table lives in a fresh container of the test Azure endpoint (Azurite)."""
-    container = azure_server.new_container()
-    count = 0
-
-    def make(**kw: Any) -> lsm_lab.Table:
-        nonlocal count
-        count += 1
-        kw.setdefault("name", "t")
-        kw.setdefault("record_key", "id")
-        return lsm_lab.create_table(f"az://{container}/table{count}", storage_options=azure_server.options(), **kw)
-
-    return make
+    return _remote_tables(f"az://{azure_server.new_container()}", azure_server.options())
 
 
 @pytest.fixture(params=["local", "s3", "azure"])

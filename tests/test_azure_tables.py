@@ -12,12 +12,11 @@ Skipped, with a message, when Azurite is not installed (`.ci/run` installs it).
 
 from __future__ import annotations
 
-import socket
 import time
 from pathlib import Path
 
 import pytest
-from twin import STEPS, TWIN_OPTIONS, rows, run_sequence
+from twin import assert_twins_agree, cli_round_trip, make_twins, rows
 
 import lsm_lab
 from lsm_lab.errors import LsmLabError, StorageError
@@ -28,21 +27,11 @@ from lsm_lab.storage.objectstore import ObjectStorage
 
 @pytest.fixture(scope="module")
 def twin_tables(tmp_path_factory: pytest.TempPathFactory, azure_server) -> tuple[lsm_lab.Table, lsm_lab.Table, dict, dict]:
-    local = lsm_lab.create_table(tmp_path_factory.mktemp("twin") / "t", **TWIN_OPTIONS)
-    remote = lsm_lab.create_table(f"az://{azure_server.new_container()}/warehouse/twin",
-                                  storage_options=azure_server.options(), **TWIN_OPTIONS)
-    return local, remote, run_sequence(local), run_sequence(remote)
+    return make_twins(tmp_path_factory.mktemp("twin") / "t", f"az://{azure_server.new_container()}/warehouse/twin", azure_server.options())
 
 
 def test_every_service_gives_the_same_table_on_azure(twin_tables) -> None:
-    local, remote, seen_local, seen_remote = twin_tables
-    assert isinstance(remote.path, StoragePath) and isinstance(remote.storage, ObjectStorage)
-    for step in STEPS:
-        assert seen_remote[step] == seen_local[step], step
-        assert seen_remote[step], step
-    assert rows(remote.read()) == rows(local.read())
-    assert [(i.action, i.state.value) for i in remote.instants()] == \
-        [(i.action, i.state.value) for i in local.instants()]
+    assert_twins_agree(*twin_tables)
 
 
 def test_reads_and_lookups_on_azure(twin_tables) -> None:
@@ -104,28 +93,8 @@ def test_missing_container_is_one_typed_error(azure_server) -> None:
 
 
 def test_cli_on_azure(tmp_path: Path, azure_server, capsys) -> None:
-    from lsm_lab.cli import main
-
-    uri = f"az://{azure_server.new_container()}/cli/t"
-    opts = [x for k, v in azure_server.options().items() for x in ("--storage-option", f"{k}={v}")]
-    src = tmp_path / "in.csv"
-    src.write_text("id,city,v\na,x,1\nb,y,2\nc,x,3\n")
-    assert main(["create", uri, "--name", "t", "--key", "id", "--partition-by", "city", *opts]) == 0
-    assert main(["write", uri, str(src), "--op", "upsert", *opts]) == 0
-    assert main(["write", uri, str(src), "--op", "upsert", *opts]) == 0
-    assert main(["compact", uri, *opts]) == 0
-    capsys.readouterr()
-    assert main(["read", uri, "--json", *opts]) == 0
-    out = capsys.readouterr().out
-    assert '"a"' in out and '"c"' in out
-    assert main(["lookup", uri, "b", "--json", *opts]) == 0
-    assert '"b"' in capsys.readouterr().out
-    with socket.socket() as sock:  # a port nobody listens on: one error line, no traceback
-        sock.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{sock.getsockname()[1]}/devstoreaccount1"
-    assert main(["read", uri, "--storage-option", f"azure_endpoint={dead}", "--storage-option", "max_retries=0",
-                 "--storage-option", "connect_timeout=1"]) == 2
-    assert capsys.readouterr().err.startswith("error:")
+    cli_round_trip(f"az://{azure_server.new_container()}/cli/t", azure_server.options(), "azure_endpoint",
+                   "/devstoreaccount1", tmp_path, capsys)
 
 
 def test_bad_azure_key_is_one_typed_error(azure_server) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from twin import STEPS, TWIN_OPTIONS, batch, rows, run_sequence
+from twin import assert_twins_agree, batch, cli_round_trip, make_twins, rows
 
 import lsm_lab
 from lsm_lab.errors import LsmLabError, StorageError, TableNotFoundError
@@ -27,22 +27,11 @@ from lsm_lab.storage.objectstore import ObjectStorage
 
 @pytest.fixture(scope="module")
 def twin_tables(tmp_path_factory: pytest.TempPathFactory, s3_server) -> tuple[lsm_lab.Table, lsm_lab.Table, dict, dict]:
-    local = lsm_lab.create_table(tmp_path_factory.mktemp("twin") / "t", **TWIN_OPTIONS)
-    remote = lsm_lab.create_table(f"s3://{s3_server.new_bucket()}/warehouse/twin", storage_options=s3_server.options(),
-                                  **TWIN_OPTIONS)
-    return local, remote, run_sequence(local), run_sequence(remote)
+    return make_twins(tmp_path_factory.mktemp("twin") / "t", f"s3://{s3_server.new_bucket()}/warehouse/twin", s3_server.options())
 
 
 def test_every_service_gives_the_same_table_on_s3(twin_tables) -> None:
-    local, remote, seen_local, seen_remote = twin_tables
-    assert isinstance(remote.path, StoragePath) and isinstance(remote.storage, ObjectStorage)
-    for step in STEPS:
-        assert seen_remote[step] == seen_local[step], step
-        assert seen_remote[step], step
-    assert rows(remote.read()) == rows(local.read())
-    actions = [(i.action, i.state.value) for i in remote.instants()]
-    assert actions == [(i.action, i.state.value) for i in local.instants()]
-    assert {"compaction", "clean", "rollback", "restore"} <= {a for a, _ in actions}
+    assert_twins_agree(*twin_tables)
 
 
 def test_reads_time_travel_incremental_lookup_on_s3(twin_tables) -> None:
@@ -210,33 +199,7 @@ def test_object_info_of_listing_has_sizes(s3_table) -> None:
 
 # --------------------------------------------------------------------------- the CLI
 def test_cli_on_s3_with_storage_options(tmp_path: Path, s3_server, capsys) -> None:
-    from lsm_lab.cli import main
-
-    uri = f"s3://{s3_server.new_bucket()}/cli/t"
-    opts = [x for k, v in s3_server.options().items() for x in ("--storage-option", f"{k}={v}")]
-    src = tmp_path / "in.csv"
-    src.write_text("id,city,v\na,x,1\nb,y,2\nc,x,3\n")
-    assert main(["create", uri, "--name", "t", "--key", "id", "--partition-by", "city", *opts]) == 0
-    assert main(["write", uri, str(src), "--op", "upsert", *opts]) == 0
-    assert main(["compact", uri, *opts]) == 0
-    capsys.readouterr()
-    assert main(["read", uri, "--json", *opts]) == 0
-    out = capsys.readouterr().out
-    assert '"a"' in out and '"c"' in out
-    assert main(["show", "timeline", uri, *opts]) == 0
-    assert "deltacommit" in capsys.readouterr().out
-    assert main(["show", "footers", uri, *opts]) == 0
-    assert main(["show", "blooms", uri, *opts]) == 0
-    assert "bloom" in capsys.readouterr().out
-    assert main(["lookup", uri, "b", "--json", *opts]) == 0
-    assert '"b"' in capsys.readouterr().out
-    assert main(["clean", uri, *opts]) == 0
-    with socket.socket() as sock:  # a port nobody listens on: one error line, no traceback
-        sock.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    assert main(["read", uri, "--storage-option", f"aws_endpoint_url={dead}", "--storage-option", "max_retries=0",
-                 "--storage-option", "connect_timeout=1"]) == 2
-    assert capsys.readouterr().err.startswith("error:")
+    cli_round_trip(f"s3://{s3_server.new_bucket()}/cli/t", s3_server.options(), "aws_endpoint_url", "", tmp_path, capsys)
 
 
 def test_a_table_root_pickles_as_uri_and_options(s3_table) -> None:
