@@ -62,7 +62,8 @@ def decode_positions(text: str, *, path: object = None) -> np.ndarray:
     except (binascii.Error, ValueError, UnicodeEncodeError) as exc:
         raise CorruptFileError(f"RECORD_POSITIONS is not a Base64 portable Roaring64 bitmap: {exc}",
                                path=path if isinstance(path, str) else None) from None
-    return np.fromiter(bitmap, dtype=np.int64, count=len(bitmap))
+    # `to_array` copies the bitmap out in C (iterating it from Python costs ~35x more)
+    return np.frombuffer(bitmap.to_array(), dtype=np.uint64).astype(np.int64)
 
 
 def positions_header(positions: np.ndarray, base_instant: str) -> dict[str, str]:

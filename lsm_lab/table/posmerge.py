@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -46,7 +46,8 @@ from lsm_lab.config import TableConfig
 from lsm_lab.layout import parquet_io
 from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.logformat import positions, v2
-from lsm_lab.merge.semantics import MergeMode, MergeSpec
+from lsm_lab.merge.overlay import decoded, log_wins
+from lsm_lab.merge.semantics import MergeMode, MergeSpec, check_keys_not_null, indices_array, select_winners
 from lsm_lab.table import v1read
 from lsm_lab.table.records import DELETE_FLAG, RECORD_KEY, one_array
 
@@ -165,5 +166,74 @@ def merge_sources(spec: MergeSpec, completion_of: dict[str, str], read_time: str
     return merged.select(list(needed))
 
 
+def _log_positions(fs: FileSlice, sources: Sequence[pa.Table],
+                   footers: Sequence[Mapping[str, str] | None]) -> list[np.ndarray] | None:
+    """Each log source's RECORD_POSITIONS in the slice's base (None when one log lacks valid ones)."""
+    if fs.base_file is None or len(footers) != len(sources) - 1 or not footers:
+        return None
+    if not all(f.name.log_format == 2 and f.name.ext == "parquet" for f in fs.log_files):
+        return None
+    base_rows = sources[0].num_rows
+    found = []
+    for kv, src, f in zip(footers, sources[1:], fs.log_files):
+        if kv is None:
+            return None
+        header = v2.decode_footer(kv, path=str(f.path))
+        pos = positions.valid_positions(header, fs.base_instant, src.num_rows, path=str(f.path))
+        if pos is None or (len(pos) and int(pos[-1]) >= base_rows):
+            return None
+        found.append(np.asarray(pos, dtype=np.int64))
+    return found
+
+
+def overlay_by_position(spec: MergeSpec, fs: FileSlice, sources: Sequence[pa.Table],
+                        footers: Sequence[Mapping[str, str] | None]) -> pa.Table | None:
+    """`merge.overlay.merge_overlay` of a slice whose logs all carry valid positions, under event-time ordering.
+
+    The key of a log record is replaced by its row number in the base: the logs
+    are folded on those integers (`select_winners` over the positions viewed as
+    8-byte big-endian strings, which order like the numbers), and each winner is
+    compared with the base row at its position by `overlay.log_wins`, the rule
+    `merge_overlay` applies after its key search. No key is compared or searched.
+    Rows come out in base order (key order for a sorted base, as `merge_overlay`
+    gives them); a log row that wins takes its base row's place.
+
+    `sources` are `load_sources`'s (base first, then one per log in merge order,
+    delete flag included, base columns possibly dictionary-encoded) and `footers`
+    the logs' footer maps it collected. None when the slice does not qualify
+    (another merge mode, a log without valid positions): merge by key."""
+    if spec.mode is not MergeMode.EVENT_TIME_ORDERING or spec.ordering is None or len(sources) < 2:
+        return None
+    found = _log_positions(fs, sources, footers)
+    if found is None:
+        return None
+    for i, s in enumerate(sources):
+        check_keys_not_null(s.column(spec.key), i)
+    base = sources[0]
+    n = base.num_rows
+    logs = pa.concat_tables(sources[1:]).combine_chunks()
+    at_all = np.concatenate(found)
+    # the fold, keyed by base position: 8 big-endian bytes per row order like the integers
+    fixed = at_all.astype(">u8").view("S8")
+    keyed = pa.table({spec.key: pa.Array.from_buffers(pa.binary(8), len(fixed), [None, pa.py_buffer(fixed)]),
+                      spec.delete: logs.column(spec.delete), spec.ordering: logs.column(spec.ordering)})
+    w = select_winners(keyed, spec, fixed_keys=fixed, common_prefix=0)
+    at = at_all[w.rows]
+    folded = keyed.select([spec.ordering]).take(indices_array(w.rows))
+    wins = log_wins(base, at, folded, np.arange(len(at), dtype=np.int64), w.reset, spec)
+    keep = ~np.asarray(one_array(base.column(spec.delete)).fill_null(False), dtype=bool)
+    keep[at[wins & w.deleted]] = False  # deleted by the log winner
+    replaced = wins & ~w.deleted
+    keep[at[replaced]] = True
+    take = np.arange(n, dtype=np.int64)
+    take[at[replaced]] = n + w.rows[replaced]
+    take = take[keep]
+    base, logs = base.drop_columns([spec.delete]), logs.drop_columns([spec.delete])
+    if not replaced.any():
+        out = base if len(take) == n else base.take(indices_array(take))
+        return decoded(out).cast(logs.schema)
+    return pa.concat_tables([decoded(base).cast(logs.schema), logs]).combine_chunks().take(indices_array(take))
+
+
 __all__ = ["BASE_KEY_CACHE_BYTES", "KEY_WRITE_POSITIONS", "base_keys", "forget_base_keys", "may_apply",
-           "merge_sources", "positions_for", "remember_base_keys", "writes_positions"]
+           "merge_sources", "overlay_by_position", "positions_for", "remember_base_keys", "writes_positions"]

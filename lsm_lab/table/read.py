@@ -227,8 +227,14 @@ def _whole_file_columns(needed: Sequence[str], ctx: ReadContext) -> list[str]:
     return [c for c in cols if c != RECORD_KEY] if key_from_field(ctx) else cols
 
 
-def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *,
-                 dictionary: bool = False) -> tuple[list[pa.Table], bool]:
+def _footer_text(meta: dict[bytes, bytes]) -> dict[str, str]:
+    """A file's key-value metadata as Arrow read it, decoded like `parquet_io.footer_kv`."""
+    return {k.decode("utf-8", errors="replace"): v.decode("utf-8", errors="replace")
+            for k, v in meta.items() if k != b"ARROW:schema"}
+
+
+def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *, dictionary: bool = False,
+                 footers: list[dict[str, str] | None] | None = None) -> tuple[list[pa.Table], bool]:
     """The slice's files as normalised merge sources (base first), and whether all are sorted.
 
     Logs are merged in commit order: v2 log files and the blocks of v1 log files
@@ -236,6 +242,8 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *,
     are ordered by the completion time of the instant that wrote them
     (`v1read.ordered_units`). With `dictionary`, the base file's
     `dictionary_columns` stay dictionary-encoded (for `merge.overlay.merge_overlay`).
+    `footers`: a list that receives, per log source, its file's decoded footer
+    key-value map (None for a v1 block), read with the file (no second open).
     """
     target = target_schema(ctx, needed)
     sources: list[pa.Table] = []
@@ -256,6 +264,8 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *,
             all_sorted = all_sorted and v1read.is_sorted(kind, table)
             sources.append(data_source(ctx, table, target, f.partition, f.path) if kind == "data"
                            else delete_source(ctx, table, target, f.partition, f.path))
+            if footers is not None:
+                footers.append(None)
             continue
         if f.name.is_delete:
             table = parquet_io.read_parquet(f.path)
@@ -265,6 +275,8 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *,
             sources.append(data_source(ctx, table, target, f.partition, f.path))
         meta = table.schema.metadata or {}
         all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
+        if footers is not None:
+            footers.append(_footer_text(meta))
     return sources, all_sorted
 
 
@@ -286,8 +298,9 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
         needed = [c for c in needed if c != COMMIT_TIME]
     spec = ctx.spec
     # the overlay merge takes a base with dictionary-encoded columns (not the engines, nor a merge by position)
+    footers: list[dict[str, str] | None] = []
     sources, all_sorted = load_sources(ctx, fs, needed, dictionary=engine is None and not (
-        positions and posmerge.may_apply(spec, fs)))
+        positions and posmerge.may_apply(spec, fs)), footers=footers)
     chosen = engine or ctx.default_engine()
     if not sources:
         return records.conform(pa.table({}), pa.schema([ctx.full_schema.field(n) for n in needed]))
@@ -296,7 +309,7 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
         if by_position is not None:
             return by_position
     if engine is None:  # the default: the whole slice is in memory, lay its folded logs over the base
-        return _merge_in_memory(ctx, fs, sources, spec, needed)
+        return _merge_in_memory(ctx, fs, sources, spec, needed, footers if positions else None)
     if chosen in SORTED_ENGINES and not all_sorted:
         chosen = "hash"
     try:
@@ -309,8 +322,12 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
 
 
 def _merge_in_memory(ctx: ReadContext, fs: FileSlice, sources: list[pa.Table], spec: MergeSpec,
-                     needed: Sequence[str]) -> pa.Table:
+                     needed: Sequence[str], footers: Sequence[dict[str, str] | None] | None = None) -> pa.Table:
     """`merge_overlay` of the slice's sources (rows in key order when the base is sorted).
+
+    With the logs' `footers`, a slice whose logs all carry valid RECORD_POSITIONS
+    under event-time ordering is overlaid by position instead
+    (`posmerge.overlay_by_position`: the same rows, no key search).
 
     When the key is the text of one field (`key_from_field`), that field equals
     `_hoodie_record_key` in every data row of a Parquet file (the key was built
@@ -324,7 +341,9 @@ def _merge_in_memory(ctx: ReadContext, fs: FileSlice, sources: list[pa.Table], s
                           .fill_null(False)).as_py() for s in sources)
     if twin:
         sources = [s.drop_columns([field]) for s in sources]
-    merged = merge_overlay(sources, spec)
+    merged = posmerge.overlay_by_position(spec, fs, sources, footers) if footers is not None else None
+    if merged is None:
+        merged = merge_overlay(sources, spec)
     if twin:
         merged = merged.append_column(ctx.full_schema.field(field), merged.column(RECORD_KEY))
     return merged.select(needed)
