@@ -234,7 +234,8 @@ def _footer_text(meta: dict[bytes, bytes]) -> dict[str, str]:
 
 
 def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *, dictionary: bool = False,
-                 footers: list[dict[str, str] | None] | None = None) -> tuple[list[pa.Table], bool]:
+                 footers: list[dict[str, str] | None] | None = None,
+                 use_threads: bool = True) -> tuple[list[pa.Table], bool]:
     """The slice's files as normalised merge sources (base first), and whether all are sorted.
 
     Logs are merged in commit order: v2 log files and the blocks of v1 log files
@@ -244,6 +245,8 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *, dict
     `dictionary_columns` stay dictionary-encoded (for `merge.overlay.merge_overlay`).
     `footers`: a list that receives, per log source, its file's decoded footer
     key-value map (None for a v1 block), read with the file (no second open).
+    `use_threads=False`: each Parquet file is decoded on the calling thread (for
+    callers that read several slices on threads of their own, `scan.snapshot`).
     """
     target = target_schema(ctx, needed)
     sources: list[pa.Table] = []
@@ -254,7 +257,7 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *, dict
     if fs.base_file is not None:
         encoded = dictionary_columns(ctx, target) if dictionary else ()
         table = parquet_io.read_parquet(fs.base_file.path, _whole_file_columns(needed, ctx), allowed=_allowed(ctx),
-                                        read_dictionary=encoded)
+                                        read_dictionary=encoded, use_threads=use_threads)
         sources.append(data_source(ctx, table, target, fs.partition, fs.base_file.path))
         all_sorted = (table.schema.metadata or {}).get(parquet_io.KEY_SORTED.encode()) == b"true"
     for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict):
@@ -268,10 +271,11 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *, dict
                 footers.append(None)
             continue
         if f.name.is_delete:
-            table = parquet_io.read_parquet(f.path)
+            table = parquet_io.read_parquet(f.path, use_threads=use_threads)
             sources.append(delete_source(ctx, table, target, f.partition, f.path))
         else:
-            table = parquet_io.read_parquet(f.path, _whole_file_columns(needed, ctx), allowed=_allowed(ctx))
+            table = parquet_io.read_parquet(f.path, _whole_file_columns(needed, ctx), allowed=_allowed(ctx),
+                                            use_threads=use_threads)
             sources.append(data_source(ctx, table, target, f.partition, f.path))
         meta = table.schema.metadata or {}
         all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
@@ -287,11 +291,13 @@ def check_engine(engine: str | None) -> None:
 
 
 def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None = None,
-               engine: str | None = None, positions: bool = True, commit_time: bool = True) -> pa.Table:
+               engine: str | None = None, positions: bool = True, commit_time: bool = True,
+               use_threads: bool = True) -> pa.Table:
     """The merged rows of one file slice (requested columns plus key, commit time and ordering).
 
     `positions`: merge by the logs' RECORD_POSITIONS when they all carry valid ones (table/posmerge.py).
-    `commit_time=False`: the commit time is not read unless requested (no merge engine uses it)."""
+    `commit_time=False`: the commit time is not read unless requested (no merge engine uses it).
+    `use_threads=False`: Parquet decoding on the calling thread (`load_sources`)."""
     check_engine(engine)
     needed = needed_columns(ctx, columns)
     if not commit_time and COMMIT_TIME not in (columns or ()):
@@ -300,7 +306,7 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
     # the overlay merge takes a base with dictionary-encoded columns (not the engines, nor a merge by position)
     footers: list[dict[str, str] | None] = []
     sources, all_sorted = load_sources(ctx, fs, needed, dictionary=engine is None and not (
-        positions and posmerge.may_apply(spec, fs)), footers=footers)
+        positions and posmerge.may_apply(spec, fs)), footers=footers, use_threads=use_threads)
     chosen = engine or ctx.default_engine()
     if not sources:
         return records.conform(pa.table({}), pa.schema([ctx.full_schema.field(n) for n in needed]))
