@@ -232,7 +232,15 @@ def overlay_by_position(spec: MergeSpec, fs: FileSlice, sources: Sequence[pa.Tab
     if not replaced.any():
         out = base if len(take) == n else base.take(indices_array(take))
         return decoded(out).cast(logs.schema)
-    return pa.concat_tables([decoded(base).cast(logs.schema), logs]).combine_chunks().take(indices_array(take))
+    # a log row takes the place of the base row of its key: the key column is the base's, filtered (no copy
+    # of the base keys into one array with the logs'); the other columns are taken from base and logs
+    mask = pa.array(keep)
+    rows = indices_array(take)
+    cols = [base.column(f.name).filter(mask) if f.name == spec.key
+            else pa.chunked_array(decoded(base.select([f.name])).column(0).chunks + logs.column(f.name).chunks,
+                                  type=f.type).combine_chunks().take(rows)
+            for f in logs.schema]
+    return pa.Table.from_arrays(cols, schema=logs.schema)
 
 
 __all__ = ["BASE_KEY_CACHE_BYTES", "KEY_WRITE_POSITIONS", "base_keys", "forget_base_keys", "may_apply",

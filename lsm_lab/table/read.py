@@ -131,7 +131,7 @@ def _with_keys(ctx: ReadContext, table: pa.Table, partition: str, wanted: Collec
     """
     n = table.num_rows
     no_meta = not ctx.config.populate_meta_fields
-    for name, make in ((RECORD_KEY, lambda: records.record_keys(table, ctx.config.record_key)),  # noqa: B023 - called at once, inside the loop
+    for name, make in ((RECORD_KEY, lambda: _keys_of(ctx, table)),  # noqa: B023 - called at once, inside the loop
                        (PARTITION_PATH, lambda: pa.repeat(pa.scalar(partition, pa.string()), n))):
         if wanted is not None and name not in wanted:
             continue  # not read by the caller: not built
@@ -140,6 +140,18 @@ def _with_keys(ctx: ReadContext, table: pa.Table, partition: str, wanted: Collec
         elif n and (no_meta or table.column(name).null_count == n):
             table = table.set_column(table.schema.get_field_index(name), name, make())
     return table
+
+
+def _keys_of(ctx: ReadContext, table: pa.Table) -> pa.Array | pa.ChunkedArray:
+    """`records.record_keys` of a file's rows; with a simple key (`key_from_field`) the field's own
+    column, chunks and all (no copy), once it is known to hold no null and no empty key."""
+    fields = ctx.config.record_key
+    if key_from_field(ctx) and fields[0] in table.column_names:
+        col = table.column(fields[0])
+        if (pa.types.is_string(col.type) and not col.null_count
+                and not (col.num_chunks and pc.any(pc.equal(col, "")).as_py())):
+            return col
+    return records.record_keys(table, fields)  # other keys, and the typed error of a null or empty one
 
 
 def data_source(ctx: ReadContext, table: pa.Table, target: pa.Schema, partition: str,
