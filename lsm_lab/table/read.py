@@ -42,11 +42,13 @@ Taught in: notebooks/06_merge_semantics.ipynb
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -77,12 +79,13 @@ class ReadContext:
     read_time: str | None = None
     strict: bool = False  # a corrupt v1 block raises instead of being skipped (table.v1read)
 
-    @property
+    # cached: asked for per file and per slice (a ReadContext is frozen, its config read once per read)
+    @functools.cached_property
     def full_schema(self) -> pa.Schema:
         user = [f for f in self.schema if f.name not in META_COLUMNS]
         return pa.schema(list(records.META_SCHEMA) + user)
 
-    @property
+    @functools.cached_property
     def spec(self) -> MergeSpec:
         mode = MergeMode(self.config.merge_mode) if self.config.merge_mode != "CUSTOM" else MergeMode.EVENT_TIME_ORDERING
         ordering = self.config.ordering_field if mode is MergeMode.EVENT_TIME_ORDERING else None
@@ -142,14 +145,23 @@ def _with_keys(ctx: ReadContext, table: pa.Table, partition: str, wanted: Collec
     return table
 
 
+def _any_empty(col: pa.ChunkedArray) -> bool:
+    """Whether a string column holds "" (two equal neighbouring offsets; no string is built)."""
+    for chunk in col.chunks:
+        if len(chunk):
+            offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32)[chunk.offset:chunk.offset + len(chunk) + 1]
+            if bool((offsets[1:] == offsets[:-1]).any()):
+                return True
+    return False
+
+
 def _keys_of(ctx: ReadContext, table: pa.Table) -> pa.Array | pa.ChunkedArray:
     """`records.record_keys` of a file's rows; with a simple key (`key_from_field`) the field's own
     column, chunks and all (no copy), once it is known to hold no null and no empty key."""
     fields = ctx.config.record_key
     if key_from_field(ctx) and fields[0] in table.column_names:
         col = table.column(fields[0])
-        if (pa.types.is_string(col.type) and not col.null_count
-                and not (col.num_chunks and pc.any(pc.equal(col, "")).as_py())):
+        if pa.types.is_string(col.type) and not col.null_count and not _any_empty(col):
             return col
     return records.record_keys(table, fields)  # other keys, and the typed error of a null or empty one
 
