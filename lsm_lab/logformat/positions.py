@@ -26,7 +26,8 @@ base instant, and merges by key otherwise.
 
 Simplified compared with Apache Hudi: lsm_lab writes positions only when every
 record of the block is in the base file (a block with inserts carries none,
-as upstream does), and reads them for commit-time ordering only.
+as upstream does), and reads them only when every log of a slice carries
+valid ones (table/posmerge.py).
 
 Taught in: notebooks/06_merge_semantics.ipynb
 """

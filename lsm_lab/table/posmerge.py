@@ -16,8 +16,14 @@ sources, in base-file order (for a sorted base, key order).  Any log without
 valid positions — an insert, a log counted against an older base, a compacted
 or v1 log — sends the whole slice back to the key-based merge
 (`PositionBasedFileGroupRecordBuffer` upstream falls back per block the same
-way), and so does event-time ordering, whose per-key comparisons lsm_lab
-leaves to the merge engines.
+way).
+
+Under event-time ordering the winner of a position is decided by the ordering
+field, as by key: `overlay_by_position` (the default snapshot read's, from
+table/read.py) folds the logs with the positions standing in for the keys and
+compares each winner with the base row at its position, with the rules of
+merge/overlay.py; the keys themselves are never compared or searched, and the
+output's key column is the base's.
 
 Writers (`positions_for`) attach positions to a log of updates or deletes
 when every record is in the base file, sorting the records by position.
@@ -26,8 +32,9 @@ from a per-process cache of base-file key columns (`base_keys`): a base file
 written by this process is remembered as it is written, any other is read
 once; a stream of upserts then reads no base keys at all.
 
-Simplified compared with Apache Hudi: positions are used for commit-time
-ordering only and only when every log of the slice carries them.
+Simplified compared with Apache Hudi: positions are used only when every log
+of the slice carries them; under event-time ordering only by the default
+(in-memory) snapshot read, not by a named merge engine or compaction.
 
 Taught in: notebooks/06_merge_semantics.ipynb
 """
@@ -167,19 +174,22 @@ def merge_sources(spec: MergeSpec, completion_of: dict[str, str], read_time: str
 
 
 def _log_positions(fs: FileSlice, sources: Sequence[pa.Table],
-                   footers: Sequence[Mapping[str, str] | None]) -> list[np.ndarray] | None:
-    """Each log source's RECORD_POSITIONS in the slice's base (None when one log lacks valid ones)."""
-    if fs.base_file is None or len(footers) != len(sources) - 1 or not footers:
+                   footers: Sequence[tuple[object, Mapping[str, str]] | None]) -> list[np.ndarray] | None:
+    """Each log source's RECORD_POSITIONS in the slice's base (None when one log lacks valid ones).
+
+    `footers`: (file, footer map) per log source, in the sources' order."""
+    if fs.base_file is None or not footers or len(footers) != len(sources) - 1:
         return None
     if not all(f.name.log_format == 2 and f.name.ext == "parquet" for f in fs.log_files):
         return None
     base_rows = sources[0].num_rows
     found = []
-    for kv, src, f in zip(footers, sources[1:], fs.log_files):
-        if kv is None:
+    for footer, src in zip(footers, sources[1:], strict=True):
+        if footer is None:
             return None
-        header = v2.decode_footer(kv, path=str(f.path))
-        pos = positions.valid_positions(header, fs.base_instant, src.num_rows, path=str(f.path))
+        path, kv = str(footer[0]), footer[1]
+        header = v2.decode_footer(kv, path=path)
+        pos = positions.valid_positions(header, fs.base_instant, src.num_rows, path=path)
         if pos is None or (len(pos) and int(pos[-1]) >= base_rows):
             return None
         found.append(np.asarray(pos, dtype=np.int64))
@@ -187,20 +197,23 @@ def _log_positions(fs: FileSlice, sources: Sequence[pa.Table],
 
 
 def overlay_by_position(spec: MergeSpec, fs: FileSlice, sources: Sequence[pa.Table],
-                        footers: Sequence[Mapping[str, str] | None]) -> pa.Table | None:
+                        footers: Sequence[tuple[object, Mapping[str, str]] | None]) -> pa.Table | None:
     """`merge.overlay.merge_overlay` of a slice whose logs all carry valid positions, under event-time ordering.
 
     The key of a log record is replaced by its row number in the base: the logs
     are folded on those integers (`select_winners` over the positions viewed as
     8-byte big-endian strings, which order like the numbers), and each winner is
     compared with the base row at its position by `overlay.log_wins`, the rule
-    `merge_overlay` applies after its key search. No key is compared or searched.
-    Rows come out in base order (key order for a sorted base, as `merge_overlay`
-    gives them); a log row that wins takes its base row's place.
+    `merge_overlay` applies after its key search. No key is compared or searched,
+    and the output's key column is the base's, filtered: a position names its
+    base row's key (trusted as `merge_sources` trusts it; the writer attaches
+    positions only when every key is in that base, once). Rows come out in base
+    order (key order for a sorted base, as `merge_overlay` gives them); a log
+    row that wins takes its base row's place.
 
     `sources` are `load_sources`'s (base first, then one per log in merge order,
     delete flag included, base columns possibly dictionary-encoded) and `footers`
-    the logs' footer maps it collected. None when the slice does not qualify
+    the logs' (file, footer map) pairs it collected. None when the slice does not qualify
     (another merge mode, a log without valid positions): merge by key."""
     if spec.mode is not MergeMode.EVENT_TIME_ORDERING or spec.ordering is None or len(sources) < 2:
         return None

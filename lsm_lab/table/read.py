@@ -32,7 +32,9 @@ Whole-table scans with filters and pruning are built on `read_slice` in
 table/scan.py.
 
 A slice whose logs all carry valid RECORD_POSITIONS is merged by row number
-instead (table/posmerge.py).
+instead (table/posmerge.py): under commit-time ordering by any read, under
+event-time ordering by the default overlay (`posmerge.overlay_by_position`:
+the positions stand in for the keys; no key search).
 
 Simplified compared with Apache Hudi: no partial updates, no custom record mergers; partition pruning understands
 filters on partition columns given as `(column, op, value)` tuples.
@@ -258,7 +260,7 @@ def _footer_text(meta: dict[bytes, bytes]) -> dict[str, str]:
 
 
 def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *, dictionary: bool = False,
-                 footers: list[dict[str, str] | None] | None = None,
+                 footers: list[tuple[Any, dict[str, str]] | None] | None = None,
                  use_threads: bool = True) -> tuple[list[pa.Table], bool]:
     """The slice's files as normalised merge sources (base first), and whether all are sorted.
 
@@ -267,8 +269,8 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *, dict
     are ordered by the completion time of the instant that wrote them
     (`v1read.ordered_units`). With `dictionary`, the base file's
     `dictionary_columns` stay dictionary-encoded (for `merge.overlay.merge_overlay`).
-    `footers`: a list that receives, per log source, its file's decoded footer
-    key-value map (None for a v1 block), read with the file (no second open).
+    `footers`: a list that receives, per log source, its file's path and decoded
+    footer key-value map (None for a v1 block), read with the file (no second open).
     `use_threads=False`: each Parquet file is decoded on the calling thread (for
     callers that read several slices on threads of their own, `scan.snapshot`).
     """
@@ -304,7 +306,7 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *, dict
         meta = table.schema.metadata or {}
         all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
         if footers is not None:
-            footers.append(_footer_text(meta))
+            footers.append((f.path, _footer_text(meta)))
     return sources, all_sorted
 
 
@@ -328,7 +330,7 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
         needed = [c for c in needed if c != COMMIT_TIME]
     spec = ctx.spec
     # the overlay merge takes a base with dictionary-encoded columns (not the engines, nor a merge by position)
-    footers: list[dict[str, str] | None] = []
+    footers: list[tuple[Any, dict[str, str]] | None] = []
     sources, all_sorted = load_sources(ctx, fs, needed, dictionary=engine is None and not (
         positions and posmerge.may_apply(spec, fs)), footers=footers, use_threads=use_threads)
     chosen = engine or ctx.default_engine()
@@ -352,7 +354,8 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
 
 
 def _merge_in_memory(ctx: ReadContext, fs: FileSlice, sources: list[pa.Table], spec: MergeSpec,
-                     needed: Sequence[str], footers: Sequence[dict[str, str] | None] | None = None) -> pa.Table:
+                     needed: Sequence[str], footers: Sequence[tuple[Any, dict[str, str]] | None] | None = None
+                     ) -> pa.Table:
     """`merge_overlay` of the slice's sources (rows in key order when the base is sorted).
 
     With the logs' `footers`, a slice whose logs all carry valid RECORD_POSITIONS
