@@ -117,9 +117,10 @@ def snapshot(ctx: ReadContext, slices: Iterable[FileSlice], *, columns: Sequence
     items = list(slices)
     pred = key_lookup.key_predicate(ctx.config, ctx.full_schema, filter)
     pruned = None if pred is None else key_lookup.PrunedReader(ctx, pred, columns=read_cols, engine=engine)
-    # with a slice for every read thread, each file is decoded on its slice's thread: Arrow's own column
-    # threads would cost CPU (~25% of the decoding) and find no idle core
-    arrow_threads = len(items) < READ_THREADS
+    # with two slices or more for every read thread, each file is decoded on its slice's thread: Arrow's own
+    # column threads would cost CPU (~25% of the decoding) and find no idle core; with fewer, they keep the
+    # cores busy while the last slices are merged
+    arrow_threads = len(items) < 2 * READ_THREADS
     with ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="lsm_lab-read") as pool:
         # whole slices merged in parallel (Arrow reads, decodes and sorts without the GIL); at most
         # READ_THREADS slices in flight beyond the ones already merged, results kept in slice order
