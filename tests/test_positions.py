@@ -215,3 +215,70 @@ def test_cached_base_keys_are_the_files_keys_in_row_order(tmp_path: Path, monkey
     posmerge.forget_base_keys()
     posmerge.base_keys(base)
     assert not posmerge._base_keys
+
+
+# --------------------------------------------------------------------------- event time: the overlay by position
+def _overlaid_by_position(t: lsm_lab.Table, monkeypatch: pytest.MonkeyPatch) -> tuple[pa.Table, int]:
+    """`read()` of the table, and how many slices `posmerge.overlay_by_position` merged."""
+    used = []
+    real = posmerge.overlay_by_position
+
+    def spy(*args: object) -> pa.Table | None:
+        out = real(*args)  # type: ignore[arg-type]
+        used.append(out is not None)
+        return out
+
+    monkeypatch.setattr(posmerge, "overlay_by_position", spy)
+    try:
+        return t.read(), sum(used)
+    finally:
+        monkeypatch.setattr(posmerge, "overlay_by_position", real)
+
+
+event_ops = st.lists(st.tuples(st.sampled_from(["upsert", "delete_rows", "delete_keys"]),
+                               st.lists(st.tuples(st.integers(0, 39), st.one_of(st.none(), st.integers(0, 9))),
+                                        min_size=1, max_size=8, unique_by=lambda kt: kt[0])),
+                     min_size=1, max_size=5)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=event_ops, layout=st.sampled_from(["lsm_tree", "default"]))
+def test_event_time_overlay_by_position_equals_the_key_merges(tmp_path_factory: pytest.TempPathFactory,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              ops: list[tuple[str, list[tuple[int, int | None]]]],
+                                                              layout: str) -> None:
+    """Event-time ordering: logs of updates and deletes with positions (lower, equal, higher and null ordering
+    values; deletes by key and with an ordering value) give the rows and order of the merges by key."""
+    t = lsm_lab.create_table(tmp_path_factory.mktemp("ev"), name="ev", record_key="id", ordering_field="ts",
+                             num_buckets=1, layout=layout)
+    t.insert([{"id": f"k{j:03d}", "ts": 5, "v": j} for j in range(40)])
+    for step, (op, rows) in enumerate(ops):
+        if op == "upsert":
+            t.upsert(pa.table({"id": [f"k{j:03d}" for j, _ in rows], "ts": pa.array([ts for _, ts in rows], pa.int64()),
+                               "v": [100 * (step + 1) + j for j, _ in rows]}))
+        elif op == "delete_rows":
+            t.delete(pa.table({"id": [f"k{j:03d}" for j, _ in rows], "ts": pa.array([ts for _, ts in rows], pa.int64())}))
+        else:
+            t.delete([f"k{j:03d}" for j, _ in rows])
+    got, used = _overlaid_by_position(t, monkeypatch)
+    fs = t.latest_slices()[0]
+    ctx = t.read_context()
+    has_positions = all(positions.RECORD_POSITIONS in v2.read_log_header(f.path) for f in fs.log_files)
+    assert used == (1 if has_positions else 0)
+    by_key = reader.read_slice(ctx, fs, positions=False).select(got.column_names)
+    assert got.equals(by_key.cast(got.schema))  # same rows, same order (base order: key order when sorted)
+    streamed = t.read(merge="hash")
+    assert got.sort_by("id").equals(streamed.sort_by("id").cast(got.schema))
+
+
+def test_event_time_overlay_by_position_keeps_the_higher_ordering_value(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    t = lsm_lab.create_table(tmp_path / "ev", name="ev", record_key="id", ordering_field="ts", num_buckets=1)
+    t.insert([{"id": k, "ts": 5, "v": 0} for k in "abcde"])
+    t.upsert([{"id": "a", "ts": 4, "v": 1}, {"id": "b", "ts": 6, "v": 1}, {"id": "c", "ts": 5, "v": 1}])
+    t.upsert([{"id": "b", "ts": 5, "v": 2}, {"id": "d", "ts": 7, "v": 2}])
+    t.delete(pa.table({"id": ["d", "e"], "ts": pa.array([6, 9], pa.int64())}))
+    got, used = _overlaid_by_position(t, monkeypatch)
+    assert used == 1
+    assert got.select(["id", "v"]).to_pylist() == [{"id": "a", "v": 0}, {"id": "b", "v": 1}, {"id": "c", "v": 1},
+                                                   {"id": "d", "v": 2}]

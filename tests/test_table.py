@@ -15,6 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lsm_lab
 from lsm_lab import (
@@ -613,3 +615,25 @@ def test_read_real_cow_tables(real_table, name: str) -> None:
     parts = got.column("_hoodie_partition_path").to_pylist()
     assert None not in keys and len(set(zip(parts, keys))) == len(keys)
     assert set(table.timeline()["state"]) <= {"completed"}
+
+
+@settings(max_examples=80, deadline=None)
+@given(chunks=st.lists(st.lists(st.text(alphabet="ab", max_size=2), max_size=6), min_size=1, max_size=4),
+       start=st.integers(0, 3))
+def test_key_field_empty_check_matches_arrow(chunks: list[list[str]], start: int) -> None:
+    """`read._any_empty` (offsets of every chunk, sliced chunks included) agrees with `pc.equal(col, "")`."""
+    from lsm_lab.table import read as reader
+
+    col = pa.chunked_array([pa.array(c, pa.string()).slice(min(start, len(c))) for c in chunks], type=pa.string())
+    assert reader._any_empty(col) == bool(pc.any(pc.equal(col, "")).as_py())
+
+
+def test_an_empty_key_in_a_data_file_is_a_typed_error(tmp_path: Path) -> None:
+    """The key taken from the key field as read is checked as `records.record_keys` checks it."""
+    from lsm_lab.table import read as reader
+
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id")
+    t.insert([{"id": "a", "v": 1}])
+    ctx = t.read_context()
+    with pytest.raises(SchemaError, match="empty"):
+        reader.data_source(ctx, pa.table({"id": ["a", ""], "v": [1, 2]}), reader.target_schema(ctx, reader.needed_columns(ctx, ["id", "v"])), "")

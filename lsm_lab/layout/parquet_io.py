@@ -612,7 +612,8 @@ def open_parquet(source: str | os.PathLike[str] | StoragePath | pa.NativeFile | 
 
 
 def read_parquet(path: str | os.PathLike[str] | StoragePath, columns: list[str] | None = None, *,
-                 allowed: Collection[str] | None = None, read_dictionary: Collection[str] = ()) -> pa.Table:
+                 allowed: Collection[str] | None = None, read_dictionary: Collection[str] = (),
+                 use_threads: bool = True) -> pa.Table:
     """Read a Parquet data file (selected columns that exist), checksums verified, with a typed error on corruption.
 
     `allowed`: the columns the table's stored schema knows; a file holding another one
@@ -621,6 +622,8 @@ def read_parquet(path: str | os.PathLike[str] | StoragePath, columns: list[str] 
     them when they hold few values (a file name, a commit time): no string per row is
     built until the caller decodes the rows it keeps. Only columns that the footer
     shows dictionary-encoded throughout (`few_values`) are; names the file lacks are ignored.
+    `use_threads=False`: decode in the calling thread (a caller that reads files on several
+    threads already; Arrow's column threads then cost CPU and gain nothing).
     """
     # an object is fetched once even when it is opened twice (to learn its columns, then to read)
     source: Any = _source(path, False) if read_dictionary and isinstance(path, StoragePath) else path
@@ -633,7 +636,7 @@ def read_parquet(path: str | os.PathLike[str] | StoragePath, columns: list[str] 
     if wanted:  # the footer is handed over, not parsed again
         pf = open_parquet(source, metadata=pf.metadata, read_dictionary=wanted)
     pf.name = _name(path)
-    return pf.read(columns=cols)
+    return pf.read(columns=cols, use_threads=use_threads)
 
 
 def few_values(md: pq.FileMetaData, column: str, max_bytes_per_value: int = 8) -> bool:

@@ -120,7 +120,7 @@ def _fold(table: pa.Table, spec: MergeSpec) -> tuple[np.ndarray, pa.Table, np.nd
     return rows, compared, w.deleted, w.reset
 
 
-def _log_wins(base: pa.Table, base_rows: np.ndarray, folded: pa.Table, log_rows: np.ndarray,
+def log_wins(base: pa.Table, base_rows: np.ndarray, folded: pa.Table, log_rows: np.ndarray,
               reset: np.ndarray, spec: MergeSpec) -> np.ndarray:
     """For matched (base row, log winner) pairs: does the log winner replace the base record?"""
     if spec.mode is MergeMode.COMMIT_TIME_ORDERING or len(base_rows) == 0:
@@ -230,7 +230,7 @@ def merge_overlay(sources: Sequence[pa.Table], spec: MergeSpec) -> pa.Table:
         found = np.asarray(pc.index_in(base_keys, value_set=log_keys).fill_null(-1), dtype=np.int64)
         base_rows = np.flatnonzero(found >= 0)
         log_rows = found[base_rows]
-    wins = _log_wins(base, base_rows, folded, log_rows, reset, spec)
+    wins = log_wins(base, base_rows, folded, log_rows, reset, spec)
     keep_base = ~base_deleted
     keep_base[base_rows[wins]] = False  # replaced (or deleted) by the log winner
     keep_log = ~deleted
@@ -253,4 +253,4 @@ def merge_overlay(sources: Sequence[pa.Table], spec: MergeSpec) -> pa.Table:
         pa.array(idx, type=pa.int64()))
 
 
-__all__ = ["decoded", "has_repeated_key", "merge_overlay", "strictly_sorted"]
+__all__ = ["decoded", "has_repeated_key", "log_wins", "merge_overlay", "strictly_sorted"]

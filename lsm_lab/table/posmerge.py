@@ -16,8 +16,14 @@ sources, in base-file order (for a sorted base, key order).  Any log without
 valid positions — an insert, a log counted against an older base, a compacted
 or v1 log — sends the whole slice back to the key-based merge
 (`PositionBasedFileGroupRecordBuffer` upstream falls back per block the same
-way), and so does event-time ordering, whose per-key comparisons lsm_lab
-leaves to the merge engines.
+way).
+
+Under event-time ordering the winner of a position is decided by the ordering
+field, as by key: `overlay_by_position` (the default snapshot read's, from
+table/read.py) folds the logs with the positions standing in for the keys and
+compares each winner with the base row at its position, with the rules of
+merge/overlay.py; the keys themselves are never compared or searched, and the
+output's key column is the base's.
 
 Writers (`positions_for`) attach positions to a log of updates or deletes
 when every record is in the base file, sorting the records by position.
@@ -26,8 +32,9 @@ from a per-process cache of base-file key columns (`base_keys`): a base file
 written by this process is remembered as it is written, any other is read
 once; a stream of upserts then reads no base keys at all.
 
-Simplified compared with Apache Hudi: positions are used for commit-time
-ordering only and only when every log of the slice carries them.
+Simplified compared with Apache Hudi: positions are used only when every log
+of the slice carries them; under event-time ordering only by the default
+(in-memory) snapshot read, not by a named merge engine or compaction.
 
 Taught in: notebooks/06_merge_semantics.ipynb
 """
@@ -36,7 +43,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -46,7 +53,8 @@ from lsm_lab.config import TableConfig
 from lsm_lab.layout import parquet_io
 from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.logformat import positions, v2
-from lsm_lab.merge.semantics import MergeMode, MergeSpec
+from lsm_lab.merge.overlay import decoded, log_wins
+from lsm_lab.merge.semantics import MergeMode, MergeSpec, check_keys_not_null, indices_array, select_winners
 from lsm_lab.table import v1read
 from lsm_lab.table.records import DELETE_FLAG, RECORD_KEY, one_array
 
@@ -165,5 +173,88 @@ def merge_sources(spec: MergeSpec, completion_of: dict[str, str], read_time: str
     return merged.select(list(needed))
 
 
+def _log_positions(fs: FileSlice, sources: Sequence[pa.Table],
+                   footers: Sequence[tuple[object, Mapping[str, str]] | None]) -> list[np.ndarray] | None:
+    """Each log source's RECORD_POSITIONS in the slice's base (None when one log lacks valid ones).
+
+    `footers`: (file, footer map) per log source, in the sources' order."""
+    if fs.base_file is None or not footers or len(footers) != len(sources) - 1:
+        return None
+    if not all(f.name.log_format == 2 and f.name.ext == "parquet" for f in fs.log_files):
+        return None
+    base_rows = sources[0].num_rows
+    found = []
+    for footer, src in zip(footers, sources[1:], strict=True):
+        if footer is None:
+            return None
+        path, kv = str(footer[0]), footer[1]
+        header = v2.decode_footer(kv, path=path)
+        pos = positions.valid_positions(header, fs.base_instant, src.num_rows, path=path)
+        if pos is None or (len(pos) and int(pos[-1]) >= base_rows):
+            return None
+        found.append(np.asarray(pos, dtype=np.int64))
+    return found
+
+
+def overlay_by_position(spec: MergeSpec, fs: FileSlice, sources: Sequence[pa.Table],
+                        footers: Sequence[tuple[object, Mapping[str, str]] | None]) -> pa.Table | None:
+    """`merge.overlay.merge_overlay` of a slice whose logs all carry valid positions, under event-time ordering.
+
+    The key of a log record is replaced by its row number in the base: the logs
+    are folded on those integers (`select_winners` over the positions viewed as
+    8-byte big-endian strings, which order like the numbers), and each winner is
+    compared with the base row at its position by `overlay.log_wins`, the rule
+    `merge_overlay` applies after its key search. No key is compared or searched,
+    and the output's key column is the base's, filtered: a position names its
+    base row's key (trusted as `merge_sources` trusts it; the writer attaches
+    positions only when every key is in that base, once). Rows come out in base
+    order (key order for a sorted base, as `merge_overlay` gives them); a log
+    row that wins takes its base row's place.
+
+    `sources` are `load_sources`'s (base first, then one per log in merge order,
+    delete flag included, base columns possibly dictionary-encoded) and `footers`
+    the logs' (file, footer map) pairs it collected. None when the slice does not qualify
+    (another merge mode, a log without valid positions): merge by key."""
+    if spec.mode is not MergeMode.EVENT_TIME_ORDERING or spec.ordering is None or len(sources) < 2:
+        return None
+    found = _log_positions(fs, sources, footers)
+    if found is None:
+        return None
+    for i, s in enumerate(sources):
+        check_keys_not_null(s.column(spec.key), i)
+    base = sources[0]
+    n = base.num_rows
+    logs = pa.concat_tables(sources[1:]).combine_chunks()
+    at_all = np.concatenate(found)
+    # the fold, keyed by base position: 8 big-endian bytes per row order like the integers
+    fixed = at_all.astype(">u8").view("S8")
+    keyed = pa.table({spec.key: pa.Array.from_buffers(pa.binary(8), len(fixed), [None, pa.py_buffer(fixed)]),
+                      spec.delete: logs.column(spec.delete), spec.ordering: logs.column(spec.ordering)})
+    w = select_winners(keyed, spec, fixed_keys=fixed, common_prefix=0)
+    at = at_all[w.rows]
+    folded = keyed.select([spec.ordering]).take(indices_array(w.rows))
+    wins = log_wins(base, at, folded, np.arange(len(at), dtype=np.int64), w.reset, spec)
+    keep = ~np.asarray(one_array(base.column(spec.delete)).fill_null(False), dtype=bool)
+    keep[at[wins & w.deleted]] = False  # deleted by the log winner
+    replaced = wins & ~w.deleted
+    keep[at[replaced]] = True
+    take = np.arange(n, dtype=np.int64)
+    take[at[replaced]] = n + w.rows[replaced]
+    take = take[keep]
+    base, logs = base.drop_columns([spec.delete]), logs.drop_columns([spec.delete])
+    if not replaced.any():
+        out = base if len(take) == n else base.take(indices_array(take))
+        return decoded(out).cast(logs.schema)
+    # a log row takes the place of the base row of its key: the key column is the base's, filtered (no copy
+    # of the base keys into one array with the logs'); the other columns are taken from base and logs
+    mask = pa.array(keep)
+    rows = indices_array(take)
+    cols = [base.column(f.name).filter(mask) if f.name == spec.key
+            else pa.chunked_array(decoded(base.select([f.name])).column(0).chunks + logs.column(f.name).chunks,
+                                  type=f.type).combine_chunks().take(rows)
+            for f in logs.schema]
+    return pa.Table.from_arrays(cols, schema=logs.schema)
+
+
 __all__ = ["BASE_KEY_CACHE_BYTES", "KEY_WRITE_POSITIONS", "base_keys", "forget_base_keys", "may_apply",
-           "merge_sources", "positions_for", "remember_base_keys", "writes_positions"]
+           "merge_sources", "overlay_by_position", "positions_for", "remember_base_keys", "writes_positions"]

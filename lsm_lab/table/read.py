@@ -32,7 +32,9 @@ Whole-table scans with filters and pruning are built on `read_slice` in
 table/scan.py.
 
 A slice whose logs all carry valid RECORD_POSITIONS is merged by row number
-instead (table/posmerge.py).
+instead (table/posmerge.py): under commit-time ordering by any read, under
+event-time ordering by the default overlay (`posmerge.overlay_by_position`:
+the positions stand in for the keys; no key search).
 
 Simplified compared with Apache Hudi: no partial updates, no custom record mergers; partition pruning understands
 filters on partition columns given as `(column, op, value)` tuples.
@@ -42,11 +44,13 @@ Taught in: notebooks/06_merge_semantics.ipynb
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -77,12 +81,13 @@ class ReadContext:
     read_time: str | None = None
     strict: bool = False  # a corrupt v1 block raises instead of being skipped (table.v1read)
 
-    @property
+    # cached: asked for per file and per slice (a ReadContext is frozen, its config read once per read)
+    @functools.cached_property
     def full_schema(self) -> pa.Schema:
         user = [f for f in self.schema if f.name not in META_COLUMNS]
         return pa.schema(list(records.META_SCHEMA) + user)
 
-    @property
+    @functools.cached_property
     def spec(self) -> MergeSpec:
         mode = MergeMode(self.config.merge_mode) if self.config.merge_mode != "CUSTOM" else MergeMode.EVENT_TIME_ORDERING
         ordering = self.config.ordering_field if mode is MergeMode.EVENT_TIME_ORDERING else None
@@ -131,7 +136,7 @@ def _with_keys(ctx: ReadContext, table: pa.Table, partition: str, wanted: Collec
     """
     n = table.num_rows
     no_meta = not ctx.config.populate_meta_fields
-    for name, make in ((RECORD_KEY, lambda: records.record_keys(table, ctx.config.record_key)),  # noqa: B023 - called at once, inside the loop
+    for name, make in ((RECORD_KEY, lambda: _keys_of(ctx, table)),  # noqa: B023 - called at once, inside the loop
                        (PARTITION_PATH, lambda: pa.repeat(pa.scalar(partition, pa.string()), n))):
         if wanted is not None and name not in wanted:
             continue  # not read by the caller: not built
@@ -140,6 +145,27 @@ def _with_keys(ctx: ReadContext, table: pa.Table, partition: str, wanted: Collec
         elif n and (no_meta or table.column(name).null_count == n):
             table = table.set_column(table.schema.get_field_index(name), name, make())
     return table
+
+
+def _any_empty(col: pa.ChunkedArray) -> bool:
+    """Whether a string column holds "" (two equal neighbouring offsets; no string is built)."""
+    for chunk in col.chunks:
+        if len(chunk):
+            offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32)[chunk.offset:chunk.offset + len(chunk) + 1]
+            if bool((offsets[1:] == offsets[:-1]).any()):
+                return True
+    return False
+
+
+def _keys_of(ctx: ReadContext, table: pa.Table) -> pa.Array | pa.ChunkedArray:
+    """`records.record_keys` of a file's rows; with a simple key (`key_from_field`) the field's own
+    column, chunks and all (no copy), once it is known to hold no null and no empty key."""
+    fields = ctx.config.record_key
+    if key_from_field(ctx) and fields[0] in table.column_names:
+        col = table.column(fields[0])
+        if pa.types.is_string(col.type) and not col.null_count and not _any_empty(col):
+            return col
+    return records.record_keys(table, fields)  # other keys, and the typed error of a null or empty one
 
 
 def data_source(ctx: ReadContext, table: pa.Table, target: pa.Schema, partition: str,
@@ -227,8 +253,15 @@ def _whole_file_columns(needed: Sequence[str], ctx: ReadContext) -> list[str]:
     return [c for c in cols if c != RECORD_KEY] if key_from_field(ctx) else cols
 
 
-def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *,
-                 dictionary: bool = False) -> tuple[list[pa.Table], bool]:
+def _footer_text(meta: dict[bytes, bytes]) -> dict[str, str]:
+    """A file's key-value metadata as Arrow read it, decoded like `parquet_io.footer_kv`."""
+    return {k.decode("utf-8", errors="replace"): v.decode("utf-8", errors="replace")
+            for k, v in meta.items() if k != b"ARROW:schema"}
+
+
+def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *, dictionary: bool = False,
+                 footers: list[tuple[Any, dict[str, str]] | None] | None = None,
+                 use_threads: bool = True) -> tuple[list[pa.Table], bool]:
     """The slice's files as normalised merge sources (base first), and whether all are sorted.
 
     Logs are merged in commit order: v2 log files and the blocks of v1 log files
@@ -236,6 +269,10 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *,
     are ordered by the completion time of the instant that wrote them
     (`v1read.ordered_units`). With `dictionary`, the base file's
     `dictionary_columns` stay dictionary-encoded (for `merge.overlay.merge_overlay`).
+    `footers`: a list that receives, per log source, its file's path and decoded
+    footer key-value map (None for a v1 block), read with the file (no second open).
+    `use_threads=False`: each Parquet file is decoded on the calling thread (for
+    callers that read several slices on threads of their own, `scan.snapshot`).
     """
     target = target_schema(ctx, needed)
     sources: list[pa.Table] = []
@@ -246,7 +283,7 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *,
     if fs.base_file is not None:
         encoded = dictionary_columns(ctx, target) if dictionary else ()
         table = parquet_io.read_parquet(fs.base_file.path, _whole_file_columns(needed, ctx), allowed=_allowed(ctx),
-                                        read_dictionary=encoded)
+                                        read_dictionary=encoded, use_threads=use_threads)
         sources.append(data_source(ctx, table, target, fs.partition, fs.base_file.path))
         all_sorted = (table.schema.metadata or {}).get(parquet_io.KEY_SORTED.encode()) == b"true"
     for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict):
@@ -256,15 +293,20 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *,
             all_sorted = all_sorted and v1read.is_sorted(kind, table)
             sources.append(data_source(ctx, table, target, f.partition, f.path) if kind == "data"
                            else delete_source(ctx, table, target, f.partition, f.path))
+            if footers is not None:
+                footers.append(None)
             continue
         if f.name.is_delete:
-            table = parquet_io.read_parquet(f.path)
+            table = parquet_io.read_parquet(f.path, use_threads=use_threads)
             sources.append(delete_source(ctx, table, target, f.partition, f.path))
         else:
-            table = parquet_io.read_parquet(f.path, _whole_file_columns(needed, ctx), allowed=_allowed(ctx))
+            table = parquet_io.read_parquet(f.path, _whole_file_columns(needed, ctx), allowed=_allowed(ctx),
+                                            use_threads=use_threads)
             sources.append(data_source(ctx, table, target, f.partition, f.path))
         meta = table.schema.metadata or {}
         all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
+        if footers is not None:
+            footers.append((f.path, _footer_text(meta)))
     return sources, all_sorted
 
 
@@ -275,19 +317,22 @@ def check_engine(engine: str | None) -> None:
 
 
 def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None = None,
-               engine: str | None = None, positions: bool = True, commit_time: bool = True) -> pa.Table:
+               engine: str | None = None, positions: bool = True, commit_time: bool = True,
+               use_threads: bool = True) -> pa.Table:
     """The merged rows of one file slice (requested columns plus key, commit time and ordering).
 
     `positions`: merge by the logs' RECORD_POSITIONS when they all carry valid ones (table/posmerge.py).
-    `commit_time=False`: the commit time is not read unless requested (no merge engine uses it)."""
+    `commit_time=False`: the commit time is not read unless requested (no merge engine uses it).
+    `use_threads=False`: Parquet decoding on the calling thread (`load_sources`)."""
     check_engine(engine)
     needed = needed_columns(ctx, columns)
     if not commit_time and COMMIT_TIME not in (columns or ()):
         needed = [c for c in needed if c != COMMIT_TIME]
     spec = ctx.spec
     # the overlay merge takes a base with dictionary-encoded columns (not the engines, nor a merge by position)
+    footers: list[tuple[Any, dict[str, str]] | None] = []
     sources, all_sorted = load_sources(ctx, fs, needed, dictionary=engine is None and not (
-        positions and posmerge.may_apply(spec, fs)))
+        positions and posmerge.may_apply(spec, fs)), footers=footers, use_threads=use_threads)
     chosen = engine or ctx.default_engine()
     if not sources:
         return records.conform(pa.table({}), pa.schema([ctx.full_schema.field(n) for n in needed]))
@@ -296,7 +341,7 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
         if by_position is not None:
             return by_position
     if engine is None:  # the default: the whole slice is in memory, lay its folded logs over the base
-        return _merge_in_memory(ctx, fs, sources, spec, needed)
+        return _merge_in_memory(ctx, fs, sources, spec, needed, footers if positions else None)
     if chosen in SORTED_ENGINES and not all_sorted:
         chosen = "hash"
     try:
@@ -309,8 +354,13 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
 
 
 def _merge_in_memory(ctx: ReadContext, fs: FileSlice, sources: list[pa.Table], spec: MergeSpec,
-                     needed: Sequence[str]) -> pa.Table:
+                     needed: Sequence[str], footers: Sequence[tuple[Any, dict[str, str]] | None] | None = None
+                     ) -> pa.Table:
     """`merge_overlay` of the slice's sources (rows in key order when the base is sorted).
+
+    With the logs' `footers`, a slice whose logs all carry valid RECORD_POSITIONS
+    under event-time ordering is overlaid by position instead
+    (`posmerge.overlay_by_position`: the same rows, no key search).
 
     When the key is the text of one field (`key_from_field`), that field equals
     `_hoodie_record_key` in every data row of a Parquet file (the key was built
@@ -324,7 +374,9 @@ def _merge_in_memory(ctx: ReadContext, fs: FileSlice, sources: list[pa.Table], s
                           .fill_null(False)).as_py() for s in sources)
     if twin:
         sources = [s.drop_columns([field]) for s in sources]
-    merged = merge_overlay(sources, spec)
+    merged = posmerge.overlay_by_position(spec, fs, sources, footers) if footers is not None else None
+    if merged is None:
+        merged = merge_overlay(sources, spec)
     if twin:
         merged = merged.append_column(ctx.full_schema.field(field), merged.column(RECORD_KEY))
     return merged.select(needed)

@@ -117,12 +117,17 @@ def snapshot(ctx: ReadContext, slices: Iterable[FileSlice], *, columns: Sequence
     items = list(slices)
     pred = key_lookup.key_predicate(ctx.config, ctx.full_schema, filter)
     pruned = None if pred is None else key_lookup.PrunedReader(ctx, pred, columns=read_cols, engine=engine)
+    # with two slices or more for every read thread, each file is decoded on its slice's thread: Arrow's own
+    # column threads would cost CPU (~25% of the decoding) and find no idle core; with fewer, they keep the
+    # cores busy while the last slices are merged
+    arrow_threads = len(items) < 2 * READ_THREADS
     with ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="lsm_lab-read") as pool:
         # whole slices merged in parallel (Arrow reads, decodes and sorts without the GIL); at most
         # READ_THREADS slices in flight beyond the ones already merged, results kept in slice order
         if pruned is None:
             parts: Iterable[pa.Table] = pool.map(lambda fs: read_slice(ctx, fs, columns=read_cols, engine=engine,
-                                                                       commit_time=False), items)
+                                                                       commit_time=False, use_threads=arrow_threads),
+                                                 items)
         else:  # only the files, row groups and rows that can hold the keys; same rows after the filter
             parts = map(pruned.read_slice, items)
         pieces = _filtered_pieces(progress(items) if progress else items, parts, expr, filter, out_cols)

@@ -1,0 +1,51 @@
+#!/usr/bin/env python
+"""Wall and CPU seconds of repeated snapshot reads of one table, in one process.
+
+    python benchmarks/bench_read_cpu.py TABLE [--columns city uuid] [--repeat 9] [--by-key]
+
+`lsm-lab bench peers` times one read per process, which a shared machine's load
+moves by 2x; this script reads the same table `--repeat` times and prints the
+first read and the minimum and median of the rest (`time.process_time()`: every
+thread of the process). Point PYTHONPATH at each version of the code and
+alternate them. `--by-key` turns off the event-time overlay by position
+(`table/posmerge.overlay_by_position`), so that its share can be measured: the
+slices are then merged by key (`merge/overlay.py`).
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from lsm_lab.table import posmerge
+from lsm_lab.table.table import open_table
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("table")
+    ap.add_argument("--columns", nargs="*", default=["city", "uuid"])
+    ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument("--by-key", action="store_true", help="no overlay by position (event-time ordering)")
+    args = ap.parse_args()
+    if args.by_key and hasattr(posmerge, "overlay_by_position"):
+        posmerge.overlay_by_position = lambda *a: None  # type: ignore[assignment] # the slice merges by key
+    runs = []
+    for _ in range(max(2, args.repeat)):
+        wall, cpu = time.perf_counter(), time.process_time()
+        rows = open_table(args.table).read(columns=args.columns or None).num_rows
+        runs.append((time.perf_counter() - wall, time.process_time() - cpu))
+    rest = runs[1:]
+    walls, cpus = [w for w, _ in rest], [c for _, c in rest]
+    print(f"{rows:,} rows  first wall {runs[0][0]:.3f} s cpu {runs[0][1]:.3f} s  "
+          f"then wall min {min(walls):.3f} med {statistics.median(walls):.3f} s  "
+          f"cpu min {min(cpus):.3f} med {statistics.median(cpus):.3f} s  load {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
