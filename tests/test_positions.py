@@ -282,3 +282,33 @@ def test_event_time_overlay_by_position_keeps_the_higher_ordering_value(tmp_path
     assert used == 1
     assert got.select(["id", "v"]).to_pylist() == [{"id": "a", "v": 0}, {"id": "b", "v": 1}, {"id": "c", "v": 1},
                                                    {"id": "d", "v": 2}]
+
+
+@pytest.mark.parametrize("ordering", [None, "ts"])
+def test_positions_that_name_other_rows_are_not_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        ordering: str | None) -> None:
+    """A RECORD_POSITIONS that decodes fine but names other base rows (damaged, or a hostile file) must not put
+    one record's values under another's key: the slice is merged by key, and the rows are the dict model's."""
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", ordering_field=ordering, num_buckets=1)
+    t.insert([{"id": f"k{j:03d}", "ts": 5, "v": j} for j in range(40)])
+    t.upsert([{"id": f"k{j:03d}", "ts": 6, "v": -j} for j in (3, 17, 30)])
+    t.delete(["k020"])
+    model = {f"k{j:03d}": j for j in range(40)} | {f"k{j:03d}": -j for j in (3, 17, 30)}
+    del model["k020"]
+    assert {r["id"]: r["v"] for r in t.read(columns=["id", "v"]).to_pylist()} == model
+    real = positions.valid_positions
+
+    def shifted(*args: object, **kw: object) -> np.ndarray | None:
+        pos = real(*args, **kw)  # type: ignore[arg-type]
+        return None if pos is None else pos + 1  # still sorted, in range: rows next to the right ones
+
+    monkeypatch.setattr(positions, "valid_positions", shifted)
+    used, got = [], None
+    for fn in ("overlay_by_position", "merge_sources"):
+        orig = getattr(posmerge, fn)
+        monkeypatch.setattr(posmerge, fn, lambda *a, _o=orig, **k: used.append(_o(*a, **k)) or used[-1])
+    got = {r["id"]: r["v"] for r in t.read(columns=["id", "v"]).to_pylist()}
+    assert got == model
+    assert used and all(u is None for u in used)  # every slice fell back to the merge by key
+    monkeypatch.setattr(posmerge, "positions_name_their_keys", lambda *a: True)  # the check removed: wrong rows
+    assert {r["id"]: r["v"] for r in t.read(columns=["id", "v"]).to_pylist()} != model

@@ -32,6 +32,14 @@ from a per-process cache of base-file key columns (`base_keys`): a base file
 written by this process is remembered as it is written, any other is read
 once; a stream of upserts then reads no base keys at all.
 
+**A position is checked before it is trusted.** Both merges compare each log
+record's key with the key of the base row its position names
+(`positions_name_their_keys`: NumPy views of one-width keys, ~1 ms per slice
+of 83k base rows); a RECORD_POSITIONS that decodes but names other rows
+(damaged, or written by a hostile or buggy writer) sends the slice to the
+merge by key instead of putting one record's values under another's key.
+Hudi trusts the positions.
+
 Simplified compared with Apache Hudi: positions are used only when every log
 of the slice carries them; under event-time ordering only by the default
 (in-memory) snapshot read, not by a named merge engine or compaction.
@@ -54,7 +62,14 @@ from lsm_lab.layout import parquet_io
 from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.logformat import positions, v2
 from lsm_lab.merge.overlay import decoded, log_wins
-from lsm_lab.merge.semantics import MergeMode, MergeSpec, check_keys_not_null, indices_array, select_winners
+from lsm_lab.merge.semantics import (
+    MergeMode,
+    MergeSpec,
+    check_keys_not_null,
+    fixed_width_keys,
+    indices_array,
+    select_winners,
+)
 from lsm_lab.table import v1read
 from lsm_lab.table.records import DELETE_FLAG, RECORD_KEY, one_array
 
@@ -153,16 +168,20 @@ def merge_sources(spec: MergeSpec, completion_of: dict[str, str], read_time: str
     src = np.zeros(base_rows, dtype=np.int64)       # 0 = the base, i = the i-th log source
     row = np.arange(base_rows, dtype=np.int64)
     deletes = []
+    checks: list[tuple[pa.ChunkedArray, np.ndarray]] = []
     for i, unit in enumerate(units, start=1):
         f = unit.file
         header = v2.decode_footer(parquet_io.footer(f.path), path=str(f.path))
         pos = positions.valid_positions(header, fs.base_instant, sources[i].num_rows, path=str(f.path))
         if pos is None or (len(pos) and int(pos[-1]) >= base_rows):
             return None
+        checks.append((sources[i].column(spec.key), pos))
         src[pos] = i
         row[pos] = np.arange(len(pos), dtype=np.int64)
         if f.name.is_delete:
             deletes.append(i)
+    if not positions_name_their_keys(sources[0].column(spec.key), checks):
+        return None
     offsets = np.cumsum([0] + [s.num_rows for s in sources])
     keep = ~np.isin(src, deletes) if deletes else np.ones(base_rows, dtype=bool)
     take = (offsets[src] + row)[keep]
@@ -173,7 +192,34 @@ def merge_sources(spec: MergeSpec, completion_of: dict[str, str], read_time: str
     return merged.select(list(needed))
 
 
-def _log_positions(fs: FileSlice, sources: Sequence[pa.Table],
+def positions_name_their_keys(base_keys: pa.Array | pa.ChunkedArray,
+                              logs: Sequence[tuple[pa.Array | pa.ChunkedArray, np.ndarray]]) -> bool:
+    """Whether every log record's key is the key of the base row its position names.
+
+    `logs`: (the log's keys, its positions) per log. A position stands in for the
+    key only if it names the right row; a damaged or hostile RECORD_POSITIONS
+    (valid Roaring, wrong rows) would otherwise put one record's values under
+    another's key. Keys of one byte width (uuids, hashes) are compared as NumPy
+    ``S<width>`` views, others with one Arrow `take` and comparison per log. On a
+    mismatch the caller merges the slice by key, which needs no positions."""
+    if any(len(pos) != len(keys) for keys, pos in logs):
+        return False
+    logs = [(keys, pos) for keys, pos in logs if len(pos)]
+    if not logs:
+        return True
+    strings = (pa.types.is_string, pa.types.is_large_string)
+    base_fixed = fixed_width_keys(base_keys) if any(t(base_keys.type) for t in strings) else None
+    for keys, pos in logs:
+        log_fixed = fixed_width_keys(keys) if base_fixed is not None and any(t(keys.type) for t in strings) else None
+        if base_fixed is not None and log_fixed is not None:
+            if log_fixed.dtype != base_fixed.dtype or not bool((base_fixed[pos] == log_fixed).all()):
+                return False
+        elif pc.all(pc.equal(base_keys.take(indices_array(pos)), keys)).as_py() is not True:
+            return False
+    return True
+
+
+def _log_positions(fs: FileSlice, key: str, sources: Sequence[pa.Table],
                    footers: Sequence[tuple[object, Mapping[str, str]] | None]) -> list[np.ndarray] | None:
     """Each log source's RECORD_POSITIONS in the slice's base (None when one log lacks valid ones).
 
@@ -193,6 +239,9 @@ def _log_positions(fs: FileSlice, sources: Sequence[pa.Table],
         if pos is None or (len(pos) and int(pos[-1]) >= base_rows):
             return None
         found.append(np.asarray(pos, dtype=np.int64))
+    if not positions_name_their_keys(sources[0].column(key),
+                                     [(src.column(key), pos) for src, pos in zip(sources[1:], found, strict=True)]):
+        return None
     return found
 
 
@@ -217,7 +266,7 @@ def overlay_by_position(spec: MergeSpec, fs: FileSlice, sources: Sequence[pa.Tab
     (another merge mode, a log without valid positions): merge by key."""
     if spec.mode is not MergeMode.EVENT_TIME_ORDERING or spec.ordering is None or len(sources) < 2:
         return None
-    found = _log_positions(fs, sources, footers)
+    found = _log_positions(fs, spec.key, sources, footers)
     if found is None:
         return None
     for i, s in enumerate(sources):
@@ -257,4 +306,5 @@ def overlay_by_position(spec: MergeSpec, fs: FileSlice, sources: Sequence[pa.Tab
 
 
 __all__ = ["BASE_KEY_CACHE_BYTES", "KEY_WRITE_POSITIONS", "base_keys", "forget_base_keys", "may_apply",
-           "merge_sources", "overlay_by_position", "positions_for", "remember_base_keys", "writes_positions"]
+           "merge_sources", "overlay_by_position", "positions_for", "positions_name_their_keys", "remember_base_keys",
+           "writes_positions"]
