@@ -39,6 +39,8 @@ def test_workload_files_and_lsm_lab_worker(tmp_path: Path) -> None:
     assert 1_900 <= len(expected) < 2_000  # the 1% deletes removed rows
     assert figures["rows"] == len(expected)
     assert figures["read_cpu_s"] > 0 and set(figures) == {"write_s", "read_s", "read_cpu_s", "rows"}
+    again = peers.reread_worker(tmp_path / "t", tmp_path / "keys.parquet")  # checks both reads give the same keys
+    assert again["read_by_key_s"] > 0 and again["read_again_s"] > 0
     assert {(r["city"], r["uuid"]) for r in keys} == expected
 
 
@@ -57,7 +59,7 @@ def test_bench_peers_smoke(tmp_path: Path) -> None:
     paimon = report["contenders"]["paimon_rust"]
     assert paimon["same_keys"] is True
     assert paimon["rows"] == report["contenders"]["lsm_lab"]["rows"] == len(_model(tmp_path / "data"))
-    assert "paimon_rust" in peers.format_report(report)
+    assert "paimon_rust" in peers.format_report(report) and "by key as Paimon merges" in peers.format_report(report)
     assert paimon["read_cpu_s"] > 0 and paimon["ratios"]["read_cpu_s"] is not None
     assert "read CPU seconds: lsm_lab" in peers.format_report(report)
 
@@ -77,3 +79,13 @@ def test_the_worker_runs_this_process_code_not_a_checkout_in_the_working_folder(
     assert Path(figures["at"]).resolve() == Path(peers.__file__).resolve().parents[1] / "__init__.py"
     figures, _ = peers._run_process(show, "probe", decoy)  # the trap itself: the working folder wins
     assert Path(figures["at"]).resolve() == (decoy / "lsm_lab" / "__init__.py").resolve()
+
+
+def test_reread_worker_refuses_other_keys(tmp_path: Path) -> None:
+    """The re-read worker compares what it read with the timed read's keys: a difference is an error, not a figure."""
+    peers.write_workload(tmp_path / "data", 500)
+    peers.lsm_lab_worker(tmp_path / "data", tmp_path / "t", tmp_path / "keys.parquet")
+    keys = pq.read_table(tmp_path / "keys.parquet")
+    pq.write_table(keys.slice(1), tmp_path / "fewer.parquet")
+    with pytest.raises(Exception, match="other rows"):
+        peers.reread_worker(tmp_path / "t", tmp_path / "fewer.parquet")

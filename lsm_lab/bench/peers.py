@@ -12,8 +12,13 @@ Each contender runs as its own process, one after the other, so that the
 "whole process" time includes interpreter start, imports and reading the
 workload files, as a user would see it; write and read are also timed inside the
 process. The read is a snapshot of the partition and key columns on both sides
-(lsm_lab `read(columns=...)`, Paimon `with_projection`); both still merge on the
-full key and ordering. pypaimon pins pyarrow < 20 and lsm_lab needs 25+, hence the separate
+(lsm_lab `read(columns=...)`, Paimon `with_projection`). Paimon merges its
+sorted runs by key; lsm_lab merges a file slice by the logs' RECORD_POSITIONS
+where every log carries them (its format's, and Hudi's, position-based merge:
+table/posmerge.py), else by key. So that both kinds of merge are on the record,
+a second lsm_lab process then reads the table twice more each way, alternated,
+and reports the read merged by key (positions ignored) beside a repeat of the
+timed read. pypaimon pins pyarrow < 20 and lsm_lab needs 25+, hence the separate
 venv (`make bench-peers` creates `.venv-peers`). The hudi-rs figure is the MOR
 snapshot of the version-8 interop table (`lsm_lab.bench.interop.mor_read`),
 measured in the same run.
@@ -108,6 +113,40 @@ def lsm_lab_worker(data_dir: Path, table_dir: Path, out_keys: Path) -> dict[str,
             "rows": result.num_rows}
 
 
+def reread_worker(table_dir: Path, keys: Path) -> dict[str, Any]:
+    """Two more reads each way of the table `lsm_lab_worker` wrote, alternated, in a process of their own (the
+    first worker's whole-process time stays that of a user's writes and one read): merged by key
+    (RECORD_POSITIONS ignored, as Paimon's reader merges by key) and as timed (by position where the logs
+    allow); the minimum of two each, so neither is favoured by running second. Both must give the keys
+    the timed read wrote to `keys`."""
+    from lsm_lab.table import posmerge
+    from lsm_lab.table.table import open_table
+
+    table = open_table(table_dir)
+    want = _sorted_keys(keys)
+
+    def timed(by_key: bool) -> float:
+        saved = posmerge.overlay_by_position, posmerge.merge_sources
+        if by_key:
+            posmerge.overlay_by_position = lambda *a, **k: None
+            posmerge.merge_sources = lambda *a, **k: None
+        try:
+            t0 = time.perf_counter()
+            got = table.read(columns=[PARTITION, KEY])
+            wall = time.perf_counter() - t0
+        finally:
+            posmerge.overlay_by_position, posmerge.merge_sources = saved
+        if not _sorted_keys_of(got).equals(want):
+            raise InputError(f"the read {'by key' if by_key else 'repeated'} gave other rows than the timed read")
+        return wall
+
+    by_key, again = [], []
+    for _ in range(2):
+        by_key.append(timed(True))
+        again.append(timed(False))
+    return {"read_by_key_s": round(min(by_key), 3), "read_again_s": round(min(again), 3)}
+
+
 #: the folder holding the `lsm_lab` package this process runs (the worker must run the same code)
 _CODE_ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -127,7 +166,10 @@ def _run_process(cmd: list[str], what: str, cwd: Path) -> tuple[dict[str, Any], 
 
 
 def _sorted_keys(path: Path) -> pa.Table:
-    raw = pq.read_table(path)
+    return _sorted_keys_of(pq.read_table(path))
+
+
+def _sorted_keys_of(raw: pa.Table) -> pa.Table:
     t = pa.table({c: raw.column(c).cast(pa.string()) for c in (PARTITION, KEY)})  # nullability differs by engine
     return t.take(pc.sort_indices(t, sort_keys=[(PARTITION, "ascending"), (KEY, "ascending")]))
 
@@ -160,6 +202,9 @@ def run(*, rows: int = 1_000_000, peer_python: Path | None = None, hudi: bool = 
             report["contenders"][name] = figures
             keys[name] = _sorted_keys(folder / f"{name}_keys.parquet")
         mine = report["contenders"]["lsm_lab"]
+        rereads, _ = _run_process([sys.executable, "-m", "lsm_lab.bench.peers", "--reread", str(folder / "lsm_lab"),
+                                   str(folder / "lsm_lab_keys.parquet")], "lsm_lab re-reads", folder)
+        mine.update(rereads)
         for name in runs:
             if name == "lsm_lab":
                 continue
@@ -167,6 +212,9 @@ def run(*, rows: int = 1_000_000, peer_python: Path | None = None, hudi: bool = 
             theirs["same_keys"] = bool(keys[name].equals(keys["lsm_lab"]))
             theirs["ratios"] = {k: round(mine[k] / theirs[k], 2) if theirs.get(k) and k in mine else None
                                 for k in ("write_s", "read_s", "process_s", "read_cpu_s")}
+            if theirs.get("read_s") and "read_by_key_s" in mine:
+                theirs["ratios"]["read_by_key_s"] = round(mine["read_by_key_s"] / theirs["read_s"], 2)
+                theirs["ratios"]["read_again_s"] = round(mine["read_again_s"] / theirs["read_s"], 2)
         if hudi:
             from lsm_lab.bench.interop import mor_read  # start-up: the lsm_lab worker (this module) never needs it
 
@@ -196,6 +244,13 @@ def format_report(report: dict[str, Any]) -> str:
                           if f.get("ratios", {}).get("read_cpu_s") is not None), None)
         lines.append(f"read CPU seconds: {', '.join(cpu)}"
                      + (f"; lsm_lab/peer = {cpu_ratio}×" if cpu_ratio is not None else ""))
+    mine = report["contenders"].get("lsm_lab", {})
+    if "read_by_key_s" in mine:  # the timed read merges by position where the logs carry RECORD_POSITIONS
+        ratios = next((f["ratios"] for f in report["contenders"].values() if "read_by_key_s" in f.get("ratios", {})),
+                      None)
+        lines.append(f"lsm_lab reads again in its process (min of 2, alternated): by position {mine['read_again_s']} s"
+                     f", by key as Paimon merges {mine['read_by_key_s']} s"
+                     + (f"; over Paimon's read: {ratios['read_again_s']}×, {ratios['read_by_key_s']}×" if ratios else ""))
     if "hudi_rs" in report:
         h = report["hudi_rs"]
         lines.append(f"MOR snapshot of the version-8 interop table (v1 logs): lsm_lab {h['lsm_lab_read_s']} s, "
@@ -204,7 +259,11 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 def _main(argv: list[str]) -> int:
-    """The lsm_lab worker: DATA_DIR TABLE_DIR OUT_KEYS; prints one JSON line."""
+    """The lsm_lab workers: DATA_DIR TABLE_DIR OUT_KEYS, or --reread TABLE_DIR KEYS; each prints one JSON line."""
+    if argv[:1] == ["--reread"]:
+        table_dir, keys = (Path(a) for a in argv[1:])
+        print(json.dumps(reread_worker(table_dir, keys)))
+        return 0
     data_dir, table_dir, out_keys = (Path(a) for a in argv)
     print(json.dumps(lsm_lab_worker(data_dir, table_dir, out_keys)))
     return 0
@@ -214,4 +273,4 @@ if __name__ == "__main__":
     sys.exit(_main(sys.argv[1:]))
 
 
-__all__ = ["default_peer_python", "format_report", "lsm_lab_worker", "run", "write_workload"]
+__all__ = ["default_peer_python", "format_report", "lsm_lab_worker", "reread_worker", "run", "write_workload"]
