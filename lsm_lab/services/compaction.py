@@ -16,7 +16,10 @@ the same blooms, sorting columns and row groups as a bulk insert, streamed
 with bounded memory).  Records keep their meta
 columns (`_hoodie_commit_time` stays the time of the write that produced the
 record, so incremental reads still work); `_hoodie_file_name` names the new
-file.
+file and is never read.  With a simple key generator and no delete log in the
+slice, the sorted merge runs on the key field itself and `_hoodie_record_key`
+is written as that same merged array (`_key_twin`): the two columns hold the
+same strings, so the merge cuts, sorts and copies one of them, not both.
 
 **LOG** folds the slice's logs into at most three log files at the
 compaction instant, all carrying `COMPACTED_BLOCK_TIMES` (the instants they
@@ -115,8 +118,6 @@ from lsm_lab.timeline.metadata import WriteStat, commit_metadata
 # it is 33 MiB at the same speed (docs/PERFORMANCE.md, "Spark compaction").
 BATCH_ROWS = 8_192
 COMPACTED_BLOCK_TIMES = "COMPACTED_BLOCK_TIMES"
-import os as _os
-_OVERLAP = _os.environ.get("LSM_OVERLAP") == "1"
 
 
 # --------------------------------------------------------------------------- operations
@@ -231,11 +232,11 @@ def run_full(ctx: CompactionContext, op: Operation, task: int, *, token: str | N
     size = rows = 0
     lo = hi = None
     if chosen in SORTED_ENGINES:
-        out = parquet_io.ParquetFileWriter(folder / name, out_schema, is_sorted=ctx.is_lsm, threaded=_OVERLAP)
+        out = parquet_io.ParquetFileWriter(folder / name, out_schema, is_sorted=ctx.is_lsm)
         merge_spec = replace(spec, key=twin) if twin else spec
         try:
             names = pa.repeat(pa.scalar(name, pa.string()), BATCH_ROWS)  # built once, sliced for every batch
-            for batch in merge_sources(sources, merge_spec, engine=chosen, batch_size=BATCH_ROWS, read_ahead=_OVERLAP):
+            for batch in merge_sources(sources, merge_spec, engine=chosen, batch_size=BATCH_ROWS):
                 out.write(_output_batch(batch, out_schema, names, twin))
             size = out.close()
             rows, lo, hi = out.rows, out.min_key, out.max_key
