@@ -453,6 +453,14 @@ def _remember_written(writer: ParquetFileWriter, footer: Mapping[str, str]) -> N
             _WRITTEN_BYTES[0] -= len(gone[3] or b"")
 
 
+def forget_written() -> None:
+    """Drop the key facts of every file this process wrote (a Spark worker: the driver commits, reading
+    the footers back, so nobody here ever asks; kept, they grow a reused worker by each file's bloom)."""
+    with _written_lock:
+        _WRITTEN.clear()
+        _WRITTEN_BYTES[0] = 0
+
+
 def written_key_facts(path: str | os.PathLike[str] | StoragePath) -> tuple[int, str | None, str | None, bytes | None] | None:
     """(size, min key, max key, bloom bytes) of a file this process wrote and nobody asked for yet (then forgotten)."""
     with _written_lock:
@@ -712,6 +720,7 @@ __all__ = [
     "dictionary_columns",
     "footer",
     "footer_kv",
+    "forget_written",
     "is_sorted_footer",
     "key_range",
     "open_parquet",
