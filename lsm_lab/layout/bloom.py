@@ -190,7 +190,11 @@ def key_states(keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> np.ndarray:
 
 def key_hashes(keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """The two 64-bit hashes (h1, h2) of every key's UTF-8 bytes (see the module docstring)."""
-    return _finish(key_states(keys))
+    arr = _as_binary(keys)
+    if len(arr) <= _CHUNK:
+        return _finish(_hash_chunk(arr))
+    parts = [_finish(_hash_chunk(arr.slice(i, _CHUNK))) for i in range(0, len(arr), _CHUNK)]  # finished in the cache
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 # --------------------------------------------------------------------------- the filter
