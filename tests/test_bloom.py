@@ -239,3 +239,42 @@ def test_filter_of_many_keys_is_the_documented_one() -> None:
     keys = [f"{i:021x}" for i in range(bloom._SET_CHUNK * 2 + 77)]
     built = BloomFilter.build(keys, 0.01)
     assert built.bits == reference_bits(keys, built.num_bits, built.num_probes)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(max_size=12), max_size=60), st.integers(min_value=1, max_value=64),
+       st.integers(min_value=1, max_value=16), st.integers(min_value=1, max_value=7))
+def test_filter_from_hash_states_is_the_documented_one(keys: list[str], m64: int, k: int, chunk: int) -> None:
+    """A writer that keeps `key_states` (8 bytes a key) and adds them at close builds the documented bits,
+    with the states finished in chunks smaller than one call and added in several calls."""
+    from lsm_lab.layout import bloom
+
+    m = m64 * 64
+    old = bloom._SET_CHUNK
+    bloom._SET_CHUNK = chunk
+    try:
+        builder = bloom.BloomBuilder(m, k)
+        half = len(keys) // 2
+        for part in (keys[:half], keys[half:]):
+            if part:
+                builder.add_states(bloom.key_states(part))
+        built = builder.finish()
+    finally:
+        bloom._SET_CHUNK = old
+    assert built.bits == reference_bits(keys, m, k)
+    assert built.num_keys == len(keys)
+
+
+def test_streaming_writer_bloom_is_the_one_of_its_keys(tmp_path) -> None:
+    """`ParquetFileWriter` sizing its filter at close (from the kept hash states, many batches of keys of
+    mixed lengths) stores the filter `BloomFilter.build` makes of the same keys."""
+    from lsm_lab.layout import bloom, parquet_io
+
+    keys = [f"k{i:x}" for i in range(bloom._CHUNK + bloom._SET_CHUNK + 123)]
+    out = parquet_io.ParquetFileWriter(tmp_path / "f.parquet", pa.schema([("_hoodie_record_key", pa.string())]),
+                                       is_sorted=False)
+    for s in range(0, len(keys), 10_000):  # batches longer than one chunk of positions
+        out.write(pa.table({"_hoodie_record_key": keys[s : s + 10_000]}))
+    out.close()
+    stored = BloomFilter.from_base64(parquet_io.footer(tmp_path / "f.parquet")[parquet_io.KEY_BLOOM])
+    assert stored == BloomFilter.build(keys, parquet_io.BLOOM_FPP)

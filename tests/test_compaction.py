@@ -409,3 +409,74 @@ def test_plan_json_is_readable_without_lsm_lab(tmp_table) -> None:
     (op,) = raw["operations"]
     folder = Path(table.path)
     assert (folder / op["dataFilePath"]).exists() and all((folder / p).exists() for p in op["deltaFilePaths"])
+
+
+def _bulk_then_upserts(table: lsm_lab.Table, n: int = 6_000) -> dict[str, int]:
+    """A bulk-inserted base and two upsert logs (no delete log); returns the model {id: v}."""
+    ids = [f"key{i:06d}" for i in range(n)]
+    table.bulk_insert(pa.table({"id": ids, "ts": [0] * n, "v": list(range(n))}))
+    model = dict(zip(ids, range(n)))
+    for r, step in ((1, 3), (2, 5)):
+        up = [f"key{i:06d}" for i in range(0, n + 400, step)]
+        table.upsert(pa.table({"id": up, "ts": [r] * len(up), "v": [-r * 10 - i for i in range(len(up))]}))
+        model.update({k: -r * 10 - i for i, k in enumerate(up)})
+    return model
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_sorted_full_compaction_merges_on_the_key_field(tmp_table, monkeypatch, partitioned) -> None:
+    """Without delete logs, a simple key's `_hoodie_record_key` is never rebuilt for the merge (the merge
+    runs on the key field) and the written file holds the merged field under both names, row by row."""
+    kw = {"partition_by": "p"} if partitioned else {}
+    table = tmp_table(ordering_field="ts", num_buckets=2, **kw)
+    n = 6_000
+    if partitioned:
+        ids = [f"key{i:06d}" for i in range(n)]
+        table.bulk_insert(pa.table({"id": ids, "ts": [0] * n, "v": list(range(n)), "p": ["a", "b"] * (n // 2)}))
+        up = ids[::3]
+        table.upsert(pa.table({"id": up, "ts": [1] * len(up), "v": [-1] * len(up),
+                               "p": ["a" if int(k[3:]) % 2 == 0 else "b" for k in up]}))
+        model = {k: (-1 if i % 3 == 0 else i) for i, k in enumerate(ids)}
+    else:
+        model = _bulk_then_upserts(table, n)
+    from lsm_lab.table import read as read_mod
+
+    def no_rebuild(*a, **k):
+        raise AssertionError("the sorted FULL merge rebuilt _hoodie_record_key from the key field")
+
+    monkeypatch.setattr(read_mod.records, "record_keys", no_rebuild)
+    table.compact(strategy="full", merge="sorted", progress=False)
+    monkeypatch.undo()
+    got = {r["id"]: r["v"] for r in table.read(columns=["id", "v"]).to_pylist()}
+    assert got == model
+    for fs in table.latest_slices():
+        assert fs.log_files == ()
+        rows = pq.read_table(fs.base_file.path)
+        assert rows.column("_hoodie_record_key").equals(rows.column("id"))
+        assert rows.column_names[:5] == ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
+                                         "_hoodie_partition_path", "_hoodie_file_name"]
+        assert rows.column("_hoodie_file_name").to_pylist() == [fs.base_file.path.name] * rows.num_rows
+        kv = parquet_io.footer(fs.base_file.path)
+        keys = rows.column("id").to_pylist()
+        assert keys == sorted(keys) and (kv[parquet_io.KEY_MIN], kv[parquet_io.KEY_MAX]) == (keys[0], keys[-1])
+        assert BloomFilter.from_base64(kv[parquet_io.KEY_BLOOM]).might_contain(rows.column("id")).all()
+
+
+@pytest.mark.parametrize("with_deletes", [False, True])
+def test_full_compaction_rejects_an_empty_record_key(tmp_table, with_deletes) -> None:
+    """A base file holding an empty key (written by hand: writes reject it) fails the compaction with a
+    SchemaError on both paths: merging on the key field (no delete log) and on the rebuilt record key."""
+    table = tmp_table(ordering_field="ts", num_buckets=1)
+    _bulk_then_upserts(table, 2_000)
+    if with_deletes:
+        table.delete(["key000005"])
+    (fs,) = table.latest_slices()
+    base = pq.read_table(fs.base_file.path)
+    keys = base.column("id").to_pylist()
+    keys[0] = ""  # the smallest key: the file stays sorted
+    for name in ("id", "_hoodie_record_key"):
+        base = base.set_column(base.schema.get_field_index(name), name, pa.array(keys, pa.string()))
+    fs.base_file.path.unlink()
+    parquet_io.write_parquet(fs.base_file.path, base, is_sorted=True)
+    with pytest.raises(lsm_lab.errors.SchemaError, match="empty"):
+        table.compact(strategy="full", merge="sorted", progress=False)

@@ -127,7 +127,8 @@ def _as_binary(keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> pa.Array:
     raise InputError(f"bloom filter keys must be strings, not {keys.type}")
 
 
-def _hash_chunk(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def _hash_chunk(arr: pa.Array) -> np.ndarray:
+    """The hash state of every key of `arr` (large binary) before the finalisers (`_finish`)."""
     n = len(arr)
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
     lengths = np.diff(offsets)
@@ -154,14 +155,12 @@ def _hash_chunk(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         shift = (np.minimum(rem, 8) * 8).astype(np.uint64)  # bits of this word that belong to the key
         w &= np.where(shift >= 64, _ALL, (np.uint64(1) << np.minimum(shift, np.uint64(63))) - np.uint64(1))
         h[:cnt] = _rotl(h[:cnt] ^ (w * P2), 31) * P1
-    h1 = np.empty(n, dtype=np.uint64)
-    h2 = np.empty(n, dtype=np.uint64)
-    h1[order] = _fmix64(h)
-    h2[order] = _fmix64(h ^ P3) | np.uint64(1)
-    return h1, h2
+    state = np.empty(n, dtype=np.uint64)
+    state[order] = h
+    return state
 
 
-def _hash_equal_lengths(data: np.ndarray, n: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+def _hash_equal_lengths(data: np.ndarray, n: int, width: int) -> np.ndarray:
     """`_hash_chunk` of `n` keys of `width` bytes each (3x faster: no gathers, no masks, no reordering)."""
     words = -(-width // 8)
     grid = np.zeros((n, words * 8), dtype=np.uint8)  # each key zero-padded to whole words
@@ -170,15 +169,31 @@ def _hash_equal_lengths(data: np.ndarray, n: int, width: int) -> tuple[np.ndarra
     h = np.full(n, width, dtype=np.uint64) * P1 + SEED  # arrays wrap silently (scalars would warn)
     for j in range(words):  # a loop over the key's words, not the keys
         h = _rotl(h ^ (w[:, j].astype(np.uint64) * P2), 31) * P1
-    return _fmix64(h), _fmix64(h ^ P3) | np.uint64(1)
+    return h
+
+
+def _finish(state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(h1, h2) from the hash states: both finalisers of the module docstring."""
+    return _fmix64(state), _fmix64(state ^ P3) | np.uint64(1)
+
+
+def key_states(keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> np.ndarray:
+    """Every key's 64-bit hash state ``h`` before the finalisers: h1 and h2 both derive from it.
+
+    A writer that sizes its filter only when it closes keeps these (8 bytes a key) instead of
+    (h1, h2) (16 bytes a key) and finishes them batch by batch in `BloomBuilder.add_states`."""
+    arr = _as_binary(keys)
+    if len(arr) <= _CHUNK:
+        return _hash_chunk(arr)
+    return np.concatenate([_hash_chunk(arr.slice(i, _CHUNK)) for i in range(0, len(arr), _CHUNK)])
 
 
 def key_hashes(keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """The two 64-bit hashes (h1, h2) of every key's UTF-8 bytes (see the module docstring)."""
     arr = _as_binary(keys)
     if len(arr) <= _CHUNK:
-        return _hash_chunk(arr)
-    parts = [_hash_chunk(arr.slice(i, _CHUNK)) for i in range(0, len(arr), _CHUNK)]
+        return _finish(_hash_chunk(arr))
+    parts = [_finish(_hash_chunk(arr.slice(i, _CHUNK))) for i in range(0, len(arr), _CHUNK)]  # finished in the cache
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
@@ -341,6 +356,11 @@ class BloomBuilder:
     def add(self, keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> None:
         self.add_hashes(*key_hashes(keys))
 
+    def add_states(self, states: np.ndarray) -> None:
+        """Add keys given by their `key_states` (finished chunk by chunk: no (h1, h2) of every key at once)."""
+        for s in range(0, len(states), _SET_CHUNK):
+            self.add_hashes(*_finish(states[s : s + _SET_CHUNK]))
+
     def add_hashes(self, h1: np.ndarray, h2: np.ndarray) -> None:
         h1 = np.asarray(h1, dtype=np.uint64)
         h2 = np.asarray(h2, dtype=np.uint64)
@@ -388,4 +408,5 @@ def union_all(filters: Iterable[BloomFilter]) -> BloomFilter:
     return acc
 
 
-__all__ = ["DEFAULT_FPP", "BloomBuilder", "BloomFilter", "decode_verdict", "key_hashes", "optimal_size", "union_all"]
+__all__ = ["DEFAULT_FPP", "BloomBuilder", "BloomFilter", "decode_verdict", "key_hashes", "key_states", "optimal_size",
+           "union_all"]

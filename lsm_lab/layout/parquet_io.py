@@ -78,7 +78,7 @@ import pyarrow.parquet as pq
 
 from lsm_lab import atomic
 from lsm_lab.errors import CorruptFileError, CorruptTableError, LsmLabError
-from lsm_lab.layout.bloom import BloomBuilder, key_hashes
+from lsm_lab.layout.bloom import BloomBuilder, key_states
 from lsm_lab.storage import StoragePath, create_bytes
 
 KEY_MIN = "hoodie_min_record_key"
@@ -212,7 +212,7 @@ class ParquetFileWriter:
 
     `key_column` (None: no key facts) gets the key range, the `lsm_lab.bloom`
     filter at `bloom_fpp` (None: neither bloom) sized for `expected_rows` keys
-    (None: for the exact count, keeping 16 bytes of hashes per key until
+    (None: for the exact count, keeping 8 bytes of hash state per key until
     `close`), and Parquet's split-block bloom.  `is_sorted` marks the file
     sorted (the caller guarantees the order) and adds `sorting_columns`.
     `row_group_bytes` caps a row group's Arrow size (None: 2 MiB for sorted
@@ -251,7 +251,7 @@ class ParquetFileWriter:
                           and _is_text(schema.field(self.key_column).type))
         self._bloom: BloomBuilder | None = None
         self._bloom_bytes: bytes | None = None  # the finished filter, handed back to the key index
-        self._hashes: list[tuple[Any, Any]] = []
+        self._hashes: list[Any] = []  # `key_states` per batch (8 bytes a key) until the filter is sized
         self.rows = 0
         self.row_groups = 0
         self.min_key: str | None = None
@@ -303,7 +303,7 @@ class ParquetFileWriter:
             self._bloom.add(keys)
         else:
 
-            self._hashes.append(key_hashes(keys))
+            self._hashes.append(key_states(keys))
 
     def _open(self, first: pa.Table | None = None) -> pq.ParquetWriter:
         if self._writer is None:
@@ -343,7 +343,7 @@ class ParquetFileWriter:
                 self._bloom = BloomBuilder.for_keys(self.rows, self.bloom_fpp)
                 parts, self._hashes = self._hashes[::-1], []
                 while parts:  # batch by batch, each freed once added: no concatenated copy of every hash
-                    self._bloom.add_hashes(*parts.pop())
+                    self._bloom.add_states(parts.pop())
             finished = self._bloom.finish()
             out[KEY_BLOOM] = finished.to_base64()
             self._bloom_bytes = finished.to_bytes()
@@ -451,6 +451,14 @@ def _remember_written(writer: ParquetFileWriter, footer: Mapping[str, str]) -> N
         while _WRITTEN and _WRITTEN_BYTES[0] > _WRITTEN_MAX_BYTES:
             _, gone = _WRITTEN.popitem(last=False)
             _WRITTEN_BYTES[0] -= len(gone[3] or b"")
+
+
+def forget_written() -> None:
+    """Drop the key facts of every file this process wrote (a Spark worker: the driver commits, reading
+    the footers back, so nobody here ever asks; kept, they grow a reused worker by each file's bloom)."""
+    with _written_lock:
+        _WRITTEN.clear()
+        _WRITTEN_BYTES[0] = 0
 
 
 def written_key_facts(path: str | os.PathLike[str] | StoragePath) -> tuple[int, str | None, str | None, bytes | None] | None:
@@ -715,6 +723,7 @@ __all__ = [
     "dictionary_columns",
     "footer",
     "footer_kv",
+    "forget_written",
     "is_sorted_footer",
     "key_range",
     "open_parquet",

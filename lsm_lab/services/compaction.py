@@ -16,7 +16,10 @@ the same blooms, sorting columns and row groups as a bulk insert, streamed
 with bounded memory).  Records keep their meta
 columns (`_hoodie_commit_time` stays the time of the write that produced the
 record, so incremental reads still work); `_hoodie_file_name` names the new
-file.
+file and is never read.  With a simple key generator and no delete log in the
+slice, the sorted merge runs on the key field itself and `_hoodie_record_key`
+is written as that same merged array (`_key_twin`): the two columns hold the
+same strings, so the merge cuts, sorts and copies one of them, not both.
 
 **LOG** folds the slice's logs into at most three log files at the
 compaction instant, all carrying `COMPACTED_BLOCK_TIMES` (the instants they
@@ -60,7 +63,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +71,7 @@ import numpy as np
 import pyarrow as pa
 
 from lsm_lab import checks
-from lsm_lab.errors import ConflictError, CorruptFileError, InputError, TimelineError
+from lsm_lab.errors import ConflictError, CorruptFileError, InputError, SchemaError, TimelineError
 from lsm_lab.layout import fsview, keyindex, naming, parquet_io
 from lsm_lab.layout.fsview import DataFile
 from lsm_lab.logformat import v2
@@ -96,7 +99,7 @@ from lsm_lab.services.rollback import reset_compaction, rollback_failed_writes
 from lsm_lab.storage import StoragePath
 from lsm_lab.table import records
 from lsm_lab.table import write as writer
-from lsm_lab.table.read import ReadContext, iter_sources
+from lsm_lab.table.read import ReadContext, iter_sources, key_from_field
 from lsm_lab.table.records import DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.clock import parse_time
@@ -171,6 +174,41 @@ def _rel(partition: str, name: str) -> str:
     return f"{partition}/{name}" if partition else name
 
 
+def _key_twin(ctx: CompactionContext, files: list[DataFile], chosen: str) -> str | None:
+    """The key field a sorted FULL merge may merge on instead of `_hoodie_record_key`, or None.
+
+    With a simple key generator (`read.key_from_field`) a data file's record key is rebuilt from
+    that field when it is read: the two columns are one array.  The merge then orders, cuts and
+    `take`s the field only, and the written file gets the merged field twice, once under each
+    name (`_output_batch`).  A delete log carries its key under `_hoodie_record_key` alone (its
+    key field is null), so a slice with one, or with v1 logs, keeps the general path."""
+    if chosen not in SORTED_ENGINES or not key_from_field(ctx.read):
+        return None
+    if any(f.name.is_delete or (f.name.is_log and f.name.log_format == 1) for f in files):
+        return None
+    return ctx.read.config.record_key[0]
+
+
+def _output_batch(batch: pa.RecordBatch, schema: pa.Schema, names: pa.Array, twin: str | None) -> pa.RecordBatch:
+    """A merged batch in the output file's columns: `_hoodie_file_name` sliced from `names` (the new
+    file's name repeated), and with `twin`, `_hoodie_record_key` the same array as that key field."""
+    n = batch.num_rows
+    have = batch.schema.names
+    cols = []
+    for name in schema.names:
+        if name == FILE_NAME:
+            cols.append(names.slice(0, n) if len(names) >= n else
+                        pa.repeat(pa.scalar(names[0].as_py(), pa.string()), n))
+        elif name == RECORD_KEY and twin is not None:
+            key = batch.column(have.index(twin))
+            if n and key[0].as_py() == "":  # sorted: an empty key can only come first (Hudi rejects it)
+                raise SchemaError(f"record key column '{twin}' has an empty value")
+            cols.append(key)
+        else:
+            cols.append(batch.column(have.index(name)))
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
 def run_full(ctx: CompactionContext, op: Operation, task: int, *, token: str | None = None) -> WriteStat:
     """L0 + L1 → a new L1 base file at the compaction instant (`token`: a Spark task's write token)."""
     files = ([_data_file(ctx, op.partition, op.base_file)] if op.base_file else []) + \
@@ -183,17 +221,23 @@ def run_full(ctx: CompactionContext, op: Operation, task: int, *, token: str | N
     spec = ctx.read.spec
     out_schema = pa.schema([ctx.read.full_schema.field(n) for n in needed])
     chosen = ctx.engine or ctx.read.default_engine()
-    sources, all_sorted = iter_sources(ctx.read, files, read_cols, batch_size=BATCH_ROWS)
+    twin = _key_twin(ctx, files, chosen)
+    merge_cols = [n for n in read_cols if n != RECORD_KEY] if twin else read_cols
+    sources, all_sorted = iter_sources(ctx.read, files, merge_cols, batch_size=BATCH_ROWS)
     if chosen in SORTED_ENGINES and not all_sorted:
         chosen = "hash"
+        if twin:  # the hash engine merges on `_hoodie_record_key`: read it (the readers are lazy, nothing was read)
+            twin = None
+            sources, _ = iter_sources(ctx.read, files, read_cols, batch_size=BATCH_ROWS)
     size = rows = 0
     lo = hi = None
     if chosen in SORTED_ENGINES:
         out = parquet_io.ParquetFileWriter(folder / name, out_schema, is_sorted=ctx.is_lsm)
+        merge_spec = replace(spec, key=twin) if twin else spec
         try:
             names = pa.repeat(pa.scalar(name, pa.string()), BATCH_ROWS)  # built once, sliced for every batch
-            for batch in merge_sources(sources, spec, engine=chosen, batch_size=BATCH_ROWS):
-                out.write(_with_file_name(batch, names, needed))
+            for batch in merge_sources(sources, merge_spec, engine=chosen, batch_size=BATCH_ROWS):
+                out.write(_output_batch(batch, out_schema, names, twin))
             size = out.close()
             rows, lo, hi = out.rows, out.min_key, out.max_key
         except InputError:  # a file was not sorted after all: the hash engine never gives wrong rows

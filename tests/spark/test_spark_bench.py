@@ -90,3 +90,20 @@ def test_tables_are_built_with_arrow_and_cached(tmp_path: Path) -> None:
     assert not list((tmp_path / "tables").glob(".*building"))
     assert bench.digest(rows) == bench.digest(rows.take(list(range(rows.num_rows))[::-1]))   # order does not matter
     assert bench.digest(rows) != bench.digest(rows.slice(1))
+
+
+def test_a_task_forgets_the_key_facts_earlier_tasks_kept(tmp_path: Path) -> None:
+    """A reused worker's next task does not carry the blooms of files earlier tasks wrote (the driver
+    commits them from the footers; kept, they grew every later task's starting RSS)."""
+    import pyarrow as pa
+
+    from lsm_lab.layout import parquet_io
+
+    path = tmp_path / "f.parquet"
+    parquet_io.write_parquet(path, pa.table({"_hoodie_record_key": [f"k{i:06d}" for i in range(50_000)]}))
+    facts = parquet_io.written_key_facts(path)
+    assert facts is not None and len(facts[3] or b"") > 50_000  # kept for a commit in this process
+    parquet_io.write_parquet(tmp_path / "g.parquet", pa.table({"_hoodie_record_key": ["a", "b"]}))
+    TaskClock(0)  # the next task of a reused worker
+    assert parquet_io.written_key_facts(tmp_path / "g.parquet") is None
+    assert parquet_io._WRITTEN_BYTES[0] == 0
