@@ -48,7 +48,8 @@ import pyarrow.parquet as pq
 
 from lsm_lab.datagen import TripsGenerator
 from lsm_lab.errors import InputError
-from lsm_lab.table.table import Table, create_table
+from lsm_lab.table import posmerge
+from lsm_lab.table.table import Table, create_table, open_table
 
 KEY, PARTITION, ORDERING, BUCKETS = "uuid", "city", "ts", 4
 WORKER = Path(__file__).with_name("paimon_worker.py")
@@ -119,9 +120,6 @@ def reread_worker(table_dir: Path, keys: Path) -> dict[str, Any]:
     (RECORD_POSITIONS ignored, as Paimon's reader merges by key) and as timed (by position where the logs
     allow); the minimum of two each, so neither is favoured by running second. Both must give the keys
     the timed read wrote to `keys`."""
-    from lsm_lab.table import posmerge
-    from lsm_lab.table.table import open_table
-
     table = open_table(table_dir)
     want = _sorted_keys(keys)
 
