@@ -30,6 +30,7 @@ import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ class FileInfo:
     rg_stats: dict[str, list[tuple[str | None, str | None, int | None]]] = field(default_factory=dict)
     _chunk_bytes: dict[int, dict[str, int]] = field(default_factory=dict)
     _bloom: BloomFilter | None = None
+    _leaf: dict[str, int] | None = None  # leaf column index by dotted path, built when first asked
     bloom_status: str = "unchecked"
     source: Any = None  # what to open the file with: a local path or a `StoragePath` (object stores)
     size: int | None = None  # the file's size in bytes, when known (spares a HEAD on an object store)
@@ -90,6 +92,26 @@ class FileInfo:
                 sizes[top] = sizes.get(top, 0) + rg.column(c).total_compressed_size
             self._chunk_bytes[row_group] = sizes
         return sizes
+
+    def dictionary_encoded(self, column: str, row_groups: Sequence[int]) -> bool:
+        """Whether `column`'s chunks in `row_groups` hold dictionary indices only (a dictionary page and
+        a few bytes per value, as `parquet_io.few_values` asks of a whole file): reading them as Arrow
+        dictionaries then skips building a string per row (~50 µs per column of a 3.5k-row group)."""
+        leaf = self._leaves().get(column)
+        if leaf is None:
+            return False
+        md = self.metadata
+        for r in row_groups:
+            chunk = md.row_group(r).column(leaf)
+            if not chunk.has_dictionary_page or chunk.total_uncompressed_size > 8 * max(chunk.num_values, 1):
+                return False
+        return True
+
+    def _leaves(self) -> dict[str, int]:
+        if self._leaf is None:
+            schema = self.metadata.schema
+            self._leaf = {schema.column(i).path: i for i in range(self.metadata.num_columns)}
+        return self._leaf
 
     def key_stats(self, column: str) -> list[tuple[str | None, str | None, int | None]]:
         """Per row group: (min, max, null count) of `column`; None where the writer left no statistics."""
