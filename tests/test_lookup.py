@@ -417,3 +417,110 @@ def test_chunk_bytes_per_row_group_add_up_to_the_file(tmp_path: Path) -> None:
         total += sum(sizes.values())
     assert total == sum(md.row_group(r).column(c).total_compressed_size
                         for r in range(md.num_row_groups) for c in range(md.num_columns))
+
+
+# --------------------------------------------------------------------------- the prepared reader's fast paths
+def test_one_prepared_lookup_serves_many_keys_and_column_sets(tmp_path: Path) -> None:
+    """A `KeyLookup` keeps per-snapshot facts (column plans, slice files, buckets) across lookups; the
+    per-lookup facts (the keys' buckets) must not leak from one lookup into the next."""
+    from lsm_lab.datagen import TripsGenerator
+
+    gen = TripsGenerator(21)
+    table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="uuid", partition_by="city",
+                                 ordering_field="ts", layout="lsm_tree", num_buckets=4)
+    table.bulk_insert(gen.inserts(6_000))
+    table.upsert(pa.concat_tables([gen.updates(300), gen.inserts(100)]))
+    table.delete(gen.deletes(50))
+    keys = gen.keys.to_pylist()
+    rng = np.random.default_rng(3)
+    kl = open_lookup(table)
+    column_sets: list[list[str] | None] = [None, ["fare", "uuid"], ["city"], None, ["rider", "ts", "uuid"]]
+    for i in range(30):
+        wanted = [keys[j] for j in rng.integers(0, len(keys), 1 + i % 4)] + (["absent"] if i % 5 == 0 else [])
+        cols = column_sets[i % len(column_sets)]
+        stats = LookupStats()
+        got = kl.lookup(wanted, columns=cols, stats=stats)
+        assert got.equals(expected(table, wanted, columns=cols)), (i, wanted, cols)
+        assert stats.slices_pruned_bucket > 0 or len(set(wanted)) > 1
+
+
+def _dictionary_trips(tmp_path: Path) -> tuple[lsm_lab.Table, list[str]]:
+    from lsm_lab.datagen import TripsGenerator
+
+    table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="uuid", ordering_field="ts",
+                                 layout="lsm_tree", num_buckets=1)
+    table.bulk_insert(TripsGenerator(8).inserts(12_000))  # one sorted base of ~4 row groups of 1 MiB
+    return table, sorted(table.read(columns=["uuid"]).column("uuid").to_pylist())
+
+
+def test_rows_picked_from_one_row_group(tmp_path: Path) -> None:
+    """Several keys in one row group: consecutive rows (a slice) and scattered rows (a take), and keys in
+    two row groups; dictionary-encoded columns (rider, driver, city, file name) come back as their values."""
+    table, keys = _dictionary_trips(tmp_path)
+    kl = open_lookup(table)
+    for wanted in (keys[100:103], [keys[100], keys[105], keys[190]], [keys[0]], keys[-2:],
+                   [keys[50], keys[5000], keys[9000]], [keys[3000 + i] for i in range(0, 1500, 7)]):
+        clear_footer_cache()
+        stats = LookupStats()
+        got = kl.lookup(wanted, stats=stats)
+        want = expected(table, wanted)
+        assert got.num_rows == len(wanted) and got.equals(want), wanted
+        if len(wanted) <= 3:  # (many keys against one row group: one scan is cheaper than bisecting each)
+            assert stats.binary_searches >= 1 and stats.scans == 0
+
+
+def test_probe_decodes_dictionary_columns_it_reads_encoded(tmp_path: Path) -> None:
+    """`probe_file` reads the row group's dictionary-encoded chunks as Arrow dictionaries, but hands
+    back the file's own (plain) types, the values of the rows found."""
+    n = 6000
+    keys = [f"k{i:05d}" for i in range(n)]
+    table = pa.table({RECORD_KEY: keys, "city": [["paris", "oslo", "lima"][i % 3] for i in range(n)],
+                      "note": [f"unique-{i}" for i in range(n)]})
+    path = tmp_path / "f.parquet"
+    parquet_io.write_parquet(path, table, is_sorted=True, row_group_size=1000)
+    info = FooterCache().get(path)
+    assert info.dictionary_encoded("city", [2]) and not info.dictionary_encoded("note", [2])
+    assert not info.dictionary_encoded("nope", [2])
+    wanted = ["k02001", "k02002", "k02500", "k04999"]
+    rows = probe_file(info, RECORD_KEY, KeyPredicate.of_keys(wanted), None, [RECORD_KEY, "city", "note"],
+                      LookupStats(), dictionary={"city", "note"})
+    assert rows.schema.field("city").type == pa.string()
+    assert rows.sort_by(RECORD_KEY).to_pylist() == table.filter(
+        pc.is_in(table.column(RECORD_KEY), value_set=pa.array(wanted))).to_pylist()
+
+
+def test_key_statistics_of_non_ascii_keys(tmp_path: Path) -> None:
+    """Row-group key statistics are decoded from their raw UTF-8 bytes: the same strings pyarrow's typed
+    statistics give, so keys outside ASCII are found in the right row group."""
+    rng = np.random.default_rng(5)
+    alphabet = ["a", "z", "é", "ß", "日", "本", "😀", "~", "0"]
+    keys = sorted({"".join(rng.choice(alphabet, 6)) for _ in range(3000)})
+    path = tmp_path / "f.parquet"
+    parquet_io.write_parquet(path, pa.table({RECORD_KEY: keys, "v": list(range(len(keys)))}), is_sorted=True,
+                             row_group_size=97)
+    info = FooterCache().get(path)
+    md = pq.read_metadata(path)
+    leaf = next(i for i in range(md.num_columns) if md.schema.column(i).path == RECORD_KEY)
+    typed = [(md.row_group(r).column(leaf).statistics.min, md.row_group(r).column(leaf).statistics.max, 0)
+             for r in range(md.num_row_groups)]
+    assert info.key_stats(RECORD_KEY) == typed
+    for i in range(0, len(keys), 41):
+        stats = LookupStats()
+        rows = probe_file(info, RECORD_KEY, KeyPredicate.of_keys([keys[i]]), None, [RECORD_KEY, "v"], stats)
+        assert rows is not None and rows.to_pylist() == [{RECORD_KEY: keys[i], "v": i}]
+        assert stats.row_groups_read == 1
+
+
+def test_thread_pool_rule_does_not_change_answers(trips_tables: dict[str, Any],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from lsm_lab.lookup import lookup as lookup_module
+
+    keys = trips_tables["keys"][:8] + trips_tables["deleted"][:2]
+    for layout in ("lsm_tree", "default"):
+        table = trips_tables[layout]
+        answers = []
+        for threshold in (0, 1 << 62):  # pyarrow's pool for every read, then for none
+            monkeypatch.setattr(lookup_module, "READ_THREADS_MIN_BYTES", threshold)
+            clear_footer_cache()
+            answers.append(table.lookup(keys))
+        assert answers[0].equals(answers[1]) and answers[0].equals(expected(table, keys))

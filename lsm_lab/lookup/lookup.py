@@ -417,6 +417,7 @@ class PrunedReader:
         self.dictionary = plan.dictionary
         self._hashes: tuple[np.ndarray, np.ndarray] | None = None
         self._buckets: np.ndarray | None = None
+        self._by_bucket: dict[int, tuple[KeyPredicate, tuple[np.ndarray, np.ndarray] | None] | None] = {}
 
     # ------------------------------------------------------------------ per-key facts, computed once
     def _key_hashes(self) -> tuple[np.ndarray, np.ndarray]:
@@ -437,20 +438,29 @@ class PrunedReader:
         config = self.ctx.config
         if self.use_buckets and config.is_lsm:
             b = self.facts.bucket(fs)
-            up = config.upstream_format  # table version 10: Hudi's Java-hash buckets
             if b is not None:
-                if self._buckets is None:
-                    keys = pa.array(pred.keys, pa.string())
-                    parts = index.key_values_from_keys(keys, config.record_key) if up else []
-                    if parts is None:  # a composite key that does not split cleanly: no bucket pruning
-                        return pred, self._key_hashes()
-                    self._buckets = index.bucket_ids_of(up, parts, keys, config.num_buckets)
-                keep = np.flatnonzero(self._buckets == b)
-                if len(keep) == 0:
-                    return None
-                if len(keep) < len(pred.keys):
-                    h1, h2 = self._key_hashes()
-                    return KeyPredicate(keys=tuple(pred.keys[i] for i in keep)), (h1[keep], h2[keep])
+                if b not in self._by_bucket:  # the slices of one bucket (one per partition) share the answer
+                    self._by_bucket[b] = self._keys_of_bucket(b)
+                return self._by_bucket[b]
+        return pred, self._key_hashes()
+
+    def _keys_of_bucket(self, b: int) -> tuple[KeyPredicate, tuple[np.ndarray, np.ndarray] | None] | None:
+        pred = self.pred
+        assert pred.keys is not None
+        if self._buckets is None:
+            config = self.ctx.config
+            up = config.upstream_format  # table version 10: Hudi's Java-hash buckets
+            keys = pa.array(pred.keys, pa.string())
+            parts = index.key_values_from_keys(keys, config.record_key) if up else []
+            if parts is None:  # a composite key that does not split cleanly: no bucket pruning
+                return pred, self._key_hashes()
+            self._buckets = index.bucket_ids_of(up, parts, keys, config.num_buckets)
+        keep = np.flatnonzero(self._buckets == b)
+        if len(keep) == 0:
+            return None
+        if len(keep) < len(pred.keys):
+            h1, h2 = self._key_hashes()
+            return KeyPredicate(keys=tuple(pred.keys[i] for i in keep)), (h1[keep], h2[keep])
         return pred, self._key_hashes()
 
     # ------------------------------------------------------------------ one slice
