@@ -479,12 +479,13 @@ def test_probe_decodes_dictionary_columns_it_reads_encoded(tmp_path: Path) -> No
     n = 6000
     keys = [f"k{i:05d}" for i in range(n)]
     table = pa.table({RECORD_KEY: keys, "city": [["paris", "oslo", "lima"][i % 3] for i in range(n)],
-                      "note": [f"{i:04x}" for i in range(n)]})  # unique and short: plain
+                      "note": [f"unique-{i}" for i in range(n)],
+                      "n": pa.array(range(n), pa.int32())})  # unique: plain, 4 bytes a value
     path = tmp_path / "f.parquet"
     parquet_io.write_parquet(path, table, is_sorted=True, row_group_size=1000)
     info = FooterCache().get(path)
     assert info.dictionary_encoded("city", [2]) and not info.dictionary_encoded("note", [2])
-    assert not info.dictionary_encoded("nope", [2])
+    assert not info.dictionary_encoded("n", [2]) and not info.dictionary_encoded("nope", [2])
     wanted = ["k02001", "k02002", "k02500", "k04999"]
     rows = probe_file(info, RECORD_KEY, KeyPredicate.of_keys(wanted), None, [RECORD_KEY, "city", "note"],
                       LookupStats(), dictionary={"city", "note"})
