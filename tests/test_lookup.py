@@ -491,7 +491,7 @@ def test_probe_decodes_dictionary_columns_it_reads_encoded(tmp_path: Path) -> No
                       LookupStats(), dictionary={"city", "note"})
     assert rows.schema.field("city").type == pa.string()
     assert rows.sort_by(RECORD_KEY).to_pylist() == table.filter(
-        pc.is_in(table.column(RECORD_KEY), value_set=pa.array(wanted))).to_pylist()
+        pc.is_in(table.column(RECORD_KEY), value_set=pa.array(wanted))).drop_columns(["n"]).to_pylist()
 
 
 def test_key_statistics_of_non_ascii_keys(tmp_path: Path) -> None:
