@@ -95,6 +95,7 @@ DELETE_KEY = "record_key"  # the key column of v2 delete logs
 #: more predictably on a busy machine (pyarrow's pool waits for a free core), while a large one (an unsorted
 #: file's 64k-row group, ~10 MB) gains from decoding its columns in parallel.  Both layouts follow this rule.
 READ_THREADS_MIN_BYTES = 4 << 20
+_FEW_ROWS = 8  # up to this many rows picked, dictionary columns are decoded through Python values
 
 
 class _Fallback(Exception):
@@ -165,6 +166,8 @@ def _decoded(col: pa.ChunkedArray) -> pa.ChunkedArray:
     merge sees the file's own types; other columns unchanged."""
     if not pa.types.is_dictionary(col.type):
         return col
+    if len(col) <= _FEW_ROWS:  # a point lookup's row: Arrow's take (dictionary_decode) costs ~20 µs a call
+        return pa.chunked_array([pa.array(col.to_pylist(), col.type.value_type)])
     return pa.chunked_array([c.dictionary_decode() for c in col.chunks], col.type.value_type)
 
 
@@ -212,7 +215,7 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
                 stats.note(f"{name}: bloom {info.bloom_status}: cannot skip by bloom")
         else:
             if hashes is None:
-                hashes = key_hashes(pa.array(pred.keys, pa.string()))
+                hashes = key_hashes(pred.keys)
             ok = bloom.contains_hashes(hashes[0][a:b], hashes[1][a:b])
             wanted = [i for i, hit in zip(wanted, ok.tolist()) if hit]
             if not wanted:
@@ -423,7 +426,7 @@ class PrunedReader:
     def _key_hashes(self) -> tuple[np.ndarray, np.ndarray]:
         if self._hashes is None:
             assert self.pred.keys is not None
-            self._hashes = key_hashes(pa.array(self.pred.keys, pa.string()))
+            self._hashes = key_hashes(self.pred.keys)
         return self._hashes
 
     def _narrow(self, fs: FileSlice) -> tuple[KeyPredicate, tuple[np.ndarray, np.ndarray] | None] | None:
@@ -501,8 +504,12 @@ class PrunedReader:
             else:
                 bloom = entry.bloom() if self.use_bloom else None
                 if bloom is not None:
-                    h1, h2 = hashes if hashes is not None else key_hashes(pa.array(pred.keys, pa.string()))
-                    if not bloom.contains_hashes(h1[a:b], h2[a:b]).any():
+                    h1, h2 = hashes if hashes is not None else key_hashes(pred.keys)
+                    if b - a == 1:  # one key (a point lookup): no NumPy round trip per file
+                        maybe = bloom.contains_hash(int(h1[a]), int(h2[a]))
+                    else:
+                        maybe = bool(bloom.contains_hashes(h1[a:b], h2[a:b]).any())
+                    if not maybe:
                         why = "bloom"
         if why is None:
             return False  # probe_file counts the file
