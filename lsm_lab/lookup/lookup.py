@@ -522,13 +522,34 @@ class PrunedReader:
             stats.note(f"{name}: skipped by the key index, its bloom says none of the key(s) is here")
         return True
 
+    def _sole_versions(self, found: pa.Table) -> pa.Table | None:
+        """The rows of the only data file of a slice that holds the keys, when they are the merge's answer
+        as they are: a few rows, in key order with no key twice, every needed column present with the table's type, keys and
+        partition filled in.  One version of a key and no delete is what the merge would keep (whatever
+        its mode or ordering), and the file's columns need no conforming; the merge's fixed cost (~0.2 ms:
+        conforming, the engine's set-up) is then skipped.  None: merge as usual."""
+        if found.num_rows > _FEW_ROWS:
+            return None
+        schema = found.schema
+        for field in self.out_schema:
+            i = schema.get_field_index(field.name)
+            if i < 0 or schema.field(i).type != field.type:
+                return None
+        for name in (RECORD_KEY, PARTITION_PATH):
+            if name in self.needed and found.column(name).null_count:
+                return None
+        keys = found.column(RECORD_KEY).to_pylist()
+        if any(a >= b for a, b in zip(keys, keys[1:])):  # a key twice, or out of the merge's key order
+            return None
+        return found.select(self.needed)
+
     def _fast_slice(self, fs: FileSlice, pred: KeyPredicate,
                     hashes: tuple[np.ndarray, np.ndarray] | None) -> pa.Table:
         ctx, stats = self.ctx, self.stats
         if not ctx.config.populate_meta_fields:
             raise _Fallback("the table does not populate meta fields")
         files = self.facts.files(fs)
-        sources: list[pa.Table] = []
+        found_in: list[tuple[pa.Table, DataFile, bool]] = []  # rows found, their file, from a delete log
         all_sorted = True
         for f in files:
             if f.name.ext != "parquet":
@@ -550,10 +571,17 @@ class PrunedReader:
                                indexed_bloom=entry.bloom() if entry is not None else None,
                                dictionary=() if delete else self.dictionary)
             if found is not None:
-                sources.append(reader.delete_source(ctx, found, self.target, f.partition, f.path) if delete
-                               else reader.data_source(ctx, found, self.target, f.partition, f.path))
-        if not sources:
+                found_in.append((found, f, delete))
+        if not found_in:
             return self._empty
+        if len(found_in) == 1 and not found_in[0][2]:
+            alone = self._sole_versions(found_in[0][0])
+            if alone is not None:
+                stats.note(f"slice {_where(fs)}: one file holds the key(s), once each: its rows are the answer")
+                return alone
+        sources = [reader.delete_source(ctx, found, self.target, f.partition, f.path) if delete
+                   else reader.data_source(ctx, found, self.target, f.partition, f.path)
+                   for found, f, delete in found_in]
         chosen = self.engine or ctx.default_engine()
         if chosen in reader.SORTED_ENGINES and not all_sorted:
             chosen = "hash"
