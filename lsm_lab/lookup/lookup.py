@@ -65,6 +65,7 @@ Taught in: notebooks/08_point_lookups.ipynb, notebooks/09_real_hudi_tables.ipynb
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -539,7 +540,7 @@ class PrunedReader:
             if name in self.needed and found.column(name).null_count:
                 return None
         keys = found.column(RECORD_KEY).to_pylist()
-        if any(a >= b for a, b in zip(keys, keys[1:])):  # a key twice, or out of the merge's key order
+        if any(a >= b for a, b in itertools.pairwise(keys)):  # a key twice, or out of the merge's key order
             return None
         return found.select(self.needed)
 
