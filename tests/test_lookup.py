@@ -448,7 +448,7 @@ def test_one_prepared_lookup_serves_many_keys_and_column_sets(tmp_path: Path) ->
     assert 0 < one.data_bytes < every.data_bytes
 
 
-def _dictionary_trips(tmp_path: Path) -> tuple[lsm_lab.Table, list[str]]:
+def _sorted_trips(tmp_path: Path) -> tuple[lsm_lab.Table, list[str]]:
     from lsm_lab.datagen import TripsGenerator
 
     table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="uuid", ordering_field="ts",
@@ -459,8 +459,8 @@ def _dictionary_trips(tmp_path: Path) -> tuple[lsm_lab.Table, list[str]]:
 
 def test_rows_picked_from_one_row_group(tmp_path: Path) -> None:
     """Several keys in one row group: consecutive rows (a slice) and scattered rows (a take), and keys in
-    two row groups; dictionary-encoded columns (rider, driver, city, file name) come back as their values."""
-    table, keys = _dictionary_trips(tmp_path)
+    two row groups."""
+    table, keys = _sorted_trips(tmp_path)
     kl = open_lookup(table)
     for wanted in (keys[100:103], [keys[100], keys[105], keys[190]], [keys[0]], keys[-2:],
                    [keys[50], keys[5000], keys[9000]], [keys[3000 + i] for i in range(0, 1500, 7)]):
@@ -471,27 +471,6 @@ def test_rows_picked_from_one_row_group(tmp_path: Path) -> None:
         assert got.num_rows == len(wanted) and got.equals(want), wanted
         if len(wanted) <= 3:  # (many keys against one row group: one scan is cheaper than bisecting each)
             assert stats.binary_searches >= 1 and stats.scans == 0
-
-
-def test_probe_decodes_dictionary_columns_it_reads_encoded(tmp_path: Path) -> None:
-    """`probe_file` reads the row group's dictionary-encoded chunks as Arrow dictionaries, but hands
-    back the file's own (plain) types, the values of the rows found."""
-    n = 6000
-    keys = [f"k{i:05d}" for i in range(n)]
-    table = pa.table({RECORD_KEY: keys, "city": [["paris", "oslo", "lima"][i % 3] for i in range(n)],
-                      "note": [f"unique-{i}" for i in range(n)],
-                      "n": pa.array(range(n), pa.int32())})  # unique: plain, 4 bytes a value
-    path = tmp_path / "f.parquet"
-    parquet_io.write_parquet(path, table, is_sorted=True, row_group_size=1000)
-    info = FooterCache().get(path)
-    assert info.dictionary_encoded("city", [2]) and not info.dictionary_encoded("note", [2])
-    assert not info.dictionary_encoded("n", [2]) and not info.dictionary_encoded("nope", [2])
-    wanted = ["k02001", "k02002", "k02500", "k04999"]
-    rows = probe_file(info, RECORD_KEY, KeyPredicate.of_keys(wanted), None, [RECORD_KEY, "city", "note"],
-                      LookupStats(), dictionary={"city", "note"})
-    assert rows.schema.field("city").type == pa.string()
-    assert rows.sort_by(RECORD_KEY).to_pylist() == table.filter(
-        pc.is_in(table.column(RECORD_KEY), value_set=pa.array(wanted))).drop_columns(["n"]).to_pylist()
 
 
 def test_key_statistics_of_non_ascii_keys(tmp_path: Path) -> None:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,20 +91,6 @@ class FileInfo:
                 sizes[top] = sizes.get(top, 0) + rg.column(c).total_compressed_size
             self._chunk_bytes[row_group] = sizes
         return sizes
-
-    def dictionary_encoded(self, column: str, row_groups: Sequence[int]) -> bool:
-        """Whether `column`'s chunks in `row_groups` hold dictionary indices only (a dictionary page and
-        a few bytes per value, as `parquet_io.few_values` asks of a whole file): reading them as Arrow
-        dictionaries then skips building a string per row (~50 µs per column of a 3.5k-row group)."""
-        leaf = self._leaves().get(column)
-        if leaf is None:
-            return False
-        md = self.metadata
-        for r in row_groups:
-            chunk = md.row_group(r).column(leaf)
-            if not chunk.has_dictionary_page or chunk.total_uncompressed_size > 8 * max(chunk.num_values, 1):
-                return False
-        return True
 
     def _leaves(self) -> dict[str, int]:
         if self._leaf is None:

@@ -67,7 +67,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import os
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,7 +96,7 @@ DELETE_KEY = "record_key"  # the key column of v2 delete logs
 #: more predictably on a busy machine (pyarrow's pool waits for a free core), while a large one (an unsorted
 #: file's 64k-row group, ~10 MB) gains from decoding its columns in parallel.  Both layouts follow this rule.
 READ_THREADS_MIN_BYTES = 4 << 20
-_FEW_ROWS = 8  # up to this many rows picked, dictionary columns are decoded through Python values
+_FEW_ROWS = 8  # up to this many rows found in one file of a slice, they may skip the merge (`_sole_versions`)
 
 
 class _Fallback(Exception):
@@ -162,16 +162,6 @@ def _pick(data: Any, idx: np.ndarray) -> Any:
     return data.take(pa.array(idx, pa.int64()))
 
 
-def _decoded(col: pa.ChunkedArray) -> pa.ChunkedArray:
-    """A column read dictionary-encoded, as its plain values (the few rows picked: cheap), so the
-    merge sees the file's own types; other columns unchanged."""
-    if not pa.types.is_dictionary(col.type):
-        return col
-    if len(col) <= _FEW_ROWS:  # a point lookup's row: Arrow's take (dictionary_decode) costs ~20 µs a call
-        return pa.chunked_array([pa.array(col.to_pylist(), col.type.value_type)])
-    return pa.chunked_array([c.dictionary_decode() for c in col.chunks], col.type.value_type)
-
-
 def _as_string_array(col: pa.ChunkedArray) -> pa.Array:
     arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
@@ -183,8 +173,7 @@ def _as_string_array(col: pa.ChunkedArray) -> pa.Array:
 
 def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[np.ndarray, np.ndarray] | None,
                columns: Sequence[str], stats: LookupStats, *, use_bloom: bool = True,
-               use_binary_search: bool = True, indexed_bloom: BloomFilter | None = None,
-               dictionary: Collection[str] = ()) -> pa.Table | None:
+               use_binary_search: bool = True, indexed_bloom: BloomFilter | None = None) -> pa.Table | None:
     """The rows of one data file whose key satisfies `pred` (the file's `columns` that exist), or None.
 
     `hashes` are the bloom hashes of `pred.keys` (computed here when None).  A
@@ -193,8 +182,7 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
     hash scan instead, which is cheaper than many Python-level bisections.
     Raises `_Fallback` when the file's key column cannot be trusted for pruning.
     `indexed_bloom`: the file's filter from the key index (layout/keyindex.py), used instead of
-    decoding the footer's copy.  `dictionary`: string columns that may come back dictionary-encoded
-    (the merge decodes the rows it keeps, `read.data_source`); those the row groups read store so are.
+    decoding the footer's copy.
     """
     name = os.path.basename(info.path)
     stats.files += 1
@@ -250,9 +238,6 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
     options: dict[str, Any] = {}
     if not isinstance(info.source, StoragePath):
         options["pre_buffer"] = False  # local reads of one or two chunks: no pre-buffering
-    encoded = [c for c in others if c in dictionary and info.dictionary_encoded(c, [rg for rg, _ in plan])]
-    if encoded:
-        options["read_dictionary"] = encoded
     try:
         pf = parquet_io.open_parquet(info.source if info.source is not None else info.path, metadata=info.metadata,
                                      size=info.size, **options)
@@ -294,7 +279,7 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
             stats.data_bytes += rest_bytes
             rest = _pick(rest, idx)
             for c in rest.column_names:
-                cols[c] = _decoded(rest.column(c))
+                cols[c] = rest.column(c)
         pieces.append(pa.table(cols))
     if not pieces:
         return None
@@ -327,7 +312,6 @@ class ColumnPlan:
     empty: pa.Table  # `out_schema`'s empty table (pyarrow's empty_table costs ~60 µs a call)
     target: pa.Schema  # every merge source is conformed to it
     file_cols: list[str]  # the columns read from a data file
-    dictionary: frozenset[str]  # string columns that may be read dictionary-encoded (read.dictionary_columns)
 
 
 class SnapshotFacts:
@@ -357,8 +341,7 @@ class SnapshotFacts:
             full = ctx.full_schema
             out_schema = pa.schema([full.field(n) for n in needed])
             target = reader.target_schema(ctx, needed)
-            plan = ColumnPlan(needed, out_schema, out_schema.empty_table(), target, reader.file_columns(needed, ctx),
-                              frozenset(reader.dictionary_columns(ctx, target)))
+            plan = ColumnPlan(needed, out_schema, out_schema.empty_table(), target, reader.file_columns(needed, ctx))
             self._plans[key] = plan
         return plan
 
@@ -418,7 +401,6 @@ class PrunedReader:
         self._empty = plan.empty
         self.target = plan.target
         self.file_cols = plan.file_cols
-        self.dictionary = plan.dictionary
         self._hashes: tuple[np.ndarray, np.ndarray] | None = None
         self._buckets: np.ndarray | None = None
         self._by_bucket: dict[int, tuple[KeyPredicate, tuple[np.ndarray, np.ndarray] | None] | None] = {}
@@ -569,8 +551,7 @@ class PrunedReader:
             found = probe_file(info, key_col, pred, hashes,
                                list(info.columns) if delete else self.file_cols, stats,
                                use_bloom=self.use_bloom, use_binary_search=self.use_binary_search,
-                               indexed_bloom=entry.bloom() if entry is not None else None,
-                               dictionary=() if delete else self.dictionary)
+                               indexed_bloom=entry.bloom() if entry is not None else None)
             if found is not None:
                 found_in.append((found, f, delete))
         if not found_in:
@@ -624,7 +605,7 @@ def lookup_slices(ctx: ReadContext, slices: Iterable[FileSlice], pred: KeyPredic
 
     `facts`: what a prepared reader already knows about the snapshot (`KeyLookup` passes its own)."""
     facts = facts if facts is not None else SnapshotFacts(ctx)
-    out_cols = list(columns) if columns is not None else list(ctx.full_schema.names)
+    out_cols = list(columns) if columns is not None else facts.columns(None).out_schema.names
     needed = facts.columns(out_cols).needed
     if PARTITION_PATH not in needed:
         needed = [*needed, PARTITION_PATH]  # for the output order
