@@ -18,6 +18,8 @@ record keys needs far less, and each layer of the layout says what it may skip:
                │
                └─► the found versions of every file → the table's merge (same normalisation and engine
                    as a snapshot read: deletes, ordering, commit order)  ─► rows of the keys
+                   (one data file holding each key once, in key order, with the table's column types:
+                   its rows are what the merge would return, and are returned as they are)
 
 **The invariant: pruning never changes results.**  Every test compares a lookup
 with a full snapshot read filtered to the same keys.  That is why each step
@@ -28,6 +30,14 @@ re-checked on the key chunk before a binary search (an out-of-order chunk is
 scanned instead).  Slices the fast path does not understand (v1 `#HUDI#` logs,
 files without a usable record-key column, tables without meta fields) are read
 in full and filtered: slower, never different.
+
+**Fixed costs of a prepared reader.**  A `KeyLookup` works out once per snapshot
+what does not depend on the keys (`SnapshotFacts`: the column plans, each slice's
+files in merge order, each slice's bucket); per lookup it hashes the keys once
+(a few keys with Python ints, layout/bloom.py) and shares the answer among the
+slices of one bucket.  A small row group (a sorted file's 1 MiB) is decoded on
+the calling thread: pyarrow's thread pool only pays from `READ_THREADS_MIN_BYTES`,
+and on a busy machine its wake-ups cost more than the decoding they share out.
 
 **Counting.**  `LookupStats` (stats.py) counts what the reader did: footers
 read from disk, files whose data pages were opened, row groups read, and the
