@@ -534,3 +534,19 @@ def test_a_file_holding_a_key_twice_is_merged(tmp_path: Path, layout: str) -> No
         clear_footer_cache()
         got = table.lookup(wanted)
         assert got.equals(expected(table, wanted)) and got.num_rows == len(wanted), wanted
+
+
+@pytest.mark.parametrize("layout", ["default", "lsm_tree"])
+def test_answers_hold_their_rows_only(tmp_path: Path, layout: str) -> None:
+    """A lookup's answer is a copy of the rows found, not a view into the row group it was read from: a
+    service keeping answers (or the benchmark's agreement check) must not pin megabytes per row."""
+    from lsm_lab.datagen import TripsGenerator
+
+    table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="uuid", ordering_field="ts",
+                                 layout=layout, num_buckets=1)
+    data = TripsGenerator(4).inserts(20_000)
+    table.bulk_insert(data)
+    for key in data.column("uuid").to_pylist()[:3]:
+        got = table.lookup(key)
+        assert got.num_rows == 1
+        assert got.get_total_buffer_size() < 20_000, got.get_total_buffer_size()  # one row: well under 20 kB

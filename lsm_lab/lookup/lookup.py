@@ -163,15 +163,6 @@ def _cheaper_to_bisect(num_keys: int, rows: int) -> bool:
     return num_keys * max(1, rows.bit_length()) * 40 <= rows
 
 
-def _pick(data: Any, idx: np.ndarray) -> Any:
-    """The rows `idx` (ascending) of an Arrow array or table: a zero-copy slice when they are consecutive
-    (a point lookup's one row), else a take."""
-    first, count = int(idx[0]), len(idx)
-    if int(idx[-1]) - first + 1 == count:
-        return data.slice(first, count)
-    return data.take(pa.array(idx, pa.int64()))
-
-
 def _as_string_array(col: pa.ChunkedArray) -> pa.Array:
     arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
@@ -279,7 +270,8 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
         stats.note(f"{name}: row group {rg} ({info.rg_rows[rg]} rows) {how}: {len(idx)} row(s)")
         if len(idx) == 0:
             continue
-        cols: dict[str, pa.Array | pa.ChunkedArray] = {key_col: _pick(arr, idx)}
+        take = pa.array(idx, pa.int64())  # a copy: a slice would pin the whole row group's buffers
+        cols: dict[str, pa.Array | pa.ChunkedArray] = {key_col: arr.take(take)}
         if others:
             try:
                 rest_bytes = sum(info.chunk_bytes(rg).get(c, 0) for c in others)
@@ -287,7 +279,7 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
             except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
                 raise CorruptFileError(f"cannot read row group {rg}: {exc}", path=info.path) from None
             stats.data_bytes += rest_bytes
-            rest = _pick(rest, idx)
+            rest = rest.take(take)
             for c in rest.column_names:
                 cols[c] = rest.column(c)
         pieces.append(pa.table(cols))
