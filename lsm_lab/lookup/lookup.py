@@ -477,7 +477,7 @@ class PrunedReader:
     def _index_rules_out(self, entry: keyindex.IndexEntry, f: DataFile, pred: KeyPredicate,
                          hashes: tuple[np.ndarray, np.ndarray] | None) -> bool:
         """True when the key index proves the file holds none of the keys (its footer is then never read)."""
-        stats, name = self.stats, f.path.name
+        stats = self.stats
         why = None
         if pred.keys is None:
             if not pred.overlaps(entry.min_key, entry.max_key):
@@ -501,18 +501,20 @@ class PrunedReader:
         stats.files += 1
         if why == "range":
             stats.files_pruned_range += 1
-            stats.note(f"{name}: skipped by the key index, key range [{entry.min_key}, {entry.max_key}]")
         else:
             stats.files_pruned_bloom += 1
-            stats.note(f"{name}: skipped by the key index, its bloom says none of the key(s) is here")
+        if stats.trace is not None:  # (a lookup rules out most files: their notes are formatted only when traced)
+            stats.note(f"{f.path.name}: skipped by the key index, key range [{entry.min_key}, {entry.max_key}]"
+                       if why == "range" else
+                       f"{f.path.name}: skipped by the key index, its bloom says none of the key(s) is here")
         return True
 
     def _sole_versions(self, found: pa.Table) -> pa.Table | None:
         """The rows of the only data file of a slice that holds the keys, when they are the merge's answer
-        as they are: a few rows, in key order with no key twice, every needed column present with the table's type, keys and
-        partition filled in.  One version of a key and no delete is what the merge would keep (whatever
-        its mode or ordering), and the file's columns need no conforming; the merge's fixed cost (~0.2 ms:
-        conforming, the engine's set-up) is then skipped.  None: merge as usual."""
+        as they are: a few rows, in key order with no key twice, every needed column present with the
+        table's type, keys and partition filled in.  One version of a key and no delete is what the merge
+        would keep (whatever its mode or ordering), and the file's columns need no conforming; the merge's
+        fixed cost (~0.2 ms: conforming, the engine's set-up) is then skipped.  None: merge as usual."""
         if found.num_rows > _FEW_ROWS:
             return None
         schema = found.schema
