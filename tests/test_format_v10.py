@@ -414,3 +414,21 @@ def test_upgrade_of_every_table_type_and_layout(tmp_path: Path, table_type: str,
     assert _rows(u) == expected
     groups = [(fs.partition, fs.file_id) for fs in u.latest_slices()]
     assert len(groups) == len(set(groups))
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.lists(st.tuples(st.one_of(st.none(), st.text(max_size=40)), st.text(max_size=8)),
+                     min_size=1, max_size=4))
+def test_few_rows_hash_like_many(rows: list[tuple[str | None, str]]) -> None:
+    """Up to `_SCALAR_ROWS` rows (a lookup's keys) are hashed with Python ints: the same List<String>
+    hash codes as the vector path (text outside the BMP, nulls, empty strings, two key fields)."""
+    first = pa.array([a for a, _ in rows], pa.string())
+    second = pa.array([b for _, b in rows], pa.string())
+    n = len(rows)
+    repeat = index._SCALAR_ROWS + 1  # enough rows for the vector path
+    many = [pa.concat_arrays([first] * repeat), pa.concat_arrays([second] * repeat)]
+    assert index.java_list_hashes([first, second]).tolist() == index.java_list_hashes(many).tolist()[:n]
+    assert index.java_list_hashes([first]).tolist() == index.java_list_hashes(many[:1]).tolist()[:n]
+    ints = pa.array(range(n), pa.int64())  # a typed key field hashes as its string form
+    assert index.java_list_hashes([ints]).tolist() == index.java_list_hashes(
+        [pa.concat_arrays([ints] * repeat)]).tolist()[:n]

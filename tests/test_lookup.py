@@ -417,3 +417,136 @@ def test_chunk_bytes_per_row_group_add_up_to_the_file(tmp_path: Path) -> None:
         total += sum(sizes.values())
     assert total == sum(md.row_group(r).column(c).total_compressed_size
                         for r in range(md.num_row_groups) for c in range(md.num_columns))
+
+
+# --------------------------------------------------------------------------- the prepared reader's fast paths
+def test_one_prepared_lookup_serves_many_keys_and_column_sets(tmp_path: Path) -> None:
+    """A `KeyLookup` keeps per-snapshot facts (column plans, slice files, buckets) across lookups; the
+    per-lookup facts (the keys' buckets) must not leak from one lookup into the next."""
+    from lsm_lab.datagen import TripsGenerator
+
+    gen = TripsGenerator(21)
+    table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="uuid", partition_by="city",
+                                 ordering_field="ts", layout="lsm_tree", num_buckets=4)
+    table.bulk_insert(gen.inserts(6_000))
+    table.upsert(pa.concat_tables([gen.updates(300), gen.inserts(100)]))
+    table.delete(gen.deletes(50))
+    keys = gen.keys.to_pylist()
+    rng = np.random.default_rng(3)
+    kl = open_lookup(table)
+    column_sets: list[list[str] | None] = [None, ["fare", "uuid"], ["city"], None, ["rider", "ts", "uuid"]]
+    for i in range(30):
+        wanted = [keys[j] for j in rng.integers(0, len(keys), 1 + i % 4)] + (["absent"] if i % 5 == 0 else [])
+        cols = column_sets[i % len(column_sets)]
+        stats = LookupStats()
+        got = kl.lookup(wanted, columns=cols, stats=stats)
+        assert got.equals(expected(table, wanted, columns=cols)), (i, wanted, cols)
+        assert stats.slices_pruned_bucket > 0 or len(set(wanted)) > 1
+    one, every = LookupStats(), LookupStats()  # a column set reads its columns only, not the last set's
+    kl.lookup(keys[7], columns=["city"], stats=one)
+    kl.lookup(keys[7], stats=every)
+    assert 0 < one.data_bytes < every.data_bytes
+
+
+def _sorted_trips(tmp_path: Path) -> tuple[lsm_lab.Table, list[str]]:
+    from lsm_lab.datagen import TripsGenerator
+
+    table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="uuid", ordering_field="ts",
+                                 layout="lsm_tree", num_buckets=1)
+    table.bulk_insert(TripsGenerator(8).inserts(12_000))  # one sorted base of ~4 row groups of 1 MiB
+    return table, sorted(table.read(columns=["uuid"]).column("uuid").to_pylist())
+
+
+def test_rows_picked_from_one_row_group(tmp_path: Path) -> None:
+    """Several keys in one row group: consecutive rows (a slice) and scattered rows (a take), and keys in
+    two row groups."""
+    table, keys = _sorted_trips(tmp_path)
+    kl = open_lookup(table)
+    for wanted in (keys[100:103], [keys[100], keys[105], keys[190]], [keys[0]], keys[-2:],
+                   [keys[50], keys[5000], keys[9000]], [keys[3000 + i] for i in range(0, 1500, 7)]):
+        clear_footer_cache()
+        stats = LookupStats()
+        got = kl.lookup(wanted, stats=stats)
+        want = expected(table, wanted)
+        assert got.num_rows == len(wanted) and got.equals(want), wanted
+        if len(wanted) <= 3:  # (many keys against one row group: one scan is cheaper than bisecting each)
+            assert stats.binary_searches >= 1 and stats.scans == 0
+
+
+def test_key_statistics_of_non_ascii_keys(tmp_path: Path) -> None:
+    """Row-group key statistics are decoded from their raw UTF-8 bytes: the same strings pyarrow's typed
+    statistics give, so keys outside ASCII are found in the right row group."""
+    rng = np.random.default_rng(5)
+    alphabet = ["a", "z", "é", "ß", "日", "本", "😀", "~", "0"]
+    keys = sorted({"".join(rng.choice(alphabet, 6)) for _ in range(3000)})
+    path = tmp_path / "f.parquet"
+    parquet_io.write_parquet(path, pa.table({RECORD_KEY: keys, "v": list(range(len(keys)))}), is_sorted=True,
+                             row_group_size=97)
+    info = FooterCache().get(path)
+    md = pq.read_metadata(path)
+    leaf = next(i for i in range(md.num_columns) if md.schema.column(i).path == RECORD_KEY)
+    typed = [(md.row_group(r).column(leaf).statistics.min, md.row_group(r).column(leaf).statistics.max, 0)
+             for r in range(md.num_row_groups)]
+    assert info.key_stats(RECORD_KEY) == typed
+    for i in range(0, len(keys), 41):
+        stats = LookupStats()
+        rows = probe_file(info, RECORD_KEY, KeyPredicate.of_keys([keys[i]]), None, [RECORD_KEY, "v"], stats)
+        assert rows is not None and rows.to_pylist() == [{RECORD_KEY: keys[i], "v": i}]
+        assert stats.row_groups_read == 1
+
+
+def test_thread_pool_rule_does_not_change_answers(trips_tables: dict[str, Any],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from lsm_lab.lookup import lookup as lookup_module
+
+    keys = trips_tables["keys"][:8] + trips_tables["deleted"][:2]
+    for layout in ("lsm_tree", "default"):
+        table = trips_tables[layout]
+        answers = []
+        for threshold in (0, 1 << 62):  # pyarrow's pool for every read, then for none
+            monkeypatch.setattr(lookup_module, "READ_THREADS_MIN_BYTES", threshold)
+            clear_footer_cache()
+            answers.append(table.lookup(keys))
+        assert answers[0].equals(answers[1]) and answers[0].equals(expected(table, keys))
+
+
+@pytest.mark.parametrize("layout", ["default", "lsm_tree"])
+def test_a_file_holding_a_key_twice_is_merged(tmp_path: Path, layout: str) -> None:
+    """Files from other writers may hold a key twice (or rows out of key order): the rows of the one file
+    that holds the keys are the answer only when each key is there once, in key order; else the merge
+    picks the version, as a snapshot read does."""
+    table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", partition_by="p",
+                                 ordering_field="ts", layout=layout, num_buckets=1)
+    table.bulk_insert(as_batch([(f"k{i:02d}", "a", 1, i) for i in range(10)]))
+    (path,) = _data_files(table)
+    data = pq.read_table(path)
+    twice = data.filter(pc.equal(data.column(RECORD_KEY), "k03"))
+    later = twice.set_column(twice.schema.get_field_index("ts"), "ts", pa.array([9], pa.int64()))
+    later = later.set_column(later.schema.get_field_index("v"), "v", pa.array([99], pa.int64()))
+    rows = pa.concat_tables([data.slice(0, 5), later, data.slice(5)])  # k03 twice, the later version after k04
+    tmp = path.with_name(path.name + ".rewrite")
+    with pq.ParquetWriter(tmp, rows.schema) as writer:  # no footer facts: no bloom, range or sorted flag
+        writer.write_table(rows)
+    os.replace(tmp, path)
+    full = table.read()
+    assert full.filter(pc.equal(full.column("id"), "k03")).column("v").to_pylist() == [99]
+    for wanted in (["k03"], ["k02", "k03"], ["k03", "k04"]):
+        clear_footer_cache()
+        got = table.lookup(wanted)
+        assert got.equals(expected(table, wanted)) and got.num_rows == len(wanted), wanted
+
+
+@pytest.mark.parametrize("layout", ["default", "lsm_tree"])
+def test_answers_hold_their_rows_only(tmp_path: Path, layout: str) -> None:
+    """A lookup's answer is a copy of the rows found, not a view into the row group it was read from: a
+    service keeping answers (or the benchmark's agreement check) must not pin megabytes per row."""
+    from lsm_lab.datagen import TripsGenerator
+
+    table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="uuid", ordering_field="ts",
+                                 layout=layout, num_buckets=1)
+    data = TripsGenerator(4).inserts(20_000)
+    table.bulk_insert(data)
+    for key in data.column("uuid").to_pylist()[:3]:
+        got = table.lookup(key)
+        assert got.num_rows == 1
+        assert got.get_total_buffer_size() < 20_000, got.get_total_buffer_size()  # one row: well under 20 kB

@@ -8,7 +8,7 @@ ordered on `ts`, MERGE_ON_READ:
     one delete round                          → one delete log per touched group
 
 so every file group has a base and several logs.  The `lsm_tree` table keeps
-every file sorted by key in buckets (table/index.py's hash of the key mod B), in row groups of 2 MiB;
+every file sorted by key in buckets (table/index.py's hash of the key mod B), in row groups of 1 MiB;
 the `default` table writes groups of at most 1M records found by key lookup
 (new keys of an upsert go to new groups), 64k-row row groups, no sorted flag.
 lsm_lab's writer de-duplicates every batch by sorting it, so its `default`

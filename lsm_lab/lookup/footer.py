@@ -61,6 +61,7 @@ class FileInfo:
     rg_stats: dict[str, list[tuple[str | None, str | None, int | None]]] = field(default_factory=dict)
     _chunk_bytes: dict[int, dict[str, int]] = field(default_factory=dict)
     _bloom: BloomFilter | None = None
+    _leaf: dict[str, int] | None = None  # leaf column index by dotted path, built when first asked
     bloom_status: str = "unchecked"
     source: Any = None  # what to open the file with: a local path or a `StoragePath` (object stores)
     size: int | None = None  # the file's size in bytes, when known (spares a HEAD on an object store)
@@ -91,6 +92,12 @@ class FileInfo:
             self._chunk_bytes[row_group] = sizes
         return sizes
 
+    def _leaves(self) -> dict[str, int]:
+        if self._leaf is None:
+            schema = self.metadata.schema
+            self._leaf = {schema.column(i).path: i for i in range(self.metadata.num_columns)}
+        return self._leaf
+
     def key_stats(self, column: str) -> list[tuple[str | None, str | None, int | None]]:
         """Per row group: (min, max, null count) of `column`; None where the writer left no statistics."""
         cached = self.rg_stats.get(column)
@@ -98,7 +105,10 @@ class FileInfo:
             return cached
         out: list[tuple[str | None, str | None, int | None]] = []
         md = self.metadata
-        leaf = _leaf_index(md, column)
+        leaf = self._leaves().get(column)
+        # a UTF-8 string column's raw statistics are its values' bytes: decoding them here costs a third
+        # of pyarrow's typed `min`/`max` (a 25-row-group footer: ~25 µs against ~80 µs)
+        text = leaf is not None and _is_utf8(md.schema.column(leaf))
         for i in range(md.num_row_groups):
             if leaf is None:
                 out.append((None, None, None))
@@ -108,7 +118,11 @@ class FileInfo:
                 out.append((None, None, None))
                 continue
             nulls = st.null_count if st.has_null_count else None
-            if st.has_min_max and isinstance(st.min, str) and isinstance(st.max, str):
+            if not st.has_min_max:
+                out.append((None, None, nulls))
+            elif text:
+                out.append((_utf8(st.min_raw), _utf8(st.max_raw), nulls))
+            elif isinstance(st.min, str) and isinstance(st.max, str):
                 out.append((st.min, st.max, nulls))
             else:
                 out.append((None, None, nulls))
@@ -120,11 +134,18 @@ class FileInfo:
             len(self._bloom.bits) if self._bloom is not None else 0)
 
 
-def _leaf_index(md: pq.FileMetaData, column: str) -> int | None:
-    for i in range(md.num_columns):
-        if md.schema.column(i).path == column:
-            return i
-    return None
+def _is_utf8(col: Any) -> bool:
+    return bool(col.physical_type == "BYTE_ARRAY" and str(col.logical_type) == "String")
+
+
+def _utf8(raw: Any) -> str | None:
+    """Raw statistics bytes as text; None (no pruning) when they are not valid UTF-8."""
+    if not isinstance(raw, bytes):
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _file_info(path: Path | StoragePath, size: int | None = None) -> FileInfo:

@@ -18,6 +18,8 @@ record keys needs far less, and each layer of the layout says what it may skip:
                │
                └─► the found versions of every file → the table's merge (same normalisation and engine
                    as a snapshot read: deletes, ordering, commit order)  ─► rows of the keys
+                   (one data file holding each key once, in key order, with the table's column types:
+                   its rows are what the merge would return, and are returned as they are)
 
 **The invariant: pruning never changes results.**  Every test compares a lookup
 with a full snapshot read filtered to the same keys.  That is why each step
@@ -28,6 +30,14 @@ re-checked on the key chunk before a binary search (an out-of-order chunk is
 scanned instead).  Slices the fast path does not understand (v1 `#HUDI#` logs,
 files without a usable record-key column, tables without meta fields) are read
 in full and filtered: slower, never different.
+
+**Fixed costs of a prepared reader.**  A `KeyLookup` works out once per snapshot
+what does not depend on the keys (`SnapshotFacts`: the column plans, each slice's
+files in merge order, each slice's bucket); per lookup it hashes the keys once
+(a few keys with Python ints, layout/bloom.py) and shares the answer among the
+slices of one bucket.  A small row group (a sorted file's 1 MiB) is decoded on
+the calling thread: pyarrow's thread pool only pays from `READ_THREADS_MIN_BYTES`,
+and on a busy machine its wake-ups cost more than the decoding they share out.
 
 **Counting.**  `LookupStats` (stats.py) counts what the reader did: footers
 read from disk, files whose data pages were opened, row groups read, and the
@@ -65,8 +75,10 @@ Taught in: notebooks/08_point_lookups.ipynb, notebooks/09_real_hudi_tables.ipynb
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -89,6 +101,12 @@ from lsm_lab.table.records import PARTITION_PATH, RECORD_KEY
 from lsm_lab.table.state import TableState
 
 DELETE_KEY = "record_key"  # the key column of v2 delete logs
+#: a read of a row group's columns uses pyarrow's thread pool only when they hold this many compressed bytes:
+#: a small read (a sorted file's 1 MiB row group, ~0.45 MB) decodes faster on the calling thread, and far
+#: more predictably on a busy machine (pyarrow's pool waits for a free core), while a large one (an unsorted
+#: file's 64k-row group, ~10 MB) gains from decoding its columns in parallel.  Both layouts follow this rule.
+READ_THREADS_MIN_BYTES = 4 << 20
+_FEW_ROWS = 8  # up to this many rows found in one file of a slice, they may skip the merge (`_sole_versions`)
 
 
 class _Fallback(Exception):
@@ -187,7 +205,7 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
                 stats.note(f"{name}: bloom {info.bloom_status}: cannot skip by bloom")
         else:
             if hashes is None:
-                hashes = key_hashes(pa.array(pred.keys, pa.string()))
+                hashes = key_hashes(pred.keys)
             ok = bloom.contains_hashes(hashes[0][a:b], hashes[1][a:b])
             wanted = [i for i, hit in zip(wanted, ok.tolist()) if hit]
             if not wanted:
@@ -217,21 +235,24 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
         return None
     # 3. read the key column of the candidate row groups, find the rows, then read the rest
     stats.files_opened += 1
+    others = [c for c in columns if c in info.columns and c != key_col]
+    options: dict[str, Any] = {}
+    if not isinstance(info.source, StoragePath):
+        options["pre_buffer"] = False  # local reads of one or two chunks: no pre-buffering
     try:
-        local = not isinstance(info.source, StoragePath)  # local reads of one or two chunks: no pre-buffering
         pf = parquet_io.open_parquet(info.source if info.source is not None else info.path, metadata=info.metadata,
-                                     size=info.size, **({"pre_buffer": False} if local else {}))
+                                     size=info.size, **options)
     except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
         raise CorruptFileError(f"cannot open Parquet file: {exc}", path=info.path) from None
-    others = [c for c in columns if c in info.columns and c != key_col]
     pieces: list[pa.Table] = []
     for rg, ks in plan:
         try:
-            key_tbl = pf.read_row_group(rg, columns=[key_col])
+            key_bytes = info.chunk_bytes(rg).get(key_col, 0)
+            key_tbl = pf.read_row_group(rg, columns=[key_col], use_threads=key_bytes >= READ_THREADS_MIN_BYTES)
         except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
             raise CorruptFileError(f"cannot read row group {rg}: {exc}", path=info.path) from None
         stats.row_groups_read += 1
-        stats.data_bytes += info.chunk_bytes(rg).get(key_col, 0)
+        stats.data_bytes += key_bytes
         arr = _as_string_array(key_tbl.column(0))
         if arr.null_count:
             raise _Fallback(f"{name} row group {rg} has null keys")
@@ -249,14 +270,15 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
         stats.note(f"{name}: row group {rg} ({info.rg_rows[rg]} rows) {how}: {len(idx)} row(s)")
         if len(idx) == 0:
             continue
-        take = pa.array(idx, pa.int64())
+        take = pa.array(idx, pa.int64())  # a copy: a slice would pin the whole row group's buffers
         cols: dict[str, pa.Array | pa.ChunkedArray] = {key_col: arr.take(take)}
         if others:
             try:
-                rest = pf.read_row_group(rg, columns=others)
+                rest_bytes = sum(info.chunk_bytes(rg).get(c, 0) for c in others)
+                rest = pf.read_row_group(rg, columns=others, use_threads=rest_bytes >= READ_THREADS_MIN_BYTES)
             except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
                 raise CorruptFileError(f"cannot read row group {rg}: {exc}", path=info.path) from None
-            stats.data_bytes += sum(info.chunk_bytes(rg).get(c, 0) for c in others)
+            stats.data_bytes += rest_bytes
             rest = rest.take(take)
             for c in rest.column_names:
                 cols[c] = rest.column(c)
@@ -283,6 +305,75 @@ def _where(fs: FileSlice) -> str:
     return f"{fs.partition}/{fs.file_id}" if fs.partition else fs.file_id
 
 
+@dataclass(frozen=True)
+class ColumnPlan:
+    """The schemas of a pruned read of some columns: what to read, what the merge gets, what comes out."""
+
+    needed: list[str]  # the columns asked for, plus key, commit time and ordering field
+    out_schema: pa.Schema  # `needed`, as typed in the table
+    empty: pa.Table  # `out_schema`'s empty table (pyarrow's empty_table costs ~60 µs a call)
+    target: pa.Schema  # every merge source is conformed to it
+    file_cols: list[str]  # the columns read from a data file
+
+
+class SnapshotFacts:
+    """What a pruned read works out about one snapshot whatever the keys: computed on first use, then kept.
+
+    Per set of columns its `ColumnPlan`; per file slice the files in merge order
+    (base, then logs in commit order; or why the slice needs the full read) and
+    the bucket its file id proves (lsm_tree).  None of it depends on the keys, so a
+    `KeyLookup` keeps one for all its lookups: before, every lookup redid it for
+    every slice (~0.5 ms of a 3.5 ms cold lookup on the 1M-row bench table, twelve
+    slices).  A one-off `PrunedReader` (a filtered `read`) makes its own.
+    """
+
+    def __init__(self, ctx: ReadContext) -> None:
+        self.ctx = ctx
+        self._plans: dict[tuple[str, ...] | None, ColumnPlan] = {}
+        self._files: dict[tuple[str, str], list[DataFile] | str] = {}
+        self._buckets: dict[tuple[str, str], int | None] = {}
+
+    def columns(self, columns: Sequence[str] | None) -> ColumnPlan:
+        """The `ColumnPlan` of `columns` (None: every column of the table)."""
+        key = None if columns is None else tuple(columns)
+        plan = self._plans.get(key)
+        if plan is None:
+            ctx = self.ctx
+            needed = reader.needed_columns(ctx, columns)
+            full = ctx.full_schema
+            out_schema = pa.schema([full.field(n) for n in needed])
+            target = reader.target_schema(ctx, needed)
+            plan = ColumnPlan(needed, out_schema, out_schema.empty_table(), target, reader.file_columns(needed, ctx))
+            self._plans[key] = plan
+        return plan
+
+    def files(self, fs: FileSlice) -> list[DataFile]:
+        """The slice's files in the order a snapshot read merges them; `_Fallback` when it cannot be pruned."""
+        key = (fs.partition, fs.file_id)
+        got = self._files.get(key)
+        if got is None:
+            try:
+                got = ([fs.base_file] if fs.base_file is not None else []) + _ordered_logs(self.ctx, fs)
+            except _Fallback as why:
+                got = str(why)
+            self._files[key] = got
+        if isinstance(got, str):
+            raise _Fallback(got)
+        return got
+
+    def bucket(self, fs: FileSlice) -> int | None:
+        """The bucket of an lsm_tree slice whose file id is the one lsm_lab gives that bucket, else None."""
+        key = (fs.partition, fs.file_id)
+        if key not in self._buckets:
+            config = self.ctx.config
+            b = index.bucket_of_file_id(fs.file_id)
+            if b is not None and fs.file_id != index.file_id_of_bucket(config.upstream_format, config.name,
+                                                                       fs.partition, b):
+                b = None
+            self._buckets[key] = b
+        return self._buckets[key]
+
+
 class PrunedReader:
     """Reads file slices restricted to a key predicate; built once per lookup or filtered read.
 
@@ -294,7 +385,8 @@ class PrunedReader:
     def __init__(self, ctx: ReadContext, pred: KeyPredicate, *, columns: Sequence[str] | None = None,
                  engine: str | None = None, stats: LookupStats | None = None, use_bloom: bool = True,
                  use_binary_search: bool = True, use_buckets: bool = True,
-                 footers: FooterCache | None = None, index: keyindex.KeyIndex | None = None) -> None:
+                 footers: FooterCache | None = None, index: keyindex.KeyIndex | None = None,
+                 facts: SnapshotFacts | None = None) -> None:
         self.ctx = ctx
         self.pred = pred.normalised()
         self.engine = engine
@@ -304,20 +396,22 @@ class PrunedReader:
         self.use_buckets = use_buckets
         self.footers = footers or FOOTERS
         self.index = index
-        self.needed = reader.needed_columns(ctx, columns)
-        full = ctx.full_schema
-        self.out_schema = pa.schema([full.field(n) for n in self.needed])
-        self._empty = self.out_schema.empty_table()  # made once: pyarrow's empty_table costs ~60 µs a call
-        self.target = reader.target_schema(ctx, self.needed)
-        self.file_cols = reader.file_columns(self.needed, ctx)
+        self.facts = facts if facts is not None else SnapshotFacts(ctx)
+        plan = self.facts.columns(columns)
+        self.needed = plan.needed
+        self.out_schema = plan.out_schema
+        self._empty = plan.empty
+        self.target = plan.target
+        self.file_cols = plan.file_cols
         self._hashes: tuple[np.ndarray, np.ndarray] | None = None
         self._buckets: np.ndarray | None = None
+        self._by_bucket: dict[int, tuple[KeyPredicate, tuple[np.ndarray, np.ndarray] | None] | None] = {}
 
     # ------------------------------------------------------------------ per-key facts, computed once
     def _key_hashes(self) -> tuple[np.ndarray, np.ndarray]:
         if self._hashes is None:
             assert self.pred.keys is not None
-            self._hashes = key_hashes(pa.array(self.pred.keys, pa.string()))
+            self._hashes = key_hashes(self.pred.keys)
         return self._hashes
 
     def _narrow(self, fs: FileSlice) -> tuple[KeyPredicate, tuple[np.ndarray, np.ndarray] | None] | None:
@@ -331,21 +425,30 @@ class PrunedReader:
             return pred, None
         config = self.ctx.config
         if self.use_buckets and config.is_lsm:
-            b = index.bucket_of_file_id(fs.file_id)
+            b = self.facts.bucket(fs)
+            if b is not None:
+                if b not in self._by_bucket:  # the slices of one bucket (one per partition) share the answer
+                    self._by_bucket[b] = self._keys_of_bucket(b)
+                return self._by_bucket[b]
+        return pred, self._key_hashes()
+
+    def _keys_of_bucket(self, b: int) -> tuple[KeyPredicate, tuple[np.ndarray, np.ndarray] | None] | None:
+        pred = self.pred
+        assert pred.keys is not None
+        if self._buckets is None:
+            config = self.ctx.config
             up = config.upstream_format  # table version 10: Hudi's Java-hash buckets
-            if b is not None and fs.file_id == index.file_id_of_bucket(up, config.name, fs.partition, b):
-                if self._buckets is None:
-                    keys = pa.array(pred.keys, pa.string())
-                    parts = index.key_values_from_keys(keys, config.record_key) if up else []
-                    if parts is None:  # a composite key that does not split cleanly: no bucket pruning
-                        return pred, self._key_hashes()
-                    self._buckets = index.bucket_ids_of(up, parts, keys, config.num_buckets)
-                keep = np.flatnonzero(self._buckets == b)
-                if len(keep) == 0:
-                    return None
-                if len(keep) < len(pred.keys):
-                    h1, h2 = self._key_hashes()
-                    return KeyPredicate(keys=tuple(pred.keys[i] for i in keep)), (h1[keep], h2[keep])
+            keys = pa.array(pred.keys, pa.string())
+            parts = index.key_values_from_keys(keys, config.record_key) if up else []
+            if parts is None:  # a composite key that does not split cleanly: no bucket pruning
+                return pred, self._key_hashes()
+            self._buckets = index.bucket_ids_of(up, parts, keys, config.num_buckets)
+        keep = np.flatnonzero(self._buckets == b)
+        if len(keep) == 0:
+            return None
+        if len(keep) < len(pred.keys):
+            h1, h2 = self._key_hashes()
+            return KeyPredicate(keys=tuple(pred.keys[i] for i in keep)), (h1[keep], h2[keep])
         return pred, self._key_hashes()
 
     # ------------------------------------------------------------------ one slice
@@ -374,7 +477,7 @@ class PrunedReader:
     def _index_rules_out(self, entry: keyindex.IndexEntry, f: DataFile, pred: KeyPredicate,
                          hashes: tuple[np.ndarray, np.ndarray] | None) -> bool:
         """True when the key index proves the file holds none of the keys (its footer is then never read)."""
-        stats, name = self.stats, f.path.name
+        stats = self.stats
         why = None
         if pred.keys is None:
             if not pred.overlaps(entry.min_key, entry.max_key):
@@ -386,27 +489,54 @@ class PrunedReader:
             else:
                 bloom = entry.bloom() if self.use_bloom else None
                 if bloom is not None:
-                    h1, h2 = hashes if hashes is not None else key_hashes(pa.array(pred.keys, pa.string()))
-                    if not bloom.contains_hashes(h1[a:b], h2[a:b]).any():
+                    h1, h2 = hashes if hashes is not None else key_hashes(pred.keys)
+                    if b - a == 1:  # one key (a point lookup): no NumPy round trip per file
+                        maybe = bloom.contains_hash(int(h1[a]), int(h2[a]))
+                    else:
+                        maybe = bool(bloom.contains_hashes(h1[a:b], h2[a:b]).any())
+                    if not maybe:
                         why = "bloom"
         if why is None:
             return False  # probe_file counts the file
         stats.files += 1
         if why == "range":
             stats.files_pruned_range += 1
-            stats.note(f"{name}: skipped by the key index, key range [{entry.min_key}, {entry.max_key}]")
         else:
             stats.files_pruned_bloom += 1
-            stats.note(f"{name}: skipped by the key index, its bloom says none of the key(s) is here")
+        if stats.trace is not None:  # (a lookup rules out most files: their notes are formatted only when traced)
+            stats.note(f"{f.path.name}: skipped by the key index, key range [{entry.min_key}, {entry.max_key}]"
+                       if why == "range" else
+                       f"{f.path.name}: skipped by the key index, its bloom says none of the key(s) is here")
         return True
+
+    def _sole_versions(self, found: pa.Table) -> pa.Table | None:
+        """The rows of the only data file of a slice that holds the keys, when they are the merge's answer
+        as they are: a few rows, in key order with no key twice, every needed column present with the
+        table's type, keys and partition filled in.  One version of a key and no delete is what the merge
+        would keep (whatever its mode or ordering), and the file's columns need no conforming; the merge's
+        fixed cost (~0.2 ms: conforming, the engine's set-up) is then skipped.  None: merge as usual."""
+        if found.num_rows > _FEW_ROWS:
+            return None
+        schema = found.schema
+        for field in self.out_schema:
+            i = schema.get_field_index(field.name)
+            if i < 0 or schema.field(i).type != field.type:
+                return None
+        for name in (RECORD_KEY, PARTITION_PATH):
+            if name in self.needed and found.column(name).null_count:
+                return None
+        keys = found.column(RECORD_KEY).to_pylist()
+        if any(a >= b for a, b in itertools.pairwise(keys)):  # a key twice, or out of the merge's key order
+            return None
+        return found.select(self.needed)
 
     def _fast_slice(self, fs: FileSlice, pred: KeyPredicate,
                     hashes: tuple[np.ndarray, np.ndarray] | None) -> pa.Table:
         ctx, stats = self.ctx, self.stats
         if not ctx.config.populate_meta_fields:
             raise _Fallback("the table does not populate meta fields")
-        files: list[DataFile] = ([fs.base_file] if fs.base_file is not None else []) + _ordered_logs(ctx, fs)
-        sources: list[pa.Table] = []
+        files = self.facts.files(fs)
+        found_in: list[tuple[pa.Table, DataFile, bool]] = []  # rows found, their file, from a delete log
         all_sorted = True
         for f in files:
             if f.name.ext != "parquet":
@@ -427,10 +557,17 @@ class PrunedReader:
                                use_bloom=self.use_bloom, use_binary_search=self.use_binary_search,
                                indexed_bloom=entry.bloom() if entry is not None else None)
             if found is not None:
-                sources.append(reader.delete_source(ctx, found, self.target, f.partition, f.path) if delete
-                               else reader.data_source(ctx, found, self.target, f.partition, f.path))
-        if not sources:
+                found_in.append((found, f, delete))
+        if not found_in:
             return self._empty
+        if len(found_in) == 1 and not found_in[0][2]:
+            alone = self._sole_versions(found_in[0][0])
+            if alone is not None:
+                stats.note(f"slice {_where(fs)}: one file holds the key(s), once each: its rows are the answer")
+                return alone
+        sources = [reader.delete_source(ctx, found, self.target, f.partition, f.path) if delete
+                   else reader.data_source(ctx, found, self.target, f.partition, f.path)
+                   for found, f, delete in found_in]
         chosen = self.engine or ctx.default_engine()
         if chosen in reader.SORTED_ENGINES and not all_sorted:
             chosen = "hash"
@@ -466,21 +603,27 @@ def _as_keys(keys: str | Iterable[str] | pa.Array | pa.ChunkedArray) -> list[str
 
 def lookup_slices(ctx: ReadContext, slices: Iterable[FileSlice], pred: KeyPredicate, *,
                   columns: Sequence[str] | None = None, engine: str | None = None,
-                  stats: LookupStats | None = None, **options: Any) -> pa.Table:
-    """Merged rows of every slice for the keys of `pred`, in (record key, partition) order."""
-    out_cols = list(columns) if columns is not None else list(ctx.full_schema.names)
-    needed = reader.needed_columns(ctx, out_cols)
+                  stats: LookupStats | None = None, facts: SnapshotFacts | None = None,
+                  **options: Any) -> pa.Table:
+    """Merged rows of every slice for the keys of `pred`, in (record key, partition) order.
+
+    `facts`: what a prepared reader already knows about the snapshot (`KeyLookup` passes its own)."""
+    facts = facts if facts is not None else SnapshotFacts(ctx)
+    out_cols = list(columns) if columns is not None else facts.columns(None).out_schema.names
+    needed = facts.columns(out_cols).needed
     if PARTITION_PATH not in needed:
-        needed.append(PARTITION_PATH)  # for the output order
-    pruned = PrunedReader(ctx, pred, columns=needed, engine=engine, stats=stats, **options)
+        needed = [*needed, PARTITION_PATH]  # for the output order
+    plan = facts.columns(needed)
+    pruned = PrunedReader(ctx, pred, columns=needed, engine=engine, stats=stats, facts=facts, **options)
     pieces = [p for p in (pruned.read_slice(fs) for fs in slices) if p.num_rows]
-    full = ctx.full_schema
-    schema = pa.schema([full.field(n) for n in needed])
     if not pieces:
-        return pa.schema([full.field(n) for n in out_cols]).empty_table()
-    table = pa.concat_tables([p.cast(schema) for p in pieces])
-    order = pc.sort_indices(table, sort_keys=[(RECORD_KEY, "ascending"), (PARTITION_PATH, "ascending")])
-    return table.take(order).select(out_cols)
+        return plan.empty.select(out_cols)
+    schema = plan.out_schema
+    table = pa.concat_tables([p if p.schema.equals(schema) else p.cast(schema) for p in pieces])
+    if table.num_rows > 1:  # one row (a point lookup's usual answer) is in order already
+        order = pc.sort_indices(table, sort_keys=[(RECORD_KEY, "ascending"), (PARTITION_PATH, "ascending")])
+        table = table.take(order)
+    return table.select(out_cols)
 
 
 class KeyLookup:
@@ -496,6 +639,7 @@ class KeyLookup:
     def __init__(self, ctx: ReadContext, slices: Sequence[FileSlice], *, use_index: bool = True) -> None:
         self.ctx = ctx
         self.slices = list(slices)
+        self.facts = SnapshotFacts(ctx)  # per-snapshot facts every lookup reuses
         self.index: keyindex.KeyIndex | None = None
         if use_index:
             self.load_index()
@@ -519,7 +663,7 @@ class KeyLookup:
             stats.index_sidecars += index.sidecars_loaded
             stats.index_sidecars_damaged += index.sidecars_damaged
         return lookup_slices(self.ctx, self.slices, pred, columns=columns, engine=engine, stats=stats, index=index,
-                             **options)
+                             facts=self.facts, **options)
 
 
 def open_lookup(table: TableState, *, as_of: Any = None) -> KeyLookup:
