@@ -208,12 +208,14 @@ def test_bit_positions_are_the_documented_formula(pairs: list[tuple[int, int]], 
     assert bloom._positions(h1, h2, m, k, out=buf[:, : len(pairs)]).tolist() == want
 
 
+@pytest.mark.parametrize("by", ["keys", "states"])
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.text(max_size=12), max_size=60), st.integers(min_value=1, max_value=64),
        st.integers(min_value=1, max_value=16), st.integers(min_value=1, max_value=7))
-def test_filter_bits_are_the_documented_ones(keys: list[str], m64: int, k: int, chunk: int) -> None:
+def test_filter_bits_are_the_documented_ones(by: str, keys: list[str], m64: int, k: int, chunk: int) -> None:
     """The bytes on disk: bit g of the array set for every probe of every key, also when keys are added in
-    several calls and positions are computed in chunks smaller than a call."""
+    several calls and positions are computed in chunks smaller than a call; `states`: a writer that keeps
+    `key_states` (8 bytes a key) and adds them at close builds the same bits."""
     from lsm_lab.layout import bloom
 
     m = m64 * 64
@@ -224,7 +226,10 @@ def test_filter_bits_are_the_documented_ones(keys: list[str], m64: int, k: int, 
         half = len(keys) // 2
         for part in (keys[:half], keys[half:]):
             if part:
-                builder.add(part)
+                if by == "keys":
+                    builder.add(part)
+                else:
+                    builder.add_states(bloom.key_states(part))
         built = builder.finish()
     finally:
         bloom._SET_CHUNK = old
@@ -239,30 +244,6 @@ def test_filter_of_many_keys_is_the_documented_one() -> None:
     keys = [f"{i:021x}" for i in range(bloom._SET_CHUNK * 2 + 77)]
     built = BloomFilter.build(keys, 0.01)
     assert built.bits == reference_bits(keys, built.num_bits, built.num_probes)
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.lists(st.text(max_size=12), max_size=60), st.integers(min_value=1, max_value=64),
-       st.integers(min_value=1, max_value=16), st.integers(min_value=1, max_value=7))
-def test_filter_from_hash_states_is_the_documented_one(keys: list[str], m64: int, k: int, chunk: int) -> None:
-    """A writer that keeps `key_states` (8 bytes a key) and adds them at close builds the documented bits,
-    with the states finished in chunks smaller than one call and added in several calls."""
-    from lsm_lab.layout import bloom
-
-    m = m64 * 64
-    old = bloom._SET_CHUNK
-    bloom._SET_CHUNK = chunk
-    try:
-        builder = bloom.BloomBuilder(m, k)
-        half = len(keys) // 2
-        for part in (keys[:half], keys[half:]):
-            if part:
-                builder.add_states(bloom.key_states(part))
-        built = builder.finish()
-    finally:
-        bloom._SET_CHUNK = old
-    assert built.bits == reference_bits(keys, m, k)
-    assert built.num_keys == len(keys)
 
 
 def test_streaming_writer_bloom_is_the_one_of_its_keys(tmp_path) -> None:
