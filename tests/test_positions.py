@@ -312,3 +312,19 @@ def test_positions_that_name_other_rows_are_not_trusted(tmp_path: Path, monkeypa
     assert used and all(u is None for u in used)  # every slice fell back to the merge by key
     monkeypatch.setattr(posmerge, "positions_name_their_keys", lambda *a: True)  # the check removed: wrong rows
     assert {r["id"]: r["v"] for r in t.read(columns=["id", "v"]).to_pylist()} != model
+
+
+def test_read_with_positions_off_merges_by_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Table.read(positions=False)`: the same rows, and neither position merge is asked."""
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", ordering_field="ts", num_buckets=1)
+    t.insert([{"id": f"k{j:03d}", "ts": 5, "v": j} for j in range(40)])
+    t.upsert([{"id": f"k{j:03d}", "ts": 6, "v": -j} for j in (3, 17, 30)])
+    by_position, used = _overlaid_by_position(t, monkeypatch)
+    assert used == 1
+    asked: list[str] = []
+    for fn in ("overlay_by_position", "merge_sources"):
+        monkeypatch.setattr(posmerge, fn, lambda *a, _n=fn, **k: asked.append(_n))
+    by_key = t.read(positions=False)
+    assert asked == [] and by_key.equals(by_position)
+    with pytest.raises(lsm_lab.LsmLabError):
+        t.read(positions="no")  # type: ignore[arg-type]

@@ -34,8 +34,8 @@ once; a stream of upserts then reads no base keys at all.
 
 **A position is checked before it is trusted.** Both merges compare each log
 record's key with the key of the base row its position names
-(`positions_name_their_keys`: NumPy views of one-width keys, ~1 ms per slice
-of 83k base rows); a RECORD_POSITIONS that decodes but names other rows
+(`positions_name_their_keys`: NumPy views of one-width keys; about a tenth of
+a 1M-row read's CPU, `benchmarks/bench_read_cpu.py --trust-positions`); a RECORD_POSITIONS that decodes but names other rows
 (damaged, or written by a hostile or buggy writer) sends the slice to the
 merge by key instead of putting one record's values under another's key.
 Hudi trusts the positions.

@@ -80,6 +80,7 @@ class ReadContext:
     completion_of: dict[str, str] = field(default_factory=dict)  # committed begin → completion time
     read_time: str | None = None
     strict: bool = False  # a corrupt v1 block raises instead of being skipped (table.v1read)
+    positions: bool = True  # False: every slice merges by key, RECORD_POSITIONS ignored (`Table.read(positions=)`)
 
     # cached: asked for per file and per slice (a ReadContext is frozen, its config read once per read)
     @functools.cached_property
@@ -325,6 +326,7 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
     `commit_time=False`: the commit time is not read unless requested (no merge engine uses it).
     `use_threads=False`: Parquet decoding on the calling thread (`load_sources`)."""
     check_engine(engine)
+    positions = positions and ctx.positions
     needed = needed_columns(ctx, columns)
     if not commit_time and COMMIT_TIME not in (columns or ()):
         needed = [c for c in needed if c != COMMIT_TIME]

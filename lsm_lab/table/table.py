@@ -248,13 +248,15 @@ class Table(TableState):
     # ------------------------------------------------------------------ reads
     @_one_listing
     def read(self, *, as_of: Any = None, columns: Sequence[str] | None = None, filter: Any = None,
-             merge: str | None = None, strict: bool | None = None) -> pa.Table:
+             merge: str | None = None, strict: bool | None = None, positions: bool = True) -> pa.Table:
         """Snapshot read (or time travel to the completion time `as_of`).
 
         `filter`: a list of `(column, op, value)` tuples (partition columns prune
         folders) or a `pyarrow.compute.Expression`; `merge`: force an engine
         (`sorted`, `loser_tree`, `hash`, `heapq`); `strict`: raise on a corrupt v1 log
-        block instead of skipping it as Hudi does (default: the table's, see `open_table`).
+        block instead of skipping it as Hudi does (default: the table's, see `open_table`);
+        `positions=False`: merge every file slice by key, ignoring the logs' RECORD_POSITIONS
+        (the same rows; table/posmerge.py), e.g. to measure what merging by position saves.
         """
         columns = checks.columns_arg(columns)
         read_time = self.resolve_time(as_of)
@@ -262,6 +264,8 @@ class Table(TableState):
         ctx = self.read_context(read_time)
         if strict is not None:
             ctx = dataclasses.replace(ctx, strict=checks.bool_arg(strict, "strict"))
+        if not checks.bool_arg(positions, "positions"):
+            ctx = dataclasses.replace(ctx, positions=False)
         parts = scan.prune_partitions(self.config, ctx.schema, self.partitions(), filter)
         slices = self.latest_slices(read_time, partitions=parts)
         if isinstance(filter, pa.compute.Expression) and columns is not None:
