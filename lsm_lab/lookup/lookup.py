@@ -174,7 +174,8 @@ def _as_string_array(col: pa.ChunkedArray) -> pa.Array:
 
 def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[np.ndarray, np.ndarray] | None,
                columns: Sequence[str], stats: LookupStats, *, use_bloom: bool = True,
-               use_binary_search: bool = True, indexed_bloom: BloomFilter | None = None) -> pa.Table | None:
+               use_binary_search: bool = True, indexed_bloom: BloomFilter | None = None,
+               twin: str | None = None) -> pa.Table | None:
     """The rows of one data file whose key satisfies `pred` (the file's `columns` that exist), or None.
 
     `hashes` are the bloom hashes of `pred.keys` (computed here when None).  A
@@ -183,7 +184,9 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
     hash scan instead, which is cheaper than many Python-level bisections.
     Raises `_Fallback` when the file's key column cannot be trusted for pruning.
     `indexed_bloom`: the file's filter from the key index (layout/keyindex.py), used instead of
-    decoding the footer's copy.
+    decoding the footer's copy.  `twin`: a column that holds the key column's values in every row (the
+    key field of a simple key generator, `read.key_from_field`): it is not decoded but filled from the
+    found keys, as a snapshot read fills it (one column chunk less per row group read).
     """
     name = os.path.basename(info.path)
     stats.files += 1
@@ -235,7 +238,9 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
         return None
     # 3. read the key column of the candidate row groups, find the rows, then read the rest
     stats.files_opened += 1
-    others = [c for c in columns if c in info.columns and c != key_col]
+    if twin is not None and (twin == key_col or twin not in info.columns):
+        twin = None
+    others = [c for c in columns if c in info.columns and c != key_col and c != twin]
     options: dict[str, Any] = {}
     if not isinstance(info.source, StoragePath):
         options["pre_buffer"] = False  # local reads of one or two chunks: no pre-buffering
@@ -272,6 +277,8 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
             continue
         take = pa.array(idx, pa.int64())  # a copy: a slice would pin the whole row group's buffers
         cols: dict[str, pa.Array | pa.ChunkedArray] = {key_col: arr.take(take)}
+        if twin is not None:
+            cols[twin] = cols[key_col]
         if others:
             try:
                 rest_bytes = sum(info.chunk_bytes(rg).get(c, 0) for c in others)
@@ -403,6 +410,9 @@ class PrunedReader:
         self._empty = plan.empty
         self.target = plan.target
         self.file_cols = plan.file_cols
+        field = ctx.config.record_key[0] if ctx.config.record_key else None
+        # the key field of a simple key generator equals `_hoodie_record_key` in every data row: read once
+        self.twin = field if field is not None and field in self.file_cols and reader.key_from_field(ctx) else None
         self._hashes: tuple[np.ndarray, np.ndarray] | None = None
         self._buckets: np.ndarray | None = None
         self._by_bucket: dict[int, tuple[KeyPredicate, tuple[np.ndarray, np.ndarray] | None] | None] = {}
@@ -555,7 +565,8 @@ class PrunedReader:
             found = probe_file(info, key_col, pred, hashes,
                                list(info.columns) if delete else self.file_cols, stats,
                                use_bloom=self.use_bloom, use_binary_search=self.use_binary_search,
-                               indexed_bloom=entry.bloom() if entry is not None else None)
+                               indexed_bloom=entry.bloom() if entry is not None else None,
+                               twin=None if delete else self.twin)
             if found is not None:
                 found_in.append((found, f, delete))
         if not found_in:
