@@ -582,3 +582,32 @@ def test_the_key_field_is_filled_from_the_key_not_decoded(tmp_path: Path, monkey
         assert got.column("uuid").equals(got.column(RECORD_KEY))
         assert asked and all("uuid" not in cols for cols in asked), asked
         assert any(RECORD_KEY in cols for cols in asked)
+
+
+def test_a_key_filtered_read_uses_the_key_index(trips_tables: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`read(filter=[(key, "in", keys)])` skips the files the key index rules out without reading their
+    footers, as a lookup does, and returns the same rows as without the index (fails when the filtered
+    read reads every candidate footer)."""
+    from lsm_lab.layout import keyindex
+    from lsm_lab.lookup import footer as footer_mod
+
+    table = trips_tables["lsm_tree"]
+    keys = trips_tables["keys"][:3]
+    read: list[str] = []
+    real = footer_mod._file_info
+
+    def counted(path: Any, size: Any = None) -> Any:
+        read.append(str(path))
+        return real(path, size)
+
+    monkeypatch.setattr(footer_mod, "_file_info", counted)
+    clear_footer_cache()
+    with_index = sort(table.read(filter=[("uuid", "in", keys)]))
+    footers_with = len(read)
+    monkeypatch.setattr(keyindex, "load_index", lambda *a, **k: keyindex.KeyIndex())
+    read.clear()
+    clear_footer_cache()
+    without = sort(table.read(filter=[("uuid", "in", keys)]))
+    assert with_index.equals(without) and with_index.equals(expected(table, keys))
+    assert with_index.num_rows == 3
+    assert footers_with <= 3 + 1 < len(read), (footers_with, len(read))  # a bloom false positive at most

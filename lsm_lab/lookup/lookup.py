@@ -637,6 +637,12 @@ def lookup_slices(ctx: ReadContext, slices: Iterable[FileSlice], pred: KeyPredic
     return table.select(out_cols)
 
 
+def load_index(ctx: ReadContext, slices: Iterable[FileSlice]) -> keyindex.KeyIndex:
+    """The key index entries of the files of `slices` (their instants' sidecars; decoded sidecars are cached
+    per process).  A file without a usable entry takes the footer path, so a missing index only costs time."""
+    return keyindex.load_index(ctx.base_path, {f.instant for fs in slices for f in fs.files})
+
+
 class KeyLookup:
     """A prepared point-lookup reader over one snapshot of a table (its slices listed once).
 
@@ -658,8 +664,7 @@ class KeyLookup:
     def load_index(self, stats: LookupStats | None = None) -> keyindex.KeyIndex:
         """(Re)load the key index sidecars of the instants whose files this snapshot holds (cached per process);
         `stats` counts the sidecar bytes read from storage."""
-        instants = {f.instant for fs in self.slices for f in fs.files}
-        self.index = keyindex.load_index(self.ctx.base_path, instants)
+        self.index = load_index(self.ctx, self.slices)
         if stats is not None:
             stats.index_bytes += self.index.bytes_read
         return self.index
@@ -699,6 +704,7 @@ __all__ = [
     "PrunedReader",
     "clear_footer_cache",
     "key_predicate",
+    "load_index",
     "lookup",
     "lookup_slices",
     "open_lookup",

@@ -7,8 +7,10 @@
 A filter on the record key (`_hoodie_record_key`, or the key field(s) of a
 table lsm_lab created: `=`, `in`, ranges) also prunes inside each slice: files
 by key range and bloom filter, row groups by statistics, rows by binary search
-in sorted files (lsm_lab/lookup/lookup.py).  The full filter is still applied
-after the merge, so pruning changes what is read, never what is returned.
+in sorted files (lsm_lab/lookup/lookup.py), and files the key index rules out
+are skipped before their footers are read, as in a lookup.  The full filter is
+still applied after the merge, so pruning changes what is read, never what is
+returned.
 
 This module sits above both table/read.py (one slice) and lookup/lookup.py
 (key pruning), which itself reads slices through table/read.py.
@@ -116,7 +118,9 @@ def snapshot(ctx: ReadContext, slices: Iterable[FileSlice], *, columns: Sequence
     read_cols = list(dict.fromkeys(out_cols + needed_for_filter))
     items = list(slices)
     pred = key_lookup.key_predicate(ctx.config, ctx.full_schema, filter)
-    pruned = None if pred is None else key_lookup.PrunedReader(ctx, pred, columns=read_cols, engine=engine)
+    # a key filter reads like a lookup: the key index rules files out before their footers are read
+    pruned = None if pred is None else key_lookup.PrunedReader(ctx, pred, columns=read_cols, engine=engine,
+                                                               index=key_lookup.load_index(ctx, items))
     # with two slices or more for every read thread, each file is decoded on its slice's thread: Arrow's own
     # column threads would cost CPU (~25% of the decoding) and find no idle core; with fewer, they keep the
     # cores busy while the last slices are merged
