@@ -89,3 +89,18 @@ def test_reread_worker_refuses_other_keys(tmp_path: Path) -> None:
     pq.write_table(keys.slice(1), tmp_path / "fewer.parquet")
     with pytest.raises(Exception, match="other rows"):
         peers.reread_worker(tmp_path / "t", tmp_path / "fewer.parquet")
+
+
+def test_a_kept_work_folder_can_be_used_again(tmp_path: Path) -> None:
+    """A second run in the same `--dir` replaces the first run's tables (the lsm_lab worker refuses to create
+    a table over an existing one: fails without the clearing) and leaves other files alone."""
+    peers.write_workload(tmp_path / "data", 1_000)
+    peers.lsm_lab_worker(tmp_path / "data", tmp_path / "lsm_lab", tmp_path / "lsm_lab_keys.parquet")
+    (tmp_path / "interop").mkdir()
+    (tmp_path / "notes.txt").write_text("mine")
+    peers.clear_earlier_run(tmp_path)
+    assert not (tmp_path / "lsm_lab").exists() and not (tmp_path / "lsm_lab_keys.parquet").exists()
+    assert not (tmp_path / "interop").exists()
+    assert (tmp_path / "notes.txt").read_text() == "mine" and (tmp_path / "data").is_dir()
+    figures = peers.lsm_lab_worker(tmp_path / "data", tmp_path / "lsm_lab", tmp_path / "lsm_lab_keys.parquet")
+    assert figures["rows"] == len(_model(tmp_path / "data"))

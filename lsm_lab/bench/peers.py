@@ -164,6 +164,17 @@ def _sorted_keys_of(raw: pa.Table) -> pa.Table:
     return t.take(pc.sort_indices(t, sort_keys=[(PARTITION, "ascending"), (KEY, "ascending")]))
 
 
+OUTPUTS = ("lsm_lab", "paimon_rust", "paimon_python", "interop")  # what a run writes next to its data
+
+
+def clear_earlier_run(folder: Path) -> None:
+    """Remove what an earlier run wrote in a kept work folder (its tables and key lists; nothing else),
+    so that `--dir D` can be run again: the writers create their tables afresh."""
+    for name in OUTPUTS:
+        shutil.rmtree(folder / name, ignore_errors=True)
+        (folder / f"{name}_keys.parquet").unlink(missing_ok=True)
+
+
 def run(*, rows: int = 1_000_000, peer_python: Path | None = None, hudi: bool = True,
         work_dir: str | os.PathLike[str] | None = None, pure_python_paimon: bool = False) -> dict[str, Any]:
     """Run every contender on the same workload; the work folder is removed afterwards unless given."""
@@ -173,6 +184,8 @@ def run(*, rows: int = 1_000_000, peer_python: Path | None = None, hudi: bool = 
                          "pypaimon-rust and pyarrow<20) or pass --peer-python / set LSM_LAB_PEER_PYTHON")
     own = work_dir is None
     folder = Path(tempfile.mkdtemp(prefix="lsm_lab_bench_peers_")) if work_dir is None else Path(work_dir).resolve()
+    if not own:
+        clear_earlier_run(folder)
     try:
         data = folder / "data"
         write_workload(data, rows)

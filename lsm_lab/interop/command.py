@@ -153,7 +153,7 @@ def register_bench(bsub: argparse._SubParsersAction) -> None:
                                          ".venv-peers/bin/python)")
     b.add_argument("--no-hudi", action="store_true", help="skip the hudi-rs comparison")
     b.add_argument("--paimon-python", action="store_true", help="also time pure-Python pypaimon (slow)")
-    b.add_argument("--dir", help="work folder (default: a temporary folder)")
+    b.add_argument("--dir", help="work folder, kept; an earlier run's tables there are replaced (default: a temporary folder, removed)")
     b.add_argument("--json", action="store_true", help="print the figures as JSON")
     b.set_defaults(func=cmd_bench_peers)
 
