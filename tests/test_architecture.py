@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent / "lsm_lab"
 
 # Bottom to top. A module takes the layer of its exact name, else of its longest listed prefix.
 LAYERS: list[tuple[str, list[str]]] = [
-    ("foundation", ["lsm_lab.errors", "lsm_lab.paths", "lsm_lab.checks", "lsm_lab.config", "lsm_lab.atomic",
+    ("foundation", ["lsm_lab.errors", "lsm_lab.allocator", "lsm_lab.paths", "lsm_lab.checks", "lsm_lab.config", "lsm_lab.atomic",
                     "lsm_lab.avro_schema", "lsm_lab.storage", "lsm_lab.progress", "lsm_lab.datagen"]),
     ("timeline", ["lsm_lab.timeline"]),
     ("formats", ["lsm_lab.layout", "lsm_lab.layout.keyindex", "lsm_lab.logformat"]),

@@ -70,6 +70,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lsm_lab.allocator import command_env
 from lsm_lab.bench.merge import _hex_keys
 from lsm_lab.layout import parquet_io
 from lsm_lab.spark.compact import run_compaction
@@ -283,7 +284,7 @@ def _local_child(path: str, merge: str) -> dict[str, Any]:
 def _local(path: Path, merge: str) -> dict[str, Any]:
     spec = json.dumps({"path": str(path), "merge": merge})
     out = subprocess.run([sys.executable, "-m", "lsm_lab.bench.compaction", "--child", spec],
-                         capture_output=True, text=True, check=False)
+                         capture_output=True, text=True, check=False, env=command_env())  # as `lsm-lab` runs
     if out.returncode != 0:
         raise RuntimeError(f"local compaction failed: {out.stderr.strip().splitlines()[-1:]}")
     rec = json.loads(out.stdout.strip().splitlines()[-1])

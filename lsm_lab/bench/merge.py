@@ -55,6 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lsm_lab.allocator import command_env, pool_in_use
 from lsm_lab.layout.parquet_io import open_parquet
 from lsm_lab.merge import open_merge
 from lsm_lab.merge.files import merge_parquet_files, output_writer
@@ -243,6 +244,7 @@ def peak_rss_bytes() -> int:
 def child_main(spec_json: str) -> None:
     """Entry point inside the child process: run one contender, print one JSON line."""
     job = json.loads(spec_json)
+    pool = pool_in_use()  # the command's pool, from `command_env` (lsm_lab/allocator.py)
     if job["contender"] == "duckdb":
         import duckdb  # noqa: F401  # a dev-only dependency: imported before the clock starts, like every contender's modules
     cpu0 = os.times()
@@ -254,7 +256,7 @@ def child_main(spec_json: str) -> None:
     peak = peak_rss_bytes()
     if job["contender"] == "heapq":
         result["comparisons"] = _counted_heapq(job["paths"]).get("comparisons")
-    rec = {"seconds": seconds, "cpu_seconds": cpu, "peak_rss_bytes": peak,
+    rec = {"seconds": seconds, "cpu_seconds": cpu, "peak_rss_bytes": peak, "arrow_pool": pool,
            **{k: v for k, v in result.items() if isinstance(v, (int, float, str)) or v is None}}
     print("RESULT " + json.dumps(rec), flush=True)
 
@@ -267,7 +269,7 @@ def run_contender(contender: str, ds: Dataset, out_dir: Path, *, timeout: float 
     wall = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "lsm_lab.bench.merge", "--child", json.dumps(job)],
                           capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": _pythonpath()})
+                          env=command_env({**os.environ, "PYTHONPATH": _pythonpath()}))  # as `lsm-lab` runs
     wall = time.perf_counter() - wall
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
@@ -360,6 +362,8 @@ def format_table(records: Sequence[dict[str, Any]]) -> str:
             notes.append(f"ceil(log2 k)={r['ceil_log2_k']}")
         if "note" in r:
             notes.append(r["note"])
+        if r.get("arrow_pool") not in (None, "system"):  # (the commands' choice, lsm_lab/allocator.py)
+            notes.append(f"Arrow pool {r['arrow_pool']}")
         lines.append(f"{r['k']:>3} {r['contender']:<11} {r['rows_in']:>11,} {r['seconds']:>8.2f} "
                      f"{r.get('cpu_seconds', float('nan')):>6.2f} "
                      f"{r['rows_per_s'] / 1e6:>8.2f} {r['peak_rss_mib']:>9.0f} {ratio:>8} {cmp_:>8}  "

@@ -46,6 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lsm_lab.allocator import command_env
 from lsm_lab.datagen import TripsGenerator
 from lsm_lab.errors import InputError
 from lsm_lab.table.table import Table, create_table, open_table
@@ -141,11 +142,14 @@ def reread_worker(table_dir: Path, keys: Path) -> dict[str, Any]:
 _CODE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
-def _run_process(cmd: list[str], what: str, cwd: Path) -> tuple[dict[str, Any], float]:
+def _run_process(cmd: list[str], what: str, cwd: Path, *, ours: bool = False) -> tuple[dict[str, Any], float]:
     """Run a worker in `cwd` (a folder without an `lsm_lab` package: `python -m` puts the working folder
     first on `sys.path`, so a worker started inside a checkout would import that checkout's code, not
-    this process's), with this process's `lsm_lab` first on PYTHONPATH."""
+    this process's), with this process's `lsm_lab` first on PYTHONPATH.  `ours`: an lsm_lab worker, run
+    as the `lsm-lab` command runs (its Arrow allocator, lsm_lab/allocator.py); a peer keeps its own defaults."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (_CODE_ROOT, os.environ.get("PYTHONPATH")) if p)}
+    if ours:
+        env = command_env(env)
     t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=cwd, env=env)
     wall = time.perf_counter() - t0
@@ -200,13 +204,13 @@ def run(*, rows: int = 1_000_000, peer_python: Path | None = None, hudi: bool = 
                                      str(folder / "paimon_python_keys.parquet"), *runs["paimon_rust"][5:-1]]
         keys: dict[str, pa.Table] = {}
         for name, cmd in runs.items():
-            figures, wall = _run_process(cmd, name, folder)
+            figures, wall = _run_process(cmd, name, folder, ours=name == "lsm_lab")
             figures["process_s"] = round(wall, 3)
             report["contenders"][name] = figures
             keys[name] = _sorted_keys(folder / f"{name}_keys.parquet")
         mine = report["contenders"]["lsm_lab"]
         rereads, _ = _run_process([sys.executable, "-m", "lsm_lab.bench.peers", "--reread", str(folder / "lsm_lab"),
-                                   str(folder / "lsm_lab_keys.parquet")], "lsm_lab re-reads", folder)
+                                   str(folder / "lsm_lab_keys.parquet")], "lsm_lab re-reads", folder, ours=True)
         mine.update(rereads)
         for name in runs:
             if name == "lsm_lab":
