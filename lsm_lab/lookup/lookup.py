@@ -102,10 +102,12 @@ from lsm_lab.table.state import TableState
 
 DELETE_KEY = "record_key"  # the key column of v2 delete logs
 #: a read of a row group's columns uses pyarrow's thread pool only when they hold this many compressed bytes:
-#: a small read (a sorted file's 1 MiB row group, ~0.45 MB) decodes faster on the calling thread, and far
-#: more predictably on a busy machine (pyarrow's pool waits for a free core), while a large one (an unsorted
-#: file's 64k-row group, ~10 MB) gains from decoding its columns in parallel.  Both layouts follow this rule.
-READ_THREADS_MIN_BYTES = 4 << 20
+#: a small read (a sorted file's 1 MiB row group, ~0.3 MB without the key columns) decodes faster on the
+#: calling thread, and far more predictably on a busy machine (pyarrow's pool waits for a free core), while a
+#: large one (the other columns of an unsorted file's 64k-row group, ~3.2 MB) gains from decoding its columns
+#: in parallel.  Both layouts follow this rule.  (It was 4 MiB while that read also decoded the key field's
+#: twin, 5.8 MB; without it the unsorted read fell under the line and lost its threads.)
+READ_THREADS_MIN_BYTES = 2 << 20
 _FEW_ROWS = 8  # up to this many rows found in one file of a slice, they may skip the merge (`_sole_versions`)
 
 
