@@ -30,6 +30,8 @@ larger than either pool alone.)
 
 Simplified compared with Apache Hudi: Hudi runs on the JVM, whose heap and
 off-heap buffers follow the JVM's own settings; there is nothing like this to choose.
+
+Taught in: no chapter (docs/PERFORMANCE.md, "Sixth pass", section A, has the measurements)
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Arrow reads `ARROW_DEFAULT_MEMORY_POOL` once, when its library loads, and `impor
 loads it; so the choice is made here, in a module that imports nothing of lsm_lab's
 first. Why the command uses the system allocator: lsm_lab/allocator.py. A value the
 user has set is kept.
+
+Taught in: no chapter (README, "Environment variables")
 """
 
 from __future__ import annotations
