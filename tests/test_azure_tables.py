@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from twin import assert_twins_agree, cli_round_trip, make_twins, rows
+from twin import assert_reads_agree, assert_twins_agree, cli_round_trip, make_twins, rows
 
 import lsm_lab
 from lsm_lab.errors import LsmLabError, StorageError
@@ -36,13 +36,7 @@ def test_every_service_gives_the_same_table_on_azure(twin_tables) -> None:
 
 def test_reads_and_lookups_on_azure(twin_tables) -> None:
     local, remote, _, _ = twin_tables
-    lw, rw = local.completed_writes(), remote.completed_writes()
-    assert len(lw) == len(rw) >= 3
-    assert rows(remote.read(as_of=rw[-1])) == rows(local.read(as_of=lw[-1]))
-    assert rows(remote.read_incremental(rw[-3].completion_time)) == rows(local.read_incremental(lw[-3].completion_time))
-    keys = ["k01", "k02", "k20", "missing"]
-    assert rows(remote.lookup(keys)) == rows(local.lookup(keys))
-    assert rows(remote.read(filter=[("city", "=", "b")])) == rows(local.read(filter=[("city", "=", "b")]))
+    assert_reads_agree(local, remote, incremental_from=-3)
     again = lsm_lab.open_table(remote.path)  # a second process's view: everything from the store
     assert rows(again.read()) == rows(local.read())
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from twin import assert_twins_agree, batch, cli_round_trip, make_twins, rows
+from twin import assert_reads_agree, assert_twins_agree, batch, cli_round_trip, make_twins, rows
 
 import lsm_lab
 from lsm_lab.errors import LsmLabError, StorageError, TableNotFoundError
@@ -36,13 +36,7 @@ def test_every_service_gives_the_same_table_on_s3(twin_tables) -> None:
 
 def test_reads_time_travel_incremental_lookup_on_s3(twin_tables) -> None:
     local, remote, _, _ = twin_tables
-    lw, rw = local.completed_writes(), remote.completed_writes()
-    assert len(lw) == len(rw) and len(rw) >= 3
-    assert rows(remote.read(as_of=rw[-1])) == rows(local.read(as_of=lw[-1]))  # (older ones: run_sequence)
-    assert rows(remote.read_incremental(rw[-1].completion_time)) == rows(local.read_incremental(lw[-1].completion_time))
-    keys = ["k01", "k02", "k20", "missing"]
-    assert rows(remote.lookup(keys)) == rows(local.lookup(keys))
-    assert rows(remote.read(filter=[("city", "=", "b")])) == rows(local.read(filter=[("city", "=", "b")]))
+    assert_reads_agree(local, remote)
 
 
 def test_archive_on_s3(tmp_path: Path, s3_table) -> None:

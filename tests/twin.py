@@ -122,3 +122,16 @@ def assert_twins_agree(local: lsm_lab.Table, remote: lsm_lab.Table, seen_local: 
     actions = [(i.action, i.state.value) for i in remote.instants()]
     assert actions == [(i.action, i.state.value) for i in local.instants()]
     assert {"compaction", "clean", "rollback", "restore"} <= {a for a, _ in actions}
+
+
+def assert_reads_agree(local: lsm_lab.Table, remote: lsm_lab.Table, *, incremental_from: int = -1) -> None:
+    """Time travel, an incremental read (from the `incremental_from`-th completed write), a lookup and a
+    filtered read give the same rows on the object store as on the local twin."""
+    lw, rw = local.completed_writes(), remote.completed_writes()
+    assert len(lw) == len(rw) and len(rw) >= 3
+    assert rows(remote.read(as_of=rw[-1])) == rows(local.read(as_of=lw[-1]))  # (older ones: run_sequence)
+    assert rows(remote.read_incremental(rw[incremental_from].completion_time)) == \
+        rows(local.read_incremental(lw[incremental_from].completion_time))
+    keys = ["k01", "k02", "k20", "missing"]
+    assert rows(remote.lookup(keys)) == rows(local.lookup(keys))
+    assert rows(remote.read(filter=[("city", "=", "b")])) == rows(local.read(filter=[("city", "=", "b")]))
