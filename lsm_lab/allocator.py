@@ -42,7 +42,9 @@ from collections.abc import Mapping
 import pyarrow as pa
 
 POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
-COMMAND_POOL = "system"  # lsm_lab_command/__init__.py sets the same value for the `lsm-lab` command
+# the same value as lsm_lab_command's (which cannot import this module: it must run before pyarrow loads;
+# tests/test_allocator.py checks that the two agree)
+COMMAND_POOL = "system"
 
 
 def command_env(env: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -40,6 +40,13 @@ def test_the_command_loads_arrow_on_the_system_allocator() -> None:
     assert _run(_PROBE, _env()) == "system"
 
 
+def test_the_entry_point_and_the_workers_choose_the_same_pool() -> None:
+    import lsm_lab_command
+
+    assert (lsm_lab_command.POOL_VARIABLE, lsm_lab_command.COMMAND_POOL) == \
+        (allocator.POOL_VARIABLE, allocator.COMMAND_POOL)
+
+
 def test_a_pool_the_user_chose_is_kept() -> None:
     assert _run(_PROBE, _env(ARROW_DEFAULT_MEMORY_POOL="mimalloc")) == "mimalloc"
     assert allocator.command_env({"ARROW_DEFAULT_MEMORY_POOL": "jemalloc"})[allocator.POOL_VARIABLE] == "jemalloc"

@@ -678,14 +678,16 @@ def check_columns(path: str | os.PathLike[str] | StoragePath, names: Collection[
 
 
 # --------------------------------------------------------------------------- footers
+def kv_text(meta: Mapping[bytes, bytes] | None) -> dict[str, str]:
+    """Key-value metadata as Arrow hands it over (a footer's, a schema's), decoded as UTF-8, Arrow's schema
+    key excluded."""
+    return {k.decode("utf-8", errors="replace"): v.decode("utf-8", errors="replace")
+            for k, v in (meta or {}).items() if k != b"ARROW:schema"}
+
+
 def footer_kv(md: pq.FileMetaData) -> dict[str, str]:
     """The footer key-value map of a file's metadata, decoded as UTF-8 (Arrow's schema key excluded)."""
-    out: dict[str, str] = {}
-    for k, v in (md.metadata or {}).items():
-        key = k.decode("utf-8", errors="replace")
-        if key != "ARROW:schema":
-            out[key] = v.decode("utf-8", errors="replace")
-    return out
+    return kv_text(md.metadata)
 
 
 def read_footer(path: str | os.PathLike[str] | StoragePath,
@@ -726,6 +728,7 @@ __all__ = [
     "forget_written",
     "is_sorted_footer",
     "key_range",
+    "kv_text",
     "open_parquet",
     "read_footer",
     "read_parquet",

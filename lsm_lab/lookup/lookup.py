@@ -322,6 +322,7 @@ class ColumnPlan:
     empty: pa.Table  # `out_schema`'s empty table (pyarrow's empty_table costs ~60 µs a call)
     target: pa.Schema  # every merge source is conformed to it
     file_cols: list[str]  # the columns read from a data file
+    twin: str | None  # the key field of a simple key generator (equals `_hoodie_record_key` row by row), if read
 
 
 class SnapshotFacts:
@@ -351,7 +352,10 @@ class SnapshotFacts:
             full = ctx.full_schema
             out_schema = pa.schema([full.field(n) for n in needed])
             target = reader.target_schema(ctx, needed)
-            plan = ColumnPlan(needed, out_schema, out_schema.empty_table(), target, reader.file_columns(needed, ctx))
+            file_cols = reader.file_columns(needed, ctx)
+            field = ctx.config.record_key[0] if ctx.config.record_key else None
+            twin = field if field is not None and field in file_cols and reader.key_from_field(ctx) else None
+            plan = ColumnPlan(needed, out_schema, out_schema.empty_table(), target, file_cols, twin)
             self._plans[key] = plan
         return plan
 
@@ -411,9 +415,7 @@ class PrunedReader:
         self._empty = plan.empty
         self.target = plan.target
         self.file_cols = plan.file_cols
-        field = ctx.config.record_key[0] if ctx.config.record_key else None
-        # the key field of a simple key generator equals `_hoodie_record_key` in every data row: read once
-        self.twin = field if field is not None and field in self.file_cols and reader.key_from_field(ctx) else None
+        self.twin = plan.twin  # decoded once per row group, as the key column (`probe_file`)
         self._hashes: tuple[np.ndarray, np.ndarray] | None = None
         self._buckets: np.ndarray | None = None
         self._by_bucket: dict[int, tuple[KeyPredicate, tuple[np.ndarray, np.ndarray] | None] | None] = {}

@@ -254,12 +254,6 @@ def _whole_file_columns(needed: Sequence[str], ctx: ReadContext) -> list[str]:
     return [c for c in cols if c != RECORD_KEY] if key_from_field(ctx) else cols
 
 
-def _footer_text(meta: dict[bytes, bytes]) -> dict[str, str]:
-    """A file's key-value metadata as Arrow read it, decoded like `parquet_io.footer_kv`."""
-    return {k.decode("utf-8", errors="replace"): v.decode("utf-8", errors="replace")
-            for k, v in meta.items() if k != b"ARROW:schema"}
-
-
 def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *, dictionary: bool = False,
                  footers: list[tuple[Any, dict[str, str]] | None] | None = None,
                  use_threads: bool = True) -> tuple[list[pa.Table], bool]:
@@ -307,7 +301,7 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *, dict
         meta = table.schema.metadata or {}
         all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
         if footers is not None:
-            footers.append((f.path, _footer_text(meta)))
+            footers.append((f.path, parquet_io.kv_text(meta)))
     return sources, all_sorted
 
 
