@@ -11,8 +11,8 @@ With two allocators each keeps its own free memory: pages one has freed are not
 reused by the other, and mimalloc returns freed pages to the kernel soon after, so
 that their next use is a fresh page fault. On the 2-core virtual machine this
 project is measured on a fault costs ~2 µs (400 MiB touched: 102,400 faults, 0.2 s
-of system time). With Arrow on the C library's allocator both share one heap: an
-8M-row merge took 1.42 s instead of 1.98 s with 50 MiB less peak memory, and the
+of system time; `python benchmarks/page_faults.py`). With Arrow on the C library's
+allocator both share one heap: an 8M-row merge took 1.42 s instead of 1.98 s with 50 MiB less peak memory, and the
 peers workload's writes 0.95 s instead of 1.1–1.4 s (docs/PERFORMANCE.md, sixth
 pass). Spark tasks showed no difference either way.
 
