@@ -9,7 +9,9 @@ published atomically and never overwritten.
 from __future__ import annotations
 
 import itertools
+import threading
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -96,6 +98,57 @@ def test_threaded_writer_writes_the_same_file(tmp_path: Path) -> None:
         paths.append(path)
     assert pq.read_table(paths[0]).equals(pq.read_table(paths[1]))
     assert parquet_io.footer(paths[0]) == parquet_io.footer(paths[1])
+
+
+class _GatedWrites:
+    """Stands in for `pq.ParquetWriter.write_table`: each call waits for the gate, and may fail."""
+
+    def __init__(self, real: Any, fail_at: int | None = None) -> None:
+        self.real, self.fail_at = real, fail_at
+        self.gate = threading.Event()
+        self.started = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, writer: pq.ParquetWriter, table: pa.Table, **kw: Any) -> None:
+        with self.lock:
+            self.started += 1
+            n = self.started
+        assert self.gate.wait(10)
+        if n == self.fail_at:
+            raise OSError("No space left on device")
+        self.real(writer, table, **kw)
+
+
+def test_threaded_writer_queues_at_most_encode_queue_row_groups(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    gated = _GatedWrites(pq.ParquetWriter.write_table)
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", lambda self, table, **kw: gated(self, table, **kw))
+    data = _table([f"k{i:05d}" for i in range(100)])
+    writer = parquet_io.ParquetFileWriter(tmp_path / "q.parquet", data.schema, row_group_size=10, threaded=True)
+    feeder = threading.Thread(target=lambda: [writer.write(b) for b in data.to_batches(max_chunksize=10)])
+    feeder.start()
+    feeder.join(0.5)  # the encoder is stuck at its first row group: the caller must be held back
+    assert feeder.is_alive() and writer.row_groups == parquet_io.ENCODE_QUEUE + 1  # queued, then one waiting
+    gated.gate.set()
+    feeder.join(10)
+    writer.close()
+    assert pq.read_table(tmp_path / "q.parquet").equals(data)
+
+
+def test_threaded_writer_reports_a_queued_row_group_that_failed(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    gated = _GatedWrites(pq.ParquetWriter.write_table, fail_at=2)
+    gated.gate.set()
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", lambda self, table, **kw: gated(self, table, **kw))
+    data = _table([f"k{i:05d}" for i in range(30)])
+    path = tmp_path / "f.parquet"
+    writer = parquet_io.ParquetFileWriter(path, data.schema, row_group_size=10, threaded=True)
+    for batch in data.to_batches(max_chunksize=10):  # three row groups: all queued, the second fails
+        writer.write(batch)
+    with pytest.raises(OSError, match="No space left"):
+        writer.close()
+    writer.abort()
+    assert not path.exists() and not list(tmp_path.glob(".*.tmp"))
 
 
 def test_stale_facts_in_the_input_schema_are_dropped(tmp_path: Path) -> None:

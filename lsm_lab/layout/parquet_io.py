@@ -11,7 +11,8 @@ data and delete logs, the output of ``lsm-lab merge``) goes through
       ▼ close()  footer: hoodie_min/max_record_key, lsm_lab.bloom, caller's keys
                  atomic.publish(tmp, final)                   (never overwrites, never half-visible)
 
-Memory is one row group plus the bloom filter: its bits (about 10 bytes per
+Memory is one row group (a threaded writer: up to `ENCODE_QUEUE` more, queued for
+its encoder thread) plus the bloom filter: its bits (about 10 bytes per
 key while building) and, when the key count is not known up front (a
 compaction), the two 64-bit hashes of each key until `close` sizes the filter
 exactly — so a compaction streams a merge of any size through it, never
@@ -64,7 +65,7 @@ from __future__ import annotations
 import io
 import os
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Collection, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -97,6 +98,9 @@ DICTIONARY_SAMPLE_ROWS = 2_048  # values looked at to decide a column's dictiona
 COMPRESSION = "snappy"
 #: a plain-encoded column is stored uncompressed when `COMPRESSION` saves less than this share of its bytes
 MIN_COMPRESSION_SAVING = 0.2
+#: row groups a threaded writer queues for its encoder thread: a queue of one stalled the caller whenever a row
+#: group waited for the encoder (the k-way merge's wall time: -11% with 4, PERFORMANCE.md "Seventh pass")
+ENCODE_QUEUE = 4
 WRITE_OPTIONS: dict[str, Any] = {"compression": COMPRESSION, "write_statistics": True, "write_page_checksum": True}
 VERIFY_PAGE_CHECKSUMS = True  # benchmarks/bench_checksums.py turns both off to measure their cost
 
@@ -218,7 +222,8 @@ class ParquetFileWriter:
     `row_group_bytes` caps a row group's Arrow size (None: 2 MiB for sorted
     files, no cap otherwise; 0: no cap).  `overwrite=True` replaces an existing
     file (only for user-named outputs such as ``lsm-lab merge``); `threaded`
-    encodes one row group on a background thread while the caller continues.
+    encodes row groups on a background thread while the caller continues (up to
+    `ENCODE_QUEUE` queued; an encoder's error reaches the caller at a later `write` or at `close`).
     """
 
     def __init__(self, path: str | os.PathLike[str] | StoragePath, schema: pa.Schema, *,
@@ -260,7 +265,7 @@ class ParquetFileWriter:
         self._pending: pa.Table | None = None
         self._writer: pq.ParquetWriter | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lsm-parquet-write") if threaded else None
-        self._inflight: Future[None] | None = None
+        self._inflight: deque[Future[None]] = deque()  # row groups queued for the encoder thread, oldest first
         self._closed = False
 
     # ------------------------------------------------------------------ feeding
@@ -328,9 +333,9 @@ class ParquetFileWriter:
         if self._pool is None:
             writer.write_table(table, row_group_size=table.num_rows)
             return
-        if self._inflight is not None:
-            self._inflight.result()
-        self._inflight = self._pool.submit(writer.write_table, table, row_group_size=table.num_rows)
+        while len(self._inflight) >= ENCODE_QUEUE:
+            self._inflight.popleft().result()
+        self._inflight.append(self._pool.submit(writer.write_table, table, row_group_size=table.num_rows))
 
     # ------------------------------------------------------------------ finishing
     def _footer(self) -> dict[str, str]:
@@ -400,7 +405,7 @@ class ParquetFileWriter:
         self._pending = None
         try:
             try:
-                self._drain()
+                self._drain(cancel=True)
             except Exception:  # noqa: BLE001 - the caller is already handling an error
                 pass
             if self._writer is not None:
@@ -411,10 +416,20 @@ class ParquetFileWriter:
             if self.tmp is not None:
                 self.tmp.unlink(missing_ok=True)
 
-    def _drain(self) -> None:
-        if self._inflight is not None:
-            inflight, self._inflight = self._inflight, None
-            inflight.result()
+    def _drain(self, *, cancel: bool = False) -> None:
+        """Wait for every queued row group (`cancel`: drop those not started); raise the first error."""
+        inflight, self._inflight = self._inflight, deque()
+        if cancel:
+            for future in inflight:
+                future.cancel()
+        error: BaseException | None = None
+        for future in inflight:
+            if future.cancelled():
+                continue
+            exc = future.exception()
+            error = error or exc
+        if error is not None:
+            raise error
 
     def _shutdown(self) -> None:
         if self._pool is not None:

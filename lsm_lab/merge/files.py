@@ -13,7 +13,7 @@ whole row group per input on the first batch), and output rows are buffered
 into row groups of ``row_group_size`` rows by the one data-file writer
 (`lsm_lab.layout.parquet_io`: page checksums, key range and `sorting_columns`
 in the footer, temp file then rename), which encodes on its own thread (Arrow
-releases the GIL while encoding), one row group in flight.
+releases the GIL while encoding), up to `parquet_io.ENCODE_QUEUE` row groups queued.
 
 Errors a user can make are caught up front and name the file: a missing file,
 a missing key/ordering/delete column, schemas that differ, an input that is

@@ -46,8 +46,8 @@ tail; a violation raises `InputError` naming the source index.
 
 **Threads.** With ``read_ahead=True`` each input reads and checks its next
 batch on a small thread pool while the merge works on the current one, and
-each round is resolved on a worker thread while the next round is cut (two
-rounds in flight). Arrow and NumPy release the GIL in their kernels, so on two
+each round is resolved on a worker thread while the next rounds are cut (up to
+`ROUNDS_IN_FLIGHT`). Arrow and NumPy release the GIL in their kernels, so on two
 cores decoding, merging and (in files.py) encoding overlap:
 
     readers (pool)  ──batches──▶  main: loser tree + cuts  ──rounds──▶  resolver  ──▶  caller / writer thread
@@ -87,7 +87,11 @@ from lsm_lab.merge.semantics import (
 
 T = TypeVar("T")
 _END = object()
-_READ_THREADS = 1  # one reader thread: decoding needs one core; more threads only add allocator arenas
+_READ_THREADS = 1  # one reader thread: decoding needs one core; more threads only add allocator arenas (and no speed)
+#: rounds cut ahead of the one being handed to the caller: with two, the cutting stalled whenever a round waited
+#: for the resolver (the k-way merge: -11% wall time with three and the writer's deeper queue, PERFORMANCE.md
+#: "Seventh pass"); each round holds at most one batch per input, so memory stays O(k x batch)
+ROUNDS_IN_FLIGHT = 3
 
 
 @dataclass(frozen=True)
@@ -226,7 +230,7 @@ def merge_sorted(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSp
 
     With `read_ahead`, inputs are read and checked one batch ahead on a small
     thread pool, and each round is resolved on a worker thread while the next
-    round is cut (two rounds in flight at most).
+    round is cut (`ROUNDS_IN_FLIGHT` rounds in flight at most).
     """
     out_schema = spec.output_schema(schema)
     pool = ThreadPoolExecutor(max_workers=_READ_THREADS,
@@ -262,7 +266,7 @@ def merge_sorted(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSp
                 yield from emit(_resolve(pieces, spec, horizon_bytes))
                 continue
             pending.append(resolver.submit(_resolve, pieces, spec, horizon_bytes))
-            if len(pending) > 1:
+            if len(pending) >= ROUNDS_IN_FLIGHT:
                 yield from emit(pending.popleft().result())
         while pending:
             yield from emit(pending.popleft().result())
