@@ -611,3 +611,58 @@ def test_a_key_filtered_read_uses_the_key_index(trips_tables: dict[str, Any], mo
     assert with_index.equals(without) and with_index.equals(expected(table, keys))
     assert with_index.num_rows == 3
     assert footers_with <= 3 + 1 < len(read), (footers_with, len(read))  # a bloom false positive at most
+
+
+def test_text_columns_of_one_value_are_filled_not_decoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A text column whose row-group statistics show one value (min = max, no nulls) is filled with it:
+    a table's partition path, file name and bulk-insert commit time are never decoded by a lookup, and
+    the answers equal the filtered read (fails when those chunks are read, or filled with another value)."""
+    from lsm_lab.datagen import TripsGenerator
+
+    gen = TripsGenerator(9)
+    table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="uuid", ordering_field="ts",
+                                 partition_by="city", layout="lsm_tree", num_buckets=1)
+    table.bulk_insert(gen.inserts(6_000))
+    table.upsert(gen.updates(150))  # a log: its keys' rows come from another file, with other values
+    keys = sorted(table.read(columns=["uuid"]).column("uuid").to_pylist())
+    asked: list[list[str]] = []
+    real = parquet_io.CheckedParquetFile.read_row_group
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> pa.Table:
+        asked.append(list(kwargs.get("columns") or []))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(parquet_io.CheckedParquetFile, "read_row_group", spy)
+    kl = open_lookup(table)
+    for wanted in ([keys[3]], [keys[40], keys[4000]], keys[100:106]):
+        clear_footer_cache()
+        asked.clear()
+        got = kl.lookup(wanted)
+        assert got.equals(expected(table, wanted)), wanted
+        read = {c for cols in asked for c in cols}
+        assert read and not read & {PARTITION_PATH, "_hoodie_file_name", "city"}, read
+
+
+def test_constant_text_needs_proof_from_the_statistics(tmp_path: Path) -> None:
+    """Only flat text columns with min = max and a null count of 0 are filled; two values, a null, a
+    number or a file written without statistics are decoded (fails when any of them is taken as constant)."""
+    n = 1_000
+    data = pa.table({
+        RECORD_KEY: pa.array([f"k{i:05d}" for i in range(n)]),
+        "one": pa.array(["same"] * n),
+        "two": pa.array(["same"] * (n - 1) + ["other"]),
+        "nulls": pa.array(["same"] * (n - 1) + [None]),
+        "num": pa.array([7] * n, pa.int64()),
+        "big": pa.array(["é" * 3] * n, pa.large_string()),
+    })
+    path = tmp_path / "c.parquet"
+    parquet_io.write_parquet(path, data, is_sorted=True)
+    info = FooterCache().get(path)
+    assert info.constant_text(0, data.column_names) == {"one": "same", "big": "ééé"}
+    stats = LookupStats()
+    rows = probe_file(info, RECORD_KEY, KeyPredicate.of_keys(["k00998", "k00999"]), None, data.column_names, stats)
+    assert rows is not None
+    assert rows.select(data.column_names).equals(data.slice(n - 2)), rows
+    bare = tmp_path / "nostats.parquet"
+    pq.write_table(data, bare, write_statistics=False)
+    assert FooterCache().get(bare).constant_text(0, data.column_names) == {}

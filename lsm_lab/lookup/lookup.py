@@ -15,6 +15,8 @@ record keys needs far less, and each layer of the layout says what it may skip:
                            │   sorted file (lsm_lab.sorted=true): binary search per key
                            │   otherwise: hash scan (is_in) over the chunk
                            └─► rows found: read the other needed columns of that row group, take the rows
+                                 (a text column whose statistics show one value, min = max and no nulls,
+                                  is filled with it, not decoded: footer.FileInfo.constant_text)
                │
                └─► the found versions of every file → the table's merge (same normalisation and engine
                    as a snapshot read: deletes, ordering, commit order)  ─► rows of the keys
@@ -281,15 +283,19 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
         cols: dict[str, pa.Array | pa.ChunkedArray] = {key_col: arr.take(take)}
         if twin is not None:
             cols[twin] = cols[key_col]
-        if others:
+        constants = info.constant_text(rg, others) if others else {}
+        decode = [c for c in others if c not in constants] if constants else others
+        if decode:
             try:
-                rest_bytes = sum(info.chunk_bytes(rg).get(c, 0) for c in others)
-                rest = pf.read_row_group(rg, columns=others, use_threads=rest_bytes >= READ_THREADS_MIN_BYTES)
+                rest_bytes = sum(info.chunk_bytes(rg).get(c, 0) for c in decode)
+                rest = pf.read_row_group(rg, columns=decode, use_threads=rest_bytes >= READ_THREADS_MIN_BYTES)
             except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
                 raise CorruptFileError(f"cannot read row group {rg}: {exc}", path=info.path) from None
             stats.data_bytes += rest_bytes
             rest = rest.take(take)
             cols.update(zip(rest.column_names, rest.columns))  # (a lookup by name per column cost ~3%)
+        for name, value in constants.items():  # one value in every row of the group, by its statistics
+            cols[name] = pa.repeat(pa.scalar(value, info.text_types[name]), len(idx))
         pieces.append(pa.Table.from_arrays(list(cols.values()), names=list(cols)))
     if not pieces:
         return None
