@@ -263,3 +263,43 @@ def test_compression_only_where_it_pays(tmp_path: Path) -> None:
     # a column with nulls and a large string column are judged on their values
     holes = pa.table({"id": pa.array([None if i % 3 == 0 else k for i, k in enumerate(keys)], pa.large_string())})
     assert parquet_io.compression_of_columns(holes.schema, holes, []) == {"id": "none"}
+
+
+def test_text_columns_of_one_value_are_filled_not_decoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`read_parquet` fills a text column whose statistics prove one value in the whole file, and decodes
+    every other column: one value per row group but two in the file, a null, a number, a file without
+    statistics.  The table equals pyarrow's own read (fails when any of those is filled, or a constant is
+    decoded)."""
+    n, per_group = 3_000, 1_000
+    data = pa.table({
+        KEY: pa.array([f"k{i:05d}" for i in range(n)]),
+        "city": pa.array(["sao_paulo"] * n),
+        "big": pa.array(["é" * 3] * n, pa.large_string()),
+        "per_group": pa.array([f"g{i // per_group}" for i in range(n)]),
+        "nulls": pa.array(["x"] * (n - 1) + [None]),
+        "num": pa.array([7] * n, pa.int64()),
+    })
+    path = tmp_path / "c.parquet"
+    parquet_io.write_parquet(path, data, is_sorted=True, row_group_size=per_group)
+    assert parquet_io.constant_text(pq.read_metadata(path), data.column_names) == {"city": "sao_paulo", "big": "ééé"}
+    decoded: list[list[str]] = []
+    real = parquet_io.CheckedParquetFile.read
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> pa.Table:
+        decoded.append(list(kwargs.get("columns") or []))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(parquet_io.CheckedParquetFile, "read", spy)
+    whole = parquet_io.read_parquet(path)
+    assert whole.equals(pq.read_table(path)) and whole.schema.metadata == pq.ParquetFile(path).read().schema.metadata
+    assert decoded == [[KEY, "per_group", "nulls", "num"]]
+    assert parquet_io.read_parquet(path, ["num", "city"]).equals(pq.read_table(path, columns=["num", "city"]))
+    alone = parquet_io.read_parquet(path, ["city"])  # nothing left to decode
+    assert alone.num_rows == n and alone.equals(pq.read_table(path, columns=["city"]))
+    as_dict = parquet_io.read_parquet(path, ["city", KEY], read_dictionary=["city"])
+    assert pa.types.is_dictionary(as_dict.schema.field("city").type)
+    assert as_dict.column("city").cast(pa.string()).equals(data.column("city"))
+    bare = tmp_path / "nostats.parquet"
+    pq.write_table(data, bare, write_statistics=False)
+    assert parquet_io.constant_text(pq.read_metadata(bare), data.column_names) == {}
+    assert parquet_io.read_parquet(bare).equals(pq.read_table(bare))

@@ -647,19 +647,95 @@ def read_parquet(path: str | os.PathLike[str] | StoragePath, columns: list[str] 
     shows dictionary-encoded throughout (`few_values`) are; names the file lacks are ignored.
     `use_threads=False`: decode in the calling thread (a caller that reads files on several
     threads already; Arrow's column threads then cost CPU and gain nothing).
+    A text column that the footer proves holds one value in every row (`constant_text`: a
+    partition column, the partition path, a file name) is filled with it, not decoded.
     """
     # an object is fetched once even when it is opened twice (to learn its columns, then to read)
     source: Any = _source(path, False) if read_dictionary and isinstance(path, StoragePath) else path
     pf = open_parquet(source)
-    names = pf.schema_arrow.names
-    cols = None if columns is None else [c for c in columns if c in names]
+    schema = pf.schema_arrow
+    names = schema.names
+    cols = names if columns is None else [c for c in columns if c in names]
     if allowed is not None:
         check_columns(path, names, allowed)
-    wanted = [c for c in read_dictionary if c in names and (cols is None or c in cols) and few_values(pf.metadata, c)]
+    md = pf.metadata
+    constants = constant_text(md, [c for c in cols if schema.field(c).type in _TEXT_TYPES])
+    decode = [c for c in cols if c not in constants] if constants else cols
+    wanted = [c for c in read_dictionary if c in names and c in decode and few_values(md, c)]
     if wanted:  # the footer is handed over, not parsed again
-        pf = open_parquet(source, metadata=pf.metadata, read_dictionary=wanted)
+        pf = open_parquet(source, metadata=md, read_dictionary=wanted)
     pf.name = _name(path)
-    return pf.read(columns=cols, use_threads=use_threads)
+    table = pf.read(columns=decode, use_threads=use_threads)
+    if not constants:
+        return table
+    n = md.num_rows
+    by_name = dict(zip(decode, table.columns))
+    fields, arrays = [], []
+    for c in cols:
+        field = schema.field(c)
+        if c in constants:
+            value = pa.scalar(constants[c], field.type)
+            if c in read_dictionary:  # as the caller asked: one dictionary entry, every index 0
+                array: Any = pa.DictionaryArray.from_arrays(pa.repeat(pa.scalar(0, pa.int32()), n), pa.repeat(value, 1))
+                field = field.with_type(array.type)
+            else:
+                array = pa.repeat(value, n)
+        else:
+            array = by_name[c]
+            field = table.schema.field(c)
+        fields.append(field)
+        arrays.append(array)
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=table.schema.metadata))
+
+
+_TEXT_TYPES = (pa.string(), pa.large_string())
+
+
+def is_text_leaf(column: Any) -> bool:
+    """Whether a Parquet leaf column (`FileMetaData.schema.column(i)`) holds UTF-8 text."""
+    return bool(column.physical_type == "BYTE_ARRAY" and str(column.logical_type) == "String")
+
+
+def constant_text(md: pq.FileMetaData, columns: Collection[str],
+                  row_groups: Collection[int] | None = None) -> dict[str, str]:
+    """Those of `columns` (top-level names) that hold one text value in every row of `row_groups`
+    (default: the whole file), with that value, as the footer's statistics prove it.
+
+    A flat UTF-8 column qualifies when, in every row group, its chunk's statistics have min == max
+    (raw bytes), the same value in each, a null count of 0 and one value per row.  A Hudi file's
+    `_hoodie_partition_path`, `_hoodie_file_name` (a base file's), a bulk insert's
+    `_hoodie_commit_time` and a partition column are such columns; decoding a column chunk has a
+    fixed cost (~0.1 ms for a small dictionary-encoded one) however few its values, so readers fill
+    these instead.  The statistics are trusted as row-group pruning trusts them; a column without
+    them, with truncated ones (min != max) or with a null is left out (decoded).
+    """
+    groups = range(md.num_row_groups) if row_groups is None else row_groups
+    if not columns or not groups or md.num_rows == 0:
+        return {}
+    schema = md.schema
+    leaves = {schema.column(i).path: i for i in range(md.num_columns)}
+    # a flat column's one leaf has the column's own name (a nested one's leaves have dotted paths)
+    candidates = {c: leaves[c] for c in columns if c in leaves and is_text_leaf(schema.column(leaves[c]))}
+    found: dict[str, bytes] = {}
+    for r in groups:
+        rg = md.row_group(r)
+        for name, leaf in list(candidates.items()):
+            chunk = rg.column(leaf)
+            st = chunk.statistics
+            if (st is None or not st.has_min_max or not st.has_null_count or st.null_count != 0
+                    or chunk.num_values != rg.num_rows or st.min_raw != st.max_raw
+                    or found.setdefault(name, st.min_raw) != st.min_raw):
+                del candidates[name]
+                found.pop(name, None)
+        if not candidates:
+            return {}
+    out: dict[str, str] = {}
+    for name, raw in found.items():
+        try:
+            out[name] = raw.decode("utf-8")
+        except (UnicodeDecodeError, AttributeError):
+            continue
+    return out
 
 
 def few_values(md: pq.FileMetaData, column: str, max_bytes_per_value: int = 8) -> bool:
@@ -737,11 +813,13 @@ __all__ = [
     "CheckedParquetFile",
     "ParquetFileWriter",
     "check_columns",
+    "constant_text",
     "dictionary_columns",
     "footer",
     "footer_kv",
     "forget_written",
     "is_sorted_footer",
+    "is_text_leaf",
     "key_range",
     "kv_text",
     "open_parquet",

@@ -99,33 +99,13 @@ class FileInfo:
     def constant_text(self, row_group: int, columns: Sequence[str]) -> dict[str, str]:
         """Those of `columns` that hold one text value in every row of `row_group`, with that value.
 
-        The footer proves it: a flat UTF-8 column (read as an Arrow string) whose chunk statistics have
-        min == max (raw bytes) and a null count of 0 over all the row group's rows.  A lookup fills such
-        a column for its found rows instead of decoding it: a Hudi file's `_hoodie_partition_path`,
-        `_hoodie_file_name`, a bulk insert's `_hoodie_commit_time` and a partition column are constant
-        per file, and decoding a column chunk has a fixed cost (~0.1 ms for a dictionary-encoded one)
-        that was a fifth of a cold lookup.  The statistics are trusted as the row-group pruning trusts
-        them; a column without them, truncated ones (min != max) or nulls is decoded.
+        The footer proves it (`parquet_io.constant_text`, for a column read as an Arrow string); a
+        lookup fills such a column for its found rows instead of decoding it: decoding a column chunk
+        has a fixed cost (~0.1 ms for a small dictionary-encoded one) that was a fifth of a cold lookup.
         """
         found = self._constants.get(row_group)
         if found is None:
-            found = {}
-            md = self.metadata
-            rows = self.rg_rows[row_group]
-            rg = md.row_group(row_group)
-            leaves = self._leaves()
-            for name in self.text_types:
-                leaf = leaves.get(name)  # a flat column: its one leaf has the column's own name
-                if leaf is None or not _is_utf8(md.schema.column(leaf)):
-                    continue
-                chunk = rg.column(leaf)
-                st = chunk.statistics
-                if (st is None or not st.has_min_max or not st.has_null_count or st.null_count != 0
-                        or chunk.num_values != rows or st.min_raw != st.max_raw):
-                    continue
-                value = _utf8(st.min_raw)
-                if value is not None:
-                    found[name] = value
+            found = parquet_io.constant_text(self.metadata, self.text_types, [row_group])
             self._constants[row_group] = found
         return {c: found[c] for c in columns if c in found}
 
@@ -145,7 +125,7 @@ class FileInfo:
         leaf = self._leaves().get(column)
         # a UTF-8 string column's raw statistics are its values' bytes: decoding them here costs a third
         # of pyarrow's typed `min`/`max` (a 25-row-group footer: ~25 µs against ~80 µs)
-        text = leaf is not None and _is_utf8(md.schema.column(leaf))
+        text = leaf is not None and parquet_io.is_text_leaf(md.schema.column(leaf))
         for i in range(md.num_row_groups):
             if leaf is None:
                 out.append((None, None, None))
@@ -169,10 +149,6 @@ class FileInfo:
     def cost(self) -> int:
         return self.footer_bytes + (len(self.bloom_text) if self.bloom_text else 0) + (
             len(self._bloom.bits) if self._bloom is not None else 0)
-
-
-def _is_utf8(col: Any) -> bool:
-    return bool(col.physical_type == "BYTE_ARRAY" and str(col.logical_type) == "String")
 
 
 def _utf8(raw: Any) -> str | None:
