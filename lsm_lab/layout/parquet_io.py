@@ -48,6 +48,12 @@ them (`page_checksum_verification`): a flipped bit in a data page is a
 `CorruptFileError` naming the file, never a different value.  Files written
 without checksums (older lsm_lab, other engines) are read as before.
 
+**Columns of one value** (`constant_text`): a text column whose statistics show the same single value
+and no null in every row group (a partition column, `_hoodie_partition_path`, a base file's
+`_hoodie_file_name`) is filled from them by `read_parquet` and by lookups, not decoded: a column chunk costs a
+fixed ~0.1 ms to decode however few its values.  Its pages are not read, so their checksums are not checked
+either; a flipped bit there changes nothing that is read.
+
 **Encodings and codecs per column** (`dictionary_columns`, `compression_of_columns`): a dictionary only
 where the first values repeat, snappy only where it shrinks the first values by a fifth or more; both are
 per column chunk in Parquet, so files written under other choices read the same.
