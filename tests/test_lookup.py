@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from spies import columns_read
 
 import lsm_lab
 from lsm_lab import cli
@@ -565,14 +566,7 @@ def test_the_key_field_is_filled_from_the_key_not_decoded(tmp_path: Path, monkey
     table.bulk_insert(gen.inserts(12_000))
     table.upsert(gen.updates(200))  # a log holding some of the keys
     keys = sorted(table.read(columns=["uuid"]).column("uuid").to_pylist())
-    asked: list[list[str]] = []
-    real = parquet_io.CheckedParquetFile.read_row_group
-
-    def spy(self: Any, *args: Any, **kwargs: Any) -> pa.Table:
-        asked.append(list(kwargs.get("columns") or []))
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(parquet_io.CheckedParquetFile, "read_row_group", spy)
+    asked = columns_read(monkeypatch)
     kl = open_lookup(table)
     for wanted in ([keys[10]], [keys[20], keys[7000]], keys[300:305]):
         clear_footer_cache()
@@ -625,14 +619,7 @@ def test_text_columns_of_one_value_are_filled_not_decoded(tmp_path: Path, monkey
     table.bulk_insert(gen.inserts(6_000))
     table.upsert(gen.updates(150))  # a log: its keys' rows come from another file, with other values
     keys = sorted(table.read(columns=["uuid"]).column("uuid").to_pylist())
-    asked: list[list[str]] = []
-    real = parquet_io.CheckedParquetFile.read_row_group
-
-    def spy(self: Any, *args: Any, **kwargs: Any) -> pa.Table:
-        asked.append(list(kwargs.get("columns") or []))
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(parquet_io.CheckedParquetFile, "read_row_group", spy)
+    asked = columns_read(monkeypatch)
     kl = open_lookup(table)
     for wanted in ([keys[3]], [keys[40], keys[4000]], keys[100:106]):
         clear_footer_cache()

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from spies import columns_read
 
 from lsm_lab import atomic
 from lsm_lab.errors import LsmLabError, TimelineError
@@ -282,14 +283,7 @@ def test_text_columns_of_one_value_are_filled_not_decoded(tmp_path: Path, monkey
     path = tmp_path / "c.parquet"
     parquet_io.write_parquet(path, data, is_sorted=True, row_group_size=per_group)
     assert parquet_io.constant_text(pq.read_metadata(path), data.column_names) == {"city": "sao_paulo", "big": "ééé"}
-    decoded: list[list[str]] = []
-    real = parquet_io.CheckedParquetFile.read
-
-    def spy(self: Any, *args: Any, **kwargs: Any) -> pa.Table:
-        decoded.append(list(kwargs.get("columns") or []))
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(parquet_io.CheckedParquetFile, "read", spy)
+    decoded = columns_read(monkeypatch, "read")
     whole = parquet_io.read_parquet(path)
     assert whole.equals(pq.read_table(path)) and whole.schema.metadata == pq.ParquetFile(path).read().schema.metadata
     assert decoded == [[KEY, "per_group", "nulls", "num"]]
