@@ -108,3 +108,12 @@ def real_table(shared_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ca
         pytest.fail(f"no table {name!r} in {shared_dir / 'hudi-tables'}: a test names a table the repository does not ship")
 
     return get
+
+
+@pytest.fixture()
+def hand_edited(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Switch off the committed-size check (fsview rule 7) for a test that rewrites a committed file by hand
+    to reach a check behind it (a bloom, a footer's claim, a v1 block): the size check would refuse it first."""
+    import lsm_lab.table.state
+
+    monkeypatch.setattr(lsm_lab.table.state.TableState, "own_files", property(lambda self: False))

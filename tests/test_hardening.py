@@ -125,6 +125,7 @@ def test_stored_schema_missing_a_column_is_an_error(tmp_path: Path) -> None:
         t.read()
 
 
+@pytest.mark.usefixtures("hand_edited")
 def test_a_log_whose_footer_retypes_a_column_is_a_schema_error_naming_the_file(tmp_path: Path) -> None:
     """A damaged footer (or a foreign writer) that turns an int column into text: typed error, not ArrowInvalid."""
     import pyarrow.parquet as pq
@@ -151,6 +152,7 @@ def _v8_with_corrupt_block(tmp_path: Path) -> tuple[lsm_lab.Table, dict[str, int
     return t, {"k0": 0, "k1": 100, "k2": 2, "k3": 3}
 
 
+@pytest.mark.usefixtures("hand_edited")
 def test_corrupt_v1_blocks_skipped_by_default_refused_when_strict(tmp_path: Path) -> None:
     t, want = _v8_with_corrupt_block(tmp_path)
     rows = t.read()
@@ -161,6 +163,7 @@ def test_corrupt_v1_blocks_skipped_by_default_refused_when_strict(tmp_path: Path
         lsm_lab.open_table(t.path, strict=True).read()
 
 
+@pytest.mark.usefixtures("hand_edited")
 def test_cli_read_strict_refuses_a_corrupt_v1_block_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     t, want = _v8_with_corrupt_block(tmp_path)
     assert cli_main(["read", str(t.path), "--json", "--limit", "0"]) == 0

@@ -223,6 +223,7 @@ def _data_files(table: lsm_lab.Table) -> list[Path]:
     return [p for _, p, name in fsview.list_data_files(table.path) if name.ext == "parquet"]
 
 
+@pytest.mark.usefixtures("hand_edited")
 @pytest.mark.parametrize("damage", ["missing", "flipped", "garbage", "truncated", "other_key"])
 def test_broken_bloom_never_hides_a_key(trips_tables: dict[str, Any], damage: str) -> None:
     from lsm_lab.layout.bloom import BloomFilter
@@ -511,6 +512,7 @@ def test_thread_pool_rule_does_not_change_answers(trips_tables: dict[str, Any],
         assert answers[0].equals(answers[1]) and answers[0].equals(expected(table, keys))
 
 
+@pytest.mark.usefixtures("hand_edited")
 @pytest.mark.parametrize("layout", ["default", "lsm_tree"])
 def test_a_file_holding_a_key_twice_is_merged(tmp_path: Path, layout: str) -> None:
     """Files from other writers may hold a key twice (or rows out of key order): the rows of the one file

@@ -145,7 +145,9 @@ def test_a_footer_that_lies_about_order_never_yields_wrong_rows(v8_table: tuple[
     folder = t.active_timeline.folder
     (folder / f"{begin}.deltacommit.requested").write_bytes(b"")
     (folder / f"{begin}.deltacommit.inflight").write_bytes(b"")
-    (folder / f"{begin}_{done}.deltacommit").write_bytes(encode_json({"operationType": "UPSERT"}))
+    stat = {"path": f"city=a/{name}", "fileId": group.file_id, "partitionPath": "city=a"}  # a file no commit lists is ignored
+    (folder / f"{begin}_{done}.deltacommit").write_bytes(encode_json({"operationType": "UPSERT",
+                                                                      "partitionToWriteStats": {"city=a": [stat]}}))
     m.upsert([{"id": r["id"], "ts": r["ts"], "v": r["v"]} for r in rows])
     for engine in (None, "sorted", "loser_tree", "heapq", "hash"):
         assert _values(t, merge=engine) == m.values(), engine

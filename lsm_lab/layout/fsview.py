@@ -20,15 +20,33 @@ How the view is built (reader rules, format page section 6):
    instant strictly below the log's *completion* time: a log written while a
    compaction was pending lands in the slice that compaction will open, and is
    never lost.  Logs in a slice are ordered by completion time.
-4. A compacted log (written by a log compaction; its footer header
-   `COMPACTED_BLOCK_TIMES` lists the instants it replaces) hides the logs of
-   those instants in its file group, and takes the place of the latest of
+4. A compacted log (written by a log compaction) hides the logs of the
+   instants it replaces in its file group, and takes the place of the latest of
    them: a log that completed while the log compaction ran stays after it.
+   What it replaces is known from the timeline — the log compaction's plan
+   lists the logs of each file group (`deltaFilePaths`, as upstream's
+   `HoodieCompactionOperation`), passed in as `log_compactions=` — and, for a
+   plan that can no longer be read, from the compacted log's footer header
+   `COMPACTED_BLOCK_TIMES`.  Replacement is transitive *through the timeline*:
+   once the cleaner deletes a compacted log that a later log compaction
+   replaced, the logs the first one replaced stay hidden (their committed
+   files are gone too, by design, and must not be reported missing).
 5. Given the files the completed instants committed (`committed=`, from
    `timeline.committed`), a committed file missing from the listing takes its
    place like any file; if it lands in the latest slice of its file group,
    the view raises `CorruptTableError` naming the instant and the file (older
    slices lose files to the cleaner by design, and just drop it).
+6. Given `committed=`, a listed file that no completed instant committed is not
+   part of the table (Hudi's rule): a copied folder (`p=a_backup`), a file
+   dropped in by hand or left by a crashed writer under a completed instant's
+   time is ignored, and collected in `ignored=` for inspection to show.
+   Partitions therefore come from the commits, not from the folder listing:
+   a partition folder deleted by hand is a set of missing committed files
+   (rule 5), never a silently smaller table.
+7. Given `committed_sizes=` (tables lsm_lab wrote: every write stat records
+   `fileSizeInBytes`), a listed file whose size differs from its committed
+   size was replaced (two data files swapped, a file overwritten):
+   `CorruptFileError` naming the file and both sizes.
 
 CDC logs (`….cdc.parquet`, logformat/cdc.py) join slices by rule 3 but are kept
 apart in `FileSlice.cdc_files`: they hold change history, not rows to merge.
@@ -48,7 +66,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lsm_lab.errors import CorruptTableError
+from lsm_lab.errors import CorruptFileError, CorruptTableError
 from lsm_lab.layout import naming
 from lsm_lab.layout.naming import FileName
 from lsm_lab.logformat import v2
@@ -224,19 +242,31 @@ def build_file_groups(
     files: Sequence[tuple[Any, ...]] | None = None,
     compaction_instants: Collection[str] = (),
     committed: Mapping[tuple[str, str], str] | None = None,
+    log_compactions: Mapping[str, Mapping[tuple[str, str], frozenset[str]]] | None = None,
+    committed_sizes: Mapping[tuple[str, str], int] | None = None,
+    ignored: list[DataFile] | None = None,
 ) -> list[FileGroup]:
     """Group the visible data files into file groups and slices.
 
     `completion_of` maps the begin time of every *completed* write instant to
     its completion time; `read_time` (a completion time) hides later instants.
     `compaction_instants` are the begin times of completed (log) compactions:
-    their v2 logs are compacted logs whose footer names the logs they replace
-    (rule 4 of the module doc).
+    their v2 logs are compacted logs (rule 4 of the module doc).
+    `log_compactions` maps a completed log compaction's begin time to what its
+    plan says it replaced: (partition, file id) → begin times of the logs.
+    `committed_sizes` and `ignored`: rules 7 and 6.
     """
     wanted = None if partitions is None else set(partitions)
     limit = normalize_time(read_time) if read_time else None
     groups: dict[tuple[str, str], tuple[list[DataFile], list[DataFile]]] = {}
     seen: set[tuple[str, ...]] = set()
+    known: set[tuple[str, ...]] | None = None
+    if committed is not None:  # rule 6: what the completed instants committed
+        known = set()
+        for (p, fname) in committed:
+            parsed = naming.parse(fname)
+            if parsed is not None:
+                known.add(_identity(p, parsed))
     for entry in (files if files is not None else list_data_files_sized(base_path)):
         partition, path, name = entry[0], entry[1], entry[2]
         listed_size = entry[3] if len(entry) > 3 else None
@@ -255,6 +285,15 @@ def build_file_groups(
         except FileNotFoundError:  # removed by a concurrent cleaner between listing and stat
             continue
         df = DataFile(partition, path, name, size, completion)
+        if known is not None and _identity(partition, name) not in known:
+            if ignored is not None:
+                ignored.append(df)
+            continue
+        expected = None if committed_sizes is None else committed_sizes.get((partition, name.name))
+        if expected is not None and expected != size and not per_block:
+            raise CorruptFileError(f"{df.relative} is {size:,} bytes but its commit recorded {expected:,} "
+                                   "(partitionToWriteStats.fileSizeInBytes): the file was replaced or swapped with "
+                                   "another (its rows cannot be trusted)", path=path)
         bases, logs = groups.setdefault((partition, name.file_id), ([], []))
         (bases if name.is_base else logs).append(df)
         seen.add(_identity(partition, name))
@@ -262,6 +301,8 @@ def build_file_groups(
         parsed = naming.parse(fname)
         if parsed is None or _identity(partition, parsed) in seen or (wanted is not None and partition not in wanted) \
                 or (partition, parsed.file_id) in replaced:
+            continue
+        if parsed.content == "cdc":  # change history, not rows: read_cdc checks its own files
             continue
         per_block = v1_logs_by_base_instant and parsed.is_log and parsed.log_format == 1
         completion = "" if per_block else completion_of.get(parsed.instant)
@@ -279,7 +320,9 @@ def build_file_groups(
         slice_logs: dict[int, list[DataFile]] = {i: [] for i in range(len(bases))}
         orphan: list[DataFile] = []  # logs older than every base (or no base at all)
         if compaction_instants:
-            logs = apply_compacted_logs(logs, completion_of, compaction_instants)
+            chains = {c: fgs[(partition, file_id)] for c, fgs in (log_compactions or {}).items()
+                      if (partition, file_id) in fgs}
+            logs = apply_compacted_logs(logs, completion_of, compaction_instants, chains)
         for log in logs:
             if log.completion_time == "":  # v6 v1 log: the name carries the base instant
                 key = normalize_time(log.instant)
@@ -366,7 +409,8 @@ def compacted_block_times(f: DataFile) -> frozenset[str]:
 
 
 def apply_compacted_logs(logs: list[DataFile], completion_of: Mapping[str, str],
-                          compaction_instants: Collection[str]) -> list[DataFile]:
+                          compaction_instants: Collection[str],
+                          known: Mapping[str, frozenset[str]] | None = None) -> list[DataFile]:
     """Drop the logs replaced by visible compacted logs; move each compacted log to its place.
 
     A compacted log takes the place of the *latest* log it replaces, not its own
@@ -375,16 +419,34 @@ def apply_compacted_logs(logs: list[DataFile], completion_of: Mapping[str, str],
     records that place as the compacted log's `completion_time`, so every
     consumer orders it the same way.  Replacement is transitive (a compacted
     log may itself be compacted again later).
+
+    `known` (one file group's share of `log_compactions`: compaction begin time
+    → replaced begin times, from the timeline) wins over the footer, and lets
+    the chain be followed through compacted logs the cleaner has deleted.
     """
+    known = known or {}
     replaces: dict[str, frozenset[str]] = {}
     for log in logs:
         if log.instant in compaction_instants and log.name.log_format == 2 and log.completion_time:
-            times = compacted_block_times(log)
+            times = known.get(log.instant) or compacted_block_times(log)
             if times:
                 replaces[log.instant] = replaces.get(log.instant, frozenset()) | times
     if not replaces:
         return logs
-    dropped = frozenset().union(*replaces.values())
+    todo = [t for times in replaces.values() for t in times]
+    while todo:  # follow the chain through compactions whose own logs are gone (cleaned)
+        inst = todo.pop()
+        if inst not in replaces and inst in known and inst in compaction_instants:
+            replaces[inst] = known[inst]
+            todo.extend(known[inst])
+    present = {log.instant for log in logs}
+    dropped: set[str] = set()
+    todo = [i for i in replaces if i in present]
+    while todo:
+        for r in replaces.get(todo.pop(), ()):
+            if r not in dropped:
+                dropped.add(r)
+                todo.append(r)
     memo: dict[str, tuple[str, str]] = {}
 
     def place(instant: str, depth: int = 0) -> tuple[str, str]:

@@ -88,7 +88,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lsm_lab.errors import CorruptFileError, InputError, UnsupportedFeatureError
-from lsm_lab.layout import keyindex, parquet_io
+from lsm_lab.layout import keyindex, naming, parquet_io
 from lsm_lab.layout.bloom import BloomFilter, key_hashes
 from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.lookup.footer import FOOTERS, FileInfo, FooterCache, clear_footer_cache
@@ -99,7 +99,7 @@ from lsm_lab.storage import StoragePath
 from lsm_lab.table import index, records, v1read
 from lsm_lab.table import read as reader
 from lsm_lab.table.read import ReadContext
-from lsm_lab.table.records import PARTITION_PATH, RECORD_KEY
+from lsm_lab.table.records import FILE_NAME, PARTITION_PATH, RECORD_KEY
 from lsm_lab.table.state import TableState
 
 DELETE_KEY = "record_key"  # the key column of v2 delete logs
@@ -111,6 +111,27 @@ DELETE_KEY = "record_key"  # the key column of v2 delete logs
 #: twin, 5.8 MB; without it the unsorted read fell under the line and lost its threads.)
 READ_THREADS_MIN_BYTES = 2 << 20
 _FEW_ROWS = 8  # up to this many rows found in one file of a slice, they may skip the merge (`_sole_versions`)
+
+
+def _check_provenance(ctx: ReadContext, info: FileInfo, f: DataFile) -> None:
+    """The footer's statistics of `_hoodie_file_name` and `_hoodie_partition_path` (`partition_path` in a
+    delete log) name the file's own group and partition, and its key range hashes to its bucket (a file
+    lsm_lab wrote): a file swapped in from elsewhere is refused before a probe can miss its keys.  The
+    same rules as `read.data_source` / `read.delete_source` apply to the rows of a full read."""
+    key_col = (RECORD_KEY if RECORD_KEY in info.columns else DELETE_KEY) if f.name.is_delete else RECORD_KEY
+    ends = [info.min_key, info.max_key] if info.min_key is not None else list(info.key_stats(key_col)[0][:2]) \
+        if info.num_row_groups else []
+    reader.check_bucket(ctx, ends, f.partition, f.path)
+    for lo, hi, _ in info.key_stats(FILE_NAME)[:1]:
+        for value in (lo, hi):
+            theirs = naming.parse(value) if value else None
+            if theirs is not None and theirs.file_id != f.file_id:
+                raise CorruptFileError(f"its footer says its rows belong to the file {value}: the file was swapped "
+                                       "or copied from elsewhere (its rows cannot be trusted)", path=f.path)
+    for lo, hi, _ in info.key_stats("partition_path" if f.name.is_delete else PARTITION_PATH)[:1]:
+        if lo is not None and (lo != f.partition or hi != f.partition):
+            raise CorruptFileError(f"its footer says its rows belong to the partition {lo!r}: the file was swapped "
+                                   "or copied from elsewhere (its rows cannot be trusted)", path=f.path)
 
 
 class _Fallback(Exception):
@@ -570,6 +591,8 @@ class PrunedReader:
             info = self.footers.get(f.path, stats, size=f.size)
             all_sorted = all_sorted and info.is_sorted
             delete = f.name.is_delete
+            if ctx.own_files:
+                _check_provenance(ctx, info, f)
             key_col = (RECORD_KEY if RECORD_KEY in info.columns else DELETE_KEY) if delete else RECORD_KEY
             found = probe_file(info, key_col, pred, hashes,
                                list(info.columns) if delete else self.file_cols, stats,

@@ -138,7 +138,8 @@ class _Views:
         return fsview.build_file_groups(
             self.table.path, cmap, read_time=read_time, replaced=replaced, files=self.sized,
             v1_logs_by_base_instant=self.table.config.version < 8,
-            compaction_instants=self.compactions & cmap.keys())
+            compaction_instants=self.compactions & cmap.keys(),
+            log_compactions=self.table.log_compactions(i for i in self.writes if i.begin_time in cmap))
 
     def snapshot_files(self, read_time: str | None) -> set[Path | StoragePath]:
         return {f.path for g in self.groups(read_time) for f in g.latest.files}

@@ -57,15 +57,15 @@ import pyarrow.parquet as pq
 
 from lsm_lab.config import TableConfig
 from lsm_lab.errors import CorruptFileError, InputError, UnsupportedFeatureError
-from lsm_lab.layout import parquet_io
+from lsm_lab.layout import naming, parquet_io
 from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.logformat import v2
 from lsm_lab.merge import ENGINES, merge_to_table
 from lsm_lab.merge.overlay import merge_overlay
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
 from lsm_lab.storage import StoragePath
-from lsm_lab.table import posmerge, records, v1read
-from lsm_lab.table.records import COMMIT_TIME, DELETE_FLAG, META_COLUMNS, PARTITION_PATH, RECORD_KEY
+from lsm_lab.table import index, posmerge, records, v1read
+from lsm_lab.table.records import COMMIT_TIME, DELETE_FLAG, FILE_NAME, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 
 SORTED_ENGINES = ("sorted", "loser_tree", "heapq")
 
@@ -99,6 +99,11 @@ class ReadContext:
 
     def default_engine(self) -> str:
         return "sorted" if self.config.is_lsm else "hash"
+
+    @functools.cached_property
+    def own_files(self) -> bool:
+        """A table lsm_lab created: its files' `_hoodie_file_name` is checked on read (`data_source`)."""
+        return self.config.props.get("lsm_lab.created") == "true"
 
 
 # --------------------------------------------------------------------------- normalising sources
@@ -176,6 +181,8 @@ def data_source(ctx: ReadContext, table: pa.Table, target: pa.Schema, partition:
     `source`: the file the rows came from, named by a SchemaError when a column does not cast.
     A dictionary-encoded column whose values have the target's type stays encoded
     (`dictionary_columns`); the merge decodes the rows it keeps."""
+    if source is not None and table.num_rows and ctx.own_files:
+        _check_provenance(table, partition, source)
     table = _with_keys(ctx, table, partition, target.names)
     table = table.append_column(DELETE_FLAG, pa.repeat(pa.scalar(False, pa.bool_()), table.num_rows))
     encoded = {f.name for f in table.schema if pa.types.is_dictionary(f.type) and f.name in target.names
@@ -187,6 +194,48 @@ def data_source(ctx: ReadContext, table: pa.Table, target: pa.Schema, partition:
     fields = [f.with_type(table.schema.field(f.name).type) if f.name in encoded else f for f in target]
     return pa.Table.from_arrays([table.column(f.name) if f.name in encoded else rest.column(f.name) for f in target],
                                 schema=pa.schema(fields))
+
+
+def _check_provenance(table: pa.Table, partition: str, source: object) -> None:
+    """Rows of a file lsm_lab wrote name their own file group in `_hoodie_file_name` (a copy-on-write
+    merge keeps an older slice's name, never another group's) and their partition in
+    `_hoodie_partition_path`: rows that name another come from a file swapped or copied in from
+    elsewhere.  The first and the last row are checked, where the read has the columns (a whole-file
+    swap changes both); the committed sizes (fsview rule 7) catch most swaps before any read."""
+    mine = naming.parse(getattr(source, "name", ""))
+    for column in (FILE_NAME, PARTITION_PATH):
+        if column not in table.column_names:
+            continue
+        for value in (table.column(column)[0].as_py(), table.column(column)[-1].as_py()):
+            if column == PARTITION_PATH:
+                wrong = isinstance(value, str) and value != partition
+            else:
+                theirs = naming.parse(value) if isinstance(value, str) else None
+                wrong = mine is not None and theirs is not None and theirs.file_id != mine.file_id
+            if wrong:
+                raise CorruptFileError(f"its rows say they belong to {column}={value!r}: the file was swapped or "
+                                       "copied from elsewhere (its rows cannot be trusted)", path=source)
+
+
+def check_bucket(ctx: ReadContext, keys: Sequence[Any], partition: str, source: object) -> None:
+    """In a bucket's file group, `keys` (a file's first and last, or its smallest and largest) must hash to
+    that bucket: a delete log carries no file name, and one swapped in from another bucket is caught here."""
+    mine = naming.parse(getattr(source, "name", ""))
+    bucket = None if mine is None else index.bucket_of_file_id(mine.file_id)
+    config = ctx.config
+    if mine is None or bucket is None or bucket >= config.num_buckets or \
+            mine.file_id != index.file_id_of_bucket(config.upstream_format, config.name, partition, bucket):
+        return
+    ends = pa.array([k if isinstance(k, str) else None for k in keys], pa.string()).drop_null()
+    if not len(ends):
+        return
+    fields = index.key_values_from_keys(ends, config.record_key) if config.upstream_format else [ends]
+    if fields is None:
+        return
+    got = index.bucket_ids_of(config.upstream_format, fields, ends, config.num_buckets)
+    if any(int(b) != bucket for b in got):
+        raise CorruptFileError(f"its keys belong to another bucket than {bucket}: the file was swapped or copied "
+                               "from elsewhere (its rows cannot be trusted)", path=source)
 
 
 def dictionary_columns(ctx: ReadContext, target: pa.Schema) -> list[str]:
@@ -208,6 +257,10 @@ def delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, partit
                                f"(columns: {', '.join(deletes.column_names)})")  # a damaged footer renamed it
     n = deletes.num_rows
     key = deletes.column(v2.delete_key_column(deletes.schema))
+    if source is not None and n and ctx.own_files:
+        if "partition_path" in deletes.column_names:
+            _check_provenance(deletes.select(["partition_path"]).rename_columns([PARTITION_PATH]), partition, source)
+        check_bucket(ctx, [key[0].as_py(), key[-1].as_py()], partition, source)
     cols: dict[str, Any] = {RECORD_KEY: records.cast_column(key, pa.string(), RECORD_KEY, source=source),
                             DELETE_FLAG: pa.repeat(pa.scalar(True, pa.bool_()), n)}
     ordering = ctx.spec.ordering

@@ -37,8 +37,8 @@ import pyarrow as pa
 from lsm_lab.avro_schema import avro_to_arrow_schema
 from lsm_lab.config import KEY_UPGRADE_PENDING, TableConfig
 from lsm_lab.errors import InputError, LsmLabError, TimelineError, UnsupportedFeatureError
-from lsm_lab.layout import fsview, parquet_io
-from lsm_lab.layout.fsview import FileGroup, FileSlice
+from lsm_lab.layout import fsview, naming, parquet_io
+from lsm_lab.layout.fsview import DataFile, FileGroup, FileSlice
 from lsm_lab.storage import Storage, StoragePath, as_path, storage_of
 from lsm_lab.table import read as reader
 from lsm_lab.table import records
@@ -54,8 +54,12 @@ from lsm_lab.timeline.instant import (
     SAVEPOINT,
     WRITE_ACTIONS,
     Instant,
+    State,
     normalize_time,
 )
+
+# (table, begin time, instant file) → what a log compaction's plan replaced; plans never change once written
+_LOG_COMPACTION_CACHE: dict[tuple[str, str, str], dict[tuple[str, str], frozenset[str]]] = {}
 
 
 class TableState:
@@ -241,8 +245,11 @@ class TableState:
         return None
 
     # ------------------------------------------------------------------ file system view
-    def file_groups(self, as_of: Any = None, partitions: Iterable[str] | None = None) -> list[FileGroup]:
-        """File groups with their slices, as visible at `as_of` (default: now)."""
+    def file_groups(self, as_of: Any = None, partitions: Iterable[str] | None = None,
+                    ignored: list[DataFile] | None = None) -> list[FileGroup]:
+        """File groups with their slices, as visible at `as_of` (default: now).
+
+        `ignored` receives the listed data files no completed instant committed (fsview rule 6)."""
         read_time = self.resolve_time(as_of)
         writes = [i for i in self.completed_writes()
                   if read_time is None
@@ -250,19 +257,89 @@ class TableState:
         completion = {i.begin_time: i.completion_time or i.begin_time for i in writes}
         replaced = fsview.replaced_file_groups(writes, self.instant_metadata)
         compactions = {i.begin_time for i in writes if i.action in (COMPACTION, LOG_COMPACTION)}
+        sizes: dict[tuple[str, str], int] | None = {} if self.own_files else None
+        committed = committed_files(str(self.path), writes, self.instant_metadata,  # missing files: an error
+                                    timeline_folder=_local(self.active_timeline.folder), sizes=sizes)
         return fsview.build_file_groups(
             self.path, completion, read_time=read_time, replaced=replaced,
             v1_logs_by_base_instant=self.config.version < 8, partitions=partitions,
-            compaction_instants=compactions, files=self._data_files(),
-            committed=committed_files(str(self.path), writes, self.instant_metadata,  # missing files: an error
-                                      timeline_folder=_local(self.active_timeline.folder)),
+            compaction_instants=compactions, files=self._data_files(), committed=committed,
+            log_compactions=self.log_compactions(writes), committed_sizes=sizes, ignored=ignored,
         )
+
+    @property
+    def own_files(self) -> bool:
+        """True for a table lsm_lab created: its commits record every file's size (fsview rule 7)."""
+        return self.config.props.get("lsm_lab.created") == "true"
+
+    def uncommitted_files(self) -> list[DataFile]:
+        """Data files in the table folder that no completed instant committed: not part of the table.
+
+        A copied partition folder, a file dropped in by hand, or the files of a write still in
+        flight or never rolled back; reads ignore them (fsview rule 6)."""
+        ignored: list[DataFile] = []
+        self.file_groups(ignored=ignored)
+        pending = {i.begin_time for i in self.instants() if not i.is_completed}
+        listed = {(f.partition, f.name.name) for f in ignored}
+        done = set(self.completion_map())
+        extra = [DataFile(p, path, name, size or 0, "") for p, path, name, size in self._data_files()
+                 if (p, name.name) not in listed and name.instant not in done and name.instant not in pending
+                 and not (self.config.version < 8 and name.is_log and name.log_format == 1)]
+        return sorted([*ignored, *extra], key=lambda f: f.relative)
+
+    def log_compactions(self, writes: Iterable[Instant]) -> dict[str, dict[tuple[str, str], frozenset[str]]]:
+        """What each completed log compaction among `writes` replaced, from its plan on the timeline.
+
+        Begin time → (partition, file id) → begin times of the logs its plan folded
+        (`deltaFilePaths`, upstream's `HoodieCompactionOperation`).  The view follows
+        these chains even after the cleaner deleted a compacted log that a later log
+        compaction replaced (fsview rule 4).  A plan that cannot be read (archived
+        without its plan, or damaged) is left out: the compacted log's footer speaks
+        for it then."""
+        out: dict[str, dict[tuple[str, str], frozenset[str]]] = {}
+        for inst in writes:
+            if inst.action != LOG_COMPACTION:
+                continue
+            key = (str(self.path), inst.begin_time, inst.file_name)
+            hit = _LOG_COMPACTION_CACHE.get(key)
+            if hit is None:
+                hit = self._log_compaction(inst)
+                if len(_LOG_COMPACTION_CACHE) > 100_000:
+                    _LOG_COMPACTION_CACHE.clear()
+                _LOG_COMPACTION_CACHE[key] = hit
+            if hit:
+                out[inst.begin_time] = hit
+        return out
+
+    def _log_compaction(self, inst: Instant) -> dict[tuple[str, str], frozenset[str]]:
+        try:
+            if is_archived(inst):
+                plan = self.archived_timeline.read_plan(inst.begin_time) or {}
+            else:
+                plan = self.active_timeline.read_content(inst, State.REQUESTED)
+        except LsmLabError:
+            return {}
+        out: dict[tuple[str, str], frozenset[str]] = {}
+        for op in plan.get("operations") or () if isinstance(plan, dict) else ():
+            if not isinstance(op, dict) or not isinstance(op.get("fileId"), str):
+                continue
+            names = [naming.parse(str(n).rsplit("/", 1)[-1]) for n in op.get("deltaFilePaths") or ()]
+            times = frozenset(n.instant for n in names if n is not None)
+            if times:
+                out[(str(op.get("partitionPath") or ""), op["fileId"])] = times
+        return out
 
     def latest_slices(self, as_of: Any = None, partitions: Iterable[str] | None = None) -> list[FileSlice]:
         return [g.latest for g in self.file_groups(as_of, partitions)]
 
     def partitions(self) -> list[str]:
-        return sorted({p for p, _, _, _ in self._data_files()})
+        """Partitions of the table: those its completed instants wrote to (a folder deleted by hand
+        stays a partition whose files are missing; a copied folder is none).  Tables lsm_lab did not
+        write add the listed folders (commits archived in a form lsm_lab cannot read)."""
+        committed = committed_files(str(self.path), self.completed_writes(), self.instant_metadata,
+                                    timeline_folder=_local(self.active_timeline.folder))
+        listed = set() if self.own_files else {p for p, _, _, _ in self._data_files()}
+        return sorted(listed | {p for p, _ in committed})
 
     def check_writable(self) -> None:
         """Raise `UnsupportedFeatureError` unless lsm_lab may write to this table (it created it, no upgrade pending)."""

@@ -35,18 +35,32 @@ from lsm_lab import paths
 from lsm_lab.timeline.instant import Instant
 from lsm_lab.timeline.metadata import iter_write_stats
 
-_cache: dict[tuple[str, str, str, tuple[int, int]], tuple[tuple[str, str], ...]] = {}
+_cache: dict[tuple[str, str, str, tuple[int, int]], tuple[tuple[str, str, int], ...]] = {}
 _guard = threading.Lock()
 _MAX = 200_000
 
 
 def files_of(metadata: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     """(partition, file name) of every file a commit metadata dict lists (paths already guarded)."""
+    return tuple((p, n) for p, n, _ in _entries(metadata))
+
+
+def _size(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else -1
+
+
+def _entries(metadata: dict[str, Any]) -> tuple[tuple[str, str, int], ...]:
+    """(partition, file name, committed size or -1) of every data and CDC file a commit lists."""
     out = []
     for stat in iter_write_stats(metadata):
         path = stat.get("path")
         if isinstance(path, str) and path:
-            out.append(paths.data_file(path, field="partitionToWriteStats.path"))
+            out.append((*paths.data_file(path, field="partitionToWriteStats.path"), _size(stat.get("fileSizeInBytes"))))
+        cdc = stat.get("cdcStats")
+        if isinstance(cdc, dict):
+            for rel, size in cdc.items():
+                if isinstance(rel, str) and rel:
+                    out.append((*paths.data_file(rel, field="partitionToWriteStats.cdcStats"), _size(size)))
     return tuple(out)
 
 
@@ -63,21 +77,30 @@ def _stamp(folder: Path | None, inst: Instant) -> tuple[int, int]:
 
 def committed_files(table_key: str, writes: Iterable[Instant],
                     metadata_of: Callable[[Instant], dict[str, Any]], *,
-                    timeline_folder: Path | None = None) -> dict[tuple[str, str], str]:
-    """(partition, file name) → begin time of the completed write that lists it (a later instant wins)."""
+                    timeline_folder: Path | None = None,
+                    sizes: dict[tuple[str, str], int] | None = None) -> dict[tuple[str, str], str]:
+    """(partition, file name) → begin time of the completed write that lists it (a later instant wins).
+
+    CDC logs (`cdcStats`) are listed too.  `sizes`, when given, receives each file's committed
+    size (`fileSizeInBytes`, the latest listing instant's), where the commit recorded one."""
     out: dict[tuple[str, str], str] = {}
     for inst in writes:
         key = (table_key, inst.begin_time, inst.file_name, _stamp(timeline_folder, inst))
         with _guard:
             hit = _cache.get(key)
         if hit is None:
-            hit = files_of(metadata_of(inst))
+            hit = _entries(metadata_of(inst))
             with _guard:
                 if len(_cache) > _MAX:
                     _cache.clear()
                 _cache[key] = hit
-        for f in hit:
-            out[f] = inst.begin_time
+        for partition, name, size in hit:
+            out[(partition, name)] = inst.begin_time
+            if sizes is not None:
+                if size >= 0:
+                    sizes[(partition, name)] = size
+                else:
+                    sizes.pop((partition, name), None)
     return out
 
 
