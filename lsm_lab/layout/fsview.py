@@ -48,6 +48,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from lsm_lab import paths
 from lsm_lab.errors import CorruptTableError
 from lsm_lab.layout import naming
 from lsm_lab.layout.naming import FileName
@@ -169,7 +170,7 @@ FIRST_WRITE = ".lsm_lab_first_write"
 
 def mark_first_write(base_path: Path | StoragePath) -> None:
     """Note that a first write is being tried (if it fails, the table may be created again: `abandoned_table`)."""
-    (base_path / ".hoodie" / FIRST_WRITE).touch()
+    paths.touch(base_path / ".hoodie" / FIRST_WRITE)  # never through a link out of the table
 
 
 def abandoned_table(base_path: Path | StoragePath) -> bool:
