@@ -153,6 +153,13 @@ def inside(base: str | os.PathLike[str] | StoragePath, value: str | os.PathLike[
     root_real = os.path.realpath(root) if root is not None else base_real
     target = os.path.realpath(os.path.join(base_real, os.fspath(value)))
     if not _within(target, root_real):
+        lexical = os.path.normpath(os.path.join(base_real, os.fspath(value)))
+        if _within(lexical, root_real):  # the value stays in the table: a symbolic link on the way leaves it
+            top = Path(root_real)
+            probe = Path(lexical)
+            while not os.path.lexists(probe) and probe != top:
+                probe = probe.parent
+            raise _unsafe(top, probe, target, root_real, Path(lexical))
         raise _fail(os.fspath(value), f"resolves to {target}, outside the table folder {root_real}", file, field)
     return Path(target)
 
@@ -206,8 +213,8 @@ def _first_link(root: Path, path: Path) -> Path:
 def _unsafe(root: Path, probe: Path, target: str, root_real: str, path: Path) -> UnsafePathError:
     link = _first_link(root, probe)
     where = f"is a symbolic link to {os.readlink(link)!r}" if os.path.islink(link) else f"resolves to {target}"
-    return UnsafePathError(f"{where}, outside the table folder {root_real}; lsm_lab does not write or delete "
-                           f"through it (needed for {path})", path=link)
+    return UnsafePathError(f"{where}, outside the table folder {root_real}; lsm_lab does not write, delete "
+                           f"or list through a link out of the table (needed for {path})", path=link)
 
 
 def checked(path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None) -> Path:

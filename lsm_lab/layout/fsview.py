@@ -320,6 +320,8 @@ def _without_missing(slices: list[FileSlice]) -> list[FileSlice]:
     """Rule 5: a missing committed file in the latest slice is an error; older slices just drop it."""
     for f in slices[-1].files:
         if f.missing_from:
+            if not isinstance(f.path, StoragePath):  # missing because its folder is a link out of the table?
+                paths.checked(f.path)  # then say that (UnsafePathError): listings do not enter such a link
             raise CorruptTableError(f"instant {f.missing_from} committed the file {f.relative}, which is missing "
                                     "from the table folder (deleted by hand? its rows would silently be lost)",
                                     path=f.path, field="partitionToWriteStats.path")
