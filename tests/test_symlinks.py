@@ -295,3 +295,22 @@ def test_the_guard_itself(tmp_path: Path, outside: Path) -> None:
     with pytest.raises(LsmLabError):
         paths.touch(t.path / "p=z")  # a link as final name
     assert (outside / "victim.txt").read_text() == "must survive\n" and not (outside / "deeper").exists()
+
+
+def test_local_storage_writes_and_deletes_no_key_through_a_link(tmp_path: Path, outside: Path) -> None:
+    from lsm_lab.storage import LocalStorage
+
+    root = tmp_path / "store"
+    root.mkdir()
+    os.symlink(outside / "sub", root / "linked")
+    store = LocalStorage(root)
+    before = _fingerprint(outside)
+    info = store.head("linked/data.bin")  # reads follow the link
+    assert info is not None
+    for op in (lambda: store.write("linked/new", b"x"), lambda: store.create("linked/new/deeper", b"x"),
+               lambda: store.replace("linked/data.bin", b"x", expected=info), lambda: store.delete("linked/data.bin")):
+        with pytest.raises(UnsafePathError):
+            op()
+    assert _fingerprint(outside) == before
+    store.write("plain/x", b"fine")
+    assert store.read("plain/x") == b"fine"
