@@ -41,11 +41,16 @@ sidecars, the timeline, clean and rollback):
 A link that resolves *inside* the table is harmless and allowed (writes land in
 the table); the table root itself may be a link.  Rename and link onto a final
 name never follow a link there (the link itself is replaced or the name is
-taken), so only folders and files opened by name need the checks.  Reads follow
-links, inside or outside the table: reading changes nothing outside, and a
-table whose partition lives behind a link stays readable (but a write into that
-partition is refused).  The checks are made just before each operation; they do
-not defend against a process racing to swap a folder for a link in between.
+taken), so only folders and files opened by name need the checks.
+
+Reads: a data or metadata file is read through a link wherever it points
+(reading changes nothing), but lsm_lab never *chooses* a folder through a link
+out of the table: `inside` refuses a `.hoodie` or timeline folder that leads out
+(at open, UnsafePathError naming the link), listings do not enter linked
+folders, and a committed file missing because its partition folder is such a
+link is reported as UnsafePathError (layout/fsview.py), not as a lost file.
+The checks are made just before each operation; they do not defend against a
+process racing to swap a folder for a link in between.
 Object stores (`StoragePath`) have no links: nothing to check there.
 
 Simplified compared with Apache Hudi: Hudi resolves metadata paths against the
