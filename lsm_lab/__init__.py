@@ -26,6 +26,7 @@ from lsm_lab.errors import (
     TableConfigError,
     TableNotFoundError,
     TimelineError,
+    UnsafePathError,
     UnsupportedFeatureError,
 )
 
@@ -92,6 +93,7 @@ __all__ = [
     "TableNotFoundError",
     "TableState",
     "TimelineError",
+    "UnsafePathError",
     "UnsupportedFeatureError",
     "create_table",
     "footers",

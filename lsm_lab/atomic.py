@@ -17,6 +17,13 @@ see layout/naming.py).  On a file system without hard links (some FUSE mounts)
 `create` falls back to "check, then rename", which is atomic for readers but
 no longer exclusive between writers.
 
+Inside a local table the folder of the final name must resolve inside the
+table (`paths.checked`; `mkdir=True` uses `paths.make_folders`): a symbolic
+link at `.hoodie`, `.hoodie/timeline`, `.hoodie/.key_index` or a partition
+folder pointing out of the table raises `UnsafePathError` before anything is
+written.  The temp file is opened with O_EXCL (never through a link), and
+link/rename onto the final name replace or refuse a link there, never follow it.
+
 On an object store (a `StoragePath`) there is no temp file: `create_file` is
 one PUT with `If-None-Match: *` (exactly one writer wins, the object appears
 whole) and `replace_file` one plain PUT (atomic for readers).
@@ -35,6 +42,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from lsm_lab import paths
 from lsm_lab.errors import LsmLabError
 from lsm_lab.storage import StoragePath, create_bytes
 from lsm_lab.storage.local import publish_new, temp_path
@@ -65,9 +73,9 @@ def creating(path: str | os.PathLike[str], *, on_exists: ExistsError = _default_
     The temporary file is removed in every case; if `path` already exists the
     error built by `on_exists(path)` is raised and the existing file is untouched.
     """
-    final = Path(path)
+    final = paths.checked(path)  # no link out of the table on the way to `path`
     if mkdir:
-        final.parent.mkdir(parents=True, exist_ok=True)
+        paths.make_folders(final.parent)
     tmp = temp_name(final)
     try:
         yield tmp
@@ -79,9 +87,9 @@ def creating(path: str | os.PathLike[str], *, on_exists: ExistsError = _default_
 @contextmanager
 def replacing(path: str | os.PathLike[str], *, mkdir: bool = False) -> Iterator[Path]:
     """Yield a temporary path to write; on success rename it over `path` (readers see old or new, whole)."""
-    final = Path(path)
+    final = paths.checked(path)  # no link out of the table on the way to `path`
     if mkdir:
-        final.parent.mkdir(parents=True, exist_ok=True)
+        paths.make_folders(final.parent)
     tmp = temp_name(final)
     try:
         yield tmp

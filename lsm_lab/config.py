@@ -496,7 +496,7 @@ def read_config(base: str | os.PathLike[str] | StoragePath) -> TableConfig:
 def write_config(base: str | os.PathLike[str] | StoragePath, props: Mapping[str, str], *, create: bool) -> TableConfig:
     """Write hoodie.properties atomically (temp file + rename); `create=True` never overwrites."""
     ppath = properties_path(base)
-    ppath.parent.mkdir(parents=True, exist_ok=True)
+    paths.make_folders(ppath.parent)  # never through a link out of the table (.hoodie -> elsewhere)
     config = TableConfig.from_props(props, path=str(ppath))  # validate before touching disk
     data = format_properties(props, header="written by lsm_lab").encode("utf-8")
     if create:

@@ -12,6 +12,7 @@ the classes below with both in the message.
     ├── PartitionValueError       a partition value that would escape the table folder
     ├── CorruptFileError          a footer/block/instant file that cannot be decoded
     ├── CorruptTableError         table metadata that is inconsistent or names a path outside the table
+    │   └── UnsafePathError       a symbolic link in the table that a write or delete would follow out of it
     ├── UnsupportedFeatureError   a real Hudi feature lsm_lab does not read (HFile, Lance, ...)
     ├── InputError                bad user input to a command (unsorted runs, bad option)
     ├── TimelineError             an instant transition that is not allowed, unknown instant
@@ -76,6 +77,14 @@ class CorruptTableError(LsmLabError):
         super().__init__(f"{field}: {message}" if field else message, path=path)
 
 
+class UnsafePathError(CorruptTableError):
+    """A write, create, rename or delete inside a local table would follow a symbolic link out of the table.
+
+    `path` names the link (or the file the operation was about); the message
+    says where the link points.  Nothing was written or deleted through it.
+    """
+
+
 class UnsupportedFeatureError(LsmLabError):
     """The table uses a Hudi feature that lsm_lab does not implement (HFile blocks, Lance files, ...)."""
 
@@ -108,5 +117,6 @@ __all__ = [
     "TableConfigError",
     "TableNotFoundError",
     "TimelineError",
+    "UnsafePathError",
     "UnsupportedFeatureError",
 ]

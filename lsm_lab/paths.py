@@ -21,6 +21,38 @@ write stats); `inside` resolves symlinks and is used where something is
 deleted or a folder is chosen.  This module imports only `errors` and the
 standard library (and `storage` for object-store keys), so every layer can use it.
 
+Symbolic links planted in a local table.  A link at `.hoodie/.heartbeat/<instant>`,
+`.hoodie/.temp`, `.hoodie/.key_index`, `.hoodie` or a partition folder must not
+turn a write of lsm_lab into a write somewhere else on the machine.  Every local
+write, create, truncate, rename-into and delete of a table file goes through the
+guard below (atomic.py, the Parquet writer, heartbeats, markers, locks, key-index
+sidecars, the timeline, clean and rollback):
+
+    path ──► table_root(path)     the folder before the first '.hoodie' component,
+                                  else the outermost ancestor holding a '.hoodie'
+         ──► checked(path)        the folder of `path` (its deepest existing part)
+                                  resolves inside the resolved table root
+         ──► make_folders(f)      the same check, then mkdir: never creates through a link out
+         ──► open_nofollow(p, …)  O_NOFOLLOW on the final name: a link there is refused, not followed
+         ──► unlink(p)            checked, then unlink (a link as final name: the link goes, not its target)
+                          │
+                          └─ otherwise UnsafePathError(path=<the link>, "… points to <target>, outside …")
+
+A link that resolves *inside* the table is harmless and allowed (writes land in
+the table); the table root itself may be a link.  Rename and link onto a final
+name never follow a link there (the link itself is replaced or the name is
+taken), so only folders and files opened by name need the checks.
+
+Reads: a data or metadata file is read through a link wherever it points
+(reading changes nothing), but lsm_lab never *chooses* a folder through a link
+out of the table: `inside` refuses a `.hoodie` or timeline folder that leads out
+(at open, UnsafePathError naming the link), listings do not enter linked
+folders, and a committed file missing because its partition folder is such a
+link is reported as UnsafePathError (layout/fsview.py), not as a lost file.
+The checks are made just before each operation; they do not defend against a
+process racing to swap a folder for a link in between.
+Object stores (`StoragePath`) have no links: nothing to check there.
+
 Simplified compared with Apache Hudi: Hudi resolves metadata paths against the
 table's `StoragePath` and trusts them; lsm_lab refuses anything that does not
 stay inside the table instead.
@@ -35,7 +67,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lsm_lab.errors import CorruptTableError
+from lsm_lab.errors import CorruptTableError, UnsafePathError
 from lsm_lab.storage import StoragePath
 
 _INSTANT = re.compile(r"\d{14}(?:\d{3})?")
@@ -126,6 +158,13 @@ def inside(base: str | os.PathLike[str] | StoragePath, value: str | os.PathLike[
     root_real = os.path.realpath(root) if root is not None else base_real
     target = os.path.realpath(os.path.join(base_real, os.fspath(value)))
     if not _within(target, root_real):
+        lexical = os.path.normpath(os.path.join(base_real, os.fspath(value)))
+        if _within(lexical, root_real):  # the value stays in the table: a symbolic link on the way leaves it
+            top = Path(root_real)
+            probe = Path(lexical)
+            while not os.path.lexists(probe) and probe != top:
+                probe = probe.parent
+            raise _unsafe(top, probe, target, root_real, Path(lexical))
         raise _fail(os.fspath(value), f"resolves to {target}, outside the table folder {root_real}", file, field)
     return Path(target)
 
@@ -142,6 +181,124 @@ def _inside_store(base: StoragePath, value: object, *, file: object, field: str,
             or not (target.key == top.key or not top.key or target.key.startswith(top.key + "/")):
         raise _fail(str(value), f"is not below the table {top}", file, field)
     return target
+
+
+# --------------------------------------------------------------------------- writes on a local table
+META_FOLDER = ".hoodie"
+
+
+def table_root(path: str | os.PathLike[str]) -> Path | None:
+    """The local table `path` belongs to (None: not inside a table), found without following links.
+
+    The folder before the first `.hoodie` component of `path`, else the outermost
+    ancestor that holds a `.hoodie` entry (outermost: a partition folder linked to
+    another table's root is still judged against this table).
+    """
+    full = Path(os.path.abspath(path))
+    parts = full.parts
+    if META_FOLDER in parts:
+        return Path(*parts[: parts.index(META_FOLDER)])
+    found = None
+    for folder in full.parents:
+        if os.path.lexists(os.path.join(folder, META_FOLDER)):
+            found = folder
+    return found
+
+
+def _first_link(root: Path, path: Path) -> Path:
+    """The first component of `path` below `root` that is a symbolic link (`path` itself if none is)."""
+    current = root
+    for piece in path.relative_to(root).parts:
+        current = current / piece
+        if os.path.islink(current):
+            return current
+    return path
+
+
+def _unsafe(root: Path, probe: Path, target: str, root_real: str, path: Path) -> UnsafePathError:
+    link = _first_link(root, probe)
+    where = f"is a symbolic link to {os.readlink(link)!r}" if os.path.islink(link) else f"resolves to {target}"
+    return UnsafePathError(f"{where}, outside the table folder {root_real}; lsm_lab does not write, delete "
+                           f"or list through a link out of the table (needed for {path})", path=link)
+
+
+def checked(path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None) -> Path:
+    """`path` (absolute) when its folder resolves inside its table: safe to create, replace or delete its name.
+
+    `root` defaults to `table_root(path)`; outside any table nothing is checked.
+    The deepest existing part of the folder is resolved (symlinks followed) and
+    must lie in the resolved root, else UnsafePathError naming the link.  The
+    final name is not resolved: rename, link and unlink do not follow it, and
+    `open_nofollow` refuses it.
+    """
+    full = Path(os.path.abspath(path))
+    top = Path(os.path.abspath(root)) if root is not None else table_root(full)
+    if top is None:
+        return full
+    root_real = os.path.realpath(top)
+    if not _within(str(full), str(top)):
+        raise UnsafePathError(f"is not inside the table folder {top}", path=full)
+    probe = full.parent
+    while not os.path.lexists(probe) and probe != top:
+        probe = probe.parent
+    target = os.path.realpath(probe)
+    if not _within(target, root_real):
+        raise _unsafe(top, probe, target, root_real, full)
+    return full
+
+
+def make_folders(folder: str | os.PathLike[str] | StoragePath, *,
+                 root: str | os.PathLike[str] | None = None) -> Any:
+    """`mkdir -p folder`, refusing (UnsafePathError) when an existing part of it is a link out of its table.
+
+    An object-store folder (`StoragePath`) is returned as is: it has no folders and no links.
+    """
+    if isinstance(folder, StoragePath):
+        return folder
+    full = checked(Path(os.path.abspath(folder)) / "_", root=root).parent  # checks the folder's existing part
+    full.mkdir(parents=True, exist_ok=True)
+    return full
+
+
+def open_nofollow(path: str | os.PathLike[str], flags: int, mode: int = 0o644, *,
+                  root: str | os.PathLike[str] | None = None) -> int:
+    """`os.open(path, flags | O_NOFOLLOW)` after `checked(path)`; a symbolic link as final name: UnsafePathError."""
+    full = checked(path, root=root)
+    try:
+        return os.open(full, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except OSError:
+        if os.path.islink(full):
+            raise UnsafePathError(f"is a symbolic link to {os.readlink(full)!r}; lsm_lab does not open a table "
+                                  "file it writes through a link", path=full) from None
+        raise
+
+
+def touch(path: str | os.PathLike[str] | StoragePath, *, root: str | os.PathLike[str] | None = None) -> Any:
+    """Create the empty file `path` if it does not exist (never through a link, never updating a link's target)."""
+    if isinstance(path, StoragePath):
+        path.touch(exist_ok=True)
+        return path
+    os.close(open_nofollow(path, os.O_WRONLY | os.O_CREAT, root=root))
+    return Path(path)
+
+
+def unlink(path: str | os.PathLike[str] | StoragePath, *, missing_ok: bool = True,
+           root: str | os.PathLike[str] | None = None) -> bool:
+    """Delete the file `path` after `checked(path)`; True if it was there (a link as final name: the link goes).
+
+    On an object store (`StoragePath`) a plain DELETE (True: no HEAD is spent to know whether it was there).
+    """
+    if isinstance(path, StoragePath):
+        path.unlink(missing_ok=missing_ok)
+        return True
+    full = checked(path, root=root)
+    try:
+        os.unlink(full)
+    except FileNotFoundError:
+        if not missing_ok:
+            raise
+        return False
+    return True
 
 
 def folder_to_remove(base: str | os.PathLike[str], folder: str | os.PathLike[str], *, parent: str) -> Path | None:
@@ -161,5 +318,5 @@ def folder_to_remove(base: str | os.PathLike[str], folder: str | os.PathLike[str
     return folder
 
 
-__all__ = ["data_file", "folder_to_remove", "inside", "instant_time", "is_instant_time", "name", "partition",
-           "relative"]
+__all__ = ["checked", "data_file", "folder_to_remove", "inside", "instant_time", "is_instant_time", "make_folders",
+           "name", "open_nofollow", "partition", "relative", "table_root", "touch", "unlink"]

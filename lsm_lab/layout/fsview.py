@@ -66,6 +66,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from lsm_lab import paths
 from lsm_lab.errors import CorruptFileError, CorruptTableError
 from lsm_lab.layout import naming
 from lsm_lab.layout.naming import FileName
@@ -187,7 +188,7 @@ FIRST_WRITE = ".lsm_lab_first_write"
 
 def mark_first_write(base_path: Path | StoragePath) -> None:
     """Note that a first write is being tried (if it fails, the table may be created again: `abandoned_table`)."""
-    (base_path / ".hoodie" / FIRST_WRITE).touch()
+    paths.touch(base_path / ".hoodie" / FIRST_WRITE)  # never through a link out of the table
 
 
 def abandoned_table(base_path: Path | StoragePath) -> bool:
@@ -362,6 +363,8 @@ def _without_missing(slices: list[FileSlice]) -> list[FileSlice]:
     """Rule 5: a missing committed file in the latest slice is an error; older slices just drop it."""
     for f in slices[-1].files:
         if f.missing_from:
+            if not isinstance(f.path, StoragePath):  # missing because its folder is a link out of the table?
+                paths.checked(f.path)  # then say that (UnsafePathError): listings do not enter such a link
             raise CorruptTableError(f"instant {f.missing_from} committed the file {f.relative}, which is missing "
                                     "from the table folder (deleted by hand? its rows would silently be lost)",
                                     path=f.path, field="partitionToWriteStats.path")

@@ -227,6 +227,8 @@ def remove_sidecar(base_path: str | os.PathLike[str] | StoragePath, instant: str
     """Delete the sidecar of `instant` (its rollback); True if there was one."""
     path = sidecar_path(base_path, instant)
     _CACHE.forget(str(path))
+    if not isinstance(path, StoragePath):
+        return paths.unlink(path)  # never through a linked .hoodie/.key_index (the link itself may go)
     try:
         path.unlink()
     except FileNotFoundError:

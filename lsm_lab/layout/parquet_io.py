@@ -83,7 +83,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lsm_lab import atomic
+from lsm_lab import atomic, paths
 from lsm_lab.errors import CorruptFileError, CorruptTableError, LsmLabError
 from lsm_lab.layout.bloom import BloomBuilder, key_states
 from lsm_lab.storage import StoragePath, create_bytes
@@ -240,7 +240,7 @@ class ParquetFileWriter:
         if row_group_size < 1:
             raise LsmLabError(f"row_group_size must be >= 1, got {row_group_size}", path=path)
         self.path: Path | StoragePath = path if isinstance(path, StoragePath) else Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        paths.make_folders(self.path.parent)  # in a table: never a new folder through a link out of it
         # an object store gets the bytes in one PUT at close (atomic there): no temp object, never a partial file
         self._sink: pa.BufferOutputStream | None = pa.BufferOutputStream() if isinstance(path, StoragePath) else None
         self.tmp: Path | None = None if self._sink is not None else atomic.temp_name(Path(path))  # type: ignore[arg-type]  # (not a StoragePath here)

@@ -218,7 +218,7 @@ def _execute(table: TableState, inflight: Instant, plan: Mapping[str, Any], star
                 raise CorruptTableError(f"{entry['filePath']!r} is not a data file name", field="filePath",
                                         path=table.active_timeline.folder / inflight.file_name)
             try:
-                path.unlink()
+                paths.unlink(path, missing_ok=False)  # (a StoragePath: a plain DELETE)
                 deleted.setdefault(partition, []).append(entry["filePath"])
             except FileNotFoundError:
                 deleted.setdefault(partition, []).append(entry["filePath"])  # an earlier attempt got it

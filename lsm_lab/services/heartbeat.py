@@ -13,7 +13,11 @@ pending instant therefore holds an OS lock that dies with its process:
 
 The kernel drops the lock when the owner exits for any reason (SIGKILL
 included), so a killed writer is detected at once, with no clock and no
-timeout.  Checks are made while holding the table lock, and an owner creates
+timeout.  The heartbeat file is opened with O_NOFOLLOW in a folder that must
+resolve inside the table (`paths.open_nofollow`): a symbolic link planted at
+`.hoodie/.heartbeat` or at `.hoodie/.heartbeat/<instant>` raises
+`UnsafePathError` instead of truncating a file elsewhere (`is_alive` only reads
+and locks, and may follow a link).  Checks are made while holding the table lock, and an owner creates
 its heartbeat before its instant becomes visible, so "no heartbeat file" also
 means dead.
 
@@ -103,8 +107,9 @@ class Heartbeat:
         """Take the heartbeat lock (ConflictError when another live process holds it)."""
         if isinstance(self.path, StoragePath):
             return self._start_remote(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(self.path, "a+")  # noqa: SIM115 - held open on purpose
+        paths.make_folders(self.path.parent)  # never through a link out of the table
+        fd = paths.open_nofollow(self.path, os.O_RDWR | os.O_CREAT)  # a link as heartbeat: UnsafePathError
+        fh = os.fdopen(fd, "r+")
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -160,7 +165,7 @@ class Heartbeat:
         if fh is None:
             return
         try:
-            self.path.unlink(missing_ok=True)
+            paths.unlink(self.path)
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
             fh.close()
@@ -201,4 +206,8 @@ def is_alive(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> b
 def clear(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> None:
     """Remove the heartbeat file of a dead instant (after its rollback)."""
     if not is_alive(base_path, instant):
-        heartbeat_path(base_path, instant).unlink(missing_ok=True)
+        path = heartbeat_path(base_path, instant)
+        if isinstance(path, StoragePath):
+            path.unlink(missing_ok=True)
+        else:
+            paths.unlink(path)  # a link as heartbeat file goes itself; a linked folder is refused

@@ -38,6 +38,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from lsm_lab import paths
 from lsm_lab.errors import ConflictError
 from lsm_lab.storage import StorageLock, StoragePath, storage_of
 
@@ -88,8 +89,8 @@ def table_lock(base_path: str | os.PathLike[str] | StoragePath, *, timeout: floa
             yield
         return
     path = Path(base_path) / ".hoodie" / LOCK_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fh = open(path, "a+")  # noqa: SIM115 - held open on purpose
+    paths.make_folders(path.parent)  # never through a link out of the table
+    fh = os.fdopen(paths.open_nofollow(path, os.O_RDWR | os.O_CREAT), "r+")  # a link as lock file: refused
     deadline = time.monotonic() + timeout
     try:
         while True:

@@ -11,6 +11,11 @@ orphan.  Either way `rollback` deletes what the markers name (plus, as a safety
 net, any data file carrying the instant in its name), and the marker folder
 goes when the instant completes or is rolled back.
 
+Markers are never written through a symbolic link out of the table: a linked
+`.hoodie/.temp`, `.hoodie/.temp/<instant>` or marker raises `UnsafePathError`
+(`paths.make_folders`, `paths.touch`), and `delete_markers` removes only a real
+folder below a real `.hoodie/.temp`.
+
 Simplified compared with Apache Hudi: no timeline-server-based markers (Hudi
 batches marker creation through its timeline server on cloud storage); one
 empty file per marker, as Hudi's DIRECT markers do.
@@ -45,10 +50,12 @@ def create_marker(base_path: str | os.PathLike[str] | StoragePath, instant: str,
     folder = marker_folder(base_path, instant)
     if partition:
         folder = folder / partition
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{file_name}{_SUFFIX}{io_type}"
-    path.touch(exist_ok=True)
-    return path
+    if isinstance(path, StoragePath):
+        path.touch(exist_ok=True)
+        return path
+    paths.make_folders(folder)  # never through a link out of the table (.hoodie/.temp -> elsewhere)
+    return paths.touch(path)  # O_NOFOLLOW: a link as marker is refused, its target never touched
 
 
 def marked_files(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> list[tuple[str, str, str]]:

@@ -98,11 +98,9 @@ def delete_instant_files(base_path: Path | StoragePath, begin_time: str) -> list
         if not is_local(folder):
             continue  # an object store has no temp files: a PUT is whole or absent
         for tmp in folder.glob(f".{file_name}.*.tmp"):  # a writer killed inside write_parquet
-            tmp.unlink(missing_ok=True)
+            paths.unlink(tmp)  # never through a partition folder linked out of the table
     for path in files_of_instant(base_path, begin_time):
-        try:
-            path.unlink()
-        except FileNotFoundError:
+        if not paths.unlink(path, missing_ok=True):
             continue
         deleted.append(path.relative_to(base_path).as_posix())
     keyindex.remove_sidecar(base_path, begin_time)  # the key index entries of the files just deleted
@@ -139,7 +137,7 @@ def remove_timeline_files(timeline: ActiveTimeline, begin_time: str, *, keep_req
     for _, name, state in sorted(names):
         if keep_requested and state is State.REQUESTED:
             continue
-        (timeline.folder / name).unlink(missing_ok=True)
+        paths.unlink(timeline.folder / name)
 
 
 def rollback_metadata(instant: Instant, deleted: list[str], started: float) -> dict[str, Any]:

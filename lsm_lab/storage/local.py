@@ -10,6 +10,10 @@ bytes and the clock tick do not.  `replace` takes an `flock` on the file it is
 about to replace and checks, under the lock, that the path still names that
 inode — so two processes racing to replace the same version cannot both win.
 
+Writes and deletes never follow a symbolic link out of the root: the folder of
+a key must resolve inside the resolved root (`paths.checked`, UnsafePathError
+otherwise); a link as the key's own name is replaced or removed, never followed.
+
 Temp files are named `.<name>.<random>.tmp` beside the target (the same file
 system, so link and rename are atomic); `tmp_files()` lists leftovers of a
 killed process for the next writer to delete.
@@ -153,8 +157,16 @@ class LocalStorage(Storage):
         return _info(clean_key(key), st)
 
     # -- writes ----------------------------------------------------------------------------
+    def _guarded(self, key: str) -> Path:
+        """The local path of `key`, when its folder resolves inside the root (no link out of it on the way)."""
+        from lsm_lab import paths  # (paths imports this package)
+
+        return paths.checked(self.path(key), root=self.root)
+
     def _temp(self, target: Path, data: bytes) -> Path:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        from lsm_lab import paths
+
+        paths.make_folders(target.parent, root=self.root)
         tmp = temp_path(target)
         with open(tmp, "wb") as fh:
             fh.write(data)
@@ -164,7 +176,7 @@ class LocalStorage(Storage):
 
     def write(self, key: str, data: bytes) -> ObjectInfo:
         self.counts.add("PUT")
-        target = self.path(key)
+        target = self._guarded(key)
         tmp = self._temp(target, data)
         info = _info(clean_key(key), tmp.stat())  # rename keeps inode and mtime: this is the version we wrote
         try:
@@ -175,7 +187,7 @@ class LocalStorage(Storage):
 
     def create(self, key: str, data: bytes) -> ObjectInfo:
         self.counts.add("PUT")
-        target = self.path(key)
+        target = self._guarded(key)
         tmp = self._temp(target, data)
         info = _info(clean_key(key), tmp.stat())
         try:
@@ -187,7 +199,7 @@ class LocalStorage(Storage):
 
     def replace(self, key: str, data: bytes, *, expected: ObjectInfo) -> ObjectInfo:
         self.counts.add("PUT")
-        target = self.path(key)
+        target = self._guarded(key)
         while True:
             try:
                 fd = os.open(target, os.O_RDONLY)
@@ -216,7 +228,7 @@ class LocalStorage(Storage):
     def delete(self, key: str) -> None:
         self.counts.add("DELETE")
         try:
-            self.path(key).unlink()
+            self._guarded(key).unlink()
         except (FileNotFoundError, NotADirectoryError):
             pass
         except IsADirectoryError:

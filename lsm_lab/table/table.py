@@ -37,7 +37,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lsm_lab import checks
+from lsm_lab import checks, paths
 from lsm_lab import config as cfg
 from lsm_lab.errors import InputError, LsmLabError, TableConfigError, UnsupportedFeatureError
 from lsm_lab.interop import compat
@@ -527,8 +527,8 @@ def create_table(
         props.update(extra)
     base.mkdir(parents=True, exist_ok=True)
     config = cfg.write_config(base, props, create=not replacing)
-    (base / ".hoodie" / fsview.FIRST_WRITE).unlink(missing_ok=True)
-    ActiveTimeline(base, config).folder.mkdir(parents=True, exist_ok=True)
+    paths.unlink(base / ".hoodie" / fsview.FIRST_WRITE)  # (paths: never through a link out of the table)
+    paths.make_folders(ActiveTimeline(base, config).folder)
     return Table(base, config)
 
 

@@ -52,6 +52,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lsm_lab import paths
 from lsm_lab.config import TableConfig
 from lsm_lab.errors import CorruptFileError, InputError
 from lsm_lab.interop import compat
@@ -557,7 +558,8 @@ def write_partition_metadata(base_path: Path | StoragePath, partitions: Sequence
         if marker.exists():
             continue
         assert not isinstance(folder, StoragePath)
-        folder.mkdir(parents=True, exist_ok=True)
+        paths.make_folders(folder)  # a new partition folder: never through a link out of the table
         tmp = folder / f".hoodie_partition_metadata.{instant}.tmp"
-        tmp.write_text(text)
+        with os.fdopen(paths.open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as fh:
+            fh.write(text)
         tmp.replace(marker)

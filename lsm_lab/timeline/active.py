@@ -172,14 +172,14 @@ class ActiveTimeline:
 
     # ------------------------------------------------------------------ transitions
     def new_instant_time(self) -> str:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        paths.make_folders(self.folder)  # never through a link out of the table
         return clock.next_instant_time(self.meta_folder)
 
     def _create(self, begin: str, action: str, state: State, content: Mapping[str, Any] | bytes | None,
                 completion: str | None = None) -> Instant:
         name = file_name_for(begin, action, state, completion, timeline_layout=self.config.timeline_layout)
         data = content if isinstance(content, bytes) else (self._encode(action, state, content) if content else b"")
-        self.folder.mkdir(parents=True, exist_ok=True)
+        paths.make_folders(self.folder)
         atomic_create(self.folder / name, data)
         return Instant.make(begin, action, state, completion, name)
 
@@ -233,4 +233,4 @@ class ActiveTimeline:
         for state in (State.INFLIGHT, State.REQUESTED):
             name = file_name_for(instant.begin_time, instant.action, state,
                                  timeline_layout=self.config.timeline_layout)
-            (self.folder / name).unlink(missing_ok=True)
+            paths.unlink(self.folder / name)

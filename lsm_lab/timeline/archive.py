@@ -298,7 +298,7 @@ class ArchivedTimeline:
         fresh = [dict(r) for r in rows if r["instantTime"] not in known]
         if not fresh:
             return []
-        self.folder.mkdir(parents=True, exist_ok=True)
+        paths.make_folders(self.folder)  # never through a link out of the table
         for r in fresh:
             r.setdefault("version", ROW_VERSION)
         entry = self._write_parquet(fresh, 0)
@@ -344,10 +344,10 @@ class ArchivedTimeline:
         live = set(self.files())
         for name in names:
             if parse_file_name(name) is not None and name not in live:
-                (self.folder / name).unlink(missing_ok=True)
+                paths.unlink(self.folder / name)
             elif name.startswith(MANIFEST_PREFIX) and name[len(MANIFEST_PREFIX):].isdigit():
                 if int(name[len(MANIFEST_PREFIX):]) <= version - keep_manifests:
-                    (self.folder / name).unlink(missing_ok=True)
+                    paths.unlink(self.folder / name)
 
 
 __all__ = ["SCHEMA", "ArchivedRow", "ArchivedTimeline", "is_archived", "parse_file_name"]

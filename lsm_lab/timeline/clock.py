@@ -31,7 +31,7 @@ import os
 import threading
 from pathlib import Path
 
-from lsm_lab import atomic
+from lsm_lab import atomic, paths
 from lsm_lab.errors import TimelineError
 from lsm_lab.storage import StoragePath
 
@@ -67,7 +67,7 @@ def next_instant_time(meta_folder: str | os.PathLike[str] | StoragePath) -> str:
         return _next_remote(str(meta_folder))
     folder = Path(meta_folder)
     clock = folder / CLOCK_FILE
-    with open(folder / (CLOCK_FILE + ".lock"), "a+") as lock:
+    with os.fdopen(paths.open_nofollow(folder / (CLOCK_FILE + ".lock"), os.O_RDWR | os.O_CREAT), "r+") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
         try:
             last = clock.read_text().strip() if clock.exists() else ""
