@@ -87,8 +87,7 @@ def cmd_read(args: argparse.Namespace) -> int:
                              "--key, --read-optimized or --as-of")
         if args.start is None:
             raise InputError("--cdc needs --start (a completion time yyyyMMddHHmmssSSS, or 0 for the beginning)")
-        start = None if args.start == "0" else args.start
-        result = table.read_cdc(start, args.end, columns=columns)
+        result = table.read_cdc(args.start, args.end, columns=columns)  # "0", "000", 14/17 zeros: the beginning
         if not args.json and not (args.out and not args.out.endswith(".csv")):
             result = result.flatten()  # before.v, after.v: one column per field for the printed table and CSV
     elif args.key:

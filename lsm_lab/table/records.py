@@ -57,6 +57,8 @@ def to_arrow(data: Any, *, what: str = "data") -> pa.Table:
         if data and not all(isinstance(r, dict) for r in data):
             raise InputError(f"{what}: a list must hold dicts (one per record)")
         table = pa.Table.from_pylist(data)
+        if table.num_rows != len(data):  # records with no fields at all ([{}]): rows without columns, not none
+            table = pa.table({"_": pa.nulls(len(data))}).select([])
     else:
         try:
             import pandas as pd
@@ -67,8 +69,15 @@ def to_arrow(data: Any, *, what: str = "data") -> pa.Table:
         else:
             raise InputError(f"{what}: expected a pyarrow Table, pandas DataFrame or list of dicts, "
                              f"got {type(data).__name__}")
+    names = table.column_names
+    twice = sorted({c for c in names if names.count(c) > 1})
+    if twice:  # which one would be the value? (Arrow itself would fail later with a bare KeyError)
+        raise SchemaError(f"{what}: column name{'s' if len(twice) > 1 else ''} {', '.join(map(repr, twice))} "
+                          f"{'appear' if len(twice) > 1 else 'appears'} more than once; give every column its own name")
     keep = [c for c in table.column_names if c not in META_COLUMNS and c != DELETE_FLAG]
-    table = table.select(keep).replace_schema_metadata(None)
+    table = table.select(keep)
+    if table.num_columns:  # (on a table of no columns, Arrow's replace_schema_metadata drops the rows too)
+        table = table.replace_schema_metadata(None)
     return normalize_types(table)
 
 
@@ -93,7 +102,7 @@ def check_columns(table: pa.Table, needed: Iterable[str], role: str) -> None:
     missing = [c for c in needed if c not in table.column_names]
     if missing:
         raise SchemaError(f"the data has no {role} column{'s' if len(missing) > 1 else ''} "
-                          f"{', '.join(repr(m) for m in missing)} (columns: {', '.join(table.column_names)})")
+                          f"{', '.join(repr(m) for m in missing)} (columns: {', '.join(table.column_names) or 'none'})")
 
 
 def evolve_schema(current: pa.Schema | None, incoming: pa.Schema, *, partial: bool = False) -> pa.Schema:

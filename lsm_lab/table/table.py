@@ -259,6 +259,9 @@ class Table(TableState):
         (the same rows; table/posmerge.py), e.g. to measure what merging by position saves.
         """
         columns = checks.columns_arg(columns)
+        if columns == []:  # N rows of no columns: read one (the key) to count them, then drop it
+            return self.read(as_of=as_of, columns=list(self.config.record_key[:1]), filter=filter, merge=merge,
+                             strict=strict, positions=positions).select([])
         read_time = self.resolve_time(as_of)
         self.check_retained(read_time)
         ctx = self.read_context(read_time)
@@ -355,7 +358,9 @@ class Table(TableState):
         `options` override the planner thresholds of hoodie.properties.
         Returns the completed (or, with `plan_only`, requested) instant, or None.
         """
-
+        checks.bool_arg(plan_only, "plan_only")
+        if progress is not None:
+            checks.bool_arg(progress, "progress")
         return compaction.compact(self, strategy=strategy, merge=merge, plan_only=plan_only, options=options,
                                   progress=progress)
 
@@ -368,7 +373,7 @@ class Table(TableState):
         `hoodie.clustering.plan.strategy.*` limits.  With the bucket index each
         bucket is clustered on its own (services/clustering.py).
         """
-
+        checks.bool_arg(plan_only, "plan_only")
         return clustering.cluster(self, plan_only=plan_only, options=options, merge=merge)
 
     def clustering_plans(self) -> list:
