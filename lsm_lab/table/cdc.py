@@ -27,8 +27,11 @@ upgrade's rewrite.  Time bounds are those of `read_incremental`, archived
 instants included (their metadata is read from the LSM timeline).
 
 A snapshot the cleaner has removed cannot be read: an instant whose before or
-after image is needed from such a snapshot raises `InputError` naming it
-(savepoint an instant to keep its snapshot).  A CDC log that is missing from the
+after image is needed from such a snapshot raises `InputError` saying that the
+window reaches past what the cleaner kept, the first start that is readable, and
+how to keep more (`clean(retained=...)`, Hudi's `hoodie.cleaner.commits.retained`,
+a savepoint); with KEEP_LATEST_FILE_VERSIONS, which records no retained instant,
+the file a clean deleted is recognised from the clean's metadata.  A CDC log that is missing from the
 folder (cleaned with its slice) is not trusted: that instant is inferred, which
 raises the same error when its snapshots are gone too.  A damaged CDC log is a
 `CorruptFileError` naming the file.
