@@ -306,6 +306,11 @@ def test_read_of_no_columns_keeps_the_rows(tmp_path: Path) -> None:
     assert t.read(columns=[], as_of=first).num_rows == 6
     assert t.read(columns=[], filter=[("v", ">", 3)]).num_rows == 3
     assert t.read(columns=[], filter=pa.compute.field("v") > 3).num_rows == 3
+    t.compact(strategy="full")
+    out = t.read_optimized(columns=[])
+    assert (out.num_rows, out.num_columns) == (7, 0)
+    assert t.lookup(["k1", "k9", "nope"], columns=[]).shape == (2, 0)
+    assert t.read_incremental("0", columns=[]).shape == (7, 0)
 
 
 # --------------------------------------------------------------------------- finding 12

@@ -296,6 +296,8 @@ class Table(TableState):
     def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: Any = None) -> pa.Table:
         """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table."""
         columns = checks.columns_arg(columns)
+        if columns == []:  # N rows of no columns, as read(columns=[])
+            return self.read_optimized(columns=list(self.config.record_key[:1]), as_of=as_of).select([])
         read_time = self.resolve_time(as_of)
         self.check_retained(read_time)
         ctx = self.read_context(read_time)
