@@ -180,10 +180,10 @@ def _object_storage(uri: str, kind: str, bucket: str, prefix: str, opts: Any,
     endpoint = opts.get("endpoint")
     if endpoint and str(endpoint).startswith("http://"):
         client.setdefault("allow_http", True)
+    provider = _no_instance_metadata(opts, uri) if kind == "s3" else None
     try:
         if kind == "s3":
             opts.setdefault("region", "us-east-1")
-            provider = _no_instance_metadata(opts, uri)
             store: Any = S3Store(bucket, config=opts, client_options=client, retry_config=retry,
                                  **({"credential_provider": provider} if provider else {}))
         elif kind == "gcs":
@@ -221,19 +221,22 @@ def _no_instance_metadata(opts: dict[str, Any], uri: str) -> Any:
     if setting is not None and str(setting).strip().lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
         raise StorageError(f"ec2_metadata_disabled (AWS_EC2_METADATA_DISABLED) must be true or false, not {setting!r}",
                            path=uri)
-    disabled = _truthy(setting) if setting is not None else bool(opts.get("endpoint"))
+    endpoint = opts.get("endpoint") or os.environ.get("AWS_ENDPOINT")  # (obstore reads AWS_ENDPOINT itself)
+    disabled = _truthy(setting) if setting is not None else bool(endpoint)
     has_keys = opts.get("access_key_id") or opts.get("secret_access_key") or opts.get("session_token") or \
         opts.get("token") or os.environ.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_SECRET_ACCESS_KEY")
     other = _truthy(opts.get("skip_signature", os.environ.get("AWS_SKIP_SIGNATURE", ""))) or \
         any(os.environ.get(v) for v in _CREDENTIAL_VARS)
     if not disabled or has_keys or other:
         return None
+    why = "AWS_EC2_METADATA_DISABLED / ec2_metadata_disabled is true"
 
     def no_credentials() -> Any:
         raise StorageError(f"{NO_CREDENTIALS} no access key was given (storage_options access_key_id and "
                            "secret_access_key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), and the instance-"
-                           "metadata lookup is off for an S3-compatible endpoint (AWS_EC2_METADATA_DISABLED=false "
-                           "turns it on; skip_signature=true sends unsigned requests to a public bucket)", path=uri)
+                           f"metadata lookup is off ({'an endpoint is set' if setting is None else why}; "
+                           "AWS_EC2_METADATA_DISABLED=false turns it on; skip_signature=true sends unsigned requests "
+                           "to a public bucket)", path=uri)
 
     return no_credentials
 
