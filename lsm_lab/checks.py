@@ -31,15 +31,21 @@ def path_arg(value: Any, name: str = "path") -> Path:
     """A table path: a non-empty str or os.PathLike."""
     if not isinstance(value, str | os.PathLike) or not os.fspath(value):
         raise InputError(f"{name} must be a non-empty str or os.PathLike, not {value!r}")
+    if not isinstance(os.fspath(value), str):
+        raise InputError(f"{name} must be a str or os.PathLike of str, not {value!r}")
+    if "\x00" in os.fspath(value):  # no file system takes it: os would raise a bare ValueError
+        raise InputError(f"{name} {os.fspath(value)!r} contains a NUL character")
     return Path(value)
 
 
-def int_arg(value: Any, name: str, *, minimum: int | None = None) -> int:
-    """An integer (not a bool, not a float, not a string of digits), at least `minimum`."""
+def int_arg(value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """An integer (not a bool, not a float, not a string of digits), at least `minimum`, at most `maximum`."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InputError(f"{name} must be an integer, not {value!r}")
     if minimum is not None and int(value) < minimum:
         raise InputError(f"{name} must be at least {minimum}, not {value!r}")
+    if maximum is not None and int(value) > maximum:
+        raise InputError(f"{name} must be at most {maximum:,}, not {value!r}")
     return int(value)
 
 
@@ -105,6 +111,8 @@ def options_arg(value: Any, name: str = "options") -> dict[str, str]:
 def create_table_args(*, path: Any, name: Any, record_key: Any, partition_by: Any, ordering_field: Any,
                       table_type: Any, layout: Any, hive_style: Any, num_buckets: Any, table_version: Any) -> None:
     """Every argument of `create_table`, checked before anything is written."""
+    from lsm_lab.config import MAX_BUCKETS  # (config imports storage, which uses these checks)
+
     path_arg(path)
     if not isinstance(name, str):  # (its characters are checked by create_table)
         raise InputError(f"name must be a string, not {name!r}")
@@ -114,7 +122,7 @@ def create_table_args(*, path: Any, name: Any, record_key: Any, partition_by: An
     str_arg(table_type, "table_type")
     str_arg(layout, "layout")
     bool_arg(hive_style, "hive_style")
-    int_arg(num_buckets, "num_buckets", minimum=1)
+    int_arg(num_buckets, "num_buckets", minimum=1, maximum=MAX_BUCKETS)
     int_arg(table_version, "table_version")
 
 

@@ -87,8 +87,7 @@ def cmd_read(args: argparse.Namespace) -> int:
                              "--key, --read-optimized or --as-of")
         if args.start is None:
             raise InputError("--cdc needs --start (a completion time yyyyMMddHHmmssSSS, or 0 for the beginning)")
-        start = None if args.start == "0" else args.start
-        result = table.read_cdc(start, args.end, columns=columns)
+        result = table.read_cdc(args.start, args.end, columns=columns)  # "0", "000", 14/17 zeros: the beginning
         if not args.json and not (args.out and not args.out.endswith(".csv")):
             result = result.flatten()  # before.v, after.v: one column per field for the printed table and CSV
     elif args.key:
@@ -194,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("read", help="read a snapshot (or time travel)", description="Read the table at PATH.")
     p.add_argument("path", help="table folder or URI (s3://bucket/prefix, gs://, az://)")
-    p.add_argument("--as-of", help="completion time to travel to (yyyyMMddHHmmssSSS)")
+    p.add_argument("--as-of", help="completion time to travel to (yyyyMMddHHmmssSSS; 0: before every instant)")
     p.add_argument("--columns", help="comma separated columns")
     p.add_argument("--merge", choices=["sorted", "loser_tree", "hash", "heapq"], help="force a merge engine")
     p.add_argument("--read-optimized", action="store_true", help="base files only")
@@ -203,7 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cdc", action="store_true",
                    help="the change stream of the instants completed in (--start, --end]: op, ts_ms, commit_time, "
                         "record_key, before, after, inferred")
-    p.add_argument("--start", help="with --cdc: changes completed after this time (0: from the beginning)")
+    p.add_argument("--start", help="with --cdc: changes completed after this time (0, 000 or Hudi's 00000000000000000: "
+                        "from the beginning)")
     p.add_argument("--end", help="with --cdc: changes completed up to this time (default: the latest)")
     p.add_argument("--key", action="append", metavar="K",
                    help="look up this record key (repeatable; composite keys as f1:v1,f2:v2): reads only the "

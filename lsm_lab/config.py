@@ -54,6 +54,13 @@ UPSTREAM_LSM_VERSION = 10  # Apache Hudi's RFC-103 table version: native logs, J
 TABLE_TYPES = ("COPY_ON_WRITE", "MERGE_ON_READ")
 LAYOUTS = ("default", "lsm_tree")
 MERGE_MODES = ("COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING", "CUSTOM")
+KEY_NUM_BUCKETS = "hoodie.bucket.index.num.buckets"
+# A bucket file id starts with the bucket number as 8 decimal digits (Hudi's BucketIdentifier: "%08d"), which is
+# read back from the first 8 characters: bucket 100,000,000 would have a file id naming another bucket.
+MAX_BUCKETS = 100_000_000
+# HoodieIndex.IndexType (hoodie.index.type): only BUCKET places keys by bucket
+INDEX_TYPES = ("BUCKET", "SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "INMEMORY", "HBASE", "FLINK_STATE",
+               "RECORD_INDEX", "RECORD_LEVEL_INDEX", "GLOBAL_RECORD_LEVEL_INDEX")
 
 # Folders under .hoodie/ named by properties (validated by the path guard, lsm_lab.paths).
 TIMELINE_FOLDER_KEYS = ("hoodie.timeline.path", "hoodie.timeline.history.path", "hoodie.archivelog.folder")
@@ -315,12 +322,7 @@ class TableConfig:
             )
         if merge_mode == "EVENT_TIME_ORDERING" and not ordering:
             raise TableConfigError("EVENT_TIME_ORDERING needs an ordering field", path=path)
-        try:
-            num_buckets = int(props.get("hoodie.bucket.index.num.buckets", "4"))
-        except ValueError:
-            raise TableConfigError("hoodie.bucket.index.num.buckets is not an integer", path=path) from None
-        if num_buckets < 1:
-            raise TableConfigError("hoodie.bucket.index.num.buckets must be at least 1", path=path)
+        num_buckets = _num_buckets(props, layout, path)
         for key in TIMELINE_FOLDER_KEYS:  # folders under .hoodie/: never a way out of the table
             if props.get(key) is not None:
                 paths.relative(props[key], file=path, field=key)
@@ -348,6 +350,36 @@ class TableConfig:
             database=props.get("hoodie.database.name", "default") or "default",
             props=dict(props),
         )
+
+
+def _num_buckets(props: Mapping[str, str], layout: str, path: str | None) -> int:
+    """`hoodie.bucket.index.num.buckets`, required when the table places keys by bucket.
+
+    A bucket-index table without its bucket count cannot be read right: with a guessed
+    count lookups look in the wrong bucket and upserts write a second version of a key
+    elsewhere.  So a missing key (one flipped bit in its name is enough), a value that is
+    not an integer or one out of range is a `TableConfigError`; the default of 4 is
+    only used by tables that do not place keys by bucket (Hudi's own tables with a
+    SIMPLE or BLOOM index, which never write the key)."""
+    index = props.get("hoodie.index.type")
+    if index is not None and index.upper() not in INDEX_TYPES:
+        raise TableConfigError(f"unknown hoodie.index.type {index!r} (expected one of {', '.join(INDEX_TYPES)})",
+                               path=path)
+    bucket = (index or ("BUCKET" if layout == "lsm_tree" else "SIMPLE")).upper() == "BUCKET"
+    raw = props.get(KEY_NUM_BUCKETS)
+    if raw is None or raw.strip() == "":
+        if bucket:
+            raise TableConfigError(f"hoodie.properties has no '{KEY_NUM_BUCKETS}', which a bucket-index table "
+                                   "needs (its keys are placed by bucket; a guessed count would misplace them)",
+                                   path=path)
+        return 4
+    text = raw.strip()
+    if not (text.isascii() and text.isdigit()):
+        raise TableConfigError(f"{KEY_NUM_BUCKETS} {raw!r} is not an integer", path=path)
+    value = int(text)
+    if not 1 <= value <= MAX_BUCKETS:
+        raise TableConfigError(f"{KEY_NUM_BUCKETS} must be at least 1 and at most {MAX_BUCKETS:,}, not {value}", path=path)
+    return value
 
 
 def cdc_mode_of(value: str | None) -> str:

@@ -79,7 +79,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -627,6 +627,9 @@ class PrunedReader:
 def _as_keys(keys: str | Iterable[str] | pa.Array | pa.ChunkedArray) -> list[str]:
     if isinstance(keys, str):
         return [keys]
+    if isinstance(keys, Mapping):  # its keys? its values? a dict is not a list of record keys
+        raise InputError(f"lookup keys must be a string or a list of record-key strings, not a "
+                         f"{type(keys).__name__} ({keys!r:.80}); pass list(d) to look up a dict's keys")
     if isinstance(keys, (pa.Array, pa.ChunkedArray)):
         if not (pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type)):
             raise InputError(f"lookup keys must be strings, got an Arrow array of {keys.type}")

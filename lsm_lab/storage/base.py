@@ -51,6 +51,9 @@ if TYPE_CHECKING:  # pyarrow.fs is only needed by callers that read Parquet
     import pyarrow.fs
 
 
+NO_CREDENTIALS = "no credentials:"  # how the error of lsm_lab's refusing S3 credential provider starts
+
+
 class AlreadyExistsError(ConflictError):
     """`Storage.create` lost the race: the key exists (another writer created it first)."""
 

@@ -46,7 +46,7 @@ from typing import Any, Union
 
 from lsm_lab.storage.base import AlreadyExistsError, Storage, StorageError, clean_key
 from lsm_lab.storage.local import LocalStorage
-from lsm_lab.storage.location import is_remote, open_storage
+from lsm_lab.storage.location import check_local_options, check_options, is_remote, open_storage
 
 
 @dataclass(frozen=True)
@@ -229,6 +229,7 @@ def as_path(location: str | os.PathLike[str] | Storage | StoragePath,
     Accepts a plain path, `file://`, `s3://`, `gs://`, `az://` URIs (with
     `storage_options`, see `storage.location`), a `Storage`, or a path
     already converted."""
+    check_options(storage_options)
     if isinstance(location, StoragePath):
         return location
     if isinstance(location, LocalStorage):
@@ -240,6 +241,7 @@ def as_path(location: str | os.PathLike[str] | Storage | StoragePath,
         storage = open_storage(location, storage_options)
         return storage.root if isinstance(storage, LocalStorage) else StoragePath(storage, "")
     if isinstance(location, (str, os.PathLike)):
+        check_local_options(location, storage_options)
         return Path(location)
     raise StorageError(f"a table location must be a path or a URI, not {type(location).__name__}")
 

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from lsm_lab.storage.base import RequestCounts, Storage, StorageError
+from lsm_lab.errors import InputError
+from lsm_lab.storage.base import NO_CREDENTIALS, RequestCounts, Storage, StorageError
 from lsm_lab.storage.local import LocalStorage
 
 SCHEMES = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs",
@@ -47,7 +48,8 @@ _ALIASES = {"endpoint_url": "endpoint", "access_key": "access_key_id", "secret_k
 _ENV = {
     "s3": {"AWS_ACCESS_KEY_ID": "access_key_id", "AWS_SECRET_ACCESS_KEY": "secret_access_key",
            "AWS_SESSION_TOKEN": "session_token", "AWS_DEFAULT_REGION": "region", "AWS_REGION": "region",
-           "AWS_ENDPOINT_URL": "endpoint", "AWS_ENDPOINT_URL_S3": "endpoint", "AWS_ALLOW_HTTP": "allow_http"},
+           "AWS_ENDPOINT_URL": "endpoint", "AWS_ENDPOINT_URL_S3": "endpoint", "AWS_ALLOW_HTTP": "allow_http",
+           "AWS_EC2_METADATA_DISABLED": "ec2_metadata_disabled"},
     "gcs": {"GOOGLE_SERVICE_ACCOUNT": "service_account", "GOOGLE_APPLICATION_CREDENTIALS": "application_credentials",
             "GOOGLE_SERVICE_ACCOUNT_KEY": "service_account_key"},
     "azure": {"AZURE_STORAGE_ACCOUNT_NAME": "account_name", "AZURE_STORAGE_ACCOUNT_KEY": "account_key",
@@ -106,6 +108,23 @@ def _seconds(value: Any, default: float) -> float:
         raise StorageError(f"option value {value!r} is not a duration in seconds (e.g. 10 or '10s')") from None
 
 
+def check_options(storage_options: Any) -> None:
+    """`storage_options` is None or a mapping (an `InputError` otherwise)."""
+    if storage_options is not None and not isinstance(storage_options, Mapping):
+        raise InputError(f"storage_options must be a mapping of option names to values (or None), "
+                         f"not {storage_options!r}")
+
+
+def check_local_options(location: Any, storage_options: Any) -> None:
+    """A local path takes no `storage_options`: they name an object store's client settings (endpoint,
+    credentials, timeouts), so any given for a folder are a mistake (a wrong path?), never silently dropped."""
+    check_options(storage_options)
+    if storage_options:
+        raise InputError(f"storage_options apply to object-store URIs (s3://, gs://, az://), not to the local path "
+                         f"{os.fspath(location)!r}; leave them out, or check the path "
+                         f"(got {sorted(map(str, storage_options))})")
+
+
 def open_storage(location: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None,
                  *, counts: RequestCounts | None = None) -> Storage:
     """The `Storage` for a table location (see the module docstring for what is accepted)."""
@@ -116,14 +135,20 @@ def open_storage(location: str | os.PathLike[str], storage_options: Mapping[str,
         raise StorageError("a table location must be a non-empty path or URI")
     split = urlsplit(text)
     scheme = split.scheme.lower()
+    if scheme == "file" or not scheme or len(scheme) == 1:  # a plain path (a drive letter is not a scheme)
+        check_local_options(text, storage_options)
     if scheme == "file":
+        if split.netloc not in ("", "localhost"):  # file://relative/x is host "relative", path "/x": not ./relative/x
+            raise InputError(f"a file:// URI names a host ({split.netloc!r}); write file:///absolute/path "
+                             "(three slashes) or a plain path", path=text)
         return LocalStorage(Path(split.path), counts=counts)
-    if not scheme or len(scheme) == 1:  # a plain path (a drive letter is not a scheme)
+    if not scheme or len(scheme) == 1:
         return LocalStorage(text, counts=counts)
     kind = SCHEMES.get(scheme)
     if kind is None:
         raise StorageError(f"unknown storage scheme {scheme!r} (use a local path, file://, s3://, gs:// or az://)",
                            path=text)
+    check_options(storage_options)
     bucket = split.netloc
     if not bucket:
         raise StorageError("the URI names no bucket/container", path=text)
@@ -155,10 +180,12 @@ def _object_storage(uri: str, kind: str, bucket: str, prefix: str, opts: Any,
     endpoint = opts.get("endpoint")
     if endpoint and str(endpoint).startswith("http://"):
         client.setdefault("allow_http", True)
+    provider = _no_instance_metadata(opts, uri) if kind == "s3" else None
     try:
         if kind == "s3":
             opts.setdefault("region", "us-east-1")
-            store: Any = S3Store(bucket, config=opts, client_options=client, retry_config=retry)
+            store: Any = S3Store(bucket, config=opts, client_options=client, retry_config=retry,
+                                 **({"credential_provider": provider} if provider else {}))
         elif kind == "gcs":
             store = GCSStore(bucket, config=opts, client_options=client, retry_config=retry)
         else:
@@ -171,6 +198,47 @@ def _object_storage(uri: str, kind: str, bucket: str, prefix: str, opts: Any,
         return _arrow_filesystem(kind, bucket, opts, client, max_retries), bucket
 
     return ObjectStorage(uri, store, arrow_fs, counts=counts, prefix=prefix, suffix_ranges=kind != "azure")
+
+
+# Where object_store's S3 client finds credentials without being given keys (its order): a web identity
+# token (EKS), container credentials (ECS), and last the EC2 instance-metadata service at 169.254.169.254.
+_CREDENTIAL_VARS = ("AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                    "AWS_CONTAINER_CREDENTIALS_FULL_URI")
+
+
+def _no_instance_metadata(opts: dict[str, Any], uri: str) -> Any:
+    """A credential provider that says "no credentials", when the instance-metadata probe must be skipped.
+
+    Without keys, object_store asks the EC2 instance-metadata address (169.254.169.254) for an
+    instance role's credentials.  Towards an S3-compatible endpoint (`endpoint` /
+    `AWS_ENDPOINT_URL`: MinIO, a local moto, another cloud) that probe is never useful and
+    leaks a request to the local network, so it is skipped there, as it is everywhere with
+    `AWS_EC2_METADATA_DISABLED=true` (the AWS SDKs' variable).  `AWS_EC2_METADATA_DISABLED=false`
+    (or the option `ec2_metadata_disabled=false`) turns the probe back on, e.g. on EC2 with an
+    instance role behind a VPC endpoint.  Keys, a session token, `skip_signature`, a web identity
+    or container credentials are used as before.  None: let object_store look as it does."""
+    setting = opts.pop("ec2_metadata_disabled", None)
+    if setting is not None and str(setting).strip().lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+        raise StorageError(f"ec2_metadata_disabled (AWS_EC2_METADATA_DISABLED) must be true or false, not {setting!r}",
+                           path=uri)
+    endpoint = opts.get("endpoint") or os.environ.get("AWS_ENDPOINT")  # (obstore reads AWS_ENDPOINT itself)
+    disabled = _truthy(setting) if setting is not None else bool(endpoint)
+    has_keys = opts.get("access_key_id") or opts.get("secret_access_key") or opts.get("session_token") or \
+        opts.get("token") or os.environ.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_SECRET_ACCESS_KEY")
+    other = _truthy(opts.get("skip_signature", os.environ.get("AWS_SKIP_SIGNATURE", ""))) or \
+        any(os.environ.get(v) for v in _CREDENTIAL_VARS)
+    if not disabled or has_keys or other:
+        return None
+    why = "AWS_EC2_METADATA_DISABLED / ec2_metadata_disabled is true"
+
+    def no_credentials() -> Any:
+        raise StorageError(f"{NO_CREDENTIALS} no access key was given (storage_options access_key_id and "
+                           "secret_access_key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), and the instance-"
+                           f"metadata lookup is off ({'an endpoint is set' if setting is None else why}; "
+                           "AWS_EC2_METADATA_DISABLED=false turns it on; skip_signature=true sends unsigned requests "
+                           "to a public bucket)", path=uri)
+
+    return no_credentials
 
 
 def _arrow_filesystem(kind: str, bucket: str, opts: Mapping[str, Any], client: Mapping[str, Any],

@@ -43,6 +43,7 @@ import obstore.exceptions as obx
 import pyarrow.fs
 
 from lsm_lab.storage.base import (
+    NO_CREDENTIALS,
     AlreadyExistsError,
     ObjectInfo,
     RequestCounts,
@@ -122,6 +123,10 @@ class ObjectStorage(Storage):
         except obx.PreconditionError:
             raise VersionMismatchError("was changed by another writer since it was read", path=self.url(key)) from None
         except (obx.PermissionDeniedError, obx.UnauthenticatedError) as exc:
+            said = str(exc)
+            if NO_CREDENTIALS in said:  # lsm_lab's provider refused to look further (storage.location): say so
+                reason = said[said.index(NO_CREDENTIALS):].splitlines()[0]
+                raise StorageError(f"{kind} not sent, {reason}", path=self.url(key)) from None
             raise StorageError(f"{kind} refused, access denied: check the credentials (storage_options or the "
                                f"AWS_*/GOOGLE_*/AZURE_* variables) and their rights on this bucket; "
                                f"{_short(exc)}", path=self.url(key)) from None

@@ -27,8 +27,11 @@ upgrade's rewrite.  Time bounds are those of `read_incremental`, archived
 instants included (their metadata is read from the LSM timeline).
 
 A snapshot the cleaner has removed cannot be read: an instant whose before or
-after image is needed from such a snapshot raises `InputError` naming it
-(savepoint an instant to keep its snapshot).  A CDC log that is missing from the
+after image is needed from such a snapshot raises `InputError` saying that the
+window reaches past what the cleaner kept, the first start that is readable, and
+how to keep more (`clean(retained=...)`, Hudi's `hoodie.cleaner.commits.retained`,
+a savepoint); with KEEP_LATEST_FILE_VERSIONS, which records no retained instant,
+the file a clean deleted is recognised from the clean's metadata.  A CDC log that is missing from the
 folder (cleaned with its slice) is not trusted: that instant is inferred, which
 raises the same error when its snapshots are gone too.  A damaged CDC log is a
 `CorruptFileError` naming the file.
@@ -43,6 +46,8 @@ Taught in: notebooks/13_change_data_capture.ipynb
 from __future__ import annotations
 
 import json
+import posixpath
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,7 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lsm_lab import checks, paths
-from lsm_lab.errors import CorruptFileError, InputError
+from lsm_lab.errors import CorruptFileError, CorruptTableError, InputError, LsmLabError
 from lsm_lab.layout import naming
 from lsm_lab.layout.fsview import FileSlice
 from lsm_lab.logformat import cdc
@@ -58,7 +63,7 @@ from lsm_lab.table import records, scan
 from lsm_lab.table.read import ReadContext
 from lsm_lab.table.records import COMMIT_TIME, PARTITION_PATH, RECORD_KEY
 from lsm_lab.table.state import TableState
-from lsm_lab.timeline.instant import CLUSTERING, COMPACTION, LOG_COMPACTION, Instant, normalize_time
+from lsm_lab.timeline.instant import CLEAN, CLUSTERING, COMPACTION, LOG_COMPACTION, Instant, normalize_time
 from lsm_lab.timeline.metadata import iter_write_stats
 
 INFERRED_KEY = "lsm_lab.cdc.inferred_instants"
@@ -109,7 +114,10 @@ def read_cdc(state: TableState, start: Any, end: Any = None, *, columns: Sequenc
             break
         if (lo is None or done > normalize_time(lo)) and is_change(state, inst):
             snap.keep({prev.completion_time if prev is not None else None, inst.completion_time})
-            rows, was_inferred = _instant_changes(state, inst, prev, image, snap)
+            try:
+                rows, was_inferred = _instant_changes(state, inst, prev, image, snap)
+            except CorruptTableError as exc:
+                raise _past_cleaner(state, inst, exc) or exc from None
             if was_inferred:
                 inferred.append(inst.begin_time)
             if rows.num_rows:
@@ -239,12 +247,47 @@ class _Snapshots:
         return self._ctx[read_time]
 
 
+_KEEP_MORE = ("keep more history before the next clean: clean(retained=N) with a larger N (Hudi: "
+              "hoodie.cleaner.commits.retained; hoodie.cleaner.fileversions.retained for KEEP_LATEST_FILE_VERSIONS), "
+              "or savepoint() an instant to keep its snapshot")
+
+
 def _retained(state: TableState, inst: Instant, read_time: str | None, what: str) -> None:
     try:
         state.check_retained(read_time)
     except InputError as exc:
-        raise InputError(f"cannot read the changes of instant {inst.begin_time}: its {what} image needs the "
-                         f"snapshot as of {read_time}, which the cleaner removed ({exc})") from None
+        kept = re.search(r"snapshots from (\d+) on", exc.message)
+        since = f"from {kept.group(1)} on" if kept else "from a later time on"
+        raise InputError(f"read_cdc: the window reaches past what the cleaner kept: the changes of instant "
+                         f"{inst.begin_time} need its {what} image, the snapshot as of {read_time}, but the cleaner "
+                         f"kept only the snapshots {since}. Start the window later (a start at or after "
+                         f"{kept.group(1) if kept else 'the first retained snapshot'} is readable), or {_KEEP_MORE}") from None
+
+
+def _past_cleaner(state: TableState, inst: Instant, exc: CorruptTableError) -> InputError | None:
+    """The error to raise when the changes of `inst` needed a file that a completed clean deleted (None: not so).
+
+    A clean that keeps file versions (KEEP_LATEST_FILE_VERSIONS) records no earliest retained
+    instant, so `check_retained` cannot refuse the window beforehand: the snapshot read finds a
+    committed file gone.  If a clean's metadata lists it as deleted, the window reached past what
+    the cleaner kept (not a damaged table)."""
+    name = posixpath.basename(str(exc.path or "").replace("\\", "/"))
+    if not name:
+        return None
+    for clean in reversed(state.active_timeline.completed([CLEAN])):
+        try:
+            meta = state.active_timeline.read_content(clean)
+        except LsmLabError:
+            continue
+        for part in (meta.get("partitionMetadata") or {}).values():
+            done = part.get("successDeleteFiles") or [] if isinstance(part, dict) else []
+            if any(posixpath.basename(str(f)) == name for f in done):
+                policy = part.get("policy") or "the table's policy"
+                return InputError(f"read_cdc: the window reaches past what the cleaner kept: the changes of instant "
+                                  f"{inst.begin_time} need the file {name}, which the clean {clean.begin_time} "
+                                  f"deleted ({policy}). Start the window later (a start at or after "
+                                  f"{clean.completion_time or clean.begin_time} is readable), or {_KEEP_MORE}")
+    return None
 
 
 def _lookup(snap: _Snapshots, read_time: str | None, partition: str, file_id: str, keys: pa.Array,

@@ -57,19 +57,35 @@ def to_arrow(data: Any, *, what: str = "data") -> pa.Table:
         if data and not all(isinstance(r, dict) for r in data):
             raise InputError(f"{what}: a list must hold dicts (one per record)")
         table = pa.Table.from_pylist(data)
+        if table.num_rows != len(data):  # records with no fields at all ([{}]): rows without columns, not none
+            table = pa.table({"_": pa.nulls(len(data))}).select([])
     else:
         try:
             import pandas as pd
         except ImportError:  # pragma: no cover - pandas is a dependency
             pd = None
         if pd is not None and isinstance(data, pd.DataFrame):
+            _no_duplicates([str(c) for c in data.columns], what)
             table = pa.Table.from_pandas(data, preserve_index=False)
+            if table.num_rows != len(data):  # a frame of rows but no columns
+                table = pa.table({"_": pa.nulls(len(data))}).select([])
         else:
             raise InputError(f"{what}: expected a pyarrow Table, pandas DataFrame or list of dicts, "
                              f"got {type(data).__name__}")
+    _no_duplicates(table.column_names, what)
     keep = [c for c in table.column_names if c not in META_COLUMNS and c != DELETE_FLAG]
-    table = table.select(keep).replace_schema_metadata(None)
+    table = table.select(keep)
+    if table.num_columns:  # (on a table of no columns, Arrow's replace_schema_metadata drops the rows too)
+        table = table.replace_schema_metadata(None)
     return normalize_types(table)
+
+
+def _no_duplicates(names: list[str], what: str) -> None:
+    """Which of two columns of one name would be the value?  (Arrow would fail later with a bare KeyError.)"""
+    twice = sorted({c for c in names if names.count(c) > 1})
+    if twice:
+        raise SchemaError(f"{what}: column name{'s' if len(twice) > 1 else ''} {', '.join(map(repr, twice))} "
+                          f"{'appear' if len(twice) > 1 else 'appears'} more than once; give every column its own name")
 
 
 def _normal_type(t: pa.DataType) -> pa.DataType:
@@ -93,7 +109,7 @@ def check_columns(table: pa.Table, needed: Iterable[str], role: str) -> None:
     missing = [c for c in needed if c not in table.column_names]
     if missing:
         raise SchemaError(f"the data has no {role} column{'s' if len(missing) > 1 else ''} "
-                          f"{', '.join(repr(m) for m in missing)} (columns: {', '.join(table.column_names)})")
+                          f"{', '.join(repr(m) for m in missing)} (columns: {', '.join(table.column_names) or 'none'})")
 
 
 def evolve_schema(current: pa.Schema | None, incoming: pa.Schema, *, partial: bool = False) -> pa.Schema:

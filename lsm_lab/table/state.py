@@ -45,7 +45,7 @@ from lsm_lab.table import records
 from lsm_lab.table import write as writer
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.archive import ArchivedTimeline, is_archived
-from lsm_lab.timeline.clock import format_time, parse_time
+from lsm_lab.timeline.clock import INIT_INSTANT_TS, format_time, is_beginning, parse_time
 from lsm_lab.timeline.committed import committed_files
 from lsm_lab.timeline.instant import (
     CLEAN,
@@ -162,7 +162,9 @@ class TableState:
     def resolve_time(self, as_of: Any) -> str | None:
         """`as_of` (None, a completed `Instant`, a datetime or an instant-time string) as a read time.
 
-        None means "now" and stays None; anything else is validated and normalised."""
+        None means "now" and stays None; anything else is validated and normalised.  Hudi's
+        "from the beginning" times ("0", "000", 14 or 17 zeros) mean before every instant:
+        `INIT_INSTANT_TS`, a snapshot with no rows."""
         if as_of is None:
             return None
         if isinstance(as_of, Instant):
@@ -172,6 +174,8 @@ class TableState:
         if hasattr(as_of, "strftime"):
             return format_time(as_of)
         text = str(as_of)
+        if is_beginning(text):
+            return INIT_INSTANT_TS
         parse_time(text)  # validates (TimelineError with a clear message)
         return normalize_time(text)
 
@@ -180,7 +184,7 @@ class TableState:
 
         The latest completed clean records `earliestCommitToRetain`; snapshots from that
         instant's completion on are complete, and so are savepointed snapshots."""
-        if read_time is None:
+        if read_time is None or read_time == INIT_INSTANT_TS:  # the empty snapshot before every instant
             return
         earliest = None
         for inst in reversed(self.active_timeline.completed([CLEAN])):

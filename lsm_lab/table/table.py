@@ -259,6 +259,9 @@ class Table(TableState):
         (the same rows; table/posmerge.py), e.g. to measure what merging by position saves.
         """
         columns = checks.columns_arg(columns)
+        if columns == []:  # N rows of no columns: read one (the key) to count them, then drop it
+            return self.read(as_of=as_of, columns=list(self.config.record_key[:1]), filter=filter, merge=merge,
+                             strict=strict, positions=positions).select([])
         read_time = self.resolve_time(as_of)
         self.check_retained(read_time)
         ctx = self.read_context(read_time)
@@ -293,6 +296,8 @@ class Table(TableState):
     def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: Any = None) -> pa.Table:
         """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table."""
         columns = checks.columns_arg(columns)
+        if columns == []:  # N rows of no columns, as read(columns=[])
+            return self.read_optimized(columns=list(self.config.record_key[:1]), as_of=as_of).select([])
         read_time = self.resolve_time(as_of)
         self.check_retained(read_time)
         ctx = self.read_context(read_time)
@@ -355,7 +360,9 @@ class Table(TableState):
         `options` override the planner thresholds of hoodie.properties.
         Returns the completed (or, with `plan_only`, requested) instant, or None.
         """
-
+        checks.bool_arg(plan_only, "plan_only")
+        if progress is not None:
+            checks.bool_arg(progress, "progress")
         return compaction.compact(self, strategy=strategy, merge=merge, plan_only=plan_only, options=options,
                                   progress=progress)
 
@@ -368,7 +375,7 @@ class Table(TableState):
         `hoodie.clustering.plan.strategy.*` limits.  With the bucket index each
         bucket is clustered on its own (services/clustering.py).
         """
-
+        checks.bool_arg(plan_only, "plan_only")
         return clustering.cluster(self, plan_only=plan_only, options=options, merge=merge)
 
     def clustering_plans(self) -> list:

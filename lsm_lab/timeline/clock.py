@@ -37,6 +37,13 @@ from lsm_lab.storage import StoragePath
 
 CLOCK_FILE = ".lsm_lab_clock"
 TIME_FORMAT_LEN = 17
+INIT_INSTANT_TS = "00000000000000000"  # Hudi's HoodieTimeline.INIT_INSTANT_TS: before every instant
+BEGINNING_TIMES = ("0", "000", "00000000000000", INIT_INSTANT_TS)  # what Hudi's readers take for "from the start"
+
+
+def is_beginning(text: str) -> bool:
+    """Whether `text` is one of Hudi's conventional "from the beginning" times ("0", "000", 14 or 17 zeros)."""
+    return text in BEGINNING_TIMES
 
 
 def format_time(moment: _dt.datetime) -> str:
@@ -45,10 +52,17 @@ def format_time(moment: _dt.datetime) -> str:
 
 
 def parse_time(text: str) -> _dt.datetime:
-    """Parse a 14- or 17-digit instant time as a UTC datetime."""
-    if not text.isdigit() or len(text) not in (14, 17):
+    """Parse a 14- or 17-digit instant time as a UTC datetime (a `TimelineError` for anything else).
+
+    Digits that are no calendar time (month 13, second 99, Hudi's all-zero `INIT_INSTANT_TS`)
+    are a `TimelineError` too; callers that accept "from the beginning" check `is_beginning` first."""
+    if not isinstance(text, str) or not text.isascii() or not text.isdigit() or len(text) not in (14, 17):
         raise TimelineError(f"'{text}' is not an instant time (yyyyMMddHHmmss[SSS])")
-    base = _dt.datetime.strptime(text[:14], "%Y%m%d%H%M%S").replace(tzinfo=_dt.UTC)
+    try:
+        base = _dt.datetime.strptime(text[:14], "%Y%m%d%H%M%S").replace(tzinfo=_dt.UTC)
+    except ValueError:
+        raise TimelineError(f"'{text}' is not an instant time: no such date and time "
+                            "(yyyyMMddHHmmss[SSS], e.g. 20240131235959000)") from None
     millis = int(text[14:] or 0)
     return base + _dt.timedelta(milliseconds=millis)
 
