@@ -81,10 +81,12 @@ import pyarrow.compute as pc
 
 import lsm_lab
 from lsm_lab.datagen import TripsGenerator
+from lsm_lab.errors import LsmLabError
 from lsm_lab.layout import fsview, keyindex, parquet_io
 from lsm_lab.layout.bloom import BloomFilter, key_hashes
 from lsm_lab.logformat import positions, v2
 from lsm_lab.lookup.lookup import LookupStats, clear_footer_cache, open_lookup
+from lsm_lab.timeline import metadata
 
 LAYOUTS = ("lsm_tree", "default", "default_unsorted")
 WRITTEN = ("lsm_tree", "default")
@@ -189,8 +191,34 @@ def shuffled_copy(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, s
         parquet_io.write_parquet(tmp, rows, metadata=kv, key_column=key, row_group_size=groups)
         tmp.replace(path)
         os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    _recommit_sizes(dst)
     # the copy's key index: same keys per file (same ranges and blooms), new sizes; rebuilt from the new footers
     keyindex.index_files(dst, [(p, path) for p, path, _ in fsview.list_data_files(dst)])
+
+
+def _recommit_sizes(root: Path) -> None:
+    """Record the rewritten files' sizes in the copy's commit metadata (readers check a file's size against
+    its commit: `layout.fsview` rule 7), keeping each instant file's encoding (JSON or Avro)."""
+    sizes = {(p, path.name): path.stat().st_size for p, path, _ in fsview.list_data_files(root)}
+    for f in sorted((root / ".hoodie" / "timeline").glob("*")):
+        if not f.is_file() or "." not in f.name or f.name.endswith((".requested", ".inflight")):
+            continue
+        data = f.read_bytes()
+        try:
+            content = metadata.decode_instant_content(data, path=str(f))
+        except LsmLabError:
+            continue
+        changed = False
+        for partition, stats in (content.get("partitionToWriteStats") or {}).items():
+            for stat in stats or []:
+                rel = str(stat.get("path") or "")
+                size = sizes.get((partition, rel.rsplit("/", 1)[-1]))
+                if size is not None and stat.get("fileSizeInBytes") != size:
+                    stat["fileSizeInBytes"] = size
+                    changed = True
+        if changed:
+            avro = metadata.encode_avro_commit_metadata(content) if not data.lstrip().startswith(b"{") else None
+            f.write_bytes(avro if avro is not None else metadata.encode_json(content))
 
 
 # --------------------------------------------------------------------------- measuring
