@@ -27,8 +27,15 @@ Who may roll back what:
 * a *requested* compaction, log compaction or clustering is a plan waiting to
   run, not a failed write: it is kept; an inflight one whose runner died goes
   back to requested (its output files removed) and is run again later;
-* a pending restore is finished (restore is all-or-nothing), a pending clean
-  is left for the next cleaner, which resumes it.
+* a pending restore is finished (restore is all-or-nothing; readers see its
+  "after" state from its requested plan on, timeline/visibility.py), a pending
+  clean is left for the next cleaner, which resumes it;
+* a pending write that looks *committed* — its data files exist but it left
+  no markers, which a crashed writer always leaves — is never rolled back
+  automatically: its completed file was deleted, and rolling it back would
+  delete committed data.  `LostCommitError` names it; `Table.rollback(t)` /
+  `lsm-lab rollback PATH --instant t` still rolls it back when asked to
+  (`refuse_lost_commits`).
 
 Simplified compared with Apache Hudi: no rollback command blocks appended to
 v1 logs (lsm_lab never appends to an existing file), no rollback plan
@@ -52,6 +59,7 @@ from lsm_lab.layout.fsview import list_data_files
 from lsm_lab.services import heartbeat, markers
 from lsm_lab.services.planner import pending_plans
 from lsm_lab.storage import StoragePath, as_path, is_local, list_names
+from lsm_lab.timeline import visibility
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import (
     CLEAN,
@@ -242,6 +250,7 @@ def rollback_failed_writes(base_path: Path | StoragePath, timeline: ActiveTimeli
             if inst.action == RESTORE and not heartbeat.is_alive(base_path, inst.begin_time):
                 resume_restore(base_path, timeline, inst)
         pending = timeline.pending()
+    refuse_lost_commits(base_path, timeline, pending)
     done = []
     for inst in pending:
         if heartbeat.is_alive(base_path, inst.begin_time):
@@ -259,6 +268,24 @@ def rollback_failed_writes(base_path: Path | StoragePath, timeline: ActiveTimeli
         if inst.is_write:
             done.append(rollback_pending(base_path, timeline, inst))
     return done
+
+
+def refuse_lost_commits(base_path: Path | StoragePath, timeline: ActiveTimeline, pending: list[Instant]) -> None:
+    """`LostCommitError` if a dead pending write looks committed (data files, no markers): never roll it back.
+
+    A crashed writer always leaves markers next to its data files; a completed write whose completed file
+    was deleted has none (timeline/visibility.py).  Instants a pending rollback or restore is removing are
+    exempt: those are completed instants being rolled back on purpose.
+    """
+    base_path = as_path(base_path)
+    hidden = visibility.being_removed(timeline)
+    dead = [i for i in pending if i.is_write and i.begin_time not in hidden
+            and not heartbeat.is_alive(base_path, i.begin_time)]
+    if not dead:
+        return
+    lost = visibility.lost_commits(base_path, timeline, list_data_files(base_path), candidates=dead)
+    if lost:
+        raise visibility.lost_commit_error(base_path, *lost[0])
 
 
 # --------------------------------------------------------------------------- restore (services/savepoint.py)
