@@ -123,8 +123,9 @@ class TableState:
 
     def completed_writes(self) -> list[Instant]:
         """Completed write instants of the archived *and* the active timeline, in reader order."""
-        gone = visibility.being_removed(self.active_timeline)  # a pending restore/rollback: its "after" state
-        active = [i for i in self.active_timeline.completed() if i.action in WRITE_ACTIONS and i.begin_time not in gone]
+        listed = self.active_timeline.instants()
+        gone = visibility.being_removed(self.active_timeline, listed)  # a pending restore/rollback: its "after" state
+        active = [i for i in listed if i.is_completed and i.action in WRITE_ACTIONS and i.begin_time not in gone]
         archived = [i for i in self.archived_instants() if i.action in WRITE_ACTIONS]
         if not archived:
             return active

@@ -79,10 +79,12 @@ from lsm_lab.timeline.instant import (
 MARKER_FOLDER = ".temp"
 
 
-def being_removed(timeline: ActiveTimeline) -> frozenset[str]:
-    """Begin times of the instants a pending restore or rollback removes: gone for readers from its plan on."""
+def being_removed(timeline: ActiveTimeline, instants: Iterable[Instant] | None = None) -> frozenset[str]:
+    """Begin times of the instants a pending restore or rollback removes: gone for readers from its plan on.
+
+    `instants`: the timeline listing the caller has already (default: list it)."""
     out: set[str] = set()
-    for inst in timeline.pending():
+    for inst in (timeline.pending() if instants is None else [i for i in instants if not i.is_completed]):
         if inst.action == RESTORE:
             plan = timeline.read_content(inst, State.REQUESTED)  # a restore without its plan cannot finish: raise
             for entry in plan.get("instantsToRollback") or []:
