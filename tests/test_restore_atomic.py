@@ -243,3 +243,56 @@ def test_a_killed_rollback_of_a_completed_write_is_still_finished(tmp_table, mon
     table.upsert([{"id": "k9", "v": 9}])
     assert not [f for f in data_files(table.path) if last.begin_time in f]
     assert sorted(r["id"] for r in table.read().to_pylist()) == ["k0", "k1", "k2", "k3", "k9"]
+
+
+# --------------------------------------------------------------------------- a real SIGKILL during restore
+CHILD = r"""
+import pathlib, sys, time
+import lsm_lab
+real = pathlib.Path.unlink
+def slow(self, *a, **kw):  # every deletion takes a while: the kill lands inside the restore
+    time.sleep(0.02)
+    real(self, *a, **kw)
+pathlib.Path.unlink = slow
+table = lsm_lab.open_table(sys.argv[1])
+print("ready", flush=True)
+table.restore(sys.argv[2])
+print("done", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_restore_killed_by_sigkill_is_before_or_after_for_readers(tmp_path: Path) -> None:
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    template, pinned = _build(tmp_path / "template")
+    before = rows(template)
+    done_path = tmp_path / "done"
+    shutil.copytree(template.path, done_path)
+    lsm_lab.open_table(done_path).restore(pinned)
+    after = rows(lsm_lab.open_table(done_path))
+    rng = random.Random(28)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    seen = {"before": 0, "after": 0, "finished": 0}
+    for round_ in range(8):
+        path = tmp_path / f"kill{round_}"
+        shutil.copytree(template.path, path)
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(path), pinned], stdout=subprocess.PIPE, env=env,
+                                text=True)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.0, 0.6))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        table = lsm_lab.open_table(path)
+        got = rows(table)
+        assert got in (before, after), f"round {round_}: a state that is neither before nor after"
+        restores = [i for i in table.instants() if i.action == RESTORE]
+        seen["finished" if restores and restores[-1].is_completed else "before" if got == before else "after"] += 1
+        table.upsert([{"id": "z", "p": "a", "ts": 9, "v": 1}])  # the next writer finishes a killed restore
+        expected = sorted([*(after if restores else before), ("z", "a", 1)])
+        assert rows(table) == expected
+    assert seen["after"] >= 1, seen  # at least one kill landed inside the restore
