@@ -296,3 +296,26 @@ def test_a_restore_killed_by_sigkill_is_before_or_after_for_readers(tmp_path: Pa
         expected = sorted([*(after if restores else before), ("z", "a", 1)])
         assert rows(table) == expected
     assert seen["after"] >= 1, seen  # at least one kill landed inside the restore
+
+
+def test_a_rollback_killed_right_after_its_plan_is_finished_not_dropped(tmp_table, monkeypatch) -> None:
+    """Readers hide the instant from the rollback plan on, so the next writer must finish the rollback:
+    dropping the plan would bring the instant back after readers saw it gone."""
+    table = tmp_table(num_buckets=1)
+    table.insert([{"id": f"k{i}", "v": i} for i in range(4)])
+    last = table.delete([{"id": "k1"}])
+
+    def die(*a: Any, **kw: Any) -> None:
+        raise Crash("killed right after the rollback plan was written")
+
+    monkeypatch.setattr(rollback, "remove_timeline_files", die)
+    with pytest.raises(Crash):
+        table.rollback(last)
+    monkeypatch.undo()
+    assert table.active_timeline.find(last.begin_time).is_completed  # still there on disk ...
+    assert sorted(r["id"] for r in table.read().to_pylist()) == ["k0", "k1", "k2", "k3"]  # ... gone for readers
+    table.upsert([{"id": "k9", "v": 9}])
+    assert sorted(r["id"] for r in table.read().to_pylist()) == ["k0", "k1", "k2", "k3", "k9"]
+    assert all(i.begin_time != last.begin_time for i in table.instants())
+    (rb,) = [i for i in table.instants() if i.action == "rollback"]
+    assert rb.is_completed and table.instant_metadata(rb)["commitsRollback"] == [last.begin_time]

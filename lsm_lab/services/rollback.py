@@ -15,10 +15,12 @@ did, so the timeline tells the story:
     (the inflight/requested files of t are removed last)
 
 The order makes rollback itself crash safe: data files go first, the rollback
-instant completes, and only then the pending files of `t` disappear; a rollback
-killed half way is simply done again by the next writer.  A *completed*
-instant is first made invisible (its completed file goes first), then treated
-like a pending one.
+instant completes, and only then the pending files of `t` disappear.  A
+*completed* instant is first made invisible (its completed file goes first),
+then treated like a pending one; for readers it is gone from the moment the
+rollback's requested plan exists (timeline/visibility.py), so a rollback
+killed half way is finished by the next writer with its own plan
+(`resume_rollback`), never dropped — as Hudi re-runs a pending rollback.
 
 Who may roll back what:
 
@@ -217,6 +219,38 @@ def rollback_completed(base_path: Path | StoragePath, timeline: ActiveTimeline, 
     return done
 
 
+def resume_rollback(base_path: Path | StoragePath, timeline: ActiveTimeline, instant: Instant) -> Instant | None:
+    """Finish a rollback whose process died, with its own plan (table lock held by the caller).
+
+    Readers hide the instant a pending rollback names (timeline/visibility.py), so the rollback must
+    happen: dropping it would bring a completed instant back after readers saw it gone.  A rollback
+    whose plan cannot be read is discarded (nothing was hidden for it).  Hudi re-runs a pending
+    rollback with its plan too (`BaseHoodieTableServiceClient.rollbackFailedWrites`).
+    """
+    base_path = as_path(base_path)
+    try:
+        target = timeline.read_content(instant, State.REQUESTED).get("instantToRollback")
+    except LsmLabError:
+        target = None
+    if not isinstance(target, dict) or not target.get("commitTime"):
+        remove_timeline_files(timeline, instant.begin_time)
+        return None
+    begin, action = str(target["commitTime"]), str(target.get("action") or "")
+    if heartbeat.is_alive(base_path, begin):
+        return None  # (a live owner rolling back its own write: it finishes itself)
+    started = time.monotonic()
+    if instant.state is State.REQUESTED:
+        instant = timeline.start(instant)
+    remove_timeline_files(timeline, begin, keep_requested=True)  # invisible (to readers it is already)
+    deleted = delete_instant_files(base_path, begin)
+    done = timeline.complete(instant, rollback_metadata(Instant.make(begin, action, State.COMPLETED, begin),
+                                                        deleted, started))
+    remove_timeline_files(timeline, begin)
+    markers.delete_markers(base_path, begin)
+    heartbeat.clear(base_path, begin)
+    return done
+
+
 def drop_plans_reading(base_path: Path | StoragePath, timeline: ActiveTimeline, begin_time: str) -> None:
     """Remove pending (log) compaction plans that read files of `begin_time` (before rolling it back)."""
     for inst, plan in pending_plans(timeline):
@@ -245,10 +279,12 @@ def rollback_failed_writes(base_path: Path | StoragePath, timeline: ActiveTimeli
     base_path = as_path(base_path)
     sweep(base_path, timeline)
     pending = timeline.pending()
-    if any(i.action == RESTORE for i in pending):
-        for inst in pending:  # a restore killed half way is finished first
+    if any(i.action in (RESTORE, ROLLBACK) for i in pending):
+        for inst in pending:  # a restore or rollback killed half way is finished first (readers see it done)
             if inst.action == RESTORE and not heartbeat.is_alive(base_path, inst.begin_time):
                 resume_restore(base_path, timeline, inst)
+            elif inst.action == ROLLBACK and not heartbeat.is_alive(base_path, inst.begin_time):
+                resume_rollback(base_path, timeline, inst)
         pending = timeline.pending()
     refuse_lost_commits(base_path, timeline, pending)
     done = []
