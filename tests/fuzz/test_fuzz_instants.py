@@ -15,6 +15,7 @@ give the expected rows.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,16 +46,34 @@ def _write_then_read(path: Path) -> pa.Table:
     return lsm_lab.open_table(path).read()
 
 
-def test_delete_each_completed_instant(fresh: Callable[[str], Path]) -> None:
-    typed = 0
-    for name in ("v9", "v8"):
-        clean_copy = fresh(name)
+def _with_services(fresh: Callable[[str], Path]) -> Path:
+    """The v9 template plus a completed clean, compaction, savepoint and rollback (non-write instants too)."""
+    path = fresh("v9")
+    t = lsm_lab.open_table(path)
+    t.clean(retained=1)  # runs the template's pending clean plan
+    t.compact()  # and its pending compaction plan
+    t.savepoint()
+    t.upsert([{"id": "k002", "p": "b", "ts": 7, "v": 7}])
+    t.rollback(t.upsert([{"id": "k004", "p": "b", "ts": 8, "v": 8}]))
+    return path
+
+
+def test_delete_each_completed_instant(fresh: Callable[[str], Path], tmp_path: Path) -> None:
+    typed = expected = 0
+    services = _with_services(fresh)
+    copies = iter(range(1000))
+    kinds: dict[str, Callable[[], Path]] = {
+        "v9": lambda: fresh("v9"), "v8": lambda: fresh("v8"),
+        "v9+services": lambda: Path(shutil.copytree(services, tmp_path / f"services_{next(copies)}")),
+    }
+    for name, copy in kinds.items():
+        clean_copy = copy()
         expected_read = canonical(lsm_lab.open_table(clean_copy).read())
-        expected_write = canonical(_write_then_read(fresh(name)), drop=CHANGING)
+        expected_write = canonical(_write_then_read(copy()), drop=CHANGING)
         instants = _completed_files(clean_copy)
         assert len(instants) >= 4
         for instant_file in instants:
-            path = fresh(name)
+            path = copy()
             committed = _data_files(path)
             (path / ".hoodie" / "timeline" / instant_file).unlink()
             what = f"{name}: deleted {instant_file}"
@@ -64,4 +83,6 @@ def test_delete_each_completed_instant(fresh: Callable[[str], Path]) -> None:
             lost = sorted(committed - _data_files(path))
             assert not lost, f"{what}: the write deleted committed data files {lost}"
             typed += (read == "typed") + (wrote == "typed")
+            expected += (read == "expected") + (wrote == "expected")
     assert typed, "a deleted completed write instant must be reported"
+    assert expected, "a deleted clean, savepoint or rollback instant loses no row"
