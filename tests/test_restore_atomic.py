@@ -319,3 +319,19 @@ def test_a_rollback_killed_right_after_its_plan_is_finished_not_dropped(tmp_tabl
     assert all(i.begin_time != last.begin_time for i in table.instants())
     (rb,) = [i for i in table.instants() if i.action == "rollback"]
     assert rb.is_completed and table.instant_metadata(rb)["commitsRollback"] == [last.begin_time]
+
+
+def test_v1_logs_named_for_a_pending_compaction_are_not_a_lost_commit(tmp_table) -> None:
+    """Table version 6 names a log written during a pending compaction c for c: c has "files" and no
+    markers, yet it never ran — not a lost commit."""
+    table = tmp_table(num_buckets=1, table_version=6, layout="default", ordering_field="ts")
+    table.insert([{"id": f"k{i}", "ts": 1, "v": i} for i in range(4)])
+    table.upsert([{"id": "k1", "ts": 2, "v": 10}])
+    plan = table.compact(plan_only=True)
+    assert plan is not None and not plan.is_completed
+    table.upsert([{"id": "k2", "ts": 3, "v": 20}])
+    assert any(plan.begin_time in f for f in data_files(table.path))  # a v1 log named for the plan
+    assert sorted((r["id"], r["v"]) for r in table.read().to_pylist()) == [("k0", 0), ("k1", 10), ("k2", 20), ("k3", 3)]
+    table.upsert([{"id": "k3", "ts": 4, "v": 30}])
+    table.compact()
+    assert sorted((r["id"], r["v"]) for r in table.read().to_pylist()) == [("k0", 0), ("k1", 10), ("k2", 20), ("k3", 30)]

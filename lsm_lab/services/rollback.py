@@ -321,7 +321,7 @@ def refuse_lost_commits(base_path: Path | StoragePath, timeline: ActiveTimeline,
         return
     lost = visibility.lost_commits(base_path, timeline, list_data_files(base_path), candidates=dead)
     if lost:
-        raise visibility.lost_commit_error(base_path, *lost[0])
+        raise visibility.lost_commit_error(base_path, *lost[0], timeline_layout=timeline.config.timeline_layout)
 
 
 # --------------------------------------------------------------------------- restore (services/savepoint.py)

@@ -66,6 +66,7 @@ from lsm_lab.errors import LostCommitError, LsmLabError
 from lsm_lab.storage import StoragePath, list_names
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import (
+    COMPLETED_ACTION,
     RESTORE,
     ROLLBACK,
     WRITE_ACTIONS,
@@ -125,19 +126,22 @@ def lost_commits(base_path: Path | StoragePath, timeline: ActiveTimeline, files:
     instants that could be visible at that time (begun at or before it).
     """
     if candidates is None:
-        pending = [i for i in timeline.pending() if i.action in WRITE_ACTIONS]
+        listed = timeline.instants()
+        pending = [i for i in listed if not i.is_completed and i.action in WRITE_ACTIONS]
         if not pending:
             return []
-        hidden = being_removed(timeline)
+        hidden = being_removed(timeline, listed)
         candidates = [i for i in pending if i.begin_time not in hidden]
     wanted = {i.begin_time: i for i in candidates
               if read_time is None or normalize_time(i.begin_time) <= normalize_time(read_time)}
     if not wanted:
         return []
+    # table version 6 names a v1 log for its base instant (even for a pending compaction's): not its writer's
+    v1_named_for_writer = timeline.config.version >= 8
     by_instant: dict[str, list[Any]] = {}
     for entry in files:
         name = entry[2]
-        if name.instant in wanted:
+        if name.instant in wanted and (v1_named_for_writer or name.log_format != 1):
             by_instant.setdefault(name.instant, []).append(entry[1])
     out = []
     for begin, paths in sorted(by_instant.items()):
@@ -150,15 +154,17 @@ def lost_commits(base_path: Path | StoragePath, timeline: ActiveTimeline, files:
     return out
 
 
-def lost_commit_error(base_path: Path | StoragePath, instant: Instant, files: list[Any]) -> LostCommitError:
+def lost_commit_error(base_path: Path | StoragePath, instant: Instant, files: list[Any], *,
+                      timeline_layout: int = 2) -> LostCommitError:
     names = ", ".join(str(p.name) for p in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+    done = COMPLETED_ACTION.get(instant.action, instant.action)
+    completed = f"{instant.begin_time}_<completion time>.{done}" if timeline_layout >= 2 else f"{instant.begin_time}.{done}"
     return LostCommitError(
         f"write {instant.begin_time} ({instant.action}) looks committed but its completed instant file is missing: "
         f"{len(files)} data file(s) of it exist ({names}) and it left no markers in .hoodie/{MARKER_FOLDER}/ "
         "(a crashed writer always does). Reading without it would bring back what it deleted, rolling it back "
-        "would delete its data for good. Restore the completed file "
-        f"({instant.begin_time}_<completion time>.{instant.action}) from a backup, or, to discard this write, "
-        f"roll it back explicitly: lsm-lab rollback <table> --instant {instant.begin_time}",
+        f"would delete its data for good. Restore the completed file ({completed}) from a backup, or, to "
+        f"discard this write, roll it back explicitly: lsm-lab rollback <table> --instant {instant.begin_time}",
         instant=instant.begin_time, path=base_path)
 
 
@@ -166,7 +172,7 @@ def check_lost_commits(base_path: Path | StoragePath, timeline: ActiveTimeline, 
                        read_time: str | None = None) -> None:
     """Raise `LostCommitError` for the first pending write that looks committed (readers call this)."""
     for instant, found in lost_commits(base_path, timeline, files, read_time=read_time):
-        raise lost_commit_error(base_path, instant, found)
+        raise lost_commit_error(base_path, instant, found, timeline_layout=timeline.config.timeline_layout)
 
 
 __all__ = ["MARKER_FOLDER", "being_removed", "check_lost_commits", "has_markers", "lost_commit_error",
