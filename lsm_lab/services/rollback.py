@@ -224,8 +224,8 @@ def resume_rollback(base_path: Path | StoragePath, timeline: ActiveTimeline, ins
 
     Readers hide the instant a pending rollback names (timeline/visibility.py), so the rollback must
     happen: dropping it would bring a completed instant back after readers saw it gone.  A rollback
-    whose plan cannot be read is discarded (nothing was hidden for it).  Hudi re-runs a pending
-    rollback with its plan too (`BaseHoodieTableServiceClient.rollbackFailedWrites`).
+    whose plan cannot be read is discarded (nothing was hidden for it).  Hudi re-uses a pending
+    rollback instant too (`HoodieTable.rollbackInflightInstant`, `HoodiePendingRollbackInfo`).
     """
     base_path = as_path(base_path)
     try:

@@ -49,9 +49,11 @@ Please complete the restore fully before proceeding"), and
 `scheduleAndGetRestorePlan` re-uses the plan of a failed restore to the same
 savepoint; Hudi's file-system view does not hide the instants of a pending
 restore, so its readers may see the half-done state — lsm_lab's readers hide
-them.  A missing completed file is not detected by Hudi: the instant is
-treated as a failed write and rolled back (lazily, after its heartbeat
-expires), data files included.
+them.  A pending rollback is re-run with its own plan (`HoodieTable.rollbackInflightInstant`,
+`HoodiePendingRollbackInfo`), as lsm_lab's `resume_rollback` does.  A missing
+completed file is not detected by Hudi: the instant is a failed write to it,
+and the next rollback of failed writes (at once with the EAGER policy, after
+its heartbeat expired with LAZY) deletes its data files.
 
 Taught in: no chapter (README, Table services: savepoint and restore)
 """
