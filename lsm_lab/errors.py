@@ -12,7 +12,8 @@ the classes below with both in the message.
     ├── PartitionValueError       a partition value that would escape the table folder
     ├── CorruptFileError          a footer/block/instant file that cannot be decoded
     ├── CorruptTableError         table metadata that is inconsistent or names a path outside the table
-    │   └── UnsafePathError       a symbolic link in the table that a write or delete would follow out of it
+    │   ├── UnsafePathError       a symbolic link in the table that a write or delete would follow out of it
+    │   └── LostCommitError       a write that looks committed has lost its completed instant file
     ├── UnsupportedFeatureError   a real Hudi feature lsm_lab does not read (HFile, Lance, ...)
     ├── InputError                bad user input to a command (unsorted runs, bad option)
     ├── TimelineError             an instant transition that is not allowed, unknown instant
@@ -85,6 +86,18 @@ class UnsafePathError(CorruptTableError):
     """
 
 
+class LostCommitError(CorruptTableError):
+    """A write looks committed — its data files exist and it left no markers, which a crashed writer always
+    leaves — but its completed instant file is missing (deleted by hand, lost by the storage).
+
+    Rolling it back would delete committed data for good, and reading without it would bring back what it
+    deleted, so both refuse.  `instant` is the begin time of the write.
+    """
+
+    def __init__(self, message: str, *, instant: str, path: str | PathLike[str] | object | None = None) -> None:
+        self.instant = instant
+        super().__init__(message, path=path)
+
 class UnsupportedFeatureError(LsmLabError):
     """The table uses a Hudi feature that lsm_lab does not implement (HFile blocks, Lance files, ...)."""
 
@@ -110,6 +123,7 @@ __all__ = [
     "CorruptFileError",
     "CorruptTableError",
     "InputError",
+    "LostCommitError",
     "LsmLabError",
     "PartitionValueError",
     "SchemaError",

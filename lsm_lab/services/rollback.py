@@ -15,10 +15,12 @@ did, so the timeline tells the story:
     (the inflight/requested files of t are removed last)
 
 The order makes rollback itself crash safe: data files go first, the rollback
-instant completes, and only then the pending files of `t` disappear; a rollback
-killed half way is simply done again by the next writer.  A *completed*
-instant is first made invisible (its completed file goes first), then treated
-like a pending one.
+instant completes, and only then the pending files of `t` disappear.  A
+*completed* instant is first made invisible (its completed file goes first),
+then treated like a pending one; for readers it is gone from the moment the
+rollback's requested plan exists (timeline/visibility.py), so a rollback
+killed half way is finished by the next writer with its own plan
+(`resume_rollback`), never dropped — as Hudi re-runs a pending rollback.
 
 Who may roll back what:
 
@@ -27,8 +29,15 @@ Who may roll back what:
 * a *requested* compaction, log compaction or clustering is a plan waiting to
   run, not a failed write: it is kept; an inflight one whose runner died goes
   back to requested (its output files removed) and is run again later;
-* a pending restore is finished (restore is all-or-nothing), a pending clean
-  is left for the next cleaner, which resumes it.
+* a pending restore is finished (restore is all-or-nothing; readers see its
+  "after" state from its requested plan on, timeline/visibility.py), a pending
+  clean is left for the next cleaner, which resumes it;
+* a pending write that looks *committed* — its data files exist but it left
+  no markers, which a crashed writer always leaves — is never rolled back
+  automatically: its completed file was deleted, and rolling it back would
+  delete committed data.  `LostCommitError` names it; `Table.rollback(t)` /
+  `lsm-lab rollback PATH --instant t` still rolls it back when asked to
+  (`refuse_lost_commits`).
 
 Simplified compared with Apache Hudi: no rollback command blocks appended to
 v1 logs (lsm_lab never appends to an existing file), no rollback plan
@@ -52,6 +61,7 @@ from lsm_lab.layout.fsview import list_data_files
 from lsm_lab.services import heartbeat, markers
 from lsm_lab.services.planner import pending_plans
 from lsm_lab.storage import StoragePath, as_path, is_local, list_names
+from lsm_lab.timeline import visibility
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import (
     CLEAN,
@@ -207,6 +217,38 @@ def rollback_completed(base_path: Path | StoragePath, timeline: ActiveTimeline, 
     return done
 
 
+def resume_rollback(base_path: Path | StoragePath, timeline: ActiveTimeline, instant: Instant) -> Instant | None:
+    """Finish a rollback whose process died, with its own plan (table lock held by the caller).
+
+    Readers hide the instant a pending rollback names (timeline/visibility.py), so the rollback must
+    happen: dropping it would bring a completed instant back after readers saw it gone.  A rollback
+    whose plan cannot be read is discarded (nothing was hidden for it).  Hudi re-uses a pending
+    rollback instant too (`HoodieTable.rollbackInflightInstant`, `HoodiePendingRollbackInfo`).
+    """
+    base_path = as_path(base_path)
+    try:
+        target = timeline.read_content(instant, State.REQUESTED).get("instantToRollback")
+    except LsmLabError:
+        target = None
+    if not isinstance(target, dict) or not target.get("commitTime"):
+        remove_timeline_files(timeline, instant.begin_time)
+        return None
+    begin, action = str(target["commitTime"]), str(target.get("action") or "")
+    if heartbeat.is_alive(base_path, begin):
+        return None  # (a live owner rolling back its own write: it finishes itself)
+    started = time.monotonic()
+    if instant.state is State.REQUESTED:
+        instant = timeline.start(instant)
+    remove_timeline_files(timeline, begin, keep_requested=True)  # invisible (to readers it is already)
+    deleted = delete_instant_files(base_path, begin)
+    done = timeline.complete(instant, rollback_metadata(Instant.make(begin, action, State.COMPLETED, begin),
+                                                        deleted, started))
+    remove_timeline_files(timeline, begin)
+    markers.delete_markers(base_path, begin)
+    heartbeat.clear(base_path, begin)
+    return done
+
+
 def drop_plans_reading(base_path: Path | StoragePath, timeline: ActiveTimeline, begin_time: str) -> None:
     """Remove pending (log) compaction plans that read files of `begin_time` (before rolling it back)."""
     for inst, plan in pending_plans(timeline):
@@ -235,11 +277,14 @@ def rollback_failed_writes(base_path: Path | StoragePath, timeline: ActiveTimeli
     base_path = as_path(base_path)
     sweep(base_path, timeline)
     pending = timeline.pending()
-    if any(i.action == RESTORE for i in pending):
-        for inst in pending:  # a restore killed half way is finished first
+    if any(i.action in (RESTORE, ROLLBACK) for i in pending):
+        for inst in pending:  # a restore or rollback killed half way is finished first (readers see it done)
             if inst.action == RESTORE and not heartbeat.is_alive(base_path, inst.begin_time):
                 resume_restore(base_path, timeline, inst)
+            elif inst.action == ROLLBACK and not heartbeat.is_alive(base_path, inst.begin_time):
+                resume_rollback(base_path, timeline, inst)
         pending = timeline.pending()
+    refuse_lost_commits(base_path, timeline, pending)
     done = []
     for inst in pending:
         if heartbeat.is_alive(base_path, inst.begin_time):
@@ -257,6 +302,24 @@ def rollback_failed_writes(base_path: Path | StoragePath, timeline: ActiveTimeli
         if inst.is_write:
             done.append(rollback_pending(base_path, timeline, inst))
     return done
+
+
+def refuse_lost_commits(base_path: Path | StoragePath, timeline: ActiveTimeline, pending: list[Instant]) -> None:
+    """`LostCommitError` if a dead pending write looks committed (data files, no markers): never roll it back.
+
+    A crashed writer always leaves markers next to its data files; a completed write whose completed file
+    was deleted has none (timeline/visibility.py).  Instants a pending rollback or restore is removing are
+    exempt: those are completed instants being rolled back on purpose.
+    """
+    base_path = as_path(base_path)
+    hidden = visibility.being_removed(timeline)
+    dead = [i for i in pending if i.is_write and i.begin_time not in hidden
+            and not heartbeat.is_alive(base_path, i.begin_time)]
+    if not dead:
+        return
+    lost = visibility.lost_commits(base_path, timeline, list_data_files(base_path), candidates=dead)
+    if lost:
+        raise visibility.lost_commit_error(base_path, *lost[0], timeline_layout=timeline.config.timeline_layout)
 
 
 # --------------------------------------------------------------------------- restore (services/savepoint.py)

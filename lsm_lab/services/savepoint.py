@@ -18,9 +18,19 @@ A **restore** is many rollbacks in one instant, newest first:
 
 Every pending instant is rolled back too (their owners must be dead: a
 restore refuses to run while a live writer holds a heartbeat), and savepoints
-taken after the target go with the instants they pinned.  A restore killed
-half way is finished by the next writer before anything else happens, so
-nobody ever sees a half-restored table for long, and never builds on one.
+taken after the target go with the instants they pinned.  The requested
+plan is the commit point for readers: from the moment it exists they see the
+"after" state (every instant it lists hidden, timeline/visibility.py), so a
+restore is one atomic change even when it is killed half way.  A killed
+restore is finished by the next writer or table service before anything else
+happens (never abandoned: after its first deletion the "before" state is gone
+from disk, while the "after" state is fully known from the plan), so nobody
+builds on a half-restored table.
+
+Apache Hudi (`BaseHoodieWriteClient`): `startCommit` refuses to start while a
+restore is pending, and `scheduleAndGetRestorePlan` re-uses a failed
+restore's plan when restoring to the same savepoint again; its readers do not
+hide the instants of a pending restore.
 
 Simplified compared with Apache Hudi: a savepoint gets its own instant time
 (Hudi gives it the savepointed commit's time; two instants with one time do

@@ -43,6 +43,7 @@ from lsm_lab.storage import Storage, StoragePath, as_path, storage_of
 from lsm_lab.table import read as reader
 from lsm_lab.table import records
 from lsm_lab.table import write as writer
+from lsm_lab.timeline import visibility
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.archive import ArchivedTimeline, is_archived
 from lsm_lab.timeline.clock import INIT_INSTANT_TS, format_time, is_beginning, parse_time
@@ -126,7 +127,9 @@ class TableState:
 
     def completed_writes(self) -> list[Instant]:
         """Completed write instants of the archived *and* the active timeline, in reader order."""
-        active = [i for i in self.active_timeline.completed() if i.action in WRITE_ACTIONS]
+        listed = self.active_timeline.instants()
+        gone = visibility.being_removed(self.active_timeline, listed)  # a pending restore/rollback: its "after" state
+        active = [i for i in listed if i.is_completed and i.action in WRITE_ACTIONS and i.begin_time not in gone]
         archived = [i for i in self.archived_instants() if i.action in WRITE_ACTIONS]
         if not archived:
             return active
@@ -255,6 +258,7 @@ class TableState:
 
         `ignored` receives the listed data files no completed instant committed (fsview rule 6)."""
         read_time = self.resolve_time(as_of)
+        visibility.check_lost_commits(self.path, self.active_timeline, self._data_files(), read_time)
         writes = [i for i in self.completed_writes()
                   if read_time is None
                   or normalize_time(i.completion_time or i.begin_time) <= normalize_time(read_time)]
