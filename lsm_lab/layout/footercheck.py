@@ -11,6 +11,7 @@ schema element's repetition type ("Definition level histogram size mismatch").
 `check_footer` walks the footer's Thrift once, in Python, and checks what the C++ constructors
 of that metadata would throw on (or read out of bounds for):
 
+    the file's row count          the sum of its row groups' (readers fill columns of one value by it)
     every row group               as many column chunks as the schema has leaf columns
     every column chunk            its metadata present and not encrypted, its physical type the leaf's
     statistics                    min/max of a fixed-width type exactly that wide
@@ -226,6 +227,9 @@ def footer_problem(md: pq.FileMetaData) -> str:
         groups = meta.get(4) or []
         if not isinstance(groups, list) or len(groups) != md.num_row_groups:
             raise _Bad(f"{len(groups) if isinstance(groups, list) else '?'} row groups, pyarrow sees {md.num_row_groups}")
+        rows: list[Any] = [rg.get(3) if isinstance(rg, dict) else None for rg in groups]
+        if any(not isinstance(n, int) or n < 0 for n in rows) or sum(rows) != md.num_rows:
+            raise _Bad(f"the file's {md.num_rows} rows are not the sum of its row groups' ({rows})")
         for r, rg in enumerate(groups):
             cols = rg.get(1) if isinstance(rg, dict) else None
             if not isinstance(cols, list) or len(cols) != len(leaves):

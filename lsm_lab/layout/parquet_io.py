@@ -700,7 +700,8 @@ def read_parquet(path: str | os.PathLike[str] | StoragePath, columns: list[str] 
             field = table.schema.field(c)
         fields.append(field)
         arrays.append(array)
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=table.schema.metadata))
+    with _typed(_name(path), "cannot read Parquet data"):  # a footer's row count that its pages do not hold
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=table.schema.metadata))
 
 
 _TEXT_TYPES = (pa.string(), pa.large_string())

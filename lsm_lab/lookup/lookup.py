@@ -422,6 +422,7 @@ class PrunedReader:
         self.target = plan.target
         self.file_cols = plan.file_cols
         self.twin = plan.twin  # decoded once per row group, as the key column (`probe_file`)
+        self.allowed = reader.allowed_columns(ctx)  # a data file holding another column is a CorruptTableError
         self._hashes: tuple[np.ndarray, np.ndarray] | None = None
         self._buckets: np.ndarray | None = None
         self._by_bucket: dict[int, tuple[KeyPredicate, tuple[np.ndarray, np.ndarray] | None] | None] = {}
@@ -570,6 +571,8 @@ class PrunedReader:
             info = self.footers.get(f.path, stats, size=f.size)
             all_sorted = all_sorted and info.is_sorted
             delete = f.name.is_delete
+            if not delete and self.allowed is not None:  # as a read checks it: a column the table lacks
+                parquet_io.check_columns(f.path, info.columns, self.allowed)
             key_col = (RECORD_KEY if RECORD_KEY in info.columns else DELETE_KEY) if delete else RECORD_KEY
             found = probe_file(info, key_col, pred, hashes,
                                list(info.columns) if delete else self.file_cols, stats,

@@ -227,9 +227,12 @@ def delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, partit
     return records.conform(pa.table(cols), target, source=source)
 
 
-def _allowed(ctx: ReadContext) -> set[str] | None:
+def allowed_columns(ctx: ReadContext) -> set[str] | None:
     """Columns a data file may hold: the stored schema's (None when the table has no stored schema)."""
     return set(ctx.full_schema.names) | set(ctx.config.record_key) if len(ctx.schema) else None
+
+
+_allowed = allowed_columns
 
 
 def file_columns(needed: Sequence[str], ctx: ReadContext) -> list[str]:
