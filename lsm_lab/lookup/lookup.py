@@ -309,7 +309,7 @@ def _ordered_logs(ctx: ReadContext, fs: FileSlice) -> list[DataFile]:
     """The slice's log files in the order a snapshot read merges them (v1 logs → _Fallback)."""
     if any(f.name.log_format == 1 for f in fs.log_files):
         raise _Fallback("v1 log files")
-    units = v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict)
+    units = v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict, stats=ctx.stats)
     if any(getattr(u, "is_v1", False) for u in units):
         raise _Fallback("v1 log blocks")
     return [u.file for u in units]
