@@ -54,6 +54,12 @@ and no null in every row group (a partition column, `_hoodie_partition_path`, a 
 fixed ~0.1 ms to decode however few its values.  Its pages are not read, so their checksums are not checked
 either; a flipped bit there changes nothing that is read.
 
+**Damaged footers.** pyarrow raises on a footer whose Thrift does not parse, but the column-chunk
+metadata of a row group (statistics, sizes) becomes C++ objects only when first asked for, and a C++
+exception there aborts the process.  Every footer this module hands out (`open_parquet` without a
+`metadata=`, `read_footer`) has passed `footercheck.check_footer` first: damage it would trip on is a
+`CorruptFileError` naming the file, never SIGABRT.
+
 **Encodings and codecs per column** (`dictionary_columns`, `compression_of_columns`): a dictionary only
 where the first values repeat, snappy only where it shrinks the first values by a fifth or more; both are
 per column chunk in Parquet, so files written under other choices read the same.
@@ -86,6 +92,7 @@ import pyarrow.parquet as pq
 from lsm_lab import atomic, paths
 from lsm_lab.errors import CorruptFileError, CorruptTableError, LsmLabError
 from lsm_lab.layout.bloom import BloomBuilder, key_states
+from lsm_lab.layout.footercheck import check_footer
 from lsm_lab.storage import StoragePath, create_bytes
 
 KEY_MIN = "hoodie_min_record_key"
@@ -610,6 +617,8 @@ class CheckedParquetFile(pq.ParquetFile):
         with _typed(self.name, "not a readable Parquet file"):
             super().__init__(_source(source, ranged or "metadata" in options, size),
                              page_checksum_verification=VERIFY_PAGE_CHECKSUMS, **options)
+        if "metadata" not in options:  # a footer handed over comes from `read_footer` or another open: checked
+            check_footer(self.metadata, self.name)
 
     def read(self, *args: Any, **kwargs: Any) -> pa.Table:
         with _typed(self.name, "cannot read Parquet data"):
@@ -691,7 +700,8 @@ def read_parquet(path: str | os.PathLike[str] | StoragePath, columns: list[str] 
             field = table.schema.field(c)
         fields.append(field)
         arrays.append(array)
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=table.schema.metadata))
+    with _typed(_name(path), "cannot read Parquet data"):  # a footer's row count that its pages do not hold
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=table.schema.metadata))
 
 
 _TEXT_TYPES = (pa.string(), pa.large_string())
@@ -794,7 +804,7 @@ def read_footer(path: str | os.PathLike[str] | StoragePath,
     On an object store: one ranged GET of the file's tail (plus a HEAD unless `size` is given)."""
     with _typed(_name(path), "not a readable Parquet file"):
         md = read_tail(path, size) if isinstance(path, StoragePath) else pq.read_metadata(path)
-    return md, footer_kv(md)
+    return check_footer(md, _name(path)), footer_kv(md)
 
 
 def footer(path: str | os.PathLike[str] | StoragePath) -> dict[str, str]:

@@ -330,7 +330,7 @@ def _ordered_logs(ctx: ReadContext, fs: FileSlice) -> list[DataFile]:
     """The slice's log files in the order a snapshot read merges them (v1 logs → _Fallback)."""
     if any(f.name.log_format == 1 for f in fs.log_files):
         raise _Fallback("v1 log files")
-    units = v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict)
+    units = v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict, stats=ctx.stats)
     if any(getattr(u, "is_v1", False) for u in units):
         raise _Fallback("v1 log blocks")
     return [u.file for u in units]
@@ -443,6 +443,7 @@ class PrunedReader:
         self.target = plan.target
         self.file_cols = plan.file_cols
         self.twin = plan.twin  # decoded once per row group, as the key column (`probe_file`)
+        self.allowed = reader.allowed_columns(ctx)  # a data file holding another column is a CorruptTableError
         self._hashes: tuple[np.ndarray, np.ndarray] | None = None
         self._buckets: np.ndarray | None = None
         self._by_bucket: dict[int, tuple[KeyPredicate, tuple[np.ndarray, np.ndarray] | None] | None] = {}
@@ -593,6 +594,8 @@ class PrunedReader:
             delete = f.name.is_delete
             if ctx.own_files:
                 _check_provenance(ctx, info, f)
+            if not delete and self.allowed is not None:  # as a read checks it: a column the table lacks
+                parquet_io.check_columns(f.path, info.columns, self.allowed)
             key_col = (RECORD_KEY if RECORD_KEY in info.columns else DELETE_KEY) if delete else RECORD_KEY
             found = probe_file(info, key_col, pred, hashes,
                                list(info.columns) if delete else self.file_cols, stats,

@@ -65,6 +65,7 @@ from lsm_lab.merge.overlay import merge_overlay
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
 from lsm_lab.storage import StoragePath
 from lsm_lab.table import index, posmerge, records, v1read
+from lsm_lab.table.readstats import ReadStats
 from lsm_lab.table.records import COMMIT_TIME, DELETE_FLAG, FILE_NAME, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 
 SORTED_ENGINES = ("sorted", "loser_tree", "heapq")
@@ -81,6 +82,8 @@ class ReadContext:
     read_time: str | None = None
     strict: bool = False  # a corrupt v1 block raises instead of being skipped (table.v1read)
     positions: bool = True  # False: every slice merges by key, RECORD_POSITIONS ignored (`Table.read(positions=)`)
+    # what the read skipped (corrupt v1 blocks), shared by the copies `dataclasses.replace` makes
+    stats: ReadStats = field(default_factory=ReadStats, compare=False, hash=False)
 
     # cached: asked for per file and per slice (a ReadContext is frozen, its config read once per read)
     @functools.cached_property
@@ -280,9 +283,12 @@ def delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, partit
     return records.conform(pa.table(cols), target, source=source)
 
 
-def _allowed(ctx: ReadContext) -> set[str] | None:
+def allowed_columns(ctx: ReadContext) -> set[str] | None:
     """Columns a data file may hold: the stored schema's (None when the table has no stored schema)."""
     return set(ctx.full_schema.names) | set(ctx.config.record_key) if len(ctx.schema) else None
+
+
+_allowed = allowed_columns
 
 
 def file_columns(needed: Sequence[str], ctx: ReadContext) -> list[str]:
@@ -334,7 +340,7 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *, dict
                                         read_dictionary=encoded, use_threads=use_threads)
         sources.append(data_source(ctx, table, target, fs.partition, fs.base_file.path))
         all_sorted = (table.schema.metadata or {}).get(parquet_io.KEY_SORTED.encode()) == b"true"
-    for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict):
+    for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict, stats=ctx.stats):
         f = unit.file
         if unit.is_v1:
             kind, table = v1read.block_table(unit)
@@ -507,7 +513,7 @@ def _iter_sources_v1(ctx: ReadContext, files: Sequence[DataFile], needed: Sequen
     first = logs[0]
     fs = FileSlice(first.partition, first.file_id, bases[0].instant if bases else first.instant,
                    bases[0] if bases else None, logs)
-    for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict):
+    for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict, stats=ctx.stats):
         f = unit.file
         if unit.is_v1:
             kind, table = v1read.block_table(unit)

@@ -53,6 +53,7 @@ from lsm_lab.storage import StoragePath, as_path, is_local
 from lsm_lab.table import cdc, cdclog, inspect, records, scan
 from lsm_lab.table import read as reader
 from lsm_lab.table import write as writer
+from lsm_lab.table.readstats import ReadStats
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import (
@@ -79,6 +80,9 @@ def _one_listing(method: F) -> F:
 
 class Table(TableState):
     """A Hudi table on local storage, as lsm_lab reads and writes it (the state, plus the verbs)."""
+
+    #: what the last `read` skipped (corrupt v1 log blocks); None before the first read
+    last_read_stats: ReadStats | None = None
 
     def __repr__(self) -> str:
         c = self.config
@@ -257,6 +261,8 @@ class Table(TableState):
         block instead of skipping it as Hudi does (default: the table's, see `open_table`);
         `positions=False`: merge every file slice by key, ignoring the logs' RECORD_POSITIONS
         (the same rows; table/posmerge.py), e.g. to measure what merging by position saves.
+        What the read skipped is in `self.last_read_stats` (a `ReadStats`: `corrupt_blocks_skipped`, each
+        also logged as a warning on the `lsm_lab.v1` logger).
         """
         columns = checks.columns_arg(columns)
         if columns == []:  # N rows of no columns: read one (the key) to count them, then drop it
@@ -269,6 +275,7 @@ class Table(TableState):
             ctx = dataclasses.replace(ctx, strict=checks.bool_arg(strict, "strict"))
         if not checks.bool_arg(positions, "positions"):
             ctx = dataclasses.replace(ctx, positions=False)
+        self.last_read_stats = ctx.stats  # corrupt v1 blocks skipped (table/readstats.py)
         parts = scan.prune_partitions(self.config, ctx.schema, self.partitions(), filter)
         slices = self.latest_slices(read_time, partitions=parts)
         if isinstance(filter, pa.compute.Expression) and columns is not None:

@@ -35,9 +35,11 @@ value carries `IntWrapper(0)`, which Hudi treats as "this delete always wins";
 which is what an unconditional delete is in lsm_lab's merge semantics.
 
 Corrupt blocks. A torn write leaves a CORRUPT block (`logformat.v1`); like
-Hudi, a read skips it by default.  `open_table(path, strict=True)` (or
-`read(strict=True)`) raises `CorruptFileError` for a corrupt block in any log
-file the read needs instead.
+Hudi, a read skips it by default, and says so: a WARNING on the `lsm_lab.v1`
+logger naming the file and byte offset, and a count in the read's statistics
+(`Table.last_read_stats.corrupt_blocks_skipped`, table/readstats.py).
+`open_table(path, strict=True)` (or `read(strict=True)`) raises
+`CorruptFileError` for a corrupt block in any log file the read needs instead.
 
 Simplified compared with Apache Hudi: no lazy block reading (each block is
 decoded when its unit is loaded), no `COMPACTED_BLOCK_TIMES` handling (log
@@ -59,6 +61,7 @@ from lsm_lab.errors import CorruptFileError, UnsupportedFeatureError
 from lsm_lab.layout.fsview import DataFile, FileSlice
 from lsm_lab.logformat import v1
 from lsm_lab.table import records
+from lsm_lab.table.readstats import ReadStats
 from lsm_lab.timeline.instant import normalize_time
 
 #: (completion time, begin time, position of the file in the slice, position of the block in the file)
@@ -106,7 +109,8 @@ def _visible(ctx_completion: dict[str, str], read_time: str | None, instant: str
     return done
 
 
-def v1_blocks(files: Sequence[DataFile], *, strict: bool = False) -> list[tuple[int, DataFile, v1.LogBlock]]:
+def v1_blocks(files: Sequence[DataFile], *, strict: bool = False,
+              stats: ReadStats | None = None) -> list[tuple[int, DataFile, v1.LogBlock]]:
     """All blocks of the v1 logs (file order kept), with each block's file position.
 
     HFile blocks (Hudi's metadata table) raise `UnsupportedFeatureError`; CDC logs
@@ -114,6 +118,7 @@ def v1_blocks(files: Sequence[DataFile], *, strict: bool = False) -> list[tuple[
     kept (and later dropped, as Hudi skips it) unless `strict`, which raises
     `CorruptFileError` instead: every file given here belongs to a file slice
     being read, so its blocks are committed data or a torn write Hudi would skip.
+    A kept CORRUPT block is counted in `stats` and logged as a warning (`ReadStats.skip_corrupt_block`).
     """
     out: list[tuple[int, DataFile, v1.LogBlock]] = []
     for pos, f in enumerate(files):
@@ -124,6 +129,8 @@ def v1_blocks(files: Sequence[DataFile], *, strict: bool = False) -> list[tuple[
             if strict and block.is_corrupt:
                 raise CorruptFileError(f"corrupt block at byte {block.offset}: {block.detail} "
                                        "(strict read; without strict=True it is skipped, as Hudi does)", path=f.path)
+            if block.is_corrupt:
+                (stats if stats is not None else ReadStats()).skip_corrupt_block(str(f.path), block.offset, block.detail)
             mine = mine or block.instant_time == f.instant or not f.completion_time
             out.append((pos, f, block))
         if strict and not mine:  # versions 8+ name a log for the instant that wrote its blocks
@@ -132,7 +139,7 @@ def v1_blocks(files: Sequence[DataFile], *, strict: bool = False) -> list[tuple[
 
 
 def ordered_units(ctx_completion: dict[str, str], read_time: str | None, fs: FileSlice, *,
-                  strict: bool = False) -> list[LogUnit]:
+                  strict: bool = False, stats: ReadStats | None = None) -> list[LogUnit]:
     """The slice's log changes that count at `read_time`, in merge order (see the module docstring)."""
     logs = list(fs.log_files)
     v1_files = [f for f in logs if f.name.log_format == 1]
@@ -145,7 +152,7 @@ def ordered_units(ctx_completion: dict[str, str], read_time: str | None, fs: Fil
                              f))
     if v1_files:
         positions = {id(f): logs.index(f) for f in v1_files}
-        raw = v1_blocks(v1_files, strict=strict)
+        raw = v1_blocks(v1_files, strict=strict, stats=stats)
         by_identity = {id(b): (p, f) for p, f, b in raw}
         index_in_file: dict[int, int] = {}
         counters: dict[int, int] = {}
