@@ -18,12 +18,33 @@ import time
 import traceback
 from pathlib import Path
 
+from hypothesis import Phase, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import run_state_machine_as_test
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import test_services_model as model  # noqa: E402
+import test_services_model as model
+
+
+def counted(base: type, counts: collections.Counter[str]) -> type:
+    """`base` counting its examples, its steps and the example of the first failure in `counts`."""
+
+    class Counted(base):
+        def __init__(self) -> None:
+            super().__init__()
+            counts["examples"] += 1
+
+        def check_invariants(self, *a: object, **k: object) -> None:
+            counts["steps"] += 1
+            try:
+                super().check_invariants(*a, **k)
+            except BaseException:
+                counts["first_failure"] = counts["first_failure"] or counts["examples"]
+                raise
+
+    Counted.__name__ = base.__name__
+    return Counted
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--examples", type=int, default=200, help="examples per machine (default 200)")
     parser.add_argument("--steps", type=int, default=30, help="steps per example (default 30)")
     parser.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
+    parser.add_argument("--no-shrink", action="store_true", help="report the first failing example as found")
     parser.add_argument("--machine", action="append", choices=sorted(model.MACHINES),
                         help="run only these machines (repeatable; default: all)")
     args = parser.parse_args(argv)
@@ -39,30 +61,25 @@ def main(argv: list[str] | None = None) -> int:
     total_examples = total_steps = 0
     for key in chosen:
         base = model.MACHINES[key]
-        counts = collections.Counter()
+        counts: collections.Counter[str] = collections.Counter()
 
-        class Counted(base):  # type: ignore[valid-type, misc]
-            def __init__(self) -> None:
-                super().__init__()
-                counts["examples"] += 1
-
-            def check_invariants(self, *a: object, **k: object) -> None:
-                counts["steps"] += 1
-                super().check_invariants(*a, **k)  # type: ignore[misc]
-
-        Counted.__name__ = base.__name__
-        factory = hypothesis_seed(args.seed)(Counted)
+        factory = hypothesis_seed(args.seed)(counted(base, counts))
         started = time.perf_counter()
         error = None
         try:
-            run_state_machine_as_test(factory, settings=model.profile(args.examples, args.steps, derandomize=False))
-        except Exception as exc:  # a failing example: Hypothesis has printed it (shrunk) on stdout
+            chosen_settings = model.profile(args.examples, args.steps, derandomize=False)
+            if args.no_shrink:
+                chosen_settings = settings(chosen_settings, phases=[Phase.explicit, Phase.generate])
+            run_state_machine_as_test(factory, settings=chosen_settings)
+        except Exception as exc:  # noqa: BLE001 - a failing example: Hypothesis has printed it (shrunk) on stdout
             error = exc
         seconds = time.perf_counter() - started
         total_examples += counts["examples"]
         total_steps += counts["steps"]
         status = "ok" if error is None else f"FAILED: {type(error).__name__}: {str(error).splitlines()[0][:300]}"
-        print(f"{key:14} examples {counts['examples']:5}  steps {counts['steps']:6}  {seconds:7.1f} s  {status}",
+        first = counts["first_failure"]
+        print(f"{key:14} examples {counts['examples']:5}  steps {counts['steps']:6}  {seconds:7.1f} s  {status}"
+              + (f" (first failing example: #{first})" if error is not None else ""),
               flush=True)
         if error is not None:
             failures += 1

@@ -33,11 +33,17 @@ the latest write.  After every step:
     the changes the model history implies, or raises the cleaner's `InputError`
     — never when every snapshot of the window is retained.
 
-The rules are weighted towards what bricks tables (log compactions and cleans
-that keep one commit): Hypothesis picks rules uniformly, so the service rules'
-arguments carry the weight (`COMPACT_STRATEGIES`, `CLEAN_RETAINED`).
+The rules are weighted towards what bricks tables (issue 28, finding 1: log
+compactions and cleans that keep one commit) and towards small upserts that
+stack logs on one file group: Hypothesis picks a rule uniformly among the
+enabled ones, so those rules come two or three times (`upsert_2`,
+`compact_log_2`, `clean_one_2`, ...) — that is their weight.
 
-`make test` runs a bounded profile (`EXAMPLES`, `STEPS`, deterministic);
+A read of the history beyond what the cleaner kept must be refused with a typed
+error that says so (`_not_retained`); a "committed file is missing (deleted by
+hand?)" error there is a failure (finding 12), and so is any partial result.
+
+`make test` runs a bounded, seeded profile (`EXAMPLES`, `STEPS`, `SEED`);
 benchmarks/model_campaign.py runs the same machines with bigger settings.
 """
 
@@ -46,7 +52,7 @@ from __future__ import annotations
 import collections
 from typing import Any, ClassVar
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 from test_table_model import TableMachine
@@ -54,8 +60,9 @@ from test_table_model import TableMachine
 import lsm_lab
 from lsm_lab.errors import InputError, LsmLabError, TimelineError, UnsupportedFeatureError
 
-EXAMPLES = 25  # per machine, in `make test`
-STEPS = 14
+EXAMPLES = {"mor_lsm_tree": 20, "mor_default": 12, "cow": 12, "cdc": 12}  # per machine, in `make test`
+STEPS = 20
+SEED = 0  # `make test` is deterministic: this seed finds finding 1 of issue 28 in MOR lsm_tree's 8th example
 CLEAN_POLICIES = ["KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS"]
 ROW = st.fixed_dictionaries({"id": st.sampled_from(["a", "b", "k1"]), "n": st.integers(0, 1),
                              "p": st.sampled_from(["x", "y"]), "ts": st.none(), "v": st.integers(0, 99),
@@ -66,8 +73,12 @@ RULES: collections.Counter[str] = collections.Counter()  # rule (and variant) �
 
 
 def _not_retained(exc: BaseException) -> bool:
-    """The cleaner's refusal (TableState.check_retained, table/cdc.py), the only error a retained read may give."""
-    return isinstance(exc, InputError) and ("cleaner" in str(exc) or "cannot time travel" in str(exc))
+    """The cleaner's refusal (TableState.check_retained, table/cdc.py): the only error a read of the history may
+    give — typed, and saying that the cleaner removed that snapshot (issue 28, finding 12), not that a file
+    was "deleted by hand"."""
+    text = str(exc).lower()
+    return (isinstance(exc, LsmLabError) and ("cleaner" in text or "cannot time travel" in text)
+            and "deleted by hand" not in text)
 
 
 class ServicesMachine(TableMachine):
@@ -81,11 +92,13 @@ class ServicesMachine(TableMachine):
         self.tombstones: dict[str, dict[tuple, int]] = {}  # begin time → tombstones as of that write
         self.changes: dict[str, list[tuple]] = {}  # begin time of a write → its CDC changes
         self.savepoints: dict[str, str] = {}  # savepoint instant → savepointed begin time
+        self.readable: dict[str, bool] = {}  # begin time → time travel to it worked at the last full check
+        self.full_check = True  # after a service every snapshot is checked again; after a write the latest two
 
     # ------------------------------------------------------------------ set-up
     @initialize(partitioned=st.booleans(), composite=st.booleans(), buckets=st.integers(1, 2),
                 version=st.sampled_from([10, 9]))
-    def create(self, partitioned: bool, composite: bool, buckets: int, version: int) -> None:  # type: ignore[override]
+    def create(self, partitioned: bool, composite: bool, buckets: int, version: int) -> None:
         self.ordering, self.partitioned, self.composite, self.hive = False, partitioned, composite, True
         if version not in self.versions:
             version = self.versions[0]
@@ -105,13 +118,14 @@ class ServicesMachine(TableMachine):
         return self.table
 
     def _note(self, name: str) -> None:
+        self.full_check = self.full_check or not name.startswith(("insert", "upsert", "bulk_insert", "delete"))
         RULES[f"{type(self).__name__.split('_', 1)[-1]}:{name}"] += 1
 
     def _committed(self, instant: lsm_lab.Instant) -> None:
         before = self.history[-1][1] if self.history else {}
         super()._committed(instant)
         self.tombstones[instant.begin_time] = dict(self.tombstone)
-        changes = []
+        changes: list[tuple] = []
         for key in sorted(set(before) | set(self.model), key=repr):
             old, new = before.get(key), self.model.get(key)
             if new is not None and new["_hoodie_commit_time"] == instant.begin_time:
@@ -125,7 +139,7 @@ class ServicesMachine(TableMachine):
         known = {i.begin_time for i, _ in self.history}
         new = [i for i in self.t.completed_writes() if i.begin_time not in known]
         for inst in new:
-            assert not self.history or inst.completion_time > self.history[-1][0].completion_time
+            assert not self.history or str(inst.completion_time) > str(self.history[-1][0].completion_time)
             self.history.append((inst, {k: dict(v) for k, v in self.model.items()}))
             self.tombstones[inst.begin_time] = dict(self.tombstone)
         return new
@@ -268,7 +282,11 @@ class ServicesMachine(TableMachine):
             except (InputError, TimelineError):
                 return
             raise AssertionError(f"rolled back {latest}")
-        self.t.rollback(latest)
+        try:
+            self.t.rollback(latest)
+        except LsmLabError as exc:  # the snapshot before it was cleaned: a refusal that says so is right
+            assert _not_retained(exc) and not self.readable.get(self.history[-2][0].begin_time, True), exc
+            return
         self._reset_to(len(self.history) - 2)
         self.changes.pop(latest.begin_time, None)
         assert [i.begin_time for i in self.t.completed_writes()] == [i.begin_time for i, _ in self.history]
@@ -294,6 +312,9 @@ class ServicesMachine(TableMachine):
         out = []
         pinned = set(self.savepoints.values())
         for n, (inst, state) in enumerate(self.history):
+            if not self.full_check and n < len(self.history) - 2 and inst.begin_time in self.readable:
+                out.append(self.readable[inst.begin_time])  # a write changes no older snapshot
+                continue
             try:
                 got = self.t.read(as_of=inst.completion_time)
             except LsmLabError as exc:
@@ -301,9 +322,10 @@ class ServicesMachine(TableMachine):
                 assert n < len(self.history) - 1, f"the latest instant {inst} is not readable: {exc}"
                 assert inst.begin_time not in pinned, f"savepointed {inst} is not readable: {exc}"
                 out.append(False)
-                continue
-            self._check(got, state, f"as of {inst}")
-            out.append(True)
+            else:
+                self._check(got, state, f"as of {inst}")
+                out.append(True)
+            self.readable[inst.begin_time] = out[-1]
         return out
 
     def _check_lookup(self) -> None:
@@ -319,12 +341,14 @@ class ServicesMachine(TableMachine):
         writes = [(n, i) for n, (i, _) in enumerate(self.history) if i.begin_time in self.changes]
         starts: list[tuple[int, str | None]] = [(-1, None)] + [(n, i.completion_time)
                                                                 for n, (i, _) in enumerate(self.history)]
+        if not self.full_check:  # after a write: the whole stream and the write's own change records
+            starts = [starts[0], *starts[-2:]]
         for n, start in starts:
             try:
                 got = self.t.read_cdc(start)
             except LsmLabError as exc:
                 assert _not_retained(exc), f"read_cdc({start}): {type(exc).__name__}: {exc}"
-                assert not all(retained[max(n, 0):]) or n < 0, f"read_cdc({start}) over retained snapshots: {exc}"
+                assert not all(retained[max(n, 0):]), f"read_cdc({start}) over retained snapshots: {exc}"
                 continue
             fields = [f.name for f in got.schema.field("after").type]
             want = []
@@ -346,6 +370,7 @@ class ServicesMachine(TableMachine):
         retained = self._retained()
         if self.cdc:
             self._check_cdc(retained)
+        self.full_check = False
 
 
 def machine(table_type: str, layout: str, *, cdc: bool = False, name: str | None = None,
@@ -370,8 +395,8 @@ def profile(examples: int, steps: int, *, derandomize: bool) -> settings:
 
 
 def _case(key: str) -> type:
-    case = MACHINES[key].TestCase
-    case.settings = profile(EXAMPLES, STEPS, derandomize=True)
+    case = seed(SEED)(MACHINES[key]).TestCase
+    case.settings = profile(EXAMPLES[key], STEPS, derandomize=False)
     return case
 
 
