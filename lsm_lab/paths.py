@@ -67,6 +67,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from lsm_lab import localguard
 from lsm_lab.errors import CorruptTableError, UnsafePathError
 from lsm_lab.storage import StoragePath
 
@@ -136,8 +137,7 @@ def data_file(value: Any, *, file: str | os.PathLike[str] | None = None, field: 
     return folder, leaf
 
 
-def _within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+_within = localguard.within
 
 
 def inside(base: str | os.PathLike[str] | StoragePath, value: str | os.PathLike[str] | StoragePath, *,
@@ -184,67 +184,11 @@ def _inside_store(base: StoragePath, value: object, *, file: object, field: str,
 
 
 # --------------------------------------------------------------------------- writes on a local table
-META_FOLDER = ".hoodie"
-
-
-def table_root(path: str | os.PathLike[str]) -> Path | None:
-    """The local table `path` belongs to (None: not inside a table), found without following links.
-
-    The folder before the first `.hoodie` component of `path`, else the outermost
-    ancestor that holds a `.hoodie` entry (outermost: a partition folder linked to
-    another table's root is still judged against this table).
-    """
-    full = Path(os.path.abspath(path))
-    parts = full.parts
-    if META_FOLDER in parts:
-        return Path(*parts[: parts.index(META_FOLDER)])
-    found = None
-    for folder in full.parents:
-        if os.path.lexists(os.path.join(folder, META_FOLDER)):
-            found = folder
-    return found
-
-
-def _first_link(root: Path, path: Path) -> Path:
-    """The first component of `path` below `root` that is a symbolic link (`path` itself if none is)."""
-    current = root
-    for piece in path.relative_to(root).parts:
-        current = current / piece
-        if os.path.islink(current):
-            return current
-    return path
-
-
-def _unsafe(root: Path, probe: Path, target: str, root_real: str, path: Path) -> UnsafePathError:
-    link = _first_link(root, probe)
-    where = f"is a symbolic link to {os.readlink(link)!r}" if os.path.islink(link) else f"resolves to {target}"
-    return UnsafePathError(f"{where}, outside the table folder {root_real}; lsm_lab does not write, delete "
-                           f"or list through a link out of the table (needed for {path})", path=link)
-
-
-def checked(path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None) -> Path:
-    """`path` (absolute) when its folder resolves inside its table: safe to create, replace or delete its name.
-
-    `root` defaults to `table_root(path)`; outside any table nothing is checked.
-    The deepest existing part of the folder is resolved (symlinks followed) and
-    must lie in the resolved root, else UnsafePathError naming the link.  The
-    final name is not resolved: rename, link and unlink do not follow it, and
-    `open_nofollow` refuses it.
-    """
-    full = Path(os.path.abspath(path))
-    top = Path(os.path.abspath(root)) if root is not None else table_root(full)
-    if top is None:
-        return full
-    root_real = os.path.realpath(top)
-    if not _within(str(full), str(top)):
-        raise UnsafePathError(f"is not inside the table folder {top}", path=full)
-    probe = full.parent
-    while not os.path.lexists(probe) and probe != top:
-        probe = probe.parent
-    target = os.path.realpath(probe)
-    if not _within(target, root_real):
-        raise _unsafe(top, probe, target, root_real, full)
-    return full
+# (the guard itself lives in localguard.py, below the storage package that uses it too)
+META_FOLDER = localguard.META_FOLDER
+table_root = localguard.table_root
+checked = localguard.checked
+_unsafe = localguard.unsafe
 
 
 def make_folders(folder: str | os.PathLike[str] | StoragePath, *,

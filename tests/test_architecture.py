@@ -32,13 +32,13 @@ ROOT = Path(__file__).resolve().parent.parent / "lsm_lab"
 
 # Bottom to top. A module takes the layer of its exact name, else of its longest listed prefix.
 LAYERS: list[tuple[str, list[str]]] = [
-    ("foundation", ["lsm_lab.errors", "lsm_lab.allocator", "lsm_lab.paths", "lsm_lab.checks", "lsm_lab.config", "lsm_lab.atomic",
+    ("foundation", ["lsm_lab.errors", "lsm_lab.allocator", "lsm_lab.localguard", "lsm_lab.paths", "lsm_lab.checks", "lsm_lab.config", "lsm_lab.atomic",
                     "lsm_lab.avro_schema", "lsm_lab.storage", "lsm_lab.progress", "lsm_lab.datagen"]),
     ("timeline", ["lsm_lab.timeline"]),
     ("formats", ["lsm_lab.layout", "lsm_lab.layout.keyindex", "lsm_lab.logformat"]),
     ("merge", ["lsm_lab.merge"]),
     ("table state", ["lsm_lab.table.state", "lsm_lab.table.records", "lsm_lab.table.index", "lsm_lab.table.read",
-                     "lsm_lab.table.v1read", "lsm_lab.table.write", "lsm_lab.table.cdclog", "lsm_lab.table.cdc", "lsm_lab.table.deletes", "lsm_lab.table.smallfiles",
+                     "lsm_lab.table.v1read", "lsm_lab.table.readstats", "lsm_lab.table.write", "lsm_lab.table.cdclog", "lsm_lab.table.cdc", "lsm_lab.table.deletes", "lsm_lab.table.smallfiles",
                      "lsm_lab.table.posmerge", "lsm_lab.table.scan", "lsm_lab.table.inspect",
                      "lsm_lab.lookup", "lsm_lab.interop.compat", "lsm_lab.services.planner"]),
     ("services", ["lsm_lab.services"]),

@@ -11,7 +11,7 @@ about to replace and checks, under the lock, that the path still names that
 inode — so two processes racing to replace the same version cannot both win.
 
 Writes and deletes never follow a symbolic link out of the root: the folder of
-a key must resolve inside the resolved root (`paths.checked`, UnsafePathError
+a key must resolve inside the resolved root (`localguard.checked`, UnsafePathError
 otherwise); a link as the key's own name is replaced or removed, never followed.
 
 Temp files are named `.<name>.<random>.tmp` beside the target (the same file
@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pyarrow.fs
 
+from lsm_lab import localguard
 from lsm_lab.storage.base import (
     AlreadyExistsError,
     ObjectInfo,
@@ -159,14 +160,10 @@ class LocalStorage(Storage):
     # -- writes ----------------------------------------------------------------------------
     def _guarded(self, key: str) -> Path:
         """The local path of `key`, when its folder resolves inside the root (no link out of it on the way)."""
-        from lsm_lab import paths  # (paths imports this package)
-
-        return paths.checked(self.path(key), root=self.root)
+        return localguard.checked(self.path(key), root=self.root)
 
     def _temp(self, target: Path, data: bytes) -> Path:
-        from lsm_lab import paths
-
-        paths.make_folders(target.parent, root=self.root)
+        localguard.make_local_folders(target.parent, root=self.root)
         tmp = temp_path(target)
         with open(tmp, "wb") as fh:
             fh.write(data)
