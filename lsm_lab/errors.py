@@ -16,6 +16,7 @@ the classes below with both in the message.
     │   └── LostCommitError       a write that looks committed has lost its completed instant file
     ├── UnsupportedFeatureError   a real Hudi feature lsm_lab does not read (HFile, Lance, ...)
     ├── InputError                bad user input to a command (unsorted runs, bad option)
+    │   └── RetentionError        a read that reaches past what the cleaner kept
     ├── TimelineError             an instant transition that is not allowed, unknown instant
     ├── ConflictError             optimistic concurrency: another writer won
     └── StorageError              a storage request failed (unknown scheme, missing bucket, no answer)
@@ -104,6 +105,16 @@ class UnsupportedFeatureError(LsmLabError):
 
 class InputError(LsmLabError):
     """Bad input to a command or function: unsorted runs, mismatched schemas, bad options."""
+
+
+class RetentionError(InputError):
+    """A read reaches past what the cleaner kept: time travel, `read_cdc` or a rollback needs a file version
+    that a completed clean deleted.  `file` names it, `clean` is the clean's begin time, `policy` its policy."""
+
+    def __init__(self, message: str, *, file: str, clean: str, policy: str,
+                 path: str | PathLike[str] | object | None = None) -> None:
+        self.file, self.clean, self.policy = file, clean, policy
+        super().__init__(message, path=path)
 
 
 class TimelineError(LsmLabError):

@@ -177,3 +177,59 @@ def test_errors_are_typed(tmp_path: Path) -> None:
     """The classes the checks raise are LsmLabErrors (the CLI prints them as one line)."""
     assert issubclass(CorruptTableError, LsmLabError)
     assert issubclass(CorruptFileError, LsmLabError)
+
+
+# ---------------------------------------------------------------- found by the stateful model (tests/test_services_model.py)
+def test_two_log_compactions_then_one_clean(tmp_path: Path) -> None:
+    """Finding 1's variant: a slice with a data and a delete log is log-compacted twice, then cleaned once."""
+    p = tmp_path / "t"
+    t = lsm_lab.create_table(p, name="t", record_key="id", num_buckets=1)
+    t.insert([{"id": "a", "v": 0}, {"id": "b", "v": 0}])
+    t.upsert([{"id": "a", "v": 1}])
+    t.delete(["b"])
+    t.compact(strategy="log")
+    t.compact(strategy="log")
+    t.clean(retained=1)
+    assert _rows(lsm_lab.open_table(p)) == [("a", 1)]
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_time_travel_past_a_file_versions_clean_names_the_cleaner(tmp_path: Path, table_type: str) -> None:
+    """KEEP_LATEST_FILE_VERSIONS records no earliest retained instant: a read of a cleaned snapshot says the
+    cleaner deleted its file (RetentionError), never "deleted by hand?" — time travel and read_cdc alike."""
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", num_buckets=1, table_type=table_type,
+                             layout="default", cdc=True)
+    w1 = t.insert([{"id": "a", "v": 0}])
+    t.upsert([{"id": "a", "v": 1}])
+    if table_type == "MERGE_ON_READ":
+        t.compact(strategy="full")  # a second file version (one slice has nothing to clean)
+    t.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=1)
+    with pytest.raises(lsm_lab.RetentionError, match="cleaner deleted"):
+        t.read(as_of=w1)
+    with pytest.raises(lsm_lab.RetentionError, match="past what the cleaner kept"):
+        t.read_cdc(None)
+    assert _rows(t) == [("a", 1)]
+
+
+def test_time_travel_after_cluster_and_clean_is_refused_not_empty(tmp_path: Path) -> None:
+    """A replaced file group cleaned away: time travel to before the clustering is refused, not []."""
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", num_buckets=1, layout="default")
+    w1 = t.upsert([{"id": "a", "v": 0}])
+    t.delete(["a"])
+    t.cluster(options={"hoodie.clustering.plan.strategy.small.file.limit": "1000000000000"})
+    t.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=1)
+    with pytest.raises(lsm_lab.RetentionError):
+        t.read(as_of=w1)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_rollback_after_the_cleaner_took_the_previous_versions_is_refused(tmp_path: Path, table_type: str) -> None:
+    """Rolling back the latest write would make cleaned file versions current again: refused, table intact."""
+    p = tmp_path / "t"
+    t = lsm_lab.create_table(p, name="t", record_key="id", num_buckets=1, table_type=table_type, layout="default")
+    t.insert([{"id": "a", "v": 0}])
+    w2 = t.upsert([{"id": "b", "v": 1}])
+    t.clean(retained=1)
+    with pytest.raises(lsm_lab.InputError, match="cannot roll back"):
+        t.rollback(w2)
+    assert _rows(lsm_lab.open_table(p)) == [("a", 0), ("b", 1)]

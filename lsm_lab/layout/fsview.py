@@ -359,6 +359,9 @@ def _identity(partition: str, name: FileName) -> tuple[str, ...]:
     return (partition, "log", name.file_id, name.write_token, name.instant, str(name.version), name.content)
 
 
+MISSING_FIELD = "partitionToWriteStats.path"  # the `field` of rule 5's CorruptTableError
+
+
 def _without_missing(slices: list[FileSlice]) -> list[FileSlice]:
     """Rule 5: a missing committed file in the latest slice is an error; older slices just drop it."""
     for f in slices[-1].files:
@@ -367,7 +370,7 @@ def _without_missing(slices: list[FileSlice]) -> list[FileSlice]:
                 paths.checked(f.path)  # then say that (UnsafePathError): listings do not enter such a link
             raise CorruptTableError(f"instant {f.missing_from} committed the file {f.relative}, which is missing "
                                     "from the table folder (deleted by hand? its rows would silently be lost)",
-                                    path=f.path, field="partitionToWriteStats.path")
+                                    path=f.path, field=MISSING_FIELD)
     out = []
     for s in slices[:-1]:
         if any(f.missing_from for f in s.files):

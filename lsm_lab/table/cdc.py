@@ -55,7 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lsm_lab import checks, paths
-from lsm_lab.errors import CorruptFileError, CorruptTableError, InputError, LsmLabError
+from lsm_lab.errors import CorruptFileError, CorruptTableError, InputError, RetentionError
 from lsm_lab.layout import naming
 from lsm_lab.layout.fsview import FileSlice
 from lsm_lab.logformat import cdc
@@ -116,7 +116,7 @@ def read_cdc(state: TableState, start: Any, end: Any = None, *, columns: Sequenc
             snap.keep({prev.completion_time if prev is not None else None, inst.completion_time})
             try:
                 rows, was_inferred = _instant_changes(state, inst, prev, image, snap)
-            except CorruptTableError as exc:
+            except (CorruptTableError, RetentionError) as exc:
                 raise _past_cleaner(state, inst, exc) or exc from None
             if was_inferred:
                 inferred.append(inst.begin_time)
@@ -264,30 +264,27 @@ def _retained(state: TableState, inst: Instant, read_time: str | None, what: str
                          f"{kept.group(1) if kept else 'the first retained snapshot'} is readable), or {_KEEP_MORE}") from None
 
 
-def _past_cleaner(state: TableState, inst: Instant, exc: CorruptTableError) -> InputError | None:
+def _past_cleaner(state: TableState, inst: Instant, exc: CorruptTableError | RetentionError) -> RetentionError | None:
     """The error to raise when the changes of `inst` needed a file that a completed clean deleted (None: not so).
 
     A clean that keeps file versions (KEEP_LATEST_FILE_VERSIONS) records no earliest retained
     instant, so `check_retained` cannot refuse the window beforehand: the snapshot read finds a
-    committed file gone.  If a clean's metadata lists it as deleted, the window reached past what
-    the cleaner kept (not a damaged table)."""
-    name = posixpath.basename(str(exc.path or "").replace("\\", "/"))
-    if not name:
-        return None
-    for clean in reversed(state.active_timeline.completed([CLEAN])):
-        try:
-            meta = state.active_timeline.read_content(clean)
-        except LsmLabError:
-            continue
-        for part in (meta.get("partitionMetadata") or {}).values():
-            done = part.get("successDeleteFiles") or [] if isinstance(part, dict) else []
-            if any(posixpath.basename(str(f)) == name for f in done):
-                policy = part.get("policy") or "the table's policy"
-                return InputError(f"read_cdc: the window reaches past what the cleaner kept: the changes of instant "
-                                  f"{inst.begin_time} need the file {name}, which the clean {clean.begin_time} "
-                                  f"deleted ({policy}). Start the window later (a start at or after "
-                                  f"{clean.completion_time or clean.begin_time} is readable), or {_KEEP_MORE}")
-    return None
+    committed file gone, and `TableState.cleaned_by` names the clean that deleted it."""
+    if isinstance(exc, RetentionError):
+        name, clean_time, policy = exc.file, exc.clean, exc.policy
+        clean = next((c for c in state.active_timeline.completed([CLEAN]) if c.begin_time == clean_time), None)
+    else:
+        found = state.cleaned_by(exc.path)
+        if found is None:
+            return None
+        clean, policy = found
+        name = posixpath.basename(str(exc.path or "").replace("\\", "/"))
+    since = (clean.completion_time or clean.begin_time) if clean is not None else "the clean"
+    return RetentionError(f"read_cdc: the window reaches past what the cleaner kept: the changes of instant "
+                          f"{inst.begin_time} need the file {name}, which the clean "
+                          f"{clean.begin_time if clean is not None else ''} deleted ({policy}). Start the window "
+                          f"later (a start at or after {since} is readable), or {_KEEP_MORE}",
+                          file=name, clean=clean.begin_time if clean is not None else "", policy=policy)
 
 
 def _lookup(snap: _Snapshots, read_time: str | None, partition: str, file_id: str, keys: pa.Array,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import posixpath
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,14 @@ import pyarrow as pa
 
 from lsm_lab.avro_schema import avro_to_arrow_schema
 from lsm_lab.config import KEY_UPGRADE_PENDING, TableConfig
-from lsm_lab.errors import InputError, LsmLabError, TimelineError, UnsupportedFeatureError
+from lsm_lab.errors import (
+    CorruptTableError,
+    InputError,
+    LsmLabError,
+    RetentionError,
+    TimelineError,
+    UnsupportedFeatureError,
+)
 from lsm_lab.layout import fsview, naming, parquet_io
 from lsm_lab.layout.fsview import DataFile, FileGroup, FileSlice
 from lsm_lab.storage import Storage, StoragePath, as_path, storage_of
@@ -268,12 +276,45 @@ class TableState:
         sizes: dict[tuple[str, str], int] | None = {} if self.own_files else None
         committed = committed_files(str(self.path), writes, self.instant_metadata,  # missing files: an error
                                     timeline_folder=_local(self.active_timeline.folder), sizes=sizes)
-        return fsview.build_file_groups(
-            self.path, completion, read_time=read_time, replaced=replaced,
-            v1_logs_by_base_instant=self.config.version < 8, partitions=partitions,
-            compaction_instants=compactions, files=self._data_files(), committed=committed,
-            log_compactions=self.log_compactions(writes), committed_sizes=sizes, ignored=ignored,
-        )
+        try:
+            return fsview.build_file_groups(
+                self.path, completion, read_time=read_time, replaced=replaced,
+                v1_logs_by_base_instant=self.config.version < 8, partitions=partitions,
+                compaction_instants=compactions, files=self._data_files(), committed=committed,
+                log_compactions=self.log_compactions(writes), committed_sizes=sizes, ignored=ignored,
+            )
+        except CorruptTableError as exc:
+            cleaned = self.cleaned_by(exc.path) if read_time is not None and exc.field == fsview.MISSING_FIELD \
+                else None
+            if cleaned is None:
+                raise
+            clean, policy = cleaned
+            raise RetentionError(f"cannot time travel to {read_time}: the cleaner deleted "
+                             f"{posixpath.basename(str(exc.path))}, which that snapshot needs (clean "
+                             f"{clean.begin_time}, {policy}); keep more with clean(retained=N) / "
+                             "hoodie.cleaner.commits.retained or hoodie.cleaner.fileversions.retained, or savepoint "
+                             "the instants to keep", path=self.path, file=posixpath.basename(str(exc.path)),
+                             clean=clean.begin_time, policy=policy) from None
+
+    def cleaned_by(self, path: object) -> tuple[Instant, str] | None:
+        """(the completed clean that deleted the data file `path`, its policy), or None: not a cleaner's doing.
+
+        A clean that keeps file versions (KEEP_LATEST_FILE_VERSIONS) records no earliest retained
+        instant, so `check_retained` cannot refuse an old read time beforehand; a committed file the
+        read finds gone is then the cleaner's (if a clean's metadata lists it), not damage."""
+        name = posixpath.basename(str(path or "").replace("\\", "/"))
+        if not name:
+            return None
+        for clean in reversed(self.active_timeline.completed([CLEAN])):
+            try:
+                meta = self.active_timeline.read_content(clean)
+            except LsmLabError:
+                continue
+            for part in (meta.get("partitionMetadata") or {}).values():
+                done = part.get("successDeleteFiles") or [] if isinstance(part, dict) else []
+                if any(posixpath.basename(str(f)) == name for f in done):
+                    return clean, str(part.get("policy") or meta.get("policy") or "the table's policy")
+        return None
 
     @property
     def own_files(self) -> bool:

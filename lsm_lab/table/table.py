@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 
 from lsm_lab import checks, paths
 from lsm_lab import config as cfg
-from lsm_lab.errors import InputError, LsmLabError, TableConfigError, UnsupportedFeatureError
+from lsm_lab.errors import CorruptTableError, InputError, LsmLabError, TableConfigError, UnsupportedFeatureError
 from lsm_lab.interop import compat
 from lsm_lab.layout import fsview, naming
 from lsm_lab.layout.fsview import FileGroup, FileSlice
@@ -418,9 +418,25 @@ class Table(TableState):
             if not writes or writes[-1].begin_time != begin or current.action not in (COMMIT, DELTA_COMMIT):
                 raise InputError(f"only the latest completed write (commit/deltacommit) can be rolled back; "
                                  f"{current} is not it — use savepoint() and restore() for older instants")
+            self._check_state_before(writes)
             rb.drop_plans_reading(self.path, self.active_timeline, begin)
             clustering.drop_plans_reading(self, begin)
             return [rb.rollback_completed(self.path, self.active_timeline, current)]
+
+    def _check_state_before(self, writes: list[Instant]) -> None:
+        """Refuse to roll back the latest write when the table as it was before it is no longer whole.
+
+        A rollback makes the previous file versions current again; if the cleaner deleted one (or a
+        hand did), rolling back would leave a table no read can open.  Hudi guards the same case by
+        refusing rollbacks older than what the cleaner retained."""
+        if len(writes) < 2:
+            return
+        try:
+            self.file_groups(as_of=writes[-2])
+        except (CorruptTableError, InputError) as exc:
+            raise InputError(f"cannot roll back {writes[-1].begin_time}: the table as it was before it is no longer "
+                             f"whole, so the rollback would leave it unreadable ({exc.message}); restore a savepoint "
+                             "instead, or keep more versions when cleaning (clean(retained=N))", path=self.path) from None
 
     def savepoint(self, instant: Any = None, *, user: str | None = None, comment: str = "") -> Instant:
         """Pin a completed write (default: the latest): its files survive cleaning, restore() can return to it."""
