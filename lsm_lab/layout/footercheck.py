@@ -19,10 +19,12 @@ of that metadata would throw on (or read out of bounds for):
                                   data bytes only on a BYTE_ARRAY column
     geospatial statistics         only on a geometry/geography column
 
-Any other damage is a `CorruptFileError` naming the file.  The Thrift walked is the one pyarrow
-parsed (re-serialised by `FileMetaData.write_metadata_file`, ~10 µs), never bytes read twice;
-the walk costs about 1 µs per column chunk and runs once per opened file (footers of lookups
-are cached with the check done).
+Any other damage (and a footer naming an encryption algorithm) is a `CorruptFileError` naming
+the file.  The Thrift walked is the footer's bytes as stored (a local file's tail is read again,
+from the page cache; an object's comes with the one GET of its tail), not `md` re-serialised:
+pyarrow's footer writer itself crashes on a footer that names an encryption algorithm.  The walk
+costs about 5-15 µs per column chunk and runs once per opened file (lookups cache footers with
+the check done).
 
 Simplified compared with Apache Hudi: parquet-mr (Java) throws ordinary exceptions on a
 damaged footer; this check exists only because of the C++ reader's bindings.
@@ -35,7 +37,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lsm_lab.errors import CorruptFileError
@@ -210,25 +211,27 @@ def _check_chunk(chunk: dict[int, Any], leaf: tuple[int, int, int, int | None, b
         raise _Bad(f"{where}: geospatial statistics on a column that is not geometry")
 
 
-def footer_problem(md: pq.FileMetaData) -> str:
-    """Why the column-chunk metadata of `md` must not be touched ('' when it may)."""
-    sink = pa.BufferOutputStream()
-    try:
-        md.write_metadata_file(sink)
-    except (OSError, ValueError, pa.ArrowException) as exc:
-        return f"cannot re-serialise the footer: {exc}"
-    data = sink.getvalue().to_pybytes()
-    if len(data) < 12:
-        return "footer too short"
-    body = data[4:-8]
+def footer_problem(md: pq.FileMetaData, tail: bytes) -> str:
+    """Why the column-chunk metadata of `md` must not be touched ('' when it may).
+
+    `tail`: the bytes `md` was parsed from, ending with the footer, its length and `PAR1` (never
+    `md` re-serialised: pyarrow's writer of a footer that names an encryption algorithm crashes)."""
+    if len(tail) < 12 or tail[-4:] != b"PAR1":
+        return "no Parquet footer at the end of the file"
+    n = int.from_bytes(tail[-8:-4], "little")
+    if n + 8 > len(tail):
+        return f"footer length {n} runs past the bytes read"
+    body = tail[len(tail) - 8 - n:len(tail) - 8]
     try:
         meta, _ = _struct(body, 0)
+        if 8 in meta or 9 in meta:
+            raise _Bad("the footer names an encryption algorithm (encrypted files are not supported)")
         leaves = _leaves(md)
         groups = meta.get(4) or []
         if not isinstance(groups, list) or len(groups) != md.num_row_groups:
             raise _Bad(f"{len(groups) if isinstance(groups, list) else '?'} row groups, pyarrow sees {md.num_row_groups}")
         rows: list[Any] = [rg.get(3) if isinstance(rg, dict) else None for rg in groups]
-        if any(not isinstance(n, int) or n < 0 for n in rows) or sum(rows) != md.num_rows:
+        if any(not isinstance(r, int) or r < 0 for r in rows) or sum(rows) != md.num_rows:
             raise _Bad(f"the file's {md.num_rows} rows are not the sum of its row groups' ({rows})")
         for r, rg in enumerate(groups):
             cols = rg.get(1) if isinstance(rg, dict) else None
@@ -246,9 +249,12 @@ def footer_problem(md: pq.FileMetaData) -> str:
     return ""
 
 
-def check_footer(md: pq.FileMetaData, path: Any) -> pq.FileMetaData:
-    """`md`, once its column-chunk metadata is known safe to read; else a `CorruptFileError` naming `path`."""
-    problem = footer_problem(md)
+def check_footer(md: pq.FileMetaData, path: Any, tail: bytes | None) -> pq.FileMetaData:
+    """`md`, once its column-chunk metadata is known safe to read; else a `CorruptFileError` naming `path`.
+
+    `tail`: the file's last bytes, footer included (None: a source they cannot be read from, e.g. a
+    Python stream without random access; nothing is checked)."""
+    problem = footer_problem(md, tail) if tail is not None else ""
     if problem:
         name = path if isinstance(path, str) else os.fspath(path) if isinstance(path, os.PathLike) else str(path)
         raise CorruptFileError(f"damaged Parquet footer: {problem}", path=name)
