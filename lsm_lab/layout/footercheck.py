@@ -23,8 +23,8 @@ Any other damage (and a footer naming an encryption algorithm) is a `CorruptFile
 the file.  The Thrift walked is the footer's bytes as stored (a local file's tail is read again,
 from the page cache; an object's comes with the one GET of its tail), not `md` re-serialised:
 pyarrow's footer writer itself crashes on a footer that names an encryption algorithm.  The walk
-costs about 5-15 µs per column chunk and runs once per opened file (lookups cache footers with
-the check done).
+costs about 5-15 µs per column chunk, once per footer: verdicts are remembered by the footer's
+BLAKE2 digest (~1 µs per kB), so a file read again is not walked again.
 
 Simplified compared with Apache Hudi: parquet-mr (Java) throws ordinary exceptions on a
 damaged footer; this check exists only because of the C++ reader's bindings.
@@ -34,7 +34,10 @@ Taught in: notebooks/09_real_hudi_tables.ipynb
 
 from __future__ import annotations
 
+import hashlib
 import os
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -249,12 +252,35 @@ def footer_problem(md: pq.FileMetaData, tail: bytes) -> str:
     return ""
 
 
+_VERDICTS: OrderedDict[bytes, str] = OrderedDict()  # footer digest → footer_problem's answer
+_VERDICTS_MAX = 4096
+_LOCK = threading.Lock()
+
+
+def _verdict(md: pq.FileMetaData, tail: bytes) -> str:
+    """`footer_problem`, remembered by the footer's digest: a file read again (every full read opens its
+    files) is not walked again, and equal bytes are equally sound, whatever their path."""
+    key = hashlib.blake2b(tail[-8 - int.from_bytes(tail[-8:-4], "little"):] if len(tail) >= 8 else tail,
+                          digest_size=16).digest()
+    with _LOCK:
+        found = _VERDICTS.get(key)
+        if found is not None:
+            _VERDICTS.move_to_end(key)
+            return found
+    problem = footer_problem(md, tail)
+    with _LOCK:
+        _VERDICTS[key] = problem
+        while len(_VERDICTS) > _VERDICTS_MAX:
+            _VERDICTS.popitem(last=False)
+    return problem
+
+
 def check_footer(md: pq.FileMetaData, path: Any, tail: bytes | None) -> pq.FileMetaData:
     """`md`, once its column-chunk metadata is known safe to read; else a `CorruptFileError` naming `path`.
 
     `tail`: the file's last bytes, footer included (None: a source they cannot be read from, e.g. a
     Python stream without random access; nothing is checked)."""
-    problem = footer_problem(md, tail) if tail is not None else ""
+    problem = _verdict(md, tail) if tail is not None else ""
     if problem:
         name = path if isinstance(path, str) else os.fspath(path) if isinstance(path, os.PathLike) else str(path)
         raise CorruptFileError(f"damaged Parquet footer: {problem}", path=name)
