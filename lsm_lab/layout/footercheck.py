@@ -12,6 +12,8 @@ schema element's repetition type ("Definition level histogram size mismatch").
 of that metadata would throw on (or read out of bounds for):
 
     the file's row count          the sum of its row groups' (readers fill columns of one value by it)
+    every struct                  no field twice (one flipped bit in a field header can turn
+                                  max_value into a second min_value: a forged "one value" column)
     every row group               as many column chunks as the schema has leaf columns
     every column chunk            its metadata present and not encrypted, its physical type the leaf's
     statistics                    min/max of a fixed-width type exactly that wide
@@ -150,6 +152,8 @@ def _struct(d: bytes, p: int, depth: int = 0) -> tuple[dict[int, Any], int]:
         else:
             v, p = _varint(d, p)
             fid = (v >> 1) ^ -(v & 1)
+        if fid in out:  # no writer repeats a field; one flipped bit can turn a field into its neighbour
+            raise _Bad(f"field {fid} twice in one struct")
         if k <= 2:
             out[fid] = k == 1
         elif k <= _I64 and d[p] < 0x80:  # the common case, inline: a one-byte integer
