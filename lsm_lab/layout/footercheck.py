@@ -15,7 +15,8 @@ of that metadata would throw on (or read out of bounds for):
     every struct                  no field twice (one flipped bit in a field header can turn
                                   max_value into a second min_value: a forged "one value" column)
     every row group               as many column chunks as the schema has leaf columns
-    every column chunk            its metadata present and not encrypted, its physical type the leaf's
+    every column chunk            its metadata present and not encrypted, its physical type the leaf's,
+                                  as many values as rows (a flat column), sizes and offsets not negative
     statistics                    min/max of a fixed-width type exactly that wide
     size statistics               level histograms empty or max level + 1 long; byte-array
                                   data bytes only on a BYTE_ARRAY column
@@ -178,7 +179,8 @@ def _leaves(md: pq.FileMetaData) -> list[tuple[int, int, int, int | None, bool]]
     return out
 
 
-def _check_chunk(chunk: dict[int, Any], leaf: tuple[int, int, int, int | None, bool], where: str) -> None:
+def _check_chunk(chunk: dict[int, Any], leaf: tuple[int, int, int, int | None, bool], where: str,
+                 rows: int) -> None:
     max_def, max_rep, ptype, length, geo = leaf
     if 8 in chunk or 9 in chunk:
         raise _Bad(f"{where}: encrypted column metadata (not supported)")
@@ -187,6 +189,13 @@ def _check_chunk(chunk: dict[int, Any], leaf: tuple[int, int, int, int | None, b
         raise _Bad(f"{where}: no column metadata")
     if meta.get(1) != ptype:
         raise _Bad(f"{where}: physical type {meta.get(1)} is not the schema's {ptype}")
+    values = meta.get(5)
+    if not isinstance(values, int) or values < 0 or (max_rep == 0 and values != rows):
+        raise _Bad(f"{where}: {values} values in a row group of {rows} rows")
+    for fid, name in ((6, "uncompressed size"), (7, "compressed size"), (9, "data page offset")):
+        v = meta.get(fid)
+        if not isinstance(v, int) or v < 0:
+            raise _Bad(f"{where}: {name} {v}")
     width = _WIDTH.get(ptype) if ptype != 7 else length
     stats = meta.get(12)
     if stats is not None:
@@ -248,7 +257,7 @@ def footer_problem(md: pq.FileMetaData, tail: bytes) -> str:
             for c, chunk in enumerate(cols):
                 if not isinstance(chunk, dict):
                     raise _Bad(f"row group {r} column {c}: not a struct")
-                _check_chunk(chunk, leaves[c], f"row group {r} column {c}")
+                _check_chunk(chunk, leaves[c], f"row group {r} column {c}", rows[r])
     except _Bad as exc:
         return str(exc)
     except (IndexError, ValueError, TypeError, RecursionError) as exc:
