@@ -12,17 +12,22 @@ schema element's repetition type ("Definition level histogram size mismatch").
 of that metadata would throw on (or read out of bounds for):
 
     the file's row count          the sum of its row groups' (readers fill columns of one value by it)
+    every struct                  no field twice (one flipped bit in a field header can turn
+                                  max_value into a second min_value: a forged "one value" column)
     every row group               as many column chunks as the schema has leaf columns
-    every column chunk            its metadata present and not encrypted, its physical type the leaf's
+    every column chunk            its metadata present and not encrypted, its physical type the leaf's,
+                                  as many values as rows (a flat column), sizes and offsets not negative
     statistics                    min/max of a fixed-width type exactly that wide
     size statistics               level histograms empty or max level + 1 long; byte-array
                                   data bytes only on a BYTE_ARRAY column
     geospatial statistics         only on a geometry/geography column
 
-Any other damage is a `CorruptFileError` naming the file.  The Thrift walked is the one pyarrow
-parsed (re-serialised by `FileMetaData.write_metadata_file`, ~10 µs), never bytes read twice;
-the walk costs about 1 µs per column chunk and runs once per opened file (footers of lookups
-are cached with the check done).
+Any other damage (and a footer naming an encryption algorithm) is a `CorruptFileError` naming
+the file.  The Thrift walked is the footer's bytes as stored (a local file's tail is read again,
+from the page cache; an object's comes with the one GET of its tail), not `md` re-serialised:
+pyarrow's footer writer itself crashes on a footer that names an encryption algorithm.  The walk
+costs about 5-15 µs per column chunk, once per footer: verdicts are remembered by the footer's
+BLAKE2 digest (~1 µs per kB), so a file read again is not walked again.
 
 Simplified compared with Apache Hudi: parquet-mr (Java) throws ordinary exceptions on a
 damaged footer; this check exists only because of the C++ reader's bindings.
@@ -32,10 +37,12 @@ Taught in: notebooks/09_real_hudi_tables.ipynb
 
 from __future__ import annotations
 
+import hashlib
 import os
+import threading
+from collections import OrderedDict
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lsm_lab.errors import CorruptFileError
@@ -146,6 +153,8 @@ def _struct(d: bytes, p: int, depth: int = 0) -> tuple[dict[int, Any], int]:
         else:
             v, p = _varint(d, p)
             fid = (v >> 1) ^ -(v & 1)
+        if fid in out:  # no writer repeats a field; one flipped bit can turn a field into its neighbour
+            raise _Bad(f"field {fid} twice in one struct")
         if k <= 2:
             out[fid] = k == 1
         elif k <= _I64 and d[p] < 0x80:  # the common case, inline: a one-byte integer
@@ -170,7 +179,8 @@ def _leaves(md: pq.FileMetaData) -> list[tuple[int, int, int, int | None, bool]]
     return out
 
 
-def _check_chunk(chunk: dict[int, Any], leaf: tuple[int, int, int, int | None, bool], where: str) -> None:
+def _check_chunk(chunk: dict[int, Any], leaf: tuple[int, int, int, int | None, bool], where: str,
+                 rows: int) -> None:
     max_def, max_rep, ptype, length, geo = leaf
     if 8 in chunk or 9 in chunk:
         raise _Bad(f"{where}: encrypted column metadata (not supported)")
@@ -179,6 +189,13 @@ def _check_chunk(chunk: dict[int, Any], leaf: tuple[int, int, int, int | None, b
         raise _Bad(f"{where}: no column metadata")
     if meta.get(1) != ptype:
         raise _Bad(f"{where}: physical type {meta.get(1)} is not the schema's {ptype}")
+    values = meta.get(5)
+    if not isinstance(values, int) or values < 0 or (max_rep == 0 and values != rows):
+        raise _Bad(f"{where}: {values} values in a row group of {rows} rows")
+    for fid, name in ((6, "uncompressed size"), (7, "compressed size"), (9, "data page offset")):
+        v = meta.get(fid)
+        if not isinstance(v, int) or v < 0:
+            raise _Bad(f"{where}: {name} {v}")
     width = _WIDTH.get(ptype) if ptype != 7 else length
     stats = meta.get(12)
     if stats is not None:
@@ -210,25 +227,27 @@ def _check_chunk(chunk: dict[int, Any], leaf: tuple[int, int, int, int | None, b
         raise _Bad(f"{where}: geospatial statistics on a column that is not geometry")
 
 
-def footer_problem(md: pq.FileMetaData) -> str:
-    """Why the column-chunk metadata of `md` must not be touched ('' when it may)."""
-    sink = pa.BufferOutputStream()
-    try:
-        md.write_metadata_file(sink)
-    except (OSError, ValueError, pa.ArrowException) as exc:
-        return f"cannot re-serialise the footer: {exc}"
-    data = sink.getvalue().to_pybytes()
-    if len(data) < 12:
-        return "footer too short"
-    body = data[4:-8]
+def footer_problem(md: pq.FileMetaData, tail: bytes) -> str:
+    """Why the column-chunk metadata of `md` must not be touched ('' when it may).
+
+    `tail`: the bytes `md` was parsed from, ending with the footer, its length and `PAR1` (never
+    `md` re-serialised: pyarrow's writer of a footer that names an encryption algorithm crashes)."""
+    if len(tail) < 12 or tail[-4:] != b"PAR1":
+        return "no Parquet footer at the end of the file"
+    n = int.from_bytes(tail[-8:-4], "little")
+    if n + 8 > len(tail):
+        return f"footer length {n} runs past the bytes read"
+    body = tail[len(tail) - 8 - n:len(tail) - 8]
     try:
         meta, _ = _struct(body, 0)
+        if 8 in meta or 9 in meta:
+            raise _Bad("the footer names an encryption algorithm (encrypted files are not supported)")
         leaves = _leaves(md)
         groups = meta.get(4) or []
         if not isinstance(groups, list) or len(groups) != md.num_row_groups:
             raise _Bad(f"{len(groups) if isinstance(groups, list) else '?'} row groups, pyarrow sees {md.num_row_groups}")
         rows: list[Any] = [rg.get(3) if isinstance(rg, dict) else None for rg in groups]
-        if any(not isinstance(n, int) or n < 0 for n in rows) or sum(rows) != md.num_rows:
+        if any(not isinstance(r, int) or r < 0 for r in rows) or sum(rows) != md.num_rows:
             raise _Bad(f"the file's {md.num_rows} rows are not the sum of its row groups' ({rows})")
         for r, rg in enumerate(groups):
             cols = rg.get(1) if isinstance(rg, dict) else None
@@ -238,7 +257,7 @@ def footer_problem(md: pq.FileMetaData) -> str:
             for c, chunk in enumerate(cols):
                 if not isinstance(chunk, dict):
                     raise _Bad(f"row group {r} column {c}: not a struct")
-                _check_chunk(chunk, leaves[c], f"row group {r} column {c}")
+                _check_chunk(chunk, leaves[c], f"row group {r} column {c}", rows[r])
     except _Bad as exc:
         return str(exc)
     except (IndexError, ValueError, TypeError, RecursionError) as exc:
@@ -246,9 +265,35 @@ def footer_problem(md: pq.FileMetaData) -> str:
     return ""
 
 
-def check_footer(md: pq.FileMetaData, path: Any) -> pq.FileMetaData:
-    """`md`, once its column-chunk metadata is known safe to read; else a `CorruptFileError` naming `path`."""
-    problem = footer_problem(md)
+_VERDICTS: OrderedDict[bytes, str] = OrderedDict()  # footer digest → footer_problem's answer
+_VERDICTS_MAX = 4096
+_LOCK = threading.Lock()
+
+
+def _verdict(md: pq.FileMetaData, tail: bytes) -> str:
+    """`footer_problem`, remembered by the footer's digest: a file read again (every full read opens its
+    files) is not walked again, and equal bytes are equally sound, whatever their path."""
+    key = hashlib.blake2b(tail[-8 - int.from_bytes(tail[-8:-4], "little"):] if len(tail) >= 8 else tail,
+                          digest_size=16).digest()
+    with _LOCK:
+        found = _VERDICTS.get(key)
+        if found is not None:
+            _VERDICTS.move_to_end(key)
+            return found
+    problem = footer_problem(md, tail)
+    with _LOCK:
+        _VERDICTS[key] = problem
+        while len(_VERDICTS) > _VERDICTS_MAX:
+            _VERDICTS.popitem(last=False)
+    return problem
+
+
+def check_footer(md: pq.FileMetaData, path: Any, tail: bytes | None) -> pq.FileMetaData:
+    """`md`, once its column-chunk metadata is known safe to read; else a `CorruptFileError` naming `path`.
+
+    `tail`: the file's last bytes, footer included (None: a source they cannot be read from, e.g. a
+    Python stream without random access; nothing is checked)."""
+    problem = _verdict(md, tail) if tail is not None else ""
     if problem:
         name = path if isinstance(path, str) else os.fspath(path) if isinstance(path, os.PathLike) else str(path)
         raise CorruptFileError(f"damaged Parquet footer: {problem}", path=name)

@@ -583,8 +583,9 @@ def _source(source: Any, ranged: bool, size: int | None = None) -> Any:
         raise CorruptFileError(f"cannot read: {exc}", path=str(source)) from None
 
 
-def read_tail(path: StoragePath, size: int | None = None, guess: int = 64 * 1024) -> pq.FileMetaData:
-    """The Parquet footer of an object with one ranged GET (two when the footer is larger than `guess`)."""
+def tail_bytes(path: StoragePath, size: int | None = None, guess: int = 64 * 1024) -> bytes:
+    """The last bytes of an object, its whole Parquet footer included: one ranged GET (two when the
+    footer is larger than `guess`)."""
     storage = path.storage
     if size is None:
         tail, size = storage.read_suffix(path.key, guess)  # one GET, no HEAD
@@ -594,7 +595,44 @@ def read_tail(path: StoragePath, size: int | None = None, guess: int = 64 * 1024
         need = int.from_bytes(tail[-8:-4], "little") + 8
         if need > len(tail) and need <= size:
             tail = storage.read_range(path.key, size - need, size)
-    return pq.read_metadata(pa.BufferReader(tail))
+    return tail
+
+
+def read_tail(path: StoragePath, size: int | None = None, guess: int = 64 * 1024) -> pq.FileMetaData:
+    """The Parquet footer of an object with one ranged GET (two when the footer is larger than `guess`)."""
+    return pq.read_metadata(pa.BufferReader(tail_bytes(path, size, guess)))
+
+
+def _local_tail(path: str | os.PathLike[str]) -> bytes | None:
+    """A local file's Parquet footer and its 8-byte trailer (None: not a Parquet tail)."""
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        if size < 12:
+            return None
+        f.seek(size - 8)
+        trailer = f.read(8)
+        n = int.from_bytes(trailer[:4], "little")
+        if trailer[4:] != b"PAR1" or n + 8 > size:
+            return None
+        f.seek(size - 8 - n)
+        return f.read(n + 8)
+
+
+def _opened_tail(opened: Any, source: Any, size: int | None) -> bytes | None:
+    """The footer bytes of what `CheckedParquetFile` opened (None: a source they cannot be read from)."""
+    if isinstance(opened, (str, os.PathLike)):
+        return _local_tail(opened)
+    if isinstance(source, StoragePath) and not isinstance(opened, pa.BufferReader):
+        return tail_bytes(source, size)  # ranged reads: one more GET (lookups hand the checked footer over)
+    if isinstance(opened, pa.NativeFile) and opened.seekable():
+        total = opened.size()
+        if total < 12:
+            return None
+        trailer = opened.read_at(8, total - 8)
+        n = int.from_bytes(trailer[:4], "little")
+        return opened.read_at(n + 8, total - 8 - n) if n + 8 <= total else None
+    return None
 
 
 @contextmanager
@@ -614,11 +652,13 @@ class CheckedParquetFile(pq.ParquetFile):
         size = options.pop("size", None)
         if isinstance(source, StoragePath) and (ranged or "metadata" in options):
             options.setdefault("pre_buffer", True)  # coalesce the column chunks a read needs into few GETs
+        opened = _source(source, ranged or "metadata" in options, size)
         with _typed(self.name, "not a readable Parquet file"):
-            super().__init__(_source(source, ranged or "metadata" in options, size),
-                             page_checksum_verification=VERIFY_PAGE_CHECKSUMS, **options)
+            super().__init__(opened, page_checksum_verification=VERIFY_PAGE_CHECKSUMS, **options)
         if "metadata" not in options:  # a footer handed over comes from `read_footer` or another open: checked
-            check_footer(self.metadata, self.name)
+            with _typed(self.name, "not a readable Parquet file"):
+                tail = _opened_tail(opened, source, size)
+            check_footer(self.metadata, self.name, tail)
 
     def read(self, *args: Any, **kwargs: Any) -> pa.Table:
         with _typed(self.name, "cannot read Parquet data"):
@@ -803,8 +843,13 @@ def read_footer(path: str | os.PathLike[str] | StoragePath,
 
     On an object store: one ranged GET of the file's tail (plus a HEAD unless `size` is given)."""
     with _typed(_name(path), "not a readable Parquet file"):
-        md = read_tail(path, size) if isinstance(path, StoragePath) else pq.read_metadata(path)
-    return check_footer(md, _name(path)), footer_kv(md)
+        if isinstance(path, StoragePath):
+            tail: bytes | None = tail_bytes(path, size)
+            md = pq.read_metadata(pa.BufferReader(tail))
+        else:
+            md = pq.read_metadata(path)
+            tail = _local_tail(path)
+    return check_footer(md, _name(path), tail), footer_kv(md)
 
 
 def footer(path: str | os.PathLike[str] | StoragePath) -> dict[str, str]:

@@ -167,7 +167,7 @@ def _file_info(path: Path | StoragePath, size: int | None = None) -> FileInfo:
         schema = md.schema.to_arrow_schema()
     except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
         raise CorruptFileError(f"cannot read the Parquet footer: {exc}", path=path) from None
-    return FileInfo(
+    info = FileInfo(
         path=str(path), metadata=md, footer_bytes=md.serialized_size + _FOOTER_TAIL,
         columns=tuple(schema.names), min_key=kv.get(parquet_io.KEY_MIN), max_key=kv.get(parquet_io.KEY_MAX),
         is_sorted=parquet_io.is_sorted_footer(kv), bloom_text=kv.get(parquet_io.KEY_BLOOM),
@@ -175,6 +175,26 @@ def _file_info(path: Path | StoragePath, size: int | None = None) -> FileInfo:
         text_types={f.name: f.type for f in schema if f.type in (pa.string(), pa.large_string())},
         source=path, size=size,
     )
+    _check_key_range(info)
+    return info
+
+
+def _check_key_range(info: FileInfo) -> None:
+    """The footer's key range (`hoodie_min/max_record_key`) must agree with the key column's statistics.
+
+    Both prune lookups, and both are written from the same keys (by lsm_lab and by Hudi); one flipped
+    bit in either would hide keys from lookups without a word, while a read (which prunes by neither)
+    still returns them.  Checked when every row group has min/max statistics of the key."""
+    if info.min_key is None or info.max_key is None or parquet_io.RECORD_KEY not in info.columns:
+        return
+    stats = info.key_stats(parquet_io.RECORD_KEY)
+    if not stats or any(lo is None or hi is None for lo, hi, _ in stats):
+        return
+    lo = min(lo for lo, _, _ in stats if lo is not None)
+    hi = max(hi for _, hi, _ in stats if hi is not None)
+    if (lo, hi) != (info.min_key, info.max_key):
+        raise CorruptFileError(f"the footer's key range {info.min_key!r}..{info.max_key!r} disagrees with the key "
+                               f"column's statistics {lo!r}..{hi!r}", path=info.path)
 
 
 class FooterCache:

@@ -81,7 +81,7 @@ def _one_listing(method: F) -> F:
 class Table(TableState):
     """A Hudi table on local storage, as lsm_lab reads and writes it (the state, plus the verbs)."""
 
-    #: what the last `read` skipped (corrupt v1 log blocks); None before the first read
+    #: what the last `read` or `lookup` skipped (corrupt v1 log blocks); None before the first
     last_read_stats: ReadStats | None = None
 
     def __repr__(self) -> str:
@@ -297,7 +297,9 @@ class Table(TableState):
         """
 
         columns = checks.columns_arg(columns)
-        return key_lookup.lookup(self, keys, as_of=as_of, columns=columns, stats=stats)
+        reader = key_lookup.open_lookup(self, as_of=as_of)
+        self.last_read_stats = reader.ctx.stats  # corrupt v1 blocks a lookup's fallback read skipped
+        return reader.lookup(keys, columns=columns, stats=stats)
 
     @_one_listing
     def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: Any = None) -> pa.Table:
