@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         base = model.MACHINES[key]
         counts: collections.Counter[str] = collections.Counter()
 
-        factory = hypothesis_seed(args.seed)(counted(base, counts))
+        factory = hypothesis_seed((args.seed, key))(counted(base, counts))  # one choice sequence per machine
         started = time.perf_counter()
         error = None
         try:

@@ -62,7 +62,7 @@ from test_table_model import TableMachine
 import lsm_lab
 from lsm_lab.errors import InputError, LsmLabError, TimelineError, UnsupportedFeatureError
 
-EXAMPLES = {"mor_lsm_tree": 20, "mor_default": 12, "cow": 12, "cdc": 12}  # per machine, in `make test`
+EXAMPLES = {"mor_lsm_tree": 16, "mor_default": 10, "cow": 10, "cdc": 10}  # per machine, in `make test`
 STEPS = 20
 SEEDS = {"mor_lsm_tree": 0, "mor_default": 1, "cow": 2, "cdc": 3}  # `make test` is deterministic (seed 0 finds
 # finding 1 of issue 28 in MOR lsm_tree's 8th example on the code the issue was filed against)
