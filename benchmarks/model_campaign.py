@@ -59,11 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     chosen = args.machine or list(model.MACHINES)
     failures = 0
     total_examples = total_steps = 0
-    for key in chosen:
+    for index, key in enumerate(chosen):
         base = model.MACHINES[key]
         counts: collections.Counter[str] = collections.Counter()
 
-        factory = hypothesis_seed(args.seed)(counted(base, counts))
+        factory = hypothesis_seed(args.seed * 100 + index)(counted(base, counts))  # one choice sequence per machine
         started = time.perf_counter()
         error = None
         try:
