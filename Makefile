@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 # ignored .tmp/, emptied at the start of every run, so nothing is left behind in the system temp folder
 TEST_TMP := $(CURDIR)/.tmp
 
-.PHONY: demo demo-s3 test test-fast lint check-env install notebooks-strip bench bench-peers clean help
+.PHONY: demo demo-s3 test test-fast lint check-env install notebooks-strip bench bench-peers campaign clean help
 
 help:
 	@echo "make demo       create .venv if missing, install, run the main job (lsm-lab demo)"
@@ -19,6 +19,8 @@ help:
 	@echo "make test-fast  unit tests only, no slow/Spark/notebook tests"
 	@echo "make lint       ruff and mypy (part of make test)"
 	@echo "make bench      run the benchmarks (slow)"
+	@echo "make campaign   the long reliability campaigns: every footer bit flipped, the stateful model of every"
+	@echo "                operation at length, SIGKILLs during writes and services (about 20-30 minutes)"
 	@echo "make bench-peers  lsm_lab vs Apache Paimon (Rust) and hudi-rs; creates .venv-peers (pypaimon needs pyarrow<20)"
 
 check-env:
@@ -44,7 +46,7 @@ demo-s3: $(STAMP)
 test: $(STAMP) lint
 	@rm -rf $(TEST_TMP) && mkdir -p $(TEST_TMP)
 	TMPDIR=$(TEST_TMP) SPARK_LOCAL_DIRS=$(TEST_TMP) LSM_LAB_SCRATCH=$(TEST_TMP)/scratch \
-	  $(BIN)/python -m pytest -q -p no:cacheprovider --basetemp=$(TEST_TMP)/pytest $(PYTEST_ARGS) --nbmake tests notebooks
+	  $(BIN)/python -m pytest -q -p no:cacheprovider --basetemp=$(TEST_TMP)/pytest -m "not campaign" $(PYTEST_ARGS) --nbmake tests notebooks
 	@rm -rf $(TEST_TMP)
 
 lint: $(STAMP)
@@ -59,6 +61,13 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_merge.py
+
+campaign: $(STAMP)
+	@rm -rf $(TEST_TMP) && mkdir -p $(TEST_TMP)
+	TMPDIR=$(TEST_TMP) $(BIN)/python -m pytest -q -p no:cacheprovider --basetemp=$(TEST_TMP)/pytest -m campaign tests/fuzz
+	$(BIN)/python benchmarks/model_campaign.py --examples 100 --steps 25 --seed 1
+	$(BIN)/python benchmarks/crash_test.py --kills 200 --seed 1
+	@rm -rf $(TEST_TMP)
 
 PEERS_VENV ?= .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp

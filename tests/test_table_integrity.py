@@ -233,3 +233,18 @@ def test_rollback_after_the_cleaner_took_the_previous_versions_is_refused(tmp_pa
     with pytest.raises(lsm_lab.InputError, match="cannot roll back"):
         t.rollback(w2)
     assert _rows(lsm_lab.open_table(p)) == [("a", 0), ("b", 1)]
+
+
+def test_positions_past_the_base_are_not_trusted() -> None:
+    """A damaged RECORD_POSITIONS naming a row past the base: the slice merges by key (no IndexError)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from lsm_lab.table import posmerge
+
+    base = pa.array(["a", "b", "c"])
+    assert posmerge.positions_name_their_keys(base, [(pa.array(["b"]), np.array([1]))])
+    assert not posmerge.positions_name_their_keys(base, [(pa.array(["b"]), np.array([7]))])
+    assert not posmerge.positions_name_their_keys(base, [(pa.array(["b"]), np.array([-1]))])
+    assert not posmerge.positions_name_their_keys(pa.array(["a", None, "c"]).drop_null(),
+                                                  [(pa.array(["c"]), np.array([2]))])

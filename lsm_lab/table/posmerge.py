@@ -207,6 +207,9 @@ def positions_name_their_keys(base_keys: pa.Array | pa.ChunkedArray,
     logs = [(keys, pos) for keys, pos in logs if len(pos)]
     if not logs:
         return True
+    n = len(base_keys)
+    if any(int(pos.min()) < 0 or int(pos.max()) >= n for _, pos in logs):
+        return False  # a position past the base (a damaged RECORD_POSITIONS): merge by key
     strings = (pa.types.is_string, pa.types.is_large_string)
     base_fixed = fixed_width_keys(base_keys) if any(t(base_keys.type) for t in strings) else None
     for keys, pos in logs:

@@ -126,6 +126,7 @@ def test_every_footer_byte_one_bit(small_table: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.campaign
 def test_every_footer_bit(small_table: Path, tmp_path: Path) -> None:
     base, _ = _data_files(small_table)
     cases = flip_cases(base, "all")
@@ -134,6 +135,7 @@ def test_every_footer_bit(small_table: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.campaign
 def test_every_footer_bit_of_a_log(small_table: Path, tmp_path: Path) -> None:
     """A v2 log's footer: no process dies.  Its key-value map (the key range that prunes lookups, the
     RECORD_POSITIONS of a positional merge) is trusted as written, so a flip there can give other rows
@@ -145,6 +147,7 @@ def test_every_footer_bit_of_a_log(small_table: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.campaign
 def test_every_footer_byte_then_compact(small_table: Path, tmp_path: Path) -> None:
     base, _ = _data_files(small_table)
     cases = flip_cases(base, "one")
