@@ -119,7 +119,7 @@ SHOW_HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    known = ["timeline", "fsview", "levels", "footers", *SHOW_HANDLERS]
+    known = ["timeline", "fsview", "levels", "footers", "uncommitted", *SHOW_HANDLERS]
     if args.what not in known:
         raise InputError(f"cannot show {args.what!r}; choose one of {', '.join(known)}")
     if args.what in SHOW_HANDLERS:
@@ -138,6 +138,15 @@ def cmd_show(args: argparse.Namespace) -> int:
             print_frame(table.file_slices(as_of=args.as_of), True)
         else:
             print(table.dump_levels(as_of=args.as_of))
+    elif args.what == "uncommitted":
+        import pandas as pd  # (start-up: only this subject prints a frame built here)
+
+        stray = table.uncommitted_files()
+        print_frame(pd.DataFrame({"partition": [f.partition for f in stray], "file": [f.path.name for f in stray],
+                                  "instant": [f.instant for f in stray], "bytes": [f.size for f in stray]}),
+                    args.json)
+        print(f"({len(stray)} file(s) no completed instant committed: not part of the table, every read and "
+              "write ignores them)", file=sys.stderr)
     return 0
 
 
@@ -213,9 +222,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON records")
     p.set_defaults(func=cmd_read)
 
-    p = sub.add_parser("show", help="inspect a table: timeline, fsview, levels, footers",
+    p = sub.add_parser("show", help="inspect a table: timeline, fsview, levels, footers, uncommitted",
                        description="Inspect the table at PATH.")
-    p.add_argument("what", help="timeline, fsview, levels, footers (and plan)")
+    p.add_argument("what", help="timeline, fsview, levels, footers, uncommitted (data files no completed "
+                                "instant committed: a copied folder, a stray file; reads ignore them) (and plan)")
     p.add_argument("path", help="table folder (for footers: a table folder or one Parquet file)")
     p.add_argument("--as-of", help="completion time (fsview, levels)")
     p.add_argument("--json", action="store_true", help="JSON output")

@@ -248,3 +248,15 @@ def test_positions_past_the_base_are_not_trusted() -> None:
     assert not posmerge.positions_name_their_keys(base, [(pa.array(["b"]), np.array([-1]))])
     assert not posmerge.positions_name_their_keys(pa.array(["a", None, "c"]).drop_null(),
                                                   [(pa.array(["c"]), np.array([2]))])
+
+
+def test_cli_show_uncommitted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`lsm-lab show uncommitted T` lists the files reads ignore, and says what they are."""
+    from lsm_lab.cli import main as cli_main
+
+    _partitioned(tmp_path / "t")
+    shutil.copytree(tmp_path / "t" / "p=a", tmp_path / "t" / "p=a_backup")
+    assert cli_main(["show", "uncommitted", str(tmp_path / "t"), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert "p=a_backup" in out and "not part of the table" in err
+

@@ -37,7 +37,9 @@ How the view is built (reader rules, format page section 6):
    the view raises `CorruptTableError` naming the instant and the file (older
    slices lose files to the cleaner by design, and just drop it).
 6. Given `committed=`, a listed file that no completed instant committed is not
-   part of the table (Hudi's rule): a copied folder (`p=a_backup`), a file
+   part of the table (Hudi's rule; a committed path that is not a data file name,
+   or in a table lsm_lab wrote not one named with its instant's time, is a
+   `CorruptTableError`: damaged metadata must not hide a file): a copied folder (`p=a_backup`), a file
    dropped in by hand or left by a crashed writer under a completed instant's
    time is ignored, and collected in `ignored=` for inspection to show.
    Partitions therefore come from the commits, not from the folder listing:
@@ -246,6 +248,7 @@ def build_file_groups(
     log_compactions: Mapping[str, Mapping[tuple[str, str], frozenset[str]]] | None = None,
     committed_sizes: Mapping[tuple[str, str], int] | None = None,
     ignored: list[DataFile] | None = None,
+    own_files: bool = False,
 ) -> list[FileGroup]:
     """Group the visible data files into file groups and slices.
 
@@ -255,7 +258,8 @@ def build_file_groups(
     their v2 logs are compacted logs (rule 4 of the module doc).
     `log_compactions` maps a completed log compaction's begin time to what its
     plan says it replaced: (partition, file id) → begin times of the logs.
-    `committed_sizes` and `ignored`: rules 7 and 6.
+    `committed_sizes` and `ignored`: rules 7 and 6.  `own_files` (a table lsm_lab wrote): every
+    committed file must carry its instant's time in its name (a damaged write stat is an error).
     """
     wanted = None if partitions is None else set(partitions)
     limit = normalize_time(read_time) if read_time else None
@@ -264,10 +268,17 @@ def build_file_groups(
     known: set[tuple[str, ...]] | None = None
     if committed is not None:  # rule 6: what the completed instants committed
         known = set()
-        for (p, fname) in committed:
+        for (p, fname), instant in committed.items():
             parsed = naming.parse(fname)
-            if parsed is not None:
-                known.add(_identity(p, parsed))
+            if parsed is None and not fname and not own_files:
+                continue  # a write stat without a path (another writer's): names nothing
+            if parsed is None or (own_files and parsed.instant != instant
+                                  and not (v1_logs_by_base_instant and parsed.is_log and parsed.log_format == 1)):
+                # a damaged write stat would hide the file it should name (rule 6): stale rows, silently
+                raise CorruptTableError(f"instant {instant} lists {(p + '/' if p else '') + fname!r}, which is not "
+                                        "the name of a data file it wrote (its commit metadata is damaged)",
+                                        path=base_path, field="partitionToWriteStats.path")
+            known.add(_identity(p, parsed))
     for entry in (files if files is not None else list_data_files_sized(base_path)):
         partition, path, name = entry[0], entry[1], entry[2]
         listed_size = entry[3] if len(entry) > 3 else None

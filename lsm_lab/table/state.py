@@ -282,6 +282,7 @@ class TableState:
                 v1_logs_by_base_instant=self.config.version < 8, partitions=partitions,
                 compaction_instants=compactions, files=self._data_files(), committed=committed,
                 log_compactions=self.log_compactions(writes), committed_sizes=sizes, ignored=ignored,
+                own_files=self.own_files,
             )
         except CorruptTableError as exc:
             cleaned = self.cleaned_by(exc.path) if read_time is not None and exc.field == fsview.MISSING_FIELD \

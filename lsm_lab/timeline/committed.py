@@ -42,7 +42,7 @@ _MAX = 200_000
 
 def files_of(metadata: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     """(partition, file name) of every file a commit metadata dict lists (paths already guarded)."""
-    return tuple((p, n) for p, n, _ in _entries(metadata))
+    return tuple((p, n) for p, n, _ in _entries(metadata) if n)
 
 
 def _size(value: Any) -> int:
@@ -56,6 +56,8 @@ def _entries(metadata: dict[str, Any]) -> tuple[tuple[str, str, int], ...]:
         path = stat.get("path")
         if isinstance(path, str) and path:
             out.append((*paths.data_file(path, field="partitionToWriteStats.path"), _size(stat.get("fileSizeInBytes"))))
+        else:  # a write stat naming no file: damaged metadata in a table lsm_lab wrote (the view decides)
+            out.append((str(stat.get("partitionPath") or ""), "", -1))
         cdc = stat.get("cdcStats")
         if isinstance(cdc, dict):
             for rel, size in cdc.items():
