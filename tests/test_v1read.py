@@ -141,7 +141,14 @@ def _commit_by_hand(t: lsm_lab.Table, begin: str, completion: str) -> None:
     folder = t.active_timeline.folder
     (folder / f"{begin}.deltacommit.requested").write_bytes(b"")
     (folder / f"{begin}.deltacommit.inflight").write_bytes(b"")
-    (folder / f"{begin}_{completion}.deltacommit").write_bytes(encode_json({"operationType": "UPSERT"}))
+    # the commit lists the files it wrote (a file no completed instant lists is not part of the table)
+    stats: dict[str, list[dict[str, str]]] = {}
+    for partition, path, name in fsview.list_data_files(t.path):
+        if name.instant == begin:
+            rel = f"{partition}/{path.name}" if partition else path.name
+            stats.setdefault(partition, []).append({"path": rel, "fileId": name.file_id})
+    (folder / f"{begin}_{completion}.deltacommit").write_bytes(encode_json({"operationType": "UPSERT",
+                                                                            "partitionToWriteStats": stats}))
 
 
 def _update(t: lsm_lab.Table, key: str, value: int, instant: str) -> pa.Table:
@@ -184,6 +191,7 @@ def naming_v1(file_id: str, instant: str) -> str:
     return f".{file_id}_{instant}.log.1_0-0-0"
 
 
+@pytest.mark.usefixtures("hand_edited")  # the delete log is rewritten by hand
 # --------------------------------------------------------------------------- delete ordering values
 @needs_hudi
 @pytest.mark.parametrize(("ordering", "deleted"), [

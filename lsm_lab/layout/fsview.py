@@ -279,6 +279,7 @@ def build_file_groups(
                                         "the name of a data file it wrote (its commit metadata is damaged)",
                                         path=base_path, field="partitionToWriteStats.path")
             known.add(_identity(p, parsed))
+            known.add((p, parsed.file_id))  # the file group (rule 6 for v1 logs read block by block)
     for entry in (files if files is not None else list_data_files_sized(base_path)):
         partition, path, name = entry[0], entry[1], entry[2]
         listed_size = entry[3] if len(entry) > 3 else None
@@ -297,7 +298,10 @@ def build_file_groups(
         except FileNotFoundError:  # removed by a concurrent cleaner between listing and stat
             continue
         df = DataFile(partition, path, name, size, completion)
-        if known is not None and _identity(partition, name) not in known:
+        # a version-6 v1 log is appended to by later instants and by rollbacks (whose metadata lists it as
+        # `rollbackLogFiles`), and its blocks are filtered by instant when read: it must be in a committed group
+        if known is not None and ((partition, name.file_id) not in known if per_block
+                                  else _identity(partition, name) not in known):
             if ignored is not None:
                 ignored.append(df)
             continue
