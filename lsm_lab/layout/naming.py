@@ -36,6 +36,7 @@ Taught in: notebooks/01_build_a_table.ipynb
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -86,6 +87,7 @@ class FileName:
         return self.content == "delete"
 
 
+@functools.lru_cache(maxsize=65_536)  # a name's parse never changes (FileName is frozen); views parse the same names
 def parse(name: str) -> FileName | None:
     """Parse a data file name; None when the name is not a Hudi/lsm_lab data file."""
     m = _NATIVE_LOG.match(name)
