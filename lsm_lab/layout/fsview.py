@@ -39,7 +39,9 @@ How the view is built (reader rules, format page section 6):
 6. Given `committed=`, a listed file that no completed instant committed is not
    part of the table (Hudi's rule; a committed path that is not a data file name,
    or in a table lsm_lab wrote not one named with its instant's time, is a
-   `CorruptTableError`: damaged metadata must not hide a file): a copied folder (`p=a_backup`), a file
+   `CorruptTableError`: damaged metadata must not hide a file; so is, in such a
+   table, an unlisted file named for a completed instant in a file group the
+   commits know — the write stats that listed it were lost): a copied folder (`p=a_backup`), a file
    dropped in by hand or left by a crashed writer under a completed instant's
    time is ignored, and collected in `ignored=` for inspection to show.
    Partitions therefore come from the commits, not from the folder listing:
@@ -275,8 +277,9 @@ def build_file_groups(
             if parsed is None or (own_files and parsed.instant != instant
                                   and not (v1_logs_by_base_instant and parsed.is_log and parsed.log_format == 1)):
                 # a damaged write stat would hide the file it should name (rule 6): stale rows, silently
-                raise CorruptTableError(f"instant {instant} lists {(p + '/' if p else '') + fname!r}, which is not "
-                                        "the name of a data file it wrote (its commit metadata is damaged)",
+                what = f"lists {(p + '/' if p else '') + fname!r}, which is not the name of a data file it wrote" \
+                    if fname else "has a write stat without a path, or no partitionToWriteStats at all"
+                raise CorruptTableError(f"instant {instant} {what} (its commit metadata is damaged)",
                                         path=base_path, field="partitionToWriteStats.path")
             known.add(_identity(p, parsed))
             known.add((p, parsed.file_id))  # the file group (rule 6 for v1 logs read block by block)
@@ -302,6 +305,12 @@ def build_file_groups(
         # `rollbackLogFiles`), and its blocks are filtered by instant when read: it must be in a committed group
         if known is not None and ((partition, name.file_id) not in known if per_block
                                   else _identity(partition, name) not in known):
+            if own_files and not per_block and (partition, name.file_id) in known:
+                # named for a completed instant, in a group the commits know, yet listed by none: in a table
+                # lsm_lab wrote that is a commit whose write stats were lost (its rows would silently vanish)
+                raise CorruptTableError(f"{df.relative} is named for the completed instant {name.instant}, whose "
+                                        "commit metadata does not list it (the metadata is damaged)",
+                                        path=path, field="partitionToWriteStats")
             if ignored is not None:
                 ignored.append(df)
             continue

@@ -306,9 +306,10 @@ class TableState:
         name = posixpath.basename(str(path or "").replace("\\", "/"))
         if not name:
             return None
-        for clean in reversed(self.active_timeline.completed([CLEAN])):
+        archived = [i for i in self.archived_instants() if i.action == CLEAN and i.is_completed]
+        for clean in reversed([*archived, *self.active_timeline.completed([CLEAN])]):  # the archive too
             try:
-                meta = self.active_timeline.read_content(clean)
+                meta = self.instant_metadata(clean)
             except LsmLabError:
                 continue
             for part in (meta.get("partitionMetadata") or {}).values():

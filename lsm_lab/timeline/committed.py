@@ -52,6 +52,8 @@ def _size(value: Any) -> int:
 def _entries(metadata: dict[str, Any]) -> tuple[tuple[str, str, int], ...]:
     """(partition, file name, committed size or -1) of every data and CDC file a commit lists."""
     out = []
+    if not isinstance(metadata.get("partitionToWriteStats"), dict):  # every commit lsm_lab writes has the map
+        out.append(("", "", -1))
     for stat in iter_write_stats(metadata):
         path = stat.get("path")
         if isinstance(path, str) and path:
