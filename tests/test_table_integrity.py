@@ -260,3 +260,44 @@ def test_cli_show_uncommitted(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     out, err = capsys.readouterr()
     assert "p=a_backup" in out and "not part of the table" in err
 
+
+
+def _edit_commit(path: Path, begin: str, edit) -> None:
+    """Rewrite the completed instant file of `begin` (JSON) with `edit(content)` applied."""
+    import json
+
+    (done,) = [f for f in (path / ".hoodie" / "timeline").iterdir() if f.name.startswith(f"{begin}_")]
+    content = json.loads(done.read_text())
+    edit(content)
+    done.write_text(json.dumps(content))
+
+
+@pytest.mark.parametrize("damage", ["no_map", "no_partition", "empty_path"])
+def test_a_lost_write_stat_is_an_error_not_vanished_rows(tmp_path: Path, damage: str) -> None:
+    """A delete's commit that lost its write stats would bring the deleted rows back: refused instead."""
+    p = tmp_path / "t"
+    t = lsm_lab.create_table(p, name="t", record_key="id", partition_by="p", num_buckets=1, table_version=9)
+    t.insert([{"id": f"k{i}", "p": "a", "v": i} for i in range(4)])
+    gone = t.delete([{"id": "k1", "p": "a"}])
+    edits = {
+        "no_map": lambda c: c.pop("partitionToWriteStats"),
+        "no_partition": lambda c: c["partitionToWriteStats"].pop("p=a"),
+        "empty_path": lambda c: c["partitionToWriteStats"]["p=a"][0].update(path=""),
+    }
+    _edit_commit(p, gone.begin_time, edits[damage])
+    with pytest.raises(CorruptTableError, match="metadata is damaged"):
+        lsm_lab.open_table(p).read()
+
+
+def test_time_travel_past_an_archived_clean_names_the_cleaner(tmp_path: Path) -> None:
+    """The clean that deleted a file may have been archived since: it still speaks for the file."""
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", num_buckets=1, table_type="COPY_ON_WRITE")
+    w1 = t.insert([{"id": "a", "v": 0}])
+    for v in range(1, 4):
+        t.upsert([{"id": "a", "v": v}])
+    t.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=1)
+    t.upsert([{"id": "a", "v": 9}])
+    t.archive(keep=1)
+    assert any(i.action == "clean" for i in t.archived_instants())
+    with pytest.raises(lsm_lab.RetentionError, match="cleaner deleted"):
+        t.read(as_of=w1)
