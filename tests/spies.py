@@ -1,7 +1,10 @@
-"""Test helpers that record what a reader asked pyarrow for (which column chunks were decoded)."""
+"""Test helpers that record what code did: which column chunks a reader decoded, what a folder holds."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,3 +23,17 @@ def columns_read(monkeypatch: pytest.MonkeyPatch, method: str = "read_row_group"
 
     monkeypatch.setattr(parquet_io.CheckedParquetFile, method, spy)
     return asked
+
+
+def fingerprint(folder: Path) -> dict[str, tuple[str, str]]:
+    """Every entry below `folder` (links not followed): its kind and content hash (a canary: did anything change?)."""
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        rel = str(p.relative_to(folder))
+        if p.is_symlink():
+            out[rel] = ("link", os.readlink(p))
+        elif p.is_dir():
+            out[rel] = ("dir", "")
+        else:
+            out[rel] = ("file", hashlib.sha256(p.read_bytes()).hexdigest())
+    return out

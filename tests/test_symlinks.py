@@ -12,7 +12,6 @@ stays inside the table is harmless and allowed; reads follow links
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spies import fingerprint
 
 import lsm_lab
 from lsm_lab import config, paths
@@ -34,19 +34,6 @@ NO_SMALL_FILES = {"hoodie.parquet.small.file.limit": "0"}  # every write opens n
 def _rows(i: int, n: int = 8, part: str | None = None) -> list[dict[str, Any]]:
     return [{"id": f"k{j:02d}", "p": part or ("a" if j % 2 else "b"), "ts": i, "v": 10 * i + j} for j in range(n)]
 
-
-def _fingerprint(folder: Path) -> dict[str, tuple[str, str]]:
-    """Every entry below `folder` (links not followed): kind and content hash."""
-    out = {}
-    for p in sorted(folder.rglob("*")):
-        rel = str(p.relative_to(folder))
-        if p.is_symlink():
-            out[rel] = ("link", os.readlink(p))
-        elif p.is_dir():
-            out[rel] = ("dir", "")
-        else:
-            out[rel] = ("file", hashlib.sha256(p.read_bytes()).hexdigest())
-    return out
 
 
 @pytest.fixture()
@@ -74,10 +61,10 @@ def _relink(folder: Path, target: Path) -> None:
 
 
 def _refused(outside: Path, op: Callable[[], object]) -> UnsafePathError:
-    before = _fingerprint(outside)
+    before = fingerprint(outside)
     with pytest.raises(UnsafePathError) as info:
         op()
-    assert _fingerprint(outside) == before, "a file outside the table changed"
+    assert fingerprint(outside) == before, "a file outside the table changed"
     assert isinstance(info.value, CorruptTableError)
     return info.value
 
@@ -265,9 +252,9 @@ def test_links_inside_the_table_are_followed(tmp_path: Path, outside: Path) -> N
     real = t.path / ".hoodie" / "temp_real"
     real.mkdir()
     _relink(t.path / ".hoodie" / markers.TEMP_FOLDER, real)  # a link that stays inside the table
-    before = _fingerprint(outside)
+    before = fingerprint(outside)
     t.upsert(_rows(2))
-    assert t.read().num_rows == 8 and _fingerprint(outside) == before
+    assert t.read().num_rows == 8 and fingerprint(outside) == before
 
 
 def test_a_table_root_that_is_a_link_is_fine(tmp_path: Path, outside: Path) -> None:
@@ -304,13 +291,13 @@ def test_local_storage_writes_and_deletes_no_key_through_a_link(tmp_path: Path, 
     root.mkdir()
     os.symlink(outside / "sub", root / "linked")
     store = LocalStorage(root)
-    before = _fingerprint(outside)
+    before = fingerprint(outside)
     info = store.head("linked/data.bin")  # reads follow the link
     assert info is not None
     for op in (lambda: store.write("linked/new", b"x"), lambda: store.create("linked/new/deeper", b"x"),
                lambda: store.replace("linked/data.bin", b"x", expected=info), lambda: store.delete("linked/data.bin")):
         with pytest.raises(UnsafePathError):
             op()
-    assert _fingerprint(outside) == before
+    assert fingerprint(outside) == before
     store.write("plain/x", b"fine")
     assert store.read("plain/x") == b"fine"

@@ -22,7 +22,6 @@ no file written, replaced, truncated or deleted through a link out of the table
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from typing import Any
 
 import pytest
 from fuzzkit import COUNTS
+from spies import fingerprint
 
 import lsm_lab
 from lsm_lab.errors import LsmLabError
@@ -61,19 +61,6 @@ STEPS: list[tuple[str, Callable[[lsm_lab.Table], object]]] = [
     ("read", lambda t: t.read()),
 ]
 
-
-def _fingerprint(folder: Path) -> dict[str, tuple[str, str]]:
-    """Every entry below `folder` (links not followed): its kind and content hash."""
-    out = {}
-    for p in sorted(folder.rglob("*")):
-        rel = str(p.relative_to(folder))
-        if p.is_symlink():
-            out[rel] = ("link", os.readlink(p))
-        elif p.is_dir():
-            out[rel] = ("dir", "")
-        else:
-            out[rel] = ("file", hashlib.sha256(p.read_bytes()).hexdigest())
-    return out
 
 
 def _folders(table: Path) -> list[str]:
@@ -118,7 +105,7 @@ def test_links_at_every_folder_change_nothing_outside(template: str, templates: 
         (canary / "linked").mkdir(parents=True)
         (canary / "victim.txt").write_text("must survive\n")
         _plant(table, folder, canary)
-        before = _fingerprint(canary)
+        before = fingerprint(canary)
         for step, op in STEPS:
             try:
                 op(lsm_lab.open_table(table))
@@ -127,7 +114,7 @@ def test_links_at_every_folder_change_nothing_outside(template: str, templates: 
                 COUNTS[("symlink " + step, "typed")] += 1
             except Exception as exc:  # noqa: BLE001 - no untyped exception may escape
                 failures.append(f"{template} {folder} / {step}: untyped {type(exc).__name__}: {exc}")
-            if _fingerprint(canary) != before:
+            if fingerprint(canary) != before:
                 failures.append(f"{template} {folder} / {step}: the canary tree outside the table changed")
                 break
     assert not failures, "\n".join(failures)
