@@ -50,7 +50,7 @@ test: $(STAMP) lint
 	@rm -rf $(TEST_TMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check lsm_lab lsm_lab_command tests benchmarks tools data
+	$(BIN)/ruff check lsm_lab tests benchmarks tools data
 	$(BIN)/mypy
 
 test-fast: $(STAMP)

@@ -4,7 +4,7 @@
     python benchmarks/bench_checksums.py --rows 2000000 --k 8 --repeat 3
 
 With checksums (the default of lsm_lab), every page is written with its CRC-32
-and every read of a data file verifies it (layout/parquet_io.py). Without, both
+and every read of a data file verifies it (format/parquet_io.py). Without, both
 are switched off in this process (`WRITE_OPTIONS["write_page_checksum"]`,
 `VERIFY_PAGE_CHECKSUMS`). Each setting writes its own inputs, so the reads of
 the "with" runs really verify CRCs. Runs alternate between the two settings;
@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 import lsm_lab
 from lsm_lab.bench.merge import KEY, ORDERING, make_runs
-from lsm_lab.layout import parquet_io
+from lsm_lab.format import parquet_io
 from lsm_lab.merge.files import merge_parquet_files
 
 

@@ -9,7 +9,7 @@ first read and the minimum and median of the rest (`time.process_time()`: every
 thread of the process). Point PYTHONPATH at each version of the code and
 alternate them. `--by-key` reads with `positions=False`: every slice is merged
 by key (`merge/overlay.py`), RECORD_POSITIONS ignored, so that what merging by
-position (table/posmerge.py) saves can be measured. `--trust-positions` skips
+position (filegroup/posmerge.py) saves can be measured. `--trust-positions` skips
 the check that every position names the base row of its log key
 (`posmerge.positions_name_their_keys`), to measure what that check costs.
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lsm_lab.table.table import open_table
+from lsm_lab.api import open_table
 
 
 def main() -> int:
@@ -36,7 +36,7 @@ def main() -> int:
                     help="skip the check that each position names its log key's base row (measures its cost only)")
     args = ap.parse_args()
     if args.trust_positions:  # a measuring switch, not a read option: the check guards against damaged positions
-        from lsm_lab.table import posmerge
+        from lsm_lab.filegroup import posmerge
 
         posmerge.positions_name_their_keys = lambda *a: True
     runs = []

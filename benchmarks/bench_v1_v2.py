@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lsm_lab_command import main  # the `lsm-lab` command, its Arrow allocator included
+from lsm_lab.cli import main  # the `lsm-lab` command, its Arrow allocator included
 
 if __name__ == "__main__":
     sys.exit(main(["bench", "interop", *sys.argv[1:]]))

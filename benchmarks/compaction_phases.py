@@ -25,13 +25,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lsm_lab.layout import parquet_io
+from lsm_lab.api import open_table
+from lsm_lab.filegroup import read
+from lsm_lab.filegroup.planner import read_plan
+from lsm_lab.format import parquet_io
 from lsm_lab.merge import semantics
 from lsm_lab.merge import sorted as sorted_merge
 from lsm_lab.services import compaction
-from lsm_lab.services.planner import read_plan
-from lsm_lab.table import read
-from lsm_lab.table.table import open_table
 
 spent: collections.Counter[str] = collections.Counter()
 _stack: list[list[Any]] = []

@@ -114,7 +114,7 @@ def _snapshot(table: Any) -> dict[str, tuple]:
 
 
 def _check_files(table: Any) -> None:
-    from lsm_lab.layout import fsview
+    from lsm_lab.filegroup import fsview
 
     known = {i.begin_time for i in table.instants()} | set(table.completion_map())
     orphans = [p for _, p, n in fsview.list_data_files(table.path) if n.instant not in known]

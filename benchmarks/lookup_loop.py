@@ -23,7 +23,7 @@ if not os.environ.get("PYTHONPATH"):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import lsm_lab
-from lsm_lab.lookup.lookup import clear_footer_cache, open_lookup
+from lsm_lab.table.lookup import clear_footer_cache, open_lookup
 
 
 def main() -> int:

@@ -1,4 +1,4 @@
-"""Position-based vs key-based merge of the same file slices (RECORD_POSITIONS, table/posmerge.py).
+"""Position-based vs key-based merge of the same file slices (RECORD_POSITIONS, filegroup/posmerge.py).
 
 One merge-on-read slice: a base of N records and L logs of updates and deletes, each carrying
 RECORD_POSITIONS.  The same slice is merged three ways — by position, by key with the sorted
@@ -51,9 +51,9 @@ def _best(fn: Any, repeat: int) -> tuple[float, Any]:
 
 
 def run(rows: int, logs: int, repeat: int) -> dict[str, Any]:
+    from lsm_lab.filegroup import posmerge
+    from lsm_lab.filegroup import read as reader
     from lsm_lab.merge import merge_to_table
-    from lsm_lab.table import posmerge
-    from lsm_lab.table import read as reader
 
     root = Path(tempfile.mkdtemp(prefix="lsm_lab_pos_"))
     try:

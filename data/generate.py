@@ -5,7 +5,7 @@
 
 Writes OUT_DIR/inserts.parquet, OUT_DIR/updates_<i>.parquet (R rounds) and
 OUT_DIR/deletes.parquet; feed them to `lsm-lab write`.  The generator itself is
-`lsm_lab.datagen.TripsGenerator` (same seed, same bytes, any size).
+`lsm_lab.lab.datagen.TripsGenerator` (same seed, same bytes, any size).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from lsm_lab.datagen import TripsGenerator
+from lsm_lab.lab.datagen import TripsGenerator
 
 
 def main() -> None:

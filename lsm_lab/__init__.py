@@ -41,22 +41,22 @@ _LAZY = {
     "MergeMode": "lsm_lab.merge.semantics",
     "MergeSpec": "lsm_lab.merge.semantics",
     "footers": "lsm_lab.table.inspect",
-    "LookupStats": "lsm_lab.lookup.stats",
-    "Table": "lsm_lab.table.table",
+    "LookupStats": "lsm_lab.table.stats",
+    "Table": "lsm_lab.api",
     "TableState": "lsm_lab.table.state",
-    "create_table": "lsm_lab.table.table",
-    "open_table": "lsm_lab.table.table",
+    "create_table": "lsm_lab.api",
+    "open_table": "lsm_lab.api",
     "Instant": "lsm_lab.timeline.instant",
     "State": "lsm_lab.timeline.instant",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lsm_lab.lookup.stats import LookupStats
+    from lsm_lab.api import Table, create_table, open_table
     from lsm_lab.merge import ENGINES, merge_sources, merge_to_table
     from lsm_lab.merge.semantics import MergeMode, MergeSpec
     from lsm_lab.table.inspect import footers
     from lsm_lab.table.state import TableState
-    from lsm_lab.table.table import Table, create_table, open_table
+    from lsm_lab.table.stats import LookupStats
     from lsm_lab.timeline.instant import Instant, State
 
 

@@ -18,7 +18,7 @@ pass). Spark tasks showed no difference either way.
 
 Arrow reads `ARROW_DEFAULT_MEMORY_POOL` once, when its library loads. So:
 
-    lsm-lab ...            the entry point (lsm_lab_command) sets it to "system" before pyarrow loads
+    lsm-lab ...            the entry point (lsm_lab/cli/__init__.py) sets it to "system" before pyarrow loads
     benchmark workers      started with `command_env()`: the same value
     import lsm_lab         changes nothing: a library does not choose its host process's allocator
                            (a notebook or a service can set the variable before starting Python)
@@ -39,11 +39,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-import pyarrow as pa
-
 POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
-# the same value as lsm_lab_command's (which cannot import this module: it must run before pyarrow loads;
-# tests/test_allocator.py checks that the two agree)
+# read by the command's entry point (lsm_lab/cli/__init__.py) before pyarrow loads: this module imports
+# pyarrow only inside pool_in_use
 COMMAND_POOL = "system"
 
 
@@ -57,6 +55,8 @@ def command_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def pool_in_use() -> str:
     """The name of the pool Arrow allocates from in this process ("system", "mimalloc", "jemalloc")."""
+    import pyarrow as pa  # (not at module level: the entry point reads this module before Arrow loads)
+
     return pa.default_memory_pool().backend_name
 
 

@@ -106,25 +106,5 @@ def options_arg(value: Any, name: str = "options") -> dict[str, str]:
     return out
 
 
-
-
-def create_table_args(*, path: Any, name: Any, record_key: Any, partition_by: Any, ordering_field: Any,
-                      table_type: Any, layout: Any, hive_style: Any, num_buckets: Any, table_version: Any) -> None:
-    """Every argument of `create_table`, checked before anything is written."""
-    from lsm_lab.config import MAX_BUCKETS  # (config imports storage, which uses these checks)
-
-    path_arg(path)
-    if not isinstance(name, str):  # (its characters are checked by create_table)
-        raise InputError(f"name must be a string, not {name!r}")
-    fields_arg(record_key, "record_key", optional=record_key is not None and not isinstance(record_key, str))
-    fields_arg(partition_by, "partition_by", optional=True)
-    str_arg(ordering_field, "ordering_field", optional=True)
-    str_arg(table_type, "table_type")
-    str_arg(layout, "layout")
-    bool_arg(hive_style, "hive_style")
-    int_arg(num_buckets, "num_buckets", minimum=1, maximum=MAX_BUCKETS)
-    int_arg(table_version, "table_version")
-
-
-__all__ = ["bool_arg", "columns_arg", "create_table_args", "fields_arg", "int_arg", "options_arg", "path_arg",
+__all__ = ["bool_arg", "columns_arg", "fields_arg", "int_arg", "options_arg", "path_arg",
            "str_arg"]

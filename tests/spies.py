@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from lsm_lab.layout import parquet_io
+from lsm_lab.format import parquet_io
 
 
 def columns_read(monkeypatch: pytest.MonkeyPatch, method: str = "read_row_group") -> list[list[str]]:

@@ -1,4 +1,4 @@
-"""The command's allocator (lsm_lab/allocator.py, lsm_lab_command): Arrow on the system pool in `lsm-lab` and its
+"""The command's allocator (lsm_lab/allocator.py, lsm_lab/cli/__init__.py): Arrow on the system pool in `lsm-lab` and its
 benchmark workers, unless Arrow's own variable chooses; `import lsm_lab` alone changes nothing."""
 
 from __future__ import annotations
@@ -11,18 +11,18 @@ import sys
 from lsm_lab import allocator
 from lsm_lab.bench import merge as bench_merge
 
-# stands in for lsm_lab.cli: reports the pool Arrow loaded with, once the entry point has run
+# stands in for lsm_lab.cli.app: reports the pool Arrow loaded with, once the entry point has run
 _PROBE = """
 import sys, types
-fake = types.ModuleType("lsm_lab.cli")
+fake = types.ModuleType("lsm_lab.cli.app")
 def main(argv=None):
     import pyarrow as pa
     print(pa.default_memory_pool().backend_name)
     return 0
 fake.main = main
-sys.modules["lsm_lab.cli"] = fake
-import lsm_lab_command
-sys.exit(lsm_lab_command.main())
+sys.modules["lsm_lab.cli.app"] = fake
+import lsm_lab.cli
+sys.exit(lsm_lab.cli.main())
 """
 
 
@@ -40,11 +40,10 @@ def test_the_command_loads_arrow_on_the_system_allocator() -> None:
     assert _run(_PROBE, _env()) == "system"
 
 
-def test_the_entry_point_and_the_workers_choose_the_same_pool() -> None:
-    import lsm_lab_command
-
-    assert (lsm_lab_command.POOL_VARIABLE, lsm_lab_command.COMMAND_POOL) == \
-        (allocator.POOL_VARIABLE, allocator.COMMAND_POOL)
+def test_the_entry_point_reads_no_arrow() -> None:
+    """`import lsm_lab.cli` must not load pyarrow, or the pool could no longer be chosen."""
+    code = "import sys, lsm_lab.cli; print('pyarrow' in sys.modules)"
+    assert _run(code, _env()) == "False"
 
 
 def test_a_pool_the_user_chose_is_kept() -> None:
@@ -61,7 +60,7 @@ def test_importing_the_library_changes_nothing() -> None:
 
 
 def test_the_entry_point_runs_the_command() -> None:
-    out = subprocess.run([sys.executable, "-m", "lsm_lab_command", "--help"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "lsm_lab", "--help"], capture_output=True, text=True,
                          env=_env(), check=True).stdout
     assert "usage: lsm-lab" in out and "bench" in out
 

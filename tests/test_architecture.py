@@ -3,20 +3,11 @@
 Every `import` in lsm_lab/ is read with `ast` — at module level, under
 `if TYPE_CHECKING:` and inside functions alike — and turned into an edge
 module → module (`from lsm_lab.x import y` points at `lsm_lab.x.y` when that is
-a module, else at `lsm_lab.x`).  The layer order below is the one drawn in
-docs/ARCHITECTURE.md; a module lower in the list may not import one higher up.
-
-    commands      cli.py, cli_io.py, */command.py
-    applications  spark/, viz/, bench/, interop (real tables, upgrade), demo, nbutil
-    table         Table facade (table/table.py) and the package's public API (lsm_lab/__init__.py)
-    services      lock, heartbeat, markers, occ, rollback, savepoint, compaction, clean, archiver
-    table state   TableState, slice reads and writes, scans, lookups, records, compaction plans, v1 compat
-    merge         semantics, engines, Parquet-run merging
-    formats       layout/ (names, Parquet, file-system view), logformat/ (v2, v1, Avro schemas)
-    timeline      instants, clock, active timeline, commit metadata, the LSM (archived) timeline
-    foundation    errors, paths (guard), checks (arguments), config, atomic, avro_schema, storage/, progress, datagen
-
-A new module must be given a layer here (the test fails on modules it cannot place).
+a module, else at `lsm_lab.x`).  The layer order is read from the `layers` block
+of docs/ARCHITECTURE.md, the one place it is written down: one line per layer,
+top to bottom, each naming its packages (`x/`) and foundation modules (`x.py`).
+A module may import only its own layer and the layers below it; a module that no
+line places fails the test (so a new package must be given its layer there).
 """
 
 from __future__ import annotations
@@ -30,25 +21,32 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "lsm_lab"
 
-# Bottom to top. A module takes the layer of its exact name, else of its longest listed prefix.
-LAYERS: list[tuple[str, list[str]]] = [
-    ("foundation", ["lsm_lab.errors", "lsm_lab.allocator", "lsm_lab.localguard", "lsm_lab.paths", "lsm_lab.checks", "lsm_lab.config", "lsm_lab.atomic",
-                    "lsm_lab.avro_schema", "lsm_lab.storage", "lsm_lab.progress", "lsm_lab.datagen"]),
-    ("timeline", ["lsm_lab.timeline"]),
-    ("formats", ["lsm_lab.layout", "lsm_lab.layout.keyindex", "lsm_lab.logformat"]),
-    ("merge", ["lsm_lab.merge"]),
-    ("table state", ["lsm_lab.table.state", "lsm_lab.table.records", "lsm_lab.table.index", "lsm_lab.table.read",
-                     "lsm_lab.table.v1read", "lsm_lab.table.readstats", "lsm_lab.table.write", "lsm_lab.table.cdclog", "lsm_lab.table.cdc", "lsm_lab.table.deletes", "lsm_lab.table.smallfiles",
-                     "lsm_lab.table.posmerge", "lsm_lab.table.scan", "lsm_lab.table.inspect",
-                     "lsm_lab.lookup", "lsm_lab.interop.compat", "lsm_lab.services.planner"]),
-    ("services", ["lsm_lab.services"]),
-    ("table", ["lsm_lab.table", "lsm_lab.table.table", "lsm_lab"]),
-    ("applications", ["lsm_lab.spark", "lsm_lab.viz", "lsm_lab.bench", "lsm_lab.interop", "lsm_lab.demo", "lsm_lab.s3local",
-                      "lsm_lab.nbutil"]),
-    ("commands", ["lsm_lab.cli", "lsm_lab.cli_io", "lsm_lab.merge.command", "lsm_lab.services.command",
-                  "lsm_lab.interop.command", "lsm_lab.lookup.command", "lsm_lab.spark.command"]),
-]
+ARCHITECTURE = ROOT.parent / "docs" / "ARCHITECTURE.md"
 
+
+def _read_layers() -> list[tuple[str, list[str]]]:
+    """The `layers` block of docs/ARCHITECTURE.md, bottom to top: (layer, [package or module names])."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    block = text.split("```layers\n", 1)[1].split("```", 1)[0]
+    layers = []
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        name, *rest = line.split()
+        members = []
+        for token in rest:
+            if token.endswith("/"):
+                members.append("lsm_lab." + token.rstrip("/").replace("/", "."))
+            elif token.endswith(".py"):
+                members.append("lsm_lab" if token == "__init__.py" else "lsm_lab." + token[:-3])
+            else:
+                break  # the description starts
+        assert members, f"docs/ARCHITECTURE.md: layer {name!r} names no package or module"
+        layers.append((name, members))
+    return layers[::-1]
+
+
+LAYERS = _read_layers()
 
 
 @dataclass(frozen=True)
@@ -121,15 +119,11 @@ EDGES = [e for m in sorted(MODULES) for e in _edges_of(m)]
 
 
 def layer_of(module: str) -> int:
-    best: tuple[int, int] | None = None  # (length of the matching name, layer)
     for index, (_, names) in enumerate(LAYERS):
         for name in names:
-            if module == name or module.startswith(name + "."):
-                if best is None or len(name) > best[0]:
-                    best = (len(name), index)
-    if best is None:
-        raise AssertionError(f"{module} has no layer: add it to LAYERS in tests/test_architecture.py")
-    return best[1]
+            if module == name or (name != "lsm_lab" and module.startswith(name + ".")):
+                return index
+    raise AssertionError(f"{module} has no layer: add its package to the `layers` block of docs/ARCHITECTURE.md")
 
 
 def strongly_connected(nodes: list[str], succ: dict[str, set[str]]) -> list[list[str]]:
@@ -183,9 +177,9 @@ def strongly_connected(nodes: list[str], succ: dict[str, set[str]]) -> list[list
 # --------------------------------------------------------------------------- the rules
 def test_the_parser_sees_the_package() -> None:
     # guards the guards: an empty module list or edge list would make every rule below pass
-    assert len(MODULES) > 80 and "lsm_lab.table.table" in MODULES and "lsm_lab.table.state" in MODULES
+    assert len(MODULES) > 80 and "lsm_lab.api" in MODULES and "lsm_lab.table.state" in MODULES
     assert len(EDGES) > 300
-    assert ("lsm_lab.table.table", "lsm_lab.table.state") in {(e.src, e.dst) for e in EDGES}
+    assert ("lsm_lab.api", "lsm_lab.table.state") in {(e.src, e.dst) for e in EDGES}
     assert any(e.in_function for e in EDGES)
 
 
@@ -302,3 +296,19 @@ def test_package_names_do_not_shadow_submodules(package: str) -> None:
                     bound[t.id] = "assignment"
     clash = {n: how for n, how in bound.items() if n in submodules}
     assert clash == {}, f"{package} binds names of its submodules: {clash}"
+
+
+def test_every_listed_member_exists() -> None:
+    """The list in docs/ARCHITECTURE.md names only packages and modules that are there (and each once)."""
+    listed = [m for _, members in LAYERS for m in members]
+    assert len(listed) == len(set(listed))
+    assert [m for m in listed if m not in MODULES] == []
+
+
+def test_every_package_is_one_layer() -> None:
+    """Folders are layers: a subpackage is never listed apart from its package, and every top-level package
+    is listed as a whole (a new folder must be given its own line)."""
+    listed = {m for _, members in LAYERS for m in members}
+    top_packages = {m for m in MODULES if is_package(m) and m.count(".") == 1}
+    assert top_packages <= listed, f"packages without a layer: {sorted(top_packages - listed)}"
+    assert all(m.count(".") <= 1 for m in listed)

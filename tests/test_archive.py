@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import lsm_lab
-from lsm_lab.cli import main
+from lsm_lab.cli.app import main
 from lsm_lab.services import heartbeat
 from lsm_lab.timeline import archive as lsm_timeline
 from lsm_lab.timeline.instant import State

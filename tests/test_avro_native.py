@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lsm_lab.avro_schema import arrow_to_avro_schema
-from lsm_lab.logformat import v1
-from lsm_lab.logformat.v1 import avro as avro_mod
-from lsm_lab.logformat.v1.avro import decode_avro_records, encode_avro_records
-from lsm_lab.logformat.v1.avro_native import decode_native, native_supported
-from lsm_lab.logformat.v1.blocks import BlockType
+from lsm_lab.format import log_v1 as v1
+from lsm_lab.format.log_v1 import avro as avro_mod
+from lsm_lab.format.log_v1.avro import decode_avro_records, encode_avro_records
+from lsm_lab.format.log_v1.avro_native import decode_native, native_supported
+from lsm_lab.format.log_v1.blocks import BlockType
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -192,7 +192,7 @@ def test_polars_is_imported_by_the_first_v1_block_only() -> None:
 
     code = ("import sys, pyarrow as pa, lsm_lab.spark.compact, lsm_lab.spark.read, lsm_lab.spark.write\n"
             "before = 'polars' in sys.modules\n"
-            "from lsm_lab.logformat.v1.avro import decode_avro_records, encode_avro_records\n"
+            "from lsm_lab.format.log_v1.avro import decode_avro_records, encode_avro_records\n"
             "schema = {'type': 'record', 'name': 'r', 'fields': [{'name': 'a', 'type': 'long'}]}\n"
             "decode_avro_records(encode_avro_records(pa.table({'a': [1, 2]}), schema), schema)\n"
             "print(before, 'polars' in sys.modules)\n")

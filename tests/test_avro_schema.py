@@ -16,8 +16,8 @@ import pytest
 
 from lsm_lab import avro_schema as A
 from lsm_lab.errors import SchemaError, UnsupportedFeatureError
-from lsm_lab.layout import naming
-from lsm_lab.logformat import v1
+from lsm_lab.format import log_v1 as v1
+from lsm_lab.format import naming
 
 # --------------------------------------------------------------------------------------
 # fixtures: the real Hudi files shipped in data/ (conftest's shared_dir)

@@ -20,7 +20,7 @@ from twin import assert_reads_agree, assert_twins_agree, cli_round_trip, make_tw
 
 import lsm_lab
 from lsm_lab.errors import LsmLabError, StorageError
-from lsm_lab.layout import parquet_io
+from lsm_lab.format import parquet_io
 from lsm_lab.storage import AlreadyExistsError, StoragePath, VersionMismatchError, open_storage
 from lsm_lab.storage.objectstore import ObjectStorage
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from lsm_lab import cli
 from lsm_lab.bench import cdc as bench
+from lsm_lab.cli import app as cli
 from lsm_lab.errors import InputError
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import lsm_lab
-from lsm_lab import cli
 from lsm_lab.bench.lookup import BenchParams, build_tables, cumulative_tradeoff, run_lookups
+from lsm_lab.cli import app as cli
 
 
 def test_lookup_benchmark_smoke(tmp_path: Path) -> None:
@@ -66,7 +66,8 @@ def test_bench_lookup_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 def test_shuffled_copy_reads_the_same_rows_with_positions_in_the_logs(tmp_path: Path, layout: str) -> None:
     """The copy's logs carry no record positions (they would point at moved base rows), so reads stay right."""
     from lsm_lab.bench.lookup import shuffled_copy
-    from lsm_lab.logformat import positions, v2
+    from lsm_lab.format import log_v2 as v2
+    from lsm_lab.format import positions
 
     t = lsm_lab.create_table(tmp_path / "src", name="t", record_key="id", num_buckets=1, layout=layout,
                              table_type="MERGE_ON_READ")   # no ordering field: commit time, merged by position

@@ -77,7 +77,7 @@ def test_contenders_write_identical_rows(tmp_path: Path) -> None:
 
 
 def test_bench_merge_subcommand(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from lsm_lab.cli import main as command_main
+    from lsm_lab.cli.app import main as command_main
 
     code = command_main(["bench", "merge", "--rows", "1200", "--k", "2", "--contenders", "io_floor",
                          "--data-dir", str(tmp_path)])

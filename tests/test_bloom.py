@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lsm_lab.errors import CorruptFileError, InputError
-from lsm_lab.layout.bloom import BloomFilter, key_hashes, optimal_size, union_all
+from lsm_lab.format.bloom import BloomFilter, key_hashes, optimal_size, union_all
 
 M64 = (1 << 64) - 1
 
@@ -157,7 +157,7 @@ def test_union_is_the_or_and_fills_up() -> None:
 
 
 def test_hashing_in_chunks_matches_the_reference() -> None:
-    from lsm_lab.layout import bloom
+    from lsm_lab.format import bloom
 
     n = bloom._CHUNK + 1000  # crosses a chunk boundary: each chunk is a slice of one Arrow buffer
     keys = pa.array([f"key-{i}" for i in range(n)], pa.string())
@@ -197,7 +197,7 @@ U64 = st.integers(min_value=0, max_value=M64)
        st.integers(min_value=1, max_value=16))
 def test_bit_positions_are_the_documented_formula(pairs: list[tuple[int, int]], m64: int, k: int) -> None:
     """`_positions` (in place, wrapping uint64 arithmetic) is (h1 + i·h2) mod 2**64 mod m for any 64-bit hashes."""
-    from lsm_lab.layout import bloom
+    from lsm_lab.format import bloom
 
     m = m64 * 64
     h1 = np.array([a for a, _ in pairs], dtype=np.uint64)
@@ -216,7 +216,7 @@ def test_filter_bits_are_the_documented_ones(by: str, keys: list[str], m64: int,
     """The bytes on disk: bit g of the array set for every probe of every key, also when keys are added in
     several calls and positions are computed in chunks smaller than a call; `states`: a writer that keeps
     `key_states` (8 bytes a key) and adds them at close builds the same bits."""
-    from lsm_lab.layout import bloom
+    from lsm_lab.format import bloom
 
     m = m64 * 64
     old = bloom._SET_CHUNK
@@ -239,7 +239,7 @@ def test_filter_bits_are_the_documented_ones(by: str, keys: list[str], m64: int,
 
 def test_filter_of_many_keys_is_the_documented_one() -> None:
     """More keys than one chunk of positions (the default chunking), against the one-key-at-a-time reference."""
-    from lsm_lab.layout import bloom
+    from lsm_lab.format import bloom
 
     keys = [f"{i:021x}" for i in range(bloom._SET_CHUNK * 2 + 77)]
     built = BloomFilter.build(keys, 0.01)
@@ -249,7 +249,7 @@ def test_filter_of_many_keys_is_the_documented_one() -> None:
 def test_streaming_writer_bloom_is_the_one_of_its_keys(tmp_path) -> None:
     """`ParquetFileWriter` sizing its filter at close (from the kept hash states, many batches of keys of
     mixed lengths) stores the filter `BloomFilter.build` makes of the same keys."""
-    from lsm_lab.layout import bloom, parquet_io
+    from lsm_lab.format import bloom, parquet_io
 
     keys = [f"k{i:x}" for i in range(bloom._CHUNK + bloom._SET_CHUNK + 123)]
     out = parquet_io.ParquetFileWriter(tmp_path / "f.parquet", pa.schema([("_hoodie_record_key", pa.string())]),
@@ -266,7 +266,7 @@ def test_streaming_writer_bloom_is_the_one_of_its_keys(tmp_path) -> None:
 def test_scalar_key_hashes_equal_the_vector_ones(keys: list[str]) -> None:
     """A few keys given as strings are hashed with Python ints: the same (h1, h2) as the NumPy path,
     for every length (the last word's zero padding, empty keys) and for text outside ASCII."""
-    from lsm_lab.layout import bloom as bloom_module
+    from lsm_lab.format import bloom as bloom_module
 
     scalar = bloom_module.key_hashes(keys)
     vector = bloom_module.key_hashes(pa.array(keys, pa.string()))

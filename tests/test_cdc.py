@@ -24,13 +24,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lsm_lab
-from lsm_lab import config as cfg
-from lsm_lab.cli import main as cli_main
+from lsm_lab.cli.app import main as cli_main
 from lsm_lab.errors import CorruptFileError, InputError, TableConfigError, UnsupportedFeatureError
-from lsm_lab.layout import fsview, naming
-from lsm_lab.logformat import cdc as cdclog_format
-from lsm_lab.logformat import v2
+from lsm_lab.filegroup import fsview
+from lsm_lab.format import cdc as cdclog_format
+from lsm_lab.format import log_v2 as v2
+from lsm_lab.format import naming
 from lsm_lab.table import cdc as cdc_reader
+from lsm_lab.timeline import config as cfg
 
 MODES = ("DATA_BEFORE_AFTER", "DATA_BEFORE", "OP_KEY_ONLY")
 TYPES = ("MERGE_ON_READ", "COPY_ON_WRITE")
@@ -371,7 +372,7 @@ def test_random_workloads_equal_model(tmp_path_factory: pytest.TempPathFactory, 
 _CHILD = textwrap.dedent("""
     import os, sys
     import lsm_lab
-    from lsm_lab.logformat import cdc
+    from lsm_lab.format import cdc
 
     real = cdc.write_cdc_log
 

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import lsm_lab
-from lsm_lab.datagen import TripsGenerator
+from lsm_lab.lab.datagen import TripsGenerator
 from lsm_lab.spark.cdc import commit_ranges
 from lsm_lab.table.cdc import is_change
 

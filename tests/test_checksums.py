@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lsm_lab.errors import CorruptFileError
-from lsm_lab.layout import parquet_io
+from lsm_lab.format import parquet_io
 
 N = 5_000
 # distinct random values: written plain, and stored by snappy as literals, so a flipped bit in the page is

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import lsm_lab
-from lsm_lab.layout import fsview
+from lsm_lab.filegroup import fsview
 from lsm_lab.services import clean as cleaner
 from lsm_lab.services import heartbeat
 from lsm_lab.timeline.instant import State
@@ -142,7 +142,7 @@ def test_pending_clean_left_by_a_dead_cleaner_is_finished(tmp_table) -> None:
 
 
 def test_clean_cli(tmp_table, capsys) -> None:
-    from lsm_lab.cli import main
+    from lsm_lab.cli.app import main
 
     table, _ = history_table(tmp_table)
     assert main(["clean", str(table.path), "--retained", "2"]) == 0

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lsm_lab import open_table
-from lsm_lab.cli import build_parser, main
+from lsm_lab.cli.app import build_parser, main
 
 
 @pytest.fixture(autouse=True)
@@ -181,7 +181,7 @@ def test_argument_mistakes_exit_2(argv: list[str], capsys: pytest.CaptureFixture
 def test_every_command_and_option_has_help_text() -> None:
     import argparse
 
-    from lsm_lab.cli import build_parser
+    from lsm_lab.cli.app import build_parser
 
     missing: list[tuple[str, str]] = []
 
@@ -204,7 +204,7 @@ def test_every_feature_command_is_registered() -> None:
     """The feature packages' commands (and every benchmark) are always there: a broken import fails, not hides."""
     import argparse
 
-    from lsm_lab.cli import build_parser
+    from lsm_lab.cli.app import build_parser
 
     def choices(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

@@ -15,16 +15,16 @@ from hypothesis import strategies as st
 from hypothesis.stateful import rule
 
 import lsm_lab
-from lsm_lab.cli import main
+from lsm_lab.cli.app import main
 from lsm_lab.errors import ConflictError, UnsupportedFeatureError
-from lsm_lab.layout import parquet_io
+from lsm_lab.format import parquet_io
 from lsm_lab.services import clustering, occ
 from lsm_lab.timeline.instant import CLUSTERING, State
 from tests.test_table_model import TableMachine
 
 COLS = ["id", "p", "ts", "v"]
 ANY_SIZE = {"hoodie.clustering.plan.strategy.small.file.limit": str(1 << 40)}
-NO_SMALL_FILES = {"hoodie.parquet.small.file.limit": "0"}  # every insert opens new file groups (table/smallfiles.py)
+NO_SMALL_FILES = {"hoodie.parquet.small.file.limit": "0"}  # every insert opens new file groups (filegroup/smallfiles.py)
 
 
 def _table(tmp_path: Path, layout: str = "default", table_type: str = "MERGE_ON_READ", batches: int = 4,

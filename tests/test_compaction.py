@@ -20,11 +20,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import lsm_lab
-from lsm_lab.layout import fsview, naming, parquet_io
-from lsm_lab.layout.bloom import BloomFilter
-from lsm_lab.logformat import v2
+from lsm_lab.filegroup import fsview, index
+from lsm_lab.format import log_v2 as v2
+from lsm_lab.format import naming, parquet_io
+from lsm_lab.format.bloom import BloomFilter
 from lsm_lab.services import compaction, heartbeat, markers
-from lsm_lab.table import index
 from lsm_lab.timeline.instant import State
 
 COLS = ["id", "ts", "v"]
@@ -439,7 +439,7 @@ def test_sorted_full_compaction_merges_on_the_key_field(tmp_table, monkeypatch, 
         model = {k: (-1 if i % 3 == 0 else i) for i, k in enumerate(ids)}
     else:
         model = _bulk_then_upserts(table, n)
-    from lsm_lab.table import read as read_mod
+    from lsm_lab.filegroup import read as read_mod
 
     def no_rebuild(*a, **k):
         raise AssertionError("the sorted FULL merge rebuilt _hoodie_record_key from the key field")

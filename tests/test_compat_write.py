@@ -17,12 +17,11 @@ import fastavro
 import pytest
 
 import lsm_lab
-from lsm_lab.config import read_config
 from lsm_lab.errors import UnsupportedFeatureError
-from lsm_lab.interop import compat
+from lsm_lab.filegroup import compat, fsview
+from lsm_lab.format import log_v1 as v1
 from lsm_lab.interop.hudi_tables import compare_rows, hudi_available, hudi_rs_read
-from lsm_lab.layout import fsview
-from lsm_lab.logformat import v1
+from lsm_lab.timeline.config import read_config
 
 needs_hudi = pytest.mark.skipif(not hudi_available(), reason="the hudi package (hudi-rs) is not installed")
 

@@ -28,10 +28,10 @@ from s3_server import shared_server
 
 import lsm_lab
 from lsm_lab.errors import ConflictError
-from lsm_lab.layout import fsview
+from lsm_lab.filegroup import fsview
+from lsm_lab.filegroup import write as writer
 from lsm_lab.services import occ
 from lsm_lab.storage import is_local
-from lsm_lab.table import write as writer
 
 
 def snapshot(table: lsm_lab.Table, cols: tuple[str, ...] = ("id", "v")) -> list[tuple]:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from lsm_lab import config as cfg
 from lsm_lab.errors import TableConfigError, TableNotFoundError
+from lsm_lab.timeline import config as cfg
 
 MINIMAL = {
     "hoodie.table.name": "t",

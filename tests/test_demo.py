@@ -12,8 +12,8 @@ import pyarrow.compute as pc
 import pytest
 
 from lsm_lab import InputError, open_table
-from lsm_lab.datagen import CITIES, SCHEMA, TripsGenerator, trips
-from lsm_lab.demo import run_demo
+from lsm_lab.lab.datagen import CITIES, SCHEMA, TripsGenerator, trips
+from lsm_lab.lab.demo import run_demo
 
 
 def test_run_demo_small(tmp_path: Path) -> None:
@@ -62,7 +62,7 @@ def test_run_demo_on_a_local_s3_server() -> None:
 
 def test_demo_command(tmp_path: Path) -> None:
     script = Path(sys.executable).with_name("lsm-lab")
-    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "lsm_lab.cli"]
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "lsm_lab.cli.app"]
     env = {k: v for k, v in os.environ.items() if k != "LSM_LAB_DEBUG"}
     done = subprocess.run([*cmd, "demo", "--rows", "2000", "--dir", str(tmp_path)], capture_output=True,
                           text=True, timeout=300, env=env)
@@ -134,7 +134,7 @@ def test_generator_late_events_and_errors() -> None:
 def test_demo_without_dir_leaves_nothing_behind(tmp_path: Path) -> None:
     # `make demo`: no --dir, so the table goes to a temporary folder that is removed at the end
     script = Path(sys.executable).with_name("lsm-lab")
-    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "lsm_lab.cli"]
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "lsm_lab.cli.app"]
     env = {**{k: v for k, v in os.environ.items() if k != "LSM_LAB_DEBUG"}, "TMPDIR": str(tmp_path)}
     done = subprocess.run([*cmd, "demo", "--rows", "500", "--rounds", "1"], capture_output=True, text=True,
                           timeout=300, env=env)

@@ -2,7 +2,7 @@
 
 pyarrow builds a row group's column-chunk metadata only when it is first asked for, and a C++
 exception there used to abort the process ("Definition level histogram size mismatch",
-"ColumnMetaData type does not match ColumnDescriptor physical type").  `layout/footercheck.py`
+"ColumnMetaData type does not match ColumnDescriptor physical type").  `format/footercheck.py`
 walks the footer first.  Here every single-bit flip of a small file's footer is classified by
 the check alone (safe in-process), and the cases it refuses are opened the way readers open them.
 The subprocess campaign over the same flips is tests/fuzz/test_footer_flips.py.
@@ -18,9 +18,9 @@ import pytest
 
 import lsm_lab
 from lsm_lab.errors import CorruptFileError
-from lsm_lab.layout import parquet_io
-from lsm_lab.layout.footercheck import footer_problem
-from lsm_lab.lookup.footer import FooterCache
+from lsm_lab.format import parquet_io
+from lsm_lab.format.footercheck import footer_problem
+from lsm_lab.table.footer import FooterCache
 
 
 @pytest.fixture(scope="module")

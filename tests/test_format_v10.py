@@ -21,12 +21,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lsm_lab
-from lsm_lab import config as cfg
 from lsm_lab.errors import CorruptFileError, InputError, UnsupportedFeatureError
+from lsm_lab.filegroup import index
+from lsm_lab.format import log_v2 as v2
+from lsm_lab.format import naming
 from lsm_lab.interop.upgrade import KEY_UPGRADE_PENDING, upgrade_to_v10
-from lsm_lab.layout import naming
-from lsm_lab.logformat import v2
-from lsm_lab.table import index
+from lsm_lab.timeline import config as cfg
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -341,7 +341,7 @@ def test_a_killed_upgrade_leaves_the_table_readable_and_finishes_on_rerun(tmp_pa
 
 
 def test_the_cli_upgrades(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from lsm_lab.cli import main
+    from lsm_lab.cli.app import main
 
     t = _v9_table(tmp_path / "t")
     assert main(["upgrade", str(t.path)]) == 0

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lsm_lab.layout import fsview, naming
+from lsm_lab.filegroup import fsview
+from lsm_lab.format import naming
 
 FG = "00000000-aaaa-bbbb-cccc-000000000000-0"
 FG2 = "00000001-aaaa-bbbb-cccc-000000000000-0"

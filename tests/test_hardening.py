@@ -15,8 +15,7 @@ import pyarrow as pa
 import pytest
 
 import lsm_lab
-from lsm_lab import paths
-from lsm_lab.cli import main as cli_main
+from lsm_lab.cli.app import main as cli_main
 from lsm_lab.errors import (
     CorruptFileError,
     CorruptTableError,
@@ -25,7 +24,8 @@ from lsm_lab.errors import (
     PartitionValueError,
     SchemaError,
 )
-from lsm_lab.layout import fsview
+from lsm_lab.filegroup import fsview
+from lsm_lab.storage import paths
 
 
 def _table(tmp_path: Path, **kw: Any) -> lsm_lab.Table:
@@ -117,7 +117,7 @@ def test_stored_schema_missing_a_column_is_an_error(tmp_path: Path) -> None:
     t = _table(tmp_path)
     f = _completed(t)
     meta = json.loads(f.read_bytes())
-    from lsm_lab.table.write import schema_to_text
+    from lsm_lab.filegroup.write import schema_to_text
 
     meta["extraMetadata"]["lsm_lab.arrow_schema"] = schema_to_text(pa.schema([("id", pa.string())]))
     f.write_text(json.dumps(meta))
@@ -270,7 +270,7 @@ def test_cli_os_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_cli_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id")
     t.upsert([{"id": f"k{i:05d}", "v": i} for i in range(20_000)])
-    cmd = f"{sys.executable} -m lsm_lab.cli read {t.path} --limit 0 | head -1"
+    cmd = f"{sys.executable} -m lsm_lab.cli.app read {t.path} --limit 0 | head -1"
     proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip()  # head got its line
     assert proc.stderr == "", proc.stderr  # quiet: no traceback, no "error:", no "Exception ignored"
@@ -278,7 +278,7 @@ def test_cli_closed_pipe_ends_quietly(tmp_path: Path) -> None:
 
 def test_a_first_write_failing_half_way_does_not_block_creating_again(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from lsm_lab.table import write as writer
+    from lsm_lab.filegroup import write as writer
 
     t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id")
 

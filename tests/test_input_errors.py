@@ -22,9 +22,9 @@ import pytest
 from s3_server import S3Server, s3_server  # noqa: F401 - fixture: a real S3 server (moto) on 127.0.0.1
 
 import lsm_lab
-from lsm_lab import config as cfg
-from lsm_lab.cli import main as cli_main
+from lsm_lab.cli.app import main as cli_main
 from lsm_lab.errors import InputError, LsmLabError, SchemaError, StorageError, TableConfigError, TimelineError
+from lsm_lab.timeline import config as cfg
 from lsm_lab.timeline.clock import BEGINNING_TIMES, parse_time
 
 KEY = "hoodie.bucket.index.num.buckets"

@@ -1,4 +1,4 @@
-"""The key index kept with the timeline (lsm_lab/layout/keyindex.py): lookups with it equal lookups without it
+"""The key index kept with the timeline (lsm_lab/format/keyindex.py): lookups with it equal lookups without it
 and a filtered snapshot read, whatever happened to the sidecars; crash, rollback, clean, S3.
 """
 
@@ -19,13 +19,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lsm_lab
-from lsm_lab import cli
+from lsm_lab.cli import app as cli
 from lsm_lab.errors import CorruptFileError
-from lsm_lab.layout import fsview, keyindex, parquet_io
-from lsm_lab.lookup.footer import clear_footer_cache
-from lsm_lab.lookup.lookup import open_lookup
-from lsm_lab.lookup.stats import LookupStats
-from lsm_lab.table.records import PARTITION_PATH, RECORD_KEY
+from lsm_lab.filegroup import fsview
+from lsm_lab.format import keyindex, parquet_io
+from lsm_lab.merge.records import PARTITION_PATH, RECORD_KEY
+from lsm_lab.table.footer import clear_footer_cache
+from lsm_lab.table.lookup import open_lookup
+from lsm_lab.table.stats import LookupStats
 
 ORDER = [(RECORD_KEY, "ascending"), (PARTITION_PATH, "ascending")]
 SCHEMA = pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64()), ("v", pa.int64())])
@@ -317,7 +318,7 @@ def test_scalar_bloom_probe_equals_the_vector_one(keys: list[str], probes: list[
     """A lookup of a few keys probes the (indexed) blooms with Python ints: the same answers as NumPy's."""
     import numpy as np
 
-    from lsm_lab.layout.bloom import BloomFilter, key_hashes
+    from lsm_lab.format.bloom import BloomFilter, key_hashes
 
     bloom = BloomFilter.build(keys or ["x"], fpp)
     h1, h2 = key_hashes(probes)

@@ -1,4 +1,4 @@
-"""Hudi log format v1 (lsm_lab.logformat.v1): blocks, corruption, rollbacks, names, writer.
+"""Hudi log format v1 (lsm_lab.format.log_v1): blocks, corruption, rollbacks, names, writer.
 
 Three groups of tests:
 - self-contained ones (round trips, corruption of files this module wrote), run everywhere;
@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 
 from lsm_lab import avro_schema as A
 from lsm_lab.errors import ConflictError, CorruptFileError, InputError, SchemaError, UnsupportedFeatureError
-from lsm_lab.layout import naming
-from lsm_lab.logformat import v1
-from lsm_lab.logformat.v1 import BlockType, HeaderKey
+from lsm_lab.format import log_v1 as v1
+from lsm_lab.format import naming
+from lsm_lab.format.log_v1 import BlockType, HeaderKey
 
 T1, T2, T3 = "20250101000000001", "20250101000000002", "20250101000000003"
 
@@ -573,7 +573,7 @@ def test_write_log_file_never_overwrites(tmp_path: Path) -> None:
     ],
 )
 def test_parse_log_file_name(name: str, parts: tuple) -> None:
-    """v1 log names are parsed by the one file-name grammar (layout/naming.py)."""
+    """v1 log names are parsed by the one file-name grammar (format/naming.py)."""
     parsed = naming.parse(name)
     assert parsed is not None and parsed.log_format == 1 and parsed.is_log
     assert (parsed.file_id, parsed.instant, parsed.version, parsed.write_token, parsed.content) == parts

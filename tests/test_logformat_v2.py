@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lsm_lab.errors import CorruptFileError, SchemaError
-from lsm_lab.layout import parquet_io
-from lsm_lab.logformat import v2
+from lsm_lab.format import log_v2 as v2
+from lsm_lab.format import parquet_io
 
 duckdb = pytest.importorskip("duckdb")
 

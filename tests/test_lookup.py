@@ -29,15 +29,16 @@ from hypothesis import strategies as st
 from spies import columns_read
 
 import lsm_lab
-from lsm_lab import cli
+from lsm_lab.cli import app as cli
 from lsm_lab.errors import InputError
+from lsm_lab.filegroup import fsview
+from lsm_lab.format import parquet_io
 from lsm_lab.interop.hudi_tables import unpack_tables
-from lsm_lab.layout import fsview, parquet_io
-from lsm_lab.lookup.footer import FooterCache, clear_footer_cache
-from lsm_lab.lookup.lookup import open_lookup, probe_file
-from lsm_lab.lookup.predicate import KeyPredicate, key_predicate
-from lsm_lab.lookup.stats import LookupStats
-from lsm_lab.table.records import PARTITION_PATH, RECORD_KEY
+from lsm_lab.merge.records import PARTITION_PATH, RECORD_KEY
+from lsm_lab.table.footer import FooterCache, clear_footer_cache
+from lsm_lab.table.lookup import open_lookup, probe_file
+from lsm_lab.table.predicate import KeyPredicate, key_predicate
+from lsm_lab.table.stats import LookupStats
 
 ORDER = [(RECORD_KEY, "ascending"), (PARTITION_PATH, "ascending")]
 SCHEMA = pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64()), ("v", pa.int64())])
@@ -116,7 +117,7 @@ def test_range_filters_prune_without_changing_results(layout: str, ops: list, lo
 @pytest.fixture()
 def trips_tables(tmp_path: Path) -> dict[str, Any]:
     """Both layouts with the same trips: a base, two upsert logs and a delete log per group."""
-    from lsm_lab.datagen import TripsGenerator
+    from lsm_lab.lab.datagen import TripsGenerator
 
     out: dict[str, Any] = {}
     for layout in ("lsm_tree", "default"):
@@ -147,7 +148,7 @@ def test_lookup_of_present_deleted_and_absent_keys(trips_tables: dict[str, Any])
 
 
 def test_sorted_files_read_one_row_group(tmp_path: Path) -> None:
-    from lsm_lab.datagen import TripsGenerator
+    from lsm_lab.lab.datagen import TripsGenerator
 
     stats = {}
     data = TripsGenerator(5).inserts(40_000)
@@ -226,7 +227,7 @@ def _data_files(table: lsm_lab.Table) -> list[Path]:
 @pytest.mark.usefixtures("hand_edited")
 @pytest.mark.parametrize("damage", ["missing", "flipped", "garbage", "truncated", "other_key"])
 def test_broken_bloom_never_hides_a_key(trips_tables: dict[str, Any], damage: str) -> None:
-    from lsm_lab.layout.bloom import BloomFilter
+    from lsm_lab.format.bloom import BloomFilter
 
     table = trips_tables["lsm_tree"]
     keys = trips_tables["keys"][:30] + trips_tables["deleted"][:5]
@@ -425,7 +426,7 @@ def test_chunk_bytes_per_row_group_add_up_to_the_file(tmp_path: Path) -> None:
 def test_one_prepared_lookup_serves_many_keys_and_column_sets(tmp_path: Path) -> None:
     """A `KeyLookup` keeps per-snapshot facts (column plans, slice files, buckets) across lookups; the
     per-lookup facts (the keys' buckets) must not leak from one lookup into the next."""
-    from lsm_lab.datagen import TripsGenerator
+    from lsm_lab.lab.datagen import TripsGenerator
 
     gen = TripsGenerator(21)
     table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="uuid", partition_by="city",
@@ -451,7 +452,7 @@ def test_one_prepared_lookup_serves_many_keys_and_column_sets(tmp_path: Path) ->
 
 
 def _sorted_trips(tmp_path: Path) -> tuple[lsm_lab.Table, list[str]]:
-    from lsm_lab.datagen import TripsGenerator
+    from lsm_lab.lab.datagen import TripsGenerator
 
     table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="uuid", ordering_field="ts",
                                  layout="lsm_tree", num_buckets=1)
@@ -499,7 +500,7 @@ def test_key_statistics_of_non_ascii_keys(tmp_path: Path) -> None:
 
 def test_thread_pool_rule_does_not_change_answers(trips_tables: dict[str, Any],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from lsm_lab.lookup import lookup as lookup_module
+    from lsm_lab.table import lookup as lookup_module
 
     keys = trips_tables["keys"][:8] + trips_tables["deleted"][:2]
     for layout in ("lsm_tree", "default"):
@@ -543,7 +544,7 @@ def test_a_file_holding_a_key_twice_is_merged(tmp_path: Path, layout: str) -> No
 def test_answers_hold_their_rows_only(tmp_path: Path, layout: str) -> None:
     """A lookup's answer is a copy of the rows found, not a view into the row group it was read from: a
     service keeping answers (or the benchmark's agreement check) must not pin megabytes per row."""
-    from lsm_lab.datagen import TripsGenerator
+    from lsm_lab.lab.datagen import TripsGenerator
 
     table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="uuid", ordering_field="ts",
                                  layout=layout, num_buckets=1)
@@ -560,7 +561,7 @@ def test_the_key_field_is_filled_from_the_key_not_decoded(tmp_path: Path, monkey
     decodes the key column once and fills the field from it (fails when the field's chunk is read, or
     filled from another column).  Keys updated by a log and keys in the base, both layouts' answers equal
     the filtered read."""
-    from lsm_lab.datagen import TripsGenerator
+    from lsm_lab.lab.datagen import TripsGenerator
 
     gen = TripsGenerator(8)
     table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="uuid", ordering_field="ts",
@@ -584,8 +585,8 @@ def test_a_key_filtered_read_uses_the_key_index(trips_tables: dict[str, Any], mo
     """`read(filter=[(key, "in", keys)])` skips the files the key index rules out without reading their
     footers, as a lookup does, and returns the same rows as without the index (fails when the filtered
     read reads every candidate footer)."""
-    from lsm_lab.layout import keyindex
-    from lsm_lab.lookup import footer as footer_mod
+    from lsm_lab.format import keyindex
+    from lsm_lab.table import footer as footer_mod
 
     table = trips_tables["lsm_tree"]
     keys = trips_tables["keys"][:3]
@@ -613,7 +614,7 @@ def test_text_columns_of_one_value_are_filled_not_decoded(tmp_path: Path, monkey
     """A text column whose row-group statistics show one value (min = max, no nulls) is filled with it:
     a table's partition path, file name and bulk-insert commit time are never decoded by a lookup, and
     the answers equal the filtered read (fails when those chunks are read, or filled with another value)."""
-    from lsm_lab.datagen import TripsGenerator
+    from lsm_lab.lab.datagen import TripsGenerator
 
     gen = TripsGenerator(9)
     table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="uuid", ordering_field="ts",

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lsm_lab.cli import main as command_main
+from lsm_lab.cli.app import main as command_main
 from lsm_lab.errors import InputError
 from lsm_lab.merge import ENGINES, MergeMode, MergeSpec, model_merge
 from lsm_lab.merge.files import merge_parquet_files
@@ -96,7 +96,7 @@ def test_an_error_late_in_the_merge_names_the_file(tmp_path: Path) -> None:
 def test_a_writer_error_reaches_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The writer fails while the merge's threads are busy reading and resolving: the caller gets the
     writer's error and no file."""
-    from lsm_lab.layout import parquet_io
+    from lsm_lab.format import parquet_io
 
     calls = []
     real_write = parquet_io.ParquetFileWriter.write

@@ -8,15 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lsm_lab.errors import InputError, SchemaError
-from lsm_lab.merge.semantics import (
-    MergeMode,
-    MergeSpec,
-    fold,
-    is_delete,
-    model_merge,
-    select_winners,
-    surviving_row,
-)
+from lsm_lab.merge.semantics import MergeMode, MergeSpec, fold, is_delete, model_merge, select_winners, surviving_row
 
 EVENT = MergeSpec(MergeMode.EVENT_TIME_ORDERING, key="k", ordering="ts", delete="d")
 COMMIT = MergeSpec(MergeMode.COMMIT_TIME_ORDERING, key="k", ordering="ts", delete="d")

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lsm_lab.layout import naming
+from lsm_lab.format import naming
 
 FID = "00000002-5c1d-5b2a-9c3e-1a2b3c4d5e6f-0"
 TOK = "0-12-35"

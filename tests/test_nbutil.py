@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lsm_lab import nbutil
+from lsm_lab.lab import nbutil
 
 ROOT = Path(__file__).resolve().parents[1]
 

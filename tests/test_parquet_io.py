@@ -1,4 +1,4 @@
-"""The one data-file writer (layout/parquet_io.py) and atomic files (lsm_lab/atomic.py).
+"""The one data-file writer (format/parquet_io.py) and atomic files (lsm_lab/storage/atomic.py).
 
 Streaming a table through `ParquetFileWriter` in any batch split gives the
 footer `write_parquet` gives for the whole table: key range, the same bloom
@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from spies import columns_read
 
-from lsm_lab import atomic
 from lsm_lab.errors import LsmLabError, TimelineError
-from lsm_lab.layout import parquet_io
-from lsm_lab.layout.bloom import BloomFilter
+from lsm_lab.format import parquet_io
+from lsm_lab.format.bloom import BloomFilter
+from lsm_lab.storage import atomic
 
 KEY = parquet_io.RECORD_KEY
 

@@ -1,4 +1,4 @@
-"""The hybrid compaction planner (lsm_lab.services.planner): rules, thresholds, plan JSON, pending plans.
+"""The hybrid compaction planner (lsm_lab.filegroup.planner): rules, thresholds, plan JSON, pending plans.
 
 The rules are checked on hand-made file slices (sizes only, no disk); the
 timeline side (plan saved as `<t>.compaction.requested`, file groups of a
@@ -14,11 +14,11 @@ import pytest
 
 import lsm_lab
 from lsm_lab import InputError
-from lsm_lab.cli import main
-from lsm_lab.layout import naming
-from lsm_lab.layout.fsview import DataFile, FileSlice
-from lsm_lab.services import planner
-from lsm_lab.services.planner import FULL, LOG, CompactionPlan, PlannerConfig, choose, make_plan
+from lsm_lab.cli.app import main
+from lsm_lab.filegroup import planner
+from lsm_lab.filegroup.fsview import DataFile, FileSlice
+from lsm_lab.filegroup.planner import FULL, LOG, CompactionPlan, PlannerConfig, choose, make_plan
+from lsm_lab.format import naming
 from lsm_lab.timeline.instant import State
 
 FID = "00000001-aaaa-bbbb-cccc-000000000000-0"

@@ -15,11 +15,12 @@ from hypothesis import strategies as st
 
 import lsm_lab
 from lsm_lab.errors import CorruptFileError, InputError
-from lsm_lab.logformat import positions, v2
-from lsm_lab.logformat.v1 import blocks
-from lsm_lab.logformat.v1 import writer as v1writer
-from lsm_lab.table import posmerge
-from lsm_lab.table import read as reader
+from lsm_lab.filegroup import posmerge
+from lsm_lab.filegroup import read as reader
+from lsm_lab.format import log_v2 as v2
+from lsm_lab.format import positions
+from lsm_lab.format.log_v1 import blocks
+from lsm_lab.format.log_v1 import writer as v1writer
 
 
 # --------------------------------------------------------------------------- the codec

@@ -83,7 +83,7 @@ def test_cli_merge_into_a_file_writes_no_bar(tmp_path: Path) -> None:
     pq.write_table(base, inputs[0])
     pq.write_table(update, inputs[1])
     with log.open("w") as f:
-        subprocess.run([sys.executable, "-m", "lsm_lab.cli", "merge", str(tmp_path / "out.parquet"), *inputs,
+        subprocess.run([sys.executable, "-m", "lsm_lab.cli.app", "merge", str(tmp_path / "out.parquet"), *inputs,
                         "--key", "uuid", "--ordering", "ts"], stdout=f, stderr=subprocess.STDOUT,
                        env=_child_env(), check=True)
     text = log.read_text()
@@ -145,7 +145,7 @@ def test_cli_write_into_a_file_writes_no_bar(tmp_path: Path) -> None:
     log = tmp_path / "log.txt"
     table = tmp_path / "trips"
     env = _child_env()
-    cli = [sys.executable, "-m", "lsm_lab.cli"]
+    cli = [sys.executable, "-m", "lsm_lab.cli.app"]
     with log.open("w") as f:
         subprocess.run([*cli, "create", str(table), "--name", "trips", "--key", "uuid", "--partition-by", "city",
                         "--ordering", "ts"], stdout=f, stderr=subprocess.STDOUT, env=env, check=True)

@@ -18,15 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import lsm_lab
-from lsm_lab.cli import main as cli_main
+from lsm_lab.cli.app import main as cli_main
 from lsm_lab.errors import UnsupportedFeatureError
-from lsm_lab.interop.hudi_tables import (
-    compare_rows,
-    hudi_available,
-    hudi_rs_incremental,
-    hudi_rs_read,
-    unpack_tables,
-)
+from lsm_lab.interop.hudi_tables import compare_rows, hudi_available, hudi_rs_incremental, hudi_rs_read, unpack_tables
 
 TABLES = (
     "qs_mor_avro_v6_trips_8i1u",

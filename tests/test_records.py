@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lsm_lab.errors import InputError, PartitionValueError, SchemaError
+from lsm_lab.merge import records
 from lsm_lab.merge.semantics import MergeMode, MergeSpec, fold, surviving_row
-from lsm_lab.table import records
 
 # --------------------------------------------------------------------------- inputs
 ROWS = [{"id": "a", "ts": 1}, {"id": "b", "ts": 2}]
@@ -267,7 +267,7 @@ def test_key_sort_indices_equal_arrows_stable_sort(keys: list[str], skip: int, l
     import numpy as np
     import pyarrow.compute as pc
 
-    from lsm_lab.table.records import key_sort_indices
+    from lsm_lab.merge.records import key_sort_indices
     arr = pa.array(["zz"] * skip + keys, pa.large_string() if large else pa.string()).slice(skip)
     assert np.array_equal(key_sort_indices(arr), pc.sort_indices(arr).to_numpy())
 
@@ -277,7 +277,7 @@ def test_key_sort_indices_takes_the_fast_path_on_distinct_prefixes(monkeypatch: 
 
     import pyarrow.compute as pc
 
-    from lsm_lab.table import records
+    from lsm_lab.merge import records
     keys = pa.array([str(uuid.UUID(int=random.Random(i).getrandbits(128))) for i in range(500)])
     expected = pc.sort_indices(keys).to_numpy().tolist()
     monkeypatch.setattr(records.pc, "sort_indices", None)  # Arrow's sort is not called (it would fail)
@@ -295,7 +295,7 @@ def test_key_sort_indices_sorts_only_the_ties_with_arrow(seed: int, extra: list[
     import numpy as np
     import pyarrow.compute as pc
 
-    from lsm_lab.table import records
+    from lsm_lab.merge import records
     rng = random.Random(seed)
     keys = [f"{rng.getrandbits(64):016x}" for _ in range(400)]
     for at, tail, cut in extra:  # same first 8 bytes as keys[at], then something else (or the same key again)

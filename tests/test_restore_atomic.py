@@ -26,7 +26,7 @@ import pytest
 
 import lsm_lab
 from lsm_lab.errors import LostCommitError
-from lsm_lab.layout import fsview
+from lsm_lab.filegroup import fsview
 from lsm_lab.services import heartbeat, markers, rollback
 from lsm_lab.timeline import active
 from lsm_lab.timeline.instant import RESTORE

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 import lsm_lab
-from lsm_lab.cli import main
-from lsm_lab.layout import fsview, naming
+from lsm_lab.cli.app import main
+from lsm_lab.filegroup import fsview
+from lsm_lab.filegroup import write as writer
+from lsm_lab.format import naming
 from lsm_lab.services import heartbeat, markers, rollback
-from lsm_lab.table import write as writer
 from lsm_lab.timeline.instant import State
 
 

@@ -21,7 +21,7 @@ import pytest
 from s3_server import free_port
 
 import lsm_lab
-from lsm_lab.cli import main as cli_main
+from lsm_lab.cli.app import main as cli_main
 from lsm_lab.errors import StorageError
 
 FREE_ACTIONS = 3  # create_user, put_user_policy, create_access_key

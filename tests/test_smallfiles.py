@@ -1,4 +1,4 @@
-"""Small-file handling (table/smallfiles.py): new keys fill small file groups before new ones open."""
+"""Small-file handling (filegroup/smallfiles.py): new keys fill small file groups before new ones open."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, settings
 
 import lsm_lab
 from lsm_lab.errors import InputError
-from lsm_lab.table import smallfiles
+from lsm_lab.filegroup import smallfiles
 from tests.test_table_model import TableMachine
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from lsm_lab.layout import fsview
-from lsm_lab.logformat import v2
+from lsm_lab.filegroup import fsview
+from lsm_lab.format import log_v2 as v2
 
 ALPHABET = ["a", "B", "z", "é", "\uffff", "\U0001f600", "0", "-", "~", "ß"]
 

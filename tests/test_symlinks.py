@@ -7,7 +7,7 @@ bytes are known; runs the operation that writes or deletes there; and asserts
 that everything outside the table is byte for byte unchanged and that the
 operation refused with `UnsafePathError` (a `CorruptTableError`).  A link that
 stays inside the table is harmless and allowed; reads follow links
-(lsm_lab/paths.py, "Symbolic links planted in a local table").
+(lsm_lab/storage/paths.py, "Symbolic links planted in a local table").
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ import pytest
 from spies import fingerprint
 
 import lsm_lab
-from lsm_lab import config, paths
 from lsm_lab.errors import CorruptTableError, LsmLabError, UnsafePathError
 from lsm_lab.services import clean, heartbeat, markers
+from lsm_lab.storage import paths
+from lsm_lab.timeline import config
 
 NO_SMALL_FILES = {"hoodie.parquet.small.file.limit": "0"}  # every write opens new file groups
 

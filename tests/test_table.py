@@ -29,7 +29,7 @@ from lsm_lab import (
     TimelineError,
     UnsupportedFeatureError,
 )
-from lsm_lab.layout import fsview
+from lsm_lab.filegroup import fsview
 
 TYPES = ["MERGE_ON_READ", "COPY_ON_WRITE"]
 LAYOUTS = ["lsm_tree", "default"]
@@ -354,7 +354,7 @@ def test_write_errors(tmp_table, kw: dict, data: object, op: str, error: type, m
 
 
 def test_failed_write_leaves_no_trace(tmp_table, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lsm_lab.table import write as writer
+    from lsm_lab.filegroup import write as writer
 
     table = tmp_table(partition_by="city", layout="lsm_tree", num_buckets=1)
     table.insert([{"id": "a", "city": "x"}])
@@ -622,7 +622,7 @@ def test_read_real_cow_tables(real_table, name: str) -> None:
        start=st.integers(0, 3))
 def test_key_field_empty_check_matches_arrow(chunks: list[list[str]], start: int) -> None:
     """`read._any_empty` (offsets of every chunk, sliced chunks included) agrees with `pc.equal(col, "")`."""
-    from lsm_lab.table import read as reader
+    from lsm_lab.filegroup import read as reader
 
     col = pa.chunked_array([pa.array(c, pa.string()).slice(min(start, len(c))) for c in chunks], type=pa.string())
     assert reader._any_empty(col) == bool(pc.any(pc.equal(col, "")).as_py())
@@ -630,7 +630,7 @@ def test_key_field_empty_check_matches_arrow(chunks: list[list[str]], start: int
 
 def test_an_empty_key_in_a_data_file_is_a_typed_error(tmp_path: Path) -> None:
     """The key taken from the key field as read is checked as `records.record_keys` checks it."""
-    from lsm_lab.table import read as reader
+    from lsm_lab.filegroup import read as reader
 
     t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id")
     t.insert([{"id": "a", "v": 1}])

@@ -18,7 +18,7 @@ import pytest
 
 import lsm_lab
 from lsm_lab.errors import CorruptFileError, CorruptTableError, LsmLabError
-from lsm_lab.layout import fsview
+from lsm_lab.filegroup import fsview
 
 
 def _rows(t: lsm_lab.Table, **kw) -> list[tuple]:
@@ -240,7 +240,7 @@ def test_positions_past_the_base_are_not_trusted() -> None:
     import numpy as np
     import pyarrow as pa
 
-    from lsm_lab.table import posmerge
+    from lsm_lab.filegroup import posmerge
 
     base = pa.array(["a", "b", "c"])
     assert posmerge.positions_name_their_keys(base, [(pa.array(["b"]), np.array([1]))])
@@ -252,7 +252,7 @@ def test_positions_past_the_base_are_not_trusted() -> None:
 
 def test_cli_show_uncommitted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`lsm-lab show uncommitted T` lists the files reads ignore, and says what they are."""
-    from lsm_lab.cli import main as cli_main
+    from lsm_lab.cli.app import main as cli_main
 
     _partitioned(tmp_path / "t")
     shutil.copytree(tmp_path / "t" / "p=a", tmp_path / "t" / "p=a_backup")

@@ -49,7 +49,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from s3_server import shared_server
 
 import lsm_lab
-from lsm_lab.table import records
+from lsm_lab.merge import records
 
 KEYS = ["a", "b", "é", "k1", "\U0001f600"]
 PARTS = ["x", "y"]

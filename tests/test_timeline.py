@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from lsm_lab import config as cfg
 from lsm_lab.errors import CorruptFileError, TimelineError
 from lsm_lab.timeline import clock
+from lsm_lab.timeline import config as cfg
 from lsm_lab.timeline.active import ActiveTimeline, atomic_create
 from lsm_lab.timeline.instant import (
     COMMIT,

@@ -20,12 +20,13 @@ import pyarrow as pa
 import pytest
 
 import lsm_lab
-from lsm_lab.cli import main as cli_main
+from lsm_lab.cli.app import main as cli_main
 from lsm_lab.errors import UnsupportedFeatureError
+from lsm_lab.filegroup import fsview
+from lsm_lab.format import log_v2 as v2
+from lsm_lab.format import parquet_io
 from lsm_lab.interop.hudi_tables import compare_rows, hudi_available, hudi_rs_read
 from lsm_lab.interop.upgrade import dump_formats, slice_formats, upgrade
-from lsm_lab.layout import fsview, parquet_io
-from lsm_lab.logformat import v2
 from lsm_lab.timeline.metadata import encode_json
 
 needs_hudi = pytest.mark.skipif(not hudi_available(), reason="the hudi package (hudi-rs) is not installed")

@@ -15,8 +15,8 @@ import pytest
 
 import lsm_lab
 from lsm_lab.errors import CorruptFileError
+from lsm_lab.format import log_v1 as v1
 from lsm_lab.interop.hudi_tables import unpack_tables
-from lsm_lab.logformat import v1
 
 STEM = "qs_mor_avro_v8_trips_8i3u1d"
 

@@ -17,11 +17,10 @@ import pytest
 
 import lsm_lab
 from lsm_lab.errors import UnsupportedFeatureError
-from lsm_lab.interop import compat
+from lsm_lab.filegroup import compat, fsview, v1read
+from lsm_lab.format import log_v1 as v1
+from lsm_lab.format import log_v2 as v2
 from lsm_lab.interop.hudi_tables import compare_rows, hudi_available, hudi_rs_read
-from lsm_lab.layout import fsview
-from lsm_lab.logformat import v1, v2
-from lsm_lab.table import v1read
 from lsm_lab.timeline.metadata import encode_json
 
 needs_hudi = pytest.mark.skipif(not hudi_available(), reason="the hudi package (hudi-rs) is not installed")

@@ -15,7 +15,7 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
 import lsm_lab
-from lsm_lab.datagen import TripsGenerator
+from lsm_lab.lab.datagen import TripsGenerator
 from lsm_lab.viz import (
     KeyScale,
     level_files,

@@ -90,7 +90,7 @@ def test_live_deletes_match_a_dict_model(tmp_path_factory: pytest.TempPathFactor
                                          update: dict[int, int], deletes: list[tuple[int, int]], cold: bool) -> None:
     """records_deleted counts the deletes that remove a live record (event-time ordering: the delete's value
     >= the record's), whether the base's keys come from the key cache (the writer's) or from the file (cold)."""
-    from lsm_lab.table import posmerge
+    from lsm_lab.filegroup import posmerge
 
     t = lsm_lab.create_table(tmp_path_factory.mktemp("t") / "t", name="t", record_key="id", partition_by="city",
                              ordering_field="ts", table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=2)
@@ -125,8 +125,9 @@ def test_one_per_key_equals_dedupe(rows: list[tuple[str, int | None]], presorted
                                    event_time: bool) -> None:
     """A file group's share, sorted by key (as `tag` gives it) or not: one row per key, the same rows as
     `records.dedupe` of the whole share (greatest ordering wins, ties to the later row, nulls per `deletes`)."""
-    from lsm_lab.config import TableConfig
-    from lsm_lab.table import records, write
+    from lsm_lab.filegroup import write
+    from lsm_lab.merge import records
+    from lsm_lab.timeline.config import TableConfig
 
     config = TableConfig(name="t", table_type="MERGE_ON_READ", version=9, record_key=("id",), ordering_field="ts",
                          merge_mode="EVENT_TIME_ORDERING" if event_time else "COMMIT_TIME_ORDERING", layout="lsm_tree")

@@ -73,7 +73,7 @@ def cli_round_trip(uri: str, options: dict[str, str], endpoint_key: str, endpoin
                    capsys: pytest.CaptureFixture[str]) -> None:
     """Every kind of CLI command on a remote table with `--storage-option`s; then a dead endpoint (named by
     `endpoint_key`, with `endpoint_path` after host:port) must give one error line and exit code 2."""
-    from lsm_lab.cli import main
+    from lsm_lab.cli.app import main
 
     opts = [x for k, v in options.items() for x in ("--storage-option", f"{k}={v}")]
     src = tmp_path / "in.csv"

@@ -41,12 +41,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from lsm_lab.api import Table, create_table
 from lsm_lab.bench import register_report_bench
-from lsm_lab.datagen import TripsGenerator
 from lsm_lab.errors import InputError
-from lsm_lab.layout.fsview import list_data_files
+from lsm_lab.filegroup.fsview import list_data_files
+from lsm_lab.lab.datagen import TripsGenerator
 from lsm_lab.progress import bar
-from lsm_lab.table.table import Table, create_table
 
 MODES = ("OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER")
 BASELINE = "baseline"

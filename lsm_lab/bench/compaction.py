@@ -71,12 +71,12 @@ from pathlib import Path
 from typing import Any
 
 from lsm_lab.allocator import command_env
+from lsm_lab.api import create_table, open_table
 from lsm_lab.bench.merge import _hex_keys
-from lsm_lab.layout import parquet_io
+from lsm_lab.format import parquet_io
 from lsm_lab.spark.compact import run_compaction
 from lsm_lab.spark.jobs import TaskClock, TaskReport, jvm_peak_mib, jvm_pid, table_uri
 from lsm_lab.spark.session import spark_session
-from lsm_lab.table.table import create_table, open_table
 
 CONTENDERS = ("sorted", "hash", "window", "io_floor")
 LOCAL_CONTENDERS = ("local_sorted", "local_hash")

@@ -38,14 +38,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lsm_lab.config import TableConfig, build_props
-from lsm_lab.datagen import TripsGenerator
-from lsm_lab.interop import compat
+from lsm_lab.api import create_table, open_table
+from lsm_lab.filegroup import compat, fsview
+from lsm_lab.format import log_v2 as v2
 from lsm_lab.interop.hudi_tables import hudi_available, hudi_rs_read
-from lsm_lab.layout import fsview
-from lsm_lab.logformat import v2
-from lsm_lab.table import records
-from lsm_lab.table.table import create_table, open_table
+from lsm_lab.lab.datagen import TripsGenerator
+from lsm_lab.merge import records
+from lsm_lab.timeline.config import TableConfig, build_props
 
 INSTANT = "20260101000000000"
 SIZES = (1_000, 10_000, 100_000)

@@ -8,7 +8,7 @@ ordered on `ts`, MERGE_ON_READ:
     one delete round                          → one delete log per touched group
 
 so every file group has a base and several logs.  The `lsm_tree` table keeps
-every file sorted by key in buckets (table/index.py's hash of the key mod B), in row groups of 1 MiB;
+every file sorted by key in buckets (filegroup/index.py's hash of the key mod B), in row groups of 1 MiB;
 the `default` table writes groups of at most 1M records found by key lookup
 (new keys of an upsert go to new groups), 64k-row row groups, no sorted flag.
 lsm_lab's writer de-duplicates every batch by sorting it, so its `default`
@@ -80,12 +80,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import lsm_lab
-from lsm_lab.datagen import TripsGenerator
 from lsm_lab.errors import LsmLabError
-from lsm_lab.layout import fsview, keyindex, parquet_io
-from lsm_lab.layout.bloom import BloomFilter, key_hashes
-from lsm_lab.logformat import positions, v2
-from lsm_lab.lookup.lookup import LookupStats, clear_footer_cache, open_lookup
+from lsm_lab.filegroup import fsview
+from lsm_lab.format import keyindex, parquet_io, positions
+from lsm_lab.format import log_v2 as v2
+from lsm_lab.format.bloom import BloomFilter, key_hashes
+from lsm_lab.lab.datagen import TripsGenerator
+from lsm_lab.table.lookup import LookupStats, clear_footer_cache, open_lookup
 from lsm_lab.timeline import metadata
 
 LAYOUTS = ("lsm_tree", "default", "default_unsorted")

@@ -15,7 +15,7 @@ process. The read is a snapshot of the partition and key columns on both sides
 (lsm_lab `read(columns=...)`, Paimon `with_projection`). Paimon merges its
 sorted runs by key; lsm_lab merges a file slice by the logs' RECORD_POSITIONS
 where every log carries them (its format's, and Hudi's, position-based merge:
-table/posmerge.py), else by key. So that both kinds of merge are on the record,
+filegroup/posmerge.py), else by key. So that both kinds of merge are on the record,
 a second lsm_lab process then reads the table twice more each way, alternated,
 and reports the read merged by key (positions ignored) beside a repeat of the
 timed read. pypaimon pins pyarrow < 20 and lsm_lab needs 25+, hence the separate
@@ -47,9 +47,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lsm_lab.allocator import command_env
-from lsm_lab.datagen import TripsGenerator
+from lsm_lab.api import Table, create_table, open_table
 from lsm_lab.errors import InputError
-from lsm_lab.table.table import Table, create_table, open_table
+from lsm_lab.lab.datagen import TripsGenerator
 
 KEY, PARTITION, ORDERING, BUCKETS = "uuid", "city", "ts", 4
 WORKER = Path(__file__).with_name("paimon_worker.py")

@@ -2,7 +2,7 @@
 
     lsm-lab bench storage [--rows 1000000] [--repeats 3] [--json OUT]
 
-Starts moto's S3 server on 127.0.0.1 (`lsm_lab.s3local`), creates the same
+Starts moto's S3 server on 127.0.0.1 (`lsm_lab.lab.s3local`), creates the same
 lsm_tree MERGE_ON_READ trips table on local disk and in a bucket, and times
 each operation on both, with the requests the S3 table sent:
 
@@ -34,10 +34,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from lsm_lab.api import Table, create_table
 from lsm_lab.bench import register_report_bench
-from lsm_lab.datagen import TripsGenerator
-from lsm_lab.s3local import LocalS3
-from lsm_lab.table.table import Table, create_table
+from lsm_lab.lab.datagen import TripsGenerator
+from lsm_lab.lab.s3local import LocalS3
 
 OPS = ("bulk_insert", "upsert", "read", "read columns", "lookup", "compact")
 

@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lsm_lab.errors import InputError, TableNotFoundError, UnsupportedFeatureError
-from lsm_lab.table import records
+from lsm_lab.merge import records
 
 #: a few differences are enough to see what is wrong
 MAX_REPORTED = 20

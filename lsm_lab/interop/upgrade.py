@@ -13,7 +13,7 @@ predate RFC-103 can read it. Switching it to native (v2) logs is a change of
                                                         f1_0-0-0_t4_1.delete.parquet
 
 The slice now holds both formats. Readers merge its changes in commit order
-whatever the format (`lsm_lab.table.v1read.ordered_units`), time travel to a
+whatever the format (`lsm_lab.filegroup.v1read.ordered_units`), time travel to a
 moment before the switch simply sees no v2 file yet, and a compaction of the
 slice reads both and writes one base file in the new layout.
 
@@ -53,10 +53,10 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from lsm_lab import config as cfg
+from lsm_lab.api import Table, open_table
 from lsm_lab.errors import InputError, UnsupportedFeatureError
 from lsm_lab.services.lock import table_lock
-from lsm_lab.table.table import Table, open_table
+from lsm_lab.timeline import config as cfg
 
 KEY_UPGRADE_PENDING = cfg.KEY_UPGRADE_PENDING
 KEY_UPGRADED_FROM = "lsm_lab.upgraded.from.version"

@@ -21,15 +21,7 @@ import pyarrow as pa
 from lsm_lab.errors import InputError
 from lsm_lab.merge.hashmerge import merge_hash
 from lsm_lab.merge.heap import merge_heapq
-from lsm_lab.merge.loser_tree import (
-    LeafState,
-    LeafView,
-    LoserTree,
-    MergeIterator,
-    Step,
-    merge_batches,
-    trace_merge,
-)
+from lsm_lab.merge.loser_tree import LeafState, LeafView, LoserTree, MergeIterator, Step, merge_batches, trace_merge
 from lsm_lab.merge.semantics import MergeMode, MergeSpec, Source, fold, model_merge, prepare_sources
 from lsm_lab.merge.sorted import merge_sorted
 

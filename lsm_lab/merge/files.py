@@ -11,7 +11,7 @@ overridden (see the performance notes): ``ParquetFile`` is opened with
 ``pre_buffer=False`` and a small ``buffer_size`` (the default pre-buffers a
 whole row group per input on the first batch), and output rows are buffered
 into row groups of ``row_group_size`` rows by the one data-file writer
-(`lsm_lab.layout.parquet_io`: page checksums, key range and `sorting_columns`
+(`lsm_lab.format.parquet_io`: page checksums, key range and `sorting_columns`
 in the footer, temp file then rename), which encodes on its own thread (Arrow
 releases the GIL while encoding), up to `parquet_io.ENCODE_QUEUE` row groups queued.
 
@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lsm_lab.errors import CorruptFileError, InputError, LsmLabError
-from lsm_lab.layout import parquet_io
+from lsm_lab.format import parquet_io
 from lsm_lab.merge import ENGINES, open_merge
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
 from lsm_lab.progress import new_bar

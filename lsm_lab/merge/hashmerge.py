@@ -49,14 +49,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lsm_lab.merge.semantics import (
-    MergeMode,
-    MergeSpec,
-    Source,
-    SourceInput,
-    check_keys_not_null,
-    select_winners,
-)
+from lsm_lab.merge.semantics import MergeMode, MergeSpec, Source, SourceInput, check_keys_not_null, select_winners
 
 
 def _log_map(logs: Sequence[SourceInput], schema: pa.Schema,

@@ -1,7 +1,7 @@
 """The overlay merge: a file slice held in memory, its logs folded and laid over the base.
 
 A snapshot read has the whole slice in memory anyway (the base file and its
-logs, read by table/read.py), and the base is most of it: in an upsert
+logs, read by filegroup/read.py), and the base is most of it: in an upsert
 workload a base of 83,000 rows meets logs of a few thousand rows each. The
 streaming engines treat every row alike (the sorted engine sorts each round
 of base and log rows together; the hash engine streams the base in batches).

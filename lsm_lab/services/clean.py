@@ -48,14 +48,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from lsm_lab import checks, paths
+from lsm_lab import checks
 from lsm_lab.errors import CorruptTableError, InputError
-from lsm_lab.layout import fsview, keyindex, naming
+from lsm_lab.filegroup import fsview
+from lsm_lab.filegroup.planner import pending_plans
+from lsm_lab.format import keyindex, naming
 from lsm_lab.services import heartbeat
 from lsm_lab.services.lock import table_lock
-from lsm_lab.services.planner import pending_plans
 from lsm_lab.services.rollback import rollback_failed_writes
-from lsm_lab.storage import StoragePath
+from lsm_lab.storage import StoragePath, paths
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.instant import (
     CLEAN,

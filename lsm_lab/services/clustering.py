@@ -57,7 +57,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lsm_lab import checks, paths
+from lsm_lab import checks
 from lsm_lab.errors import (
     ConflictError,
     CorruptFileError,
@@ -66,25 +66,20 @@ from lsm_lab.errors import (
     TimelineError,
     UnsupportedFeatureError,
 )
-from lsm_lab.layout import fsview, keyindex, naming, parquet_io
-from lsm_lab.layout.fsview import DataFile, FileSlice
-from lsm_lab.merge import SORTED_ENGINES, merge_sources, merge_to_table
+from lsm_lab.filegroup import fsview, index
+from lsm_lab.filegroup import write as writer
+from lsm_lab.filegroup.fsview import DataFile, FileSlice
+from lsm_lab.filegroup.planner import pending_file_groups
+from lsm_lab.filegroup.read import ReadContext, iter_sources
+from lsm_lab.format import keyindex, naming, parquet_io
+from lsm_lab.merge import SORTED_ENGINES, merge_sources, merge_to_table, records
+from lsm_lab.merge.records import FILE_NAME
 from lsm_lab.services import heartbeat, markers
 from lsm_lab.services.claim import claim
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.occ import find_conflict
-from lsm_lab.services.planner import pending_file_groups
-from lsm_lab.services.rollback import (
-    remove_timeline_files,
-    reset_compaction,
-    rollback_failed_writes,
-    rollback_pending,
-)
-from lsm_lab.storage import StoragePath
-from lsm_lab.table import index, records
-from lsm_lab.table import write as writer
-from lsm_lab.table.read import ReadContext, iter_sources
-from lsm_lab.table.records import FILE_NAME
+from lsm_lab.services.rollback import remove_timeline_files, reset_compaction, rollback_failed_writes, rollback_pending
+from lsm_lab.storage import StoragePath, paths
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import CLUSTERING, Instant, State
@@ -159,7 +154,7 @@ class SliceInfo:
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> SliceInfo:
-        """One slice of a plan; every path checked by the path guard (lsm_lab/paths.py) before use."""
+        """One slice of a plan; every path checked by the path guard (lsm_lab/storage/paths.py) before use."""
         if not isinstance(raw, Mapping) or not raw.get("fileId"):
             raise TimelineError("a clustering plan slice has no fileId")
         partition = paths.partition(str(raw.get("partitionPath") or ""), field="partitionPath")

@@ -72,17 +72,10 @@ import pyarrow as pa
 
 from lsm_lab import checks
 from lsm_lab.errors import ConflictError, CorruptFileError, InputError, SchemaError, TimelineError
-from lsm_lab.layout import fsview, keyindex, naming, parquet_io
-from lsm_lab.layout.fsview import DataFile
-from lsm_lab.logformat import v2
-from lsm_lab.merge import SORTED_ENGINES, merge_sources, merge_to_table
-from lsm_lab.merge.semantics import MergeMode, select_winners
-from lsm_lab.progress import progress as show_progress
-from lsm_lab.services import heartbeat, markers, plancheck
-from lsm_lab.services.claim import claim
-from lsm_lab.services.clustering import pending_clustering_file_groups
-from lsm_lab.services.lock import table_lock
-from lsm_lab.services.planner import (
+from lsm_lab.filegroup import fsview
+from lsm_lab.filegroup import write as writer
+from lsm_lab.filegroup.fsview import DataFile
+from lsm_lab.filegroup.planner import (
     FULL,
     LOG,
     PLANNER_KEYS,
@@ -95,21 +88,22 @@ from lsm_lab.services.planner import (
     pending_plans,
     read_plan,
 )
+from lsm_lab.filegroup.read import ReadContext, iter_sources, key_from_field
+from lsm_lab.format import keyindex, naming, parquet_io
+from lsm_lab.format import log_v2 as v2
+from lsm_lab.merge import SORTED_ENGINES, merge_sources, merge_to_table, records
+from lsm_lab.merge.records import DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
+from lsm_lab.merge.semantics import MergeMode, select_winners
+from lsm_lab.progress import progress as show_progress
+from lsm_lab.services import heartbeat, markers, plancheck
+from lsm_lab.services.claim import claim
+from lsm_lab.services.clustering import pending_clustering_file_groups
+from lsm_lab.services.lock import table_lock
 from lsm_lab.services.rollback import reset_compaction, rollback_failed_writes
 from lsm_lab.storage import StoragePath
-from lsm_lab.table import records
-from lsm_lab.table import write as writer
-from lsm_lab.table.read import ReadContext, iter_sources, key_from_field
-from lsm_lab.table.records import DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.clock import parse_time
-from lsm_lab.timeline.instant import (
-    COMPACTION,
-    DELTA_COMMIT,
-    LOG_COMPACTION,
-    Instant,
-    requested_instant,
-)
+from lsm_lab.timeline.instant import COMPACTION, DELTA_COMMIT, LOG_COMPACTION, Instant, requested_instant
 from lsm_lab.timeline.metadata import WriteStat, commit_metadata
 
 # Rows per batch of the streaming merge: a FULL operation holds about two batches per file of the slice

@@ -44,9 +44,8 @@ import time
 from pathlib import Path
 from typing import IO
 
-from lsm_lab import paths
 from lsm_lab.errors import ConflictError
-from lsm_lab.storage import StoragePath
+from lsm_lab.storage import StoragePath, paths
 
 HEARTBEAT_FOLDER = ".heartbeat"
 

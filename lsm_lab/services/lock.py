@@ -38,9 +38,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from lsm_lab import paths
 from lsm_lab.errors import ConflictError
-from lsm_lab.storage import StorageLock, StoragePath, storage_of
+from lsm_lab.storage import StorageLock, StoragePath, paths, storage_of
 
 LOCK_FILE = ".lsm_lab.lock"
 LOCK_VALIDITY = 30.0  # seconds an object-store lock lease lasts unless renewed (env LSM_LAB_LOCK_VALIDITY_S)

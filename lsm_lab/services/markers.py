@@ -29,8 +29,7 @@ import os
 import shutil
 from pathlib import Path
 
-from lsm_lab import paths
-from lsm_lab.storage import StoragePath, walk_files
+from lsm_lab.storage import StoragePath, paths, walk_files
 
 TEMP_FOLDER = ".temp"
 IO_TYPES = ("CREATE", "MERGE", "APPEND")

@@ -55,20 +55,13 @@ from typing import Any
 import pyarrow as pa
 
 from lsm_lab.errors import ConflictError, TimelineError
-from lsm_lab.layout import keyindex
+from lsm_lab.format import keyindex
 from lsm_lab.services import heartbeat, markers
 from lsm_lab.services.lock import check_table_lock, table_lock
 from lsm_lab.services.rollback import delete_instant_files, rollback_failed_writes, rollback_pending
 from lsm_lab.storage import StoragePath
 from lsm_lab.timeline.active import ActiveTimeline, InstantExistsError
-from lsm_lab.timeline.instant import (
-    CLUSTERING,
-    COMMIT,
-    DELTA_COMMIT,
-    REPLACE_COMMIT,
-    Instant,
-    normalize_time,
-)
+from lsm_lab.timeline.instant import CLUSTERING, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant, normalize_time
 from lsm_lab.timeline.metadata import iter_write_stats
 
 # completed actions a writer can conflict with (compactions never conflict, see the module doc;

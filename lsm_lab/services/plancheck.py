@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lsm_lab.errors import CorruptTableError
-from lsm_lab.layout.fsview import FileGroup
+from lsm_lab.filegroup.fsview import FileGroup
 from lsm_lab.storage import StoragePath
 from lsm_lab.timeline.instant import normalize_time
 

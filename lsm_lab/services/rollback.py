@@ -53,16 +53,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lsm_lab import paths
-from lsm_lab.config import read_config
 from lsm_lab.errors import ConflictError, InputError, LsmLabError
-from lsm_lab.layout import keyindex, naming
-from lsm_lab.layout.fsview import list_data_files
+from lsm_lab.filegroup.fsview import list_data_files
+from lsm_lab.filegroup.planner import pending_plans
+from lsm_lab.format import keyindex, naming
 from lsm_lab.services import heartbeat, markers
-from lsm_lab.services.planner import pending_plans
-from lsm_lab.storage import StoragePath, as_path, is_local, list_names
+from lsm_lab.storage import StoragePath, as_path, is_local, list_names, paths
 from lsm_lab.timeline import visibility
 from lsm_lab.timeline.active import ActiveTimeline
+from lsm_lab.timeline.config import read_config
 from lsm_lab.timeline.instant import (
     CLEAN,
     CLUSTERING,

@@ -49,23 +49,11 @@ from typing import Any
 from lsm_lab.errors import ConflictError, InputError, TimelineError
 from lsm_lab.services import heartbeat
 from lsm_lab.services.lock import table_lock
-from lsm_lab.services.rollback import (
-    _run_restore,
-    remove_timeline_files,
-    resume_restore,
-    rollback_failed_writes,
-)
+from lsm_lab.services.rollback import _run_restore, remove_timeline_files, resume_restore, rollback_failed_writes
 from lsm_lab.table.state import TableState, list_savepoints
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.archive import is_archived
-from lsm_lab.timeline.instant import (
-    CLEAN,
-    RESTORE,
-    SAVEPOINT,
-    Instant,
-    State,
-    normalize_time,
-)
+from lsm_lab.timeline.instant import CLEAN, RESTORE, SAVEPOINT, Instant, State, normalize_time
 
 
 # --------------------------------------------------------------------------- savepoints

@@ -41,13 +41,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lsm_lab import config as cfg
 from lsm_lab.errors import UnsupportedFeatureError
-from lsm_lab.layout import naming, parquet_io
+from lsm_lab.filegroup import index, read, write
+from lsm_lab.format import naming, parquet_io
+from lsm_lab.merge import records
 from lsm_lab.services import occ
 from lsm_lab.services.lock import table_lock
-from lsm_lab.table import index, read, records, write
 from lsm_lab.table.state import TableState
+from lsm_lab.timeline import config as cfg
 from lsm_lab.timeline.instant import COMPACTION, LOG_COMPACTION, REPLACE_COMMIT
 from lsm_lab.timeline.metadata import WriteStat, commit_metadata
 

@@ -51,10 +51,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from lsm_lab.api import Table, open_table
 from lsm_lab.spark.jobs import active_session, arrow_schema_for, spark_schema
 from lsm_lab.storage import StoragePath
 from lsm_lab.table.cdc import is_change
-from lsm_lab.table.table import Table, open_table
 from lsm_lab.timeline.instant import normalize_time
 
 MAX_CDC_TASKS = 256

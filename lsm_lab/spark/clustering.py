@@ -32,10 +32,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from lsm_lab.api import open_table
 from lsm_lab.errors import ConflictError
 from lsm_lab.services import clustering, heartbeat
 from lsm_lab.spark.jobs import TaskClock, TaskHook, active_session, job_progress, reconcile, reraise
-from lsm_lab.table.table import open_table
 from lsm_lab.timeline.instant import Instant
 from lsm_lab.timeline.metadata import WriteStat
 

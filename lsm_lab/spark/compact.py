@@ -41,13 +41,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from lsm_lab.api import Table, open_table
 from lsm_lab.errors import ConflictError, InputError
+from lsm_lab.filegroup.planner import FULL, LOG, Operation, pending_plans
 from lsm_lab.merge import ENGINES
 from lsm_lab.services import compaction, heartbeat
-from lsm_lab.services.planner import FULL, LOG, Operation, pending_plans
 from lsm_lab.spark.jobs import TaskClock, TaskHook, TaskReport, active_session, job_progress, reconcile, reraise
 from lsm_lab.storage import StoragePath
-from lsm_lab.table.table import Table, open_table
 from lsm_lab.timeline.instant import Instant
 from lsm_lab.timeline.metadata import WriteStat
 

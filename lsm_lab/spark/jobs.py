@@ -69,7 +69,7 @@ import pyarrow as pa
 
 from lsm_lab import errors
 from lsm_lab.errors import LsmLabError
-from lsm_lab.layout import naming, parquet_io
+from lsm_lab.format import naming, parquet_io
 from lsm_lab.progress import new_bar
 from lsm_lab.services.rollback import files_of_instant
 from lsm_lab.spark.session import spark_session
@@ -211,7 +211,7 @@ def reconcile(base_path: Path | StoragePath, instant: str, stats: Sequence[Write
     """Delete files of `instant` that no write stat names (left by failed or retried task attempts)."""
     keep = {s.path for s in stats} | {f"{s.partitionPath}/{n}" if s.partitionPath else n
                                       for s in stats for n in s.logFiles}
-    keep |= {rel for s in stats for rel in (s.cdcStats or {})}  # CDC logs (table/cdclog.py)
+    keep |= {rel for s in stats for rel in (s.cdcStats or {})}  # CDC logs (filegroup/cdclog.py)
     removed = []
     for path in files_of_instant(base_path, instant):
         rel = path.relative_to(base_path).as_posix()

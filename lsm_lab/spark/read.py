@@ -31,12 +31,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from lsm_lab.api import open_table
 from lsm_lab.errors import InputError
-from lsm_lab.layout.fsview import FileSlice
+from lsm_lab.filegroup.fsview import FileSlice
+from lsm_lab.filegroup.read import ReadContext, read_slice
 from lsm_lab.spark.jobs import active_session, arrow_schema_for, spark_schema, table_uri
 from lsm_lab.storage import StoragePath, is_local
-from lsm_lab.table.read import ReadContext, read_slice
-from lsm_lab.table.table import open_table
 
 MAX_READ_TASKS = 256
 

@@ -36,7 +36,7 @@ Hudi's bucket partitioner does. A task that received more than one group
 (never, unless Spark's hash changes) still writes each on its own.
 
 **Small files.** With the key-lookup index, new keys first fill the small
-file groups of their partition (table/smallfiles.py: Hudi's
+file groups of their partition (filegroup/smallfiles.py: Hudi's
 `hoodie.parquet.small.file.limit`, `hoodie.parquet.max.file.size`,
 `hoodie.copyonwrite.insert.split.size`,
 `hoodie.merge.small.file.group.candidates.limit`, with Hudi's defaults). The
@@ -89,12 +89,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lsm_lab.config import TableConfig
+from lsm_lab.api import Table, open_table
 from lsm_lab.errors import InputError, LsmLabError
-from lsm_lab.interop import compat
-from lsm_lab.layout import naming
-from lsm_lab.layout.fsview import FileGroup, FileSlice
-from lsm_lab.logformat import v2
+from lsm_lab.filegroup import cdclog, compat, index, smallfiles
+from lsm_lab.filegroup import write as writer
+from lsm_lab.filegroup.fsview import FileGroup, FileSlice
+from lsm_lab.filegroup.read import ReadContext
+from lsm_lab.format import log_v2 as v2
+from lsm_lab.format import naming
+from lsm_lab.merge import records
+from lsm_lab.merge.records import DELETE_FLAG, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 from lsm_lab.services import archiver, clean, compaction, markers, occ
 from lsm_lab.services.lock import table_lock
 from lsm_lab.spark.compact import compact_table
@@ -110,11 +114,7 @@ from lsm_lab.spark.jobs import (
     spark_schema,
 )
 from lsm_lab.storage import StoragePath, as_path, is_local
-from lsm_lab.table import cdclog, index, records, smallfiles
-from lsm_lab.table import write as writer
-from lsm_lab.table.read import ReadContext
-from lsm_lab.table.records import DELETE_FLAG, META_COLUMNS, PARTITION_PATH, RECORD_KEY
-from lsm_lab.table.table import Table, open_table
+from lsm_lab.timeline.config import TableConfig
 from lsm_lab.timeline.instant import COMMIT, DELTA_COMMIT, Instant
 from lsm_lab.timeline.metadata import WriteStat, commit_metadata
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pyarrow.fs
 
-from lsm_lab import localguard
+from lsm_lab.storage import localguard
 from lsm_lab.storage.base import (
     AlreadyExistsError,
     ObjectInfo,

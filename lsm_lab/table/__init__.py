@@ -1,17 +1,18 @@
-"""The table: records in, records out, and what is on disk.
+"""Layer 7, the table: the whole table's state, and reads across its file groups.
 
-    records.py   rows in: normalise, key, partition, validate, de-duplicate, sort
-    index.py     which file group a key goes to (bucket index, key-lookup index)
-    v1read.py    v1 (#HUDI#) log blocks as ordered merge units of a slice
-    read.py      one file slice → merge sources → rows (ReadContext and the slice-read helpers)
-    write.py     one file group's share of a batch → a base file or a log file
-    state.py     TableState: timeline, schema, file-system view, read context (what services read)
-    scan.py      a whole-table read with a filter: partition and key pruning, then read.py per slice
-    inspect.py   file_slices, dump_levels, footers
-    table.py     Table (TableState plus the verbs), create_table, open_table — above lsm_lab.services
+    state.py      TableState: timeline, schema, file-system view, read context (what services read)
+    scan.py       a whole-table read with a filter: partition and key pruning, then a slice read per slice
+    cdc.py        change-data-capture reads (incremental and CDC queries)
+    inspect.py    file_slices, dump_levels, footers
+    lookup.py     PrunedReader, KeyLookup: Table.lookup's engine and read(filter=...)'s key pruning
+    footer.py     FileInfo, FooterCache: a data file's key range, bloom and row-group statistics, read once
+    predicate.py  KeyPredicate: the keys (or key range) a filter or a lookup asks for
+    stats.py      LookupStats: what a lookup read and skipped (files, row groups, rows)
 
-Everything here but table.py sits below lsm_lab.services; table.py sits above
-them (tests/test_architecture.py checks the order).
+Below: filegroup/ (one group's slices), merge/, format/, timeline/, storage/.
+Above: services/ (which take a `TableState`), then api.py (`Table`, the facade).
 
-Taught in: notebooks/01_build_a_table.ipynb
+This package imports nothing on purpose: import the submodule you need.
+
+Taught in: notebooks/01_build_a_table.ipynb, notebooks/08_point_lookups.ipynb
 """

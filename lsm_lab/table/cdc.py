@@ -54,14 +54,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lsm_lab import checks, paths
+from lsm_lab import checks
 from lsm_lab.errors import CorruptFileError, CorruptTableError, InputError, RetentionError
-from lsm_lab.layout import naming
-from lsm_lab.layout.fsview import FileSlice
-from lsm_lab.logformat import cdc
-from lsm_lab.table import records, scan
-from lsm_lab.table.read import ReadContext
-from lsm_lab.table.records import COMMIT_TIME, PARTITION_PATH, RECORD_KEY
+from lsm_lab.filegroup.fsview import FileSlice
+from lsm_lab.filegroup.read import ReadContext
+from lsm_lab.format import cdc, naming
+from lsm_lab.merge import records
+from lsm_lab.merge.records import COMMIT_TIME, PARTITION_PATH, RECORD_KEY
+from lsm_lab.storage import paths
+from lsm_lab.table import scan
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.instant import CLEAN, CLUSTERING, COMPACTION, LOG_COMPACTION, Instant, normalize_time
 from lsm_lab.timeline.metadata import iter_write_stats

@@ -27,9 +27,10 @@ from typing import Any
 import pandas as pd
 
 from lsm_lab.errors import TableNotFoundError
-from lsm_lab.layout import fsview, parquet_io
-from lsm_lab.layout.fsview import DataFile
-from lsm_lab.logformat import v2
+from lsm_lab.filegroup import fsview
+from lsm_lab.filegroup.fsview import DataFile
+from lsm_lab.format import log_v2 as v2
+from lsm_lab.format import parquet_io
 from lsm_lab.storage import StoragePath, as_path
 from lsm_lab.table.state import TableState
 

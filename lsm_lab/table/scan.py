@@ -7,13 +7,13 @@
 A filter on the record key (`_hoodie_record_key`, or the key field(s) of a
 table lsm_lab created: `=`, `in`, ranges) also prunes inside each slice: files
 by key range and bloom filter, row groups by statistics, rows by binary search
-in sorted files (lsm_lab/lookup/lookup.py), and files the key index rules out
+in sorted files (lsm_lab/table/lookup.py), and files the key index rules out
 are skipped before their footers are read, as in a lookup.  The full filter is
 still applied after the merge, so pruning changes what is read, never what is
 returned.
 
-This module sits above both table/read.py (one slice) and lookup/lookup.py
-(key pruning), which itself reads slices through table/read.py.
+This module sits above both filegroup/read.py (one slice) and table/lookup.py
+(key pruning), which itself reads slices through filegroup/read.py.
 
 Simplified compared with Apache Hudi: partition pruning understands filters on
 partition columns given as `(column, op, value)` tuples only; no column-stats
@@ -33,12 +33,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lsm_lab.config import TableConfig
 from lsm_lab.errors import InputError
-from lsm_lab.layout.fsview import FileSlice
-from lsm_lab.lookup import lookup as key_lookup
-from lsm_lab.table import records
-from lsm_lab.table.read import ReadContext, check_engine, needed_columns, read_slice
+from lsm_lab.filegroup.fsview import FileSlice
+from lsm_lab.filegroup.read import ReadContext, check_engine, needed_columns, read_slice
+from lsm_lab.merge import records
+from lsm_lab.table import lookup as key_lookup
+from lsm_lab.timeline.config import TableConfig
 
 #: slices merged at once by a snapshot read (two per core was tried: no faster when the machine is idle,
 #: since the Python between Arrow's kernels holds the GIL; 0.44 s against 0.39 s with 2 threads on 2 cores)

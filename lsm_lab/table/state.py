@@ -5,14 +5,14 @@
      time        resolve_time(as_of) · check_retained(read_time)
      schema      schema (latest commit's extraMetadata, else hoodie.properties, else a base file)
      files       partitions · file_groups(as_of) · latest_slices(as_of)
-     reading     read_context(read_time) → ReadContext for table/read.py's slice readers
+     reading     read_context(read_time) → ReadContext for filegroup/read.py's slice readers
      writing     check_writable()
 
-`lsm_lab.table.table.Table` is this class plus the verbs (write, read, compact,
+`lsm_lab.api.Table` is this class plus the verbs (write, read, compact,
 clean, ...): the services below the `Table` facade take a `TableState` and
 never import the facade, so the layers stay one-way:
 
-    Table (table/table.py) ──► services/* ──► TableState (this module) ──► timeline, layout
+    Table (api.py) ──► services/* ──► TableState (this module) ──► timeline, layout
 
 A `TableState` holds no cached state that could go stale: every call lists the
 timeline and the folder again.
@@ -36,7 +36,6 @@ from typing import Any
 import pyarrow as pa
 
 from lsm_lab.avro_schema import avro_to_arrow_schema
-from lsm_lab.config import KEY_UPGRADE_PENDING, TableConfig
 from lsm_lab.errors import (
     CorruptTableError,
     InputError,
@@ -45,17 +44,19 @@ from lsm_lab.errors import (
     TimelineError,
     UnsupportedFeatureError,
 )
-from lsm_lab.layout import fsview, naming, parquet_io
-from lsm_lab.layout.fsview import DataFile, FileGroup, FileSlice
+from lsm_lab.filegroup import fsview
+from lsm_lab.filegroup import read as reader
+from lsm_lab.filegroup import write as writer
+from lsm_lab.filegroup.fsview import DataFile, FileGroup, FileSlice
+from lsm_lab.format import naming, parquet_io
+from lsm_lab.merge import records
 from lsm_lab.storage import Storage, StoragePath, as_path, storage_of
-from lsm_lab.table import read as reader
-from lsm_lab.table import records
-from lsm_lab.table import write as writer
 from lsm_lab.timeline import visibility
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.archive import ArchivedTimeline, is_archived
 from lsm_lab.timeline.clock import INIT_INSTANT_TS, format_time, is_beginning, parse_time
 from lsm_lab.timeline.committed import committed_files
+from lsm_lab.timeline.config import KEY_UPGRADE_PENDING, TableConfig
 from lsm_lab.timeline.instant import (
     CLEAN,
     COMPACTION,
@@ -244,7 +245,7 @@ class TableState:
         """What a slice reader needs to merge this table as of `read_time` (None: now).
 
         The `ReadContext` is plain data (path, config, schema, begin → completion
-        times), so Spark ships it to its tasks; `table/read.py`'s `read_slice`,
+        times), so Spark ships it to its tasks; `filegroup/read.py`'s `read_slice`,
         `load_sources` and `iter_sources` take it with a `FileSlice`."""
         schema = self.schema
         if schema is None:

@@ -35,11 +35,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from lsm_lab import atomic, paths
-from lsm_lab.config import TableConfig
 from lsm_lab.errors import ConflictError, CorruptTableError, TimelineError
-from lsm_lab.storage import StoragePath, as_path, is_local, list_names
+from lsm_lab.storage import StoragePath, as_path, atomic, is_local, list_names, paths
 from lsm_lab.timeline import clock
+from lsm_lab.timeline.config import TableConfig
 from lsm_lab.timeline.instant import (
     CLUSTERING,
     COMMIT,

@@ -52,10 +52,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lsm_lab import atomic, paths
-from lsm_lab.config import TableConfig
 from lsm_lab.errors import CorruptFileError, CorruptTableError, TimelineError
-from lsm_lab.storage import StoragePath, as_path, is_local, list_names
+from lsm_lab.storage import StoragePath, as_path, atomic, is_local, list_names, paths
+from lsm_lab.timeline.config import TableConfig
 from lsm_lab.timeline.instant import Instant, State, normalize_time
 from lsm_lab.timeline.metadata import check_paths, decode_instant_content
 

@@ -31,9 +31,8 @@ import os
 import threading
 from pathlib import Path
 
-from lsm_lab import atomic, paths
 from lsm_lab.errors import TimelineError
-from lsm_lab.storage import StoragePath
+from lsm_lab.storage import StoragePath, atomic, paths
 
 CLOCK_FILE = ".lsm_lab_clock"
 TIME_FORMAT_LEN = 17

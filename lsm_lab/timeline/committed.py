@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from lsm_lab import paths
+from lsm_lab.storage import paths
 from lsm_lab.timeline.instant import Instant
 from lsm_lab.timeline.metadata import iter_write_stats
 

@@ -39,9 +39,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from lsm_lab import paths
 from lsm_lab.avro_schema import arrow_to_avro_schema, avro_schema_json, hudi_record_names
 from lsm_lab.errors import CorruptFileError, LsmLabError
+from lsm_lab.storage import paths
 
 AVRO_MAGIC = b"Obj\x01"
 

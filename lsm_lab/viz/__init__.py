@@ -31,7 +31,7 @@ from lsm_lab.viz.plan import plot_plan
 from lsm_lab.viz.timeline import plot_timeline
 
 if TYPE_CHECKING:
-    from lsm_lab.table.table import Table
+    from lsm_lab.api import Table
 
 
 def write_figures(table: Table, out_dir: str | os.PathLike[str], *, dpi: int = 110) -> list[Path]:

@@ -62,20 +62,13 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from lsm_lab.errors import LsmLabError
-from lsm_lab.layout import naming
-from lsm_lab.layout.fsview import DataFile, FileGroup, FileSlice
+from lsm_lab.filegroup.fsview import DataFile, FileGroup, FileSlice
+from lsm_lab.format import naming
 from lsm_lab.table.inspect import file_facts
-from lsm_lab.viz.style import (
-    DELETE_HATCH,
-    VizFigure,
-    group_label,
-    instant_colours,
-    legend_subset,
-    new_figure,
-)
+from lsm_lab.viz.style import DELETE_HATCH, VizFigure, group_label, instant_colours, legend_subset, new_figure
 
 if TYPE_CHECKING:
-    from lsm_lab.table.table import Table
+    from lsm_lab.api import Table
 
 SIZES = ("rows", "bytes", "files")
 EDGE = "#222222"

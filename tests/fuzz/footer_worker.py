@@ -21,7 +21,7 @@ from typing import Any
 
 import lsm_lab
 from lsm_lab.errors import LsmLabError
-from lsm_lab.lookup.footer import clear_footer_cache
+from lsm_lab.table.footer import clear_footer_cache
 
 TIMEOUT_S = 30
 

@@ -2,7 +2,7 @@
 
 pyarrow turns the column-chunk metadata of a footer into C++ objects only when it is first
 asked for, and a C++ exception there used to end the process (SIGABRT, issue 28 finding 6;
-`lsm_lab/layout/footercheck.py`).  So the cases run in a subprocess (`footer_worker.py`): it
+`lsm_lab/format/footercheck.py`).  So the cases run in a subprocess (`footer_worker.py`): it
 flips one bit of the footer (the Thrift FileMetaData before the trailing length and `PAR1`),
 runs a snapshot read and a lookup (and, in the slow variant, a full compaction of a copy
 followed by a read), and reports each case as a JSON line.  A worker that dies fails only its

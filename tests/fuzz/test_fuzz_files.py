@@ -38,8 +38,8 @@ from fuzzkit import (
 )
 
 import lsm_lab
-from lsm_lab.layout import fsview
-from lsm_lab.logformat import v1
+from lsm_lab.filegroup import fsview
+from lsm_lab.format import log_v1 as v1
 
 pytestmark = pytest.mark.slow
 

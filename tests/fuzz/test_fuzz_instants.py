@@ -23,7 +23,7 @@ import pyarrow as pa
 from fuzzkit import canonical, outcome
 
 import lsm_lab
-from lsm_lab.layout import fsview
+from lsm_lab.filegroup import fsview
 from lsm_lab.timeline.instant import State, parse_file_name
 
 # the write's own meta values differ from run to run (its instant time); the rows must not

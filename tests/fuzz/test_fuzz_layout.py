@@ -27,7 +27,7 @@ import pytest
 from fuzzkit import canonical, outcome
 
 import lsm_lab
-from lsm_lab.layout import fsview
+from lsm_lab.filegroup import fsview
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ one after the other on a freshly opened table:
 Every step either works or raises an `LsmLabError` (any other exception fails
 the case), and afterwards the canary tree must be byte for byte what it was:
 no file written, replaced, truncated or deleted through a link out of the table
-(lsm_lab/paths.py, "Symbolic links planted in a local table").
+(lsm_lab/storage/paths.py, "Symbolic links planted in a local table").
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ def test_tiny_run_gives_records(spark: Any, tmp_path: Path) -> None:
 
 
 def test_tables_are_built_with_arrow_and_cached(tmp_path: Path) -> None:
-    from lsm_lab.table.table import open_table
+    from lsm_lab.api import open_table
 
     path, log_rows, cached = bench.cached_table(tmp_path, 4_000, 3, 0.3, file_groups=2, seed=1)
     assert not cached and log_rows == 3 * 400
@@ -97,7 +97,7 @@ def test_a_task_forgets_the_key_facts_earlier_tasks_kept(tmp_path: Path) -> None
     commits them from the footers; kept, they grew every later task's starting RSS)."""
     import pyarrow as pa
 
-    from lsm_lab.layout import parquet_io
+    from lsm_lab.format import parquet_io
 
     path = tmp_path / "f.parquet"
     parquet_io.write_parquet(path, pa.table({"_hoodie_record_key": [f"k{i:06d}" for i in range(50_000)]}))

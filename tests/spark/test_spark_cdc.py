@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import lsm_lab
-from lsm_lab.datagen import TripsGenerator
+from lsm_lab.lab.datagen import TripsGenerator
 from lsm_lab.spark import read_cdc
 
 pytestmark = pytest.mark.spark

@@ -24,7 +24,7 @@ JOB = r'''
 import json, sys
 from pathlib import Path
 import lsm_lab
-from lsm_lab.datagen import TripsGenerator
+from lsm_lab.lab.datagen import TripsGenerator
 from lsm_lab.spark import compact_table, read_table, spark_session, write_table
 
 conf, folder = json.loads(sys.argv[1]), Path(sys.argv[2])
@@ -47,7 +47,7 @@ print(json.dumps({"compaction": done.begin_time, "master": apps}))
 def run_locally(spark: Any, folder: Path) -> list[dict[str, Any]]:
     """The same job on the test run's local session."""
     import lsm_lab
-    from lsm_lab.datagen import TripsGenerator
+    from lsm_lab.lab.datagen import TripsGenerator
     from lsm_lab.spark import compact_table, read_table, write_table
 
     gen = TripsGenerator(5, late_fraction=0.2)

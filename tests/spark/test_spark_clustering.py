@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import lsm_lab
-from lsm_lab.datagen import TripsGenerator
+from lsm_lab.lab.datagen import TripsGenerator
 from lsm_lab.spark.clustering import cluster_table
 from lsm_lab.spark.jobs import FailTask
 
@@ -49,7 +49,7 @@ def test_spark_clustering_equals_local(spark: Any, tmp_table: Callable[..., lsm_
 
 def test_spark_clustering_command(spark: Any, tmp_table: Callable[..., lsm_lab.Table],
                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from lsm_lab.cli import main
+    from lsm_lab.cli.app import main
 
     gen = TripsGenerator(7)
     t = tmp_table(name="trips", record_key="uuid", partition_by="city", ordering_field="ts", layout="default",

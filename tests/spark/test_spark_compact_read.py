@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 import lsm_lab
-from lsm_lab.datagen import TripsGenerator
-from lsm_lab.layout import fsview
+from lsm_lab.filegroup import fsview
+from lsm_lab.lab.datagen import TripsGenerator
 from lsm_lab.spark import compact_table, read_table
 from lsm_lab.spark.compact import run_compaction
 from lsm_lab.spark.jobs import FailTask

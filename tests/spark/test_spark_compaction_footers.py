@@ -23,8 +23,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import lsm_lab
-from lsm_lab.layout import parquet_io
-from lsm_lab.layout.bloom import BloomFilter
+from lsm_lab.format import parquet_io
+from lsm_lab.format.bloom import BloomFilter
 from lsm_lab.spark.compact import run_compaction
 
 pytestmark = pytest.mark.spark

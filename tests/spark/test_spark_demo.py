@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from lsm_lab.cli import build_parser
-from lsm_lab.demo import run_demo
+from lsm_lab.cli.app import build_parser
+from lsm_lab.lab.demo import run_demo
 
 pytestmark = pytest.mark.spark
 

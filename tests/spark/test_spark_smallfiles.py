@@ -24,11 +24,11 @@ import pytest
 
 import lsm_lab
 from lsm_lab.errors import ConflictError
-from lsm_lab.layout import fsview
+from lsm_lab.filegroup import fsview, smallfiles
+from lsm_lab.merge import records
 from lsm_lab.spark import SparkJobError, write_table
 from lsm_lab.spark import write as spark_write
 from lsm_lab.spark.jobs import FailTask
-from lsm_lab.table import records, smallfiles
 
 pytestmark = pytest.mark.spark
 

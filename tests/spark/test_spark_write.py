@@ -12,13 +12,14 @@ import pyarrow.parquet as pq
 import pytest
 
 import lsm_lab
-from lsm_lab.datagen import TripsGenerator
-from lsm_lab.layout import fsview, parquet_io
-from lsm_lab.logformat import v2
+from lsm_lab.filegroup import fsview, index
+from lsm_lab.format import log_v2 as v2
+from lsm_lab.format import parquet_io
+from lsm_lab.lab.datagen import TripsGenerator
+from lsm_lab.merge import records
 from lsm_lab.spark import SparkJobError, read_table, write_table
 from lsm_lab.spark.jobs import FailTask
 from lsm_lab.spark.write import partition_keys, spark_hash_long
-from lsm_lab.table import index, records
 
 pytestmark = pytest.mark.spark
 

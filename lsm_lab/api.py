@@ -1,0 +1,591 @@
+"""`Table`: the one object a user holds — create or open, write, read, inspect.
+
+    create_table(path, name=…, record_key=…)          open_table(path)
+                 │                                          │
+                 └──────────────► Table ◄───────────────────┘
+        writes:  insert · upsert · delete · bulk_insert      → completed Instant
+        reads:   read(as_of, columns, filter, merge) · lookup(keys) · read_optimized · read_incremental · read_cdc
+        inspect: timeline() · file_slices() · dump_levels() · file_groups()
+
+A `Table` holds no cached state that could go stale: every call lists the
+timeline and the folder again, so two `Table` objects (or two processes) on one
+path always agree with the disk.
+
+`Table` is a `TableState` (table/state.py: timeline, schema, files, read
+context) plus the verbs.  It is the one module of the table package above
+lsm_lab.services: the services take a `TableState`, and `Table` calls them.
+
+    Table ──► services (compaction, clean, rollback, savepoint, archiver, occ) ──► TableState
+      └─────► filegroup/write.py, table/scan.py, table/lookup.py ─────────────────► TableState
+
+Simplified compared with Apache Hudi: no write client / table service client
+split, no metadata table, no schema registry: the table schema is kept in the
+latest commit's `extraMetadata`, as Hudi does.
+
+Taught in: notebooks/00_why_lsm.ipynb, notebooks/01_build_a_table.ipynb
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lsm_lab import checks
+from lsm_lab.errors import CorruptTableError, InputError, LsmLabError, TableConfigError, UnsupportedFeatureError
+from lsm_lab.filegroup import cdclog, compat, fsview
+from lsm_lab.filegroup import read as reader
+from lsm_lab.filegroup import write as writer
+from lsm_lab.filegroup.fsview import FileGroup, FileSlice
+from lsm_lab.filegroup.readstats import ReadStats
+from lsm_lab.format import naming
+from lsm_lab.merge import records
+from lsm_lab.progress import progress
+from lsm_lab.services import archiver, clean, clustering, compaction, occ, savepoint, upgrade
+from lsm_lab.services import rollback as rb
+from lsm_lab.services.lock import table_lock
+from lsm_lab.storage import StoragePath, as_path, is_local, paths
+from lsm_lab.table import cdc, inspect, scan
+from lsm_lab.table import lookup as key_lookup
+from lsm_lab.table.state import TableState
+from lsm_lab.table.stats import LookupStats
+from lsm_lab.timeline import config as cfg
+from lsm_lab.timeline.active import ActiveTimeline
+from lsm_lab.timeline.instant import COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, Instant, normalize_time
+from lsm_lab.timeline.metadata import commit_metadata, summarize
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _one_listing(method: F) -> F:
+    """Run a read with the timeline and the data files listed once (`TableState.pinned`)."""
+    @functools.wraps(method)
+    def wrapper(self: Table, *args: Any, **kwargs: Any) -> Any:
+        with self.pinned():
+            return method(self, *args, **kwargs)
+    return wrapper  # type: ignore[return-value]
+
+
+class Table(TableState):
+    """A Hudi table on local storage, as lsm_lab reads and writes it (the state, plus the verbs)."""
+
+    #: what the last `read` or `lookup` skipped (corrupt v1 log blocks); None before the first
+    last_read_stats: ReadStats | None = None
+
+    def __repr__(self) -> str:
+        c = self.config
+        return (f"Table({str(self.path)!r}, name={c.name!r}, type={c.table_type}, layout={c.layout}, "
+                f"version={c.version}, key={list(c.record_key)}, partition_by={list(c.partition_by)})")
+
+    def _repr_html_(self) -> str:
+        c = self.config
+        inst = self.instants()
+        last = inst[-1] if inst else None
+        rows = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in [
+            ("path", self.path), ("type", c.table_type), ("layout", c.layout), ("table version", c.version),
+            ("record key", ", ".join(c.record_key)), ("partitioned by", ", ".join(c.partition_by) or "—"),
+            ("ordering field", c.ordering_field or "—"), ("merge mode", c.merge_mode),
+            ("instants", len(inst)), ("latest", last._repr_html_() if last else "—"),
+        ])
+        return f"<table><caption><b>lsm_lab table {c.name}</b></caption>{rows}</table>"
+
+    # ------------------------------------------------------------------ timeline
+    def timeline(self, archived: bool = False) -> pd.DataFrame:
+        """One row per instant: begin/completion time, action, state and the write statistics.
+
+        `archived=True` puts the instants of the LSM timeline first (column
+        `archived` tells them apart).
+        """
+        rows = []
+        items = [(i, False) for i in self.instants()]
+        old_meta: dict[str, dict[str, Any]] = {}
+        if archived:
+            old = self.archived_instants()
+            old_meta = self.archived_timeline.read_metadata_many(i.begin_time for i in old if i.is_write)
+            items = [(i, True) for i in old] + items
+        for inst, is_old in items:
+            row: dict[str, Any] = {"begin_time": inst.begin_time, "completion_time": inst.completion_time,
+                                   "action": inst.action, "state": inst.state.value}
+            stats = {"operation": None, "partitions": 0, "files": 0, "records_written": 0, "records_inserted": 0,
+                     "records_updated": 0, "records_deleted": 0, "bytes_written": 0}
+            if inst.is_completed and inst.is_write:
+                meta = old_meta[inst.begin_time] if is_old else self.instant_metadata(inst)
+                stats.update(summarize(meta))
+                stats["operation"] = meta.get("operationType")
+            row.update(stats)
+            if archived:
+                row["archived"] = is_old
+            rows.append(row)
+        cols = ["begin_time", "completion_time", "action", "state", "operation", "partitions", "files",
+                "records_written", "records_inserted", "records_updated", "records_deleted", "bytes_written"]
+        if archived:
+            cols.append("archived")
+        return pd.DataFrame(rows, columns=cols)
+
+    # ------------------------------------------------------------------ writes
+    def insert(self, data: Any) -> Instant:
+        """Insert records (a later version of an existing key still merges by key)."""
+        return self._write(data, "insert")
+
+    def upsert(self, data: Any) -> Instant:
+        """Insert new records and update existing ones (by record key)."""
+        return self._write(data, "upsert")
+
+    def bulk_insert(self, data: Any) -> Instant:
+        """Insert a large batch in one pass (new file groups are written as sorted base files)."""
+        return self._write(data, "bulk_insert")
+
+    def delete(self, keys_or_data: Any) -> Instant:
+        """Delete records: rows holding the key (and partition, ordering) columns, or a list of key strings."""
+        return self._write(keys_or_data, "delete")
+
+    def upgrade(self) -> Table:
+        """Rewrite this lsm_lab table to Apache Hudi's table version 10 in place (one replacecommit, crash-safe).
+
+        Returns the reopened table; see `lsm_lab.services.upgrade`.
+        """
+        upgrade.upgrade_to_v10(self)
+        return open_table(self.path)
+
+    def _write(self, data: Any, op: str) -> Instant:
+        """One optimistic write (services.occ): files written without the lock, conflicts checked at commit."""
+        self.check_writable()
+        current = self.schema
+        if current is None and not self.completed_writes():  # if this first write fails, create_table may start over
+            fsview.mark_first_write(self.path)
+        batch = writer.prepare(self.config, current, data, op)
+        action = DELTA_COMMIT if self.config.is_mor else COMMIT
+        with occ.WriteTransaction(self.path, self.active_timeline, action, {"operationType": op.upper()}) as txn:
+            txn.begin(self.latest_completion)
+            stats = self._write_files(batch, txn.begin_time, op, snapshot=txn.snapshot, txn=txn)
+            schema = batch.schema if len(batch.schema) else (current or pa.schema([]))
+            with table_lock(self.path):  # the schema committed meanwhile, plus this write's new columns
+                if len(schema):
+                    schema = occ.merge_schemas(self.schema, schema)
+                extra = {writer.SCHEMA_KEY: writer.schema_to_text(schema)} if len(schema) else {}
+                done = txn.commit(commit_metadata(stats, operation=op, extra=extra))
+        self._after_write()
+        return done
+
+    def _after_write(self) -> None:
+        """Inline table services configured in hoodie.properties: compaction, cleaning, archival."""
+
+        due, _ = compaction.inline_due(self)
+        if due:
+            compaction.compact(self, strategy=compaction.inline_strategy(self.config.props))
+        clean.maybe_clean(self)
+        archiver.maybe_archive(self)
+
+    def _write_files(self, batch: writer.PreparedBatch, instant: str, op: str, *, snapshot: str | None = None,
+                     txn: occ.WriteTransaction | None = None) -> list:
+        """Tag the batch against the snapshot the write started from and write one file per file group."""
+        rows = batch.rows
+        if rows.num_rows == 0:
+            return []
+        parts = sorted(pc.unique(rows.column(records.PARTITION_PATH)).to_pylist())
+        for p in parts:
+            records.check_partition_path(p)
+        if txn is not None and snapshot is None:
+            groups: list[FileGroup] = []  # the table was empty when this write started
+        else:
+            groups = self.file_groups(as_of=snapshot, partitions=parts)
+        by_partition: dict[str, list[FileGroup]] = {}
+        for g in groups:
+            by_partition.setdefault(g.partition, []).append(g)
+        schema = batch.schema if len(batch.schema) else (self.schema or pa.schema([]))
+        ctx = reader.ReadContext(self.path, self.config, schema, self.completion_map(snapshot), snapshot)
+        tagged = writer.tag(self.config, rows, by_partition, ctx, op=op)
+        writer.write_partition_metadata(self.path, parts, instant)
+        if txn is not None:  # every marker before any data file: a crash leaves nothing unmarked
+            for task, (partition, file_id, _, latest, _) in enumerate(tagged):
+                token = naming.write_token(task, 0, 0)
+                for name, io_type in [*self._planned_files(partition, file_id, latest, instant, op, task),
+                                      *cdclog.planned(self.config, file_id, token, instant)]:
+                    txn.mark(partition, name, io_type)
+        calls = [functools.partial(
+            writer.write_file_group, base_path=self.path, config=self.config, ctx=ctx, partition=partition,
+            file_id=file_id, rows=group_rows, latest=latest, existing_keys=keys, instant=instant, op=op, task=task)
+            for task, (partition, file_id, group_rows, latest, keys) in enumerate(tagged)]
+        stats = []
+        for group_stats in progress(writer.run_in_threads(calls), desc=f"{op} {instant}", unit="file group",
+                                    total=len(calls)):
+            stats.extend(group_stats)
+        return stats
+
+    def _planned_files(self, partition: str, file_id: str, latest: FileSlice | None, instant: str, op: str,
+                       task: int) -> list[tuple[str, str]]:
+        """(file name, marker IO type) that `write.write_file_group` may create for one file group."""
+        token = naming.write_token(task, 0, 0)
+        if not self.config.is_mor:
+            return [(naming.base_file_name(file_id, token, instant), "MERGE" if latest else "CREATE")]
+        if latest is None:
+            return [] if op == "delete" else [(naming.base_file_name(file_id, token, instant), "CREATE")]
+        if op != "delete" and not self.config.bucket_index and not latest.log_files:  # a small file taking inserts
+            return [(naming.base_file_name(file_id, token, instant), "MERGE"),
+                    *self._planned_logs(partition, file_id, latest, instant, op, token)]
+        return self._planned_logs(partition, file_id, latest, instant, op, token)
+
+    def _planned_logs(self, partition: str, file_id: str, latest: FileSlice, instant: str, op: str,
+                      token: str) -> list[tuple[str, str]]:
+        if self.config.log_format_version == 1:
+            try:
+                folder = self.path / partition if partition else self.path
+                return [(compat.v1_log_name(self.config, folder, file_id, token, instant, latest.base_instant),
+                         "APPEND")]
+            except LsmLabError:
+                return []
+        return [(naming.log_file_name(file_id, token, instant, 1, delete=op == "delete",
+                                      native=self.config.upstream_format), "APPEND")]
+
+    # ------------------------------------------------------------------ reads
+    @_one_listing
+    def read(self, *, as_of: Any = None, columns: Sequence[str] | None = None, filter: Any = None,
+             merge: str | None = None, strict: bool | None = None, positions: bool = True) -> pa.Table:
+        """Snapshot read (or time travel to the completion time `as_of`).
+
+        `filter`: a list of `(column, op, value)` tuples (partition columns prune
+        folders) or a `pyarrow.compute.Expression`; `merge`: force an engine
+        (`sorted`, `loser_tree`, `hash`, `heapq`); `strict`: raise on a corrupt v1 log
+        block instead of skipping it as Hudi does (default: the table's, see `open_table`);
+        `positions=False`: merge every file slice by key, ignoring the logs' RECORD_POSITIONS
+        (the same rows; filegroup/posmerge.py), e.g. to measure what merging by position saves.
+        What the read skipped is in `self.last_read_stats` (a `ReadStats`: `corrupt_blocks_skipped`, each
+        also logged as a warning on the `lsm_lab.v1` logger).
+        """
+        columns = checks.columns_arg(columns)
+        if columns == []:  # N rows of no columns: read one (the key) to count them, then drop it
+            return self.read(as_of=as_of, columns=list(self.config.record_key[:1]), filter=filter, merge=merge,
+                             strict=strict, positions=positions).select([])
+        read_time = self.resolve_time(as_of)
+        self.check_retained(read_time)
+        ctx = self.read_context(read_time)
+        if strict is not None:
+            ctx = dataclasses.replace(ctx, strict=checks.bool_arg(strict, "strict"))
+        if not checks.bool_arg(positions, "positions"):
+            ctx = dataclasses.replace(ctx, positions=False)
+        self.last_read_stats = ctx.stats  # corrupt v1 blocks skipped (filegroup/readstats.py)
+        parts = scan.prune_partitions(self.config, ctx.schema, self.partitions(), filter)
+        slices = self.latest_slices(read_time, partitions=parts)
+        if isinstance(filter, pa.compute.Expression) and columns is not None:
+            table = scan.snapshot(ctx, slices, columns=None, filter=filter, engine=merge)
+            return table.select(list(columns))
+        return scan.snapshot(ctx, slices, columns=columns, filter=filter, engine=merge,
+                               progress=lambda s: progress(s, desc="read", unit="slice"))
+
+    @_one_listing
+    def lookup(self, keys: str | Iterable[str], *, as_of: Any = None, columns: Sequence[str] | None = None,
+               stats: LookupStats | None = None) -> pa.Table:
+        """Rows with the given record keys (composite keys as `f1:v1,f2:v2`), as of `as_of`.
+
+        Equals `read(as_of=as_of, columns=columns)` filtered to those keys (rows
+        in key order), but reads only what can hold them: file slices by bucket,
+        files by key range and bloom filter, row groups by statistics, rows by
+        binary search in sorted files (lsm_lab/table/lookup.py).  Pass a
+        `lsm_lab.table.lookup.LookupStats` as `stats` to count what was read.
+        """
+
+        columns = checks.columns_arg(columns)
+        reader = key_lookup.open_lookup(self, as_of=as_of)
+        self.last_read_stats = reader.ctx.stats  # corrupt v1 blocks a lookup's fallback read skipped
+        return reader.lookup(keys, columns=columns, stats=stats)
+
+    @_one_listing
+    def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: Any = None) -> pa.Table:
+        """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table."""
+        columns = checks.columns_arg(columns)
+        if columns == []:  # N rows of no columns, as read(columns=[])
+            return self.read_optimized(columns=list(self.config.record_key[:1]), as_of=as_of).select([])
+        read_time = self.resolve_time(as_of)
+        self.check_retained(read_time)
+        ctx = self.read_context(read_time)
+        out_cols = list(columns) if columns is not None else list(ctx.full_schema.names)
+        pieces = []
+        for fs in self.latest_slices(read_time):
+            if fs.base_file is None:
+                continue
+            only_base = FileSlice(fs.partition, fs.file_id, fs.base_instant, fs.base_file, ())
+            pieces.append(reader.read_slice(ctx, only_base, columns=out_cols, engine="hash").select(out_cols))
+        schema = pa.schema([ctx.full_schema.field(n) for n in out_cols])
+        return pa.concat_tables([p.cast(schema) for p in pieces]) if pieces else schema.empty_table()
+
+    @_one_listing
+    def read_incremental(self, start: Any, end: Any = None, *, columns: Sequence[str] | None = None) -> pa.Table:
+        """Records whose latest version was written by instants completed in (start, end]."""
+        columns = checks.columns_arg(columns)
+        lo = self.resolve_time(start)
+        hi = self.resolve_time(end) or self.latest_completion()
+        if hi is None:
+            return self.read(columns=columns)
+        wanted = {b for b, c in self.completion_map(hi).items()
+                  if lo is None or normalize_time(c) > normalize_time(lo)}
+        full = self.read(as_of=hi)
+        mask = pa.compute.is_in(full.column(records.COMMIT_TIME), value_set=pa.array(sorted(wanted), pa.string()))
+        out = full.filter(mask)
+        return out.select(list(columns)) if columns is not None else out
+
+    @_one_listing
+    def read_cdc(self, start: Any, end: Any = None, *, columns: Sequence[str] | None = None) -> pa.Table:
+        """The change stream of the instants completed in (start, end]: one row per changed record.
+
+        Columns: `op` ("i", "u", "d"), `ts_ms` (completion time), `commit_time`,
+        `record_key`, `before` and `after` (structs of the table's columns, or of
+        `columns`; null when absent) and `inferred`; rows by commit, then key.
+        Instants with CDC logs are read from them; the others (CDC off, Hudi's
+        tables) are inferred from the snapshots around them, and listed in the
+        schema metadata `lsm_lab.cdc.inferred_instants` (lsm_lab/table/cdc.py).
+        """
+        return cdc.read_cdc(self, start, end, columns=columns)
+
+    # ------------------------------------------------------------------ inspection
+    @_one_listing
+    def file_slices(self, as_of: Any = None) -> pd.DataFrame:
+
+        return inspect.file_slices_frame(self, as_of)
+
+    @_one_listing
+    def dump_levels(self, as_of: Any = None) -> str:
+
+        return inspect.dump_levels(self, as_of)
+
+    # ------------------------------------------------------------------ table services (lsm_lab.services)
+    def compact(self, strategy: str = "hybrid", merge: str | None = None, plan_only: bool = False, *,
+                options: Mapping[str, str] | None = None, progress: bool | None = None) -> Instant | None:
+        """Compact file groups: `hybrid` (FULL or LOG per file group), `full` (L0+L1 → L1) or `log` (L0 → L0).
+
+        Pending plans nobody is running are finished first. `merge` forces an
+        engine; `plan_only` only saves the plan (`<t>.compaction.requested`);
+        `options` override the planner thresholds of hoodie.properties.
+        Returns the completed (or, with `plan_only`, requested) instant, or None.
+        """
+        checks.bool_arg(plan_only, "plan_only")
+        if progress is not None:
+            checks.bool_arg(progress, "progress")
+        return compaction.compact(self, strategy=strategy, merge=merge, plan_only=plan_only, options=options,
+                                  progress=progress)
+
+    def cluster(self, plan_only: bool = False, *, options: Mapping[str, str] | None = None,
+                merge: str | None = None) -> Instant | None:
+        """Rewrite small file groups of each partition as fewer key-sorted ones (a `replacecommit`).
+
+        Pending clustering plans nobody runs are finished first; `plan_only` only
+        saves the plan (`<t>.clustering.requested`); `options` override the
+        `hoodie.clustering.plan.strategy.*` limits.  With the bucket index each
+        bucket is clustered on its own (services/clustering.py).
+        """
+        checks.bool_arg(plan_only, "plan_only")
+        return clustering.cluster(self, plan_only=plan_only, options=options, merge=merge)
+
+    def clustering_plans(self) -> list:
+        """(instant, ClusteringPlan) of the pending clusterings, oldest first."""
+
+        return clustering.pending_plans(self.active_timeline)
+
+    def compaction_plans(self, *, include_completed: bool = True) -> list:
+        """(instant, CompactionPlan) of the compactions on the active timeline, oldest first."""
+
+        return compaction.plans(self, include_completed=include_completed)
+
+    def clean(self, policy: str | None = None, retained: int | None = None) -> Instant | None:
+        """Delete files no retained snapshot needs (KEEP_LATEST_COMMITS or KEEP_LATEST_FILE_VERSIONS)."""
+
+        return clean.clean(self, policy=policy, retained=retained)
+
+    def rollback(self, instant: Any = None) -> list[Instant]:
+        """Roll back dead pending writes (no argument), or one instant: pending and dead, or the latest write."""
+
+        with table_lock(self.path):
+            if instant is None:
+                return rb.rollback_failed_writes(self.path, self.active_timeline)
+            begin = instant.begin_time if isinstance(instant, Instant) else str(instant)
+            current = self.active_timeline.find(begin)
+            if not current.is_completed:
+                if current.action in (COMPACTION, LOG_COMPACTION):
+                    rb.reset_compaction(self.path, self.active_timeline, current)
+                    rb.remove_timeline_files(self.active_timeline, begin)
+                    return []
+                return [rb.rollback_pending(self.path, self.active_timeline, current)]
+            writes = self.completed_writes()
+            if not writes or writes[-1].begin_time != begin or current.action not in (COMMIT, DELTA_COMMIT):
+                raise InputError(f"only the latest completed write (commit/deltacommit) can be rolled back; "
+                                 f"{current} is not it — use savepoint() and restore() for older instants")
+            self._check_state_before(writes)
+            rb.drop_plans_reading(self.path, self.active_timeline, begin)
+            clustering.drop_plans_reading(self, begin)
+            return [rb.rollback_completed(self.path, self.active_timeline, current)]
+
+    def _check_state_before(self, writes: list[Instant]) -> None:
+        """Refuse to roll back the latest write when the table as it was before it is no longer whole.
+
+        A rollback makes the previous file versions current again; if the cleaner deleted one (or a
+        hand did), rolling back would leave a table no read can open.  Hudi guards the same case by
+        refusing rollbacks older than what the cleaner retained."""
+        if len(writes) < 2:
+            return
+        try:
+            self.file_groups(as_of=writes[-2])
+        except (CorruptTableError, InputError) as exc:
+            raise InputError(f"cannot roll back {writes[-1].begin_time}: the table as it was before it is no longer "
+                             f"whole, so the rollback would leave it unreadable ({exc.message}); restore a savepoint "
+                             "instead, or keep more versions when cleaning (clean(retained=N))", path=self.path) from None
+
+    def savepoint(self, instant: Any = None, *, user: str | None = None, comment: str = "") -> Instant:
+        """Pin a completed write (default: the latest): its files survive cleaning, restore() can return to it."""
+
+        return savepoint.create_savepoint(self, instant, user=user, comment=comment)
+
+    def delete_savepoint(self, instant: Any) -> None:
+
+        savepoint.delete_savepoint(self, instant)
+
+    def restore(self, instant: Any) -> Instant:
+        """Put the table back to a savepoint (every later instant rolled back, a `restore` instant recorded)."""
+
+        return savepoint.restore(self, instant)
+
+    def archive(self, keep: int | None = None) -> list[Instant]:
+        """Move old completed instants into the LSM timeline (`.hoodie/timeline/history/`)."""
+
+        return archiver.archive(self, keep=keep)
+
+
+# ---------------------------------------------------------------------- create / open
+def _fields(value: str | Sequence[str] | None, what: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",")]
+    out = tuple(v for v in value if v)
+    for v in out:
+        if not isinstance(v, str) or not v or v.startswith("_hoodie_"):
+            raise InputError(f"invalid {what} field {v!r}")
+    return out
+
+
+def _check_create_args(*, path: Any, name: Any, record_key: Any, partition_by: Any, ordering_field: Any,
+                      table_type: Any, layout: Any, hive_style: Any, num_buckets: Any, table_version: Any) -> None:
+    """Every argument of `create_table`, checked before anything is written."""
+    checks.path_arg(path)
+    if not isinstance(name, str):  # (its characters are checked by create_table)
+        raise InputError(f"name must be a string, not {name!r}")
+    checks.fields_arg(record_key, "record_key", optional=record_key is not None and not isinstance(record_key, str))
+    checks.fields_arg(partition_by, "partition_by", optional=True)
+    checks.str_arg(ordering_field, "ordering_field", optional=True)
+    checks.str_arg(table_type, "table_type")
+    checks.str_arg(layout, "layout")
+    checks.bool_arg(hive_style, "hive_style")
+    checks.int_arg(num_buckets, "num_buckets", minimum=1, maximum=cfg.MAX_BUCKETS)
+    checks.int_arg(table_version, "table_version")
+
+
+def create_table(
+    path: str | os.PathLike[str],
+    *,
+    name: str,
+    record_key: str | Sequence[str],
+    partition_by: str | Sequence[str] | None = None,
+    ordering_field: str | None = None,
+    table_type: str = "MERGE_ON_READ",
+    layout: str = "lsm_tree",
+    hive_style: bool = True,
+    num_buckets: int = 4,
+    table_version: int = 10,
+    storage_options: Mapping[str, Any] | None = None,
+    properties: Mapping[str, Any] | None = None,
+    cdc: bool = False,
+    cdc_mode: str = "DATA_BEFORE_AFTER",
+    **options: Any,
+) -> Table:
+    """Create a new table at `path` (the folder may exist but must not hold a table).
+
+    `record_key`/`partition_by` take a field or a list of fields; an
+    `ordering_field` makes the merge mode EVENT_TIME_ORDERING.  Extra Hudi
+    properties can be passed as `options` (e.g. ``**{"hoodie.cleaner.commits.retained": "5"}``).
+    New tables are Apache Hudi's table version 10 (upstream's native log names and
+    footers, delete-log schema and bucket hash; docs/FORMAT.md).  `table_version=9`
+    creates the RFC-103 draft's dialect that lsm_lab wrote before; `6` or `8` a
+    compatibility table that older Hudi readers understand: v1 log files, the
+    timeline and properties of that version (`lsm_lab.filegroup.compat`).
+    `properties` is the same as `options`, as a mapping.  `cdc=True` makes every
+    write add change-data-capture logs (`hoodie.table.cdc.enabled`), keeping what
+    `cdc_mode` says: DATA_BEFORE_AFTER, DATA_BEFORE or OP_KEY_ONLY (`Table.read_cdc`).  Every argument is checked
+    before anything is written; an option may repeat an argument but not contradict
+    it.  A table whose first write failed (nothing committed, no data file) may be
+    created again.
+
+    `path` is a local folder or a `file://`, `s3://`, `gs://` or `az://` URI;
+    credentials and endpoint come from the standard environment variables and
+    `storage_options` (see `lsm_lab.storage.location`).
+    """
+    _check_create_args(path=path, name=name, record_key=record_key, partition_by=partition_by,
+                       ordering_field=ordering_field, table_type=table_type, layout=layout,
+                       hive_style=hive_style, num_buckets=num_buckets, table_version=table_version)
+    table_type = table_type.upper()
+    if table_type in ("MOR",):
+        table_type = "MERGE_ON_READ"
+    if table_type in ("COW",):
+        table_type = "COPY_ON_WRITE"
+    if table_type not in cfg.TABLE_TYPES:
+        raise InputError(f"table_type must be one of {', '.join(cfg.TABLE_TYPES)}, not {table_type!r}")
+    if layout not in cfg.LAYOUTS:
+        raise InputError(f"layout must be one of {', '.join(cfg.LAYOUTS)}, not {layout!r}")
+    if table_version not in (6, 8, 9, 10):
+        raise UnsupportedFeatureError(f"lsm_lab creates tables of version 10 (Hudi's RFC-103), 9 (the RFC-103 draft), "
+                                      f"or 6 and 8 in compatibility mode (v1 logs that older readers understand), "
+                                      f"not {table_version}")
+    if not name or any(ch in name for ch in "/\\ ."):
+        raise InputError(f"invalid table name {name!r} (letters, digits, '_' and '-' only)")
+    keys = _fields(record_key, "record key")
+    if not keys:
+        raise InputError("record_key is required")
+    parts = _fields(partition_by, "partition")
+    if int(num_buckets) < 1:
+        raise InputError("num_buckets must be at least 1")
+    base = as_path(path, storage_options)
+    if is_local(base) and base.exists() and not base.is_dir():
+        raise InputError("path is a file, not a folder for a table", path=base)
+    replacing = fsview.abandoned_table(base)  # a table whose first write failed: created again
+    if (base / ".hoodie").exists() and not replacing:
+        raise TableConfigError("a table (or a .hoodie folder) already exists here", path=base)
+    extra = {**checks.options_arg(properties, "properties"), **checks.options_arg(options)}
+    checks.bool_arg(cdc, "cdc")
+    checks.str_arg(cdc_mode, "cdc_mode")
+    if cdc_mode.strip().upper() not in cfg.CDC_MODES:
+        raise InputError(f"cdc_mode must be one of {', '.join(cfg.CDC_MODES)}, not {cdc_mode!r}")
+    if (cdc or str(extra.get(cfg.KEY_CDC_ENABLED, "")).lower() == "true") and table_version < 9:
+        raise UnsupportedFeatureError("CDC logs are native (Parquet) logs: create the table with table_version 9 "
+                                      f"or 10, not {table_version}")
+    props = cfg.build_props(name=name, record_key=keys, partition_by=parts, ordering_field=ordering_field,
+                            table_type=table_type, layout=layout, version=table_version, hive_style=hive_style,
+                            num_buckets=int(num_buckets), extra=extra, cdc=cdc, cdc_mode=cdc_mode.strip().upper())
+    if table_version < 9:  # compatibility mode: the keys and formats of that version (lsm_lab.filegroup.compat)
+
+        props = compat.compat_props(props, table_version)
+        props.update(extra)
+    base.mkdir(parents=True, exist_ok=True)
+    config = cfg.write_config(base, props, create=not replacing)
+    paths.unlink(base / ".hoodie" / fsview.FIRST_WRITE)  # (paths: never through a link out of the table)
+    paths.make_folders(ActiveTimeline(base, config).folder)
+    return Table(base, config)
+
+
+def open_table(path: str | os.PathLike[str] | StoragePath, storage_options: Mapping[str, Any] | None = None, *,
+               strict: bool = False) -> Table:
+    """Open an existing table (lsm_lab's or Apache Hudi's) at `path` (a folder or an object-store URI).
+
+    A corrupt block in a v1 (#HUDI#) log file is skipped by reads, as Hudi's
+    log reader does (a torn append leaves one); `strict=True` makes such a read
+    raise `CorruptFileError` instead.
+    """
+    if not isinstance(path, StoragePath):
+        checks.path_arg(path)
+    base = as_path(path, storage_options)
+    return Table(base, cfg.read_config(base), strict=checks.bool_arg(strict, "strict"))
+
+
+__all__ = ["Table", "create_table", "open_table"]

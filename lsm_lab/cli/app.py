@@ -1,0 +1,313 @@
+"""`lsm-lab`: the command line.  Every command has `--help`.
+
+    lsm-lab demo [--dir D] [--rows N]                 the main job (see lsm_lab.lab.demo)
+    lsm-lab create PATH --name N --key K [...]        a new table
+    lsm-lab write PATH FILE --op upsert|insert|delete|bulk_insert
+    lsm-lab read PATH [--as-of T] [--columns a,b] [--key K ...] [--out F]
+    lsm-lab read PATH --cdc --start T [--end T]       the change stream (op, before, after)
+    lsm-lab show timeline|fsview|levels|footers PATH [--json]
+    lsm-lab merge OUT IN1 IN2 ... --key K             merge sorted Parquet runs
+    lsm-lab bench merge ...                           benchmarks
+
+A user mistake (any `LsmLabError`, and any OSError such as a missing output
+folder) ends with one line `error: <file>: <problem>` and exit code 2, never a
+traceback; set LSM_LAB_DEBUG=1 to see the traceback anyway.  A closed pipe
+(`lsm-lab show levels T | head`) ends quietly.
+
+Taught in: notebooks/01_build_a_table.ipynb, notebooks/07_compaction.ipynb, notebooks/11_clustering.ipynb
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from lsm_lab.api import create_table, open_table
+from lsm_lab.bench import cdc as bench_cdc
+from lsm_lab.bench import storage as bench_storage
+from lsm_lab.cli import interop as interop_command
+from lsm_lab.cli import lookup as lookup_command
+from lsm_lab.cli import merge as merge_command
+from lsm_lab.cli import services as services_command
+from lsm_lab.cli import spark as spark_command
+from lsm_lab.cli.console import parse_options, print_frame, read_input_file, write_output_file
+from lsm_lab.errors import InputError, LsmLabError
+from lsm_lab.lab.demo import demo_folder, run_demo
+from lsm_lab.storage import default_options
+from lsm_lab.table.inspect import footers
+from lsm_lab.table.lookup import LookupStats
+
+
+# --------------------------------------------------------------------------- commands
+def cmd_demo(args: argparse.Namespace) -> int:
+    if args.storage == "s3" and args.figures:
+        raise InputError("--figures draws a local table; the S3 demo's bucket is gone when the demo ends")
+    with demo_folder(args.dir, keep=args.keep) as folder:
+        table = run_demo(folder, rows=args.rows, rounds=args.rounds, engine=args.engine,
+                         storage=args.storage)
+        if args.figures:
+            from lsm_lab.viz import write_figures  # matplotlib: imported only with --figures
+
+            write_figures(table, args.figures)
+    return 0
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    options: dict[str, Any] = dict(parse_options(args.option))  # extra hoodie properties (strings)
+    table = create_table(args.path, name=args.name, record_key=args.key, partition_by=args.partition_by,
+                         ordering_field=args.ordering, table_type=args.type, layout=args.layout,
+                         hive_style=not args.no_hive_style, num_buckets=args.buckets, properties=options,
+                         cdc=args.cdc is not None, cdc_mode=args.cdc or "DATA_BEFORE_AFTER")
+    print(f"created {table!r}")
+    return 0
+
+
+def cmd_write(args: argparse.Namespace) -> int:
+    table = open_table(args.path)
+    data = read_input_file(args.file)
+    instant = getattr(table, args.op)(data)
+    print(f"{args.op}: {data.num_rows} rows → {instant}")
+    return 0
+
+
+def cmd_read(args: argparse.Namespace) -> int:
+    if args.limit < 0:
+        raise InputError(f"--limit must be 0 (every row) or more, not {args.limit}")
+    table = open_table(args.path, strict=args.strict)
+    columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
+    lookup_stats = None
+    if not args.cdc and (args.start is not None or args.end is not None):
+        raise InputError("--start and --end bound a change stream: add --cdc")
+    if args.cdc:
+        if args.key or args.read_optimized or args.as_of:
+            raise InputError("--cdc reads the changes between --start and --end; it cannot be combined with "
+                             "--key, --read-optimized or --as-of")
+        if args.start is None:
+            raise InputError("--cdc needs --start (a completion time yyyyMMddHHmmssSSS, or 0 for the beginning)")
+        result = table.read_cdc(args.start, args.end, columns=columns)  # "0", "000", 14/17 zeros: the beginning
+        if not args.json and not (args.out and not args.out.endswith(".csv")):
+            result = result.flatten()  # before.v, after.v: one column per field for the printed table and CSV
+    elif args.key:
+        if args.read_optimized:
+            raise InputError("--key looks keys up in the snapshot; it cannot be combined with --read-optimized")
+
+        lookup_stats = LookupStats()
+        result = table.lookup(args.key, as_of=args.as_of, columns=columns, stats=lookup_stats)
+    elif args.read_optimized:
+        result = table.read_optimized(columns=columns, as_of=args.as_of)
+    else:
+        result = table.read(as_of=args.as_of, columns=columns, merge=args.merge)
+    if lookup_stats is not None:
+        print(f"lookup: {lookup_stats.summary()}", file=sys.stderr)
+        print(f"lookup: {lookup_stats.index_summary()}", file=sys.stderr)
+    if args.out:
+        write_output_file(result, args.out)
+        print(f"{result.num_rows} rows written to {args.out}")
+    else:
+        shown = result.slice(0, args.limit) if args.limit else result
+        df = shown.to_pandas(integer_object_nulls=True)  # an int column with nulls prints as ints, not floats
+        print_frame(df, args.json)
+        print(f"({result.num_rows} rows)", file=sys.stderr)
+    return 0
+
+
+# `show` subjects contributed by feature modules: name -> handler(args) -> exit code
+SHOW_HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    known = ["timeline", "fsview", "levels", "footers", "uncommitted", *SHOW_HANDLERS]
+    if args.what not in known:
+        raise InputError(f"cannot show {args.what!r}; choose one of {', '.join(known)}")
+    if args.what in SHOW_HANDLERS:
+        return SHOW_HANDLERS[args.what](args)
+
+    if args.what == "footers":
+        print_frame(footers(args.path), args.json)
+        return 0
+    table = open_table(args.path)
+    if args.what == "timeline":
+        print_frame(table.timeline(archived=args.archived), args.json)
+    elif args.what == "fsview":
+        print_frame(table.file_slices(as_of=args.as_of), args.json)
+    elif args.what == "levels":
+        if args.json:
+            print_frame(table.file_slices(as_of=args.as_of), True)
+        else:
+            print(table.dump_levels(as_of=args.as_of))
+    elif args.what == "uncommitted":
+        import pandas as pd  # (start-up: only this subject prints a frame built here)
+
+        stray = table.uncommitted_files()
+        print_frame(pd.DataFrame({"partition": [f.partition for f in stray], "file": [f.path.name for f in stray],
+                                  "instant": [f.instant for f in stray], "bytes": [f.size for f in stray]}),
+                    args.json)
+        print(f"({len(stray)} file(s) no completed instant committed: not part of the table, every read and "
+              "write ignores them)", file=sys.stderr)
+    return 0
+
+
+# --------------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lsm-lab",
+        description="lsm_lab: the LSM tree layout of Apache Hudi RFC-103 — build, inspect and benchmark tables.",
+    )
+    parser.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
+                        help="object-store setting for s3://, gs://, az:// tables (repeatable, may follow any "
+                             "command), e.g. aws_endpoint_url=http://127.0.0.1:9000; the standard AWS_* "
+                             "variables are read too")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("demo", help="run the main job: build a trips table, change it, read it, check it",
+                       description="Generate trips, create an lsm_tree MOR table, insert, upsert, delete, print the "
+                                   "timeline and levels, and check snapshot and time-travel reads against a model.")
+    p.add_argument("--dir", help="folder for the table, kept (default: a temporary folder, removed at the end)")
+    p.add_argument("--keep", action="store_true", help="keep the temporary folder and print where it is")
+    p.add_argument("--rows", type=int, default=100_000, help="trips to insert (default 100000)")
+    p.add_argument("--rounds", type=int, default=3, help="upsert rounds (default 3)")
+    p.add_argument("--engine", choices=["local", "spark"], default="local", help="run writes locally or on Spark")
+    p.add_argument("--storage", choices=["local", "s3"], default="local",
+                   help="s3: start a local S3 server (moto), run the demo in a bucket, print request counts, stop it")
+    p.add_argument("--figures", metavar="DIR", help="also write the main pictures into DIR")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("create", help="create a new table", description="Create a new lsm_lab table.")
+    p.add_argument("path", help="table folder or URI (s3://bucket/prefix, gs://, az://)")
+    p.add_argument("--name", required=True, help="table name")
+    p.add_argument("--key", required=True, help="record key field(s), comma separated")
+    p.add_argument("--partition-by", help="partition field(s), comma separated")
+    p.add_argument("--ordering", help="ordering field (event-time ordering); omit for commit-time ordering")
+    p.add_argument("--type", default="MERGE_ON_READ", help="MERGE_ON_READ (default) or COPY_ON_WRITE")
+    p.add_argument("--layout", default="lsm_tree", choices=["lsm_tree", "default"], help="storage layout")
+    p.add_argument("--buckets", type=int, default=4, help="number of buckets per partition (lsm_tree)")
+    p.add_argument("--no-hive-style", action="store_true", help="plain partition folders (chennai, not city=chennai)")
+    p.add_argument("--cdc", nargs="?", const="DATA_BEFORE_AFTER", metavar="MODE",
+                   help="write CDC logs (read them with `lsm-lab read --cdc`); MODE: DATA_BEFORE_AFTER (default), "
+                        "DATA_BEFORE or OP_KEY_ONLY")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="extra hoodie property (repeatable)")
+    p.set_defaults(func=cmd_create)
+
+    p = sub.add_parser("write", help="write a Parquet/CSV/JSON-lines file into a table",
+                       description="Write the records of FILE (.parquet, .csv, .jsonl) into the table at PATH.")
+    p.add_argument("path", help="table folder or URI (s3://bucket/prefix, gs://, az://)")
+    p.add_argument("file", help="input file (.parquet, .csv, .jsonl)")
+    p.add_argument("--op", default="upsert", choices=["upsert", "insert", "delete", "bulk_insert"],
+                   help="write operation (default upsert); for delete the file holds the keys")
+    p.set_defaults(func=cmd_write)
+
+    p = sub.add_parser("read", help="read a snapshot (or time travel)", description="Read the table at PATH.")
+    p.add_argument("path", help="table folder or URI (s3://bucket/prefix, gs://, az://)")
+    p.add_argument("--as-of", help="completion time to travel to (yyyyMMddHHmmssSSS; 0: before every instant)")
+    p.add_argument("--columns", help="comma separated columns")
+    p.add_argument("--merge", choices=["sorted", "loser_tree", "hash", "heapq"], help="force a merge engine")
+    p.add_argument("--read-optimized", action="store_true", help="base files only")
+    p.add_argument("--strict", action="store_true",
+                   help="fail on a corrupt block in a v1 (#HUDI#) log instead of skipping it as Hudi's reader does")
+    p.add_argument("--cdc", action="store_true",
+                   help="the change stream of the instants completed in (--start, --end]: op, ts_ms, commit_time, "
+                        "record_key, before, after, inferred")
+    p.add_argument("--start", help="with --cdc: changes completed after this time (0, 000 or Hudi's 00000000000000000: "
+                        "from the beginning)")
+    p.add_argument("--end", help="with --cdc: changes completed up to this time (default: the latest)")
+    p.add_argument("--key", action="append", metavar="K",
+                   help="look up this record key (repeatable; composite keys as f1:v1,f2:v2): reads only the "
+                        "files and row groups that can hold it")
+    p.add_argument("--out", help="write rows to a .parquet/.csv/.jsonl file instead of printing")
+    p.add_argument("--limit", type=int, default=20, help="rows to print (default 20, 0 = all)")
+    p.add_argument("--json", action="store_true", help="print JSON records")
+    p.set_defaults(func=cmd_read)
+
+    p = sub.add_parser("show", help="inspect a table: timeline, fsview, levels, footers, uncommitted",
+                       description="Inspect the table at PATH.")
+    p.add_argument("what", help="timeline, fsview, levels, footers, uncommitted (data files no completed "
+                                "instant committed: a copied folder, a stray file; reads ignore them) (and plan)")
+    p.add_argument("path", help="table folder (for footers: a table folder or one Parquet file)")
+    p.add_argument("--as-of", help="completion time (fsview, levels)")
+    p.add_argument("--json", action="store_true", help="JSON output")
+    p.add_argument("--archived", action="store_true", help="timeline: include archived (LSM history) instants")
+    p.set_defaults(func=cmd_show)
+
+    for register in _plugins():
+        register(sub)
+    return parser
+
+
+def _plugins() -> list[Callable[[argparse._SubParsersAction], None]]:
+    """Commands contributed by feature modules (merge, services, interop, lookup, spark, and `bench`)."""
+    features = [merge_command, services_command, interop_command, lookup_command, spark_command]
+    out: list[Callable] = [mod.register for mod in features]
+    bench_registrars = [bench_storage.register_bench, bench_cdc.register_bench]
+    for mod in features:
+        SHOW_HANDLERS.update(getattr(mod, "SHOW", {}))
+        if hasattr(mod, "register_bench"):
+            bench_registrars.append(mod.register_bench)
+
+    def register_bench(sub: argparse._SubParsersAction) -> None:
+        p = sub.add_parser("bench", help="benchmarks (ratios against baselines measured in the same run)",
+                           description="Run a benchmark; each reports ratios against a baseline of the same run.")
+        bsub = p.add_subparsers(dest="bench", metavar="BENCHMARK")
+        bsub.required = True
+        for reg in bench_registrars:
+            reg(bsub)
+
+    out.append(register_bench)
+    return out
+
+
+def _storage_options(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Take every `--storage-option KEY=VALUE` out of `argv` (it may follow any command)."""
+    rest: list[str] = []
+    items: list[str] = []
+    it = iter(argv)
+    for arg in it:
+        if arg == "--storage-option":
+            items.append(next(it, ""))
+        elif arg.startswith("--storage-option="):
+            items.append(arg.split("=", 1)[1])
+        else:
+            rest.append(arg)
+    return rest, parse_options(items, flag="--storage-option")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        rest, storage = _storage_options(list(sys.argv[1:] if argv is None else argv))
+    except LsmLabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(rest)
+    try:
+        with default_options(storage):
+            return int(args.func(args) or 0)
+    except LsmLabError as exc:
+        if os.environ.get("LSM_LAB_DEBUG"):
+            raise
+        one_line = " ".join(str(exc).split("\n"))  # a quoted CSV row or an Arrow message may hold newlines
+        print(f"error: {one_line}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `lsm-lab show levels T | head`: the reader left; end quietly
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # so that flushing stdout at exit raises nothing
+        except OSError:
+            pass
+        return 141 if os.name == "posix" else 1
+    except OSError as exc:  # a folder that does not exist, a full disk, no permission: one line, no traceback
+        if os.environ.get("LSM_LAB_DEBUG"):
+            raise
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

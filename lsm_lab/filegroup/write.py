@@ -1,0 +1,556 @@
+"""Writes: tag records to file groups, write one sorted file per group, commit atomically.
+
+    insert / upsert / bulk_insert / delete(batch)
+      │ records.*           Arrow table, keys, partition paths, de-duplicated, sorted
+      │ index.*             (partition, file id) per record: bucket (lsm_tree) or key lookup (default);
+      │ smallfiles.*        new keys of a key-lookup table fill its small file groups first
+      │ timeline            <t>.deltacommit.requested → <t>.deltacommit.inflight
+      │ per file group:     MERGE_ON_READ   new group → base file (L1); else → v2 log (L0)
+      │                                     (v1 #HUDI# log in table versions 6 and 8),
+      │                                     deletes → v2 delete log
+      │                     COPY_ON_WRITE   merge the current base with the batch → new base
+      │ timeline            <t>_<c>.deltacommit  with per-file write stats  ◄── the commit point
+      ▼
+    Instant (completed)
+
+Nothing is visible until the completed instant file exists: readers ignore files
+whose instant has not completed, so a crash at any point leaves the table at its
+last commit.  The next writer (holding the table lock, so every pending write it
+sees is dead) rolls such leftovers back before it starts.
+
+With the `lsm_tree` layout every file written is sorted by record key with no
+key twice (the batch is de-duplicated first — on bucket tables each file group's
+share, after its sort; COW merges use the sorted engine).
+
+`write_file_group` does the work for one file group from plain arguments, so
+that a Spark task can call it for its partition of the data.
+
+A log of updates or deletes whose records all sit in the slice's base file
+carries their row numbers there (RECORD_POSITIONS, filegroup/posmerge.py), so that
+readers can merge it by position.
+
+Simplified compared with Apache Hudi: no log-file rollover by size (one log
+file per file group per commit); `insert` and `upsert` store records the same
+way (a later version of a key always merges with the earlier one) and differ
+only in the statistics.
+
+Taught in: notebooks/01_build_a_table.ipynb, notebooks/03_sorted_writes_and_levels.ipynb
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lsm_lab.errors import CorruptFileError, InputError
+from lsm_lab.filegroup import cdclog, compat, index, posmerge, smallfiles
+from lsm_lab.filegroup.deletes import live_deletes
+from lsm_lab.filegroup.fsview import FileGroup, FileSlice
+from lsm_lab.filegroup.read import ReadContext, load_sources, read_slice
+from lsm_lab.format import log_v2 as v2
+from lsm_lab.format import naming, parquet_io
+from lsm_lab.merge import merge_to_table, records
+from lsm_lab.merge.records import COMMIT_SEQNO, COMMIT_TIME, DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
+from lsm_lab.storage import StoragePath, paths
+from lsm_lab.timeline.config import TableConfig
+from lsm_lab.timeline.metadata import WriteStat
+
+OPERATIONS = ("insert", "upsert", "bulk_insert", "delete")
+SCHEMA_KEY = "lsm_lab.arrow_schema"
+DEFAULT_MAX_RECORDS_PER_GROUP = 1_000_000
+
+
+def schema_to_text(schema: pa.Schema) -> str:
+    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
+
+
+def schema_from_text(text: str) -> pa.Schema:
+    try:
+        return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text, validate=True)))
+    except (ValueError, TypeError, OSError, pa.ArrowException) as exc:  # binascii.Error is a ValueError
+        raise CorruptFileError(f"extraMetadata['{SCHEMA_KEY}'] is not a serialized Arrow schema: "
+                               f"{type(exc).__name__}: {str(exc)[:200]}") from None
+
+
+@dataclass(frozen=True)
+class PreparedBatch:
+    """A batch ready to write: user columns + `_hoodie_record_key` + `_hoodie_partition_path`."""
+
+    rows: pa.Table
+    schema: pa.Schema  # the table's user schema after this batch
+    is_delete: bool
+
+
+def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) -> PreparedBatch:
+    """Normalise, validate, key, partition and de-duplicate a batch (sorted by partition, then key).
+
+    On a bucket-placed lsm_tree table the batch keeps its order and its repeated keys: `tag`
+    sorts each file group's share by key, and `write_file_group` de-duplicates a share that holds
+    a key twice (one sort per file group instead of one over the batch, and none to find duplicates)."""
+    if op not in OPERATIONS:
+        raise InputError(f"unknown operation '{op}' (expected one of {', '.join(OPERATIONS)})")
+    is_delete = op == "delete"
+    if is_delete and isinstance(data, (list, tuple)) and data and all(isinstance(k, str) for k in data):
+        if len(config.record_key) != 1 or config.partition_by:
+            raise InputError("delete by plain key strings needs a single-field key and a non-partitioned table; "
+                             "pass rows with the key and partition columns instead")
+        data = [{config.record_key[0]: k} for k in data]
+    table = records.to_arrow(data, what="delete keys" if is_delete else "data")
+    if table.num_rows == 0 and table.num_columns == 0:  # `[]`: an empty batch, with no columns to check
+        empty = pa.table({RECORD_KEY: pa.array([], pa.string()), PARTITION_PATH: pa.array([], pa.string())})
+        return PreparedBatch(empty, current if current is not None else pa.schema([]), is_delete)
+    records.check_columns(table, config.record_key, "record key")
+    records.check_columns(table, config.partition_by, "partition")
+    ordering = config.ordering_field if config.merge_mode == "EVENT_TIME_ORDERING" else None
+    if ordering and not is_delete:
+        records.check_columns(table, [ordering], "ordering")
+    if ordering and ordering in table.column_names:
+        v2.validate_ordering_type(table.schema.field(ordering).type, ordering)
+    if current is None and is_delete:
+        schema = None
+    else:
+        schema = records.evolve_schema(current, table.schema, partial=is_delete)
+        if not is_delete:
+            table = records.conform(table, schema)
+    keys = records.record_keys(table, config.record_key)
+    parts = records.partition_paths(table, config.partition_by, hive_style=config.hive_style)
+    table = table.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
+    if not (config.is_lsm and config.bucket_index):  # bucket-placed lsm tables: per file group (_one_per_key)
+        table = records.dedupe(table, [PARTITION_PATH, RECORD_KEY],
+                               ordering if ordering in table.column_names else None,
+                               deletes=is_delete, keep_order=not config.is_lsm)
+    return PreparedBatch(table, schema if schema is not None else pa.schema([]), is_delete)
+
+
+# --------------------------------------------------------------------------- tagging
+def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list[FileGroup]],
+        ctx: ReadContext | None, *, max_records_per_group: int = DEFAULT_MAX_RECORDS_PER_GROUP,
+        op: str = "upsert") -> list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]]:
+    """Assign rows to file groups: (partition, file id, rows, latest slice, existing keys).
+
+    The rows keep the batch's order (sorted by key unless the batch was bucket-placed, see `prepare`);
+    a bucket-placed lsm_tree group's rows come sorted by key, repeated keys kept (`_one_per_key`).
+    A delete's keys that no file group holds delete nothing: they go to no group (never packed into a
+    small one, which would only write a useless delete log there)."""
+    if config.bucket_index:
+        return _tag_buckets(config, rows, groups_by_partition)
+    out: list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]] = []
+    parts = rows.column(PARTITION_PATH).combine_chunks()
+    for partition in sorted(pc.unique(parts).to_pylist()):
+        prow = rows.filter(pc.equal(parts, partition))
+        existing = {g.file_id: g for g in groups_by_partition.get(partition, [])}
+        # key-lookup index: each existing group takes the keys it holds, new keys go to new groups
+        keys = prow.column(RECORD_KEY).combine_chunks()
+        assigned = np.zeros(len(keys), dtype=bool)
+        for fid, grp in sorted(existing.items()):
+            stored = slice_keys(grp.latest, ctx) if ctx is not None else pa.array([], pa.string())
+            hit = pc.is_in(keys, value_set=stored).to_numpy(zero_copy_only=False) & ~assigned
+            if hit.any():
+                out.append((partition, fid, prow.filter(pa.array(hit)), grp.latest, stored))
+                assigned |= hit
+        fresh = prow.filter(pa.array(~assigned))
+        if op == "delete":
+            continue
+        small = smallfiles.SmallFileConfig.from_props(config.props)
+        if small.enabled and fresh.num_rows:  # new keys fill small file groups first (filegroup/smallfiles.py)
+            mine = {e[1]: i for i, e in enumerate(out) if e[0] == partition}
+            packed, fresh = smallfiles.assign(
+                fresh, smallfiles.candidates(list(existing.values()), small, is_mor=config.is_mor), small)
+            for fs, extra in packed:
+                if fs.file_id in mine:
+                    p, fid, took, latest, stored = out[mine[fs.file_id]]
+                    out[mine[fs.file_id]] = (p, fid, pa.concat_tables([took, extra]), latest, stored)
+                else:
+                    out.append((partition, fs.file_id, extra, fs, None))
+        if smallfiles.KEY_INSERT_SPLIT in config.props:
+            max_records_per_group = small.insert_split_size
+        for start in range(0, fresh.num_rows, max_records_per_group):
+            out.append((partition, index.new_file_id(), fresh.slice(start, max_records_per_group), None, None))
+    return out
+
+
+def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list[FileGroup]]
+                 ) -> list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]]:
+    """`tag` for bucket tables: one hash of the batch, one grouping sort, one take per column.
+
+    Groups come partition by partition, buckets ascending; an lsm_tree group's rows come sorted by
+    key (sorted on the write threads, `records.key_sort_indices`), other groups' in arrival order."""
+    if rows.num_rows == 0:
+        return []
+    schema = rows.schema
+    parts = records.one_array(rows.column(PARTITION_PATH)).dictionary_encode()
+    names = parts.dictionary.to_pylist()
+    by_rank = sorted(names)
+    rank = np.array([by_rank.index(n) for n in names], dtype=np.int64)  # a loop over partitions, not rows
+    keys = records.one_array(rows.column(RECORD_KEY))
+    # one key field: its text is the record key itself (`records.record_keys`), no second conversion
+    key_cols = ([] if not config.upstream_format else [keys] if len(config.record_key) == 1
+                else records.key_parts(rows, config.record_key))
+    buckets = index.bucket_ids_of(config.upstream_format, key_cols, keys, config.num_buckets).astype(np.int64)
+    group = rank[parts.indices.to_numpy(zero_copy_only=False)] * config.num_buckets + buckets
+    # the rows of each group, found with one O(n) grouping sort of the small group ids (not one filter of the
+    # whole batch per group); then each group's rows sorted by key (on the write threads), and the batch put
+    # in that order with one take per column (in parallel, from the batch's chunks as they are: no copy to
+    # make them contiguous first), so that each group's share is a slice of it
+    order = np.argsort(group.astype(np.uint16) if group.max() < 1 << 16 else group, kind="stable")
+    counts = np.bincount(group)
+    ids = np.flatnonzero(counts).tolist()
+    ends = np.cumsum(counts)
+    spans = [(int(ends[g] - counts[g]), int(ends[g])) for g in ids]
+    if config.is_lsm:
+        order = np.concatenate(list(run_in_threads([functools.partial(_by_key, keys, order[a:b]) for a, b in spans])))
+    # a key that is one string field holds that field's values: gathered once, used for both columns
+    alias = (config.record_key[0] if len(config.record_key) == 1 and config.record_key[0] in rows.column_names
+             and pa.types.is_string(rows.schema.field(config.record_key[0]).type) else None)
+    # the partition path is one value per group: repeated per share, not gathered
+    rows = _gather(rows.drop_columns([PARTITION_PATH]), order, alias)
+    at = schema.get_field_index(PARTITION_PATH)
+    out: list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]] = []
+    for g, (a, b) in zip(ids, spans):
+        partition, bucket = by_rank[g // config.num_buckets], g % config.num_buckets
+        share = rows.slice(a, b - a).add_column(at, schema.field(at), pa.repeat(pa.scalar(partition, pa.string()), b - a))
+        existing = {grp.file_id: grp for grp in groups_by_partition.get(partition, [])}
+        fid = index.file_id_of_bucket(config.upstream_format, config.name, partition, bucket)
+        grp = existing.get(fid)
+        out.append((partition, fid, share, grp.latest if grp else None, None))
+    return out
+
+
+def _by_key(keys: pa.Array, idx: np.ndarray) -> np.ndarray:
+    """`idx` (rows of one group, ascending) reordered so that their keys are sorted (stable)."""
+    return idx[records.key_sort_indices(keys.take(pa.array(idx)))] if len(idx) > 1 else idx
+
+
+def _gather(rows: pa.Table, order: np.ndarray, alias: str | None) -> pa.Table:
+    """The rows in `order`: one take per column, on the write threads (Arrow's take releases the GIL).
+
+    `alias`: a column holding the same strings as `_hoodie_record_key`, which is then not gathered twice."""
+    idx = pa.array(order)
+    names = [n for n in rows.column_names if not (alias is not None and n == RECORD_KEY)]
+    taken = dict(zip(names, run_in_threads([functools.partial(rows.column(n).take, idx) for n in names])))
+    if alias is not None:
+        taken[RECORD_KEY] = taken[alias]
+    return pa.Table.from_arrays([taken[n] for n in rows.column_names], schema=rows.schema)
+
+
+def _one_per_key(config: TableConfig, rows: pa.Table, is_delete: bool) -> pa.Table:
+    """A file group's rows, sorted, one per key: sorted as they come unless a key repeats (then `records.dedupe`).
+
+    Rows that come sorted with a key repeated (`tag` sorts each group's share by key) keep their order: only
+    the rows of repeated keys are de-duplicated, and the winners kept in place."""
+    keys = records.one_array(rows.column(RECORD_KEY))
+    if records.is_strictly_sorted(keys):
+        return rows
+    n = len(keys)
+    same = np.asarray(pc.equal(keys.slice(0, n - 1), keys.slice(1)).fill_null(False), dtype=bool)
+    if not bool(pc.all(pc.less_equal(keys.slice(0, n - 1), keys.slice(1))).as_py()):
+        rows = records.sort_by_key(rows)
+        keys = records.one_array(rows.column(RECORD_KEY))
+        same = np.asarray(pc.equal(keys.slice(0, n - 1), keys.slice(1)).fill_null(False), dtype=bool)
+        if not same.any():
+            return rows
+    ordering = config.ordering_field if config.merge_mode == "EVENT_TIME_ORDERING" else None
+    ordering = ordering if ordering in rows.column_names else None
+    repeated = np.zeros(n, dtype=bool)  # rows whose key a neighbour shares
+    repeated[:-1] |= same
+    repeated[1:] |= same
+    at = np.flatnonzero(repeated)
+    narrow = rows.select([RECORD_KEY] + ([ordering] if ordering else [])).take(pa.array(at))
+    winners = records.dedupe(narrow.append_column(_ROW, pa.array(at)), RECORD_KEY, ordering, deletes=is_delete)
+    keep = ~repeated
+    keep[winners.column(_ROW).to_numpy()] = True
+    return rows.take(pa.array(np.flatnonzero(keep)))
+
+
+_ROW = "__lsm_lab_row"  # a row number carried through `records.dedupe` (never written)
+
+
+def slice_keys(fs: FileSlice, ctx: ReadContext) -> pa.Array:
+    """Record keys stored in a slice's base and logs (deleted keys included: an upper bound).
+
+    A deleted key still sits in the base file until compaction, so a later insert
+    of it must go to the same file group (as Hudi's index sends it), or the
+    read-optimized view would show it twice.
+    """
+    sources, _ = load_sources(ctx, fs, [RECORD_KEY])
+    if not sources:
+        return pa.array([], pa.string())
+    keys = pa.chunked_array([k for s in sources for k in s.column(RECORD_KEY).chunks], pa.string())
+    return pc.unique(keys.combine_chunks())
+
+
+def stored_count(fs: FileSlice, ctx: ReadContext, keys: pa.Array | pa.ChunkedArray) -> int:
+    """How many of `keys` (distinct) the slice's base or logs hold, deleted keys included (as `slice_keys`).
+
+    Each file's keys are probed against the batch's (a hash set of the batch, not of
+    the slice), so only the few stored keys that match are kept."""
+    sources, _ = load_sources(ctx, fs, [RECORD_KEY])
+    wanted = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    found = [s.column(RECORD_KEY).filter(pc.is_in(s.column(RECORD_KEY), value_set=wanted)) for s in sources]
+    hits = [c for f in found for c in f.chunks if len(c)]
+    return len(pc.unique(pa.chunked_array(hits, pa.string()).combine_chunks())) if hits else 0
+
+
+def _count_updates(ctx: ReadContext, latest: FileSlice | None, rows: pa.Table, existing_keys: pa.Array | None) -> int:
+    """Rows of the batch whose key the file group already holds (`numUpdateWrites`)."""
+    if existing_keys is not None:
+        return int(pc.sum(pc.is_in(rows.column(RECORD_KEY), value_set=existing_keys)).as_py() or 0)
+    return stored_count(latest, ctx, rows.column(RECORD_KEY)) if latest is not None else 0
+
+
+# --------------------------------------------------------------------------- file groups in parallel
+#: threads writing file groups at once: Arrow sorts, encodes and compresses without the GIL
+WRITE_THREADS = max(1, min(4, os.cpu_count() or 1))
+T = TypeVar("T")
+
+
+def run_in_threads(calls: Sequence[Callable[[], T]], threads: int = WRITE_THREADS) -> Iterator[T]:
+    """Run independent calls (one file group each) on a small thread pool; yield results in call order.
+
+    Every call runs to its end even when another fails (the pool waits for all); the first
+    failure, in call order, is raised.
+    """
+    if threads <= 1 or len(calls) <= 1:
+        for call in calls:
+            yield call()
+        return
+    with ThreadPoolExecutor(max_workers=min(threads, len(calls)), thread_name_prefix="lsm_lab-write") as pool:
+        yield from pool.map(lambda call: call(), calls)
+
+
+# --------------------------------------------------------------------------- one file group
+def _meta_columns(rows: pa.Table, instant: str, file_name: str, task: int) -> pa.Table:
+    n = rows.num_rows
+    seq = pc.binary_join_element_wise(f"{instant}_{task}_", pc.cast(pa.array(np.arange(n)), pa.string()), "")
+    cols = {
+        COMMIT_TIME: pa.repeat(pa.scalar(instant, pa.string()), n),
+        COMMIT_SEQNO: seq,
+        RECORD_KEY: rows.column(RECORD_KEY),
+        PARTITION_PATH: rows.column(PARTITION_PATH),
+        FILE_NAME: pa.repeat(pa.scalar(file_name, pa.string()), n),
+    }
+    user = [c for c in rows.column_names if c not in cols and c != DELETE_FLAG]
+    return pa.table({**cols, **{c: rows.column(c) for c in user}})
+
+
+def _delete_rows(rows: pa.Table, ordering: str | None, schema: pa.Schema | None = None) -> pa.Table:
+    """Delete-log rows: `schema` = upstream's delete-log schema (table version 10), else the draft's columns."""
+    n = rows.num_rows
+    if schema is not None:
+        return pa.table([rows.column(RECORD_KEY)] + [
+            rows.column(f.name).cast(f.type) if f.name in rows.column_names else pa.nulls(n, f.type)
+            for f in list(schema)[1:]], schema=schema)
+    ordering_val = (v2.encode_ordering(rows.column(ordering)) if ordering and ordering in rows.column_names
+                    else pa.nulls(n, pa.binary()))
+    return pa.table({"record_key": rows.column(RECORD_KEY), "ordering_val": ordering_val,
+                     "partition_path": rows.column(PARTITION_PATH)}, schema=v2.DELETE_SCHEMA)
+
+
+def write_file_group(
+    *,
+    base_path: Path | StoragePath,
+    config: TableConfig,
+    ctx: ReadContext,
+    partition: str,
+    file_id: str,
+    rows: pa.Table,
+    latest: FileSlice | None,
+    existing_keys: pa.Array | None,
+    instant: str,
+    op: str,
+    task: int = 0,
+    token: str | None = None,
+    engine: str | None = None,
+) -> list[WriteStat]:
+    """Write one file group's share of a batch; returns the write stats (empty when nothing to do).
+
+    On a CDC table the file group's CDC log follows the data file (filegroup/cdclog.py).
+    """
+    token = token or naming.write_token(task, 0, 0)
+    if config.is_lsm:  # sorted by tag(); a bucket-placed batch is de-duplicated here, per file group
+        rows = _one_per_key(config, rows, op == "delete")  # before the CDC log: both see the same rows
+    found, stored = None, None
+    if cdclog.writes_cdc(config) and rows.num_rows:  # one probe of the slice: the changes and the update count
+        found, stored = cdclog.probe(config, ctx, latest, rows, instant, op)
+    stats = _write_file_group(base_path=base_path, config=config, ctx=ctx, partition=partition, file_id=file_id,
+                              rows=rows, latest=latest, existing_keys=existing_keys, instant=instant, op=op,
+                              task=task, token=token, engine=engine, num_updates=stored)
+    return cdclog.write(stats, base_path=base_path, config=config, ctx=ctx, partition=partition, file_id=file_id,
+                        rows=rows, latest=latest, instant=instant, op=op, token=token, found=found)
+
+
+def _write_file_group(*, base_path: Path | StoragePath, config: TableConfig, ctx: ReadContext, partition: str,
+                      file_id: str, rows: pa.Table, latest: FileSlice | None, existing_keys: pa.Array | None,
+                      instant: str, op: str, task: int, token: str, engine: str | None,
+                      num_updates: int | None = None) -> list[WriteStat]:
+    """`write_file_group`'s data file; `num_updates`: the update count when the caller already has it (CDC)."""
+    folder = base_path / partition if partition else base_path
+    is_delete = op == "delete"
+    lsm = config.is_lsm
+    ordering = ctx.spec.ordering
+    prev = latest.base_instant if latest else "null"
+    n = rows.num_rows
+    if n == 0 or (is_delete and latest is None):
+        return []
+    # numUpdateWrites: the rows whose key the group holds.  A v2 log whose rows all have a position in the
+    # base (posmerge) is all updates, counted for free below; else the slice's files are probed for the keys
+    known = num_updates is not None
+    counted_with_positions = (not known and config.is_mor and config.bucket_index and config.log_format_version != 1
+                              and existing_keys is None)
+    if is_delete:
+        num_updates = 0
+    elif num_updates is None and not counted_with_positions:
+        num_updates = _count_updates(ctx, latest, rows, existing_keys)
+    num_updates = num_updates or 0
+
+    live = None  # deletes the merge really applies: counted, not assumed (all are written, as tombstones)
+    if config.is_mor and is_delete and latest is not None:
+        live = live_deletes(ctx, latest, rows, instant).num_rows
+    # MERGE_ON_READ, key-lookup index: a small base-only slice that takes new keys gets a new base (a sorted
+    # create through the merge below), never a log holding inserts (filegroup/smallfiles.py)
+    rewrite = (config.is_mor and not is_delete and not config.bucket_index and latest is not None
+               and num_updates < n and smallfiles.is_candidate(
+                   latest, smallfiles.SmallFileConfig.from_props(config.props), is_mor=True))
+    if config.is_mor and not rewrite:
+        if config.log_format_version == 1 and latest is not None:  # compatibility tables (versions 6, 8)
+            return _write_v1_log(config=config, base_path=base_path, folder=folder, partition=partition,
+                                 file_id=file_id, rows=rows, latest=latest, instant=instant, token=token, task=task,
+                                 is_delete=is_delete, ordering=ordering, num_updates=num_updates,
+                                 user_schema=ctx.schema, num_deletes=live)
+        native = config.upstream_format  # table version 10: upstream's names, footer and delete-log schema
+        if is_delete:
+            name = naming.log_file_name(file_id, token, instant, 1, delete=True, native=native)
+            dschema = v2.upstream_delete_schema(ctx.schema, [ordering] if ordering else []) if native else None
+            rows, at = posmerge.positions_for(config, latest, rows)  # RECORD_POSITIONS when all are in the base
+            size = v2.write_delete_log(folder / name, _delete_rows(rows, ordering, dschema), instant_time=instant,
+                                       is_sorted=lsm, schema=dschema, extra=at,
+                                       schema_json=v2.avro_schema_of(ctx.full_schema, config.name) if native else None)
+            return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev, numWrites=0,
+                              numDeletes=n if live is None else live, totalWriteBytes=size, fileSizeInBytes=size,
+                              baseFile=latest.base_file.path.name if latest and latest.base_file else "",
+                              logFiles=[name], minRecordKey=_first(rows), maxRecordKey=_last(rows))]
+        if latest is None:
+            name = naming.base_file_name(file_id, token, instant)
+            data = _meta_columns(rows, instant, name, task)
+            size = parquet_io.write_parquet(folder / name, data, is_sorted=lsm)
+            if posmerge.writes_positions(config):  # the next upserts' positions need no read of this base's keys
+                posmerge.remember_base_keys(folder / name, size, data.column(RECORD_KEY))
+            return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev, numWrites=n,
+                              numInserts=n, totalWriteBytes=size, fileSizeInBytes=size, baseFile=name,
+                              minRecordKey=_first(rows), maxRecordKey=_last(rows))]
+        name = naming.log_file_name(file_id, token, instant, 1, native=native)
+        rows, at = posmerge.positions_for(config, latest, rows)  # RECORD_POSITIONS when all are updates of the base
+        if counted_with_positions:
+            num_updates = n if at else _count_updates(ctx, latest, rows, None)
+        data = _meta_columns(rows, instant, name, task)
+        size = v2.write_data_log(folder / name, data, instant_time=instant, is_sorted=lsm, upstream=native, extra=at,
+                                 schema_json=v2.avro_schema_of(data.schema, config.name) if native else None)
+        return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev, numWrites=n,
+                          numInserts=n - num_updates, numUpdateWrites=num_updates, totalWriteBytes=size,
+                          fileSizeInBytes=size,
+                          baseFile=latest.base_file.path.name if latest.base_file else "", logFiles=[name],
+                          minRecordKey=_first(rows), maxRecordKey=_last(rows))]
+
+    # COPY_ON_WRITE: a new version of the base file = current base merged with the batch
+    name = naming.base_file_name(file_id, token, instant)
+    incoming = _meta_columns(rows, instant, name, task)
+    full = ctx.full_schema
+    target = pa.schema([*list(full), pa.field(DELETE_FLAG, pa.bool_(), False)])
+    flag = pa.repeat(pa.scalar(is_delete, pa.bool_()), n)
+    incoming = records.conform(incoming.append_column(DELETE_FLAG, flag), target)
+    sources: list[pa.Table] = []
+    before = 0
+    if latest is not None:
+        current = read_slice(ctx, latest, columns=list(full.names), engine=engine)
+        before = current.num_rows
+        sources.append(records.conform(current.append_column(
+            DELETE_FLAG, pa.repeat(pa.scalar(False, pa.bool_()), current.num_rows)), target))
+    sources.append(incoming)
+    chosen = engine or ("sorted" if lsm else "hash")
+    try:
+        merged = merge_to_table(sources, ctx.spec, engine=chosen).select(full.names)
+    except InputError:  # an unsorted older base (a table switched to lsm_tree): merge by hash, sort below
+        if chosen == "hash":
+            raise
+        chosen = "hash"
+        merged = merge_to_table(sources, ctx.spec, engine=chosen).select(full.names)
+    if lsm and chosen == "hash":
+        merged = records.sort_by_key(merged)
+    deleted = max(0, before - merged.num_rows) if is_delete else 0
+    if is_delete and deleted == 0:
+        return []
+    size = parquet_io.write_parquet(folder / name, merged, is_sorted=lsm)
+    written = 0 if is_delete else n
+    return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev,
+                      numWrites=merged.num_rows, numInserts=written - num_updates, numUpdateWrites=num_updates,
+                      numDeletes=deleted, totalWriteBytes=size, fileSizeInBytes=size, baseFile=name,
+                      minRecordKey=_first(merged), maxRecordKey=_last(merged))]
+
+
+def _write_v1_log(*, config: TableConfig, base_path: Path | StoragePath, folder: Path | StoragePath, partition: str, file_id: str,
+                  rows: pa.Table, latest: FileSlice, instant: str, token: str, task: int, is_delete: bool,
+                  ordering: str | None, num_updates: int, user_schema: pa.Schema,
+                  num_deletes: int | None = None) -> list[WriteStat]:
+    """A MERGE_ON_READ write to a compatibility table: one v1 (#HUDI#) log file, Avro data or delete block."""
+    n = rows.num_rows
+    base_instant = latest.base_instant
+    if config.version < 8:  # v6 names the slice: the one a pending compaction opens, if any
+        base_instant = compat.pending_compaction_instant(base_path, config, partition, file_id) or base_instant
+    name = compat.v1_log_name(config, folder, file_id, token, instant, base_instant)
+    rel = f"{partition}/{name}" if partition else name
+    base = latest.base_file.path.name if latest.base_file else ""
+    if is_delete:
+        cols = {"record_key": rows.column(RECORD_KEY), "partition_path": rows.column(PARTITION_PATH)}
+        if ordering and ordering in rows.column_names:
+            cols["ordering_val"] = rows.column(ordering)
+        size = compat.write_v1_delete_log(folder / name, config, pa.table(cols), instant=instant,
+                                          user_schema=user_schema if len(user_schema) else None)
+        return [WriteStat(partition, file_id, rel, latest.base_instant, numWrites=0,
+                          numDeletes=n if num_deletes is None else num_deletes,
+                          totalWriteBytes=size, fileSizeInBytes=size, baseFile=base, logFiles=[name],
+                          minRecordKey=_first(rows), maxRecordKey=_last(rows))]
+    data = _meta_columns(rows, instant, name, task)
+    size = compat.write_v1_data_log(folder / name, config, data, instant=instant)
+    return [WriteStat(partition, file_id, rel, latest.base_instant, numWrites=n, numInserts=n - num_updates,
+                      numUpdateWrites=num_updates, totalWriteBytes=size, fileSizeInBytes=size, baseFile=base,
+                      logFiles=[name], minRecordKey=_first(rows), maxRecordKey=_last(rows))]
+
+
+def _first(rows: pa.Table) -> str | None:
+    return parquet_io.key_range(rows.column(RECORD_KEY))[0] if rows.num_rows else None
+
+
+def _last(rows: pa.Table) -> str | None:
+    return parquet_io.key_range(rows.column(RECORD_KEY))[1] if rows.num_rows else None
+
+
+def write_partition_metadata(base_path: Path | StoragePath, partitions: Sequence[str], instant: str) -> None:
+    """Hudi's `.hoodie_partition_metadata` marker in each partition folder (written once)."""
+    for p in partitions:
+        if not p:
+            continue
+        folder = base_path / p
+        marker = folder / ".hoodie_partition_metadata"
+        text = f"#partition metadata\ncommitTime={instant}\npartitionDepth={len(p.split('/'))}\n"
+        if isinstance(marker, StoragePath):  # a PUT is atomic: no temp file on an object store
+            if not marker.is_file():
+                marker.write_text(text)
+            continue
+        if marker.exists():
+            continue
+        assert not isinstance(folder, StoragePath)
+        paths.make_folders(folder)  # a new partition folder: never through a link out of the table
+        tmp = folder / f".hoodie_partition_metadata.{instant}.tmp"
+        with os.fdopen(paths.open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as fh:
+            fh.write(text)
+        tmp.replace(marker)

@@ -1,0 +1,20 @@
+"""Layer 4, formats: what one file of a table holds, and its name.
+
+    naming.py        file names: base files, v2 logs, v1 logs, write tokens (parse and make)
+    parquet_io.py    Parquet writer and checked reader, the footer cache, ranged object-store reads
+    footercheck.py   a Thrift walk of a footer before pyarrow touches it (a damaged footer is an error)
+    bloom.py         Hudi's bloom filter (simple and dynamic), as upstream serialises it
+    keyindex.py      the per-instant key index: each new file's key range and bloom
+    log_v2.py        RFC-103's native Parquet log files (metadata in the footer)
+    log_v1/          Apache Hudi's `#HUDI#` log blocks: read always, written for table versions 6 and 8
+    positions.py     RECORD_POSITIONS of a log: which base rows its records update
+    cdc.py           change-data-capture log files
+
+Below: the timeline (instant times name files), storage, the foundation modules.
+Above: merge/ and everything that reads or writes a file group. Nothing here knows
+what a file group or a table is.
+
+This package imports nothing on purpose: import the submodule you need.
+
+Taught in: notebooks/03_sorted_writes_and_levels.ipynb, notebooks/04_log_format_v2.ipynb
+"""
