@@ -5,7 +5,7 @@
     parse_options(items)         ["k=v", ...] → {"k": "v"}
     print_frame(df, as_json)     a pandas DataFrame, as text or JSON records
 
-cli.py and the feature packages' `command.py` modules import these; none of
+cli/app.py and the feature command modules beside it import these; none of
 them imports cli.py, which sits on top and registers them all.
 
 Taught in: notebooks/07_compaction.ipynb

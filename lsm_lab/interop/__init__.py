@@ -1,9 +1,7 @@
-"""Interoperability with Apache Hudi: real tables, compatibility writes, upgrades to RFC-103.
+"""Interoperability with Apache Hudi: real tables read with hudi-rs, upgrades to RFC-103 (compatibility writes: filegroup/compat.py; the commands: cli/interop.py).
 
     hudi_tables   unpack the real tables, read them with hudi-rs, compare rows by key
-    compat        what a table of version 6 or 8 must look like for older readers
     upgrade       switch a v1-log table to v2 logs (and to the lsm_tree layout)
-    command       `lsm-lab interop ...` and `lsm-lab bench interop`
 
 This package imports nothing on purpose (hudi-rs is optional): import the submodule you need.
 
