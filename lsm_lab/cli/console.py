@@ -6,7 +6,7 @@
     print_frame(df, as_json)     a pandas DataFrame, as text or JSON records
 
 cli/app.py and the feature command modules beside it import these; none of
-them imports cli.py, which sits on top and registers them all.
+them imports app.py, which sits on top and registers them all.
 
 Taught in: notebooks/07_compaction.ipynb
 """
