@@ -13,6 +13,8 @@ The public API, re-exported here (see docs/ARCHITECTURE.md for the layers):
 Taught in: notebooks/00_why_lsm.ipynb, notebooks/01_build_a_table.ipynb
 """
 
+import logging
+import os
 from typing import TYPE_CHECKING, Any
 
 from lsm_lab.errors import (
@@ -22,6 +24,7 @@ from lsm_lab.errors import (
     InputError,
     LostCommitError,
     LsmLabError,
+    MissingDependencyError,
     PartitionValueError,
     RetentionError,
     SchemaError,
@@ -31,6 +34,15 @@ from lsm_lab.errors import (
     UnsafePathError,
     UnsupportedFeatureError,
 )
+
+if os.name != "posix":  # the local table lock, heartbeats and the instant clock are fcntl locks
+    raise ImportError("lsm_lab runs on POSIX systems (Linux, macOS; on Windows, inside WSL): "
+                      "its local locks use fcntl")
+
+# The library's warnings (skipped v1 blocks, merge fallbacks) go to loggers under "lsm_lab";
+# like every library, it leaves the handlers to the application.
+logging.getLogger("lsm_lab").addHandler(logging.NullHandler())
+
 
 # The rest of the API is imported on first use (PEP 562), so that `import lsm_lab.merge`
 # in a benchmark child or `lsm-lab --help` does not pay for pandas and the table layer.
@@ -88,6 +100,7 @@ __all__ = [
     "LsmLabError",
     "MergeMode",
     "MergeSpec",
+    "MissingDependencyError",
     "PartitionValueError",
     "RetentionError",
     "SchemaError",

@@ -6,7 +6,7 @@ catches it where it knows *which file* and *what* was wrong and raises one of
 the classes below with both in the message.
 
     LsmLabError
-    ├── TableNotFoundError        path has no .hoodie/hoodie.properties
+    ├── TableNotFoundError        path has no .hoodie/hoodie.properties (also a FileNotFoundError)
     ├── TableConfigError          hoodie.properties missing a key, bad value, unknown version
     ├── SchemaError               missing key/ordering/partition column, type change, null key
     ├── PartitionValueError       a partition value that would escape the table folder
@@ -15,7 +15,8 @@ the classes below with both in the message.
     │   ├── UnsafePathError       a symbolic link in the table that a write or delete would follow out of it
     │   └── LostCommitError       a write that looks committed has lost its completed instant file
     ├── UnsupportedFeatureError   a real Hudi feature lsm_lab does not read (HFile, Lance, ...)
-    ├── InputError                bad user input to a command (unsorted runs, bad option)
+    │   └── MissingDependencyError  a feature whose optional extra is not installed (also an ImportError)
+    ├── InputError                bad user input to a command (unsorted runs, bad option; also a ValueError)
     │   └── RetentionError        a read that reaches past what the cleaner kept
     ├── TimelineError             an instant transition that is not allowed, unknown instant
     ├── ConflictError             optimistic concurrency: another writer won
@@ -23,7 +24,9 @@ the classes below with both in the message.
 
 Simplified compared with Apache Hudi: Hudi has dozens of exception classes spread
 over modules (HoodieIOException, HoodieCorruptedDataException, ...); lsm_lab keeps
-one small tree so that callers can catch `LsmLabError` and show the message.
+one small tree so that callers can catch `LsmLabError` and show the message. Three of
+them are also the built-in a Python user would catch: `TableNotFoundError` is a
+`FileNotFoundError`, `InputError` a `ValueError`, `MissingDependencyError` an `ImportError`.
 
 Taught in: notebooks/13_change_data_capture.ipynb
 """
@@ -46,7 +49,7 @@ class LsmLabError(Exception):
         super().__init__(f"{self.path}: {message}" if self.path else message)
 
 
-class TableNotFoundError(LsmLabError):
+class TableNotFoundError(LsmLabError, FileNotFoundError):
     """The path is not an lsm_lab/Hudi table (no `.hoodie/hoodie.properties`)."""
 
 
@@ -103,7 +106,11 @@ class UnsupportedFeatureError(LsmLabError):
     """The table uses a Hudi feature that lsm_lab does not implement (HFile blocks, Lance files, ...)."""
 
 
-class InputError(LsmLabError):
+class MissingDependencyError(UnsupportedFeatureError, ImportError):
+    """A feature needs an optional extra that is not installed (lsm_lab/extras.py names the pip line)."""
+
+
+class InputError(LsmLabError, ValueError):
     """Bad input to a command or function: unsorted runs, mismatched schemas, bad options."""
 
 
@@ -136,6 +143,7 @@ __all__ = [
     "InputError",
     "LostCommitError",
     "LsmLabError",
+    "MissingDependencyError",
     "PartitionValueError",
     "SchemaError",
     "StorageError",

@@ -117,3 +117,45 @@ def hand_edited(monkeypatch: pytest.MonkeyPatch) -> None:
     import lsm_lab.table.state
 
     monkeypatch.setattr(lsm_lab.table.state.TableState, "own_files", property(lambda self: False))
+
+
+# --------------------------------------------------------------------------- skips are accounted for
+# With LSM_LAB_STRICT_SKIPS=1 (.ci/run sets it) a skip that tests/allowed_skips.toml does not list fails
+# the run: a tool that failed to install must not turn its tests into silent passes.
+_SKIPPED: list[tuple[str, str]] = []
+
+
+def _allowed_skips() -> list[dict[str, str]]:
+    import tomllib
+
+    with open(Path(__file__).with_name("allowed_skips.toml"), "rb") as f:
+        return list(tomllib.load(f)["skip"])
+
+
+def _skip_is_allowed(nodeid: str, reason: str, allowed: list[dict[str, str]]) -> bool:
+    from fnmatch import fnmatchcase
+
+    return any(fnmatchcase(nodeid, a["test"]) and a["reason"] in reason for a in allowed)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and not hasattr(report, "wasxfail"):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        _SKIPPED.append((report.nodeid, reason))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    import os
+
+    if os.environ.get("LSM_LAB_STRICT_SKIPS") != "1" or not _SKIPPED:
+        return
+    allowed = _allowed_skips()
+    unexpected = [(n, r) for n, r in _SKIPPED if not _skip_is_allowed(n, r, allowed)]
+    if unexpected:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        lines = [f"{len(unexpected)} skip(s) not in tests/allowed_skips.toml (LSM_LAB_STRICT_SKIPS=1):"]
+        lines += [f"  {n}: {r}" for n, r in unexpected]
+        if reporter is not None:
+            reporter.write_line("\n".join(lines), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

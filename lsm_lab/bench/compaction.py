@@ -74,9 +74,22 @@ from lsm_lab.allocator import command_env
 from lsm_lab.api import create_table, open_table
 from lsm_lab.bench.merge import _hex_keys
 from lsm_lab.format import parquet_io
-from lsm_lab.spark.compact import run_compaction
-from lsm_lab.spark.jobs import TaskClock, TaskReport, jvm_peak_mib, jvm_pid, table_uri
-from lsm_lab.spark.session import spark_session
+
+
+class _SparkParts:
+    """The pieces of lsm_lab.spark this benchmark uses, imported on first use: `lsm-lab --help` and the
+    local contenders run without pyspark (the spark extra)."""
+
+    def __getattr__(self, name: str) -> Any:
+        from lsm_lab.spark import compact, jobs, session  # pyspark: the spark extra, loaded on first use
+
+        for module in (compact, jobs, session):
+            if hasattr(module, name):
+                return getattr(module, name)
+        raise AttributeError(name)
+
+
+_spark = _SparkParts()
 
 CONTENDERS = ("sorted", "hash", "window", "io_floor")
 LOCAL_CONTENDERS = ("local_sorted", "local_hash")
@@ -186,7 +199,7 @@ def digest(rows: Any) -> str:
 
 
 def _spark_compact(spark: Any, path: Path, merge: str, progress: bool | None) -> dict[str, Any]:
-    run = run_compaction(path, spark=spark, strategy="full", merge=merge, progress=progress)
+    run = _spark.run_compaction(path, spark=spark, strategy="full", merge=merge, progress=progress)
     if run.instant is None:
         raise RuntimeError("nothing was compacted")
     meta = open_table(path).instant_metadata(run.instant)
@@ -214,7 +227,7 @@ class IoFloorTask:
 
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                clock = TaskClock(i)
+                clock = _spark.TaskClock(i)
                 rows = 0
                 writer = None
                 for f in self.slices[i].files:
@@ -238,7 +251,7 @@ def _io_floor(spark: Any, path: Path, out: Path) -> dict[str, Any]:
     n = len(slices)
     rows = spark.range(0, n, 1, n).mapInArrow(IoFloorTask(slices, str(out)), "report string").collect()
     seconds = time.perf_counter() - t0
-    reports = [TaskReport(**json.loads(r["report"])) for r in rows]
+    reports = [_spark.TaskReport(**json.loads(r["report"])) for r in rows]
     return {"seconds": seconds, "peak_rss_mib": max(r.peak_rss_mib for r in reports),
             "start_rss_mib": max(r.start_rss_mib for r in reports),
             "peak_delta_mib": max(r.peak_rss_mib - r.start_rss_mib for r in reports), "tasks": n,
@@ -254,11 +267,11 @@ def _window(spark: Any, path: Path, out: Path) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     t0 = time.perf_counter()
-    files = [table_uri(f.path) for fs in open_table(path).latest_slices() for f in fs.files]
+    files = [_spark.table_uri(f.path) for fs in open_table(path).latest_slices() for f in fs.files]
     frame = spark.read.parquet(*files)
     newest = Window.partitionBy("_hoodie_record_key").orderBy(F.col("ts").desc(), F.col("_hoodie_commit_time").desc())
     kept = frame.withColumn("_rn", F.row_number().over(newest)).where("_rn = 1").drop("_rn")
-    kept.write.mode("overwrite").parquet(table_uri(out))
+    kept.write.mode("overwrite").parquet(_spark.table_uri(out))
     seconds = time.perf_counter() - t0
     rows_out = sum(pq.read_metadata(p).num_rows for p in out.glob("*.parquet"))
     return {"seconds": seconds, "peak_rss_mib": None, "start_rss_mib": None, "peak_delta_mib": None,
@@ -315,9 +328,9 @@ def run_bench(rows: int, ks: Sequence[int], *, updates: float = 0.2, contenders:
     started, pid = 0.0, None
     if any(not n.startswith("local_") for n in names):
         t0 = time.perf_counter()
-        spark = spark or spark_session("lsm_lab-bench-compaction", **BENCH_CONF)
+        spark = spark or _spark.spark_session("lsm_lab-bench-compaction", **BENCH_CONF)
         started = time.perf_counter() - t0
-        pid = jvm_pid(spark)
+        pid = _spark.jvm_pid(spark)
         reuse = spark.conf.get("spark.python.worker.reuse", "true")
         say(f"spark session ready in {started:.1f} s (master {spark.sparkContext.master}, python worker reuse {reuse})")
     def contend(name: str, table: Path) -> dict[str, Any]:
@@ -356,7 +369,7 @@ def run_bench(rows: int, ks: Sequence[int], *, updates: float = 0.2, contenders:
         order = [(r, n) for r in range(max(1, repeat)) for n in (names if r % 2 == 0 else names[::-1])]
         for rep, name in order:
             if pid is not None:
-                jvm_peak_mib(pid, reset=True)
+                _spark.jvm_peak_mib(pid, reset=True)
             load = os.getloadavg()[0]
             say(f"k={k} {name} ...")
             try:
@@ -366,7 +379,7 @@ def run_bench(rows: int, ks: Sequence[int], *, updates: float = 0.2, contenders:
             merge = name.split("_", 1)[1] if name.startswith("local_") else name
             rec = {"engine": "local" if name.startswith("local_") else "spark", "merge": merge, "rows": rows,
                    "k": k, "repeat": rep, "updates": updates, "log_rows": log_rows, "file_groups": file_groups, **rec,
-                   "jvm_peak_mib": None if name.startswith("local_") or pid is None else jvm_peak_mib(pid),
+                   "jvm_peak_mib": None if name.startswith("local_") or pid is None else _spark.jvm_peak_mib(pid),
                    "load_1m_before": round(load, 2), "session_start_seconds": round(started, 1)}
             if "seconds" in rec:
                 rec["rows_per_s"] = rows / rec["seconds"]

@@ -25,6 +25,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import lsm_lab
 from lsm_lab.api import create_table, open_table
 from lsm_lab.bench import cdc as bench_cdc
 from lsm_lab.bench import storage as bench_storage
@@ -156,6 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lsm-lab",
         description="lsm_lab: the LSM tree layout of Apache Hudi RFC-103 — build, inspect and benchmark tables.",
     )
+    parser.add_argument("--version", action="version", version=f"lsm-lab {lsm_lab.__version__}",
+                        help="print the version of lsm_lab and exit")
     parser.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
                         help="object-store setting for s3://, gs://, az:// tables (repeatable, may follow any "
                              "command), e.g. aws_endpoint_url=http://127.0.0.1:9000; the standard AWS_* "

@@ -27,27 +27,27 @@ from lsm_lab.bench import compaction
 from lsm_lab.bench.compaction import run_from_args
 from lsm_lab.cli.console import parse_options, read_input_file
 from lsm_lab.services import clustering
-from lsm_lab.spark.cluster import StandaloneCluster
-from lsm_lab.spark.clustering import cluster_table
-from lsm_lab.spark.compact import run_compaction
-from lsm_lab.spark.read import read_table
-from lsm_lab.spark.session import spark_session
-from lsm_lab.spark.write import write_table
 
 
 def _spark(args: argparse.Namespace) -> Any:
+    from lsm_lab.spark.session import spark_session  # pyspark (the spark extra): only when a command runs
+
     conf = {"spark.master": args.master} if getattr(args, "master", None) else {}
     return spark_session(**conf)
 
 
 def _cmd_write(args: argparse.Namespace) -> int:
     data = read_input_file(args.file)
+    from lsm_lab.spark.write import write_table  # pyspark: the spark extra
+
     done = write_table(data, args.path, op=args.op, spark=_spark(args))
     print(f"{args.op}: {data.num_rows:,} rows → {done}")
     return 0
 
 
 def _cmd_compact(args: argparse.Namespace) -> int:
+    from lsm_lab.spark.compact import run_compaction  # pyspark: the spark extra
+
     run = run_compaction(args.path, spark=_spark(args), strategy=args.strategy, merge=args.merge)
     if run.instant is None:
         print("nothing to compact")
@@ -59,6 +59,8 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 
 
 def _cmd_clustering(args: argparse.Namespace) -> int:
+    from lsm_lab.spark.clustering import cluster_table  # pyspark: the spark extra
+
     done = cluster_table(args.path, spark=_spark(args), options=parse_options(args.option), merge=args.merge)
     if done is None:
         print("nothing to cluster")
@@ -69,6 +71,8 @@ def _cmd_clustering(args: argparse.Namespace) -> int:
 
 def _cmd_read(args: argparse.Namespace) -> int:
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
+    from lsm_lab.spark.read import read_table  # pyspark: the spark extra
+
     frame = read_table(args.path, spark=_spark(args), as_of=args.as_of, columns=columns, read_optimized=args.read_optimized)
     if args.out:
         frame.write.mode("overwrite").parquet(args.out)
@@ -80,6 +84,8 @@ def _cmd_read(args: argparse.Namespace) -> int:
 
 
 def _cmd_cluster(args: argparse.Namespace) -> int:
+    from lsm_lab.spark.cluster import StandaloneCluster  # pyspark: the spark extra
+
     with StandaloneCluster(workers=args.workers, cores=args.cores, memory=args.memory) as cluster:
         print(f"master {cluster.master_url}   (status: {cluster.ui_url})")
         print(f"use it:  lsm-lab spark read PATH --master {cluster.master_url}   or   "

@@ -39,7 +39,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lsm_lab.errors import InputError, TableNotFoundError, UnsupportedFeatureError
+from lsm_lab.errors import InputError, TableNotFoundError
+from lsm_lab.extras import require
 from lsm_lab.merge import records
 
 #: a few differences are enough to see what is wrong
@@ -114,10 +115,8 @@ def hudi_available() -> bool:
 def hudi_rs_read(path: str | os.PathLike[str], *, as_of: str | None = None, read_optimized: bool = False,
                  columns: Sequence[str] | None = None) -> pa.Table:
     """Read a table with hudi-rs: snapshot, time travel (`as_of`) or read-optimized."""
-    try:
-        import hudi
-    except ImportError:
-        raise UnsupportedFeatureError("the `hudi` package (hudi-rs) is not installed") from None
+    require("interop", "reading with hudi-rs")
+    import hudi
     table = hudi.HudiTableBuilder.from_base_uri(str(path)).build()
     options = hudi.HudiReadOptions()
     if as_of is not None:
@@ -135,10 +134,8 @@ def hudi_rs_read(path: str | os.PathLike[str], *, as_of: str | None = None, read
 
 def hudi_rs_incremental(path: str | os.PathLike[str], start: str, end: str | None = None) -> pa.Table:
     """hudi-rs's incremental query: records written by instants completed in (start, end]."""
-    try:
-        import hudi
-    except ImportError:
-        raise UnsupportedFeatureError("the `hudi` package (hudi-rs) is not installed") from None
+    require("interop", "reading with hudi-rs")
+    import hudi
     table = hudi.HudiTableBuilder.from_base_uri(str(path)).build()
     options = hudi.HudiReadOptions().with_query_type(hudi.HudiQueryType.Incremental).with_start_timestamp(start)
     if end is not None:

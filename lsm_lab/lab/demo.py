@@ -37,7 +37,6 @@ from lsm_lab.api import Table, create_table
 from lsm_lab.errors import InputError
 from lsm_lab.lab.datagen import TripsGenerator
 from lsm_lab.lab.s3local import LocalS3
-from lsm_lab.spark import write_table
 
 
 def _apply(model: dict[str, dict], batch: pa.Table, *, delete: bool = False) -> None:
@@ -112,6 +111,8 @@ def _run(path: Any, storage_options: dict[str, str] | None, *, rows: int, rounds
 
     def write(op: str, batch: pa.Table):
         if engine == "spark":
+            from lsm_lab.spark import write_table  # pyspark (the spark extra): only for --engine spark
+
             return write_table(batch, table.path, op=op, storage_options=storage_options)
         return getattr(table, op)(batch)
 

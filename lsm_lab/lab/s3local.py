@@ -23,7 +23,7 @@ import socket
 import uuid
 from typing import Any
 
-from lsm_lab.errors import LsmLabError
+from lsm_lab.extras import require
 
 
 def _free_port() -> int:
@@ -40,11 +40,8 @@ class LocalS3:
         self._server: Any = None
 
     def start(self) -> LocalS3:
-        try:
-            from moto.server import ThreadedMotoServer  # a development dependency: only here
-        except ImportError:
-            raise LsmLabError("the local S3 server needs moto: pip install 'moto[server]' "
-                              "(part of lsm_lab's dev extra)") from None
+        require("s3", "the local S3 server")
+        from moto.server import ThreadedMotoServer  # the s3 extra: imported only here
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's HTTP server logs every request
         port = _free_port()
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)

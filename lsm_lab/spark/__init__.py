@@ -17,13 +17,17 @@ hides a submodule: `lsm_lab.spark.write` is always the module.
 Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
 
-from lsm_lab.spark.cdc import read_cdc
-from lsm_lab.spark.clustering import cluster_table
-from lsm_lab.spark.compact import compact_table
-from lsm_lab.spark.jobs import SparkJobError
-from lsm_lab.spark.read import read_table
-from lsm_lab.spark.session import SparkSetupError, check_java, spark_session
-from lsm_lab.spark.write import write_table
+from lsm_lab.extras import require
+
+require("spark", "lsm_lab.spark")  # before the submodules import pyspark: one clear line when it is missing
+
+from lsm_lab.spark.cdc import read_cdc  # noqa: E402
+from lsm_lab.spark.clustering import cluster_table  # noqa: E402
+from lsm_lab.spark.compact import compact_table  # noqa: E402
+from lsm_lab.spark.jobs import SparkJobError  # noqa: E402
+from lsm_lab.spark.read import read_table  # noqa: E402
+from lsm_lab.spark.session import SparkSetupError, check_java, spark_session  # noqa: E402
+from lsm_lab.spark.write import write_table  # noqa: E402
 
 __all__ = ["SparkJobError", "SparkSetupError", "check_java", "cluster_table", "compact_table", "read_cdc",
            "read_table", "spark_session", "write_table"]

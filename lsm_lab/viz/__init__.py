@@ -24,11 +24,15 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lsm_lab.viz.bench import load_records, plot_bench, plot_lookup_bench, plot_merge_bench
-from lsm_lab.viz.levels import KeyScale, LevelFile, level_files, levels_frame, plot_key_ranges, plot_levels
-from lsm_lab.viz.merge_widget import MergeStepper, StepPicture, show_step, state_legend_html, step_html, tree_svg
-from lsm_lab.viz.plan import plot_plan
-from lsm_lab.viz.timeline import plot_timeline
+from lsm_lab.extras import require
+
+require("viz", "lsm_lab.viz")  # before the submodules import matplotlib: one clear line when it is missing
+
+from lsm_lab.viz.bench import load_records, plot_bench, plot_lookup_bench, plot_merge_bench  # noqa: E402
+from lsm_lab.viz.levels import KeyScale, LevelFile, level_files, levels_frame, plot_key_ranges, plot_levels  # noqa: E402
+from lsm_lab.viz.merge_widget import MergeStepper, StepPicture, show_step, state_legend_html, step_html, tree_svg  # noqa: E402
+from lsm_lab.viz.plan import plot_plan  # noqa: E402
+from lsm_lab.viz.timeline import plot_timeline  # noqa: E402
 
 if TYPE_CHECKING:
     from lsm_lab.api import Table
