@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lsm_lab import checks
-from lsm_lab.errors import CorruptTableError, InputError, LsmLabError, TableConfigError, UnsupportedFeatureError
+from lsm_lab.errors import CorruptTableError, InputError, TableConfigError, UnsupportedFeatureError
 from lsm_lab.filegroup import cdclog, compat, fsview
 from lsm_lab.filegroup import read as reader
 from lsm_lab.filegroup import write as writer
@@ -47,7 +47,7 @@ from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.format import naming
 from lsm_lab.merge import records
 from lsm_lab.progress import progress
-from lsm_lab.services import archiver, clean, clustering, compaction, occ, savepoint, upgrade
+from lsm_lab.services import archiver, clean, clustering, commit, compaction, occ, savepoint, upgrade
 from lsm_lab.services import rollback as rb
 from lsm_lab.services.lock import table_lock
 from lsm_lab.storage import StoragePath, as_path, is_local, paths
@@ -58,7 +58,7 @@ from lsm_lab.table.stats import LookupStats
 from lsm_lab.timeline import config as cfg
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, Instant, normalize_time
-from lsm_lab.timeline.metadata import commit_metadata, summarize
+from lsm_lab.timeline.metadata import summarize
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -154,33 +154,13 @@ class Table(TableState):
         return open_table(self.path)
 
     def _write(self, data: Any, op: str) -> Instant:
-        """One optimistic write (services.occ): files written without the lock, conflicts checked at commit."""
+        """One optimistic write (services.commit): files written without the lock, conflicts checked at commit."""
         self.check_writable()
-        current = self.schema
-        if current is None and not self.completed_writes():  # if this first write fails, create_table may start over
-            fsview.mark_first_write(self.path)
-        batch = writer.prepare(self.config, current, data, op)
-        action = DELTA_COMMIT if self.config.is_mor else COMMIT
-        with occ.WriteTransaction(self.path, self.active_timeline, action, {"operationType": op.upper()}) as txn:
-            txn.begin(self.latest_completion)
-            stats = self._write_files(batch, txn.begin_time, op, snapshot=txn.snapshot, txn=txn)
-            schema = batch.schema if len(batch.schema) else (current or pa.schema([]))
-            with table_lock(self.path):  # the schema committed meanwhile, plus this write's new columns
-                if len(schema):
-                    schema = occ.merge_schemas(self.schema, schema)
-                extra = {writer.SCHEMA_KEY: writer.schema_to_text(schema)} if len(schema) else {}
-                done = txn.commit(commit_metadata(stats, operation=op, extra=extra))
-        self._after_write()
+        batch = writer.prepare(self.config, self.schema, data, op)
+        done = commit.run_write(self, op, batch.schema, lambda txn: self._write_files(
+            batch, txn.begin_time, op, snapshot=txn.snapshot, txn=txn))
+        commit.after_write(self)
         return done
-
-    def _after_write(self) -> None:
-        """Inline table services configured in hoodie.properties: compaction, cleaning, archival."""
-
-        due, _ = compaction.inline_due(self)
-        if due:
-            compaction.compact(self, strategy=compaction.inline_strategy(self.config.props))
-        clean.maybe_clean(self)
-        archiver.maybe_archive(self)
 
     def _write_files(self, batch: writer.PreparedBatch, instant: str, op: str, *, snapshot: str | None = None,
                      txn: occ.WriteTransaction | None = None) -> list:
@@ -205,7 +185,8 @@ class Table(TableState):
         if txn is not None:  # every marker before any data file: a crash leaves nothing unmarked
             for task, (partition, file_id, _, latest, _) in enumerate(tagged):
                 token = naming.write_token(task, 0, 0)
-                for name, io_type in [*self._planned_files(partition, file_id, latest, instant, op, task),
+                for name, io_type in [*writer.planned_files(self.config, self.path, partition, file_id, latest,
+                                                            instant, op, token),
                                       *cdclog.planned(self.config, file_id, token, instant)]:
                     txn.mark(partition, name, io_type)
         calls = [functools.partial(
@@ -217,31 +198,6 @@ class Table(TableState):
                                     total=len(calls)):
             stats.extend(group_stats)
         return stats
-
-    def _planned_files(self, partition: str, file_id: str, latest: FileSlice | None, instant: str, op: str,
-                       task: int) -> list[tuple[str, str]]:
-        """(file name, marker IO type) that `write.write_file_group` may create for one file group."""
-        token = naming.write_token(task, 0, 0)
-        if not self.config.is_mor:
-            return [(naming.base_file_name(file_id, token, instant), "MERGE" if latest else "CREATE")]
-        if latest is None:
-            return [] if op == "delete" else [(naming.base_file_name(file_id, token, instant), "CREATE")]
-        if op != "delete" and not self.config.bucket_index and not latest.log_files:  # a small file taking inserts
-            return [(naming.base_file_name(file_id, token, instant), "MERGE"),
-                    *self._planned_logs(partition, file_id, latest, instant, op, token)]
-        return self._planned_logs(partition, file_id, latest, instant, op, token)
-
-    def _planned_logs(self, partition: str, file_id: str, latest: FileSlice, instant: str, op: str,
-                      token: str) -> list[tuple[str, str]]:
-        if self.config.log_format_version == 1:
-            try:
-                folder = self.path / partition if partition else self.path
-                return [(compat.v1_log_name(self.config, folder, file_id, token, instant, latest.base_instant),
-                         "APPEND")]
-            except LsmLabError:
-                return []
-        return [(naming.log_file_name(file_id, token, instant, 1, delete=op == "delete",
-                                      native=self.config.upstream_format), "APPEND")]
 
     # ------------------------------------------------------------------ reads
     @_one_listing

@@ -12,6 +12,7 @@ Each test answers one of RFC-103's review questions with what lsm_lab does
 
 from __future__ import annotations
 
+import logging
 import shutil
 from pathlib import Path
 from typing import Any
@@ -126,8 +127,11 @@ def test_switching_on_lsm_tree_rewrites_nothing(v8_table: tuple[lsm_lab.Table, M
             assert parquet_io.footer(t.path / rel).get(parquet_io.KEY_SORTED) is None  # old ones never claimed it
 
 
-def test_a_footer_that_lies_about_order_never_yields_wrong_rows(v8_table: tuple[lsm_lab.Table, Model]) -> None:
-    """An lsm_tree slice whose v2 log claims `lsm_lab.sorted=true` but is not sorted: the merge falls back to hash."""
+def test_a_footer_that_lies_about_order_never_yields_wrong_rows(v8_table: tuple[lsm_lab.Table, Model],
+                                                               caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
+    """An lsm_tree slice whose v2 log claims `lsm_lab.sorted=true` but is not sorted: every merge — reads, lookups,
+    clustering — falls back to hash (lsm_lab.merge.policy), says so on the `lsm_lab.merge` logger, and
+    gives the model's rows."""
     t, m = v8_table
     t = upgrade(t, layout="lsm_tree")
     t.upsert(_rows([0, 2], 600, 6.0))
@@ -152,6 +156,22 @@ def test_a_footer_that_lies_about_order_never_yields_wrong_rows(v8_table: tuple[
     m.upsert([{"id": r["id"], "ts": r["ts"], "v": r["v"]} for r in rows])
     for engine in (None, "sorted", "loser_tree", "heapq", "hash"):
         assert _values(t, merge=engine) == m.values(), engine
+
+    def fell_back() -> bool:
+        found = any("merging with hash instead" in r.getMessage() for r in caplog.records if r.name == "lsm_lab.merge")
+        caplog.clear()
+        return found
+
+    caplog.set_level(logging.WARNING, logger="lsm_lab.merge")
+    assert _values(t, merge="sorted") == m.values() and fell_back()
+    keys = ["k02", "k06", "k08"]
+    found = {r["id"]: r["v"] for r in t.lookup(keys).to_pylist()}
+    assert found == {k: m.values()[k] for k in keys if k in m.values()}
+    copy = tmp_path / "copy"
+    shutil.copytree(t.path, copy)
+    clustered = lsm_lab.open_table(copy)
+    clustered.cluster(merge="sorted", options={"hoodie.clustering.plan.strategy.small.file.limit": str(1 << 30)})
+    assert fell_back() and _values(clustered) == m.values()
 
 
 def test_compaction_of_a_mixed_slice(v8_table: tuple[lsm_lab.Table, Model]) -> None:

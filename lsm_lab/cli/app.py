@@ -37,6 +37,7 @@ from lsm_lab.cli import spark as spark_command
 from lsm_lab.cli.console import parse_options, print_frame, read_input_file, write_output_file
 from lsm_lab.errors import InputError, LsmLabError
 from lsm_lab.lab.demo import demo_folder, run_demo
+from lsm_lab.merge import ENGINES
 from lsm_lab.storage import default_options
 from lsm_lab.table.inspect import footers
 from lsm_lab.table.lookup import LookupStats
@@ -207,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="table folder or URI (s3://bucket/prefix, gs://, az://)")
     p.add_argument("--as-of", help="completion time to travel to (yyyyMMddHHmmssSSS; 0: before every instant)")
     p.add_argument("--columns", help="comma separated columns")
-    p.add_argument("--merge", choices=["sorted", "loser_tree", "hash", "heapq"], help="force a merge engine")
+    p.add_argument("--merge", choices=ENGINES, help="force a merge engine")
     p.add_argument("--read-optimized", action="store_true", help="base files only")
     p.add_argument("--strict", action="store_true",
                    help="fail on a corrupt block in a v1 (#HUDI#) log instead of skipping it as Hudi's reader does")

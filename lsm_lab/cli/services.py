@@ -21,6 +21,7 @@ from collections.abc import Callable
 from lsm_lab.api import Table, open_table
 from lsm_lab.cli.console import parse_options
 from lsm_lab.filegroup.planner import format_plan, read_plan
+from lsm_lab.merge import ENGINES
 from lsm_lab.services import clustering
 
 
@@ -152,7 +153,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plan-only", action="store_true", help="only save the plan (<t>.compaction.requested)")
     p.add_argument("--strategy", choices=["hybrid", "full", "log"], default="hybrid",
                    help="hybrid (default), full or log")
-    p.add_argument("--merge", choices=["sorted", "loser_tree", "hash", "heapq"],
+    p.add_argument("--merge", choices=ENGINES,
                    help="force a merge engine (default: sorted for lsm_tree, hash otherwise)")
     p.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="planner threshold override, e.g. hoodie.compaction.hybrid.log.file.num.threshold=3")
@@ -165,7 +166,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "index each bucket is merged on its own. Committed as a replacecommit.")
     p.add_argument("path", help="table folder")
     p.add_argument("--plan-only", action="store_true", help="only save the plan (<t>.clustering.requested)")
-    p.add_argument("--merge", choices=["sorted", "loser_tree", "hash", "heapq"],
+    p.add_argument("--merge", choices=ENGINES,
                    help="force a merge engine (default: sorted for sorted inputs, hash otherwise)")
     p.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="plan limit override, e.g. hoodie.clustering.plan.strategy.small.file.limit=1048576")

@@ -61,14 +61,12 @@ from lsm_lab.filegroup.fsview import DataFile, FileSlice
 from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.format import log_v2 as v2
 from lsm_lab.format import naming, parquet_io
-from lsm_lab.merge import ENGINES, merge_to_table, records
+from lsm_lab.merge import check_engine, choose_engine, default_engine, merge_to_table_safely, records
 from lsm_lab.merge.overlay import merge_overlay
 from lsm_lab.merge.records import COMMIT_TIME, DELETE_FLAG, FILE_NAME, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
 from lsm_lab.storage import StoragePath
 from lsm_lab.timeline.config import TableConfig
-
-SORTED_ENGINES = ("sorted", "loser_tree", "heapq")
 
 
 @dataclass(frozen=True)
@@ -101,7 +99,7 @@ class ReadContext:
         return MergeSpec(mode=mode, key=RECORD_KEY, ordering=ordering, delete=DELETE_FLAG)
 
     def default_engine(self) -> str:
-        return "sorted" if self.config.is_lsm else "hash"
+        return default_engine(self.config.is_lsm)
 
     @functools.cached_property
     def own_files(self) -> bool:
@@ -364,12 +362,6 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *, dict
     return sources, all_sorted
 
 
-def check_engine(engine: str | None) -> None:
-    """InputError for an unknown merge engine (checked before the sorted-to-hash fallback can hide it)."""
-    if engine is not None and engine not in ENGINES:
-        raise InputError(f"unknown merge engine {engine!r}; choose one of: {', '.join(ENGINES)}")
-
-
 def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None = None,
                engine: str | None = None, positions: bool = True, commit_time: bool = True,
                use_threads: bool = True) -> pa.Table:
@@ -378,7 +370,7 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
     `positions`: merge by the logs' RECORD_POSITIONS when they all carry valid ones (filegroup/posmerge.py).
     `commit_time=False`: the commit time is not read unless requested (no merge engine uses it).
     `use_threads=False`: Parquet decoding on the calling thread (`load_sources`)."""
-    check_engine(engine)
+    check_engine(engine)  # (before a fallback could hide it)
     positions = positions and ctx.positions
     needed = needed_columns(ctx, columns)
     if not commit_time and COMMIT_TIME not in (columns or ()):
@@ -388,7 +380,6 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
     footers: list[tuple[Any, dict[str, str]] | None] = []
     sources, all_sorted = load_sources(ctx, fs, needed, dictionary=engine is None and not (
         positions and posmerge.may_apply(spec, fs)), footers=footers, use_threads=use_threads)
-    chosen = engine or ctx.default_engine()
     if not sources:
         return records.conform(pa.table({}), pa.schema([ctx.full_schema.field(n) for n in needed]))
     if positions:
@@ -397,14 +388,9 @@ def read_slice(ctx: ReadContext, fs: FileSlice, *, columns: Sequence[str] | None
             return by_position
     if engine is None:  # the default: the whole slice is in memory, lay its folded logs over the base
         return _merge_in_memory(ctx, fs, sources, spec, needed, footers if positions else None)
-    if chosen in SORTED_ENGINES and not all_sorted:
-        chosen = "hash"
-    try:
-        merged = merge_to_table(sources, spec, engine=chosen)
-    except InputError:
-        if chosen == "hash":
-            raise
-        merged = merge_to_table(sources, spec, engine="hash")  # unsorted despite the footer: never wrong rows
+    where = f"file group {fs.partition}/{fs.file_id}"
+    chosen = choose_engine(engine, lsm=ctx.config.is_lsm, inputs_sorted=all_sorted, where=where)
+    merged = merge_to_table_safely(lambda: sources, spec, chosen, where=where)  # never wrong rows
     return merged.select(needed)
 
 

@@ -52,7 +52,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lsm_lab.errors import CorruptFileError, InputError
+from lsm_lab.errors import CorruptFileError, InputError, LsmLabError
 from lsm_lab.filegroup import cdclog, compat, index, posmerge, smallfiles
 from lsm_lab.filegroup.deletes import live_deletes
 from lsm_lab.filegroup.fsview import FileGroup, FileSlice
@@ -109,19 +109,10 @@ def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) 
     if table.num_rows == 0 and table.num_columns == 0:  # `[]`: an empty batch, with no columns to check
         empty = pa.table({RECORD_KEY: pa.array([], pa.string()), PARTITION_PATH: pa.array([], pa.string())})
         return PreparedBatch(empty, current if current is not None else pa.schema([]), is_delete)
-    records.check_columns(table, config.record_key, "record key")
-    records.check_columns(table, config.partition_by, "partition")
+    schema = evolve(config, current, table.schema, is_delete)
     ordering = config.ordering_field if config.merge_mode == "EVENT_TIME_ORDERING" else None
-    if ordering and not is_delete:
-        records.check_columns(table, [ordering], "ordering")
-    if ordering and ordering in table.column_names:
-        v2.validate_ordering_type(table.schema.field(ordering).type, ordering)
-    if current is None and is_delete:
-        schema = None
-    else:
-        schema = records.evolve_schema(current, table.schema, partial=is_delete)
-        if not is_delete:
-            table = records.conform(table, schema)
+    if schema is not None and not is_delete:
+        table = records.conform(table, schema)
     keys = records.record_keys(table, config.record_key)
     parts = records.partition_paths(table, config.partition_by, hive_style=config.hive_style)
     table = table.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
@@ -130,6 +121,45 @@ def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) 
                                ordering if ordering in table.column_names else None,
                                deletes=is_delete, keep_order=not config.is_lsm)
     return PreparedBatch(table, schema if schema is not None else pa.schema([]), is_delete)
+
+
+def evolve(config: TableConfig, current: pa.Schema | None, incoming: pa.Schema, is_delete: bool) -> pa.Schema | None:
+    """The checks every write makes on a batch's schema (key, partition and ordering columns, the ordering type),
+    and the table schema after it (None: a delete on a table that has no schema yet). `prepare` and the
+    Spark writer (which sees only the schema on the driver) both call it."""
+    empty = incoming.empty_table()
+    records.check_columns(empty, config.record_key, "record key")
+    records.check_columns(empty, config.partition_by, "partition")
+    ordering = config.ordering_field if config.merge_mode == "EVENT_TIME_ORDERING" else None
+    if ordering and not is_delete:
+        records.check_columns(empty, [ordering], "ordering")
+    if ordering and ordering in incoming.names:
+        v2.validate_ordering_type(incoming.field(ordering).type, ordering)
+    if current is None and is_delete:
+        return None
+    return records.evolve_schema(current, incoming, partial=is_delete)
+
+
+def planned_files(config: TableConfig, base_path: Path | StoragePath, partition: str, file_id: str,
+                  latest: FileSlice | None, instant: str, op: str, token: str) -> list[tuple[str, str]]:
+    """(file name, marker IO type) that `write_file_group` may create for one file group: the markers a write
+    puts down before any data file (the library's writer and the Spark tasks alike)."""
+    if not config.is_mor:
+        return [(naming.base_file_name(file_id, token, instant), "MERGE" if latest else "CREATE")]
+    if latest is None:
+        return [] if op == "delete" else [(naming.base_file_name(file_id, token, instant), "CREATE")]
+    if config.log_format_version == 1:
+        try:
+            folder = base_path / partition if partition else base_path
+            logs = [(compat.v1_log_name(config, folder, file_id, token, instant, latest.base_instant), "APPEND")]
+        except LsmLabError:
+            logs = []
+    else:
+        logs = [(naming.log_file_name(file_id, token, instant, 1, delete=op == "delete",
+                                      native=config.upstream_format), "APPEND")]
+    if op != "delete" and not config.bucket_index and not latest.log_files:  # a small slice taking new keys
+        return [(naming.base_file_name(file_id, token, instant), "MERGE"), *logs]  # is rewritten (sorted create)
+    return logs
 
 
 # --------------------------------------------------------------------------- tagging

@@ -13,7 +13,7 @@ Taught in: notebooks/05_loser_tree.ipynb, notebooks/06_merge_semantics.ipynb
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -22,11 +22,16 @@ from lsm_lab.errors import InputError
 from lsm_lab.merge.hashmerge import merge_hash
 from lsm_lab.merge.heap import merge_heapq
 from lsm_lab.merge.loser_tree import LeafState, LeafView, LoserTree, MergeIterator, Step, merge_batches, trace_merge
+from lsm_lab.merge.policy import (
+    ENGINES,
+    SORTED_ENGINES,
+    check_engine,
+    choose_engine,
+    default_engine,
+    fell_back,
+)
 from lsm_lab.merge.semantics import MergeMode, MergeSpec, Source, fold, model_merge, prepare_sources
 from lsm_lab.merge.sorted import merge_sorted
-
-ENGINES: tuple[str, ...] = ("sorted", "loser_tree", "hash", "heapq")
-SORTED_ENGINES: tuple[str, ...] = ("sorted", "loser_tree", "heapq")
 
 
 def open_merge(sources: Sequence[Source], spec: MergeSpec, *, engine: str = "sorted",
@@ -38,8 +43,7 @@ def open_merge(sources: Sequence[Source], spec: MergeSpec, *, engine: str = "sor
     `count_comparisons` (heapq engine): count heap comparisons (slower).
     `stats`: a dict the engine fills with its counters when the iterator ends.
     """
-    if engine not in ENGINES:
-        raise InputError(f"unknown merge engine {engine!r}; choose one of: {', '.join(ENGINES)}")
+    check_engine(engine)
     inputs, schema = prepare_sources(list(sources), spec, batch_size)
     if schema is None:
         return None, iter(())
@@ -78,6 +82,19 @@ def merge_to_table(sources: Sequence[Source], spec: MergeSpec, *, engine: str = 
     return pa.Table.from_batches(list(it), schema=schema)
 
 
+def merge_to_table_safely(sources: Callable[[], Sequence[Source]], spec: MergeSpec, engine: str,
+                          *, where: str = "", **kw: Any) -> pa.Table:
+    """`merge_to_table(sources(), spec, engine=engine)`; when a sorted engine finds a key out of order after
+    all (`InputError`), the hash engine on fresh sources (`sources` is called again)."""
+    try:
+        return merge_to_table(sources(), spec, engine=engine, **kw)
+    except InputError as exc:
+        if engine not in SORTED_ENGINES:
+            raise
+        fell_back(engine, where or "merge", str(exc).splitlines()[0])
+        return merge_to_table(sources(), spec, engine="hash", **kw)
+
+
 __all__ = [
     "ENGINES",
     "SORTED_ENGINES",
@@ -89,9 +106,14 @@ __all__ = [
     "MergeSpec",
     "Source",
     "Step",
+    "check_engine",
+    "choose_engine",
+    "default_engine",
+    "fell_back",
     "fold",
     "merge_sources",
     "merge_to_table",
+    "merge_to_table_safely",
     "model_merge",
     "open_merge",
     "trace_merge",

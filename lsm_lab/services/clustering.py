@@ -72,7 +72,7 @@ from lsm_lab.filegroup.fsview import DataFile, FileSlice
 from lsm_lab.filegroup.planner import pending_file_groups
 from lsm_lab.filegroup.read import ReadContext, iter_sources
 from lsm_lab.format import keyindex, naming, parquet_io
-from lsm_lab.merge import SORTED_ENGINES, merge_sources, merge_to_table, records
+from lsm_lab.merge import SORTED_ENGINES, check_engine, choose_engine, fell_back, merge_sources, merge_to_table, records
 from lsm_lab.merge.records import FILE_NAME
 from lsm_lab.services import heartbeat, markers
 from lsm_lab.services.claim import claim
@@ -381,16 +381,15 @@ def _row_count(f: DataFile) -> int:
     return int(parquet_io.read_footer(f.path)[0].num_rows)  # (one suffix GET on an object store)
 
 
-def _merged_batches(ctx: ReadContext, files: list[DataFile], needed: list[str], engine: str | None
-                    ) -> Iterator[pa.RecordBatch]:
+def _merged_batches(ctx: ReadContext, files: list[DataFile], needed: list[str], engine: str | None,
+                    where: str) -> Iterator[pa.RecordBatch]:
     """The group's surviving records, one per key, in record-key order."""
     sources, all_sorted = iter_sources(ctx, files, needed, batch_size=BATCH_ROWS)
-    chosen = engine or ctx.default_engine()
-    if chosen in SORTED_ENGINES and all_sorted:
+    chosen = choose_engine(engine, lsm=ctx.config.is_lsm, inputs_sorted=all_sorted, where=where)
+    if chosen in SORTED_ENGINES:
         yield from merge_sources(sources, ctx.spec, engine=chosen, batch_size=BATCH_ROWS)
         return
-    if chosen in SORTED_ENGINES:
-        chosen = "hash"  # unsorted inputs (default layout): merge by hash, then sort once
+    # hash (unsorted inputs, or asked for): merge by hash, then sort once
     out_schema = pa.schema([ctx.full_schema.field(n) for n in needed])
     merged = merge_to_table(sources, ctx.spec, engine=chosen, batch_size=BATCH_ROWS) if sources else \
         out_schema.empty_table()
@@ -432,8 +431,11 @@ def run_group(cctx: ClusteringContext, group: ClusteringGroup, task: int, *, tok
                                numWrites=w.rows, totalWriteBytes=size, fileSizeInBytes=size, baseFile=state["name"],
                                minRecordKey=w.min_key, maxRecordKey=w.max_key))
 
-    try:
-        for batch in _merged_batches(ctx, files, needed, cctx.engine):
+    where = f"clustering group of {partition or 'the table'} ({len(group.slices)} file groups)"
+
+    def write_all(engine: str | None) -> None:
+        nonlocal out
+        for batch in _merged_batches(ctx, files, needed, engine, where):
             while batch.num_rows:
                 if out is None:
                     out = open_next()
@@ -450,6 +452,21 @@ def run_group(cctx: ClusteringContext, group: ClusteringGroup, task: int, *, tok
         if out is not None:
             close(out)
             out = None
+
+    engine = check_engine(cctx.engine) or ctx.default_engine()
+    try:
+        try:
+            write_all(engine)
+        except InputError as exc:  # a file was not sorted after all: start again with the hash engine
+            if engine not in SORTED_ENGINES:
+                raise
+            if out is not None:
+                out.abort()
+                out = None
+            for stat in stats:  # the files written so far go (their markers stay: rollback knows them)
+                paths.unlink(folder / stat.path.rpartition("/")[2])
+            stats.clear()
+            write_all(fell_back(engine, where, str(exc).splitlines()[0]))
     except BaseException:
         if out is not None:
             out.abort()
@@ -510,12 +527,15 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
 
 
 def cluster(table: TableState, *, plan_only: bool = False, options: Mapping[str, str] | None = None,
-            merge: str | None = None) -> Instant | None:
+            merge: str | None = None, runner: GroupRunner | None = None,
+            extra_metadata: Mapping[str, str] | None = None) -> Instant | None:
     """Finish pending clustering plans nobody runs, then plan (and unless `plan_only`, run) a new one.
 
     Returns the last completed clustering instant, the requested one with
-    `plan_only`, or None when there was nothing to do."""
-    checks.str_arg(merge, "merge", optional=True, choices=("sorted", "loser_tree", "hash", "heapq"))
+    `plan_only`, or None when there was nothing to do. `runner` and
+    `extra_metadata` go to `execute` (Spark runs the groups as tasks)."""
+    checks.str_arg(merge, "merge", optional=True)
+    check_engine(merge)
     plan_only = checks.bool_arg(plan_only, "plan_only")
     done: Instant | None = None
     if not plan_only:
@@ -523,13 +543,13 @@ def cluster(table: TableState, *, plan_only: bool = False, options: Mapping[str,
             if heartbeat.is_alive(table.path, inst.begin_time):
                 continue
             try:
-                done = execute(table, inst, merge=merge)
+                done = execute(table, inst, merge=merge, runner=runner, extra_metadata=extra_metadata)
             except ConflictError:
                 continue  # another process picked it up first, or a write got there first (rolled back)
     scheduled = schedule(table, options=options)
     if plan_only or scheduled is None:
         return scheduled if plan_only else done
-    return execute(table, scheduled, merge=merge)
+    return execute(table, scheduled, merge=merge, runner=runner, extra_metadata=extra_metadata)
 
 
 def drop_plans_reading(table: TableState, begin_time: str) -> None:

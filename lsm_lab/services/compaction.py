@@ -91,7 +91,7 @@ from lsm_lab.filegroup.planner import (
 from lsm_lab.filegroup.read import ReadContext, iter_sources, key_from_field
 from lsm_lab.format import keyindex, naming, parquet_io
 from lsm_lab.format import log_v2 as v2
-from lsm_lab.merge import SORTED_ENGINES, merge_sources, merge_to_table, records
+from lsm_lab.merge import SORTED_ENGINES, check_engine, choose_engine, fell_back, merge_sources, merge_to_table, records
 from lsm_lab.merge.records import DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from lsm_lab.merge.semantics import MergeMode, select_winners
 from lsm_lab.progress import progress as show_progress
@@ -214,12 +214,13 @@ def run_full(ctx: CompactionContext, op: Operation, task: int, *, token: str | N
     markers.create_marker(ctx.base_path, ctx.instant, op.partition, name, "MERGE" if op.base_file else "CREATE")
     spec = ctx.read.spec
     out_schema = pa.schema([ctx.read.full_schema.field(n) for n in needed])
-    chosen = ctx.engine or ctx.read.default_engine()
+    chosen = check_engine(ctx.engine) or ctx.read.default_engine()
     twin = _key_twin(ctx, files, chosen)
     merge_cols = [n for n in read_cols if n != RECORD_KEY] if twin else read_cols
     sources, all_sorted = iter_sources(ctx.read, files, merge_cols, batch_size=BATCH_ROWS)
+    where = f"file group {op.partition}/{op.file_id}" if op.partition else f"file group {op.file_id}"
     if chosen in SORTED_ENGINES and not all_sorted:
-        chosen = "hash"
+        chosen = choose_engine(ctx.engine, lsm=ctx.is_lsm, inputs_sorted=False, where=where)
         if twin:  # the hash engine merges on `_hoodie_record_key`: read it (the readers are lazy, nothing was read)
             twin = None
             sources, _ = iter_sources(ctx.read, files, read_cols, batch_size=BATCH_ROWS)
@@ -234,9 +235,9 @@ def run_full(ctx: CompactionContext, op: Operation, task: int, *, token: str | N
                 out.write(_output_batch(batch, out_schema, names, twin))
             size = out.close()
             rows, lo, hi = out.rows, out.min_key, out.max_key
-        except InputError:  # a file was not sorted after all: the hash engine never gives wrong rows
+        except InputError as exc:  # a file was not sorted after all: the hash engine never gives wrong rows
             out.abort()
-            chosen = "hash"
+            chosen = fell_back(chosen, where, str(exc).splitlines()[0])
             sources, _ = iter_sources(ctx.read, files, read_cols, batch_size=BATCH_ROWS)
         except BaseException:
             out.abort()
@@ -440,27 +441,29 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
 
 
 def compact(table: TableState, *, strategy: str = "hybrid", merge: str | None = None, plan_only: bool = False,
-            options: Mapping[str, str] | None = None, progress: bool | None = None) -> Instant | None:
+            options: Mapping[str, str] | None = None, progress: bool | None = None,
+            runner: OperationRunner | None = None, extra_metadata: Mapping[str, str] | None = None) -> Instant | None:
     """Finish pending plans nobody runs, then plan (and unless `plan_only`, run) a new compaction.
 
     Returns the last completed compaction instant, the requested one with
-    `plan_only`, or None when there was nothing to do.
+    `plan_only`, or None when there was nothing to do. `runner` and
+    `extra_metadata` go to `execute` (Spark runs the operations as tasks).
     """
-    if merge is not None and merge not in ("sorted", "loser_tree", "hash", "heapq"):
-        raise InputError(f"unknown merge engine {merge!r}")
+    check_engine(merge)
     done: Instant | None = None
     if not plan_only:
         for inst, _ in pending_plans(table.active_timeline):
             if heartbeat.is_alive(table.path, inst.begin_time):
                 continue
             try:
-                done = execute(table, inst, merge=merge, progress=progress)
+                done = execute(table, inst, merge=merge, progress=progress, runner=runner,
+                               extra_metadata=extra_metadata)
             except ConflictError:
                 continue  # another process picked it up first
     scheduled = schedule(table, strategy=strategy, merge=merge, options=options)
     if plan_only or scheduled is None:
         return scheduled if plan_only else done
-    return execute(table, scheduled, merge=merge, progress=progress)
+    return execute(table, scheduled, merge=merge, progress=progress, runner=runner, extra_metadata=extra_metadata)
 
 
 # --------------------------------------------------------------------------- inline triggers

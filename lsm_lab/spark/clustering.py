@@ -33,8 +33,8 @@ from typing import Any
 import pyarrow as pa
 
 from lsm_lab.api import open_table
-from lsm_lab.errors import ConflictError
-from lsm_lab.services import clustering, heartbeat
+from lsm_lab.services import clustering
+from lsm_lab.spark.compact import SPARK_METADATA
 from lsm_lab.spark.jobs import TaskClock, TaskHook, active_session, job_progress, reconcile, reraise
 from lsm_lab.timeline.instant import Instant
 from lsm_lab.timeline.metadata import WriteStat
@@ -60,8 +60,11 @@ class ClusterTask:
                     names=["stat"])
 
 
-def _execute(spark: Any, table: Any, instant: Instant, *, merge: str | None, progress: bool | None,
-             hook: TaskHook | None) -> Instant:
+def cluster_runner(spark: Any, *, progress: bool | None = None,
+                   hook: TaskHook | None = None) -> clustering.GroupRunner:
+    """The `GroupRunner` that runs a clustering plan's input groups as Spark tasks (one per group); the
+    services run everything around it (`services.clustering.execute`)."""
+
     def on_spark(ctx: clustering.ClusteringContext, groups: tuple[clustering.ClusteringGroup, ...],
                  inflight: Instant) -> list[WriteStat]:
         stats: list[WriteStat] = []
@@ -74,10 +77,10 @@ def _execute(spark: Any, table: Any, instant: Instant, *, merge: str | None, pro
                 except Exception as exc:  # noqa: BLE001
                     reraise(exc, f"clustering {inflight.begin_time}")
             stats = [WriteStat(**json.loads(r["stat"])) for r in rows if r["stat"] is not None]
-        reconcile(table.path, inflight.begin_time, stats)  # files of failed task attempts go
+        reconcile(ctx.base_path, inflight.begin_time, stats)  # files of failed task attempts go
         return stats
 
-    return clustering.execute(table, instant, merge=merge, runner=on_spark, extra_metadata={"lsm_lab.engine": "spark"})
+    return on_spark
 
 
 def cluster_table(path: str | Path, spark: Any = None, *, options: Mapping[str, str] | None = None,
@@ -90,18 +93,9 @@ def cluster_table(path: str | Path, spark: Any = None, *, options: Mapping[str, 
     """
     table = open_table(path)
     spark = active_session(spark)
-    done: Instant | None = None
-    for inst, _ in clustering.pending_plans(table.active_timeline):
-        if heartbeat.is_alive(table.path, inst.begin_time):
-            continue
-        try:
-            done = _execute(spark, table, inst, merge=merge, progress=progress, hook=task_hook)
-        except ConflictError:
-            continue  # another process picked it up first, or a write got there first (rolled back)
-    scheduled = clustering.schedule(table, options=options)
-    if scheduled is not None:
-        done = _execute(spark, table, scheduled, merge=merge, progress=progress, hook=task_hook)
-    return done
+    return clustering.cluster(table, options=options, merge=merge,
+                              runner=cluster_runner(spark, progress=progress, hook=task_hook),
+                              extra_metadata=SPARK_METADATA)
 
 
-__all__ = ["ClusterTask", "cluster_table"]
+__all__ = ["ClusterTask", "cluster_runner", "cluster_table"]

@@ -41,11 +41,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from lsm_lab.api import Table, open_table
-from lsm_lab.errors import ConflictError, InputError
-from lsm_lab.filegroup.planner import FULL, LOG, Operation, pending_plans
-from lsm_lab.merge import ENGINES
-from lsm_lab.services import compaction, heartbeat
+from lsm_lab.api import open_table
+from lsm_lab.filegroup.planner import FULL, LOG, Operation
+from lsm_lab.services import compaction
 from lsm_lab.spark.jobs import TaskClock, TaskHook, TaskReport, active_session, job_progress, reconcile, reraise
 from lsm_lab.storage import StoragePath
 from lsm_lab.timeline.instant import Instant
@@ -95,11 +93,15 @@ class CompactTask:
                      pa.array([report] * max(1, len(stats)), pa.string())], names=["stat", "report"])
 
 
-def _execute(spark: Any, table: Table, instant: Instant, *, merge: str | None, progress: bool | None,
-             hook: TaskHook | None, run: CompactionRun) -> Instant:
-    """`services.compaction.execute`, with the operations as Spark tasks (one per operation)."""
+SPARK_METADATA: Mapping[str, str] = {"lsm_lab.engine": "spark"}  # in the commit metadata of work done on Spark
 
-    def on_spark(ctx: compaction.CompactionContext, ops: tuple, inflight: Instant) -> list[WriteStat]:
+
+def spark_runner(spark: Any, *, progress: bool | None = None, hook: TaskHook | None = None,
+                 run: CompactionRun | None = None) -> compaction.OperationRunner:
+    """The `OperationRunner` that runs a compaction's operations as Spark tasks (one per operation); the
+    services run everything around it (`services.compaction.execute`). `run` collects the tasks' reports."""
+
+    def on_spark(ctx: compaction.CompactionContext, ops: tuple[Operation, ...], inflight: Instant) -> list[WriteStat]:
         stats: list[WriteStat] = []
         if ops:
             task = CompactTask(ctx, ops, hook)
@@ -110,19 +112,19 @@ def _execute(spark: Any, table: Table, instant: Instant, *, merge: str | None, p
                     rows = frame.collect()
                 except Exception as exc:  # noqa: BLE001
                     reraise(exc, f"{inflight.action} {inflight.begin_time}")
-            run.job_seconds += time.perf_counter() - t0
             seen: set[str] = set()
             for r in rows:
                 if r["stat"] is not None:
                     stats.append(WriteStat(**json.loads(r["stat"])))
-                if r["report"] not in seen:
+                if run is not None and r["report"] not in seen:
                     seen.add(r["report"])
                     run.reports.append(TaskReport(**json.loads(r["report"])))
-        reconcile(table.path, inflight.begin_time, stats)  # files of failed task attempts go
+            if run is not None:
+                run.job_seconds += time.perf_counter() - t0
+        reconcile(ctx.base_path, inflight.begin_time, stats)  # files of failed task attempts go
         return stats
 
-    return compaction.execute(table, instant, merge=merge, runner=on_spark,
-                              extra_metadata={"lsm_lab.engine": "spark"})
+    return on_spark
 
 
 def run_compaction(path: str | Path | StoragePath, spark: Any = None, strategy: str = "hybrid", merge: str | None = None, *,
@@ -130,22 +132,13 @@ def run_compaction(path: str | Path | StoragePath, spark: Any = None, strategy: 
                    task_hook: TaskHook | None = None,
                    storage_options: Mapping[str, Any] | None = None) -> CompactionRun:
     """`compact`, returning the instant together with the tasks' reports (time, rows, peak RSS)."""
-    if merge is not None and merge not in ENGINES:
-        raise InputError(f"unknown merge engine {merge!r}; choose one of {', '.join(ENGINES)}")
     table = open_table(path, storage_options)
     spark = active_session(spark)
     run = CompactionRun(None)
     t0 = time.perf_counter()
-    for inst, _ in pending_plans(table.active_timeline):  # finish plans nobody runs
-        if heartbeat.is_alive(table.path, inst.begin_time):
-            continue
-        try:
-            run.instant = _execute(spark, table, inst, merge=merge, progress=progress, hook=task_hook, run=run)
-        except ConflictError:
-            continue  # another process picked it up first
-    scheduled = compaction.schedule(table, strategy=strategy, merge=merge, options=options)
-    if scheduled is not None:
-        run.instant = _execute(spark, table, scheduled, merge=merge, progress=progress, hook=task_hook, run=run)
+    run.instant = compaction.compact(table, strategy=strategy, merge=merge, options=options, progress=progress,
+                                     runner=spark_runner(spark, progress=progress, hook=task_hook, run=run),
+                                     extra_metadata=SPARK_METADATA)
     run.seconds = time.perf_counter() - t0
     return run
 
@@ -164,4 +157,4 @@ def compact_table(path: str | Path | StoragePath, spark: Any = None, strategy: s
                           task_hook=task_hook, storage_options=storage_options).instant
 
 
-__all__ = ["CompactTask", "CompactionRun", "compact_table", "run_compaction"]
+__all__ = ["SPARK_METADATA", "CompactTask", "CompactionRun", "compact_table", "run_compaction", "spark_runner"]

@@ -90,18 +90,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lsm_lab.api import Table, open_table
-from lsm_lab.errors import InputError, LsmLabError
-from lsm_lab.filegroup import cdclog, compat, index, smallfiles
+from lsm_lab.errors import InputError
+from lsm_lab.filegroup import cdclog, index, smallfiles
 from lsm_lab.filegroup import write as writer
 from lsm_lab.filegroup.fsview import FileGroup, FileSlice
 from lsm_lab.filegroup.read import ReadContext
-from lsm_lab.format import log_v2 as v2
-from lsm_lab.format import naming
 from lsm_lab.merge import records
 from lsm_lab.merge.records import DELETE_FLAG, META_COLUMNS, PARTITION_PATH, RECORD_KEY
-from lsm_lab.services import archiver, clean, compaction, markers, occ
-from lsm_lab.services.lock import table_lock
-from lsm_lab.spark.compact import compact_table
+from lsm_lab.services import commit, markers, occ
+from lsm_lab.spark.compact import SPARK_METADATA, spark_runner
 from lsm_lab.spark.jobs import (
     TaskClock,
     TaskHook,
@@ -115,8 +112,8 @@ from lsm_lab.spark.jobs import (
 )
 from lsm_lab.storage import StoragePath, as_path, is_local
 from lsm_lab.timeline.config import TableConfig
-from lsm_lab.timeline.instant import COMMIT, DELTA_COMMIT, Instant
-from lsm_lab.timeline.metadata import WriteStat, commit_metadata
+from lsm_lab.timeline.instant import Instant
+from lsm_lab.timeline.metadata import WriteStat
 
 ROW = "__lsm_row"          # input order, for "ties go to the later row"
 GROUP_KEY = "__lsm_gk"     # bucket number (lsm_tree), file id or "new-<n>" (default layout)
@@ -170,27 +167,6 @@ class GroupTask:
     file_id: str
     latest: FileSlice | None
     rows: int  # rows the driver counted for it (before de-duplication)
-
-
-def planned_files(config: TableConfig, base_path: Path | StoragePath, partition: str, file_id: str, latest: FileSlice | None,
-                  instant: str, op: str, token: str) -> list[tuple[str, str]]:
-    """(file name, marker IO type) that `write_file_group` may create (`Table._planned_files`, any token)."""
-    if not config.is_mor:
-        return [(naming.base_file_name(file_id, token, instant), "MERGE" if latest else "CREATE")]
-    if latest is None:
-        return [] if op == "delete" else [(naming.base_file_name(file_id, token, instant), "CREATE")]
-    if config.log_format_version == 1:
-        try:
-            folder = base_path / partition if partition else base_path
-            logs = [(compat.v1_log_name(config, folder, file_id, token, instant, latest.base_instant), "APPEND")]
-        except LsmLabError:
-            logs = []
-    else:
-        logs = [(naming.log_file_name(file_id, token, instant, 1, delete=op == "delete",
-                                      native=config.upstream_format), "APPEND")]
-    if op != "delete" and not config.bucket_index and not latest.log_files:  # a small slice taking new keys
-        return [(naming.base_file_name(file_id, token, instant), "MERGE"), *logs]  # is rewritten (sorted create)
-    return logs
 
 
 @dataclass(frozen=True)
@@ -299,7 +275,7 @@ class WriteTask:
 
     def _write(self, group: GroupTask, rows: pa.Table, who: TaskIdentity) -> list[WriteStat]:
         base = as_path(self.base_path)
-        for name, io_type in [*planned_files(self.config, base, group.partition, group.file_id, group.latest,
+        for name, io_type in [*writer.planned_files(self.config, base, group.partition, group.file_id, group.latest,
                                              self.instant, self.op, who.token),
                               *cdclog.planned(self.config, group.file_id, who.token, self.instant)]:
             markers.create_marker(base, self.instant, group.partition, name, io_type)
@@ -332,21 +308,6 @@ def _input_frame(spark: Any, config: TableConfig, data: Any, op: str) -> tuple[A
     except Exception as exc:  # noqa: BLE001 - Spark rejects some Arrow types (unsigned ints, ...)
         raise InputError(f"Spark cannot hold this batch: {str(exc).splitlines()[0]}") from None
     return frame, table.schema
-
-
-def _evolve(config: TableConfig, current: pa.Schema | None, incoming: pa.Schema, is_delete: bool) -> pa.Schema:
-    """The checks of `write.prepare`, on the schema alone; returns the table schema after the write."""
-    empty = incoming.empty_table()
-    records.check_columns(empty, config.record_key, "record key")
-    records.check_columns(empty, config.partition_by, "partition")
-    ordering = config.ordering_field if config.merge_mode == "EVENT_TIME_ORDERING" else None
-    if ordering and not is_delete:
-        records.check_columns(empty, [ordering], "ordering")
-    if ordering and ordering in incoming.names:
-        v2.validate_ordering_type(incoming.field(ordering).type, ordering)
-    if current is None and is_delete:
-        return pa.schema([])
-    return records.evolve_schema(current, incoming, partial=is_delete)
 
 
 def _with_helpers(schema: pa.Schema) -> pa.Schema:
@@ -584,36 +545,25 @@ def write_table(data: Any, path: str | Path | StoragePath, op: str = "upsert", s
     if frame is None:  # an empty local batch: nothing to distribute, the library commits the empty instant
         return getattr(table, op)(data)
     current = table.schema
-    user_schema = _evolve(table.config, current, incoming, op == "delete")
+    user_schema = writer.evolve(table.config, current, incoming, op == "delete") or pa.schema([])
     row_schema = incoming if op == "delete" else user_schema
-    action = DELTA_COMMIT if table.config.is_mor else COMMIT
-    with occ.WriteTransaction(table.path, table.active_timeline, action, {"operationType": op.upper()}) as txn:
-        txn.begin(table.latest_completion)
+    row_fields = pa.schema([pa.field(f.name, f.type, True) for f in row_schema])
+
+    def write_files(txn: occ.WriteTransaction) -> list[WriteStat]:  # the rows move as Spark tasks
         snapshot = txn.snapshot
         groups = [] if snapshot is None else table.file_groups(as_of=snapshot)
         ctx_schema = user_schema if len(user_schema) else (current or pa.schema([]))
         ctx = ReadContext(table.path, table.config, ctx_schema, table.completion_map(snapshot), snapshot)
-        stats = _write_files(spark, table, frame, pa.schema([pa.field(f.name, f.type, True) for f in row_schema]),
-                             ctx, groups, txn.begin_time, op, progress=progress, hook=task_hook)
+        stats = _write_files(spark, table, frame, row_fields, ctx, groups, txn.begin_time, op, progress=progress,
+                             hook=task_hook)
         reconcile(table.path, txn.begin_time, stats)
-        schema = user_schema if len(user_schema) else (current or pa.schema([]))
-        with table_lock(table.path):  # the schema committed meanwhile, plus this write's new columns
-            if len(schema):
-                schema = occ.merge_schemas(table.schema, schema)
-            extra = {writer.SCHEMA_KEY: writer.schema_to_text(schema)} if len(schema) else {}
-            done = txn.commit(commit_metadata(stats, operation=op, extra=extra))
-    _after_write(table, spark, progress)
+        return stats
+
+    done = commit.run_write(table, op, user_schema, write_files)
+    commit.after_write(table, runner=spark_runner(spark, progress=progress), progress=progress,
+                       extra_metadata=SPARK_METADATA)  # an inline compaction runs on Spark too
     return done
 
 
-def _after_write(table: Table, spark: Any, progress: bool | None) -> None:
-    """Inline table services of hoodie.properties; an inline compaction runs on Spark too."""
-    due, _ = compaction.inline_due(table)
-    if due:
-        compact_table(table.path, spark=spark, strategy=compaction.inline_strategy(table.config.props), progress=progress)
-    clean.maybe_clean(table)
-    archiver.maybe_archive(table)
-
-
 __all__ = ["GroupTask", "PrepareTask", "StoredKeysTask", "WriteTask", "partition_keys", "plan_new_keys",
-           "planned_files", "spark_hash_long", "write_table"]
+           "spark_hash_long", "write_table"]

@@ -94,7 +94,7 @@ from lsm_lab.filegroup.fsview import DataFile, FileSlice
 from lsm_lab.filegroup.read import ReadContext
 from lsm_lab.format import keyindex, naming, parquet_io
 from lsm_lab.format.bloom import BloomFilter, key_hashes
-from lsm_lab.merge import merge_to_table, records
+from lsm_lab.merge import choose_engine, merge_to_table_safely, records
 from lsm_lab.merge.records import FILE_NAME, PARTITION_PATH, RECORD_KEY
 from lsm_lab.storage import StoragePath
 from lsm_lab.table.footer import FOOTERS, FileInfo, FooterCache, clear_footer_cache
@@ -614,15 +614,9 @@ class PrunedReader:
         sources = [reader.delete_source(ctx, found, self.target, f.partition, f.path) if delete
                    else reader.data_source(ctx, found, self.target, f.partition, f.path)
                    for found, f, delete in found_in]
-        chosen = self.engine or ctx.default_engine()
-        if chosen in reader.SORTED_ENGINES and not all_sorted:
-            chosen = "hash"
-        try:
-            merged = merge_to_table(sources, ctx.spec, engine=chosen)
-        except InputError:
-            if chosen == "hash":
-                raise
-            merged = merge_to_table(sources, ctx.spec, engine="hash")
+        where = f"file group {_where(fs)}"
+        chosen = choose_engine(self.engine, lsm=ctx.config.is_lsm, inputs_sorted=all_sorted, where=where)
+        merged = merge_to_table_safely(lambda: sources, ctx.spec, chosen, where=where)  # never wrong rows
         return merged.select(self.needed)
 
 

@@ -35,8 +35,8 @@ import pyarrow.parquet as pq
 
 from lsm_lab.errors import InputError
 from lsm_lab.filegroup.fsview import FileSlice
-from lsm_lab.filegroup.read import ReadContext, check_engine, needed_columns, read_slice
-from lsm_lab.merge import records
+from lsm_lab.filegroup.read import ReadContext, needed_columns, read_slice
+from lsm_lab.merge import check_engine, records
 from lsm_lab.table import lookup as key_lookup
 from lsm_lab.timeline.config import TableConfig
 

@@ -1,0 +1,73 @@
+"""One write, from its transaction to its commit, and the inline services after it — for every engine.
+
+    run_write(table, op, schema, write_files)
+      ├─ first write of a table? leave the note that lets create_table start over if it fails
+      ├─ WriteTransaction (occ.py): requested → inflight, the snapshot the write started from
+      │     write_files(txn) → WriteStats         ← where the rows move: the library's threads, or Spark tasks
+      ├─ under the table lock: the schema committed meanwhile + this write's new columns
+      └─ commit: conflict check, completed instant (commit metadata with the schema)
+    after_write(table)
+      └─ inline compaction when due (hoodie.compact.inline*), then clean, then archive
+
+`Table._write` (api.py) and `lsm_lab.spark.write.write_table` both call these, so a
+change to how a write commits, or to the inline services, is made once; only the
+`write_files` callback (and the compaction runner) differ.
+
+Simplified compared with Apache Hudi: Hudi's `BaseHoodieWriteClient` drives
+startCommit → write → commit → `runTableServicesInline` with many more hooks
+(pre-commit validators, metadata-table updates, post-commit callbacks); lsm_lab keeps
+the steps that change what a reader sees.
+
+Taught in: notebooks/02_timeline.ipynb
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import pyarrow as pa
+
+from lsm_lab.filegroup import fsview
+from lsm_lab.filegroup import write as writer
+from lsm_lab.services import archiver, clean, compaction, occ
+from lsm_lab.services.compaction import OperationRunner
+from lsm_lab.services.lock import table_lock
+from lsm_lab.table.state import TableState
+from lsm_lab.timeline.instant import COMMIT, DELTA_COMMIT, Instant
+from lsm_lab.timeline.metadata import WriteStat, commit_metadata
+
+WriteFiles = Callable[[occ.WriteTransaction], list[WriteStat]]
+
+
+def run_write(table: TableState, op: str, batch_schema: pa.Schema, write_files: WriteFiles) -> Instant:
+    """Run one optimistic write of operation `op` whose rows have `batch_schema` (empty: a delete on a table
+    without a schema); `write_files(txn)` writes the data files and returns their stats. Returns the
+    completed instant (`ConflictError` when another writer won)."""
+    current = table.schema
+    if current is None and not table.completed_writes():  # if this first write fails, create_table may start over
+        fsview.mark_first_write(table.path)
+    action = DELTA_COMMIT if table.config.is_mor else COMMIT
+    with occ.WriteTransaction(table.path, table.active_timeline, action, {"operationType": op.upper()}) as txn:
+        txn.begin(table.latest_completion)
+        stats = write_files(txn)
+        schema = batch_schema if len(batch_schema) else (current or pa.schema([]))
+        with table_lock(table.path):  # the schema committed meanwhile, plus this write's new columns
+            if len(schema):
+                schema = occ.merge_schemas(table.schema, schema)
+            extra = {writer.SCHEMA_KEY: writer.schema_to_text(schema)} if len(schema) else {}
+            return txn.commit(commit_metadata(stats, operation=op, extra=extra))
+
+
+def after_write(table: TableState, *, runner: OperationRunner | None = None, progress: bool | None = None,
+                extra_metadata: Mapping[str, str] | None = None) -> None:
+    """The inline table services of hoodie.properties after a write: compaction when due (its operations run
+    by `runner`: the library's, or Spark tasks), cleaning, archival."""
+    due, _ = compaction.inline_due(table)
+    if due:
+        compaction.compact(table, strategy=compaction.inline_strategy(table.config.props), progress=progress,
+                           runner=runner, extra_metadata=extra_metadata)
+    clean.maybe_clean(table)
+    archiver.maybe_archive(table)
+
+
+__all__ = ["WriteFiles", "after_write", "run_write"]
