@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import cast
 
 POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
 # read by the command's entry point (lsm_lab/cli/__init__.py) before pyarrow loads: this module imports
@@ -57,7 +58,7 @@ def pool_in_use() -> str:
     """The name of the pool Arrow allocates from in this process ("system", "mimalloc", "jemalloc")."""
     import pyarrow as pa  # (not at module level: the entry point reads this module before Arrow loads)
 
-    return pa.default_memory_pool().backend_name
+    return cast("str", pa.default_memory_pool().backend_name)
 
 
 __all__ = ["COMMAND_POOL", "POOL_VARIABLE", "command_env", "pool_in_use"]

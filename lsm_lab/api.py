@@ -43,6 +43,7 @@ from lsm_lab.filegroup import cdclog, compat, fsview
 from lsm_lab.filegroup import read as reader
 from lsm_lab.filegroup import write as writer
 from lsm_lab.filegroup.fsview import FileGroup, FileSlice
+from lsm_lab.filegroup.planner import CompactionPlan
 from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.format import naming
 from lsm_lab.merge import records
@@ -58,7 +59,7 @@ from lsm_lab.table.stats import LookupStats
 from lsm_lab.timeline import config as cfg
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, Instant, normalize_time
-from lsm_lab.timeline.metadata import summarize
+from lsm_lab.timeline.metadata import WriteStat, summarize
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -163,7 +164,7 @@ class Table(TableState):
         return done
 
     def _write_files(self, batch: writer.PreparedBatch, instant: str, op: str, *, snapshot: str | None = None,
-                     txn: occ.WriteTransaction | None = None) -> list:
+                     txn: occ.WriteTransaction | None = None) -> list[WriteStat]:
         """Tag the batch against the snapshot the write started from and write one file per file group."""
         rows = batch.rows
         if rows.num_rows == 0:
@@ -337,12 +338,12 @@ class Table(TableState):
         checks.bool_arg(plan_only, "plan_only")
         return clustering.cluster(self, plan_only=plan_only, options=options, merge=merge)
 
-    def clustering_plans(self) -> list:
+    def clustering_plans(self) -> list[tuple[Instant, clustering.ClusteringPlan]]:
         """(instant, ClusteringPlan) of the pending clusterings, oldest first."""
 
         return clustering.pending_plans(self.active_timeline)
 
-    def compaction_plans(self, *, include_completed: bool = True) -> list:
+    def compaction_plans(self, *, include_completed: bool = True) -> list[tuple[Instant, CompactionPlan]]:
         """(instant, CompactionPlan) of the compactions on the active timeline, oldest first."""
 
         return compaction.plans(self, include_completed=include_completed)

@@ -68,7 +68,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lsm_lab.allocator import command_env
 from lsm_lab.api import create_table, open_table
@@ -302,7 +302,7 @@ def _local(path: Path, merge: str) -> dict[str, Any]:
         raise RuntimeError(f"local compaction failed: {out.stderr.strip().splitlines()[-1:]}")
     rec = json.loads(out.stdout.strip().splitlines()[-1])
     rec.update({"start_rss_mib": None, "peak_delta_mib": None})
-    return rec
+    return cast("dict[str, Any]", rec)
 
 
 # --------------------------------------------------------------------------- the benchmark

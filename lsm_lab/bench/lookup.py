@@ -73,7 +73,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -116,7 +116,7 @@ def build_tables(root: Path, params: BenchParams, *, log: Any = print) -> dict[s
             log(f"reusing the tables in {root}")
             if not (root / "default_unsorted").exists():
                 shuffled_copy(root / "default", root / "default_unsorted", seed=params.seed)
-            return saved
+            return cast("dict[str, Any]", saved)
         raise SystemExit(f"{root} holds benchmark tables built with other parameters; use another --dir")
     root.mkdir(parents=True, exist_ok=True)
     gen = TripsGenerator(params.seed)
@@ -263,7 +263,7 @@ def run_lookups(root: Path, saved: dict[str, Any], *, lookups: int, log: Any = p
         log(f"{layout}: {slices} file slices, {files} files")
     contenders = [c for c in CONTENDERS if c[0] in readers]
     measured: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
-    answers: dict[str, dict[str, list]] = {}
+    answers: dict[str, dict[str, list[Any]]] = {}
     clear_footer_cache()
     for layout, _, options in contenders:  # warm-up: footers, blooms, page cache
         for key in samples["present"][:3] + samples["absent"][:3]:
@@ -324,7 +324,7 @@ def run_lookups(root: Path, saved: dict[str, Any], *, lookups: int, log: Any = p
     return records + ratios
 
 
-def _check_agreement(answers: dict[str, dict[str, list]]) -> None:
+def _check_agreement(answers: dict[str, dict[str, list[Any]]]) -> None:
     """All tables hold the same data: their lookups must agree on the user columns."""
     if "lsm_tree" not in answers:
         return

@@ -241,17 +241,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _plugins() -> list[Callable[[argparse._SubParsersAction], None]]:
+def _plugins() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
     """Commands contributed by feature modules (merge, services, interop, lookup, spark, and `bench`)."""
     features = [merge_command, services_command, interop_command, lookup_command, spark_command]
-    out: list[Callable] = [mod.register for mod in features]
+    out: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [mod.register for mod in features]
     bench_registrars = [bench_storage.register_bench, bench_cdc.register_bench]
     for mod in features:
         SHOW_HANDLERS.update(getattr(mod, "SHOW", {}))
         if hasattr(mod, "register_bench"):
             bench_registrars.append(mod.register_bench)
 
-    def register_bench(sub: argparse._SubParsersAction) -> None:
+    def register_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         p = sub.add_parser("bench", help="benchmarks (ratios against baselines measured in the same run)",
                            description="Run a benchmark; each reports ratios against a baseline of the same run.")
         bsub = p.add_subparsers(dest="bench", metavar="BENCHMARK")

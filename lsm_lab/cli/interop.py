@@ -89,7 +89,7 @@ def show_formats(args: argparse.Namespace) -> int:
 SHOW = {"formats": show_formats}
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("interop", help="Apache Hudi interoperability: compare with hudi-rs, upgrade, log formats",
                        description="Read real Hudi tables like hudi-rs does, upgrade compatibility tables to "
                                    "native (v2) logs, and show which log formats each file slice holds.")
@@ -132,7 +132,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.set_defaults(func=cmd_formats)
 
 
-def register_bench(bsub: argparse._SubParsersAction) -> None:
+def register_bench(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     b = bsub.add_parser("interop", help="v1 Avro log blocks vs v2 Parquet logs; lsm_lab vs hudi-rs MOR read",
                         description="Bytes on disk of the same records as v1 Avro blocks and v2 Parquet logs, and "
                                     "the read time of a MOR compatibility table, lsm_lab vs hudi-rs.")

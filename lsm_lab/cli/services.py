@@ -144,7 +144,7 @@ def show_plan(args: argparse.Namespace) -> int:
 SHOW: dict[str, Callable[[argparse.Namespace], int]] = {"plan": show_plan}
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("compact", help="plan and run a compaction (hybrid, full or log)",
                        description="Compact the table at PATH: finish pending plans, then plan and run a new one. "
                                    "hybrid picks FULL (logs + base → new base) or LOG (logs → one log) per file "

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -109,7 +110,7 @@ def compat_props(props: Mapping[str, str], version: int) -> dict[str, str]:
 
 
 # --------------------------------------------------------------------------- schemas
-def avro_table_schema(config: TableConfig, user_schema: pa.Schema, *, meta_fields: bool) -> dict:
+def avro_table_schema(config: TableConfig, user_schema: pa.Schema, *, meta_fields: bool) -> dict[str, Any]:
     """The Avro schema Hudi keeps for the table (`<table>_record` in `hoodie.<table>`)."""
     fields = [f for f in user_schema if f.name not in records.META_COLUMNS]
     if meta_fields:

@@ -65,7 +65,7 @@ Taught in: notebooks/01_build_a_table.ipynb, notebooks/07_compaction.ipynb
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -223,7 +223,7 @@ def list_partitions(base_path: Path | StoragePath) -> list[str]:
     return sorted({p for p, _, _ in list_data_files(base_path)})
 
 
-def replaced_file_groups(instants: Iterable[Instant], metadata_of) -> set[tuple[str, str]]:
+def replaced_file_groups(instants: Iterable[Instant], metadata_of: Callable[[Instant], Any]) -> set[tuple[str, str]]:
     """(partition, file id) pairs replaced by completed replacecommits/clusterings."""
     out: set[tuple[str, str]] = set()
     for inst in instants:

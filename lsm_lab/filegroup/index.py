@@ -42,6 +42,7 @@ from __future__ import annotations
 import uuid
 import zlib
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -159,7 +160,7 @@ def _ascii_hashes(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     from_end = np.repeat(offsets[1:] - 1, lengths) - np.arange(total, dtype=np.int64)
     contrib = units * _pow31(int(lengths.max()))[from_end]
     sums = np.concatenate(([np.uint32(0)], np.cumsum(contrib, dtype=np.uint32)))
-    return sums[offsets[1:]] - sums[offsets[:-1]]
+    return cast("np.ndarray", sums[offsets[1:]] - sums[offsets[:-1]])
 
 
 def _utf8_bytes(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:

@@ -45,7 +45,7 @@ Taught in: notebooks/06_merge_semantics.ipynb
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,8 +143,10 @@ def _with_keys(ctx: ReadContext, table: pa.Table, partition: str, wanted: Collec
     """
     n = table.num_rows
     no_meta = not ctx.config.populate_meta_fields
-    for name, make in ((RECORD_KEY, lambda: _keys_of(ctx, table)),  # noqa: B023 - called at once, inside the loop
-                       (PARTITION_PATH, lambda: pa.repeat(pa.scalar(partition, pa.string()), n))):
+    makers: tuple[tuple[str, Callable[[], pa.Array]], ...] = (
+        (RECORD_KEY, lambda: _keys_of(ctx, table)),
+        (PARTITION_PATH, lambda: pa.repeat(pa.scalar(partition, pa.string()), n)))
+    for name, make in makers:
         if wanted is not None and name not in wanted:
             continue  # not read by the caller: not built
         if name not in table.column_names:

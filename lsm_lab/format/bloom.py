@@ -72,6 +72,7 @@ import struct
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -108,7 +109,7 @@ def _fmix64(x: np.ndarray) -> np.ndarray:
     x = x * _M1
     x = x ^ (x >> np.uint64(33))
     x = x * _M2
-    return x ^ (x >> np.uint64(33))
+    return cast("np.ndarray", x ^ (x >> np.uint64(33)))
 
 
 def _as_binary(keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> pa.Array:

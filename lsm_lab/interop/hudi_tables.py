@@ -34,7 +34,7 @@ import os
 import zipfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -148,8 +148,8 @@ def hudi_rs_incremental(path: str | os.PathLike[str], start: str, end: str | Non
 def _keys_of(table: pa.Table, key_fields: Sequence[str]) -> list[str]:
     rk = table.column(records.RECORD_KEY) if records.RECORD_KEY in table.column_names else None
     if rk is not None and rk.null_count == 0:
-        return rk.to_pylist()
-    return records.record_keys(table, list(key_fields)).to_pylist()
+        return cast("list[str]", rk.to_pylist())
+    return cast("list[str]", records.record_keys(table, list(key_fields)).to_pylist())
 
 
 def _aligned(other: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:

@@ -37,9 +37,10 @@ from lsm_lab.api import Table, create_table
 from lsm_lab.errors import InputError
 from lsm_lab.lab.datagen import TripsGenerator
 from lsm_lab.lab.s3local import LocalS3
+from lsm_lab.timeline.instant import Instant
 
 
-def _apply(model: dict[str, dict], batch: pa.Table, *, delete: bool = False) -> None:
+def _apply(model: dict[str, dict[str, Any]], batch: pa.Table, *, delete: bool = False) -> None:
     for row in batch.to_pylist():
         cur = model.get(row["uuid"])
         if delete:
@@ -94,7 +95,7 @@ def _run(path: Any, storage_options: dict[str, str] | None, *, rows: int, rounds
          echo: Callable[[str], None], cdc_mode: str | None = None) -> Table:
     echo(f"lsm_lab demo: {rows:,} trips, {rounds} upsert rounds, table at {path}")
     gen = TripsGenerator(seed)
-    model: dict[str, dict] = {}
+    model: dict[str, dict[str, Any]] = {}
     t0 = time.perf_counter()
     table = create_table(path, name="trips", record_key="uuid", partition_by="city", ordering_field="ts",
                          table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=4,
@@ -109,12 +110,13 @@ def _run(path: Any, storage_options: dict[str, str] | None, *, rows: int, rounds
         used = counts.since(before)
         return "  [" + " ".join(f"{k} {v}" for k, v in used.items() if v) + "]"
 
-    def write(op: str, batch: pa.Table):
+    def write(op: str, batch: pa.Table) -> Instant:
         if engine == "spark":
             from lsm_lab.spark import write_table  # pyspark (the spark extra): only for --engine spark
 
             return write_table(batch, table.path, op=op, storage_options=storage_options)
-        return getattr(table, op)(batch)
+        done: Instant = getattr(table, op)(batch)
+        return done
 
     batch = gen.inserts(rows)
     before = counts.snapshot()
@@ -155,7 +157,7 @@ def _run(path: Any, storage_options: dict[str, str] | None, *, rows: int, rounds
     return table
 
 
-def _check(result: pa.Table, model: dict[str, dict], what: str) -> None:
+def _check(result: pa.Table, model: dict[str, dict[str, Any]], what: str) -> None:
     got = {r["uuid"]: (r["ts"], r["fare"]) for r in result.to_pylist()}
     want = {k: (v["ts"], v["fare"]) for k, v in model.items()}
     if got != want:

@@ -44,6 +44,7 @@ Taught in: notebooks/06_merge_semantics.ipynb, notebooks/10_sorted_vs_hash_on_sp
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -80,7 +81,7 @@ def _log_wins(base: pa.RecordBatch, base_rows: np.ndarray, folded: pa.Table, log
     lo = lo.combine_chunks() if isinstance(lo, pa.ChunkedArray) else lo
     ge = np.asarray(pc.greater_equal(lo, b).fill_null(False), dtype=bool)
     base_null = np.asarray(b.is_null(), dtype=bool)
-    return reset[log_rows] | base_null | ge
+    return cast("np.ndarray", reset[log_rows] | base_null | ge)
 
 
 def merge_hash(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSpec,

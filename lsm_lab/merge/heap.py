@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -77,6 +77,7 @@ def merge_heapq(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSpe
     counter = _Counter()
     records = 0
     buf: list[dict[str, Any]] = []
+    rows_of: Callable[[Iterable[Any]], Iterator[Any]]
     if count_comparisons:
         streams = [(_Item(k, s, r, counter) for k, s, r in _tuples(inp, spec)) for inp in inputs]
         merged: Iterator[Any] = heapq.merge(*streams)

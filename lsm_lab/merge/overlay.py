@@ -46,6 +46,7 @@ Taught in: no chapter (every `Table.read()` merges with it; notebooks/06_merge_s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -129,7 +130,7 @@ def log_wins(base: pa.Table, base_rows: np.ndarray, folded: pa.Table, log_rows: 
     b = _as_array(base.column(spec.ordering).take(pa.array(base_rows, type=pa.int64())))
     lo = _as_array(folded.column(spec.ordering).take(pa.array(log_rows, type=pa.int64())))
     ge = np.asarray(pc.greater_equal(lo, b).fill_null(False), dtype=bool)
-    return reset[log_rows] | np.asarray(b.is_null(), dtype=bool) | ge
+    return cast("np.ndarray", reset[log_rows] | np.asarray(b.is_null(), dtype=bool) | ge)
 
 
 def _prefixes(fixed: np.ndarray) -> np.ndarray:

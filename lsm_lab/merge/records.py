@@ -25,7 +25,7 @@ Taught in: notebooks/03_sorted_writes_and_levels.ipynb
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -340,7 +340,7 @@ def _prefixes(arr: pa.Array) -> np.ndarray | None:
     words = at[offsets[:-1] - first].astype(np.uint64)
     short = np.minimum(np.diff(offsets), 8).astype(np.uint64)  # bytes of the word that belong to the string
     keep = np.where(short == 0, np.uint64(0), _ALL64 << ((np.uint64(8) - short) * np.uint64(8) % np.uint64(64)))
-    return words & keep
+    return cast("np.ndarray | None", words & keep)
 
 
 def key_sort_indices(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -371,7 +371,7 @@ def key_sort_indices(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
             members = np.sort(order[places])  # ascending row numbers: Arrow's stable sort keeps their order
             order[places] = members[pc.sort_indices(arr.take(pa.array(members))).to_numpy()]
             return order
-    return pc.sort_indices(arr).to_numpy().astype(np.int64, copy=False)
+    return cast("np.ndarray", pc.sort_indices(arr).to_numpy().astype(np.int64, copy=False))
 
 
 #: at most this share of the keys in equal-prefix runs for `key_sort_indices` to sort only those with Arrow

@@ -63,7 +63,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Union, cast
 
 import numpy as np
 import pyarrow as pa
@@ -325,7 +325,7 @@ def to_numpy(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
         width = t.bit_width // 8
         kind = "f" if pa.types.is_floating(t) else "i" if pa.types.is_signed_integer(t) else "u"
         return np.frombuffer(data, dtype=f"<{kind}{width}", count=len(values), offset=values.offset * width)
-    return values.to_numpy(zero_copy_only=False)
+    return cast("np.ndarray", values.to_numpy(zero_copy_only=False))
 
 
 def _orderable(values: pa.Array) -> np.ndarray:
@@ -335,7 +335,7 @@ def _orderable(values: pa.Array) -> np.ndarray:
         as_int = values.cast(pa.int64())
         return to_numpy(as_int.fill_null(0) if as_int.null_count else as_int)
     if pa.types.is_boolean(t):
-        return values.cast(pa.int8()).fill_null(0).to_numpy().astype(np.int64)
+        return cast("np.ndarray", values.cast(pa.int8()).fill_null(0).to_numpy().astype(np.int64))
     if pa.types.is_timestamp(t) or pa.types.is_duration(t):
         return to_numpy(values.cast(pa.int64()).fill_null(0))
     if pa.types.is_floating(t):

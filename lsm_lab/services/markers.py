@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import cast
 
 from lsm_lab.storage import StoragePath, paths, walk_files
 
@@ -54,7 +55,7 @@ def create_marker(base_path: str | os.PathLike[str] | StoragePath, instant: str,
         path.touch(exist_ok=True)
         return path
     paths.make_folders(folder)  # never through a link out of the table (.hoodie/.temp -> elsewhere)
-    return paths.touch(path)  # O_NOFOLLOW: a link as marker is refused, its target never touched
+    return cast("Path | StoragePath", paths.touch(path))  # O_NOFOLLOW: a link as marker is refused, its target never touched
 
 
 def marked_files(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> list[tuple[str, str, str]]:

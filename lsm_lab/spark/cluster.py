@@ -49,7 +49,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lsm_lab.spark.session import SparkSetupError, check_java
 
@@ -151,7 +151,7 @@ class StandaloneCluster:
         """The master's status page as JSON (`aliveworkers`, `activeapps`, ...); {} when it does not answer."""
         try:
             with urllib.request.urlopen(f"{self.ui_url}/json/", timeout=5) as resp:
-                return json.loads(resp.read().decode("utf-8"))
+                return cast("dict[str, Any]", json.loads(resp.read().decode("utf-8")))
         except (urllib.error.URLError, OSError, ValueError):
             return {}
 

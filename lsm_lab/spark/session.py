@@ -79,7 +79,7 @@ def check_java() -> int:
     return major
 
 
-def spark_session(app_name: str = "lsm_lab", **conf: Any):
+def spark_session(app_name: str = "lsm_lab", **conf: Any) -> Any:
     """Return the active SparkSession, or build one with lsm_lab's defaults (overridable by `conf`)."""
     try:
         from pyspark.sql import SparkSession

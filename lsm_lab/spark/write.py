@@ -84,7 +84,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -543,7 +543,7 @@ def write_table(data: Any, path: str | Path | StoragePath, op: str = "upsert", s
     spark = active_session(spark)
     frame, incoming = _input_frame(spark, table.config, data, op)
     if frame is None:  # an empty local batch: nothing to distribute, the library commits the empty instant
-        return getattr(table, op)(data)
+        return cast("Instant", getattr(table, op)(data))
     current = table.schema
     user_schema = writer.evolve(table.config, current, incoming, op == "delete") or pa.schema([])
     row_schema = incoming if op == "delete" else user_schema

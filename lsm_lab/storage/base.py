@@ -45,7 +45,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from lsm_lab.errors import ConflictError, StorageError
+from lsm_lab.errors import ConflictError as ConflictError  # re-exported: the storage layer's errors
+from lsm_lab.errors import StorageError as StorageError
 
 if TYPE_CHECKING:  # pyarrow.fs is only needed by callers that read Parquet
     import pyarrow.fs

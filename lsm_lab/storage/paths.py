@@ -65,7 +65,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lsm_lab.errors import CorruptTableError, UnsafePathError
 from lsm_lab.storage import StoragePath, localguard
@@ -87,7 +87,7 @@ def instant_time(value: Any, *, file: str | os.PathLike[str] | None = None, fiel
     """`value` when it is an instant time (`yyyyMMddHHmmss[SSS]`), else CorruptTableError."""
     if not is_instant_time(value):
         raise _fail(value, "is not an instant time (14 or 17 digits)", file, field)
-    return value
+    return cast("str", value)
 
 
 def name(value: Any, *, file: str | os.PathLike[str] | None = None, field: str = "file name") -> str:
@@ -125,7 +125,7 @@ def partition(value: Any, *, file: str | os.PathLike[str] | None = None, field: 
     relative(value, file=file, field=field, allow_empty=True)
     if any(piece.startswith(".") for piece in value.split("/") if piece):
         raise _fail(value, "names a hidden folder, not a partition", file, field)
-    return value
+    return cast("str", value)
 
 
 def data_file(value: Any, *, file: str | os.PathLike[str] | None = None, field: str = "path") -> tuple[str, str]:

@@ -81,7 +81,7 @@ import itertools
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -641,7 +641,7 @@ def _as_keys(keys: str | Iterable[str] | pa.Array | pa.ChunkedArray) -> list[str
     if bad:
         raise InputError(f"lookup keys must be record-key strings (composite keys as 'f1:v1,f2:v2'); "
                          f"got {bad[0]!r} ({type(bad[0]).__name__})")
-    return values
+    return cast("list[str]", values)
 
 
 def lookup_slices(ctx: ReadContext, slices: Iterable[FileSlice], pred: KeyPredicate, *,

@@ -46,7 +46,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -230,7 +230,7 @@ class ArchivedTimeline:
                 if table.num_rows == 0:
                     break
                 value = table.column(column)[table.num_rows - 1].as_py()
-                return value
+                return cast("bytes | None", value)
         return None
 
     def read_metadata(self, begin_time: str) -> dict[str, Any]:

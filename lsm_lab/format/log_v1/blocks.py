@@ -52,7 +52,7 @@ import struct
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import pyarrow as pa
 
@@ -379,11 +379,11 @@ def _decode_content(
         schema_json = header.get("SCHEMA")
         if schema_json is None:
             raise CorruptFileError(f"{where}: no SCHEMA header to decode Avro records with", path=name)
-        return _guard(lambda: decode_avro_records(content, schema_json), where, name)
+        return cast("tuple[pa.Table | None, int | None]", _guard(lambda: decode_avro_records(content, schema_json), where, name))
     if block_type == BlockType.PARQUET_DATA:
-        return _guard(lambda: (parquet_io.open_parquet(pa.BufferReader(content)).read(), None), where, name)
+        return cast("tuple[pa.Table | None, int | None]", _guard(lambda: (parquet_io.open_parquet(pa.BufferReader(content)).read(), None), where, name))
     if block_type == BlockType.DELETE:
-        return _guard(lambda: decode_delete_records(content), where, name)
+        return cast("tuple[pa.Table | None, int | None]", _guard(lambda: decode_delete_records(content), where, name))
     raise UnsupportedFeatureError(f"{where}: no decoder", path=name)  # pragma: no cover
 
 

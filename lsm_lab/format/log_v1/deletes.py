@@ -38,7 +38,7 @@ import io
 import json
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 import pyarrow as pa
@@ -309,7 +309,7 @@ def encode_delete_records(keys: pa.Table) -> bytes:
 def _string_values(table: pa.Table, name: str) -> list[str | None]:
     column = table.column(name)
     try:
-        return column.cast(pa.string()).to_pylist()
+        return cast("list[str | None]", column.cast(pa.string()).to_pylist())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise SchemaError(f"{name}: cannot be read as strings: {exc}") from exc
 
