@@ -5,6 +5,7 @@ The public API, re-exported here (see docs/ARCHITECTURE.md for the layers):
     create_table, open_table, Table          a table: write, read, inspect
     TableState                               what services read: timeline, schema, files (Table is one)
     Instant, State                           one action on the timeline
+    InstantTime, TimeLike, FilterLike        a validated instant time; what a time or a filter argument takes
     footers                                  decoded Parquet footers of a table's files
     LookupStats                              what a point lookup read and skipped
     MergeMode, MergeSpec, merge_sources      the merge engines
@@ -60,6 +61,9 @@ _LAZY = {
     "open_table": "lsm_lab.api",
     "Instant": "lsm_lab.timeline.instant",
     "State": "lsm_lab.timeline.instant",
+    "InstantTime": "lsm_lab.timeline.instanttime",
+    "TimeLike": "lsm_lab.timeline.instanttime",
+    "FilterLike": "lsm_lab.table.predicate",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,9 +71,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from lsm_lab.merge import ENGINES, merge_sources, merge_to_table
     from lsm_lab.merge.semantics import MergeMode, MergeSpec
     from lsm_lab.table.inspect import footers
+    from lsm_lab.table.predicate import FilterLike
     from lsm_lab.table.state import TableState
     from lsm_lab.table.stats import LookupStats
     from lsm_lab.timeline.instant import Instant, State
+    from lsm_lab.timeline.instanttime import InstantTime, TimeLike
 
 
 def __getattr__(name: str) -> Any:
@@ -93,8 +99,10 @@ __all__ = [
     "ConflictError",
     "CorruptFileError",
     "CorruptTableError",
+    "FilterLike",
     "InputError",
     "Instant",
+    "InstantTime",
     "LookupStats",
     "LostCommitError",
     "LsmLabError",
@@ -109,6 +117,7 @@ __all__ = [
     "TableConfigError",
     "TableNotFoundError",
     "TableState",
+    "TimeLike",
     "TimelineError",
     "UnsafePathError",
     "UnsupportedFeatureError",

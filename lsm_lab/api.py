@@ -54,11 +54,13 @@ from lsm_lab.services.lock import table_lock
 from lsm_lab.storage import StoragePath, as_path, is_local, paths
 from lsm_lab.table import cdc, inspect, scan
 from lsm_lab.table import lookup as key_lookup
+from lsm_lab.table.predicate import FilterLike
 from lsm_lab.table.state import TableState
 from lsm_lab.table.stats import LookupStats
 from lsm_lab.timeline import config as cfg
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, Instant, normalize_time
+from lsm_lab.timeline.instanttime import TimeLike
 from lsm_lab.timeline.metadata import WriteStat, summarize
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -202,7 +204,7 @@ class Table(TableState):
 
     # ------------------------------------------------------------------ reads
     @_one_listing
-    def read(self, *, as_of: Any = None, columns: Sequence[str] | None = None, filter: Any = None,
+    def read(self, *, as_of: TimeLike | None = None, columns: Sequence[str] | None = None, filter: FilterLike | None = None,
              merge: str | None = None, strict: bool | None = None, positions: bool = True) -> pa.Table:
         """Snapshot read (or time travel to the completion time `as_of`).
 
@@ -236,7 +238,7 @@ class Table(TableState):
                                progress=lambda s: progress(s, desc="read", unit="slice"))
 
     @_one_listing
-    def lookup(self, keys: str | Iterable[str], *, as_of: Any = None, columns: Sequence[str] | None = None,
+    def lookup(self, keys: str | Iterable[str], *, as_of: TimeLike | None = None, columns: Sequence[str] | None = None,
                stats: LookupStats | None = None) -> pa.Table:
         """Rows with the given record keys (composite keys as `f1:v1,f2:v2`), as of `as_of`.
 
@@ -253,7 +255,7 @@ class Table(TableState):
         return reader.lookup(keys, columns=columns, stats=stats)
 
     @_one_listing
-    def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: Any = None) -> pa.Table:
+    def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: TimeLike | None = None) -> pa.Table:
         """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table."""
         columns = checks.columns_arg(columns)
         if columns == []:  # N rows of no columns, as read(columns=[])
@@ -272,7 +274,7 @@ class Table(TableState):
         return pa.concat_tables([p.cast(schema) for p in pieces]) if pieces else schema.empty_table()
 
     @_one_listing
-    def read_incremental(self, start: Any, end: Any = None, *, columns: Sequence[str] | None = None) -> pa.Table:
+    def read_incremental(self, start: TimeLike | None, end: TimeLike | None = None, *, columns: Sequence[str] | None = None) -> pa.Table:
         """Records whose latest version was written by instants completed in (start, end]."""
         columns = checks.columns_arg(columns)
         lo = self.resolve_time(start)
@@ -287,7 +289,7 @@ class Table(TableState):
         return out.select(list(columns)) if columns is not None else out
 
     @_one_listing
-    def read_cdc(self, start: Any, end: Any = None, *, columns: Sequence[str] | None = None) -> pa.Table:
+    def read_cdc(self, start: TimeLike | None, end: TimeLike | None = None, *, columns: Sequence[str] | None = None) -> pa.Table:
         """The change stream of the instants completed in (start, end]: one row per changed record.
 
         Columns: `op` ("i", "u", "d"), `ts_ms` (completion time), `commit_time`,
@@ -301,12 +303,12 @@ class Table(TableState):
 
     # ------------------------------------------------------------------ inspection
     @_one_listing
-    def file_slices(self, as_of: Any = None) -> pd.DataFrame:
+    def file_slices(self, as_of: TimeLike | None = None) -> pd.DataFrame:
 
         return inspect.file_slices_frame(self, as_of)
 
     @_one_listing
-    def dump_levels(self, as_of: Any = None) -> str:
+    def dump_levels(self, as_of: TimeLike | None = None) -> str:
 
         return inspect.dump_levels(self, as_of)
 

@@ -61,7 +61,7 @@ from lsm_lab.format import log_v2 as v2
 from lsm_lab.format import naming, parquet_io
 from lsm_lab.merge import merge_to_table, records
 from lsm_lab.merge.records import COMMIT_SEQNO, COMMIT_TIME, DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
-from lsm_lab.storage import StoragePath, paths
+from lsm_lab.storage import StoragePath, atomic
 from lsm_lab.timeline.config import TableConfig
 from lsm_lab.timeline.metadata import WriteStat
 
@@ -572,15 +572,7 @@ def write_partition_metadata(base_path: Path | StoragePath, partitions: Sequence
         folder = base_path / p
         marker = folder / ".hoodie_partition_metadata"
         text = f"#partition metadata\ncommitTime={instant}\npartitionDepth={len(p.split('/'))}\n"
-        if isinstance(marker, StoragePath):  # a PUT is atomic: no temp file on an object store
-            if not marker.is_file():
-                marker.write_text(text)
-            continue
         if marker.exists():
             continue
-        assert not isinstance(folder, StoragePath)
-        paths.make_folders(folder)  # a new partition folder: never through a link out of the table
-        tmp = folder / f".hoodie_partition_metadata.{instant}.tmp"
-        with os.fdopen(paths.open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as fh:
-            fh.write(text)
-        tmp.replace(marker)
+        # a new partition folder (never through a link out of the table), the file whole or not at all
+        atomic.replace_file(marker, text.encode(), fsync=False, mkdir=True)

@@ -51,12 +51,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
 from lsm_lab.api import Table, open_table
 from lsm_lab.errors import InputError, UnsupportedFeatureError
 from lsm_lab.services.lock import table_lock
 from lsm_lab.timeline import config as cfg
+from lsm_lab.timeline.instanttime import TimeLike
 
 KEY_UPGRADE_PENDING = cfg.KEY_UPGRADE_PENDING
 KEY_UPGRADED_FROM = "lsm_lab.upgraded.from.version"
@@ -131,7 +131,7 @@ class SliceFormats:
         return self.v1_logs > 0 and self.v2_logs > 0
 
 
-def slice_formats(table: Table | str | os.PathLike[str], as_of: Any = None) -> list[SliceFormats]:
+def slice_formats(table: Table | str | os.PathLike[str], as_of: TimeLike | None = None) -> list[SliceFormats]:
     """Per file slice (every slice of every group, oldest first): its base file and log formats."""
     t = _as_table(table)
     out = []
@@ -144,7 +144,7 @@ def slice_formats(table: Table | str | os.PathLike[str], as_of: Any = None) -> l
     return out
 
 
-def dump_formats(table: Table | str | os.PathLike[str], as_of: Any = None) -> str:
+def dump_formats(table: Table | str | os.PathLike[str], as_of: TimeLike | None = None) -> str:
     """Plain text: one line per slice, `v1 logs=2 v2 logs=1 MIXED`."""
     t = _as_table(table)
     c = t.config

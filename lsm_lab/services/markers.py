@@ -51,9 +51,6 @@ def create_marker(base_path: str | os.PathLike[str] | StoragePath, instant: str,
     if partition:
         folder = folder / partition
     path = folder / f"{file_name}{_SUFFIX}{io_type}"
-    if isinstance(path, StoragePath):
-        path.touch(exist_ok=True)
-        return path
     paths.make_folders(folder)  # never through a link out of the table (.hoodie/.temp -> elsewhere)
     return cast("Path | StoragePath", paths.touch(path))  # O_NOFOLLOW: a link as marker is refused, its target never touched
 

@@ -56,6 +56,7 @@ from lsm_lab.spark.jobs import active_session, arrow_schema_for, spark_schema
 from lsm_lab.storage import StoragePath
 from lsm_lab.table.cdc import is_change
 from lsm_lab.timeline.instant import normalize_time
+from lsm_lab.timeline.instanttime import TimeLike
 
 MAX_CDC_TASKS = 256
 
@@ -68,7 +69,7 @@ class CdcRange:
     end: str
 
 
-def commit_ranges(table: Table, start: Any, end: Any = None, *, max_tasks: int = MAX_CDC_TASKS) -> list[CdcRange]:
+def commit_ranges(table: Table, start: TimeLike | None, end: TimeLike | None = None, *, max_tasks: int = MAX_CDC_TASKS) -> list[CdcRange]:
     """(start, end] cut at commit completion times into at most `max_tasks` runs of consecutive commits.
 
     Empty when no write that changes records (`table.cdc.is_change`: not a
@@ -111,7 +112,7 @@ class ReadCdcTask:
                 yield from rows.to_batches(max_chunksize=65_536)
 
 
-def read_cdc(path: str | Path | StoragePath, spark: Any = None, start: Any = None, end: Any = None,
+def read_cdc(path: str | Path | StoragePath, spark: Any = None, start: TimeLike | None = None, end: TimeLike | None = None,
              columns: Sequence[str] | None = None, *, storage_options: Mapping[str, Any] | None = None) -> Any:
     """A Spark DataFrame of the change stream of the commits completed in (start, end].
 

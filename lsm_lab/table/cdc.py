@@ -65,6 +65,7 @@ from lsm_lab.storage import paths
 from lsm_lab.table import scan
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.instant import CLEAN, CLUSTERING, COMPACTION, LOG_COMPACTION, Instant, normalize_time
+from lsm_lab.timeline.instanttime import TimeLike
 from lsm_lab.timeline.metadata import iter_write_stats
 
 INFERRED_KEY = "lsm_lab.cdc.inferred_instants"
@@ -88,7 +89,7 @@ def is_change(state: TableState, instant: Instant) -> bool:
     return op not in NOT_CHANGES
 
 
-def read_cdc(state: TableState, start: Any, end: Any = None, *, columns: Sequence[str] | None = None) -> pa.Table:
+def read_cdc(state: TableState, start: TimeLike | None, end: TimeLike | None = None, *, columns: Sequence[str] | None = None) -> pa.Table:
     """The change stream of instants completed in (start, end]; see the module docstring."""
     columns = checks.columns_arg(columns)
     lo = state.resolve_time(start)

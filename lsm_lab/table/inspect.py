@@ -33,6 +33,7 @@ from lsm_lab.format import log_v2 as v2
 from lsm_lab.format import parquet_io
 from lsm_lab.storage import StoragePath, as_path
 from lsm_lab.table.state import TableState
+from lsm_lab.timeline.instanttime import TimeLike
 
 
 def file_facts(f: DataFile) -> dict[str, Any]:
@@ -48,7 +49,7 @@ def file_facts(f: DataFile) -> dict[str, Any]:
     return facts
 
 
-def file_slices_frame(table: TableState, as_of: Any = None) -> pd.DataFrame:
+def file_slices_frame(table: TableState, as_of: TimeLike | None = None) -> pd.DataFrame:
     rows = []
     for group in table.file_groups(as_of):
         fs = group.latest
@@ -89,7 +90,7 @@ def _describe(f: DataFile) -> str:
     return f"{name} rows={rows} keys [{_short(facts['min_key'])}, {_short(facts['max_key'])}]{extra}{sort}"
 
 
-def dump_levels(table: TableState, as_of: Any = None) -> str:
+def dump_levels(table: TableState, as_of: TimeLike | None = None) -> str:
     """Text dump of every file group's latest slice: `L1: base …` and `L0 (n): [...]`."""
     lines = []
     groups = table.file_groups(as_of)

@@ -101,6 +101,7 @@ from lsm_lab.table.footer import FOOTERS, FileInfo, FooterCache, clear_footer_ca
 from lsm_lab.table.predicate import KeyPredicate, key_predicate
 from lsm_lab.table.state import TableState
 from lsm_lab.table.stats import LookupStats
+from lsm_lab.timeline.instanttime import TimeLike
 
 DELETE_KEY = "record_key"  # the key column of v2 delete logs
 #: a read of a row group's columns uses pyarrow's thread pool only when they hold this many compressed bytes:
@@ -714,14 +715,14 @@ class KeyLookup:
                              facts=self.facts, **options)
 
 
-def open_lookup(table: TableState, *, as_of: Any = None) -> KeyLookup:
+def open_lookup(table: TableState, *, as_of: TimeLike | None = None) -> KeyLookup:
     """A `KeyLookup` over the snapshot of `table` at `as_of` (default: latest)."""
     read_time = table.resolve_time(as_of)
     ctx = table.read_context(read_time)
     return KeyLookup(ctx, table.latest_slices(read_time))
 
 
-def lookup(table: TableState, keys: str | Iterable[str] | pa.Array, *, as_of: Any = None,
+def lookup(table: TableState, keys: str | Iterable[str] | pa.Array, *, as_of: TimeLike | None = None,
            columns: Sequence[str] | None = None, stats: LookupStats | None = None) -> pa.Table:
     """Rows of `table` with the given record keys (as of `as_of`); see `Table.lookup`."""
     return open_lookup(table, as_of=as_of).lookup(keys, columns=columns, stats=stats)

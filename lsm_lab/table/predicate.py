@@ -31,7 +31,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -39,6 +39,11 @@ import pyarrow.compute as pc
 
 from lsm_lab.merge import records
 from lsm_lab.merge.records import RECORD_KEY
+
+#: What `read(filter=...)` takes: a pyarrow compute expression, or Hudi/pyarrow-style (column, op, value)
+#: tuples — a list of them is a conjunction, a list of such lists a disjunction (`pq.filters_to_expression`).
+FilterTuple: TypeAlias = tuple[str, str, Any]
+FilterLike: TypeAlias = "pc.Expression | Sequence[FilterTuple] | Sequence[Sequence[FilterTuple]]"
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,7 @@ class KeyPredicate:
         return np.asarray(m.fill_null(False), dtype=bool)
 
 
-def key_predicate(config: Any, schema: pa.Schema, filter: Any) -> KeyPredicate | None:
+def key_predicate(config: Any, schema: pa.Schema, filter: FilterLike | None) -> KeyPredicate | None:
     """The record-key part of a conjunctive `(column, op, value)` filter, or None when it has none.
 
     Understood: `_hoodie_record_key` with `=`/`==`/`in`/`<`/`<=`/`>`/`>=`; and on tables

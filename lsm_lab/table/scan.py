@@ -38,6 +38,7 @@ from lsm_lab.filegroup.fsview import FileSlice
 from lsm_lab.filegroup.read import ReadContext, needed_columns, read_slice
 from lsm_lab.merge import check_engine, records
 from lsm_lab.table import lookup as key_lookup
+from lsm_lab.table.predicate import FilterLike
 from lsm_lab.timeline.config import TableConfig
 
 #: slices merged at once by a snapshot read (two per core was tried: no faster when the machine is idle,
@@ -45,7 +46,9 @@ from lsm_lab.timeline.config import TableConfig
 READ_THREADS = max(1, min(4, os.cpu_count() or 1))
 
 # --------------------------------------------------------------------------- filters and pruning
-def filter_expression(filter: Any) -> pc.Expression | None:
+
+
+def filter_expression(filter: FilterLike | None) -> pc.Expression | None:
     if filter is None:
         return None
     if isinstance(filter, pc.Expression):
@@ -56,7 +59,7 @@ def filter_expression(filter: Any) -> pc.Expression | None:
         raise InputError(f"invalid filter {filter!r}: {exc}") from None
 
 
-def _tuples(filter: Any) -> list[tuple[str, str, Any]]:
+def _tuples(filter: FilterLike | None) -> list[tuple[str, str, Any]]:
     """The conjunctive (column, op, value) tuples of a filter, for pruning (empty if not of that form)."""
     if isinstance(filter, list) and all(isinstance(t, tuple) and len(t) == 3 for t in filter):
         return list(filter)
@@ -74,7 +77,7 @@ def partition_values(config: TableConfig, partition: str) -> dict[str, str]:
 
 
 def prune_partitions(config: TableConfig, schema: pa.Schema, partitions: Iterable[str],
-                     filter: Any) -> list[str]:
+                     filter: FilterLike | None) -> list[str]:
     """Partitions whose values can satisfy the partition-column part of a tuple filter."""
     parts = list(partitions)
     conds = [t for t in _tuples(filter) if t[0] in config.partition_by]
@@ -102,7 +105,7 @@ def prune_partitions(config: TableConfig, schema: pa.Schema, partitions: Iterabl
 
 
 def snapshot(ctx: ReadContext, slices: Iterable[FileSlice], *, columns: Sequence[str] | None = None,
-             filter: Any = None, engine: str | None = None,
+             filter: FilterLike | None = None, engine: str | None = None,
              progress: Callable[[Iterable[FileSlice]], Iterable[FileSlice]] | None = None) -> pa.Table:
     """Merge every slice and concatenate; apply the filter after the merge."""
     check_engine(engine)

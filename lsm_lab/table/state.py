@@ -54,7 +54,7 @@ from lsm_lab.storage import Storage, StoragePath, as_path, storage_of
 from lsm_lab.timeline import visibility
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.archive import ArchivedTimeline, is_archived
-from lsm_lab.timeline.clock import INIT_INSTANT_TS, format_time, is_beginning, parse_time
+from lsm_lab.timeline.clock import INIT_INSTANT_TS
 from lsm_lab.timeline.committed import committed_files
 from lsm_lab.timeline.config import KEY_UPGRADE_PENDING, TableConfig
 from lsm_lab.timeline.instant import (
@@ -67,6 +67,7 @@ from lsm_lab.timeline.instant import (
     State,
     normalize_time,
 )
+from lsm_lab.timeline.instanttime import InstantTime, TimeLike
 
 # (table, begin time, instant file) → what a log compaction's plan replaced; plans never change once written
 _LOG_COMPACTION_CACHE: dict[tuple[str, str, str], dict[tuple[str, str], frozenset[str]]] = {}
@@ -171,25 +172,13 @@ class TableState:
         done = self.completed_writes()
         return done[-1].completion_time if done else None
 
-    def resolve_time(self, as_of: Any) -> str | None:
+    def resolve_time(self, as_of: TimeLike | None) -> str | None:
         """`as_of` (None, a completed `Instant`, a datetime or an instant-time string) as a read time.
 
         None means "now" and stays None; anything else is validated and normalised.  Hudi's
         "from the beginning" times ("0", "000", 14 or 17 zeros) mean before every instant:
         `INIT_INSTANT_TS`, a snapshot with no rows."""
-        if as_of is None:
-            return None
-        if isinstance(as_of, Instant):
-            if not as_of.is_completed:
-                raise InputError(f"cannot read as of {as_of}: it has not completed")
-            return as_of.completion_time
-        if hasattr(as_of, "strftime"):
-            return format_time(as_of)
-        text = str(as_of)
-        if is_beginning(text):
-            return INIT_INSTANT_TS
-        parse_time(text)  # validates (TimelineError with a clear message)
-        return normalize_time(text)
+        return None if as_of is None else InstantTime(as_of)
 
     def check_retained(self, read_time: str | None) -> None:
         """Refuse time travel to before the cleaner's retention: files of that snapshot may be gone.
@@ -261,7 +250,7 @@ class TableState:
         return None
 
     # ------------------------------------------------------------------ file system view
-    def file_groups(self, as_of: Any = None, partitions: Iterable[str] | None = None,
+    def file_groups(self, as_of: TimeLike | None = None, partitions: Iterable[str] | None = None,
                     ignored: list[DataFile] | None = None) -> list[FileGroup]:
         """File groups with their slices, as visible at `as_of` (default: now).
 
@@ -381,7 +370,7 @@ class TableState:
                 out[(str(op.get("partitionPath") or ""), op["fileId"])] = times
         return out
 
-    def latest_slices(self, as_of: Any = None, partitions: Iterable[str] | None = None) -> list[FileSlice]:
+    def latest_slices(self, as_of: TimeLike | None = None, partitions: Iterable[str] | None = None) -> list[FileSlice]:
         return [g.latest for g in self.file_groups(as_of, partitions)]
 
     def partitions(self) -> list[str]:

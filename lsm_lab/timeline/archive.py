@@ -81,9 +81,8 @@ _cache_guard = threading.Lock()
 def _read_parquet(path: Path | StoragePath, **options: Any) -> pa.Table:
     """Read an LSM timeline file, page checksums verified; a damaged file is a `CorruptFileError`."""
     try:
-        if isinstance(path, StoragePath):  # one GET of the whole (small) file
-            return pq.read_table(pa.BufferReader(path.read_bytes()), page_checksum_verification=True, **options)
-        return pq.read_table(path, page_checksum_verification=True, **options)
+        data = path.read_bytes()  # the whole (small) file: one read, or one GET on an object store
+        return pq.read_table(pa.BufferReader(data), page_checksum_verification=True, **options)
     except FileNotFoundError:
         raise
     except (pa.ArrowException, ValueError, OSError) as exc:
@@ -270,15 +269,11 @@ class ArchivedTimeline:
         name = f"{rows[0]['instantTime']}_{rows[-1]['instantTime']}_{level}.parquet"
         table = pa.Table.from_pylist(rows, schema=SCHEMA)
         target = self.folder / name
-        if isinstance(target, StoragePath):  # one PUT: atomic on an object store
-            sink = pa.BufferOutputStream()
-            pq.write_table(table, sink, compression="snappy", write_page_checksum=True)
-            data = sink.getvalue().to_pybytes()
-            target.write_bytes(data)
-            return {"fileName": name, "fileLen": len(data)}
-        with atomic.replacing(target) as tmp:  # a retry after a crash rewrites the same name
-            pq.write_table(table, tmp, compression="snappy", write_page_checksum=True)
-        return {"fileName": name, "fileLen": target.stat().st_size}
+        sink = pa.BufferOutputStream()  # an archive file is small: built in memory, written in one go
+        pq.write_table(table, sink, compression="snappy", write_page_checksum=True)
+        data = sink.getvalue().to_pybytes()
+        atomic.replace_file(target, data)  # a retry after a crash rewrites the same name
+        return {"fileName": name, "fileLen": len(data)}
 
     def _commit(self, files: list[dict[str, Any]]) -> int:
         """Write manifest N+1 and point `_version_` at it (the commit point)."""

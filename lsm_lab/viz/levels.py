@@ -65,6 +65,7 @@ from lsm_lab.errors import LsmLabError
 from lsm_lab.filegroup.fsview import DataFile, FileGroup, FileSlice
 from lsm_lab.format import naming
 from lsm_lab.table.inspect import file_facts
+from lsm_lab.timeline.instanttime import TimeLike
 from lsm_lab.viz.style import DELETE_HATCH, VizFigure, group_label, instant_colours, legend_subset, new_figure
 
 if TYPE_CHECKING:
@@ -163,7 +164,7 @@ def _from_mapping(row: Mapping[str, Any]) -> LevelFile:
                      opt_str(row.get("min_key")), opt_str(row.get("max_key")))
 
 
-def level_files(source: Any, as_of: Any = None) -> list[LevelFile]:
+def level_files(source: Any, as_of: TimeLike | None = None) -> list[LevelFile]:
     """Normalise anything with levels into a list of `LevelFile`, grouped and in level order.
 
     Accepts a `Table` (its latest slices as of `as_of`), a list of `FileGroup`
@@ -197,7 +198,7 @@ def level_files(source: Any, as_of: Any = None) -> list[LevelFile]:
     return sorted(files, key=lambda f: (f.partition, f.file_id, f.position))
 
 
-def levels_frame(table: Table, as_of: Any = None) -> pd.DataFrame:
+def levels_frame(table: Table, as_of: TimeLike | None = None) -> pd.DataFrame:
     """One row per data file of every latest slice: level, position, instant, rows, bytes, key range."""
     return pd.DataFrame([asdict(f) for f in level_files(table, as_of)], columns=LEVEL_COLUMNS)
 
@@ -321,11 +322,11 @@ def instant_handles(instants: Iterable[str], colours: Mapping[str, str], labels:
     return handles
 
 
-def _when(as_of: Any) -> str:
+def _when(as_of: TimeLike | None) -> str:
     return "now" if as_of is None else f"as of {as_of}"
 
 
-def plot_levels(table: Any, *, as_of: Any = None, size: str = "rows", title: str | None = None) -> VizFigure:
+def plot_levels(table: Any, *, as_of: TimeLike | None = None, size: str = "rows", title: str | None = None) -> VizFigure:
     """Per file group: the L1 base file and the L0 logs as bars sized by `size`, coloured by instant.
 
     `table` is a `Table` (or anything `level_files` accepts); `size` is
@@ -395,7 +396,7 @@ def _key_ticks(keys: Sequence[str], scale: KeyScale, lo: float, hi: float, n: in
     return [t for t, _ in ticks], [label for _, label in ticks]
 
 
-def plot_key_ranges(table: Any, *, as_of: Any = None, partition: str | None = None,
+def plot_key_ranges(table: Any, *, as_of: TimeLike | None = None, partition: str | None = None,
                     max_groups: int = 12, title: str | None = None) -> VizFigure:
     """The classic LSM picture: per file group, one bar per file spanning [min key, max key] at its level.
 

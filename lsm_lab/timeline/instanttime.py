@@ -1,0 +1,74 @@
+"""Instant times as one value type: what users pass (`TimeLike`) becomes an `InstantTime` once, at the API boundary.
+
+    "20261122001500123"        ┐
+    "20261122001500"  (legacy) ├─► InstantTime("20261122001500123")   17 digits, yyyyMMddHHmmssSSS, UTC
+    datetime(2026, 11, 22, …)  │        compares as the string compares, hashes as the string,
+    a completed Instant        │        is the string on disk and in every dict of the library
+    "0", "000", 14 or 17 zeros ┘─► InstantTime("00000000000000000")   Hudi's "from the beginning"
+
+`InstantTime` is a `str` subclass, on purpose: instant times are file names, dict keys and
+JSON values everywhere below the API, and a 17-digit string already orders like the time
+it names. The type adds the guarantee (validated once, a `TimelineError` naming the value
+otherwise) and `to_datetime()`; it costs nothing where a string is expected.
+
+Simplified compared with Apache Hudi: Hudi keeps instant times as plain `String`s and
+validates them with `HoodieInstantTimeGenerator`'s formatter wherever they are parsed.
+
+Taught in: notebooks/02_timeline.ipynb
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Union
+
+from lsm_lab.errors import InputError, TimelineError
+from lsm_lab.timeline.clock import INIT_INSTANT_TS, format_time, is_beginning, parse_time
+from lsm_lab.timeline.instant import Instant, normalize_time
+
+
+class InstantTime(str):
+    """A validated Hudi instant time (17 digits, UTC); `InstantTime(x)` accepts any `TimeLike`."""
+
+    __slots__ = ()
+
+    def __new__(cls, value: TimeLike) -> InstantTime:
+        if isinstance(value, InstantTime):
+            return value
+        if isinstance(value, Instant):
+            if not value.is_completed or value.completion_time is None:
+                raise InputError(f"cannot read as of {value}: it has not completed")
+            value = value.completion_time
+        if isinstance(value, _dt.datetime):
+            return str.__new__(cls, format_time(value))
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise TimelineError(f"{value!r} is not an instant time: pass a string yyyyMMddHHmmss[SSS], "
+                                f"a datetime or a completed Instant")
+        text = str(value)
+        if is_beginning(text):
+            return str.__new__(cls, INIT_INSTANT_TS)
+        parse_time(text)  # validates (TimelineError with a clear message)
+        return str.__new__(cls, normalize_time(text))
+
+    @property
+    def is_beginning(self) -> bool:
+        """Hudi's "before every instant" (`INIT_INSTANT_TS`)."""
+        return self == INIT_INSTANT_TS
+
+    def to_datetime(self) -> _dt.datetime:
+        """The UTC moment (`datetime.min` in UTC for the beginning)."""
+        if self.is_beginning:
+            return _dt.datetime.min.replace(tzinfo=_dt.UTC)
+        return parse_time(self)
+
+
+#: What the public API takes wherever it asks for a time (`as_of`, `start`, `end`, ...).
+TimeLike = Union[InstantTime, str, int, _dt.datetime, Instant]  # noqa: UP007 - a runtime alias users may import
+
+
+def instant_time(value: TimeLike | None) -> InstantTime | None:
+    """`InstantTime(value)`, or None for None ("now", "no bound")."""
+    return None if value is None else InstantTime(value)
+
+
+__all__ = ["InstantTime", "TimeLike", "instant_time"]
