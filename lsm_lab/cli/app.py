@@ -20,6 +20,7 @@ Taught in: notebooks/01_build_a_table.ipynb, notebooks/07_compaction.ipynb, note
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -27,8 +28,7 @@ from typing import Any
 
 import lsm_lab
 from lsm_lab.api import create_table, open_table
-from lsm_lab.bench import cdc as bench_cdc
-from lsm_lab.bench import storage as bench_storage
+from lsm_lab.cli import bench as bench_command
 from lsm_lab.cli import interop as interop_command
 from lsm_lab.cli import lookup as lookup_command
 from lsm_lab.cli import merge as merge_command
@@ -42,6 +42,9 @@ from lsm_lab.storage import default_options
 from lsm_lab.table.inspect import footers
 from lsm_lab.table.lookup import LookupStats
 
+# the command modules beside this one, in the order their commands appear in `lsm-lab --help`
+FEATURES: tuple[Any, ...] = (merge_command, services_command, interop_command, lookup_command, spark_command,
+                             bench_command)
 
 # --------------------------------------------------------------------------- commands
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -242,14 +245,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _plugins() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
-    """Commands contributed by feature modules (merge, services, interop, lookup, spark, and `bench`)."""
-    features = [merge_command, services_command, interop_command, lookup_command, spark_command]
-    out: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [mod.register for mod in features]
-    bench_registrars = [bench_storage.register_bench, bench_cdc.register_bench]
-    for mod in features:
+    """What the feature modules contribute, all the same way: `register(subparsers)` (their commands),
+    `register_bench(bench_subparsers)` (their benchmarks under `lsm-lab bench`), `SHOW` (their subjects of
+    `lsm-lab show`)."""
+    out: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
+        mod.register for mod in FEATURES if hasattr(mod, "register")]
+    bench_registrars = [mod.register_bench for mod in FEATURES if hasattr(mod, "register_bench")]
+    for mod in FEATURES:
         SHOW_HANDLERS.update(getattr(mod, "SHOW", {}))
-        if hasattr(mod, "register_bench"):
-            bench_registrars.append(mod.register_bench)
 
     def register_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         p = sub.add_parser("bench", help="benchmarks (ratios against baselines measured in the same run)",
@@ -278,7 +281,25 @@ def _storage_options(argv: list[str]) -> tuple[list[str], dict[str, str]]:
     return rest, parse_options(items, flag="--storage-option")
 
 
+class _WarningsToStderr(logging.Handler):
+    """`warning: <message>` on stderr for each warning of the library's loggers while a command runs."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"warning: {record.getMessage()}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    finally:
+        for handler in [h for h in logging.getLogger("lsm_lab").handlers if isinstance(h, _WarningsToStderr)]:
+            logging.getLogger("lsm_lab").removeHandler(handler)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         rest, storage = _storage_options(list(sys.argv[1:] if argv is None else argv))
@@ -286,6 +307,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     args = parser.parse_args(rest)
+    shown = _WarningsToStderr()  # the library's loggers have a NullHandler: the command shows their warnings
+    logging.getLogger("lsm_lab").addHandler(shown)
     try:
         with default_options(storage):
             return int(args.func(args) or 0)
