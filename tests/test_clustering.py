@@ -20,7 +20,7 @@ from lsm_lab.errors import ConflictError, UnsupportedFeatureError
 from lsm_lab.format import parquet_io
 from lsm_lab.services import clustering, occ
 from lsm_lab.timeline.instant import CLUSTERING, State
-from tests.test_table_model import TableMachine
+from test_table_model import TableMachine
 
 COLS = ["id", "p", "ts", "v"]
 ANY_SIZE = {"hoodie.clustering.plan.strategy.small.file.limit": str(1 << 40)}
