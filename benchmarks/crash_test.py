@@ -60,9 +60,9 @@ def batch(i: int) -> tuple[str, list[dict[str, Any]]]:
     return "upsert", rows
 
 
-def model(n: int) -> dict[str, tuple]:
+def model(n: int) -> dict[str, tuple[Any, ...]]:
     """The table's content after batches 0..n-1."""
-    state: dict[str, tuple] = {}
+    state: dict[str, tuple[Any, ...]] = {}
     for i in range(n):
         op, rows = batch(i)
         for r in rows:
@@ -76,9 +76,10 @@ def model(n: int) -> dict[str, tuple]:
 def create(path: Any, layout: str = "lsm_tree") -> None:
     import lsm_lab
 
+    props: dict[str, Any] = {"hoodie.keep.min.commits": "6", "hoodie.keep.max.commits": "9",
+                             "hoodie.compaction.hybrid.log.file.num.threshold": "2"}
     lsm_lab.create_table(path, name="crash", record_key="id", partition_by="p", ordering_field="ts",
-                         num_buckets=2, layout=layout, **{"hoodie.keep.min.commits": "6", "hoodie.keep.max.commits": "9",
-                                           "hoodie.compaction.hybrid.log.file.num.threshold": "2"})
+                         num_buckets=2, layout=layout, **props)
 
 
 # --------------------------------------------------------------------------- child
@@ -108,7 +109,7 @@ def child(path: str, start: int, ack: str) -> None:
 
 
 # --------------------------------------------------------------------------- parent
-def _snapshot(table: Any) -> dict[str, tuple]:
+def _snapshot(table: Any) -> dict[str, tuple[Any, ...]]:
     rows = table.read(columns=["id", "p", "ts", "v"]).to_pylist()
     return {r["id"]: (r["p"], r["ts"], r["v"]) for r in rows}
 
@@ -147,6 +148,7 @@ def run(kills: int, *, workdir: Path | None = None, seed: int = 0, max_delay: fl
     for k in range(kills):
         proc = subprocess.Popen([sys.executable, __file__, "--child", str(path), str(applied), str(ack)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+        assert proc.stdout is not None and proc.stderr is not None  # both PIPE
         ready, _, _ = select.select([proc.stdout], [], [], 60)
         line = proc.stdout.readline() if ready else ""
         if line.strip() != "ready":

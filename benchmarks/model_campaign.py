@@ -30,7 +30,7 @@ import test_services_model as model
 def counted(base: type, counts: collections.Counter[str]) -> type:
     """`base` counting its examples, its steps and the example of the first failure in `counts`."""
 
-    class Counted(base):
+    class Counted(base):  # type: ignore[misc]  # a base chosen at run time
         def __init__(self) -> None:
             super().__init__()
             counts["examples"] += 1

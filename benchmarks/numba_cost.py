@@ -35,7 +35,7 @@ def main() -> int:
         return 2
     imported, t1 = _mib(), time.perf_counter()
 
-    @numba.njit(cache=True, nogil=True)
+    @numba.njit(cache=True, nogil=True)  # type: ignore[untyped-decorator]  # numba has no type information
     def total(a: np.ndarray) -> int:
         s = 0
         for x in a:

@@ -77,7 +77,9 @@ def azure_table(azure_server: AzureServer) -> Callable[..., lsm_lab.Table]:  # n
 @pytest.fixture(params=["local", "s3", "azure"])
 def any_table(request: pytest.FixtureRequest) -> Callable[..., lsm_lab.Table]:
     """`tmp_table`, `s3_table` or `azure_table`: the test runs once per storage backend."""
-    return request.getfixturevalue(f"{request.param}_table" if request.param != "local" else "tmp_table")
+    make: Callable[..., lsm_lab.Table] = request.getfixturevalue(
+        f"{request.param}_table" if request.param != "local" else "tmp_table")
+    return make
 
 
 @pytest.fixture(scope="session")

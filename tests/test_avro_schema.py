@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import fastavro
 import pyarrow as pa
@@ -178,7 +179,7 @@ def test_names_avro_cannot_carry(bad: str) -> None:
 # --------------------------------------------------------------------------------------
 
 
-def _record(*fields: dict) -> dict:
+def _record(*fields: dict[str, Any]) -> dict[str, Any]:
     return {"type": "record", "name": "r", "namespace": "n", "fields": list(fields)}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -91,7 +92,7 @@ def test_repeats_alternate_the_contenders_and_keep_medians(tmp_path: Path, monke
     calls: list[str] = []
     seconds = {"io_floor": iter([3.0, 1.0, 2.0]), "sorted": iter([9.0, 1.5, 1.0])}
 
-    def fake(contender: str, ds: bench.Dataset, out_dir: Path, **_: object) -> dict:
+    def fake(contender: str, ds: bench.Dataset, out_dir: Path, **_: object) -> dict[str, Any]:
         calls.append(contender)
         rows = ds.rows if contender == "io_floor" else ds.distinct_keys
         return {"contender": contender, "seconds": next(seconds[contender]), "cpu_seconds": 1.0,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import math
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -246,7 +247,7 @@ def test_filter_of_many_keys_is_the_documented_one() -> None:
     assert built.bits == reference_bits(keys, built.num_bits, built.num_probes)
 
 
-def test_streaming_writer_bloom_is_the_one_of_its_keys(tmp_path) -> None:
+def test_streaming_writer_bloom_is_the_one_of_its_keys(tmp_path: Path) -> None:
     """`ParquetFileWriter` sizing its filter at close (from the kept hash states, many batches of keys of
     mixed lengths) stores the filter `BloomFilter.build` makes of the same keys."""
     from lsm_lab.format import bloom, parquet_io

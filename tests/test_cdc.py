@@ -480,7 +480,7 @@ def test_sigkill_loop_on_a_cdc_table(tmp_path: Path, monkeypatch: pytest.MonkeyP
     """The crash harness (tests/test_crash.py) on a CDC table: SIGKILLs inside writes (CDC logs included),
     compactions, clusterings, cleans; afterwards every data and CDC file belongs to a known instant and the
     last write's change stream, read from its CDC logs, replays the snapshot before it into the one after."""
-    from tests.test_crash import load_harness
+    from test_crash import load_harness
 
     harness = load_harness()
     original = harness.create

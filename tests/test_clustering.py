@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import rule
+from test_table_model import TableMachine
 
 import lsm_lab
 from lsm_lab.cli.app import main
@@ -20,7 +21,6 @@ from lsm_lab.errors import ConflictError, UnsupportedFeatureError
 from lsm_lab.format import parquet_io
 from lsm_lab.services import clustering, occ
 from lsm_lab.timeline.instant import CLUSTERING, State
-from tests.test_table_model import TableMachine
 
 COLS = ["id", "p", "ts", "v"]
 ANY_SIZE = {"hoodie.clustering.plan.strategy.small.file.limit": str(1 << 40)}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -44,7 +45,7 @@ def test_trace_merge_dump() -> None:
     # an input that runs out first, and a tie on the ordering value (the later input wins)
     spec = MergeSpec(MergeMode.EVENT_TIME_ORDERING, key="key", ordering="ts", delete="is_delete")
 
-    def rows(*items: tuple[str, int, bool]) -> list[dict]:
+    def rows(*items: tuple[str, int, bool]) -> list[dict[str, Any]]:
         return [{"key": k, "ts": ts, "is_delete": d} for k, ts, d in items]
 
     inputs = [rows(("apple", 1, False), ("cherry", 1, False), ("kiwi", 1, False), ("plum", 1, False)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -32,7 +33,7 @@ def write_runs(tmp_path: Path, k: int = 4, n: int = 500, seed: int = 1, with_del
     return paths
 
 
-def expected(paths: list[Path], ordering: str | None, delete: bool) -> dict[str, dict]:
+def expected(paths: list[Path], ordering: str | None, delete: bool) -> dict[str, dict[str, Any]]:
     mode = MergeMode.EVENT_TIME_ORDERING if ordering else MergeMode.COMMIT_TIME_ORDERING
     sources = []
     for p in paths:

@@ -73,7 +73,8 @@ def test_the_right_keys_read(auth_s3: dict[str, str]) -> None:
 
 @pytest.mark.parametrize("change", [{"aws_secret_access_key": "wrong"}, {"aws_access_key_id": "AKIANOSUCHKEY0000000"}],
                          ids=["wrong secret", "unknown key"])
-def test_wrong_credentials_are_a_storage_error_naming_the_object(auth_s3: dict[str, str], change: dict) -> None:
+def test_wrong_credentials_are_a_storage_error_naming_the_object(auth_s3: dict[str, str],
+                                                                 change: dict[str, str]) -> None:
     with pytest.raises(StorageError, match="access denied: check the credentials") as err:
         lsm_lab.open_table("s3://auth-b/t", storage_options={**auth_s3, **change}).read()
     assert "s3://auth-b/t/.hoodie" in str(err.value)

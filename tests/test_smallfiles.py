@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+from test_table_model import TableMachine
 
 import lsm_lab
 from lsm_lab.errors import InputError
 from lsm_lab.filegroup import smallfiles
-from tests.test_table_model import TableMachine
 
 
 def _write(t: lsm_lab.Table, batches: int = 6, per: int = 20) -> dict[tuple[str, str], int]:

@@ -26,7 +26,7 @@ from lsm_lab.table.footer import clear_footer_cache
 TIMEOUT_S = 30
 
 
-def canonical(table: Any) -> list[tuple]:
+def canonical(table: Any) -> list[tuple[Any, ...]]:
     cols = sorted(table.column_names)
     return sorted(zip(*(table.column(c).to_pylist() for c in cols))) if table.num_rows else []
 
@@ -35,7 +35,7 @@ def _alarm(signum: int, frame: Any) -> None:
     raise TimeoutError(f"operation ran longer than {TIMEOUT_S} s")
 
 
-def run(op: Any, expected: list[tuple]) -> str:
+def run(op: Any, expected: list[tuple[Any, ...]]) -> str:
     clear_footer_cache()
     signal.alarm(TIMEOUT_S)
     try:

@@ -21,6 +21,7 @@ import itertools
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -57,11 +58,11 @@ def _operations(path: Path) -> dict[str, Callable[[], pa.Table]]:
     }
 
 
-def _expected(path: Path) -> dict[str, list[tuple]]:
+def _expected(path: Path) -> dict[str, list[tuple[Any, ...]]]:
     return {name: canonical(op(), drop=DROP) for name, op in _operations(path).items()}
 
 
-def _check_all(kind: str, path: Path, expected: dict[str, list[tuple]], what: str) -> list[str]:
+def _check_all(kind: str, path: Path, expected: dict[str, list[tuple[Any, ...]]], what: str) -> list[str]:
     return [outcome(kind, expected[name], op, f"{what} / {name}", drop=DROP)
             for name, op in _operations(path).items()]
 

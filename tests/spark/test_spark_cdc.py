@@ -29,11 +29,13 @@ def history(tmp_table: Callable[..., lsm_lab.Table], **cdc: Any) -> tuple[lsm_la
 
 def spark_rows(frame: Any) -> list[dict[str, Any]]:
     """The DataFrame's rows in the order Spark returns them, as Python values."""
-    return frame.toArrow().to_pylist()
+    rows: list[dict[str, Any]] = frame.toArrow().to_pylist()
+    return rows
 
 
 def local_rows(stream: pa.Table) -> list[dict[str, Any]]:
-    return stream.to_pylist()
+    rows: list[dict[str, Any]] = stream.to_pylist()
+    return rows
 
 
 @pytest.mark.parametrize("mode", ["DATA_BEFORE_AFTER", "OP_KEY_ONLY"])

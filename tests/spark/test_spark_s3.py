@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from s3_server import S3Server
 
 import lsm_lab
 from lsm_lab.spark import compact_table, read_table, write_table
@@ -18,7 +19,7 @@ from lsm_lab.spark import compact_table, read_table, write_table
 pytestmark = pytest.mark.spark
 
 
-def _rows(table: Any) -> list[tuple]:
+def _rows(table: Any) -> list[tuple[Any, ...]]:
     return sorted((r["id"], r["city"], r["ts"], r["v"]) for r in table.to_pylist())
 
 
@@ -52,7 +53,7 @@ def test_spark_write_compact_read_on_object_stores(spark: Any, store: str, reque
     assert sorted(r["id"] for r in ro.collect()) == sorted(r["id"] for r in on_spark.read_optimized().to_pylist())
 
 
-def test_spark_read_cdc_on_s3(spark: Any, s3_server) -> None:
+def test_spark_read_cdc_on_s3(spark: Any, s3_server: S3Server) -> None:
     """The change stream of a CDC table in a bucket, read by tasks that reopen the bucket themselves."""
     from lsm_lab.spark import read_cdc
 
