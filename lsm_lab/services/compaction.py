@@ -382,6 +382,16 @@ def schedule(table: TableState, *, strategy: str = "hybrid", merge: str | None =
 OperationRunner = Callable[["CompactionContext", tuple[Operation, ...], Instant], list[WriteStat]]
 
 
+def run_operation(ctx: CompactionContext, op: Operation, task: int, *, token: str | None = None) -> list[WriteStat]:
+    """One operation of a plan, whatever its kind: FULL (L0 + L1 → L1) or LOG (L0 → L0). Every runner — the
+    local one below, Spark's tasks — calls this (`token`: a Spark task's write token)."""
+    if op.operation_type == FULL:
+        return [run_full(ctx, op, task, token=token)]
+    if op.operation_type == LOG:
+        return run_log(ctx, op, task, token=token)
+    return []
+
+
 def run_locally(progress: bool | None = None) -> OperationRunner:
     """Run a plan's operations one after the other in this process (a progress bar when long)."""
 
@@ -391,10 +401,7 @@ def run_locally(progress: bool | None = None) -> OperationRunner:
         bar = (show_progress(ops, desc=desc, unit="file group", min_items=1) if progress
                else ops if progress is False else show_progress(ops, desc=desc, unit="file group"))
         for task, op in enumerate(bar):
-            if op.operation_type == FULL:
-                stats.append(run_full(ctx, op, task))
-            elif op.operation_type == LOG:
-                stats.extend(run_log(ctx, op, task))
+            stats.extend(run_operation(ctx, op, task))
         return stats
 
     return run
@@ -528,5 +535,6 @@ __all__ = [
     "run_full",
     "run_locally",
     "run_log",
+    "run_operation",
     "schedule",
 ]

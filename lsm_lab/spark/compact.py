@@ -42,7 +42,7 @@ from typing import Any
 import pyarrow as pa
 
 from lsm_lab.api import open_table
-from lsm_lab.filegroup.planner import FULL, LOG, Operation
+from lsm_lab.filegroup.planner import Operation
 from lsm_lab.services import compaction
 from lsm_lab.spark.jobs import TaskClock, TaskHook, TaskReport, active_session, job_progress, reconcile, reraise
 from lsm_lab.storage import StoragePath
@@ -78,13 +78,7 @@ class CompactTask:
             for i in batch.column(0).to_pylist():
                 clock = TaskClock(i)
                 op = self.operations[i]
-                token = clock.identity.token
-                if op.operation_type == FULL:
-                    stats = [compaction.run_full(self.ctx, op, i, token=token)]
-                elif op.operation_type == LOG:
-                    stats = compaction.run_log(self.ctx, op, i, token=token)
-                else:
-                    stats = []
+                stats = compaction.run_operation(self.ctx, op, i, token=clock.identity.token)
                 if self.hook is not None:
                     self.hook(clock.identity)
                 report = json.dumps(clock.report(sum(s.numWrites for s in stats)).to_json())
