@@ -74,7 +74,7 @@ from lsm_lab.errors import CorruptFileError, CorruptTableError
 from lsm_lab.format import log_v2 as v2
 from lsm_lab.format import naming
 from lsm_lab.format.naming import FileName
-from lsm_lab.storage import StoragePath, list_names, paths
+from lsm_lab.storage import StoragePath, TablePath, list_names, paths
 from lsm_lab.timeline.instant import (
     CLUSTERING,
     REPLACE_COMMIT,
@@ -91,7 +91,7 @@ class DataFile:
     """One base or log file on disk, with the instant facts the view attached to it."""
 
     partition: str
-    path: Path | StoragePath
+    path: TablePath
     name: FileName
     size: int
     # of the instant that wrote it ("" for v6 v1 logs: decided per block); for a compacted log,
@@ -156,12 +156,12 @@ class FileGroup:
         return self.slices[-1]
 
 
-def list_data_files(base_path: Path | StoragePath) -> list[tuple[str, Path, FileName]]:
+def list_data_files(base_path: TablePath) -> list[tuple[str, Path, FileName]]:
     """Every data file under the table folder (hidden folders like .hoodie skipped)."""
     return [(p, path, name) for p, path, name, _ in list_data_files_sized(base_path)]
 
 
-def list_data_files_sized(base_path: Path | StoragePath) -> list[tuple[str, Path, FileName, int | None]]:
+def list_data_files_sized(base_path: TablePath) -> list[tuple[str, Path, FileName, int | None]]:
     """`list_data_files` with each file's size when the listing gives it (object stores: one LIST, no HEADs)."""
     if isinstance(base_path, StoragePath):
         found: list[tuple[str, Path, FileName, int | None]] = []
@@ -189,12 +189,12 @@ def list_data_files_sized(base_path: Path | StoragePath) -> list[tuple[str, Path
 FIRST_WRITE = ".lsm_lab_first_write"
 
 
-def mark_first_write(base_path: Path | StoragePath) -> None:
+def mark_first_write(base_path: TablePath) -> None:
     """Note that a first write is being tried (if it fails, the table may be created again: `abandoned_table`)."""
     paths.touch(base_path / ".hoodie" / FIRST_WRITE)  # never through a link out of the table
 
 
-def abandoned_table(base_path: Path | StoragePath) -> bool:
+def abandoned_table(base_path: TablePath) -> bool:
     """Whether `base_path` holds an lsm_lab table that never got data: created, then its first write failed.
 
     True when a first write was tried (`FIRST_WRITE`), hoodie.properties
@@ -219,7 +219,7 @@ def abandoned_table(base_path: Path | StoragePath) -> bool:
     return not list_data_files(base_path)
 
 
-def list_partitions(base_path: Path | StoragePath) -> list[str]:
+def list_partitions(base_path: TablePath) -> list[str]:
     return sorted({p for p, _, _ in list_data_files(base_path)})
 
 
@@ -236,7 +236,7 @@ def replaced_file_groups(instants: Iterable[Instant], metadata_of) -> set[tuple[
 
 
 def build_file_groups(
-    base_path: Path | StoragePath,
+    base_path: TablePath,
     completion_of: Mapping[str, str],
     *,
     read_time: str | None,

@@ -45,7 +45,6 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -61,7 +60,7 @@ from lsm_lab.format import log_v2 as v2
 from lsm_lab.format import naming, parquet_io
 from lsm_lab.merge import merge_to_table, records
 from lsm_lab.merge.records import COMMIT_SEQNO, COMMIT_TIME, DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
-from lsm_lab.storage import StoragePath, paths
+from lsm_lab.storage import TablePath, atomic
 from lsm_lab.timeline.config import TableConfig
 from lsm_lab.timeline.metadata import WriteStat
 
@@ -358,7 +357,7 @@ def _delete_rows(rows: pa.Table, ordering: str | None, schema: pa.Schema | None 
 
 def write_file_group(
     *,
-    base_path: Path | StoragePath,
+    base_path: TablePath,
     config: TableConfig,
     ctx: ReadContext,
     partition: str,
@@ -389,7 +388,7 @@ def write_file_group(
                         rows=rows, latest=latest, instant=instant, op=op, token=token, found=found)
 
 
-def _write_file_group(*, base_path: Path | StoragePath, config: TableConfig, ctx: ReadContext, partition: str,
+def _write_file_group(*, base_path: TablePath, config: TableConfig, ctx: ReadContext, partition: str,
                       file_id: str, rows: pa.Table, latest: FileSlice | None, existing_keys: pa.Array | None,
                       instant: str, op: str, task: int, token: str, engine: str | None,
                       num_updates: int | None = None) -> list[WriteStat]:
@@ -497,7 +496,7 @@ def _write_file_group(*, base_path: Path | StoragePath, config: TableConfig, ctx
                       minRecordKey=_first(merged), maxRecordKey=_last(merged))]
 
 
-def _write_v1_log(*, config: TableConfig, base_path: Path | StoragePath, folder: Path | StoragePath, partition: str, file_id: str,
+def _write_v1_log(*, config: TableConfig, base_path: TablePath, folder: TablePath, partition: str, file_id: str,
                   rows: pa.Table, latest: FileSlice, instant: str, token: str, task: int, is_delete: bool,
                   ordering: str | None, num_updates: int, user_schema: pa.Schema,
                   num_deletes: int | None = None) -> list[WriteStat]:
@@ -534,23 +533,14 @@ def _last(rows: pa.Table) -> str | None:
     return parquet_io.key_range(rows.column(RECORD_KEY))[1] if rows.num_rows else None
 
 
-def write_partition_metadata(base_path: Path | StoragePath, partitions: Sequence[str], instant: str) -> None:
+def write_partition_metadata(base_path: TablePath, partitions: Sequence[str], instant: str) -> None:
     """Hudi's `.hoodie_partition_metadata` marker in each partition folder (written once)."""
     for p in partitions:
         if not p:
             continue
-        folder = base_path / p
-        marker = folder / ".hoodie_partition_metadata"
+        marker = base_path / p / ".hoodie_partition_metadata"
+        if marker.is_file():  # one HEAD on an object store
+            continue
         text = f"#partition metadata\ncommitTime={instant}\npartitionDepth={len(p.split('/'))}\n"
-        if isinstance(marker, StoragePath):  # a PUT is atomic: no temp file on an object store
-            if not marker.is_file():
-                marker.write_text(text)
-            continue
-        if marker.exists():
-            continue
-        assert not isinstance(folder, StoragePath)
-        paths.make_folders(folder)  # a new partition folder: never through a link out of the table
-        tmp = folder / f".hoodie_partition_metadata.{instant}.tmp"
-        with os.fdopen(paths.open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as fh:
-            fh.write(text)
-        tmp.replace(marker)
+        # a new partition folder: never made through a link out of the table; two writers may both write it
+        atomic.replace_file(marker, text.encode("utf-8"), fsync=False, mkdir=True)

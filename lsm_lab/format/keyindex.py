@@ -62,13 +62,12 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from lsm_lab.errors import CorruptFileError
 from lsm_lab.format import naming, parquet_io
 from lsm_lab.format.bloom import BloomFilter, decode_verdict
-from lsm_lab.storage import StoragePath, as_path, atomic, paths
+from lsm_lab.storage import StoragePath, TablePath, as_path, atomic, paths
 from lsm_lab.timeline.metadata import iter_write_stats
 
 INDEX_FOLDER = ".key_index"  # under .hoodie/
@@ -115,11 +114,11 @@ class IndexEntry:
 
 
 # --------------------------------------------------------------------------- where
-def index_folder(base_path: str | os.PathLike[str] | StoragePath) -> Path | StoragePath:
+def index_folder(base_path: str | os.PathLike[str] | StoragePath) -> TablePath:
     return as_path(base_path) / ".hoodie" / INDEX_FOLDER
 
 
-def sidecar_path(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> Path | StoragePath:
+def sidecar_path(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> TablePath:
     return index_folder(base_path) / f"{paths.instant_time(instant, field='key index instant')}{SUFFIX}"
 
 
@@ -131,7 +130,7 @@ def instant_of_sidecar(name: str) -> str | None:
 
 
 # --------------------------------------------------------------------------- writing
-def entry_for_file(partition: str, path: Path | StoragePath, size: int | None = None) -> IndexEntry | None:
+def entry_for_file(partition: str, path: TablePath, size: int | None = None) -> IndexEntry | None:
     """The index entry of one written Parquet data file, from its footer (None: not a Parquet data file)."""
     parsed = naming.parse(path.name)
     if parsed is None or parsed.ext != "parquet":
@@ -176,7 +175,7 @@ def encode(instant: str, entries: Sequence[IndexEntry]) -> bytes:
 
 
 def write_sidecar(base_path: str | os.PathLike[str] | StoragePath, instant: str,
-                  entries: Sequence[IndexEntry]) -> Path | StoragePath | None:
+                  entries: Sequence[IndexEntry]) -> TablePath | None:
     """Write (or replace: a re-run compaction) the sidecar of `instant`; None when there is nothing to index."""
     if not entries:
         return None
@@ -187,7 +186,7 @@ def write_sidecar(base_path: str | os.PathLike[str] | StoragePath, instant: str,
 
 
 def index_commit(base_path: str | os.PathLike[str] | StoragePath, instant: str,
-                 metadata: Mapping[str, Any]) -> Path | StoragePath | None:
+                 metadata: Mapping[str, Any]) -> TablePath | None:
     """The commit hook: index every Parquet data file the commit metadata lists, before the instant completes."""
     base = as_path(base_path)
     entries = []
@@ -205,7 +204,7 @@ def index_commit(base_path: str | os.PathLike[str] | StoragePath, instant: str,
 
 
 def index_files(base_path: str | os.PathLike[str] | StoragePath,
-                files: Iterable[tuple[str, Path | StoragePath]]) -> list[Path | StoragePath]:
+                files: Iterable[tuple[str, TablePath]]) -> list[TablePath]:
     """(Re)build the sidecars of existing files, grouped by the instant in their names (tools, benchmarks)."""
     by_instant: dict[str, list[IndexEntry]] = {}
     for partition, path in files:
@@ -363,7 +362,7 @@ def clear_index_cache() -> None:
     _CACHE.clear()
 
 
-def _listing(folder: Path | StoragePath) -> dict[str, tuple[int, str]]:
+def _listing(folder: TablePath) -> dict[str, tuple[int, str]]:
     """Name → (size, change stamp) of the files in `folder`: one LIST (object store) or one scandir."""
     if isinstance(folder, StoragePath):
         prefix = folder.key.rstrip("/") + "/" if folder.key else ""

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import IO
 
 from lsm_lab.errors import ConflictError
-from lsm_lab.storage import StoragePath, paths
+from lsm_lab.storage import StoragePath, TablePath, paths
 
 HEARTBEAT_FOLDER = ".heartbeat"
 
@@ -67,7 +67,7 @@ def _tolerance() -> float:
     return float(os.environ.get("LSM_LAB_HEARTBEAT_TOLERANCE_S") or REMOTE_TOLERANCE)
 
 
-def heartbeat_path(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> Path | StoragePath:
+def heartbeat_path(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> TablePath:
     base = base_path if isinstance(base_path, StoragePath) else Path(base_path)
     return base / ".hoodie" / HEARTBEAT_FOLDER / paths.instant_time(instant, field="heartbeat")
 

@@ -29,20 +29,20 @@ import os
 import shutil
 from pathlib import Path
 
-from lsm_lab.storage import StoragePath, paths, walk_files
+from lsm_lab.storage import StoragePath, TablePath, paths, walk_files
 
 TEMP_FOLDER = ".temp"
 IO_TYPES = ("CREATE", "MERGE", "APPEND")
 _SUFFIX = ".marker."
 
 
-def marker_folder(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> Path | StoragePath:
+def marker_folder(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> TablePath:
     base = base_path if isinstance(base_path, StoragePath) else Path(base_path)
     return base / ".hoodie" / TEMP_FOLDER / paths.instant_time(instant, field="marker folder")
 
 
 def create_marker(base_path: str | os.PathLike[str] | StoragePath, instant: str, partition: str, file_name: str,
-                  io_type: str) -> Path | StoragePath:
+                  io_type: str) -> TablePath:
     """Record that `partition/file_name` is about to be written by `instant`."""
     if io_type not in IO_TYPES:
         raise ValueError(f"unknown marker IO type {io_type!r}")

@@ -36,7 +36,6 @@ import json
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -47,7 +46,7 @@ from lsm_lab.filegroup.planner import FULL, LOG, Operation, pending_plans
 from lsm_lab.merge import ENGINES
 from lsm_lab.services import compaction, heartbeat
 from lsm_lab.spark.jobs import TaskClock, TaskHook, TaskReport, active_session, job_progress, reconcile, reraise
-from lsm_lab.storage import StoragePath
+from lsm_lab.storage import TablePath
 from lsm_lab.timeline.instant import Instant
 from lsm_lab.timeline.metadata import WriteStat
 
@@ -125,7 +124,7 @@ def _execute(spark: Any, table: Table, instant: Instant, *, merge: str | None, p
                               extra_metadata={"lsm_lab.engine": "spark"})
 
 
-def run_compaction(path: str | Path | StoragePath, spark: Any = None, strategy: str = "hybrid", merge: str | None = None, *,
+def run_compaction(path: str | TablePath, spark: Any = None, strategy: str = "hybrid", merge: str | None = None, *,
                    options: Mapping[str, str] | None = None, progress: bool | None = None,
                    task_hook: TaskHook | None = None,
                    storage_options: Mapping[str, Any] | None = None) -> CompactionRun:
@@ -150,7 +149,7 @@ def run_compaction(path: str | Path | StoragePath, spark: Any = None, strategy: 
     return run
 
 
-def compact_table(path: str | Path | StoragePath, spark: Any = None, strategy: str = "hybrid", merge: str | None = None, *,
+def compact_table(path: str | TablePath, spark: Any = None, strategy: str = "hybrid", merge: str | None = None, *,
             options: Mapping[str, str] | None = None, progress: bool | None = None,
             task_hook: TaskHook | None = None, storage_options: Mapping[str, Any] | None = None) -> Instant | None:
     """Plan a compaction on the driver, run each operation as a Spark task, commit; returns the instant.

@@ -32,7 +32,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -41,7 +40,7 @@ import pyarrow.parquet as pq
 from lsm_lab.errors import CorruptFileError
 from lsm_lab.format import parquet_io
 from lsm_lab.format.bloom import BloomFilter, decode_verdict
-from lsm_lab.storage import StoragePath
+from lsm_lab.storage import StoragePath, TablePath
 from lsm_lab.table.stats import LookupStats
 
 _FOOTER_TAIL = 8  # 4-byte footer length + "PAR1"
@@ -161,7 +160,7 @@ def _utf8(raw: Any) -> str | None:
         return None
 
 
-def _file_info(path: Path | StoragePath, size: int | None = None) -> FileInfo:
+def _file_info(path: TablePath, size: int | None = None) -> FileInfo:
     md, kv = parquet_io.read_footer(path, size) if isinstance(path, StoragePath) else parquet_io.read_footer(path)
     try:
         schema = md.schema.to_arrow_schema()
@@ -205,7 +204,7 @@ class FooterCache:
         self._items: OrderedDict[tuple[str, int, int], FileInfo] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, path: Path | StoragePath, stats: LookupStats | None = None, size: int | None = None) -> FileInfo:
+    def get(self, path: TablePath, stats: LookupStats | None = None, size: int | None = None) -> FileInfo:
         """The footer of `path`; `size` (from a listing) spares the HEAD of an object-store file, whose
         name is never reused for other bytes."""
         if isinstance(path, StoragePath) and size is not None:

@@ -45,7 +45,6 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -53,7 +52,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lsm_lab.errors import CorruptFileError, CorruptTableError, TimelineError
-from lsm_lab.storage import StoragePath, as_path, atomic, is_local, list_names, paths
+from lsm_lab.storage import StoragePath, TablePath, as_path, atomic, is_local, list_names, paths
 from lsm_lab.timeline.config import TableConfig
 from lsm_lab.timeline.instant import Instant, State, normalize_time
 from lsm_lab.timeline.metadata import check_paths, decode_instant_content
@@ -78,7 +77,7 @@ _cache: dict[tuple[str, int, int], list[ArchivedRow]] = {}
 _cache_guard = threading.Lock()
 
 
-def _read_parquet(path: Path | StoragePath, **options: Any) -> pa.Table:
+def _read_parquet(path: TablePath, **options: Any) -> pa.Table:
     """Read an LSM timeline file, page checksums verified; a damaged file is a `CorruptFileError`."""
     try:
         if isinstance(path, StoragePath):  # one GET of the whole (small) file
