@@ -64,7 +64,6 @@ Taught in: notebooks/01_build_a_table.ipynb, notebooks/07_compaction.ipynb
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -74,7 +73,7 @@ from lsm_lab.errors import CorruptFileError, CorruptTableError
 from lsm_lab.format import log_v2 as v2
 from lsm_lab.format import naming
 from lsm_lab.format.naming import FileName
-from lsm_lab.storage import StoragePath, TablePath, list_names, paths
+from lsm_lab.storage import TablePath, list_names, paths, walk_sized
 from lsm_lab.timeline.instant import (
     CLUSTERING,
     REPLACE_COMMIT,
@@ -163,26 +162,12 @@ def list_data_files(base_path: TablePath) -> list[tuple[str, Path, FileName]]:
 
 def list_data_files_sized(base_path: TablePath) -> list[tuple[str, Path, FileName, int | None]]:
     """`list_data_files` with each file's size when the listing gives it (object stores: one LIST, no HEADs)."""
-    if isinstance(base_path, StoragePath):
-        found: list[tuple[str, Path, FileName, int | None]] = []
-        for info in base_path.storage.list_files(base_path.key, recursive=True):
-            rel = base_path.storage_relative(info.key)
-            folder, _, fname = rel.rpartition("/")
-            if any(part.startswith(".") for part in folder.split("/") if part):
-                continue
-            parsed = naming.parse(fname)
-            if parsed is not None:
-                found.append((folder, base_path / rel, parsed, info.size))  # type: ignore[arg-type]
-        return found
     out: list[tuple[str, Path, FileName, int | None]] = []
-    for root, dirs, files in os.walk(base_path):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        rel = os.path.relpath(root, base_path)
-        partition = "" if rel == "." else rel.replace(os.sep, "/")
-        for fname in files:
-            parsed = naming.parse(fname)
-            if parsed is not None:
-                out.append((partition, Path(root) / fname, parsed, None))
+    for partition, fname, size in walk_sized(base_path):  # hidden folders (.hoodie) skipped
+        parsed = naming.parse(fname)
+        if parsed is not None:
+            path = (base_path / partition / fname) if partition else base_path / fname
+            out.append((partition, path, parsed, size))  # type: ignore[arg-type]  # (a StoragePath on a store)
     return out
 
 
@@ -389,8 +374,8 @@ def _without_missing(slices: list[FileSlice]) -> list[FileSlice]:
     """Rule 5: a missing committed file in the latest slice is an error; older slices just drop it."""
     for f in slices[-1].files:
         if f.missing_from:
-            if not isinstance(f.path, StoragePath):  # missing because its folder is a link out of the table?
-                paths.checked(f.path)  # then say that (UnsafePathError): listings do not enter such a link
+            # missing because its folder is a link out of the table? then say that (UnsafePathError):
+            paths.check_folder(f.path)  # listings do not enter such a link (an object store has none)
             raise CorruptTableError(f"instant {f.missing_from} committed the file {f.relative}, which is missing "
                                     "from the table folder (deleted by hand? its rows would silently be lost)",
                                     path=f.path, field=MISSING_FIELD)

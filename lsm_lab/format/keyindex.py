@@ -67,7 +67,7 @@ from typing import Any
 from lsm_lab.errors import CorruptFileError
 from lsm_lab.format import naming, parquet_io
 from lsm_lab.format.bloom import BloomFilter, decode_verdict
-from lsm_lab.storage import StoragePath, TablePath, as_path, atomic, paths
+from lsm_lab.storage import StoragePath, TablePath, as_path, atomic, list_stamped, paths
 from lsm_lab.timeline.metadata import iter_write_stats
 
 INDEX_FOLDER = ".key_index"  # under .hoodie/
@@ -140,7 +140,7 @@ def entry_for_file(partition: str, path: TablePath, size: int | None = None) -> 
         return IndexEntry(partition, path.name, handed[0], handed[1], handed[2], handed[3])
     if size is None or size <= 0:
         size = path.stat().st_size
-    _, kv = parquet_io.read_footer(path, size) if isinstance(path, StoragePath) else parquet_io.read_footer(path)
+    _, kv = parquet_io.read_footer(path, size)  # (a local file: the size is not needed)
     text = kv.get(parquet_io.KEY_BLOOM)
     bloom = BloomFilter.from_base64(text).to_bytes() if text is not None else None  # verified before it is filed
     return IndexEntry(partition, path.name, int(size), kv.get(parquet_io.KEY_MIN), kv.get(parquet_io.KEY_MAX), bloom)
@@ -225,13 +225,10 @@ def remove_sidecar(base_path: str | os.PathLike[str] | StoragePath, instant: str
     """Delete the sidecar of `instant` (its rollback); True if there was one."""
     path = sidecar_path(base_path, instant)
     _CACHE.forget(str(path))
-    if not isinstance(path, StoragePath):
-        return paths.unlink(path)  # never through a linked .hoodie/.key_index (the link itself may go)
-    try:
-        path.unlink()
+    try:  # never through a linked .hoodie/.key_index (the link itself may go); a store: HEAD, then DELETE
+        return paths.unlink(path, missing_ok=False)
     except FileNotFoundError:
         return False
-    return True
 
 
 def sidecar_instants(base_path: str | os.PathLike[str] | StoragePath) -> list[str]:
@@ -364,16 +361,7 @@ def clear_index_cache() -> None:
 
 def _listing(folder: TablePath) -> dict[str, tuple[int, str]]:
     """Name → (size, change stamp) of the files in `folder`: one LIST (object store) or one scandir."""
-    if isinstance(folder, StoragePath):
-        prefix = folder.key.rstrip("/") + "/" if folder.key else ""
-        return {info.key[len(prefix):]: (info.size, info.etag)
-                for info in folder.storage.list_files(folder.key) if "/" not in info.key[len(prefix):]}
-    try:
-        with os.scandir(folder) as it:
-            return {e.name: (st.st_size, str(st.st_mtime_ns)) for e in it if e.is_file()
-                    for st in (e.stat(),)}
-    except (FileNotFoundError, NotADirectoryError):
-        return {}
+    return list_stamped(folder)
 
 
 @dataclass

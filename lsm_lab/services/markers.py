@@ -26,10 +26,8 @@ Taught in: notebooks/01_build_a_table.ipynb
 from __future__ import annotations
 
 import os
-import shutil
-from pathlib import Path
 
-from lsm_lab.storage import StoragePath, TablePath, paths, walk_files
+from lsm_lab.storage import StoragePath, TablePath, path_of, paths, walk_files
 
 TEMP_FOLDER = ".temp"
 IO_TYPES = ("CREATE", "MERGE", "APPEND")
@@ -37,8 +35,7 @@ _SUFFIX = ".marker."
 
 
 def marker_folder(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> TablePath:
-    base = base_path if isinstance(base_path, StoragePath) else Path(base_path)
-    return base / ".hoodie" / TEMP_FOLDER / paths.instant_time(instant, field="marker folder")
+    return path_of(base_path) / ".hoodie" / TEMP_FOLDER / paths.instant_time(instant, field="marker folder")
 
 
 def create_marker(base_path: str | os.PathLike[str] | StoragePath, instant: str, partition: str, file_name: str,
@@ -50,11 +47,8 @@ def create_marker(base_path: str | os.PathLike[str] | StoragePath, instant: str,
     if partition:
         folder = folder / partition
     path = folder / f"{file_name}{_SUFFIX}{io_type}"
-    if isinstance(path, StoragePath):
-        path.touch(exist_ok=True)
-        return path
     paths.make_folders(folder)  # never through a link out of the table (.hoodie/.temp -> elsewhere)
-    return paths.touch(path)  # O_NOFOLLOW: a link as marker is refused, its target never touched
+    return paths.touch(path)  # O_NOFOLLOW: a link as marker is refused, its target never touched (a store: a PUT)
 
 
 def marked_files(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> list[tuple[str, str, str]]:
@@ -70,10 +64,5 @@ def marked_files(base_path: str | os.PathLike[str] | StoragePath, instant: str) 
 
 
 def delete_markers(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> None:
-    folder = marker_folder(base_path, instant)
-    if isinstance(folder, StoragePath):  # keys below .hoodie/.temp/<instant>/ (an object store has no symlinks)
-        folder.rmtree()
-        return
-    local = paths.folder_to_remove(base_path, folder, parent=TEMP_FOLDER)  # type: ignore[arg-type]
-    if local is not None:  # only a real folder lsm_lab made under .hoodie/.temp, never a symlink out
-        shutil.rmtree(local, ignore_errors=True)
+    # only a real folder lsm_lab made under .hoodie/.temp, never a symlink out (a store: the keys below it)
+    paths.remove_tree(base_path, marker_folder(base_path, instant), parent=TEMP_FOLDER)

@@ -57,7 +57,7 @@ from lsm_lab.filegroup.fsview import list_data_files
 from lsm_lab.filegroup.planner import pending_plans
 from lsm_lab.format import keyindex, naming
 from lsm_lab.services import heartbeat, markers
-from lsm_lab.storage import TablePath, as_path, is_local, list_names, paths
+from lsm_lab.storage import TablePath, as_path, list_names, paths, temp_leftovers
 from lsm_lab.timeline import visibility
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.config import read_config
@@ -103,9 +103,7 @@ def delete_instant_files(base_path: TablePath, begin_time: str) -> list[str]:
     deleted = []
     for partition, file_name, _ in markers.marked_files(base_path, begin_time):
         folder = base_path / partition if partition else base_path
-        if not is_local(folder):
-            continue  # an object store has no temp files: a PUT is whole or absent
-        for tmp in folder.glob(f".{file_name}.*.tmp"):  # a writer killed inside write_parquet
+        for tmp in temp_leftovers(folder, file_name):  # a writer killed inside write_parquet (a store has none)
             paths.unlink(tmp)  # never through a partition folder linked out of the table
     for path in files_of_instant(base_path, begin_time):
         if not paths.unlink(path, missing_ok=True):

@@ -52,7 +52,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lsm_lab.errors import CorruptFileError, CorruptTableError, TimelineError
-from lsm_lab.storage import StoragePath, TablePath, as_path, atomic, is_local, list_names, paths
+from lsm_lab.storage import StoragePath, TablePath, as_path, atomic, list_names, paths
 from lsm_lab.timeline.config import TableConfig
 from lsm_lab.timeline.instant import Instant, State, normalize_time
 from lsm_lab.timeline.metadata import check_paths, decode_instant_content
@@ -79,10 +79,8 @@ _cache_guard = threading.Lock()
 
 def _read_parquet(path: TablePath, **options: Any) -> pa.Table:
     """Read an LSM timeline file, page checksums verified; a damaged file is a `CorruptFileError`."""
-    try:
-        if isinstance(path, StoragePath):  # one GET of the whole (small) file
-            return pq.read_table(pa.BufferReader(path.read_bytes()), page_checksum_verification=True, **options)
-        return pq.read_table(path, page_checksum_verification=True, **options)
+    try:  # one read of the whole (small) file: one GET on an object store
+        return pq.read_table(pa.BufferReader(path.read_bytes()), page_checksum_verification=True, **options)
     except FileNotFoundError:
         raise
     except (pa.ArrowException, ValueError, OSError) as exc:
@@ -132,7 +130,7 @@ class ArchivedTimeline:
         path = self.folder / VERSION_FILE
         try:
             text = path.read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # (NotADirectoryError: a file where the folder belongs)
             return self._latest_manifest_on_disk()
         try:
             return int(text)
@@ -172,8 +170,8 @@ class ArchivedTimeline:
     # ------------------------------------------------------------------ reading
     def rows(self) -> list[ArchivedRow]:
         """Every archived instant, in reader order (completion time, then begin time)."""
-        if not self.supported or (is_local(self.folder) and not self.folder.is_dir()):
-            return []  # (an object store has no folders: a missing `_version_` and an empty listing say it)
+        if not self.supported:
+            return []  # (a missing folder: no `_version_` and an empty listing say it, see current_version)
         for attempt in range(5):
             version = self.current_version()
             if version == 0:
@@ -268,16 +266,12 @@ class ArchivedTimeline:
         rows = sorted(rows, key=lambda r: normalize_time(r["instantTime"]))
         name = f"{rows[0]['instantTime']}_{rows[-1]['instantTime']}_{level}.parquet"
         table = pa.Table.from_pylist(rows, schema=SCHEMA)
-        target = self.folder / name
-        if isinstance(target, StoragePath):  # one PUT: atomic on an object store
-            sink = pa.BufferOutputStream()
-            pq.write_table(table, sink, compression="snappy", write_page_checksum=True)
-            data = sink.getvalue().to_pybytes()
-            target.write_bytes(data)
-            return {"fileName": name, "fileLen": len(data)}
-        with atomic.replacing(target) as tmp:  # a retry after a crash rewrites the same name
-            pq.write_table(table, tmp, compression="snappy", write_page_checksum=True)
-        return {"fileName": name, "fileLen": target.stat().st_size}
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="snappy", write_page_checksum=True)
+        data = sink.getvalue().to_pybytes()
+        # a retry after a crash rewrites the same name: temp file + rename locally, one PUT on an object store
+        atomic.replace_file(self.folder / name, data, fsync=False)
+        return {"fileName": name, "fileLen": len(data)}
 
     def _commit(self, files: list[dict[str, Any]]) -> int:
         """Write manifest N+1 and point `_version_` at it (the commit point)."""
