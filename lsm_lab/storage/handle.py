@@ -22,8 +22,12 @@ store the root is a `StoragePath(storage, "")`, and every join yields another
 
 A `StoragePath` has no `__fspath__`: passing one to `open()` or an `os`
 function fails loudly instead of silently creating a local file named
-`s3:/…`.  Modules that must branch (locks, heartbeats, the clock) test
-`is_local(path)`.
+`s3:/…`.  Signatures name either kind `TablePath`.  Where the two kinds need
+different code for the same operation, the function lives here (or in
+`atomic.py`, `paths.py`) and takes either: `open_read`, `file_stamp`,
+`list_names`, `list_stamped`, `walk_files`, `walk_sized`, `temp_leftovers`.
+Only modules whose behaviour differs (locks, heartbeats, the clock, Parquet
+I/O) test `is_local(path)`.
 
 Simplified compared with Apache Hudi: Hudi's `StoragePath` is a URI that every
 call hands to `HoodieStorage`; here the handle carries its storage, so a

@@ -51,7 +51,8 @@ folders, and a committed file missing because its partition folder is such a
 link is reported as UnsafePathError (filegroup/fsview.py), not as a lost file.
 The checks are made just before each operation; they do not defend against a
 process racing to swap a folder for a link in between.
-Object stores (`StoragePath`) have no links: nothing to check there.
+Object stores (`StoragePath`) have no links: nothing to check there, so `check_folder`,
+`make_folders`, `touch`, `unlink` and `remove_tree` take either kind and callers never branch.
 
 Simplified compared with Apache Hudi: Hudi resolves metadata paths against the
 table's `StoragePath` and trusts them; lsm_lab refuses anything that does not
