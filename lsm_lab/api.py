@@ -51,7 +51,7 @@ from lsm_lab.progress import progress
 from lsm_lab.services import archiver, clean, clustering, commit, compaction, occ, savepoint, upgrade
 from lsm_lab.services import rollback as rb
 from lsm_lab.services.lock import table_lock
-from lsm_lab.storage import StoragePath, as_path, is_local, paths
+from lsm_lab.storage import StoragePath, as_path, paths
 from lsm_lab.table import cdc, inspect, scan
 from lsm_lab.table import lookup as key_lookup
 from lsm_lab.table.predicate import FilterLike
@@ -506,7 +506,7 @@ def create_table(
     if int(num_buckets) < 1:
         raise InputError("num_buckets must be at least 1")
     base = as_path(path, storage_options)
-    if is_local(base) and base.exists() and not base.is_dir():
+    if base.is_file():  # (an object store's table root is a prefix, never a file: no request)
         raise InputError("path is a file, not a folder for a table", path=base)
     replacing = fsview.abandoned_table(base)  # a table whose first write failed: created again
     if (base / ".hoodie").exists() and not replacing:

@@ -38,8 +38,6 @@ Taught in: notebooks/13_change_data_capture.ipynb
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -48,7 +46,7 @@ from lsm_lab.filegroup.read import ReadContext, load_sources, needed_columns, ta
 from lsm_lab.format import cdc, naming, parquet_io
 from lsm_lab.merge import merge_to_table, records
 from lsm_lab.merge.records import COMMIT_TIME, DELETE_FLAG, PARTITION_PATH, RECORD_KEY
-from lsm_lab.storage import StoragePath
+from lsm_lab.storage import TablePath
 from lsm_lab.timeline.config import TableConfig
 from lsm_lab.timeline.metadata import WriteStat
 
@@ -148,7 +146,7 @@ def probe(config: TableConfig, ctx: ReadContext, latest: FileSlice | None, rows:
     return changes_and_stored(ctx, latest, rows, instant, op, images=config.cdc_mode != cdc.OP_KEY_ONLY)
 
 
-def write(stats: list[WriteStat], *, base_path: Path | StoragePath, config: TableConfig, ctx: ReadContext,
+def write(stats: list[WriteStat], *, base_path: TablePath, config: TableConfig, ctx: ReadContext,
           partition: str, file_id: str, rows: pa.Table, latest: FileSlice | None, instant: str, op: str,
           token: str, found: pa.Table | None = None) -> list[WriteStat]:
     """Add the CDC log of one file group's write (when it changed anything) and record it in its write stat.
@@ -176,7 +174,7 @@ def write(stats: list[WriteStat], *, base_path: Path | StoragePath, config: Tabl
     return stats
 
 
-def _stored_after_images(ctx: ReadContext, base_path: Path | StoragePath, rel: str, found: pa.Table) -> pa.Table:
+def _stored_after_images(ctx: ReadContext, base_path: TablePath, rel: str, found: pa.Table) -> pa.Table:
     """`found` with each after image replaced by the row as the data file just written stores it.
 
     The merge above gives the user columns; the meta columns (`_hoodie_commit_seqno`,

@@ -45,7 +45,6 @@ Taught in: notebooks/09_real_hudi_tables.ipynb
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -56,7 +55,7 @@ from lsm_lab.filegroup.planner import FULL, pending_plans
 from lsm_lab.format import log_v1 as v1
 from lsm_lab.format import naming
 from lsm_lab.merge import records
-from lsm_lab.storage import StoragePath, list_names
+from lsm_lab.storage import TablePath, list_names
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.config import KEY_INSTANT_FORMAT, KEY_LOG_FORMAT, TableConfig
 from lsm_lab.timeline.instant import COMPACTION
@@ -125,7 +124,7 @@ def avro_schema_text(config: TableConfig, user_schema: pa.Schema, *, meta_fields
 
 
 # --------------------------------------------------------------------------- v1 log files
-def next_log_version(folder: Path | StoragePath, file_id: str, instant: str) -> int:
+def next_log_version(folder: TablePath, file_id: str, instant: str) -> int:
     """1 + the greatest version of the v1 logs `.<file_id>_<instant>.log.<n>_*` in `folder` (1 if none).
 
     Files of failed writes count too: a version is never reused.
@@ -142,7 +141,7 @@ def next_log_version(folder: Path | StoragePath, file_id: str, instant: str) -> 
     return best + 1
 
 
-def pending_compaction_instant(base_path: Path | StoragePath, config: TableConfig, partition: str, file_id: str) -> str | None:
+def pending_compaction_instant(base_path: TablePath, config: TableConfig, partition: str, file_id: str) -> str | None:
     """The begin time of a pending compaction whose plan rewrites this file group's base (else None).
 
     In table version 6 a log file is named for the base instant of its slice. A log
@@ -161,7 +160,7 @@ def pending_compaction_instant(base_path: Path | StoragePath, config: TableConfi
     return found
 
 
-def v1_log_name(config: TableConfig, folder: Path | StoragePath, file_id: str, token: str, instant: str,
+def v1_log_name(config: TableConfig, folder: TablePath, file_id: str, token: str, instant: str,
                 base_instant: str | None) -> str:
     """The name of a new v1 log file: version 6 names the slice's base instant, 8+ the writing instant.
 
@@ -175,14 +174,14 @@ def v1_log_name(config: TableConfig, folder: Path | StoragePath, file_id: str, t
     return naming.v1_log_file_name(file_id, instant, 1, token)
 
 
-def write_v1_data_log(path: Path | StoragePath, config: TableConfig, data: pa.Table, *, instant: str) -> int:
+def write_v1_data_log(path: TablePath, config: TableConfig, data: pa.Table, *, instant: str) -> int:
     """Write one Avro data block holding `data` (meta columns + user columns) as a new v1 log file."""
     schema = avro_table_schema(config, data.schema, meta_fields=True)
     block = v1.encode_avro_data_block(data, instant_time=instant, schema_json=avro_schema_json(schema))
     return v1.write_log_file(path, [block])
 
 
-def write_v1_delete_log(path: Path | StoragePath, config: TableConfig, deletes: pa.Table, *, instant: str,
+def write_v1_delete_log(path: TablePath, config: TableConfig, deletes: pa.Table, *, instant: str,
                         user_schema: pa.Schema | None) -> int:
     """Write one delete block as a new v1 log file.
 

@@ -64,7 +64,6 @@ Taught in: notebooks/01_build_a_table.ipynb, notebooks/07_compaction.ipynb
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -74,7 +73,7 @@ from lsm_lab.errors import CorruptFileError, CorruptTableError
 from lsm_lab.format import log_v2 as v2
 from lsm_lab.format import naming
 from lsm_lab.format.naming import FileName
-from lsm_lab.storage import StoragePath, list_names, paths
+from lsm_lab.storage import TablePath, list_names, paths, walk_sized
 from lsm_lab.timeline.instant import (
     CLUSTERING,
     REPLACE_COMMIT,
@@ -91,7 +90,7 @@ class DataFile:
     """One base or log file on disk, with the instant facts the view attached to it."""
 
     partition: str
-    path: Path | StoragePath
+    path: TablePath
     name: FileName
     size: int
     # of the instant that wrote it ("" for v6 v1 logs: decided per block); for a compacted log,
@@ -156,45 +155,31 @@ class FileGroup:
         return self.slices[-1]
 
 
-def list_data_files(base_path: Path | StoragePath) -> list[tuple[str, Path, FileName]]:
+def list_data_files(base_path: TablePath) -> list[tuple[str, Path, FileName]]:
     """Every data file under the table folder (hidden folders like .hoodie skipped)."""
     return [(p, path, name) for p, path, name, _ in list_data_files_sized(base_path)]
 
 
-def list_data_files_sized(base_path: Path | StoragePath) -> list[tuple[str, Path, FileName, int | None]]:
+def list_data_files_sized(base_path: TablePath) -> list[tuple[str, Path, FileName, int | None]]:
     """`list_data_files` with each file's size when the listing gives it (object stores: one LIST, no HEADs)."""
-    if isinstance(base_path, StoragePath):
-        found: list[tuple[str, Path, FileName, int | None]] = []
-        for info in base_path.storage.list_files(base_path.key, recursive=True):
-            rel = base_path.storage_relative(info.key)
-            folder, _, fname = rel.rpartition("/")
-            if any(part.startswith(".") for part in folder.split("/") if part):
-                continue
-            parsed = naming.parse(fname)
-            if parsed is not None:
-                found.append((folder, base_path / rel, parsed, info.size))  # type: ignore[arg-type]
-        return found
     out: list[tuple[str, Path, FileName, int | None]] = []
-    for root, dirs, files in os.walk(base_path):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        rel = os.path.relpath(root, base_path)
-        partition = "" if rel == "." else rel.replace(os.sep, "/")
-        for fname in files:
-            parsed = naming.parse(fname)
-            if parsed is not None:
-                out.append((partition, Path(root) / fname, parsed, None))
+    for partition, fname, size in walk_sized(base_path):  # hidden folders (.hoodie) skipped
+        parsed = naming.parse(fname)
+        if parsed is not None:
+            path = (base_path / partition / fname) if partition else base_path / fname
+            out.append((partition, path, parsed, size))  # type: ignore[arg-type]  # (a StoragePath on a store)
     return out
 
 
 FIRST_WRITE = ".lsm_lab_first_write"
 
 
-def mark_first_write(base_path: Path | StoragePath) -> None:
+def mark_first_write(base_path: TablePath) -> None:
     """Note that a first write is being tried (if it fails, the table may be created again: `abandoned_table`)."""
     paths.touch(base_path / ".hoodie" / FIRST_WRITE)  # never through a link out of the table
 
 
-def abandoned_table(base_path: Path | StoragePath) -> bool:
+def abandoned_table(base_path: TablePath) -> bool:
     """Whether `base_path` holds an lsm_lab table that never got data: created, then its first write failed.
 
     True when a first write was tried (`FIRST_WRITE`), hoodie.properties
@@ -219,7 +204,7 @@ def abandoned_table(base_path: Path | StoragePath) -> bool:
     return not list_data_files(base_path)
 
 
-def list_partitions(base_path: Path | StoragePath) -> list[str]:
+def list_partitions(base_path: TablePath) -> list[str]:
     return sorted({p for p, _, _ in list_data_files(base_path)})
 
 
@@ -236,7 +221,7 @@ def replaced_file_groups(instants: Iterable[Instant], metadata_of: Callable[[Ins
 
 
 def build_file_groups(
-    base_path: Path | StoragePath,
+    base_path: TablePath,
     completion_of: Mapping[str, str],
     *,
     read_time: str | None,
@@ -389,8 +374,8 @@ def _without_missing(slices: list[FileSlice]) -> list[FileSlice]:
     """Rule 5: a missing committed file in the latest slice is an error; older slices just drop it."""
     for f in slices[-1].files:
         if f.missing_from:
-            if not isinstance(f.path, StoragePath):  # missing because its folder is a link out of the table?
-                paths.checked(f.path)  # then say that (UnsafePathError): listings do not enter such a link
+            # missing because its folder is a link out of the table? then say that (UnsafePathError):
+            paths.check_folder(f.path)  # listings do not enter such a link (an object store has none)
             raise CorruptTableError(f"instant {f.missing_from} committed the file {f.relative}, which is missing "
                                     "from the table folder (deleted by hand? its rows would silently be lost)",
                                     path=f.path, field=MISSING_FIELD)

@@ -47,7 +47,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -65,7 +64,7 @@ from lsm_lab.merge import check_engine, choose_engine, default_engine, merge_to_
 from lsm_lab.merge.overlay import merge_overlay
 from lsm_lab.merge.records import COMMIT_TIME, DELETE_FLAG, FILE_NAME, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
-from lsm_lab.storage import StoragePath
+from lsm_lab.storage import TablePath
 from lsm_lab.timeline.config import TableConfig
 
 
@@ -73,7 +72,7 @@ from lsm_lab.timeline.config import TableConfig
 class ReadContext:
     """Everything a slice read needs, with no reference back to the Table (Spark tasks get one)."""
 
-    base_path: Path | StoragePath
+    base_path: TablePath
     config: TableConfig
     schema: pa.Schema  # user columns of the table
     completion_of: dict[str, str] = field(default_factory=dict)  # committed begin → completion time

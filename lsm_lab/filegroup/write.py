@@ -45,7 +45,6 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -61,7 +60,7 @@ from lsm_lab.format import log_v2 as v2
 from lsm_lab.format import naming, parquet_io
 from lsm_lab.merge import merge_to_table, records
 from lsm_lab.merge.records import COMMIT_SEQNO, COMMIT_TIME, DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
-from lsm_lab.storage import StoragePath, atomic
+from lsm_lab.storage import TablePath, atomic
 from lsm_lab.timeline.config import TableConfig
 from lsm_lab.timeline.metadata import WriteStat
 
@@ -140,7 +139,7 @@ def evolve(config: TableConfig, current: pa.Schema | None, incoming: pa.Schema, 
     return records.evolve_schema(current, incoming, partial=is_delete)
 
 
-def planned_files(config: TableConfig, base_path: Path | StoragePath, partition: str, file_id: str,
+def planned_files(config: TableConfig, base_path: TablePath, partition: str, file_id: str,
                   latest: FileSlice | None, instant: str, op: str, token: str) -> list[tuple[str, str]]:
     """(file name, marker IO type) that `write_file_group` may create for one file group: the markers a write
     puts down before any data file (the library's writer and the Spark tasks alike)."""
@@ -388,7 +387,7 @@ def _delete_rows(rows: pa.Table, ordering: str | None, schema: pa.Schema | None 
 
 def write_file_group(
     *,
-    base_path: Path | StoragePath,
+    base_path: TablePath,
     config: TableConfig,
     ctx: ReadContext,
     partition: str,
@@ -419,7 +418,7 @@ def write_file_group(
                         rows=rows, latest=latest, instant=instant, op=op, token=token, found=found)
 
 
-def _write_file_group(*, base_path: Path | StoragePath, config: TableConfig, ctx: ReadContext, partition: str,
+def _write_file_group(*, base_path: TablePath, config: TableConfig, ctx: ReadContext, partition: str,
                       file_id: str, rows: pa.Table, latest: FileSlice | None, existing_keys: pa.Array | None,
                       instant: str, op: str, task: int, token: str, engine: str | None,
                       num_updates: int | None = None) -> list[WriteStat]:
@@ -527,7 +526,7 @@ def _write_file_group(*, base_path: Path | StoragePath, config: TableConfig, ctx
                       minRecordKey=_first(merged), maxRecordKey=_last(merged))]
 
 
-def _write_v1_log(*, config: TableConfig, base_path: Path | StoragePath, folder: Path | StoragePath, partition: str, file_id: str,
+def _write_v1_log(*, config: TableConfig, base_path: TablePath, folder: TablePath, partition: str, file_id: str,
                   rows: pa.Table, latest: FileSlice, instant: str, token: str, task: int, is_delete: bool,
                   ordering: str | None, num_updates: int, user_schema: pa.Schema,
                   num_deletes: int | None = None) -> list[WriteStat]:
@@ -564,13 +563,14 @@ def _last(rows: pa.Table) -> str | None:
     return parquet_io.key_range(rows.column(RECORD_KEY))[1] if rows.num_rows else None
 
 
-def write_partition_metadata(base_path: Path | StoragePath, partitions: Sequence[str], instant: str) -> None:
+def write_partition_metadata(base_path: TablePath, partitions: Sequence[str], instant: str) -> None:
     """Hudi's `.hoodie_partition_metadata` marker in each partition folder (written once)."""
     for p in partitions:
         if not p:
             continue
-        folder = base_path / p
-        marker = folder / ".hoodie_partition_metadata"
+        marker = base_path / p / ".hoodie_partition_metadata"
+        if marker.is_file():  # one HEAD on an object store
+            continue
         text = f"#partition metadata\ncommitTime={instant}\npartitionDepth={len(p.split('/'))}\n"
         if marker.exists():
             continue

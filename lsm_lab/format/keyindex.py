@@ -62,13 +62,12 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from lsm_lab.errors import CorruptFileError
 from lsm_lab.format import naming, parquet_io
 from lsm_lab.format.bloom import BloomFilter, decode_verdict
-from lsm_lab.storage import StoragePath, as_path, atomic, paths
+from lsm_lab.storage import StoragePath, TablePath, as_path, atomic, list_stamped, paths
 from lsm_lab.timeline.metadata import iter_write_stats
 
 INDEX_FOLDER = ".key_index"  # under .hoodie/
@@ -115,11 +114,11 @@ class IndexEntry:
 
 
 # --------------------------------------------------------------------------- where
-def index_folder(base_path: str | os.PathLike[str] | StoragePath) -> Path | StoragePath:
+def index_folder(base_path: str | os.PathLike[str] | StoragePath) -> TablePath:
     return as_path(base_path) / ".hoodie" / INDEX_FOLDER
 
 
-def sidecar_path(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> Path | StoragePath:
+def sidecar_path(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> TablePath:
     return index_folder(base_path) / f"{paths.instant_time(instant, field='key index instant')}{SUFFIX}"
 
 
@@ -131,7 +130,7 @@ def instant_of_sidecar(name: str) -> str | None:
 
 
 # --------------------------------------------------------------------------- writing
-def entry_for_file(partition: str, path: Path | StoragePath, size: int | None = None) -> IndexEntry | None:
+def entry_for_file(partition: str, path: TablePath, size: int | None = None) -> IndexEntry | None:
     """The index entry of one written Parquet data file, from its footer (None: not a Parquet data file)."""
     parsed = naming.parse(path.name)
     if parsed is None or parsed.ext != "parquet":
@@ -141,7 +140,7 @@ def entry_for_file(partition: str, path: Path | StoragePath, size: int | None = 
         return IndexEntry(partition, path.name, handed[0], handed[1], handed[2], handed[3])
     if size is None or size <= 0:
         size = path.stat().st_size
-    _, kv = parquet_io.read_footer(path, size) if isinstance(path, StoragePath) else parquet_io.read_footer(path)
+    _, kv = parquet_io.read_footer(path, size)  # (a local file: the size is not needed)
     text = kv.get(parquet_io.KEY_BLOOM)
     bloom = BloomFilter.from_base64(text).to_bytes() if text is not None else None  # verified before it is filed
     return IndexEntry(partition, path.name, int(size), kv.get(parquet_io.KEY_MIN), kv.get(parquet_io.KEY_MAX), bloom)
@@ -176,7 +175,7 @@ def encode(instant: str, entries: Sequence[IndexEntry]) -> bytes:
 
 
 def write_sidecar(base_path: str | os.PathLike[str] | StoragePath, instant: str,
-                  entries: Sequence[IndexEntry]) -> Path | StoragePath | None:
+                  entries: Sequence[IndexEntry]) -> TablePath | None:
     """Write (or replace: a re-run compaction) the sidecar of `instant`; None when there is nothing to index."""
     if not entries:
         return None
@@ -187,7 +186,7 @@ def write_sidecar(base_path: str | os.PathLike[str] | StoragePath, instant: str,
 
 
 def index_commit(base_path: str | os.PathLike[str] | StoragePath, instant: str,
-                 metadata: Mapping[str, Any]) -> Path | StoragePath | None:
+                 metadata: Mapping[str, Any]) -> TablePath | None:
     """The commit hook: index every Parquet data file the commit metadata lists, before the instant completes."""
     base = as_path(base_path)
     entries = []
@@ -205,7 +204,7 @@ def index_commit(base_path: str | os.PathLike[str] | StoragePath, instant: str,
 
 
 def index_files(base_path: str | os.PathLike[str] | StoragePath,
-                files: Iterable[tuple[str, Path | StoragePath]]) -> list[Path | StoragePath]:
+                files: Iterable[tuple[str, TablePath]]) -> list[TablePath]:
     """(Re)build the sidecars of existing files, grouped by the instant in their names (tools, benchmarks)."""
     by_instant: dict[str, list[IndexEntry]] = {}
     for partition, path in files:
@@ -226,13 +225,10 @@ def remove_sidecar(base_path: str | os.PathLike[str] | StoragePath, instant: str
     """Delete the sidecar of `instant` (its rollback); True if there was one."""
     path = sidecar_path(base_path, instant)
     _CACHE.forget(str(path))
-    if not isinstance(path, StoragePath):
-        return paths.unlink(path)  # never through a linked .hoodie/.key_index (the link itself may go)
-    try:
-        path.unlink()
+    try:  # never through a linked .hoodie/.key_index (the link itself may go); a store: HEAD, then DELETE
+        return paths.unlink(path, missing_ok=False)
     except FileNotFoundError:
         return False
-    return True
 
 
 def sidecar_instants(base_path: str | os.PathLike[str] | StoragePath) -> list[str]:
@@ -363,18 +359,9 @@ def clear_index_cache() -> None:
     _CACHE.clear()
 
 
-def _listing(folder: Path | StoragePath) -> dict[str, tuple[int, str]]:
+def _listing(folder: TablePath) -> dict[str, tuple[int, str]]:
     """Name → (size, change stamp) of the files in `folder`: one LIST (object store) or one scandir."""
-    if isinstance(folder, StoragePath):
-        prefix = folder.key.rstrip("/") + "/" if folder.key else ""
-        return {info.key[len(prefix):]: (info.size, info.etag)
-                for info in folder.storage.list_files(folder.key) if "/" not in info.key[len(prefix):]}
-    try:
-        with os.scandir(folder) as it:
-            return {e.name: (st.st_size, str(st.st_mtime_ns)) for e in it if e.is_file()
-                    for st in (e.stat(),)}
-    except (FileNotFoundError, NotADirectoryError):
-        return {}
+    return list_stamped(folder)
 
 
 @dataclass

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from lsm_lab import checks
@@ -56,7 +55,7 @@ from lsm_lab.format import keyindex, naming
 from lsm_lab.services import heartbeat
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.rollback import rollback_failed_writes
-from lsm_lab.storage import StoragePath, paths
+from lsm_lab.storage import TablePath, paths
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.instant import (
     CLEAN,
@@ -142,7 +141,7 @@ class _Views:
             compaction_instants=self.compactions & cmap.keys(),
             log_compactions=self.table.log_compactions(i for i in self.writes if i.begin_time in cmap))
 
-    def snapshot_files(self, read_time: str | None) -> set[Path | StoragePath]:
+    def snapshot_files(self, read_time: str | None) -> set[TablePath]:
         return {f.path for g in self.groups(read_time) for f in g.latest.files}
 
 

@@ -52,7 +52,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -79,7 +78,7 @@ from lsm_lab.services.claim import claim
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.occ import find_conflict
 from lsm_lab.services.rollback import remove_timeline_files, reset_compaction, rollback_failed_writes, rollback_pending
-from lsm_lab.storage import StoragePath, paths
+from lsm_lab.storage import TablePath, paths
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import CLUSTERING, Instant, State
@@ -335,7 +334,7 @@ def schedule(table: TableState, *, options: Mapping[str, str] | None = None) -> 
 class ClusteringContext:
     """What one input group needs, as plain data (Spark ships it to the task that runs the group)."""
 
-    base_path: Path | StoragePath
+    base_path: TablePath
     instant: str
     read: ReadContext
     engine: str | None
@@ -353,7 +352,7 @@ def run_locally(ctx: ClusteringContext, groups: tuple[ClusteringGroup, ...], inf
     return stats
 
 
-def _data_file(base: Path | StoragePath, rel: str, completion_of: Mapping[str, str], instant: str) -> DataFile:
+def _data_file(base: TablePath, rel: str, completion_of: Mapping[str, str], instant: str) -> DataFile:
     partition, _, name = rel.rpartition("/")
     parsed = naming.parse(name)
     if parsed is None:
@@ -368,7 +367,7 @@ def _data_file(base: Path | StoragePath, rel: str, completion_of: Mapping[str, s
     return DataFile(partition, path, parsed, size, completion_of.get(parsed.instant, ""))
 
 
-def _slice_files(base_path: Path | StoragePath, s: SliceInfo, completion_of: Mapping[str, str], instant: str) -> list[DataFile]:
+def _slice_files(base_path: TablePath, s: SliceInfo, completion_of: Mapping[str, str], instant: str) -> list[DataFile]:
     base = [_data_file(base_path, s.data_file, completion_of, instant)] if s.data_file else []
     logs = [_data_file(base_path, r, completion_of, instant) for r in s.delta_files]
     logs = fsview.apply_compacted_logs(logs, completion_of, {f.instant for f in logs})

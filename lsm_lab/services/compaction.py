@@ -64,7 +64,6 @@ import datetime as _dt
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -100,7 +99,7 @@ from lsm_lab.services.claim import claim
 from lsm_lab.services.clustering import pending_clustering_file_groups
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.rollback import reset_compaction, rollback_failed_writes
-from lsm_lab.storage import StoragePath
+from lsm_lab.storage import TablePath
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.clock import parse_time
 from lsm_lab.timeline.instant import COMPACTION, DELTA_COMMIT, LOG_COMPACTION, Instant, requested_instant
@@ -122,7 +121,7 @@ class CompactionContext:
     `run_full` and `run_log` take it with an `Operation` of the plan; a runner
     (see `execute`) gets it with the plan's operations."""
 
-    base_path: Path | StoragePath
+    base_path: TablePath
     instant: str
     read: ReadContext
     engine: str | None

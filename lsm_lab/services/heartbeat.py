@@ -41,11 +41,10 @@ import fcntl
 import os
 import threading
 import time
-from pathlib import Path
 from typing import IO
 
 from lsm_lab.errors import ConflictError
-from lsm_lab.storage import StoragePath, paths
+from lsm_lab.storage import StoragePath, TablePath, path_of, paths
 
 HEARTBEAT_FOLDER = ".heartbeat"
 
@@ -67,9 +66,8 @@ def _tolerance() -> float:
     return float(os.environ.get("LSM_LAB_HEARTBEAT_TOLERANCE_S") or REMOTE_TOLERANCE)
 
 
-def heartbeat_path(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> Path | StoragePath:
-    base = base_path if isinstance(base_path, StoragePath) else Path(base_path)
-    return base / ".hoodie" / HEARTBEAT_FOLDER / paths.instant_time(instant, field="heartbeat")
+def heartbeat_path(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> TablePath:
+    return path_of(base_path) / ".hoodie" / HEARTBEAT_FOLDER / paths.instant_time(instant, field="heartbeat")
 
 
 def _now_ms() -> int:
@@ -205,8 +203,5 @@ def is_alive(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> b
 def clear(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> None:
     """Remove the heartbeat file of a dead instant (after its rollback)."""
     if not is_alive(base_path, instant):
-        path = heartbeat_path(base_path, instant)
-        if isinstance(path, StoragePath):
-            path.unlink(missing_ok=True)
-        else:
-            paths.unlink(path)  # a link as heartbeat file goes itself; a linked folder is refused
+        # a link as heartbeat file goes itself; a linked folder is refused (a store: one DELETE)
+        paths.unlink(heartbeat_path(base_path, instant))

@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lsm_lab.errors import ConflictError
-from lsm_lab.storage import StorageLock, StoragePath, paths, storage_of
+from lsm_lab.storage import StorageLock, StoragePath, path_of, paths, storage_of
 
 LOCK_FILE = ".lsm_lab.lock"
 LOCK_VALIDITY = 30.0  # seconds an object-store lock lease lasts unless renewed (env LSM_LAB_LOCK_VALIDITY_S)
@@ -51,9 +51,7 @@ _remote: dict[tuple[str, int], StorageLock] = {}
 
 
 def _key(base_path: str | os.PathLike[str] | StoragePath) -> tuple[str, int]:
-    if isinstance(base_path, StoragePath):
-        return str(base_path), threading.get_ident()
-    return str(Path(base_path).resolve()), threading.get_ident()
+    return str(path_of(base_path).resolve()), threading.get_ident()  # (a StoragePath resolves to itself)
 
 
 def check_table_lock(base_path: str | os.PathLike[str] | StoragePath) -> None:

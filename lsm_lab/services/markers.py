@@ -26,24 +26,21 @@ Taught in: notebooks/01_build_a_table.ipynb
 from __future__ import annotations
 
 import os
-import shutil
-from pathlib import Path
 from typing import cast
 
-from lsm_lab.storage import StoragePath, paths, walk_files
+from lsm_lab.storage import StoragePath, TablePath, path_of, paths, walk_files
 
 TEMP_FOLDER = ".temp"
 IO_TYPES = ("CREATE", "MERGE", "APPEND")
 _SUFFIX = ".marker."
 
 
-def marker_folder(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> Path | StoragePath:
-    base = base_path if isinstance(base_path, StoragePath) else Path(base_path)
-    return base / ".hoodie" / TEMP_FOLDER / paths.instant_time(instant, field="marker folder")
+def marker_folder(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> TablePath:
+    return path_of(base_path) / ".hoodie" / TEMP_FOLDER / paths.instant_time(instant, field="marker folder")
 
 
 def create_marker(base_path: str | os.PathLike[str] | StoragePath, instant: str, partition: str, file_name: str,
-                  io_type: str) -> Path | StoragePath:
+                  io_type: str) -> TablePath:
     """Record that `partition/file_name` is about to be written by `instant`."""
     if io_type not in IO_TYPES:
         raise ValueError(f"unknown marker IO type {io_type!r}")
@@ -52,7 +49,7 @@ def create_marker(base_path: str | os.PathLike[str] | StoragePath, instant: str,
         folder = folder / partition
     path = folder / f"{file_name}{_SUFFIX}{io_type}"
     paths.make_folders(folder)  # never through a link out of the table (.hoodie/.temp -> elsewhere)
-    return cast("Path | StoragePath", paths.touch(path))  # O_NOFOLLOW: a link as marker is refused, its target never touched
+    return cast("TablePath", paths.touch(path))  # O_NOFOLLOW: a link as marker is refused, its target never touched (a store: a PUT)
 
 
 def marked_files(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> list[tuple[str, str, str]]:
@@ -68,10 +65,5 @@ def marked_files(base_path: str | os.PathLike[str] | StoragePath, instant: str) 
 
 
 def delete_markers(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> None:
-    folder = marker_folder(base_path, instant)
-    if isinstance(folder, StoragePath):  # keys below .hoodie/.temp/<instant>/ (an object store has no symlinks)
-        folder.rmtree()
-        return
-    local = paths.folder_to_remove(base_path, folder, parent=TEMP_FOLDER)  # type: ignore[arg-type]
-    if local is not None:  # only a real folder lsm_lab made under .hoodie/.temp, never a symlink out
-        shutil.rmtree(local, ignore_errors=True)
+    # only a real folder lsm_lab made under .hoodie/.temp, never a symlink out (a store: the keys below it)
+    paths.remove_tree(base_path, marker_folder(base_path, instant), parent=TEMP_FOLDER)

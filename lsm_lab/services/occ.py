@@ -49,7 +49,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -59,7 +58,7 @@ from lsm_lab.format import keyindex
 from lsm_lab.services import heartbeat, markers
 from lsm_lab.services.lock import check_table_lock, table_lock
 from lsm_lab.services.rollback import delete_instant_files, rollback_failed_writes, rollback_pending
-from lsm_lab.storage import StoragePath
+from lsm_lab.storage import TablePath
 from lsm_lab.timeline.active import ActiveTimeline, InstantExistsError
 from lsm_lab.timeline.instant import CLUSTERING, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant, normalize_time
 from lsm_lab.timeline.metadata import iter_write_stats
@@ -119,7 +118,7 @@ _UNIQUE_ATTEMPTS = 20
 class WriteTransaction:
     """One optimistic write: `begin()` under the lock, files without it, `commit()` under the lock again."""
 
-    base_path: Path | StoragePath
+    base_path: TablePath
     timeline: ActiveTimeline
     action: str
     requested_content: Mapping[str, Any] = field(default_factory=dict)

@@ -24,16 +24,15 @@ Taught in: notebooks/07_compaction.ipynb
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from lsm_lab.errors import CorruptTableError
 from lsm_lab.filegroup.fsview import FileGroup
 from lsm_lab.filegroup.planner import Operation
-from lsm_lab.storage import StoragePath
+from lsm_lab.storage import TablePath
 from lsm_lab.timeline.instant import normalize_time
 
 
-def verify(groups: Sequence[FileGroup], operations: Sequence[Operation], begin_time: str, *, plan_file: Path | StoragePath) -> None:
+def verify(groups: Sequence[FileGroup], operations: Sequence[Operation], begin_time: str, *, plan_file: TablePath) -> None:
     """CorruptTableError unless every operation names exactly the files of its slice, in merge order."""
     by_group = {(g.partition, g.file_id): g for g in groups}
     limit = normalize_time(begin_time)

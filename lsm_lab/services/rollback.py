@@ -50,7 +50,6 @@ Taught in: notebooks/07_compaction.ipynb
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from lsm_lab.errors import ConflictError, InputError, LsmLabError
@@ -58,7 +57,7 @@ from lsm_lab.filegroup.fsview import list_data_files
 from lsm_lab.filegroup.planner import pending_plans
 from lsm_lab.format import keyindex, naming
 from lsm_lab.services import heartbeat, markers
-from lsm_lab.storage import StoragePath, as_path, is_local, list_names, paths
+from lsm_lab.storage import TablePath, as_path, list_names, paths, temp_leftovers
 from lsm_lab.timeline import visibility
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.config import read_config
@@ -76,14 +75,14 @@ from lsm_lab.timeline.instant import (
 )
 
 
-def _table_version(base_path: Path | StoragePath) -> int:
+def _table_version(base_path: TablePath) -> int:
     try:
         return read_config(base_path).version
     except LsmLabError:
         return 9
 
 
-def files_of_instant(base_path: Path | StoragePath, begin_time: str) -> list[Any]:
+def files_of_instant(base_path: TablePath, begin_time: str) -> list[Any]:
     """Data files an instant wrote: those its markers name plus any file carrying its time in the name."""
     base_path = as_path(base_path)
     # In table version 6 a v1 log is named for its *base* instant, not for the instant that wrote it
@@ -98,15 +97,13 @@ def files_of_instant(base_path: Path | StoragePath, begin_time: str) -> list[Any
     return sorted(found)
 
 
-def delete_instant_files(base_path: Path | StoragePath, begin_time: str) -> list[str]:
+def delete_instant_files(base_path: TablePath, begin_time: str) -> list[str]:
     """Delete an instant's data files (and temp files of marked ones); returns paths relative to the table."""
     base_path = as_path(base_path)
     deleted = []
     for partition, file_name, _ in markers.marked_files(base_path, begin_time):
         folder = base_path / partition if partition else base_path
-        if not is_local(folder):
-            continue  # an object store has no temp files: a PUT is whole or absent
-        for tmp in folder.glob(f".{file_name}.*.tmp"):  # a writer killed inside write_parquet
+        for tmp in temp_leftovers(folder, file_name):  # a writer killed inside write_parquet (a store has none)
             paths.unlink(tmp)  # never through a partition folder linked out of the table
     for path in files_of_instant(base_path, begin_time):
         if not paths.unlink(path, missing_ok=True):
@@ -116,7 +113,7 @@ def delete_instant_files(base_path: Path | StoragePath, begin_time: str) -> list
     return sorted(deleted)
 
 
-def sweep(base_path: Path | StoragePath, timeline: ActiveTimeline) -> None:
+def sweep(base_path: TablePath, timeline: ActiveTimeline) -> None:
     """Remove marker folders and heartbeat files that no pending instant owns (left by a kill after commit)."""
     base_path = as_path(base_path)
     pending = {i.begin_time for i in timeline.pending()}
@@ -168,13 +165,13 @@ def rollback_metadata(instant: Instant, deleted: list[str], started: float) -> d
     }
 
 
-def _check_dead(base_path: Path | StoragePath, instant: Instant) -> None:
+def _check_dead(base_path: TablePath, instant: Instant) -> None:
     if heartbeat.is_alive(base_path, instant.begin_time):
         raise ConflictError(f"{instant} belongs to a live process (its heartbeat is held); "
                             "it cannot be rolled back", path=heartbeat.heartbeat_path(base_path, instant.begin_time))
 
 
-def rollback_pending(base_path: Path | StoragePath, timeline: ActiveTimeline, instant: Instant, *,
+def rollback_pending(base_path: TablePath, timeline: ActiveTimeline, instant: Instant, *,
                      check_heartbeat: bool = True) -> Instant:
     """Remove the files of a pending write instant and record a completed rollback instant.
 
@@ -199,7 +196,7 @@ def rollback_pending(base_path: Path | StoragePath, timeline: ActiveTimeline, in
     return done
 
 
-def rollback_completed(base_path: Path | StoragePath, timeline: ActiveTimeline, instant: Instant) -> Instant:
+def rollback_completed(base_path: TablePath, timeline: ActiveTimeline, instant: Instant) -> Instant:
     """Roll back a completed instant: invisible first (its completed file goes), then files, then the rest."""
     base_path = as_path(base_path)
     if not instant.is_completed:
@@ -216,7 +213,7 @@ def rollback_completed(base_path: Path | StoragePath, timeline: ActiveTimeline, 
     return done
 
 
-def resume_rollback(base_path: Path | StoragePath, timeline: ActiveTimeline, instant: Instant) -> Instant | None:
+def resume_rollback(base_path: TablePath, timeline: ActiveTimeline, instant: Instant) -> Instant | None:
     """Finish a rollback whose process died, with its own plan (table lock held by the caller).
 
     Readers hide the instant a pending rollback names (timeline/visibility.py), so the rollback must
@@ -248,7 +245,7 @@ def resume_rollback(base_path: Path | StoragePath, timeline: ActiveTimeline, ins
     return done
 
 
-def drop_plans_reading(base_path: Path | StoragePath, timeline: ActiveTimeline, begin_time: str) -> None:
+def drop_plans_reading(base_path: TablePath, timeline: ActiveTimeline, begin_time: str) -> None:
     """Remove pending (log) compaction plans that read files of `begin_time` (before rolling it back)."""
     for inst, plan in pending_plans(timeline):
         names = [n for op in plan.operations for n in ([op.base_file] if op.base_file else []) + list(op.log_files)]
@@ -258,7 +255,7 @@ def drop_plans_reading(base_path: Path | StoragePath, timeline: ActiveTimeline, 
             remove_timeline_files(timeline, inst.begin_time)
 
 
-def reset_compaction(base_path: Path | StoragePath, timeline: ActiveTimeline, instant: Instant) -> None:
+def reset_compaction(base_path: TablePath, timeline: ActiveTimeline, instant: Instant) -> None:
     """An inflight (log) compaction whose runner died: remove its output and go back to requested."""
     base_path = as_path(base_path)
     delete_instant_files(base_path, instant.begin_time)
@@ -267,7 +264,7 @@ def reset_compaction(base_path: Path | StoragePath, timeline: ActiveTimeline, in
     heartbeat.clear(base_path, instant.begin_time)
 
 
-def rollback_failed_writes(base_path: Path | StoragePath, timeline: ActiveTimeline, *, keep_plans: bool = True) -> list[Instant]:
+def rollback_failed_writes(base_path: TablePath, timeline: ActiveTimeline, *, keep_plans: bool = True) -> list[Instant]:
     """Clean up after dead processes; call with the table lock held.
 
     Pending instants whose heartbeat is held by a live process are left alone.
@@ -303,7 +300,7 @@ def rollback_failed_writes(base_path: Path | StoragePath, timeline: ActiveTimeli
     return done
 
 
-def refuse_lost_commits(base_path: Path | StoragePath, timeline: ActiveTimeline, pending: list[Instant]) -> None:
+def refuse_lost_commits(base_path: TablePath, timeline: ActiveTimeline, pending: list[Instant]) -> None:
     """`LostCommitError` if a dead pending write looks committed (data files, no markers): never roll it back.
 
     A crashed writer always leaves markers next to its data files; a completed write whose completed file
@@ -322,7 +319,7 @@ def refuse_lost_commits(base_path: Path | StoragePath, timeline: ActiveTimeline,
 
 
 # --------------------------------------------------------------------------- restore (services/savepoint.py)
-def _erase(base_path: Path | StoragePath, timeline: ActiveTimeline, begin: str, action: str) -> dict[str, Any]:
+def _erase(base_path: TablePath, timeline: ActiveTimeline, begin: str, action: str) -> dict[str, Any]:
     """Roll one instant back as part of a restore (idempotent)."""
     started = time.monotonic()
     remove_timeline_files(timeline, begin, keep_requested=True)  # invisible first
@@ -333,7 +330,7 @@ def _erase(base_path: Path | StoragePath, timeline: ActiveTimeline, begin: str, 
     return rollback_metadata(Instant.make(begin, action, State.COMPLETED, begin), deleted, started)
 
 
-def _run_restore(base_path: Path | StoragePath, timeline: ActiveTimeline, inflight: Instant, plan: dict[str, Any]) -> Instant:
+def _run_restore(base_path: TablePath, timeline: ActiveTimeline, inflight: Instant, plan: dict[str, Any]) -> Instant:
     started = time.monotonic()
     results: dict[str, list[dict[str, Any]]] = {}
     for entry in plan.get("instantsToRollback") or []:
@@ -352,7 +349,7 @@ def _run_restore(base_path: Path | StoragePath, timeline: ActiveTimeline, inflig
     return timeline.complete(inflight, meta)
 
 
-def resume_restore(base_path: Path | StoragePath, timeline: ActiveTimeline, instant: Instant) -> Instant:
+def resume_restore(base_path: TablePath, timeline: ActiveTimeline, instant: Instant) -> Instant:
     """Finish a restore whose process died (table lock held by the caller)."""
     plan = timeline.read_content(instant, State.REQUESTED)
     if instant.state is State.REQUESTED:

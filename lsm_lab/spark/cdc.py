@@ -46,14 +46,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from lsm_lab.api import Table, open_table
 from lsm_lab.spark.jobs import active_session, arrow_schema_for, spark_schema
-from lsm_lab.storage import StoragePath
+from lsm_lab.storage import TablePath
 from lsm_lab.table.cdc import is_change
 from lsm_lab.timeline.instant import normalize_time
 from lsm_lab.timeline.instanttime import TimeLike
@@ -97,7 +96,7 @@ def commit_ranges(table: Table, start: TimeLike | None, end: TimeLike | None = N
 class ReadCdcTask:
     """mapInArrow function over range numbers: the change records of each range, from `Table.read_cdc`."""
 
-    path: Path | StoragePath
+    path: TablePath
     ranges: tuple[CdcRange, ...]
     columns: tuple[str, ...] | None
     out_schema: pa.Schema  # what Spark expects back
@@ -112,7 +111,7 @@ class ReadCdcTask:
                 yield from rows.to_batches(max_chunksize=65_536)
 
 
-def read_cdc(path: str | Path | StoragePath, spark: Any = None, start: TimeLike | None = None, end: TimeLike | None = None,
+def read_cdc(path: str | TablePath, spark: Any = None, start: TimeLike | None = None, end: TimeLike | None = None,
              columns: Sequence[str] | None = None, *, storage_options: Mapping[str, Any] | None = None) -> Any:
     """A Spark DataFrame of the change stream of the commits completed in (start, end].
 

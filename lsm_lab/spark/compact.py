@@ -36,7 +36,6 @@ import json
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -45,7 +44,7 @@ from lsm_lab.api import open_table
 from lsm_lab.filegroup.planner import Operation
 from lsm_lab.services import compaction
 from lsm_lab.spark.jobs import TaskClock, TaskHook, TaskReport, active_session, job_progress, reconcile, reraise
-from lsm_lab.storage import StoragePath
+from lsm_lab.storage import TablePath
 from lsm_lab.timeline.instant import Instant
 from lsm_lab.timeline.metadata import WriteStat
 
@@ -121,7 +120,7 @@ def spark_runner(spark: Any, *, progress: bool | None = None, hook: TaskHook | N
     return on_spark
 
 
-def run_compaction(path: str | Path | StoragePath, spark: Any = None, strategy: str = "hybrid", merge: str | None = None, *,
+def run_compaction(path: str | TablePath, spark: Any = None, strategy: str = "hybrid", merge: str | None = None, *,
                    options: Mapping[str, str] | None = None, progress: bool | None = None,
                    task_hook: TaskHook | None = None,
                    storage_options: Mapping[str, Any] | None = None) -> CompactionRun:
@@ -137,7 +136,7 @@ def run_compaction(path: str | Path | StoragePath, spark: Any = None, strategy: 
     return run
 
 
-def compact_table(path: str | Path | StoragePath, spark: Any = None, strategy: str = "hybrid", merge: str | None = None, *,
+def compact_table(path: str | TablePath, spark: Any = None, strategy: str = "hybrid", merge: str | None = None, *,
             options: Mapping[str, str] | None = None, progress: bool | None = None,
             task_hook: TaskHook | None = None, storage_options: Mapping[str, Any] | None = None) -> Instant | None:
     """Plan a compaction on the driver, run each operation as a Spark task, commit; returns the instant.

@@ -73,7 +73,7 @@ from lsm_lab.format import naming, parquet_io
 from lsm_lab.progress import new_bar
 from lsm_lab.services.rollback import files_of_instant
 from lsm_lab.spark.session import spark_session
-from lsm_lab.storage import StoragePath
+from lsm_lab.storage import StoragePath, TablePath
 from lsm_lab.timeline.metadata import WriteStat
 
 
@@ -207,7 +207,7 @@ class TaskClock:
 
 
 # --------------------------------------------------------------------------- on the driver
-def reconcile(base_path: Path | StoragePath, instant: str, stats: Sequence[WriteStat]) -> list[str]:
+def reconcile(base_path: TablePath, instant: str, stats: Sequence[WriteStat]) -> list[str]:
     """Delete files of `instant` that no write stat names (left by failed or retried task attempts)."""
     keep = {s.path for s in stats} | {f"{s.partitionPath}/{n}" if s.partitionPath else n
                                       for s in stats for n in s.logFiles}

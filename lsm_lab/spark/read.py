@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -36,7 +35,7 @@ from lsm_lab.errors import InputError
 from lsm_lab.filegroup.fsview import FileSlice
 from lsm_lab.filegroup.read import ReadContext, read_slice
 from lsm_lab.spark.jobs import active_session, arrow_schema_for, spark_schema, table_uri
-from lsm_lab.storage import StoragePath, is_local
+from lsm_lab.storage import TablePath, is_local
 from lsm_lab.timeline.instanttime import TimeLike
 
 MAX_READ_TASKS = 256
@@ -59,7 +58,7 @@ class ReadSliceTask:
                 yield from rows.select(list(self.columns)).cast(self.out_schema).to_batches(max_chunksize=65_536)
 
 
-def read_table(path: str | Path | StoragePath, spark: Any = None, as_of: TimeLike | None = None,
+def read_table(path: str | TablePath, spark: Any = None, as_of: TimeLike | None = None,
                columns: Sequence[str] | None = None, *, read_optimized: bool = False, merge: str | None = None,
                storage_options: Mapping[str, Any] | None = None) -> Any:
     """A Spark DataFrame of the table's snapshot (or time travel to the completion time `as_of`).

@@ -83,7 +83,6 @@ import math
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, cast
 
 import pyarrow as pa
@@ -110,7 +109,7 @@ from lsm_lab.spark.jobs import (
     reraise,
     spark_schema,
 )
-from lsm_lab.storage import StoragePath, as_path, is_local
+from lsm_lab.storage import TablePath, as_path, is_local
 from lsm_lab.timeline.config import TableConfig
 from lsm_lab.timeline.instant import Instant
 from lsm_lab.timeline.metadata import WriteStat
@@ -524,7 +523,7 @@ def _write_groups(spark: Any, table: Table, tagged: Any, counts: Mapping[tuple[s
     return [WriteStat(**json.loads(r["stat"])) for r in rows]
 
 
-def write_table(data: Any, path: str | Path | StoragePath, op: str = "upsert", spark: Any = None, *,
+def write_table(data: Any, path: str | TablePath, op: str = "upsert", spark: Any = None, *,
                 progress: bool | None = None, task_hook: TaskHook | None = None,
                 storage_options: Mapping[str, Any] | None = None) -> Instant:
     """Write a Spark DataFrame (or a pyarrow Table, pandas DataFrame, list of dicts) into the table at `path`.

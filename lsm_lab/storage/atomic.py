@@ -24,9 +24,14 @@ folder pointing out of the table raises `UnsafePathError` before anything is
 written.  The temp file is opened with O_EXCL (never through a link), and
 link/rename onto the final name replace or refuse a link there, never follow it.
 
+`create_file` and `replace_file` are the one atomic create and the one atomic
+replace of a small file for every table, local or not: callers never branch.
 On an object store (a `StoragePath`) there is no temp file: `create_file` is
 one PUT with `If-None-Match: *` (exactly one writer wins, the object appears
-whole) and `replace_file` one plain PUT (atomic for readers).
+whole; the loser gets the caller's typed error as locally) and `replace_file`
+one plain PUT (atomic for readers); `fsync` and `mkdir` mean nothing there.
+`creating` / `replacing` (a temp path for a writer that needs a file name) are
+local only.
 
 Simplified compared with Apache Hudi: Hudi relies on the storage's own
 "create if absent" (HDFS) or on a lock provider for object stores; lsm_lab
@@ -41,15 +46,16 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from lsm_lab.errors import LsmLabError
-from lsm_lab.storage import StoragePath, create_bytes, paths
+from lsm_lab.storage import StoragePath, TablePath, create_bytes, paths
 from lsm_lab.storage.local import publish_new, temp_path
 
-ExistsError = Callable[[Path], LsmLabError]
+ExistsError = Callable[[Any], LsmLabError]  # called with the final path (a `Path` or a `StoragePath`)
 
 
-def _default_exists(path: Path) -> LsmLabError:
+def _default_exists(path: TablePath) -> LsmLabError:
     return LsmLabError("refusing to overwrite an existing file", path=path)
 
 
@@ -105,9 +111,12 @@ def _write(tmp: Path, data: bytes, fsync: bool) -> None:
             os.fsync(fh.fileno())
 
 
-def create_file(path: str | os.PathLike[str] | StoragePath, data: bytes, *,
+def create_file(path: TablePath | str | os.PathLike[str], data: bytes, *,
                 on_exists: ExistsError = _default_exists, fsync: bool = True, mkdir: bool = False) -> None:
-    """Create `path` holding `data`, atomically; `on_exists(path)` is raised if it already exists."""
+    """Create `path` holding `data`, atomically; `on_exists(path)` is raised if it already exists.
+
+    Local: temp file + `link` (`fsync` first unless False; `mkdir` makes the folder, never through a link
+    out of the table).  Object store: one `PUT If-None-Match: *`."""
     if isinstance(path, StoragePath):
         create_bytes(path, data, on_exists)
         return
@@ -115,9 +124,11 @@ def create_file(path: str | os.PathLike[str] | StoragePath, data: bytes, *,
         _write(tmp, data, fsync)
 
 
-def replace_file(path: str | os.PathLike[str] | StoragePath, data: bytes, *, fsync: bool = True,
+def replace_file(path: TablePath | str | os.PathLike[str], data: bytes, *, fsync: bool = True,
                  mkdir: bool = False) -> None:
-    """Write `path` holding `data`, atomically replacing any previous content."""
+    """Write `path` holding `data`, atomically replacing any previous content.
+
+    Local: temp file + `rename` (a link as final name is replaced, never followed).  Object store: one PUT."""
     if isinstance(path, StoragePath):
         path.write_bytes(data)
         return

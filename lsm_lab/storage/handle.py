@@ -22,8 +22,12 @@ store the root is a `StoragePath(storage, "")`, and every join yields another
 
 A `StoragePath` has no `__fspath__`: passing one to `open()` or an `os`
 function fails loudly instead of silently creating a local file named
-`s3:/…`.  Modules that must branch (locks, heartbeats, the clock) test
-`is_local(path)`.
+`s3:/…`.  Signatures name either kind `TablePath`.  Where the two kinds need
+different code for the same operation, the function lives here (or in
+`atomic.py`, `paths.py`) and takes either: `open_read`, `file_stamp`,
+`list_names`, `list_stamped`, `walk_files`, `walk_sized`, `temp_leftovers`.
+Only modules whose behaviour differs (locks, heartbeats, the clock, Parquet
+I/O) test `is_local(path)`.
 
 Simplified compared with Apache Hudi: Hudi's `StoragePath` is a URI that every
 call hands to `HoodieStorage`; here the handle carries its storage, so a
@@ -35,17 +39,19 @@ Taught in: notebooks/12_object_storage.ipynb
 from __future__ import annotations
 
 import fnmatch
+import io
 import os
 import posixpath
 import re
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import Any, Union
+from typing import Any, BinaryIO, Union
 
 from lsm_lab.storage.base import AlreadyExistsError, Storage, StorageError, clean_key
-from lsm_lab.storage.local import LocalStorage
+from lsm_lab.storage.local import TMP_SUFFIX, LocalStorage
 from lsm_lab.storage.location import check_local_options, check_options, is_remote, open_storage
 
 
@@ -222,8 +228,13 @@ def is_local(path: object) -> bool:
     return not isinstance(path, StoragePath)
 
 
+def path_of(value: TablePath | str | os.PathLike[str]) -> TablePath:
+    """A `StoragePath` as it is, anything else as a local `Path` (no URI parsing: see `as_path`)."""
+    return value if isinstance(value, StoragePath) else Path(value)
+
+
 def as_path(location: str | os.PathLike[str] | Storage | StoragePath,
-            storage_options: Mapping[str, Any] | None = None) -> Path | StoragePath:
+            storage_options: Mapping[str, Any] | None = None) -> TablePath:
     """The root of a table as a `Path` (local) or a `StoragePath` (object store).
 
     Accepts a plain path, `file://`, `s3://`, `gs://`, `az://` URIs (with
@@ -246,7 +257,7 @@ def as_path(location: str | os.PathLike[str] | Storage | StoragePath,
     raise StorageError(f"a table location must be a path or a URI, not {type(location).__name__}")
 
 
-def storage_of(path: Path | StoragePath | str | os.PathLike[str]) -> Storage:
+def storage_of(path: TablePath | str | os.PathLike[str]) -> Storage:
     """The `Storage` a path lives on (a `LocalStorage` rooted at a local path)."""
     if isinstance(path, StoragePath):
         return path.storage if not path.key else path.storage.child(path.key)
@@ -261,7 +272,58 @@ def create_bytes(path: StoragePath, data: bytes, on_exists: Any) -> None:
         raise on_exists(path) from None
 
 
-def list_names(folder: Path | StoragePath) -> list[str]:
+@contextmanager
+def open_read(path: TablePath | str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """A binary file to read `path` from: the open local file (read as it is consumed), or the whole
+    object in memory after one GET on an object store (FileNotFoundError when absent)."""
+    if isinstance(path, StoragePath):
+        with io.BytesIO(path.read_bytes()) as buf:
+            yield buf
+        return
+    with open(path, "rb") as fh:
+        yield fh
+
+
+def file_stamp(path: TablePath | str | os.PathLike[str], size: int | None = None) -> tuple[int, int]:
+    """(size, modification time in ns) that identify the bytes of `path`, for caches (FileNotFoundError).
+
+    On an object store a size from a listing is enough (a data file's key is never reused for other
+    bytes): no HEAD is sent and the time is 0.  A local file is always stat'ed (one system call)."""
+    if isinstance(path, StoragePath):
+        if size is not None:
+            return size, 0
+        st = path.stat()
+        return st.st_size, st.st_mtime_ns
+    los = os.stat(path)
+    return los.st_size, los.st_mtime_ns
+
+
+def list_stamped(folder: TablePath) -> dict[str, tuple[int, str]]:
+    """Name → (size, change stamp) of the files directly in `folder` (empty when it is missing).
+
+    One LIST on an object store (the stamp is the etag), one `scandir` locally (the stamp is mtime_ns)."""
+    if isinstance(folder, StoragePath):
+        prefix = folder.key.rstrip("/") + "/" if folder.key else ""
+        return {info.key[len(prefix):]: (info.size, info.etag)
+                for info in folder.storage.list_files(folder.key) if "/" not in info.key[len(prefix):]}
+    try:
+        with os.scandir(folder) as it:
+            return {e.name: (st.st_size, str(st.st_mtime_ns)) for e in it if e.is_file()
+                    for st in (e.stat(),)}
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+
+
+def temp_leftovers(folder: TablePath, name: str) -> list[Path]:
+    """Temp files `.<name>.<random>.tmp` a killed local writer left beside `name` in `folder`.
+
+    Always empty on an object store: a PUT is whole or absent, there are no temp files (and no LIST is sent)."""
+    if isinstance(folder, StoragePath):
+        return []
+    return sorted(folder.glob(f".{name}.*{TMP_SUFFIX}"))
+
+
+def list_names(folder: TablePath) -> list[str]:
     """Names of the entries directly in `folder` (empty when it is missing); one LIST on a store."""
     if isinstance(folder, StoragePath):
         return [p.name for p in folder.iterdir()]
@@ -271,7 +333,28 @@ def list_names(folder: Path | StoragePath) -> list[str]:
         return []
 
 
-def walk_files(folder: Path | StoragePath) -> list[tuple[str, str]]:
+def walk_sized(folder: TablePath) -> list[tuple[str, str, int | None]]:
+    """(relative folder, file name, size or None) of every file below `folder`, hidden folders (a name
+    starting with `.`, like `.hoodie`) skipped.
+
+    On an object store one recursive LIST, which gives each size (no HEAD per file); locally an
+    `os.walk` that never enters a hidden folder (sizes None: a `stat` each would cost a system call)."""
+    out: list[tuple[str, str, int | None]] = []
+    if isinstance(folder, StoragePath):
+        for info in folder.storage.list_files(folder.key, recursive=True):
+            d, _, n = folder.storage_relative(info.key).rpartition("/")
+            if not any(part.startswith(".") for part in d.split("/") if part):
+                out.append((d, n, info.size))
+        return out
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        rel = os.path.relpath(root, folder)
+        d = "" if rel == "." else rel.replace(os.sep, "/")
+        out.extend((d, n, None) for n in files)
+    return out
+
+
+def walk_files(folder: TablePath) -> list[tuple[str, str]]:
     """(relative folder, file name) of every file below `folder`, one recursive LIST on a store."""
     if isinstance(folder, StoragePath):
         out = []
@@ -287,5 +370,6 @@ def walk_files(folder: Path | StoragePath) -> list[tuple[str, str]]:
     return result
 
 
-__all__ = ["StoragePath", "StorageStat", "TablePath", "as_path", "create_bytes", "is_local", "list_names",
-           "storage_of", "walk_files"]
+__all__ = ["StoragePath", "StorageStat", "TablePath", "as_path", "create_bytes", "file_stamp", "is_local",
+           "list_names", "list_stamped", "open_read", "path_of", "storage_of", "temp_leftovers", "walk_files",
+           "walk_sized"]

@@ -51,7 +51,8 @@ folders, and a committed file missing because its partition folder is such a
 link is reported as UnsafePathError (filegroup/fsview.py), not as a lost file.
 The checks are made just before each operation; they do not defend against a
 process racing to swap a folder for a link in between.
-Object stores (`StoragePath`) have no links: nothing to check there.
+Object stores (`StoragePath`) have no links: nothing to check there, so `check_folder`,
+`make_folders`, `touch`, `unlink` and `remove_tree` take either kind and callers never branch.
 
 Simplified compared with Apache Hudi: Hudi resolves metadata paths against the
 table's `StoragePath` and trusts them; lsm_lab refuses anything that does not
@@ -64,6 +65,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any, cast
 
@@ -190,6 +192,14 @@ checked = localguard.checked
 _unsafe = localguard.unsafe
 
 
+def check_folder(path: str | os.PathLike[str] | StoragePath) -> None:
+    """Raise UnsafePathError when the folder of a local `path` is a link out of its table (`checked`).
+
+    Nothing to check on an object store (a `StoragePath`): it has no links."""
+    if not isinstance(path, StoragePath):
+        checked(path)
+
+
 def make_folders(folder: str | os.PathLike[str] | StoragePath, *,
                  root: str | os.PathLike[str] | None = None) -> Any:
     """`mkdir -p folder`, refusing (UnsafePathError) when an existing part of it is a link out of its table.
@@ -261,5 +271,21 @@ def folder_to_remove(base: str | os.PathLike[str], folder: str | os.PathLike[str
     return folder
 
 
-__all__ = ["checked", "data_file", "folder_to_remove", "inside", "instant_time", "is_instant_time", "make_folders",
-           "name", "open_nofollow", "partition", "relative", "table_root", "touch", "unlink"]
+def remove_tree(base: str | os.PathLike[str] | StoragePath, folder: str | os.PathLike[str] | StoragePath, *,
+                parent: str) -> None:
+    """Delete the folder `base/.hoodie/<parent>/<x>` lsm_lab created, with everything below it.
+
+    Locally only a real folder `folder_to_remove` accepts (never a link, nor anything through one); on an
+    object store every key below the folder (one LIST, one DELETE each: a store has no links)."""
+    if isinstance(folder, StoragePath):
+        folder.rmtree()
+        return
+    if isinstance(base, StoragePath):
+        raise _fail(str(folder), "is a local path, not a key of this object-store table", base, "folder")
+    local = folder_to_remove(base, folder, parent=parent)
+    if local is not None:
+        shutil.rmtree(local, ignore_errors=True)
+
+
+__all__ = ["check_folder", "checked", "data_file", "folder_to_remove", "inside", "instant_time", "is_instant_time",
+           "make_folders", "name", "open_nofollow", "partition", "relative", "remove_tree", "table_root", "touch", "unlink"]

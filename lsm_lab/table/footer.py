@@ -27,12 +27,10 @@ Taught in: notebooks/08_point_lookups.ipynb
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -41,7 +39,7 @@ import pyarrow.parquet as pq
 from lsm_lab.errors import CorruptFileError
 from lsm_lab.format import parquet_io
 from lsm_lab.format.bloom import BloomFilter, decode_verdict
-from lsm_lab.storage import StoragePath
+from lsm_lab.storage import TablePath, file_stamp
 from lsm_lab.table.stats import LookupStats
 
 _FOOTER_TAIL = 8  # 4-byte footer length + "PAR1"
@@ -161,8 +159,8 @@ def _utf8(raw: Any) -> str | None:
         return None
 
 
-def _file_info(path: Path | StoragePath, size: int | None = None) -> FileInfo:
-    md, kv = parquet_io.read_footer(path, size) if isinstance(path, StoragePath) else parquet_io.read_footer(path)
+def _file_info(path: TablePath, size: int | None = None) -> FileInfo:
+    md, kv = parquet_io.read_footer(path, size)  # (the size spares an object store's HEAD; unused locally)
     try:
         schema = md.schema.to_arrow_schema()
     except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
@@ -205,19 +203,14 @@ class FooterCache:
         self._items: OrderedDict[tuple[str, int, int], FileInfo] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, path: Path | StoragePath, stats: LookupStats | None = None, size: int | None = None) -> FileInfo:
+    def get(self, path: TablePath, stats: LookupStats | None = None, size: int | None = None) -> FileInfo:
         """The footer of `path`; `size` (from a listing) spares the HEAD of an object-store file, whose
         name is never reused for other bytes."""
-        if isinstance(path, StoragePath) and size is not None:
-            key: tuple[str, int, int] = (str(path), size, 0)
-        else:
-            try:
-                st = path.stat() if isinstance(path, StoragePath) else os.stat(path)
-            except FileNotFoundError:
-                raise CorruptFileError("data file vanished while being read (cleaned concurrently?)",
-                                       path=path) from None
-            key = (str(path), st.st_size, st.st_mtime_ns)
-            size = st.st_size
+        try:
+            size, stamp = file_stamp(path, size)  # a local file: one stat; a store with a size: no request
+        except FileNotFoundError:
+            raise CorruptFileError("data file vanished while being read (cleaned concurrently?)", path=path) from None
+        key = (str(path), size, stamp)
         with self._lock:
             info = self._items.get(key)
             if info is not None:

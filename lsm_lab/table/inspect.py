@@ -118,12 +118,10 @@ def footers(path: str | os.PathLike[str] | StoragePath,
     footer keys as columns."""
     target = as_path(path, storage_options)
     items: list[tuple[str, Any]]
-    if isinstance(target, StoragePath) and target.is_file():
+    if target.is_file():  # (an object store: a HEAD, or nothing for the root of a store)
         items = [("", target)]
     elif not target.exists():
         raise TableNotFoundError("no such file or folder", path=target)
-    elif target.is_file():
-        items = [("", target)]
     else:
         items = [(p, fp) for p, fp, name in fsview.list_data_files(target)
                  if name.ext == "parquet" and not (name.is_log and name.log_format == 1)]

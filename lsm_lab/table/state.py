@@ -50,7 +50,7 @@ from lsm_lab.filegroup import write as writer
 from lsm_lab.filegroup.fsview import DataFile, FileGroup, FileSlice
 from lsm_lab.format import naming, parquet_io
 from lsm_lab.merge import records
-from lsm_lab.storage import Storage, StoragePath, as_path, storage_of
+from lsm_lab.storage import Storage, StoragePath, TablePath, as_path, storage_of
 from lsm_lab.timeline import visibility
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.archive import ArchivedTimeline, is_archived
@@ -79,7 +79,7 @@ class TableState:
     def __init__(self, path: str | os.PathLike[str] | Storage | StoragePath, config: TableConfig,
                  storage_options: Mapping[str, Any] | None = None, *, strict: bool = False) -> None:
         #: the table root: a local `Path`, or a `StoragePath` on an object store (storage/handle.py)
-        self.path: Path | StoragePath = as_path(path, storage_options)
+        self.path: TablePath = as_path(path, storage_options)
         #: the `Storage` of the root; `storage.counts` counts an object store's requests
         self.storage: Storage = storage_of(self.path)
         self.config = config
@@ -410,7 +410,7 @@ def list_savepoints(timeline: ActiveTimeline) -> list[dict[str, Any]]:
     return out
 
 
-def _local(folder: Path | StoragePath) -> Path | None:
+def _local(folder: TablePath) -> Path | None:
     """A local folder, or None for an object store (whose instant files are never changed in place)."""
     return folder if isinstance(folder, Path) else None
 

@@ -32,11 +32,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from lsm_lab.errors import ConflictError, CorruptTableError, TimelineError
-from lsm_lab.storage import StoragePath, as_path, atomic, is_local, list_names, paths
+from lsm_lab.storage import StoragePath, TablePath, as_path, atomic, is_local, list_names, paths
 from lsm_lab.timeline import clock
 from lsm_lab.timeline.config import TableConfig
 from lsm_lab.timeline.instant import (
@@ -65,7 +64,7 @@ from lsm_lab.timeline.metadata import (
 _RESTORE_ACTION = {COMMIT: (COMPACTION,), DELTA_COMMIT: (LOG_COMPACTION,), REPLACE_COMMIT: (CLUSTERING,)}
 
 
-def atomic_create(path: Path | StoragePath, data: bytes) -> None:
+def atomic_create(path: TablePath, data: bytes) -> None:
     """Create `path` with `data`, atomically, failing if it already exists."""
     atomic.create_file(path, data, on_exists=lambda p: InstantExistsError(
         "instant file already exists; another writer created it", path=p))

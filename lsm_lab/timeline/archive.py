@@ -45,7 +45,6 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, cast
 
 import pyarrow as pa
@@ -53,7 +52,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lsm_lab.errors import CorruptFileError, CorruptTableError, TimelineError
-from lsm_lab.storage import StoragePath, as_path, atomic, is_local, list_names, paths
+from lsm_lab.storage import StoragePath, TablePath, as_path, atomic, list_names, paths
 from lsm_lab.timeline.config import TableConfig
 from lsm_lab.timeline.instant import Instant, State, normalize_time
 from lsm_lab.timeline.metadata import check_paths, decode_instant_content
@@ -78,7 +77,7 @@ _cache: dict[tuple[str, int, int], list[ArchivedRow]] = {}
 _cache_guard = threading.Lock()
 
 
-def _read_parquet(path: Path | StoragePath, **options: Any) -> pa.Table:
+def _read_parquet(path: TablePath, **options: Any) -> pa.Table:
     """Read an LSM timeline file, page checksums verified; a damaged file is a `CorruptFileError`."""
     try:
         data = path.read_bytes()  # the whole (small) file: one read, or one GET on an object store
@@ -132,7 +131,7 @@ class ArchivedTimeline:
         path = self.folder / VERSION_FILE
         try:
             text = path.read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # (NotADirectoryError: a file where the folder belongs)
             return self._latest_manifest_on_disk()
         try:
             return int(text)
@@ -172,8 +171,8 @@ class ArchivedTimeline:
     # ------------------------------------------------------------------ reading
     def rows(self) -> list[ArchivedRow]:
         """Every archived instant, in reader order (completion time, then begin time)."""
-        if not self.supported or (is_local(self.folder) and not self.folder.is_dir()):
-            return []  # (an object store has no folders: a missing `_version_` and an empty listing say it)
+        if not self.supported:
+            return []  # (a missing folder: no `_version_` and an empty listing say it, see current_version)
         for attempt in range(5):
             version = self.current_version()
             if version == 0:

@@ -40,10 +40,9 @@ import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from lsm_lab.errors import InputError, TableConfigError, TableNotFoundError
-from lsm_lab.storage import StoragePath, as_path, atomic, paths
+from lsm_lab.storage import StoragePath, TablePath, as_path, atomic, paths
 
 PROPERTIES_FILE = "hoodie.properties"
 META_FOLDER = ".hoodie"
@@ -492,7 +491,7 @@ def build_props(
 
 
 # --------------------------------------------------------------------------- file I/O
-def properties_path(base: str | os.PathLike[str] | StoragePath) -> Path | StoragePath:
+def properties_path(base: str | os.PathLike[str] | StoragePath) -> TablePath:
     return as_path(base) / META_FOLDER / PROPERTIES_FILE
 
 

@@ -61,11 +61,10 @@ Taught in: no chapter (README, Table services: savepoint and restore)
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from lsm_lab.errors import LostCommitError, LsmLabError
-from lsm_lab.storage import StoragePath, list_names
+from lsm_lab.storage import TablePath, list_names
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import (
     COMPLETED_ACTION,
@@ -104,7 +103,7 @@ def being_removed(timeline: ActiveTimeline, instants: Iterable[Instant] | None =
     return frozenset(out)
 
 
-def has_markers(base_path: Path | StoragePath, begin_time: str) -> bool:
+def has_markers(base_path: TablePath, begin_time: str) -> bool:
     """Does `.hoodie/.temp/<begin_time>/` hold anything (one LIST on an object store)?"""
     return bool(list_names(base_path / ".hoodie" / MARKER_FOLDER / begin_time))
 
@@ -118,7 +117,7 @@ def _completed_now(timeline: ActiveTimeline, begin_time: str) -> bool:
     return False
 
 
-def lost_commits(base_path: Path | StoragePath, timeline: ActiveTimeline, files: Iterable[tuple[Any, ...]], *,
+def lost_commits(base_path: TablePath, timeline: ActiveTimeline, files: Iterable[tuple[Any, ...]], *,
                  candidates: Iterable[Instant] | None = None,
                  read_time: str | None = None) -> list[tuple[Instant, list[Any]]]:
     """(instant, its data files) of every pending write that looks committed (see the module docstring).
@@ -156,7 +155,7 @@ def lost_commits(base_path: Path | StoragePath, timeline: ActiveTimeline, files:
     return out
 
 
-def lost_commit_error(base_path: Path | StoragePath, instant: Instant, files: list[Any], *,
+def lost_commit_error(base_path: TablePath, instant: Instant, files: list[Any], *,
                       timeline_layout: int = 2) -> LostCommitError:
     names = ", ".join(str(p.name) for p in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
     done = COMPLETED_ACTION.get(instant.action, instant.action)
@@ -170,7 +169,7 @@ def lost_commit_error(base_path: Path | StoragePath, instant: Instant, files: li
         instant=instant.begin_time, path=base_path)
 
 
-def check_lost_commits(base_path: Path | StoragePath, timeline: ActiveTimeline, files: Iterable[tuple[Any, ...]],
+def check_lost_commits(base_path: TablePath, timeline: ActiveTimeline, files: Iterable[tuple[Any, ...]],
                        read_time: str | None = None) -> None:
     """Raise `LostCommitError` for the first pending write that looks committed (readers call this)."""
     for instant, found in lost_commits(base_path, timeline, files, read_time=read_time):

@@ -60,7 +60,7 @@ from lsm_lab.errors import CorruptFileError, SchemaError, UnsupportedFeatureErro
 from lsm_lab.format import parquet_io
 from lsm_lab.format.log_v1.avro import decode_avro_records
 from lsm_lab.format.log_v1.deletes import decode_delete_records
-from lsm_lab.storage import StoragePath
+from lsm_lab.storage import StoragePath, open_read, path_of
 
 MAGIC = b"#HUDI#"
 LOG_FORMAT_VERSION = 1
@@ -217,12 +217,8 @@ def iter_blocks(path: str | os.PathLike[str] | StoragePath, *, decode: bool = Tr
     not decoded (`records` stays None), so HFile and Kryo blocks do not raise: useful
     for dumps of any log file, including the metadata table's.
     """
-    if isinstance(path, StoragePath):  # an object store: one GET of the whole log
-        with io.BytesIO(path.read_bytes()) as buf:
-            yield from _iter_source(_Source(buf, str(path)), decode=decode)
-        return
-    with open(path, "rb") as f:
-        yield from _iter_source(_Source(f, os.fspath(path)), decode=decode)
+    with open_read(path) as f:  # a local file read block by block; an object store: one GET of the whole log
+        yield from _iter_source(_Source(f, str(path_of(path))), decode=decode)
 
 
 def read_log_file(path: str | os.PathLike[str], *, decode: bool = True) -> list[LogBlock]:
@@ -408,7 +404,7 @@ def dump_log_file(path: str | os.PathLike[str], *, decode: bool = False) -> str:
     """A plain text listing of a log file's blocks, headed by its name and size."""
     name = os.path.basename(str(path))
     blocks = read_log_file(path, decode=decode)
-    size = path.stat().st_size if isinstance(path, StoragePath) else os.path.getsize(path)
+    size = path_of(path).stat().st_size
     return f"{name} ({size} bytes, {len(blocks)} blocks)\n{format_blocks(blocks)}"
 
 
