@@ -73,7 +73,7 @@ from typing import Any
 from lsm_lab.allocator import command_env
 from lsm_lab.api import create_table, open_table
 from lsm_lab.bench.merge import _hex_keys
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_write
 from lsm_lab.spark.compact import run_compaction
 from lsm_lab.spark.jobs import TaskClock, TaskReport, jvm_peak_mib, jvm_pid, table_uri
 from lsm_lab.spark.session import spark_session
@@ -222,7 +222,7 @@ class IoFloorTask:
                     for b in pf.iter_batches(batch_size=65_536):
                         if writer is None:
                             writer = pq.ParquetWriter(f"{self.out_dir}/{i}.parquet", b.schema,
-                                                      compression=parquet_io.COMPRESSION)
+                                                      compression=parquet_write.COMPRESSION)
                         writer.write_batch(b.cast(writer.schema), row_group_size=65_536)
                         rows += b.num_rows
                 if writer is not None:
