@@ -2,7 +2,7 @@
 
     hudi_tables   unpack the real tables, read them with hudi-rs, compare rows by key
     compat        what a table of version 6 or 8 must look like for older readers
-    upgrade       switch a v1-log table to v2 logs (and to the lsm_tree layout)
+    upgrade       the upgrades of services/upgrade.py for a table or a path; log formats per file slice
     command       `lsm-lab interop ...` and `lsm-lab bench interop`
 
 This package imports nothing on purpose (hudi-rs is optional): import the submodule you need.

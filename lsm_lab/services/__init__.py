@@ -11,6 +11,7 @@
     clean.py       delete files no retained snapshot needs
     savepoint.py   savepoints and restore
     archiver.py    move old instants into the LSM timeline (timeline/archive.py)
+    upgrade.py     table-format upgrades: to version 9 (native logs), to version 10 (data rewritten)
     command.py     the `lsm-lab` commands for all of the above
 
 The services take a `TableState` (table/state.py: timeline, schema, files),

@@ -1,9 +1,45 @@
-"""Upgrade to table version 10: rewrite an lsm_lab table into upstream Hudi's RFC-103 dialect, in place.
+"""Upgrading an lsm_lab table's format: native logs (table version 9), or a rewrite to version 10.
 
-Version 10 is upstream Hudi's RFC-103 dialect, whose bucket index places keys
-by Java's `List.hashCode` (lsm_lab's older tables used CRC-32), so the files
-themselves must change.  The upgrade rewrites the latest snapshot into new base
-files as one `replacecommit` that replaces every file group, then switches
+Two upgrades, one for each promise a table version makes to its readers.
+
+**To version 9: native logs, nothing rewritten** (`switch_to_native_logs`). A table created as
+version 8 writes v1 (`#HUDI#`) logs so that readers that predate RFC-103 can read it. Switching it
+to native (v2) logs is a change of *what new files look like*, nothing more: no existing file is
+rewritten.
+
+    before (version 8, v1 logs)            after the switch (version 9, v2 logs)
+    file group f1                          file group f1
+      slice @t0: base_t0.parquet             slice @t0: base_t0.parquet
+                 .f1_t1.log.1_0-0-0  (v1)               .f1_t1.log.1_0-0-0   (v1, unchanged)
+                 .f1_t2.log.1_0-0-0  (v1)               .f1_t2.log.1_0-0-0   (v1, unchanged)
+                                                        f1_0-0-0_t3_1.parquet (v2, new writes)
+                                                        f1_0-0-0_t4_1.delete.parquet
+
+The slice now holds both formats. Readers merge its changes in commit order
+whatever the format (`lsm_lab.filegroup.v1read.ordered_units`), time travel to a
+moment before the switch simply sees no v2 file yet, and a compaction of the
+slice reads both and writes one base file in the new layout.
+
+Why the table version moves to 9. A version-8 reader does not know v2 log
+names: `f1_0-0-0_t3_1.parquet` looks to it like a base file of another slice.
+Keeping `hoodie.table.version` below 9 is therefore the promise that every file
+group stays readable by older readers (lsm_lab then writes v1 logs only); the
+first v2 log needs version 9, so that an older reader refuses the table instead
+of misreading it.
+
+The lsm_tree layout (`layout="lsm_tree"`) promises sorted files from now on.
+Older files are not rewritten (no forced compaction): they carry no
+`lsm_lab.sorted` footer, so a slice holding one is merged by hash (or, when a
+v1 block happens to be sorted, by the sorted engine), and a file whose footer
+wrongly claims order makes the sorted engine fail over to hash: an unsorted
+older file costs speed, never correctness. The existing key-lookup index is
+kept (`hoodie.index.type`): the existing file groups are not buckets, and a
+bucket index would send updates of their keys to new groups.
+
+**To version 10: the data rewritten** (`upgrade_to_v10`, a table service). Version 10 is upstream
+Hudi's RFC-103 dialect, whose bucket index places keys by Java's `List.hashCode` (lsm_lab's older
+tables used CRC-32), so the files themselves must change.  The upgrade rewrites the latest snapshot
+into new base files as one `replacecommit` that replaces every file group, then switches
 `hoodie.properties`:
 
     lock: begin <t>.replacecommit.inflight (a write transaction, services.occ)
@@ -21,16 +57,18 @@ dialects), writers refuse the table until the upgrade runs again and only
 writes the properties.  Time travel to before the upgrade reads the replaced
 file groups, which stay until the cleaner removes them.
 
-`Table.upgrade()` (and `lsm-lab upgrade PATH`, through `interop.upgrade`) call
-`upgrade_to_v10` and reopen the table.
+Entry points: `Table.upgrade()` and `lsm-lab upgrade PATH` (version 10); `lsm-lab interop upgrade
+PATH [--layout L]` (version 9). `lsm_lab.interop.upgrade` takes a table or a path for both and
+reopens the table, and shows which log formats each file slice holds.
 
 Simplified compared with Apache Hudi: Hudi's upgrade handlers also rewrite the
 timeline, properties and metadata table of every version step (and its 9 -> 10
 step rewrites no data: it keeps the old bucket files); lsm_lab upgrades only
-lsm_lab-created tables of version 8 or 9, rewrites each partition's latest
+lsm_lab-created tables of version 8 or 9 (version 6 would need its flat
+timeline moved and completion times invented), rewrites each partition's latest
 snapshot in memory, and has no downgrade.
 
-Taught in: notebooks/01_build_a_table.ipynb
+Taught in: notebooks/01_build_a_table.ipynb, notebooks/09_real_hudi_tables.ipynb
 """
 
 from __future__ import annotations
@@ -41,7 +79,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lsm_lab.errors import UnsupportedFeatureError
+from lsm_lab.errors import InputError, UnsupportedFeatureError
 from lsm_lab.filegroup import index, read, write
 from lsm_lab.format import naming, parquet_write
 from lsm_lab.merge import records
@@ -52,14 +90,66 @@ from lsm_lab.timeline import config as cfg
 from lsm_lab.timeline.instant import COMPACTION, LOG_COMPACTION, REPLACE_COMMIT
 from lsm_lab.timeline.metadata import WriteStat, commit_metadata
 
-KEY_UPGRADED_FROM = "lsm_lab.upgraded.from.version"  # also written by interop.upgrade (version 8 -> 9)
-KEY_UPGRADED_AT = "lsm_lab.upgraded.at"
-KEY_UPGRADE_PENDING = cfg.KEY_UPGRADE_PENDING
+KEY_UPGRADED_FROM = "lsm_lab.upgraded.from.version"  # the version an upgrade (to 9 or to 10) started from
+KEY_UPGRADED_AT = "lsm_lab.upgraded.at"  # the latest completion time when it did
 UPGRADE_OPERATION = "upgrade_to_v10"
+NATIVE_LOGS_VERSION = 9  # the first table version whose new logs are native (v2)
 
 
 def _reopened(t: TableState) -> TableState:
     return TableState(t.path, cfg.read_config(t.path))
+
+
+def _check_upgradable(t: TableState, too_old: str) -> None:
+    """UnsupportedFeatureError unless lsm_lab created the table and its version is 8 or more (`too_old`: why not)."""
+    conf = t.config
+    if conf.props.get("lsm_lab.created") != "true":
+        raise UnsupportedFeatureError("lsm_lab upgrades only tables it created (this one was written by "
+                                      "Apache Hudi; use Hudi's own upgrade)", path=t.path)
+    if conf.version < 8:
+        raise UnsupportedFeatureError(f"table version {conf.version} {too_old}: its flat timeline has no completion "
+                                      "times; upgrade it to version 8 with Apache Hudi first", path=t.path)
+
+
+# --------------------------------------------------------------------------- to version 9: native logs
+def switch_to_native_logs(t: TableState, layout: str | None = None) -> bool:
+    """Switch new writes to v2 logs (table version 9) and, with `layout`, to that storage layout.
+
+    Works on lsm_lab-created tables of version 8 (and on version 9 tables for a layout
+    switch alone); rewrites no file, only `hoodie.properties` (under the table lock).
+    Idempotent. Returns whether the properties changed (reopen the table then).
+    """
+    conf = t.config
+    if layout is not None and layout not in cfg.LAYOUTS:
+        raise InputError(f"layout must be one of {', '.join(cfg.LAYOUTS)}, not {layout!r}")
+    _check_upgradable(t, "cannot switch to native logs directly")
+    updates: dict[str, str] = {}
+    if conf.version < NATIVE_LOGS_VERSION or conf.log_format_version != 2:
+        updates.update({
+            "hoodie.table.version": str(NATIVE_LOGS_VERSION),
+            cfg.KEY_LOG_FORMAT: "2",
+            KEY_UPGRADED_FROM: str(conf.version),
+            KEY_UPGRADED_AT: t.latest_completion() or "",
+        })
+        if conf.ordering_field and not conf.props.get("hoodie.table.ordering.fields"):
+            updates["hoodie.table.ordering.fields"] = conf.ordering_field
+        if "hoodie.table.initial.version" not in conf.props:
+            updates["hoodie.table.initial.version"] = str(conf.version)
+    if layout is not None and layout != conf.layout:
+        updates["hoodie.table.storage.layout"] = layout
+        # keep the index the existing file groups were placed with (see the module docstring)
+        updates["hoodie.index.type"] = conf.props.get("hoodie.index.type") or ("BUCKET" if conf.is_lsm else "SIMPLE")
+    if not updates:
+        return False
+    with table_lock(t.path):
+        current = cfg.read_config(t.path)  # re-read under the lock
+        props = dict(current.props)
+        props.update(updates)
+        cfg.write_config(t.path, props, create=False)
+    return True
+
+
+# --------------------------------------------------------------------------- to version 10: the data rewritten
 
 
 def upgrade_to_v10(t: TableState) -> None:
@@ -70,16 +160,10 @@ def upgrade_to_v10(t: TableState) -> None:
     previous upgrade stopped after its commit point only gets its properties.
     """
     conf = t.config
-    pending = conf.props.get(KEY_UPGRADE_PENDING)
+    pending = conf.props.get(cfg.KEY_UPGRADE_PENDING)
     if conf.version >= cfg.UPSTREAM_LSM_VERSION and not pending:
         return
-    if conf.props.get("lsm_lab.created") != "true":
-        raise UnsupportedFeatureError("lsm_lab upgrades only tables it created (this one was written by "
-                                      "Apache Hudi; use Hudi's own upgrade)", path=t.path)
-    if conf.version < 8:
-        raise UnsupportedFeatureError(f"table version {conf.version} cannot be upgraded to 10: its flat timeline has "
-                                      "no completion times; upgrade it to version 8 with Apache Hudi first",
-                                      path=t.path)
+    _check_upgradable(t, "cannot be upgraded to 10")
     if pending and any(i.begin_time == pending for i in t.completed_writes()):
         _finish_v10(t)  # the rewrite committed; only the properties are missing
         return
@@ -94,7 +178,7 @@ def upgrade_to_v10(t: TableState) -> None:
         txn.begin(t.latest_completion)
         with table_lock(t.path):  # from here on writers refuse the table (TableState.check_writable)
             props = dict(cfg.read_config(t.path).props)
-            props[KEY_UPGRADE_PENDING] = txn.begin_time
+            props[cfg.KEY_UPGRADE_PENDING] = txn.begin_time
             cfg.write_config(t.path, props, create=False)
         stats, replaced = _rewrite_snapshot(t, target, txn)
         schema = t.schema
@@ -111,7 +195,7 @@ def _finish_v10(t: TableState) -> None:
     with table_lock(t.path):
         current = cfg.read_config(t.path)
         props = dict(current.props)
-        props.pop(KEY_UPGRADE_PENDING, None)
+        props.pop(cfg.KEY_UPGRADE_PENDING, None)
         if current.version < cfg.UPSTREAM_LSM_VERSION:
             props[KEY_UPGRADED_FROM] = str(current.version)
         props.update({
@@ -177,3 +261,7 @@ def _write_base(t: TableState, target: cfg.TableConfig, txn: occ.WriteTransactio
     return WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, "null", numWrites=n,
                      numInserts=n, totalWriteBytes=size, fileSizeInBytes=size, baseFile=name,
                      minRecordKey=lo, maxRecordKey=hi)
+
+
+__all__ = ["KEY_UPGRADED_AT", "KEY_UPGRADED_FROM", "NATIVE_LOGS_VERSION", "UPGRADE_OPERATION", "switch_to_native_logs",
+           "upgrade_to_v10"]
