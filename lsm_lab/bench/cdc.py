@@ -42,7 +42,6 @@ from typing import Any
 import pyarrow as pa
 
 from lsm_lab.api import Table, create_table
-from lsm_lab.bench import register_report_bench
 from lsm_lab.errors import InputError
 from lsm_lab.filegroup.fsview import list_data_files
 from lsm_lab.lab.datagen import TripsGenerator
@@ -184,11 +183,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
 
 
-def register_bench(bench_subparsers: Any) -> None:
-    """Add ``cdc [--rows N] [--repeats R] [--json OUT]`` under ``lsm-lab bench``."""
-    summary = "CDC log bytes per logging mode, write time with/without CDC, read_cdc from logs vs inference"
-    register_report_bench(bench_subparsers, "cdc", summary, __doc__, add_arguments=add_arguments, run=run,
-                          report=report)
-
-
-__all__ = ["BASELINE", "MODES", "TABLES", "file_bytes", "register_bench", "report", "run", "workload"]
+__all__ = ["BASELINE", "MODES", "TABLES", "file_bytes", "report", "run", "workload"]

@@ -35,7 +35,6 @@ from typing import Any
 import pyarrow as pa
 
 from lsm_lab.api import Table, create_table
-from lsm_lab.bench import register_report_bench
 from lsm_lab.lab.datagen import TripsGenerator
 from lsm_lab.lab.s3local import LocalS3
 
@@ -113,11 +112,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
 
 
-def register_bench(bench_subparsers: Any) -> None:
-    """Add ``storage [--rows N] [--repeats R] [--json OUT]`` under ``lsm-lab bench``."""
-    summary = "a table on local disk vs on a local S3 server (moto): seconds and requests per operation"
-    register_report_bench(bench_subparsers, "storage", summary, __doc__, add_arguments=add_arguments, run=run,
-                          report=report)
-
-
-__all__ = ["OPS", "register_bench", "report", "run"]
+__all__ = ["OPS", "report", "run"]

@@ -23,11 +23,11 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any
 
 from lsm_lab.api import create_table, open_table
-from lsm_lab.bench import cdc as bench_cdc
-from lsm_lab.bench import storage as bench_storage
+from lsm_lab.cli import bench as bench_command
 from lsm_lab.cli import interop as interop_command
 from lsm_lab.cli import lookup as lookup_command
 from lsm_lab.cli import merge as merge_command
@@ -114,16 +114,13 @@ def cmd_read(args: argparse.Namespace) -> int:
     return 0
 
 
-# `show` subjects contributed by feature modules: name -> handler(args) -> exit code
-SHOW_HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {}
-
-
 def cmd_show(args: argparse.Namespace) -> int:
-    known = ["timeline", "fsview", "levels", "footers", "uncommitted", *SHOW_HANDLERS]
+    subjects: dict[str, Callable[[argparse.Namespace], int]] = args.show_subjects  # the command modules' `SHOW`
+    known = ["timeline", "fsview", "levels", "footers", "uncommitted", *subjects]
     if args.what not in known:
         raise InputError(f"cannot show {args.what!r}; choose one of {', '.join(known)}")
-    if args.what in SHOW_HANDLERS:
-        return SHOW_HANDLERS[args.what](args)
+    if args.what in subjects:
+        return subjects[args.what](args)
 
     if args.what == "footers":
         print_frame(footers(args.path), args.json)
@@ -162,7 +159,36 @@ def build_parser() -> argparse.ArgumentParser:
                              "variables are read too")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    modules = command_modules()
+    for module in modules:
+        if hasattr(module, "register"):
+            module.register(sub)
+    p = sub.add_parser("bench", help="benchmarks (ratios against baselines measured in the same run)",
+                       description="Run a benchmark; each reports ratios against a baseline of the same run.")
+    bench = p.add_subparsers(dest="bench", metavar="BENCHMARK")
+    bench.required = True
+    for module in modules:
+        if hasattr(module, "register_bench"):
+            module.register_bench(bench)
+    parser.set_defaults(show_subjects={k: v for m in modules for k, v in getattr(m, "SHOW", {}).items()})
+    return parser
 
+
+def command_modules() -> list[ModuleType]:
+    """The modules that add commands, in the order `lsm-lab --help` lists them.
+
+    Each adds its commands one way: any of `register(subparsers)` (top-level commands),
+    `register_bench(bench_subparsers)` (subcommands of `lsm-lab bench`) and `SHOW` (subjects
+    of `lsm-lab show`: name -> handler(args) -> exit code).  This module is the first: its
+    `register` adds the table commands (demo, create, write, read, show).  `bench` itself is
+    added after every top-level command, so it is listed last.
+    """
+    return [sys.modules[__name__], bench_command, merge_command, services_command, interop_command, lookup_command,
+            spark_command]
+
+
+def register(sub: Any) -> None:
+    """Add the table commands: demo, create, write, read, show."""
     p = sub.add_parser("demo", help="run the main job: build a trips table, change it, read it, check it",
                        description="Generate trips, create an lsm_tree MOR table, insert, upsert, delete, print the "
                                    "timeline and levels, and check snapshot and time-travel reads against a model.")
@@ -231,32 +257,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="JSON output")
     p.add_argument("--archived", action="store_true", help="timeline: include archived (LSM history) instants")
     p.set_defaults(func=cmd_show)
-
-    for register in _plugins():
-        register(sub)
-    return parser
-
-
-def _plugins() -> list[Callable[[argparse._SubParsersAction], None]]:
-    """Commands contributed by feature modules (merge, services, interop, lookup, spark, and `bench`)."""
-    features = [merge_command, services_command, interop_command, lookup_command, spark_command]
-    out: list[Callable] = [mod.register for mod in features]
-    bench_registrars = [bench_storage.register_bench, bench_cdc.register_bench]
-    for mod in features:
-        SHOW_HANDLERS.update(getattr(mod, "SHOW", {}))
-        if hasattr(mod, "register_bench"):
-            bench_registrars.append(mod.register_bench)
-
-    def register_bench(sub: argparse._SubParsersAction) -> None:
-        p = sub.add_parser("bench", help="benchmarks (ratios against baselines measured in the same run)",
-                           description="Run a benchmark; each reports ratios against a baseline of the same run.")
-        bsub = p.add_subparsers(dest="bench", metavar="BENCHMARK")
-        bsub.required = True
-        for reg in bench_registrars:
-            reg(bsub)
-
-    out.append(register_bench)
-    return out
 
 
 def _storage_options(argv: list[str]) -> tuple[list[str], dict[str, str]]:

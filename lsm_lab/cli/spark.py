@@ -9,8 +9,10 @@
 
 `--master` (or the `SPARK_MASTER` environment variable) points the command at
 a cluster, e.g. the URL `lsm-lab spark cluster` prints; the default is local
-Spark. `lsm_lab/cli/app.py` loads this module and calls `register` and
-`register_bench`.
+Spark. `lsm_lab/cli/app.py` calls `register` and `register_bench`.  Building the
+parser imports no pyspark (lsm_lab/spark/ imports it where a session starts), and
+each command imports the Spark-layer module it runs; only `bench compaction`'s
+arguments need lsm_lab/bench/compaction.py, which loads part of that layer.
 
 Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
@@ -27,20 +29,18 @@ from lsm_lab.bench import compaction
 from lsm_lab.bench.compaction import run_from_args
 from lsm_lab.cli.console import parse_options, read_input_file
 from lsm_lab.services import clustering
-from lsm_lab.spark.cluster import StandaloneCluster
-from lsm_lab.spark.clustering import cluster_table
-from lsm_lab.spark.compact import run_compaction
-from lsm_lab.spark.read import read_table
-from lsm_lab.spark.session import spark_session
-from lsm_lab.spark.write import write_table
 
 
 def _spark(args: argparse.Namespace) -> Any:
+    from lsm_lab.spark.session import spark_session  # (start-up: Spark is set up only by a spark command)
+
     conf = {"spark.master": args.master} if getattr(args, "master", None) else {}
     return spark_session(**conf)
 
 
 def _cmd_write(args: argparse.Namespace) -> int:
+    from lsm_lab.spark.write import write_table  # (start-up: the Spark layer loads for a spark command only)
+
     data = read_input_file(args.file)
     done = write_table(data, args.path, op=args.op, spark=_spark(args))
     print(f"{args.op}: {data.num_rows:,} rows → {done}")
@@ -48,6 +48,8 @@ def _cmd_write(args: argparse.Namespace) -> int:
 
 
 def _cmd_compact(args: argparse.Namespace) -> int:
+    from lsm_lab.spark.compact import run_compaction  # (start-up: the Spark layer loads for a spark command only)
+
     run = run_compaction(args.path, spark=_spark(args), strategy=args.strategy, merge=args.merge)
     if run.instant is None:
         print("nothing to compact")
@@ -59,6 +61,8 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 
 
 def _cmd_clustering(args: argparse.Namespace) -> int:
+    from lsm_lab.spark.clustering import cluster_table  # (start-up: the Spark layer loads for a spark command only)
+
     done = cluster_table(args.path, spark=_spark(args), options=parse_options(args.option), merge=args.merge)
     if done is None:
         print("nothing to cluster")
@@ -68,6 +72,8 @@ def _cmd_clustering(args: argparse.Namespace) -> int:
 
 
 def _cmd_read(args: argparse.Namespace) -> int:
+    from lsm_lab.spark.read import read_table  # (start-up: the Spark layer loads for a spark command only)
+
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     frame = read_table(args.path, spark=_spark(args), as_of=args.as_of, columns=columns, read_optimized=args.read_optimized)
     if args.out:
@@ -80,6 +86,8 @@ def _cmd_read(args: argparse.Namespace) -> int:
 
 
 def _cmd_cluster(args: argparse.Namespace) -> int:
+    from lsm_lab.spark.cluster import StandaloneCluster  # (start-up: urllib, http.client only for this command)
+
     with StandaloneCluster(workers=args.workers, cores=args.cores, memory=args.memory) as cluster:
         print(f"master {cluster.master_url}   (status: {cluster.ui_url})")
         print(f"use it:  lsm-lab spark read PATH --master {cluster.master_url}   or   "
