@@ -183,4 +183,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
 
 
-__all__ = ["BASELINE", "MODES", "TABLES", "file_bytes", "report", "run", "workload"]
+__all__ = ["BASELINE", "MODES", "TABLES", "add_arguments", "file_bytes", "report", "run", "workload"]

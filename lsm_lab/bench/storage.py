@@ -112,4 +112,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
 
 
-__all__ = ["OPS", "report", "run"]
+__all__ = ["OPS", "add_arguments", "report", "run"]
