@@ -4,7 +4,7 @@
     python benchmarks/bench_checksums.py --rows 2000000 --k 8 --repeat 3
 
 With checksums (the default of lsm_lab), every page is written with its CRC-32
-and every read of a data file verifies it (format/parquet_io.py). Without, both
+and every read of a data file verifies it (format/parquet_write.py, format/parquet_read.py). Without, both
 are switched off in this process (`WRITE_OPTIONS["write_page_checksum"]`,
 `VERIFY_PAGE_CHECKSUMS`). Each setting writes its own inputs, so the reads of
 the "with" runs really verify CRCs. Runs alternate between the two settings;
@@ -35,13 +35,13 @@ import pyarrow.parquet as pq
 
 import lsm_lab
 from lsm_lab.bench.merge import KEY, ORDERING, make_runs
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_read, parquet_write
 from lsm_lab.merge.files import merge_parquet_files
 
 
 def _set(checksums: bool) -> None:
-    parquet_io.WRITE_OPTIONS["write_page_checksum"] = checksums
-    parquet_io.VERIFY_PAGE_CHECKSUMS = checksums
+    parquet_write.WRITE_OPTIONS["write_page_checksum"] = checksums
+    parquet_read.VERIFY_PAGE_CHECKSUMS = checksums
 
 
 def _merge_inputs(base: Path, rows: int, k: int, checksums: bool) -> list[str]:
@@ -54,7 +54,7 @@ def _merge_inputs(base: Path, rows: int, k: int, checksums: bool) -> list[str]:
     for i, p in enumerate(ds.paths):
         target = folder / f"run_{i:02d}.parquet"
         if not target.exists():
-            parquet_io.write_parquet(target, pq.read_table(p), key_column=KEY, is_sorted=True, bloom_fpp=None,
+            parquet_write.write_parquet(target, pq.read_table(p), key_column=KEY, is_sorted=True, bloom_fpp=None,
                                      row_group_size=131_072, row_group_bytes=0)
         out.append(str(target))
     return out

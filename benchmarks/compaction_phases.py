@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lsm_lab.api import open_table
 from lsm_lab.filegroup import read
 from lsm_lab.filegroup.planner import read_plan
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_write
 from lsm_lab.merge import semantics
 from lsm_lab.merge import sorted as sorted_merge
 from lsm_lab.services import compaction
@@ -79,10 +79,10 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="rounds; the first is a warm-up")
     args = ap.parse_args()
     _wrap(read, "_stream_file", "read inputs (decode, normalise)", generator=True)
-    _wrap(parquet_io.ParquetFileWriter, "_emit", "Parquet encode")
-    _wrap(parquet_io.ParquetFileWriter, "_key_facts", "bloom hash states, key range")
-    _wrap(parquet_io.ParquetFileWriter, "_footer", "bloom bits, footer")
-    _wrap(parquet_io, "write_parquet", "write (hash engine: whole table)")
+    _wrap(parquet_write.ParquetFileWriter, "_emit", "Parquet encode")
+    _wrap(parquet_write.ParquetFileWriter, "_key_facts", "bloom hash states, key range")
+    _wrap(parquet_write.ParquetFileWriter, "_footer", "bloom bits, footer")
+    _wrap(parquet_write, "write_parquet", "write (hash engine: whole table)")
     _wrap(sorted_merge, "_resolve", "merge rounds (sorted)")
     _wrap(sorted_merge, "_checked", "input order checks", generator=True)
     _wrap(semantics, "select_winners", "winners")

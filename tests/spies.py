@@ -9,19 +9,19 @@ from typing import Any
 
 import pytest
 
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_read
 
 
 def columns_read(monkeypatch: pytest.MonkeyPatch, method: str = "read_row_group") -> list[list[str]]:
     """The `columns=` of every `CheckedParquetFile.<method>` call from now on (the calls still run)."""
     asked: list[list[str]] = []
-    real = getattr(parquet_io.CheckedParquetFile, method)
+    real = getattr(parquet_read.CheckedParquetFile, method)
 
     def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
         asked.append(list(kwargs.get("columns") or []))
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(parquet_io.CheckedParquetFile, method, spy)
+    monkeypatch.setattr(parquet_read.CheckedParquetFile, method, spy)
     return asked
 
 

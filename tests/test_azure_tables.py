@@ -20,7 +20,7 @@ from twin import assert_reads_agree, assert_twins_agree, cli_round_trip, make_tw
 
 import lsm_lab
 from lsm_lab.errors import LsmLabError, StorageError
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_footer
 from lsm_lab.storage import AlreadyExistsError, StoragePath, VersionMismatchError, open_storage
 from lsm_lab.storage.objectstore import ObjectStorage
 
@@ -54,7 +54,7 @@ def test_a_footer_is_read_with_head_then_range_on_azure(azure_table) -> None:
     after = storage.counts.snapshot()
     assert size == data[0].size and tail == storage.read(data[0].key)[-100:]
     assert after["HEAD"] - before["HEAD"] == 1 and after["GET"] - before["GET"] == 1
-    md, _ = parquet_io.read_footer(table.path / data[0].key)  # (a folder-less key: the table root's child)
+    md, _ = parquet_footer.read_footer(table.path / data[0].key)  # (a folder-less key: the table root's child)
     assert md.num_rows >= 1
 
 

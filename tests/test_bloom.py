@@ -250,16 +250,16 @@ def test_filter_of_many_keys_is_the_documented_one() -> None:
 def test_streaming_writer_bloom_is_the_one_of_its_keys(tmp_path: Path) -> None:
     """`ParquetFileWriter` sizing its filter at close (from the kept hash states, many batches of keys of
     mixed lengths) stores the filter `BloomFilter.build` makes of the same keys."""
-    from lsm_lab.format import bloom, parquet_io
+    from lsm_lab.format import bloom, parquet_footer, parquet_write
 
     keys = [f"k{i:x}" for i in range(bloom._CHUNK + bloom._SET_CHUNK + 123)]
-    out = parquet_io.ParquetFileWriter(tmp_path / "f.parquet", pa.schema([("_hoodie_record_key", pa.string())]),
+    out = parquet_write.ParquetFileWriter(tmp_path / "f.parquet", pa.schema([("_hoodie_record_key", pa.string())]),
                                        is_sorted=False)
     for s in range(0, len(keys), 10_000):  # batches longer than one chunk of positions
         out.write(pa.table({"_hoodie_record_key": keys[s : s + 10_000]}))
     out.close()
-    stored = BloomFilter.from_base64(parquet_io.footer(tmp_path / "f.parquet")[parquet_io.KEY_BLOOM])
-    assert stored == BloomFilter.build(keys, parquet_io.BLOOM_FPP)
+    stored = BloomFilter.from_base64(parquet_footer.footer(tmp_path / "f.parquet")[parquet_footer.KEY_BLOOM])
+    assert stored == BloomFilter.build(keys, parquet_write.BLOOM_FPP)
 
 
 @settings(max_examples=300, deadline=None)

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lsm_lab.errors import CorruptFileError
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_read, parquet_write
 
 N = 5_000
 # distinct random values: written plain, and stored by snappy as literals, so a flipped bit in the page is
@@ -54,7 +54,7 @@ def test_data_files_carry_page_checksums(tmp_table) -> None:  # type: ignore[no-
     unchecked = pq.ParquetFile(path).read(columns=["v"]).column("v").to_pylist()
     assert unchecked != VALUES
     with pytest.raises(CorruptFileError, match="CRC") as err:
-        parquet_io.open_parquet(path).read(columns=["v"])
+        parquet_read.open_parquet(path).read(columns=["v"])
     assert err.value.path == str(path)
 
 
@@ -77,14 +77,14 @@ def test_files_without_checksums_still_read(tmp_path: Path) -> None:
     path = tmp_path / "plain.parquet"
     data = pa.table({"k": ["a", "b"], "v": [1, 2]})
     pq.write_table(data, path)  # another engine's file: no page CRCs
-    assert parquet_io.open_parquet(path).read().equals(data)
-    assert parquet_io.read_parquet(path, ["v", "missing"]).equals(data.select(["v"]))
+    assert parquet_read.open_parquet(path).read().equals(data)
+    assert parquet_read.read_parquet(path, ["v", "missing"]).equals(data.select(["v"]))
 
 
 def test_a_truncated_file_is_a_typed_error(tmp_path: Path) -> None:
     path = tmp_path / "t.parquet"
-    parquet_io.write_parquet(path, pa.table({"_hoodie_record_key": ["a", "b"], "v": [1, 2]}))
+    parquet_write.write_parquet(path, pa.table({"_hoodie_record_key": ["a", "b"], "v": [1, 2]}))
     path.write_bytes(path.read_bytes()[:-20])
     with pytest.raises(CorruptFileError) as err:
-        parquet_io.read_parquet(path)
+        parquet_read.read_parquet(path)
     assert err.value.path == str(path)

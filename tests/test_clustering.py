@@ -18,7 +18,7 @@ from test_table_model import TableMachine
 import lsm_lab
 from lsm_lab.cli.app import main
 from lsm_lab.errors import ConflictError, UnsupportedFeatureError
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_footer
 from lsm_lab.services import clustering, occ
 from lsm_lab.timeline.instant import CLUSTERING, State
 
@@ -62,7 +62,7 @@ def test_default_layout_groups_become_few_sorted_disjoint_file_groups(tmp_path: 
     assert len(now) == 2 and all(fs.base_file is not None and not fs.log_files for fs in now)
     for fs in now:
         assert fs.base_instant == done.begin_time
-        assert parquet_io.is_sorted_footer(parquet_io.footer(fs.base_file.path))
+        assert parquet_footer.is_sorted_footer(parquet_footer.footer(fs.base_file.path))
         keys = pq.read_table(fs.base_file.path).column("_hoodie_record_key")
         assert keys.to_pylist() == sorted(keys.to_pylist(), key=lambda k: k.encode())
     # time travel before the clustering reads the replaced file groups; incremental reads see no clustering

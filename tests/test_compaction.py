@@ -22,7 +22,7 @@ import pytest
 import lsm_lab
 from lsm_lab.filegroup import fsview, index
 from lsm_lab.format import log_v2 as v2
-from lsm_lab.format import naming, parquet_io
+from lsm_lab.format import naming, parquet_footer, parquet_write
 from lsm_lab.format.bloom import BloomFilter
 from lsm_lab.services import compaction, heartbeat, markers
 from lsm_lab.timeline.instant import State
@@ -72,7 +72,7 @@ def test_full_compaction_keeps_the_snapshot(tmp_table, layout: str, merge: str |
     for fs in table.latest_slices():
         assert fs.log_files == () and fs.base_file is not None
         assert fs.base_instant == done.begin_time  # the new base is named with the compaction instant
-        kv = parquet_io.footer(fs.base_file.path)
+        kv = parquet_footer.footer(fs.base_file.path)
         rows = pq.read_table(fs.base_file.path)
         # every row names the new file (the column is rebuilt, never read), at its place among the meta columns
         assert rows.column("_hoodie_file_name").to_pylist() == [fs.base_file.path.name] * rows.num_rows
@@ -81,10 +81,10 @@ def test_full_compaction_keeps_the_snapshot(tmp_table, layout: str, merge: str |
         assert rows.column_names[5:] == table.schema.names
         compacted_rows += rows.num_rows
         if layout == "lsm_tree":
-            assert kv[parquet_io.KEY_SORTED] == "true"
+            assert kv[parquet_footer.KEY_SORTED] == "true"
             keys = rows.column("_hoodie_record_key").to_pylist()
             assert keys == sorted(keys, key=lambda k: k.encode()) and len(set(keys)) == len(keys)
-            assert kv[parquet_io.KEY_MIN] == keys[0] and kv[parquet_io.KEY_MAX] == keys[-1]
+            assert kv[parquet_footer.KEY_MIN] == keys[0] and kv[parquet_footer.KEY_MAX] == keys[-1]
     assert compacted_rows == len(before)
     assert table.compact(strategy="full") is None  # nothing left in L0
 
@@ -143,14 +143,14 @@ def test_compacted_base_files_have_the_footer_of_a_bulk_insert(tmp_table, merge)
     assert sorted(keys.to_pylist()) == sorted(model)
     md = pq.read_metadata(fs.base_file.path)
     bulk_md = pq.read_metadata(bulk.base_file.path)
-    kv = parquet_io.footer_kv(md)
-    bulk_kv = parquet_io.footer_kv(bulk_md)
+    kv = parquet_footer.footer_kv(md)
+    bulk_kv = parquet_footer.footer_kv(bulk_md)
     # the same footer keys as the bulk-inserted file, with this file's facts
-    assert set(kv) == set(bulk_kv) >= {parquet_io.KEY_MIN, parquet_io.KEY_MAX, parquet_io.KEY_SORTED,
-                                       parquet_io.KEY_BLOOM}
-    assert kv[parquet_io.KEY_SORTED] == "true"
-    assert (kv[parquet_io.KEY_MIN], kv[parquet_io.KEY_MAX]) == (pc.min(keys).as_py(), pc.max(keys).as_py())
-    bloom = BloomFilter.from_base64(kv[parquet_io.KEY_BLOOM])
+    assert set(kv) == set(bulk_kv) >= {parquet_footer.KEY_MIN, parquet_footer.KEY_MAX, parquet_footer.KEY_SORTED,
+                                       parquet_footer.KEY_BLOOM}
+    assert kv[parquet_footer.KEY_SORTED] == "true"
+    assert (kv[parquet_footer.KEY_MIN], kv[parquet_footer.KEY_MAX]) == (pc.min(keys).as_py(), pc.max(keys).as_py())
+    bloom = BloomFilter.from_base64(kv[parquet_footer.KEY_BLOOM])
     assert bloom.num_keys == rows.num_rows and bool(bloom.might_contain(keys).all())
     absent = pa.array([f"absent{i:06d}" for i in range(20_000)])
     assert bloom.might_contain(absent).mean() < 0.03  # sized for the file: about 1% false positives
@@ -163,7 +163,7 @@ def test_compacted_base_files_have_the_footer_of_a_bulk_insert(tmp_table, merge)
     assert (md.row_group(0).column(key_index).bloom_filter_offset or 0) > 0
     assert (bulk_md.row_group(0).column(key_index).bloom_filter_offset or 0) > 0
     # row groups sized like a bulk insert of the same rows: at most the byte cap of a sorted file
-    expected = parquet_io.rows_per_group(rows, parquet_io.DEFAULT_ROW_GROUP_ROWS, parquet_io.SORTED_ROW_GROUP_BYTES)
+    expected = parquet_write.rows_per_group(rows, parquet_write.DEFAULT_ROW_GROUP_ROWS, parquet_write.SORTED_ROW_GROUP_BYTES)
     sizes = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
     assert len(sizes) > 1 and all(s == sizes[0] for s in sizes[:-1]) and sum(sizes) == rows.num_rows
     assert abs(sizes[0] - expected) <= expected // 10
@@ -288,7 +288,7 @@ def test_log_compaction_folds_logs_and_hides_them(tmp_table) -> None:
             assert header["INSTANT_TIME"] == done.begin_time
             replaced = set(header["COMPACTED_BLOCK_TIMES"].split(","))
             assert replaced <= {naming.parse(p.name).instant for p in old_logs}
-            assert parquet_io.footer(f.path)[parquet_io.KEY_SORTED] == "true"
+            assert parquet_footer.footer(f.path)[parquet_footer.KEY_SORTED] == "true"
     assert all(p.exists() for p in old_logs)  # still on disk, for time travel (the cleaner decides)
     assert snapshot(table, columns=["id", "ts", "v", "_hoodie_commit_time"], as_of=old_time) == before
     # and the folded logs merge like the originals in a later full compaction
@@ -456,10 +456,10 @@ def test_sorted_full_compaction_merges_on_the_key_field(tmp_table, monkeypatch, 
         assert rows.column_names[:5] == ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
                                          "_hoodie_partition_path", "_hoodie_file_name"]
         assert rows.column("_hoodie_file_name").to_pylist() == [fs.base_file.path.name] * rows.num_rows
-        kv = parquet_io.footer(fs.base_file.path)
+        kv = parquet_footer.footer(fs.base_file.path)
         keys = rows.column("id").to_pylist()
-        assert keys == sorted(keys) and (kv[parquet_io.KEY_MIN], kv[parquet_io.KEY_MAX]) == (keys[0], keys[-1])
-        assert BloomFilter.from_base64(kv[parquet_io.KEY_BLOOM]).might_contain(rows.column("id")).all()
+        assert keys == sorted(keys) and (kv[parquet_footer.KEY_MIN], kv[parquet_footer.KEY_MAX]) == (keys[0], keys[-1])
+        assert BloomFilter.from_base64(kv[parquet_footer.KEY_BLOOM]).might_contain(rows.column("id")).all()
 
 
 @pytest.mark.usefixtures("hand_edited")
@@ -479,6 +479,6 @@ def test_full_compaction_rejects_an_empty_record_key(tmp_table, with_deletes) ->
     for name in ("id", "_hoodie_record_key"):
         base = base.set_column(base.schema.get_field_index(name), name, pa.array(keys, pa.string()))
     fs.base_file.path.unlink()
-    parquet_io.write_parquet(fs.base_file.path, base, is_sorted=True)
+    parquet_write.write_parquet(fs.base_file.path, base, is_sorted=True)
     with pytest.raises(lsm_lab.errors.SchemaError, match="empty"):
         table.compact(strategy="full", merge="sorted", progress=False)

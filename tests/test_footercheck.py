@@ -18,7 +18,7 @@ import pytest
 
 import lsm_lab
 from lsm_lab.errors import CorruptFileError
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_footer, parquet_read
 from lsm_lab.format.footercheck import footer_problem
 from lsm_lab.table.footer import FooterCache
 
@@ -67,22 +67,22 @@ def test_damage_that_aborted_is_a_typed_error(base_file: Path, tmp_path: Path) -
         path = tmp_path / f"{kind.replace(' ', '_')}.parquet"
         path.write_bytes(damaged)
         with pytest.raises(CorruptFileError, match="damaged Parquet footer") as err:
-            parquet_io.open_parquet(path)
+            parquet_read.open_parquet(path)
         assert str(path) in str(err.value), kind
         with pytest.raises(CorruptFileError, match="damaged Parquet footer"):
-            parquet_io.read_footer(path)
+            parquet_footer.read_footer(path)
         with pytest.raises(CorruptFileError):
-            parquet_io.open_parquet(pa.BufferReader(damaged))  # a v1 log's Parquet block is opened from memory
+            parquet_read.open_parquet(pa.BufferReader(damaged))  # a v1 log's Parquet block is opened from memory
         with pytest.raises(CorruptFileError):
             FooterCache().get(path)  # lookups
 
 
 def test_a_key_range_that_disagrees_with_the_statistics_is_refused(base_file: Path, tmp_path: Path) -> None:
     data = base_file.read_bytes()
-    key = parquet_io.KEY_MIN.encode()
+    key = parquet_footer.KEY_MIN.encode()
     at = data.rindex(key)
     # the value follows the key in the footer's key-value list: flip a bit of its last character
-    value = parquet_io.read_footer(base_file)[1][parquet_io.KEY_MIN].encode()
+    value = parquet_footer.read_footer(base_file)[1][parquet_footer.KEY_MIN].encode()
     pos = data.index(value, at) + len(value) - 1
     damaged = bytearray(data)
     damaged[pos] ^= 0x08

@@ -25,8 +25,9 @@ from lsm_lab.errors import CorruptFileError, InputError, UnsupportedFeatureError
 from lsm_lab.filegroup import index
 from lsm_lab.format import log_v2 as v2
 from lsm_lab.format import naming
-from lsm_lab.interop.upgrade import KEY_UPGRADE_PENDING, upgrade_to_v10
+from lsm_lab.interop.upgrade import upgrade_to_v10
 from lsm_lab.timeline import config as cfg
+from lsm_lab.timeline.config import KEY_UPGRADE_PENDING
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -22,7 +22,7 @@ import lsm_lab
 from lsm_lab.cli import app as cli
 from lsm_lab.errors import CorruptFileError
 from lsm_lab.filegroup import fsview
-from lsm_lab.format import keyindex, parquet_io
+from lsm_lab.format import keyindex, written_facts
 from lsm_lab.merge.records import PARTITION_PATH, RECORD_KEY
 from lsm_lab.table.footer import clear_footer_cache
 from lsm_lab.table.lookup import open_lookup
@@ -301,7 +301,7 @@ def test_handed_back_facts_equal_the_footers(logged_table: lsm_lab.Table) -> Non
         path = keyindex.sidecar_path(t.path, instant)
         for name, entry in keyindex.decode(Path(path).read_bytes(), path=str(path), instant=instant).items():
             partition, data_path = files[name]
-            assert parquet_io.written_key_facts(data_path) is None  # consumed by the commit
+            assert written_facts.written_key_facts(data_path) is None  # consumed by the commit
             from_footer = keyindex.entry_for_file(partition, data_path)
             assert from_footer is not None
             assert (entry.partition, entry.file_size, entry.min_key, entry.max_key, entry.bloom_bytes) == \

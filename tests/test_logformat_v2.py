@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from lsm_lab.errors import CorruptFileError, SchemaError
 from lsm_lab.format import log_v2 as v2
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_footer, parquet_read
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -85,7 +85,7 @@ def test_data_log_readable_without_lsm_lab(tmp_path: Path) -> None:
 def test_unsorted_log_is_not_marked_sorted(tmp_path: Path) -> None:
     path = tmp_path / f"fid_0-0-0_{T}_1.parquet"
     v2.write_data_log(path, data_rows(), instant_time=T, is_sorted=False)
-    assert "lsm_lab.sorted" not in parquet_io.footer(path)
+    assert "lsm_lab.sorted" not in parquet_footer.footer(path)
     assert "SCHEMA" not in v2.read_log_header(path)
 
 
@@ -180,7 +180,7 @@ def test_damaged_file(tmp_path: Path, damage: str) -> None:
         v2.read_log_header(path)
     assert str(path) in str(info.value)
     with pytest.raises(CorruptFileError):
-        parquet_io.read_parquet(path)
+        parquet_read.read_parquet(path)
 
 
 # --------------------------------------------------------------------------- ordering values

@@ -32,7 +32,7 @@ import lsm_lab
 from lsm_lab.cli import app as cli
 from lsm_lab.errors import InputError
 from lsm_lab.filegroup import fsview
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_footer, parquet_write
 from lsm_lab.interop.hudi_tables import unpack_tables
 from lsm_lab.merge.records import PARTITION_PATH, RECORD_KEY
 from lsm_lab.table.footer import FooterCache, clear_footer_cache
@@ -181,8 +181,8 @@ def test_probe_sorted_versus_unsorted_file(tmp_path: Path) -> None:
     table = pa.table({RECORD_KEY: keys, "v": list(range(20_000))})
     rng = np.random.default_rng(0)
     shuffled = table.take(pa.array(rng.permutation(20_000)))
-    parquet_io.write_parquet(tmp_path / "sorted.parquet", table, is_sorted=True, row_group_size=1000)
-    parquet_io.write_parquet(tmp_path / "shuffled.parquet", shuffled, row_group_size=1000)
+    parquet_write.write_parquet(tmp_path / "sorted.parquet", table, is_sorted=True, row_group_size=1000)
+    parquet_write.write_parquet(tmp_path / "shuffled.parquet", shuffled, row_group_size=1000)
     cache = FooterCache()
     pred = KeyPredicate.of_keys(["key-012345"])
     found = {}
@@ -216,7 +216,7 @@ def rewrite_footer(path: Path, bloom: str | None) -> None:
             writer.write_table(data.slice(start, n), row_group_size=n)
             start += n
         if bloom is not None:
-            writer.add_key_value_metadata({parquet_io.KEY_BLOOM: bloom})
+            writer.add_key_value_metadata({parquet_footer.KEY_BLOOM: bloom})
     os.replace(tmp, path)
 
 
@@ -233,7 +233,7 @@ def test_broken_bloom_never_hides_a_key(trips_tables: dict[str, Any], damage: st
     keys = trips_tables["keys"][:30] + trips_tables["deleted"][:5]
     want = expected(table, keys)
     for path in _data_files(table):
-        text = parquet_io.footer(path).get(parquet_io.KEY_BLOOM)
+        text = parquet_footer.footer(path).get(parquet_footer.KEY_BLOOM)
         assert text is not None  # every file lsm_lab writes has one
         if damage == "missing":
             new = None
@@ -266,7 +266,7 @@ def test_broken_bloom_never_hides_a_key(trips_tables: dict[str, Any], damage: st
 def test_files_written_without_bloom_or_range(tmp_path: Path) -> None:
     keys = [f"k{i:04d}" for i in range(3000)]
     table = pa.table({RECORD_KEY: keys, "v": list(range(3000))})
-    parquet_io.write_parquet(tmp_path / "plain.parquet", table, key_column=None, bloom_fpp=None, row_group_size=500)
+    parquet_write.write_parquet(tmp_path / "plain.parquet", table, key_column=None, bloom_fpp=None, row_group_size=500)
     info = FooterCache().get(tmp_path / "plain.parquet")
     assert info.bloom() is None and info.bloom_status == "missing" and info.min_key is None
     stats = LookupStats()
@@ -483,7 +483,7 @@ def test_key_statistics_of_non_ascii_keys(tmp_path: Path) -> None:
     alphabet = ["a", "z", "é", "ß", "日", "本", "😀", "~", "0"]
     keys = sorted({"".join(rng.choice(alphabet, 6)) for _ in range(3000)})
     path = tmp_path / "f.parquet"
-    parquet_io.write_parquet(path, pa.table({RECORD_KEY: keys, "v": list(range(len(keys)))}), is_sorted=True,
+    parquet_write.write_parquet(path, pa.table({RECORD_KEY: keys, "v": list(range(len(keys)))}), is_sorted=True,
                              row_group_size=97)
     info = FooterCache().get(path)
     md = pq.read_metadata(path)
@@ -646,7 +646,7 @@ def test_constant_text_needs_proof_from_the_statistics(tmp_path: Path) -> None:
         "big": pa.array(["é" * 3] * n, pa.large_string()),
     })
     path = tmp_path / "c.parquet"
-    parquet_io.write_parquet(path, data, is_sorted=True)
+    parquet_write.write_parquet(path, data, is_sorted=True)
     info = FooterCache().get(path)
     assert info.constant_text(0, data.column_names) == {"one": "same", "big": "ééé"}
     stats = LookupStats()

@@ -97,18 +97,18 @@ def test_an_error_late_in_the_merge_names_the_file(tmp_path: Path) -> None:
 def test_a_writer_error_reaches_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The writer fails while the merge's threads are busy reading and resolving: the caller gets the
     writer's error and no file."""
-    from lsm_lab.format import parquet_io
+    from lsm_lab.format import parquet_write
 
     calls = []
-    real_write = parquet_io.ParquetFileWriter.write
+    real_write = parquet_write.ParquetFileWriter.write
 
-    def failing(self: parquet_io.ParquetFileWriter, data: pa.RecordBatch) -> None:
+    def failing(self: parquet_write.ParquetFileWriter, data: pa.RecordBatch) -> None:
         calls.append(1)
         if len(calls) == 3:
             raise OSError("disk full (simulated)")
         real_write(self, data)
 
-    monkeypatch.setattr(parquet_io.ParquetFileWriter, "write", failing)
+    monkeypatch.setattr(parquet_write.ParquetFileWriter, "write", failing)
     paths = write_runs(tmp_path, k=4)
     out = tmp_path / "out.parquet"
     with pytest.raises(OSError, match="disk full"):

@@ -73,7 +73,7 @@ def test_write_token() -> None:
 
 @pytest.mark.parametrize("name", [
     ".hoodie_partition_metadata", ".hoodie_partition_metadata.parquet", "hoodie.properties",
-    f".{FID}_{TOK}_{T}.parquet.0123456789ab.tmp",  # parquet_io temp file
+    f".{FID}_{TOK}_{T}.parquet.0123456789ab.tmp",  # parquet_write temp file
     f"{FID}_{TOK}_{T}.parquet.crc", f".{FID}_{TOK}_{T}.parquet.crc", f"{FID}_{T}.parquet",  # no token
     f"{FID}_{TOK}_2026.parquet", f"{FID}_{TOK}_{T}.csv", "part-00000.parquet", ".DS_Store",
     f"{FID}_{TOK}_{T}_1.delete.parquet.tmp",

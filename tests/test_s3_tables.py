@@ -110,12 +110,12 @@ def test_data_files_appear_whole_or_not_at_all(s3_table, monkeypatch) -> None:
     """A write that fails while streaming a data file leaves no object behind (the PUT happens at close)."""
     table = s3_table()
     table.upsert([{"id": "a", "v": 1}])
-    from lsm_lab.format import parquet_io
+    from lsm_lab.format import parquet_write
 
     def broken(self: Any, data: Any) -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(parquet_io.ParquetFileWriter, "write", broken)
+    monkeypatch.setattr(parquet_write.ParquetFileWriter, "write", broken)
     with pytest.raises(RuntimeError):
         table.upsert([{"id": "b", "v": 2}])
     monkeypatch.undo()

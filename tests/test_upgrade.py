@@ -25,7 +25,7 @@ from lsm_lab.cli.app import main as cli_main
 from lsm_lab.errors import UnsupportedFeatureError
 from lsm_lab.filegroup import fsview
 from lsm_lab.format import log_v2 as v2
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_footer
 from lsm_lab.interop.hudi_tables import compare_rows, hudi_available, hudi_rs_read
 from lsm_lab.interop.upgrade import dump_formats, slice_formats, upgrade
 from lsm_lab.timeline.metadata import encode_json
@@ -121,10 +121,10 @@ def test_switching_on_lsm_tree_rewrites_nothing(v8_table: tuple[lsm_lab.Table, M
     for rel in new:
         name = fsview.naming.parse(Path(rel).name)
         assert name is not None and name.log_format != 1
-        assert parquet_io.footer(t.path / rel).get(parquet_io.KEY_SORTED) == "true"  # new files are sorted
+        assert parquet_footer.footer(t.path / rel).get(parquet_footer.KEY_SORTED) == "true"  # new files are sorted
     for rel in files:
         if rel.endswith(".parquet"):
-            assert parquet_io.footer(t.path / rel).get(parquet_io.KEY_SORTED) is None  # old ones never claimed it
+            assert parquet_footer.footer(t.path / rel).get(parquet_footer.KEY_SORTED) is None  # old ones never claimed it
 
 
 def test_a_footer_that_lies_about_order_never_yields_wrong_rows(v8_table: tuple[lsm_lab.Table, Model],
@@ -191,7 +191,7 @@ def test_compaction_of_a_mixed_slice(v8_table: tuple[lsm_lab.Table, Model]) -> N
         latest = g.latest
         assert not latest.log_files
         assert latest.base_file is not None
-        assert parquet_io.footer(latest.base_file.path).get(parquet_io.KEY_SORTED) == "true"  # sorted, v2-era
+        assert parquet_footer.footer(latest.base_file.path).get(parquet_footer.KEY_SORTED) == "true"  # sorted, v2-era
 
 
 def test_one_file_group_holds_v1_and_v2_slices(v8_table: tuple[lsm_lab.Table, Model]) -> None:
@@ -241,7 +241,7 @@ def test_cow_switch_to_lsm_tree_sorts_new_base_files(tmp_path: Path) -> None:
     m.upsert(data)
     assert _values(t) == m.values()
     base = t.latest_slices()[0].base_file
-    assert base is not None and parquet_io.footer(base.path).get(parquet_io.KEY_SORTED) == "true"
+    assert base is not None and parquet_footer.footer(base.path).get(parquet_footer.KEY_SORTED) == "true"
 
 
 def test_upgrade_refusals_and_idempotence(tmp_path: Path, v8_table: tuple[lsm_lab.Table, Model]) -> None:

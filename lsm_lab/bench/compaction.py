@@ -73,7 +73,7 @@ from typing import Any, cast
 from lsm_lab.allocator import command_env
 from lsm_lab.api import create_table, open_table
 from lsm_lab.bench.merge import _hex_keys
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_write
 
 
 class _SparkParts:
@@ -235,7 +235,7 @@ class IoFloorTask:
                     for b in pf.iter_batches(batch_size=65_536):
                         if writer is None:
                             writer = pq.ParquetWriter(f"{self.out_dir}/{i}.parquet", b.schema,
-                                                      compression=parquet_io.COMPRESSION)
+                                                      compression=parquet_write.COMPRESSION)
                         writer.write_batch(b.cast(writer.schema), row_group_size=65_536)
                         rows += b.num_rows
                 if writer is not None:

@@ -82,7 +82,7 @@ import pyarrow.compute as pc
 import lsm_lab
 from lsm_lab.errors import LsmLabError
 from lsm_lab.filegroup import fsview
-from lsm_lab.format import keyindex, parquet_io, positions
+from lsm_lab.format import keyindex, parquet_footer, parquet_read, parquet_write, positions
 from lsm_lab.format import log_v2 as v2
 from lsm_lab.format.bloom import BloomFilter, key_hashes
 from lsm_lab.lab.datagen import TripsGenerator
@@ -179,17 +179,17 @@ def shuffled_copy(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, s
     shutil.copytree(src, dst)
     rng = np.random.default_rng(seed)
     for _, path, name in fsview.list_data_files(dst):
-        md, footer = parquet_io.read_footer(path)
-        data = parquet_io.read_parquet(path)
+        md, footer = parquet_footer.read_footer(path)
+        data = parquet_read.read_parquet(path)
         kv = {k: v for k, v in footer.items()
-              if k not in (parquet_io.KEY_MIN, parquet_io.KEY_MAX, parquet_io.KEY_SORTED, parquet_io.KEY_BLOOM)}
+              if k not in (parquet_footer.KEY_MIN, parquet_footer.KEY_MAX, parquet_footer.KEY_SORTED, parquet_footer.KEY_BLOOM)}
         kv = _without_positions(kv)
         rows = data.take(pa.array(rng.permutation(data.num_rows))).replace_schema_metadata(None)
         stat = path.stat()
         tmp = path.with_name(f".{path.name}.shuffled")
-        key = v2.delete_key_column(rows.schema) if name.is_delete else parquet_io.RECORD_KEY
-        groups = md.row_group(0).num_rows if md.num_row_groups else parquet_io.DEFAULT_ROW_GROUP_ROWS
-        parquet_io.write_parquet(tmp, rows, metadata=kv, key_column=key, row_group_size=groups)
+        key = v2.delete_key_column(rows.schema) if name.is_delete else parquet_footer.RECORD_KEY
+        groups = md.row_group(0).num_rows if md.num_row_groups else parquet_write.DEFAULT_ROW_GROUP_ROWS
+        parquet_write.write_parquet(tmp, rows, metadata=kv, key_column=key, row_group_size=groups)
         tmp.replace(path)
         os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     _recommit_sizes(dst)

@@ -56,7 +56,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lsm_lab.allocator import command_env, pool_in_use
-from lsm_lab.format.parquet_io import open_parquet
+from lsm_lab.format.parquet_read import open_parquet
 from lsm_lab.merge import open_merge
 from lsm_lab.merge.files import merge_parquet_files, output_writer
 from lsm_lab.merge.semantics import MergeMode, MergeSpec

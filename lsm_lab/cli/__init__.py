@@ -1,13 +1,15 @@
 """Layer 12, the `lsm-lab` command (top of the tree: nothing imports it).
 
     __init__.py   main(): the entry point; chooses Arrow's allocator before pyarrow loads
-    app.py        the parser, the core commands (create, write, read, show, demo) and the one-line errors
+    app.py        the parser, the core commands (create, write, read, show, demo) and the one-line errors;
+                  every module here adds its commands one way (`app.command_modules`)
     console.py    input and output files, `--option KEY=VALUE`, printing a frame
     merge.py      `lsm-lab merge`, `lsm-lab bench merge`
-    services.py   compact, clean, cluster, rollback, savepoint, restore, archive, upgrade
+    services.py   compact, clean, cluster, rollback, savepoint, restore, archive, `lsm-lab show plan`
     lookup.py     `lsm-lab lookup`, `lsm-lab show blooms`, `lsm-lab bench lookup`
-    interop.py    `lsm-lab interop ...`, `lsm-lab bench interop|peers`
+    interop.py    `lsm-lab interop ...`, `lsm-lab upgrade`, `lsm-lab show formats`, `lsm-lab bench interop|peers`
     spark.py      `lsm-lab spark ...`, `lsm-lab bench compaction`
+    bench.py      `lsm-lab bench storage|cdc` (benchmarks of one run and one report)
 
 Arrow reads `ARROW_DEFAULT_MEMORY_POOL` once, when its library loads, so `main`
 sets it (to "system", unless the user chose) before anything imports pyarrow;

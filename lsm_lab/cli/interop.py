@@ -8,8 +8,8 @@
     lsm-lab show formats PATH                                      the same, as a `show` subject
     lsm-lab bench interop [--rows N]                               v1 vs v2 bytes, lsm_lab vs hudi-rs read time
 
-The CLI loads this module when it exists and calls `register(subparsers)`;
-`SHOW` adds `formats` to `lsm-lab show`, `register_bench` adds `bench interop`.
+`lsm_lab/cli/app.py` calls `register(subparsers)`; `SHOW` adds `formats` to
+`lsm-lab show`, `register_bench` adds `bench interop` and `bench peers`.
 
 Taught in: notebooks/09_real_hudi_tables.ipynb
 """

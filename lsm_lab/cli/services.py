@@ -1,4 +1,4 @@
-"""`lsm-lab` commands for the table services (loaded by `lsm_lab.cli.app` when present).
+"""`lsm-lab` commands for the table services (`register` and `SHOW`, called by `lsm_lab.cli.app`).
 
     lsm-lab compact PATH [--plan-only] [--strategy hybrid|full|log] [--merge sorted|hash] [--option K=V]
     lsm-lab cluster PATH [--plan-only] [--merge sorted|hash] [--option K=V]

@@ -43,7 +43,7 @@ import pyarrow.compute as pc
 
 from lsm_lab.filegroup.fsview import FileSlice
 from lsm_lab.filegroup.read import ReadContext, load_sources, needed_columns, target_schema
-from lsm_lab.format import cdc, naming, parquet_io
+from lsm_lab.format import cdc, naming, parquet_read
 from lsm_lab.merge import merge_to_table, records
 from lsm_lab.merge.records import COMMIT_TIME, DELETE_FLAG, PARTITION_PATH, RECORD_KEY
 from lsm_lab.storage import TablePath
@@ -181,7 +181,7 @@ def _stored_after_images(ctx: ReadContext, base_path: TablePath, rel: str, found
     `_hoodie_file_name`) are set by the data writer, in its own row order.
     """
     path = base_path.joinpath(*rel.split("/"))
-    stored = parquet_io.read_parquet(path, list(ctx.full_schema.names))
+    stored = parquet_read.read_parquet(path, list(ctx.full_schema.names))
     keys = found.column(cdc.RECORD_KEY).combine_chunks()
     stored = records.conform(stored.filter(pc.is_in(stored.column(RECORD_KEY), value_set=keys)), ctx.full_schema)
     pos = pc.index_in(keys, value_set=stored.column(RECORD_KEY).combine_chunks())

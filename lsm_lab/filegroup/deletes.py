@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 from lsm_lab.filegroup import posmerge
 from lsm_lab.filegroup.fsview import FileSlice
 from lsm_lab.filegroup.read import ReadContext, _allowed, data_source, load_sources, needed_columns, target_schema
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_read
 from lsm_lab.merge import merge_to_table, records
 from lsm_lab.merge.records import COMMIT_TIME, DELETE_FLAG, RECORD_KEY
 
@@ -88,7 +88,7 @@ def _base_rows(ctx: ReadContext, fs: FileSlice, needed: list[str], wanted: pa.Ar
     keys = posmerge.base_keys(f)
     if keys.null_count:
         return None
-    rest = parquet_io.read_parquet(f.path, [c for c in needed if c != RECORD_KEY], allowed=_allowed(ctx))
+    rest = parquet_read.read_parquet(f.path, [c for c in needed if c != RECORD_KEY], allowed=_allowed(ctx))
     if rest.num_rows != len(keys):
         return None
     hit = pc.is_in(keys, value_set=wanted)

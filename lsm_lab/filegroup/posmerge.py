@@ -60,7 +60,7 @@ import pyarrow.compute as pc
 from lsm_lab.filegroup import v1read
 from lsm_lab.filegroup.fsview import DataFile, FileSlice
 from lsm_lab.format import log_v2 as v2
-from lsm_lab.format import parquet_io, positions
+from lsm_lab.format import parquet_footer, parquet_read, positions
 from lsm_lab.merge.overlay import decoded, log_wins
 from lsm_lab.merge.records import DELETE_FLAG, RECORD_KEY, one_array
 from lsm_lab.merge.semantics import (
@@ -118,7 +118,7 @@ def base_keys(base: DataFile) -> pa.ChunkedArray:
         if hit is not None:
             _base_keys.move_to_end(key)
             return hit
-    col = parquet_io.read_parquet(base.path, [RECORD_KEY]).column(RECORD_KEY)
+    col = parquet_read.read_parquet(base.path, [RECORD_KEY]).column(RECORD_KEY)
     remember_base_keys(base.path, base.size, col)
     return col
 
@@ -171,7 +171,7 @@ def merge_sources(spec: MergeSpec, completion_of: dict[str, str], read_time: str
     checks: list[tuple[pa.ChunkedArray, np.ndarray]] = []
     for i, unit in enumerate(units, start=1):
         f = unit.file
-        header = v2.decode_footer(parquet_io.footer(f.path), path=str(f.path))
+        header = v2.decode_footer(parquet_footer.footer(f.path), path=str(f.path))
         pos = positions.valid_positions(header, fs.base_instant, sources[i].num_rows, path=str(f.path))
         if pos is None or (len(pos) and int(pos[-1]) >= base_rows):
             return None

@@ -59,7 +59,7 @@ from lsm_lab.filegroup import index, posmerge, v1read
 from lsm_lab.filegroup.fsview import DataFile, FileSlice
 from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.format import log_v2 as v2
-from lsm_lab.format import naming, parquet_io
+from lsm_lab.format import naming, parquet_footer, parquet_read
 from lsm_lab.merge import check_engine, choose_engine, default_engine, merge_to_table_safely, records
 from lsm_lab.merge.overlay import merge_overlay
 from lsm_lab.merge.records import COMMIT_TIME, DELETE_FLAG, FILE_NAME, META_COLUMNS, PARTITION_PATH, RECORD_KEY
@@ -241,7 +241,7 @@ def check_bucket(ctx: ReadContext, keys: Sequence[Any], partition: str, source: 
 
 
 def dictionary_columns(ctx: ReadContext, target: pa.Schema) -> list[str]:
-    """String columns that may be read dictionary-encoded (`parquet_io.read_parquet` keeps those
+    """String columns that may be read dictionary-encoded (`parquet_read.read_parquet` keeps those
     whose file stores them so: the file name, partition path, commit time, most categories).
 
     Never the key, a key field or the ordering field, which the merge compares."""
@@ -335,10 +335,10 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *, dict
             raise UnsupportedFeatureError(f"{f.name.ext} data files are not supported (only Parquet)", path=f.path)
     if fs.base_file is not None:
         encoded = dictionary_columns(ctx, target) if dictionary else ()
-        table = parquet_io.read_parquet(fs.base_file.path, _whole_file_columns(needed, ctx), allowed=_allowed(ctx),
+        table = parquet_read.read_parquet(fs.base_file.path, _whole_file_columns(needed, ctx), allowed=_allowed(ctx),
                                         read_dictionary=encoded, use_threads=use_threads)
         sources.append(data_source(ctx, table, target, fs.partition, fs.base_file.path))
-        all_sorted = (table.schema.metadata or {}).get(parquet_io.KEY_SORTED.encode()) == b"true"
+        all_sorted = (table.schema.metadata or {}).get(parquet_footer.KEY_SORTED.encode()) == b"true"
     for unit in v1read.ordered_units(ctx.completion_of, ctx.read_time, fs, strict=ctx.strict, stats=ctx.stats):
         f = unit.file
         if unit.is_v1:
@@ -350,16 +350,16 @@ def load_sources(ctx: ReadContext, fs: FileSlice, needed: Sequence[str], *, dict
                 footers.append(None)
             continue
         if f.name.is_delete:
-            table = parquet_io.read_parquet(f.path, use_threads=use_threads)
+            table = parquet_read.read_parquet(f.path, use_threads=use_threads)
             sources.append(delete_source(ctx, table, target, f.partition, f.path))
         else:
-            table = parquet_io.read_parquet(f.path, _whole_file_columns(needed, ctx), allowed=_allowed(ctx),
+            table = parquet_read.read_parquet(f.path, _whole_file_columns(needed, ctx), allowed=_allowed(ctx),
                                             use_threads=use_threads)
             sources.append(data_source(ctx, table, target, f.partition, f.path))
         meta = table.schema.metadata or {}
-        all_sorted = all_sorted and meta.get(parquet_io.KEY_SORTED.encode()) == b"true"
+        all_sorted = all_sorted and meta.get(parquet_footer.KEY_SORTED.encode()) == b"true"
         if footers is not None:
-            footers.append((f.path, parquet_io.kv_text(meta)))
+            footers.append((f.path, parquet_footer.kv_text(meta)))
     return sources, all_sorted
 
 
@@ -432,11 +432,11 @@ def _stream_file(ctx: ReadContext, f: DataFile, target: pa.Schema, columns: list
                  batch_size: int, metadata: pq.FileMetaData | None = None) -> Iterator[pa.RecordBatch]:
     """`metadata`: the file's footer when the caller has read it already (not read twice)."""
     try:
-        pf = parquet_io.open_parquet(f.path, pre_buffer=False, buffer_size=STREAM_BUFFER_BYTES, metadata=metadata)
+        pf = parquet_read.open_parquet(f.path, pre_buffer=False, buffer_size=STREAM_BUFFER_BYTES, metadata=metadata)
         names = pf.schema_arrow.names
         allowed = None if f.name.is_delete else _allowed(ctx)
         if allowed is not None:
-            parquet_io.check_columns(f.path, names, allowed)
+            parquet_read.check_columns(f.path, names, allowed)
         cols = None if columns is None else [c for c in columns if c in names]
         for batch in pf.iter_batches(batch_size=batch_size, columns=cols):
             if batch.num_rows == 0:
@@ -469,8 +469,8 @@ def iter_sources(ctx: ReadContext, files: Sequence[DataFile], needed: Sequence[s
     for f in files:
         if f.name.ext in ("orc", "hfile", "lance"):
             raise UnsupportedFeatureError("compaction streams Parquet base files and v2 logs only", path=f.path)
-        md, kv = parquet_io.read_footer(f.path)
-        all_sorted = all_sorted and parquet_io.is_sorted_footer(kv)
+        md, kv = parquet_footer.read_footer(f.path)
+        all_sorted = all_sorted and parquet_footer.is_sorted_footer(kv)
         columns = None if f.name.is_delete else _whole_file_columns(needed, ctx)  # the key field, not its twin
         out.append(pa.RecordBatchReader.from_batches(target, _stream_file(ctx, f, target, columns, batch_size, md)))
     return out, all_sorted
@@ -493,8 +493,8 @@ def _iter_sources_v1(ctx: ReadContext, files: Sequence[DataFile], needed: Sequen
     out: list[pa.RecordBatchReader] = []
     all_sorted = True
     for f in bases:
-        md, kv = parquet_io.read_footer(f.path)
-        all_sorted = all_sorted and parquet_io.is_sorted_footer(kv)
+        md, kv = parquet_footer.read_footer(f.path)
+        all_sorted = all_sorted and parquet_footer.is_sorted_footer(kv)
         out.append(pa.RecordBatchReader.from_batches(
             target, _stream_file(ctx, f, target, file_columns(needed, ctx), batch_size, md)))
     first = logs[0]
@@ -509,8 +509,8 @@ def _iter_sources_v1(ctx: ReadContext, files: Sequence[DataFile], needed: Sequen
                      else delete_source(ctx, table, target, f.partition, f.path))
             out.append(pa.RecordBatchReader.from_batches(target, table.to_batches(max_chunksize=batch_size)))
             continue
-        md, kv = parquet_io.read_footer(f.path)
-        all_sorted = all_sorted and parquet_io.is_sorted_footer(kv)
+        md, kv = parquet_footer.read_footer(f.path)
+        all_sorted = all_sorted and parquet_footer.is_sorted_footer(kv)
         columns = None if f.name.is_delete else file_columns(needed, ctx)
         out.append(pa.RecordBatchReader.from_batches(target, _stream_file(ctx, f, target, columns, batch_size, md)))
     return out, all_sorted

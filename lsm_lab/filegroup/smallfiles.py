@@ -45,7 +45,7 @@ import pyarrow as pa
 
 from lsm_lab.errors import InputError
 from lsm_lab.filegroup.fsview import FileGroup, FileSlice
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_footer
 
 KEY_SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
 KEY_MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
@@ -109,7 +109,7 @@ def room(fs: FileSlice, conf: SmallFileConfig) -> int:
     """How many more records the slice's base file can take before reaching the maximum file size."""
     assert fs.base_file is not None
     size = fs.base_file.size
-    meta, _ = parquet_io.read_footer(fs.base_file.path)
+    meta, _ = parquet_footer.read_footer(fs.base_file.path)
     per_record = size / meta.num_rows if meta.num_rows else conf.record_size_estimate
     return max(0, int((conf.max_file_bytes - size) // max(1.0, per_record)))
 

@@ -57,7 +57,7 @@ from lsm_lab.filegroup.deletes import live_deletes
 from lsm_lab.filegroup.fsview import FileGroup, FileSlice
 from lsm_lab.filegroup.read import ReadContext, load_sources, read_slice
 from lsm_lab.format import log_v2 as v2
-from lsm_lab.format import naming, parquet_io
+from lsm_lab.format import naming, parquet_write
 from lsm_lab.merge import merge_to_table, records
 from lsm_lab.merge.records import COMMIT_SEQNO, COMMIT_TIME, DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from lsm_lab.storage import TablePath, atomic
@@ -471,7 +471,7 @@ def _write_file_group(*, base_path: TablePath, config: TableConfig, ctx: ReadCon
         if latest is None:
             name = naming.base_file_name(file_id, token, instant)
             data = _meta_columns(rows, instant, name, task)
-            size = parquet_io.write_parquet(folder / name, data, is_sorted=lsm)
+            size = parquet_write.write_parquet(folder / name, data, is_sorted=lsm)
             if posmerge.writes_positions(config):  # the next upserts' positions need no read of this base's keys
                 posmerge.remember_base_keys(folder / name, size, data.column(RECORD_KEY))
             return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev, numWrites=n,
@@ -518,7 +518,7 @@ def _write_file_group(*, base_path: TablePath, config: TableConfig, ctx: ReadCon
     deleted = max(0, before - merged.num_rows) if is_delete else 0
     if is_delete and deleted == 0:
         return []
-    size = parquet_io.write_parquet(folder / name, merged, is_sorted=lsm)
+    size = parquet_write.write_parquet(folder / name, merged, is_sorted=lsm)
     written = 0 if is_delete else n
     return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev,
                       numWrites=merged.num_rows, numInserts=written - num_updates, numUpdateWrites=num_updates,
@@ -556,11 +556,11 @@ def _write_v1_log(*, config: TableConfig, base_path: TablePath, folder: TablePat
 
 
 def _first(rows: pa.Table) -> str | None:
-    return parquet_io.key_range(rows.column(RECORD_KEY))[0] if rows.num_rows else None
+    return parquet_write.key_range(rows.column(RECORD_KEY))[0] if rows.num_rows else None
 
 
 def _last(rows: pa.Table) -> str | None:
-    return parquet_io.key_range(rows.column(RECORD_KEY))[1] if rows.num_rows else None
+    return parquet_write.key_range(rows.column(RECORD_KEY))[1] if rows.num_rows else None
 
 
 def write_partition_metadata(base_path: TablePath, partitions: Sequence[str], instant: str) -> None:

@@ -58,7 +58,7 @@ code (``SIMPLE`` or ``DYNAMIC_V0``, which grows by chaining filters); lsm_lab
 uses its own documented format under its own key (Hudi readers will not find
 or misread it), sized once when the file is written, since files are
 immutable: for its exact key count, or for an upper bound of it when the
-file is streamed (`BloomBuilder`, used by compaction; see format/parquet_io.py).
+file is streamed (`BloomBuilder`, used by compaction; see format/parquet_write.py).
 
 Taught in: notebooks/08_point_lookups.ipynb
 """

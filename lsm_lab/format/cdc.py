@@ -48,7 +48,7 @@ import pyarrow.compute as pc
 
 from lsm_lab.errors import CorruptFileError
 from lsm_lab.format import log_v2 as v2
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_footer, parquet_read, parquet_write
 from lsm_lab.storage import StoragePath
 from lsm_lab.timeline.config import CDC_MODES
 
@@ -114,13 +114,13 @@ def write_cdc_log(path: str | os.PathLike[str] | StoragePath, rows: pa.Table, *,
         meta = {v2.KEY_METADATA: json.dumps(header, sort_keys=True), v2.KEY_BLOCK_TYPE: v2.BLOCK_CDC}
     key = RECORD_KEY if RECORD_KEY in rows.column_names else None
     # no key bloom filter: a CDC log is read whole, never probed for a key
-    return parquet_io.write_parquet(path, rows, metadata=meta, key_column=key, is_sorted=True, bloom_fpp=None)
+    return parquet_write.write_parquet(path, rows, metadata=meta, key_column=key, is_sorted=True, bloom_fpp=None)
 
 
 def read_cdc_log(path: str | os.PathLike[str] | StoragePath) -> tuple[str, pa.Table, dict[str, str]]:
     """(mode, rows, footer header) of a CDC log; `CorruptFileError` naming the file if it is not one."""
-    pf = parquet_io.open_parquet(path)
-    header = v2.decode_footer(parquet_io.footer_kv(pf.metadata), path=str(path))
+    pf = parquet_read.open_parquet(path)
+    header = v2.decode_footer(parquet_footer.footer_kv(pf.metadata), path=str(path))
     try:
         table = pf.read()
     except (OSError, ValueError, pa.ArrowException) as exc:

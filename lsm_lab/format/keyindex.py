@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lsm_lab.errors import CorruptFileError
-from lsm_lab.format import naming, parquet_io
+from lsm_lab.format import naming, parquet_footer, written_facts
 from lsm_lab.format.bloom import BloomFilter, decode_verdict
 from lsm_lab.storage import StoragePath, TablePath, as_path, atomic, list_stamped, paths
 from lsm_lab.timeline.metadata import iter_write_stats
@@ -135,15 +135,15 @@ def entry_for_file(partition: str, path: TablePath, size: int | None = None) -> 
     parsed = naming.parse(path.name)
     if parsed is None or parsed.ext != "parquet":
         return None
-    handed = parquet_io.written_key_facts(path)  # written by this process: no need to read the footer back
+    handed = written_facts.written_key_facts(path)  # written by this process: no need to read the footer back
     if handed is not None and (size is None or size <= 0 or handed[0] == size):
         return IndexEntry(partition, path.name, handed[0], handed[1], handed[2], handed[3])
     if size is None or size <= 0:
         size = path.stat().st_size
-    _, kv = parquet_io.read_footer(path, size)  # (a local file: the size is not needed)
-    text = kv.get(parquet_io.KEY_BLOOM)
+    _, kv = parquet_footer.read_footer(path, size)  # (a local file: the size is not needed)
+    text = kv.get(parquet_footer.KEY_BLOOM)
     bloom = BloomFilter.from_base64(text).to_bytes() if text is not None else None  # verified before it is filed
-    return IndexEntry(partition, path.name, int(size), kv.get(parquet_io.KEY_MIN), kv.get(parquet_io.KEY_MAX), bloom)
+    return IndexEntry(partition, path.name, int(size), kv.get(parquet_footer.KEY_MIN), kv.get(parquet_footer.KEY_MAX), bloom)
 
 
 def _text(out: list[bytes], value: str | None) -> None:

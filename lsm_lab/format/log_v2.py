@@ -72,7 +72,7 @@ import pyarrow.compute as pc
 
 from lsm_lab.avro_schema import arrow_to_avro_schema, avro_schema_json, hudi_record_names
 from lsm_lab.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
-from lsm_lab.format import naming, parquet_io
+from lsm_lab.format import naming, parquet_footer, parquet_write
 from lsm_lab.storage import StoragePath
 
 FORMAT_VERSION = "2"
@@ -143,7 +143,7 @@ def avro_schema_of(schema: pa.Schema, table_name: str) -> str | None:
 def write_data_log(path: str | os.PathLike[str] | StoragePath, table: pa.Table, *, instant_time: str,
                    is_sorted: bool, schema_json: str | None = None, upstream: bool = False,
                    extra: Mapping[str, str] | None = None,
-                   row_group_size: int = parquet_io.DEFAULT_ROW_GROUP_ROWS) -> int:
+                   row_group_size: int = parquet_write.DEFAULT_ROW_GROUP_ROWS) -> int:
     """Write a v2 data log (records with meta columns); returns its size in bytes.
 
     `upstream=True` (table version 10) writes upstream's footer (no block-type key);
@@ -154,13 +154,13 @@ def write_data_log(path: str | os.PathLike[str] | StoragePath, table: pa.Table, 
         meta = upstream_footer(header)
     else:
         meta = {KEY_METADATA: json.dumps(header, sort_keys=True), KEY_BLOCK_TYPE: BLOCK_DATA}
-    return parquet_io.write_parquet(path, table, metadata=meta, is_sorted=is_sorted, row_group_size=row_group_size)
+    return parquet_write.write_parquet(path, table, metadata=meta, is_sorted=is_sorted, row_group_size=row_group_size)
 
 
 def write_delete_log(path: str | os.PathLike[str] | StoragePath, deletes: pa.Table, *, instant_time: str,
                      is_sorted: bool, schema: pa.Schema | None = None, schema_json: str | None = None,
                      extra: Mapping[str, str] | None = None,
-                     row_group_size: int = parquet_io.DEFAULT_ROW_GROUP_ROWS) -> int:
+                     row_group_size: int = parquet_write.DEFAULT_ROW_GROUP_ROWS) -> int:
     """Write a v2 delete log.
 
     With `schema` (an `upstream_delete_schema`, table version 10) the rows have its
@@ -169,12 +169,12 @@ def write_delete_log(path: str | os.PathLike[str] | StoragePath, deletes: pa.Tab
     header = log_metadata(instant_time, schema_json=schema_json, **dict(extra or {}))
     if schema is not None:
         deletes = deletes.select(schema.names).cast(schema)
-        return parquet_io.write_parquet(path, deletes, metadata=upstream_footer(header),
+        return parquet_write.write_parquet(path, deletes, metadata=upstream_footer(header),
                                         key_column=UPSTREAM_KEY_COLUMN, is_sorted=is_sorted,
                                         row_group_size=row_group_size)
     deletes = deletes.select(DELETE_SCHEMA.names).cast(DELETE_SCHEMA)
     meta = {KEY_METADATA: json.dumps(header, sort_keys=True), KEY_BLOCK_TYPE: BLOCK_DELETE}
-    return parquet_io.write_parquet(path, deletes, metadata=meta, key_column="record_key", is_sorted=is_sorted,
+    return parquet_write.write_parquet(path, deletes, metadata=meta, key_column="record_key", is_sorted=is_sorted,
                                     row_group_size=row_group_size)
 
 
@@ -230,7 +230,7 @@ def block_type_of(kv: Mapping[str, str], path: str | os.PathLike[str] | StorageP
 
 def read_log_header(path: str | os.PathLike[str] | StoragePath) -> dict[str, str]:
     """Read and decode a v2 log file's footer header (plus `BLOCK_TYPE`, from the name or the footer)."""
-    kv = parquet_io.footer(path)
+    kv = parquet_footer.footer(path)
     header = decode_footer(kv, path=str(path))
     header["BLOCK_TYPE"] = block_type_of(kv, path)
     return header

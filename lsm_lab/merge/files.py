@@ -3,7 +3,7 @@
 This is the merge engine applied to files, as a compaction would do it:
 
     run 0.parquet ─iter_batches─┐
-    run 1.parquet ─iter_batches─┼─▶ merge_sources(engine) ─▶ parquet_io.ParquetFileWriter ─▶ out.parquet
+    run 1.parquet ─iter_batches─┼─▶ merge_sources(engine) ─▶ parquet_write.ParquetFileWriter ─▶ out.parquet
     run 2.parquet ─iter_batches─┘     (source index = argument order: later runs win ties)
 
 Two pyarrow defaults would break the O(k x batch) memory bound, so they are
@@ -11,9 +11,9 @@ overridden (see the performance notes): ``ParquetFile`` is opened with
 ``pre_buffer=False`` and a small ``buffer_size`` (the default pre-buffers a
 whole row group per input on the first batch), and output rows are buffered
 into row groups of ``row_group_size`` rows by the one data-file writer
-(`lsm_lab.format.parquet_io`: page checksums, key range and `sorting_columns`
+(`lsm_lab.format.parquet_write`: page checksums, key range and `sorting_columns`
 in the footer, temp file then rename), which encodes on its own thread (Arrow
-releases the GIL while encoding), up to `parquet_io.ENCODE_QUEUE` row groups queued.
+releases the GIL while encoding), up to `parquet_write.ENCODE_QUEUE` row groups queued.
 
 Errors a user can make are caught up front and name the file: a missing file,
 a missing key/ordering/delete column, schemas that differ, an input that is
@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lsm_lab.errors import CorruptFileError, InputError, LsmLabError
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_read, parquet_write
 from lsm_lab.merge import ENGINES, open_merge
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
 from lsm_lab.progress import new_bar
@@ -53,7 +53,7 @@ def _open(path: Path, buffer_size: int) -> pq.ParquetFile:
     if not path.is_file():
         raise InputError("input file does not exist", path=path)
     try:
-        return parquet_io.open_parquet(path, pre_buffer=False, buffer_size=buffer_size)
+        return parquet_read.open_parquet(path, pre_buffer=False, buffer_size=buffer_size)
     except CorruptFileError as exc:
         raise InputError(f"cannot read as Parquet: {exc.message}", path=path) from None
 
@@ -145,7 +145,7 @@ def merge_parquet_files(out_path: str | os.PathLike[str], input_paths: Sequence[
                   min_items=1)
     stats: dict[str, Any] = {}
     started = time.perf_counter()
-    writer: parquet_io.ParquetFileWriter | None = None
+    writer: parquet_write.ParquetFileWriter | None = None
     try:
         sources = [_batches(pf, schema, batch_size, add_delete, bar) for pf in files]
         out_schema, batches = open_merge(sources, spec, engine=engine, batch_size=batch_size,
@@ -179,14 +179,14 @@ def merge_parquet_files(out_path: str | os.PathLike[str], input_paths: Sequence[
 
 
 def output_writer(out: str | os.PathLike[str], schema: pa.Schema, *, key: str,
-                  row_group_size: int = 131_072) -> parquet_io.ParquetFileWriter:
+                  row_group_size: int = 131_072) -> parquet_write.ParquetFileWriter:
     """The writer of a merge output: sorted by `key`, row groups of exactly `row_group_size` rows,
     encoded on a background thread; no bloom filters (a user's file, not a table's); replaces `out`."""
-    return parquet_io.ParquetFileWriter(out, schema, key_column=key, is_sorted=True, row_group_size=row_group_size,
+    return parquet_write.ParquetFileWriter(out, schema, key_column=key, is_sorted=True, row_group_size=row_group_size,
                                         row_group_bytes=0, bloom_fpp=None, overwrite=True, threaded=True)
 
 
-def _discard(writer: parquet_io.ParquetFileWriter | None) -> None:
+def _discard(writer: parquet_write.ParquetFileWriter | None) -> None:
     if writer is not None:
         writer.abort()
 

@@ -70,7 +70,7 @@ from lsm_lab.filegroup import write as writer
 from lsm_lab.filegroup.fsview import DataFile, FileSlice
 from lsm_lab.filegroup.planner import pending_file_groups
 from lsm_lab.filegroup.read import ReadContext, iter_sources
-from lsm_lab.format import keyindex, naming, parquet_io
+from lsm_lab.format import keyindex, naming, parquet_footer, parquet_write
 from lsm_lab.merge import SORTED_ENGINES, check_engine, choose_engine, fell_back, merge_sources, merge_to_table, records
 from lsm_lab.merge.records import FILE_NAME
 from lsm_lab.services import heartbeat, markers
@@ -377,7 +377,7 @@ def _slice_files(base_path: TablePath, s: SliceInfo, completion_of: Mapping[str,
 def _row_count(f: DataFile) -> int:
     if f.name.is_log and f.name.log_format == 1:
         return 0  # a v1 log is no Parquet file; its blocks are small next to the base files
-    return int(parquet_io.read_footer(f.path)[0].num_rows)  # (one suffix GET on an object store)
+    return int(parquet_footer.read_footer(f.path)[0].num_rows)  # (one suffix GET on an object store)
 
 
 def _merged_batches(ctx: ReadContext, files: list[DataFile], needed: list[str], engine: str | None,
@@ -414,17 +414,17 @@ def run_group(cctx: ClusteringContext, group: ClusteringGroup, task: int, *, tok
     folder = cctx.base_path / partition if partition else cctx.base_path
     token = token or naming.write_token(task, 0, 0)
     stats: list[WriteStat] = []
-    out: parquet_io.ParquetFileWriter | None = None
+    out: parquet_write.ParquetFileWriter | None = None
     state: dict[str, Any] = {}
 
-    def open_next() -> parquet_io.ParquetFileWriter:
+    def open_next() -> parquet_write.ParquetFileWriter:
         file_id = group.slices[0].file_id if cctx.same_file_ids else index.new_file_id()
         name = naming.base_file_name(file_id, token, instant)
         markers.create_marker(cctx.base_path, instant, partition, name, "CREATE")
         state.update(file_id=file_id, name=name, rows=0)
-        return parquet_io.ParquetFileWriter(folder / name, out_schema, is_sorted=True)
+        return parquet_write.ParquetFileWriter(folder / name, out_schema, is_sorted=True)
 
-    def close(w: parquet_io.ParquetFileWriter) -> None:
+    def close(w: parquet_write.ParquetFileWriter) -> None:
         size = w.close()
         stats.append(WriteStat(partition, state["file_id"], _rel(partition, state["name"]), "null",
                                numWrites=w.rows, totalWriteBytes=size, fileSizeInBytes=size, baseFile=state["name"],

@@ -11,7 +11,7 @@
 pre-buffering) through the table's merge engine — `sorted` for `lsm_tree`
 (memory O(files x batch)), `hash` otherwise or when forced — and writes the
 survivors as one new base file named with the compaction instant, sorted by
-key for `lsm_tree`, through the one data-file writer (`layout.parquet_io`:
+key for `lsm_tree`, through the one data-file writer (`format/parquet_write.py`:
 the same blooms, sorting columns and row groups as a bulk insert, streamed
 with bounded memory).  Records keep their meta
 columns (`_hoodie_commit_time` stays the time of the write that produced the
@@ -88,7 +88,7 @@ from lsm_lab.filegroup.planner import (
     read_plan,
 )
 from lsm_lab.filegroup.read import ReadContext, iter_sources, key_from_field
-from lsm_lab.format import keyindex, naming, parquet_io
+from lsm_lab.format import keyindex, naming, parquet_write
 from lsm_lab.format import log_v2 as v2
 from lsm_lab.merge import SORTED_ENGINES, check_engine, choose_engine, fell_back, merge_sources, merge_to_table, records
 from lsm_lab.merge.records import DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
@@ -226,7 +226,7 @@ def run_full(ctx: CompactionContext, op: Operation, task: int, *, token: str | N
     size = rows = 0
     lo = hi = None
     if chosen in SORTED_ENGINES:
-        out = parquet_io.ParquetFileWriter(folder / name, out_schema, is_sorted=ctx.is_lsm)
+        out = parquet_write.ParquetFileWriter(folder / name, out_schema, is_sorted=ctx.is_lsm)
         merge_spec = replace(spec, key=twin) if twin else spec
         try:
             names = pa.repeat(pa.scalar(name, pa.string()), BATCH_ROWS)  # built once, sliced for every batch
@@ -247,9 +247,9 @@ def run_full(ctx: CompactionContext, op: Operation, task: int, *, token: str | N
         merged = _with_file_name(merged, name, needed)
         if ctx.is_lsm:
             merged = records.sort_by_key(merged)
-        size = parquet_io.write_parquet(folder / name, merged.cast(out_schema), is_sorted=ctx.is_lsm)
+        size = parquet_write.write_parquet(folder / name, merged.cast(out_schema), is_sorted=ctx.is_lsm)
         rows = merged.num_rows
-        lo, hi = parquet_io.key_range(merged.column(RECORD_KEY))
+        lo, hi = parquet_write.key_range(merged.column(RECORD_KEY))
     return WriteStat(op.partition, op.file_id, _rel(op.partition, name), op.base_instant or "null",
                      numWrites=rows, totalWriteBytes=size, fileSizeInBytes=size, baseFile=name,
                      minRecordKey=lo, maxRecordKey=hi)
@@ -269,15 +269,15 @@ def _write_compacted_log(ctx: CompactionContext, op: Operation, name: str, rows:
         schema_json = v2.avro_schema_of(ctx.read.full_schema, config.name)
         if schema_json:
             header["SCHEMA"] = schema_json
-        return parquet_io.write_parquet(folder / name, rows, metadata=v2.upstream_footer(header),
+        return parquet_write.write_parquet(folder / name, rows, metadata=v2.upstream_footer(header),
                                         key_column=rows.column_names[0] if delete else RECORD_KEY, is_sorted=True)
     meta = {v2.KEY_METADATA: json.dumps(_log_header(ctx.instant, replaced), sort_keys=True),
             v2.KEY_BLOCK_TYPE: v2.BLOCK_DELETE if delete else v2.BLOCK_DATA}
     if delete:
         rows = rows.select(v2.DELETE_SCHEMA.names).cast(v2.DELETE_SCHEMA)
-        return parquet_io.write_parquet(folder / name, rows, metadata=meta, key_column="record_key",
+        return parquet_write.write_parquet(folder / name, rows, metadata=meta, key_column="record_key",
                                         is_sorted=True)
-    return parquet_io.write_parquet(folder / name, rows, metadata=meta, is_sorted=True)
+    return parquet_write.write_parquet(folder / name, rows, metadata=meta, is_sorted=True)
 
 
 def _delete_rows(keys: pa.Array, partitions: pa.Array, ordering: pa.Array | None,
@@ -332,14 +332,14 @@ def run_log(ctx: CompactionContext, op: Operation, task: int, *, token: str | No
             name = naming.log_file_name(op.file_id, token, ctx.instant, 1, delete=True, native=native)
             rows = _delete_rows(keys.filter(mask), parts.filter(mask), None, dschema)
             size = _write_compacted_log(ctx, op, name, rows, delete=True, replaced=replaced)
-            lo, hi = parquet_io.key_range(rows.column(0))
+            lo, hi = parquet_write.key_range(rows.column(0))
             stats.append(stat(name, deletes=rows.num_rows, size=size, lo=lo, hi=hi))
     if (~deleted).any():
         name = naming.log_file_name(op.file_id, token, ctx.instant, 2, native=native)
         data = winners.filter(pa.array(~deleted)).drop_columns([DELETE_FLAG])
         data = _with_file_name(data.select(needed), name)
         size = _write_compacted_log(ctx, op, name, data, delete=False, replaced=replaced)
-        lo, hi = parquet_io.key_range(data.column(RECORD_KEY))
+        lo, hi = parquet_write.key_range(data.column(RECORD_KEY))
         stats.append(stat(name, writes=data.num_rows, size=size, lo=lo, hi=hi))
     if deleted.any():
         mask = pa.array(deleted)
@@ -347,7 +347,7 @@ def run_log(ctx: CompactionContext, op: Operation, task: int, *, token: str | No
         rows = _delete_rows(keys.filter(mask), parts.filter(mask),
                             ordering.filter(mask) if ordering is not None else None, dschema)
         size = _write_compacted_log(ctx, op, name, rows, delete=True, replaced=replaced)
-        lo, hi = parquet_io.key_range(rows.column(0))
+        lo, hi = parquet_write.key_range(rows.column(0))
         stats.append(stat(name, deletes=rows.num_rows, size=size, lo=lo, hi=hi))
     return stats
 

@@ -82,7 +82,7 @@ import pyarrow.compute as pc
 
 from lsm_lab.errors import InputError, UnsupportedFeatureError
 from lsm_lab.filegroup import index, read, write
-from lsm_lab.format import naming, parquet_io
+from lsm_lab.format import naming, parquet_write
 from lsm_lab.merge import records
 from lsm_lab.services import occ
 from lsm_lab.services.lock import table_lock
@@ -250,7 +250,7 @@ def _write_base(t: TableState, target: cfg.TableConfig, txn: occ.WriteTransactio
                            pa.array([name] * n, pa.string()))
     txn.mark(partition, name, "CREATE")
     folder = t.path / partition if partition else t.path
-    size = parquet_io.write_parquet(folder / name, rows, is_sorted=target.is_lsm)
+    size = parquet_write.write_parquet(folder / name, rows, is_sorted=target.is_lsm)
     keys = rows.column(records.RECORD_KEY)
     lo, hi = (pc.min(keys).as_py(), pc.max(keys).as_py()) if n else (None, None)
     return WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, "null", numWrites=n,

@@ -26,7 +26,7 @@ lets one worker run many tasks. `start_rss_mib` is the worker's RSS when the
 task began, after it handed memory earlier tasks freed back to the system
 (`gc.collect(1)`, then the Arrow pool's `release_unused()`; without that a
 reused worker starts where the last task's peak left it) and dropped the key
-facts `parquet_io` keeps of the files it wrote (they serve a commit in the
+facts `format/written_facts.py` keeps of the files it wrote (they serve a commit in the
 writing process; here the driver commits, so they only grew the worker by each
 file's bloom, ~5 MiB per 8 tasks of 500k rows), so the difference is what the
 task added. Where `/proc` cannot be written, the figure
@@ -69,7 +69,7 @@ import pyarrow as pa
 
 from lsm_lab import errors
 from lsm_lab.errors import LsmLabError
-from lsm_lab.format import naming, parquet_io
+from lsm_lab.format import naming, written_facts
 from lsm_lab.progress import new_bar
 from lsm_lab.services.rollback import files_of_instant
 from lsm_lab.spark.session import spark_session
@@ -189,9 +189,9 @@ class TaskClock:
         self.task = self.identity.partition if task is None else task
         # a reused worker: hand back what earlier tasks freed, so the task's figures are its own (the young
         # generations only: a full collection of the worker's ~100k objects costs ~40 ms per task); the key
-        # facts parquet_io keeps for a local commit are never asked for here (the driver commits): a 500k-row
+        # facts written_facts keeps for a local commit are never asked for here (the driver commits): a 500k-row
         # file's bloom is ~0.6 MiB, and a worker kept them up to 64 MiB
-        parquet_io.forget_written()
+        written_facts.forget_written()
         gc.collect(1)
         pa.default_memory_pool().release_unused()
         self.start = time.perf_counter()

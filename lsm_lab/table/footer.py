@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lsm_lab.errors import CorruptFileError
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_footer
 from lsm_lab.format.bloom import BloomFilter, decode_verdict
 from lsm_lab.storage import TablePath, file_stamp
 from lsm_lab.table.stats import LookupStats
@@ -97,13 +97,13 @@ class FileInfo:
     def constant_text(self, row_group: int, columns: Sequence[str]) -> dict[str, str]:
         """Those of `columns` that hold one text value in every row of `row_group`, with that value.
 
-        The footer proves it (`parquet_io.constant_text`, for a column read as an Arrow string); a
+        The footer proves it (`parquet_footer.constant_text`, for a column read as an Arrow string); a
         lookup fills such a column for its found rows instead of decoding it: decoding a column chunk
         has a fixed cost (~0.1 ms for a small dictionary-encoded one) that was a fifth of a cold lookup.
         """
         found = self._constants.get(row_group)
         if found is None:
-            found = parquet_io.constant_text(self.metadata, self.text_types, [row_group])
+            found = parquet_footer.constant_text(self.metadata, self.text_types, [row_group])
             self._constants[row_group] = found
         return {c: found[c] for c in columns if c in found}
 
@@ -123,7 +123,7 @@ class FileInfo:
         leaf = self._leaves().get(column)
         # a UTF-8 string column's raw statistics are its values' bytes: decoding them here costs a third
         # of pyarrow's typed `min`/`max` (a 25-row-group footer: ~25 µs against ~80 µs)
-        text = leaf is not None and parquet_io.is_text_leaf(md.schema.column(leaf))
+        text = leaf is not None and parquet_footer.is_text_leaf(md.schema.column(leaf))
         for i in range(md.num_row_groups):
             if leaf is None:
                 out.append((None, None, None))
@@ -160,15 +160,15 @@ def _utf8(raw: Any) -> str | None:
 
 
 def _file_info(path: TablePath, size: int | None = None) -> FileInfo:
-    md, kv = parquet_io.read_footer(path, size)  # (the size spares an object store's HEAD; unused locally)
+    md, kv = parquet_footer.read_footer(path, size)  # (the size spares an object store's HEAD; unused locally)
     try:
         schema = md.schema.to_arrow_schema()
     except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
         raise CorruptFileError(f"cannot read the Parquet footer: {exc}", path=path) from None
     info = FileInfo(
         path=str(path), metadata=md, footer_bytes=md.serialized_size + _FOOTER_TAIL,
-        columns=tuple(schema.names), min_key=kv.get(parquet_io.KEY_MIN), max_key=kv.get(parquet_io.KEY_MAX),
-        is_sorted=parquet_io.is_sorted_footer(kv), bloom_text=kv.get(parquet_io.KEY_BLOOM),
+        columns=tuple(schema.names), min_key=kv.get(parquet_footer.KEY_MIN), max_key=kv.get(parquet_footer.KEY_MAX),
+        is_sorted=parquet_footer.is_sorted_footer(kv), bloom_text=kv.get(parquet_footer.KEY_BLOOM),
         rg_rows=[md.row_group(r).num_rows for r in range(md.num_row_groups)],
         text_types={f.name: f.type for f in schema if f.type in (pa.string(), pa.large_string())},
         source=path, size=size,
@@ -183,9 +183,9 @@ def _check_key_range(info: FileInfo) -> None:
     Both prune lookups, and both are written from the same keys (by lsm_lab and by Hudi); one flipped
     bit in either would hide keys from lookups without a word, while a read (which prunes by neither)
     still returns them.  Checked when every row group has min/max statistics of the key."""
-    if info.min_key is None or info.max_key is None or parquet_io.RECORD_KEY not in info.columns:
+    if info.min_key is None or info.max_key is None or parquet_footer.RECORD_KEY not in info.columns:
         return
-    stats = info.key_stats(parquet_io.RECORD_KEY)
+    stats = info.key_stats(parquet_footer.RECORD_KEY)
     if not stats or any(lo is None or hi is None for lo, hi, _ in stats):
         return
     lo = min(lo for lo, _, _ in stats if lo is not None)

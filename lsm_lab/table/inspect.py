@@ -30,7 +30,7 @@ from lsm_lab.errors import TableNotFoundError
 from lsm_lab.filegroup import fsview
 from lsm_lab.filegroup.fsview import DataFile
 from lsm_lab.format import log_v2 as v2
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_footer
 from lsm_lab.storage import StoragePath, as_path
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.instanttime import TimeLike
@@ -41,11 +41,11 @@ def file_facts(f: DataFile) -> dict[str, Any]:
     facts: dict[str, Any] = {"rows": None, "min_key": None, "max_key": None, "sorted": False}
     if f.name.ext != "parquet" or (f.name.is_log and f.name.log_format == 1):
         return facts
-    meta, kv = parquet_io.read_footer(f.path)
+    meta, kv = parquet_footer.read_footer(f.path)
     facts["rows"] = meta.num_rows
-    facts["min_key"] = kv.get(parquet_io.KEY_MIN)
-    facts["max_key"] = kv.get(parquet_io.KEY_MAX)
-    facts["sorted"] = parquet_io.is_sorted_footer(kv)
+    facts["min_key"] = kv.get(parquet_footer.KEY_MIN)
+    facts["max_key"] = kv.get(parquet_footer.KEY_MAX)
+    facts["sorted"] = parquet_footer.is_sorted_footer(kv)
     return facts
 
 
@@ -127,7 +127,7 @@ def footers(path: str | os.PathLike[str] | StoragePath,
                  if name.ext == "parquet" and not (name.is_log and name.log_format == 1)]
     rows = []
     for partition, fp in items:
-        meta, kv = parquet_io.read_footer(fp)
+        meta, kv = parquet_footer.read_footer(fp)
         row: dict[str, Any] = {"partition": partition, "file": fp.name}
         row["num_rows"] = meta.num_rows
         row["num_row_groups"] = meta.num_row_groups

@@ -92,7 +92,7 @@ from lsm_lab.filegroup import index, v1read
 from lsm_lab.filegroup import read as reader
 from lsm_lab.filegroup.fsview import DataFile, FileSlice
 from lsm_lab.filegroup.read import ReadContext
-from lsm_lab.format import keyindex, naming, parquet_io
+from lsm_lab.format import keyindex, naming, parquet_read
 from lsm_lab.format.bloom import BloomFilter, key_hashes
 from lsm_lab.merge import choose_engine, merge_to_table_safely, records
 from lsm_lab.merge.records import FILE_NAME, PARTITION_PATH, RECORD_KEY
@@ -271,7 +271,7 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
     if not isinstance(info.source, StoragePath):
         options["pre_buffer"] = False  # local reads of one or two chunks: no pre-buffering
     try:
-        pf = parquet_io.open_parquet(info.source if info.source is not None else info.path, metadata=info.metadata,
+        pf = parquet_read.open_parquet(info.source if info.source is not None else info.path, metadata=info.metadata,
                                      size=info.size, **options)
     except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
         raise CorruptFileError(f"cannot open Parquet file: {exc}", path=info.path) from None
@@ -596,7 +596,7 @@ class PrunedReader:
             if ctx.own_files:
                 _check_provenance(ctx, info, f)
             if not delete and self.allowed is not None:  # as a read checks it: a column the table lacks
-                parquet_io.check_columns(f.path, info.columns, self.allowed)
+                parquet_read.check_columns(f.path, info.columns, self.allowed)
             key_col = (RECORD_KEY if RECORD_KEY in info.columns else DELETE_KEY) if delete else RECORD_KEY
             found = probe_file(info, key_col, pred, hashes,
                                list(info.columns) if delete else self.file_cols, stats,

@@ -48,7 +48,7 @@ from lsm_lab.filegroup import fsview
 from lsm_lab.filegroup import read as reader
 from lsm_lab.filegroup import write as writer
 from lsm_lab.filegroup.fsview import DataFile, FileGroup, FileSlice
-from lsm_lab.format import naming, parquet_io
+from lsm_lab.format import naming, parquet_footer
 from lsm_lab.merge import records
 from lsm_lab.storage import Storage, StoragePath, TablePath, as_path, storage_of
 from lsm_lab.timeline import visibility
@@ -245,7 +245,7 @@ class TableState:
     def _schema_from_files(self) -> pa.Schema | None:
         for _, path, name in fsview.list_data_files(self.path):
             if name.is_base and name.ext == "parquet":
-                s = parquet_io.read_footer(path)[0].schema.to_arrow_schema()
+                s = parquet_footer.read_footer(path)[0].schema.to_arrow_schema()
                 return pa.schema([f for f in s if f.name not in records.META_COLUMNS])
         return None
 

@@ -97,13 +97,13 @@ def test_a_task_forgets_the_key_facts_earlier_tasks_kept(tmp_path: Path) -> None
     commits them from the footers; kept, they grew every later task's starting RSS)."""
     import pyarrow as pa
 
-    from lsm_lab.format import parquet_io
+    from lsm_lab.format import parquet_write, written_facts
 
     path = tmp_path / "f.parquet"
-    parquet_io.write_parquet(path, pa.table({"_hoodie_record_key": [f"k{i:06d}" for i in range(50_000)]}))
-    facts = parquet_io.written_key_facts(path)
+    parquet_write.write_parquet(path, pa.table({"_hoodie_record_key": [f"k{i:06d}" for i in range(50_000)]}))
+    facts = written_facts.written_key_facts(path)
     assert facts is not None and len(facts[3] or b"") > 50_000  # kept for a commit in this process
-    parquet_io.write_parquet(tmp_path / "g.parquet", pa.table({"_hoodie_record_key": ["a", "b"]}))
+    parquet_write.write_parquet(tmp_path / "g.parquet", pa.table({"_hoodie_record_key": ["a", "b"]}))
     TaskClock(0)  # the next task of a reused worker
-    assert parquet_io.written_key_facts(tmp_path / "g.parquet") is None
-    assert parquet_io._WRITTEN_BYTES[0] == 0
+    assert written_facts.written_key_facts(tmp_path / "g.parquet") is None
+    assert written_facts._WRITTEN_BYTES[0] == 0

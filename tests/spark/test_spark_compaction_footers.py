@@ -1,6 +1,6 @@
-"""Compacted base files carry the footer of any sorted file parquet_io writes — locally and on Spark.
+"""Compacted base files carry the footer of any sorted file parquet_write writes — locally and on Spark.
 
-A FULL compaction writes its new base file through `layout.parquet_io`, so a
+A FULL compaction writes its new base file through `format/parquet_write.py`, so a
 lookup after a compaction finds what it finds after a bulk insert: the key
 range, lsm_lab's bloom of every key, `sorting_columns` on every row group,
 Parquet's own split-block bloom on the key column, and row groups capped at
@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import lsm_lab
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_footer, parquet_write
 from lsm_lab.format.bloom import BloomFilter
 from lsm_lab.spark.compact import run_compaction
 
@@ -50,17 +50,17 @@ def written(tmp_table: Callable[..., lsm_lab.Table]) -> tuple[lsm_lab.Table, dic
 
 
 def check_footer(path: Path, bulk_md: pq.FileMetaData) -> pa.Array:
-    """Assert the file's footer is that of a sorted parquet_io file like `bulk_md`'s; return its keys."""
+    """Assert the file's footer is that of a sorted parquet_write file like `bulk_md`'s; return its keys."""
     md = pq.read_metadata(path)
     rows = pq.read_table(path)
     keys_ = rows.column(KEY).combine_chunks()
     assert len(keys_) > 1 and bool(pc.all(pc.less(keys_.slice(0, len(keys_) - 1), keys_.slice(1))).as_py())
-    kv, bulk_kv = parquet_io.footer_kv(md), parquet_io.footer_kv(bulk_md)
-    assert set(kv) == set(bulk_kv) >= {parquet_io.KEY_MIN, parquet_io.KEY_MAX, parquet_io.KEY_SORTED,
-                                       parquet_io.KEY_BLOOM}
-    assert kv[parquet_io.KEY_SORTED] == "true"
-    assert (kv[parquet_io.KEY_MIN], kv[parquet_io.KEY_MAX]) == (keys_[0].as_py(), keys_[-1].as_py())
-    bloom = BloomFilter.from_base64(kv[parquet_io.KEY_BLOOM])
+    kv, bulk_kv = parquet_footer.footer_kv(md), parquet_footer.footer_kv(bulk_md)
+    assert set(kv) == set(bulk_kv) >= {parquet_footer.KEY_MIN, parquet_footer.KEY_MAX, parquet_footer.KEY_SORTED,
+                                       parquet_footer.KEY_BLOOM}
+    assert kv[parquet_footer.KEY_SORTED] == "true"
+    assert (kv[parquet_footer.KEY_MIN], kv[parquet_footer.KEY_MAX]) == (keys_[0].as_py(), keys_[-1].as_py())
+    bloom = BloomFilter.from_base64(kv[parquet_footer.KEY_BLOOM])
     assert bloom.num_keys == rows.num_rows and bool(np.asarray(bloom.might_contain(keys_)).all())
     absent = pa.array([f"absent{i:07d}" for i in range(20_000)])
     assert np.asarray(bloom.might_contain(absent)).mean() < 0.03  # sized for this file: ~1% false positives
@@ -72,7 +72,7 @@ def check_footer(path: Path, bulk_md: pq.FileMetaData) -> pa.Array:
         assert stats is not None and stats.has_min_max
         assert (rg.column(key_index).bloom_filter_offset or 0) > 0  # Parquet's split-block bloom, per row group
     # row groups of a sorted file: the rows of 2 MiB, the same as a bulk insert of these rows would get
-    expected = parquet_io.rows_per_group(rows, parquet_io.DEFAULT_ROW_GROUP_ROWS, parquet_io.SORTED_ROW_GROUP_BYTES)
+    expected = parquet_write.rows_per_group(rows, parquet_write.DEFAULT_ROW_GROUP_ROWS, parquet_write.SORTED_ROW_GROUP_BYTES)
     sizes = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
     assert len(sizes) > 1 and all(s == sizes[0] for s in sizes[:-1]) and sum(sizes) == rows.num_rows
     assert abs(sizes[0] - expected) <= expected // 10

@@ -14,7 +14,7 @@ import pytest
 import lsm_lab
 from lsm_lab.filegroup import fsview, index
 from lsm_lab.format import log_v2 as v2
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_footer
 from lsm_lab.lab.datagen import TripsGenerator
 from lsm_lab.merge import records
 from lsm_lab.spark import SparkJobError, read_table, write_table
@@ -49,7 +49,7 @@ def assert_every_file_sorted(path: Path) -> None:
     assert files
     for _, file, name in files:
         meta = pq.read_metadata(file).metadata or {}
-        assert meta.get(parquet_io.KEY_SORTED.encode()) == b"true", file.name
+        assert meta.get(parquet_footer.KEY_SORTED.encode()) == b"true", file.name
         key = v2.delete_key_column(pq.read_schema(file)) if name.is_delete else records.RECORD_KEY
         assert records.is_strictly_sorted(pq.read_table(file, columns=[key]).column(key)), file.name
 

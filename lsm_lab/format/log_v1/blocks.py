@@ -35,7 +35,7 @@ reported the same way. Content that is framed correctly but cannot be decoded
 raises `CorruptFileError`: that is not a torn write, and silently skipping it
 would lose committed data. The format has no checksum of its own: a flipped
 bit inside an Avro record value goes unnoticed, in Hudi as here (a Parquet
-block's pages are checked when they carry CRCs, see format/parquet_io.py).
+block's pages are checked when they carry CRCs, see format/parquet_read.py).
 
 Simplified compared with Apache Hudi: blocks are read eagerly, one at a
 time, instead of lazily by content position; HFile blocks (metadata table)
@@ -57,7 +57,7 @@ from typing import Any, BinaryIO, cast
 import pyarrow as pa
 
 from lsm_lab.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_read
 from lsm_lab.format.log_v1.avro import decode_avro_records
 from lsm_lab.format.log_v1.deletes import decode_delete_records
 from lsm_lab.storage import StoragePath, open_read, path_of
@@ -377,7 +377,7 @@ def _decode_content(
             raise CorruptFileError(f"{where}: no SCHEMA header to decode Avro records with", path=name)
         return cast("tuple[pa.Table | None, int | None]", _guard(lambda: decode_avro_records(content, schema_json), where, name))
     if block_type == BlockType.PARQUET_DATA:
-        return cast("tuple[pa.Table | None, int | None]", _guard(lambda: (parquet_io.open_parquet(pa.BufferReader(content)).read(), None), where, name))
+        return cast("tuple[pa.Table | None, int | None]", _guard(lambda: (parquet_read.open_parquet(pa.BufferReader(content)).read(), None), where, name))
     if block_type == BlockType.DELETE:
         return cast("tuple[pa.Table | None, int | None]", _guard(lambda: decode_delete_records(content), where, name))
     raise UnsupportedFeatureError(f"{where}: no decoder", path=name)  # pragma: no cover

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from lsm_lab.avro_schema import arrow_to_avro_schema, avro_schema_json, avro_to_arrow_schema, hudi_record_names
 from lsm_lab.errors import ConflictError, InputError
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_write
 from lsm_lab.format.log_v1.avro import conform, encode_avro_records
 from lsm_lab.format.log_v1.blocks import LOG_FORMAT_VERSION, MAGIC, ROLLBACK_COMMAND, BlockType, HeaderKey
 from lsm_lab.format.log_v1.deletes import encode_delete_records
@@ -147,7 +147,7 @@ def encode_parquet_data_block(
     schema, text = _resolve_schema(table, schema_json, table_name)
     conformed = conform(table, avro_to_arrow_schema(schema))
     sink = io.BytesIO()
-    pq.write_table(conformed, sink, compression=parquet_io.COMPRESSION, write_page_checksum=True)
+    pq.write_table(conformed, sink, compression=parquet_write.COMPRESSION, write_page_checksum=True)
     header: dict[Any, str] = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: text}
     header.update(extra_header or {})
     return encode_block(BlockType.PARQUET_DATA, _ordered(header), sink.getvalue())

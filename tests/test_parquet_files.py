@@ -1,4 +1,4 @@
-"""The one data-file writer (format/parquet_io.py) and atomic files (lsm_lab/storage/atomic.py).
+"""The one data-file writer (format/parquet_write.py, parquet_read.py, parquet_footer.py) and atomic files (lsm_lab/storage/atomic.py).
 
 Streaming a table through `ParquetFileWriter` in any batch split gives the
 footer `write_parquet` gives for the whole table: key range, the same bloom
@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 from spies import columns_read
 
 from lsm_lab.errors import LsmLabError, TimelineError
-from lsm_lab.format import parquet_io
+from lsm_lab.format import parquet_footer, parquet_read, parquet_write
 from lsm_lab.format.bloom import BloomFilter
 from lsm_lab.storage import atomic
 
-KEY = parquet_io.RECORD_KEY
+KEY = parquet_footer.RECORD_KEY
 
 
 def _table(keys: list[str]) -> pa.Table:
@@ -47,19 +47,19 @@ def test_streamed_file_has_the_footer_of_a_whole_write(tmp_path: Path, keys: lis
     whole, streamed = tmp_path / f"w{len(keys)}_{row_group_size}_{len(cuts)}.parquet", tmp_path / "s.parquet"
     streamed.unlink(missing_ok=True)
     whole.unlink(missing_ok=True)
-    parquet_io.write_parquet(whole, data, row_group_size=row_group_size, metadata={"x": "1"})
-    writer = parquet_io.ParquetFileWriter(streamed, data.schema, row_group_size=row_group_size, metadata={"x": "1"})
+    parquet_write.write_parquet(whole, data, row_group_size=row_group_size, metadata={"x": "1"})
+    writer = parquet_write.ParquetFileWriter(streamed, data.schema, row_group_size=row_group_size, metadata={"x": "1"})
     bounds = sorted({0, len(keys), *(c for c in cuts if c <= len(keys))})
     for a, b in itertools.pairwise(bounds):
         writer.write(data.slice(a, b - a).to_batches()[0] if b > a else data.slice(a, 0))
     writer.close()
     assert pq.read_table(streamed).equals(pq.read_table(whole))
-    assert parquet_io.footer(streamed) == parquet_io.footer(whole)  # key range, bloom bits, caller's keys
+    assert parquet_footer.footer(streamed) == parquet_footer.footer(whole)  # key range, bloom bits, caller's keys
     assert _row_groups(streamed) == _row_groups(whole)
     if keys:
-        kv = parquet_io.footer(whole)
-        assert (kv[parquet_io.KEY_MIN], kv[parquet_io.KEY_MAX]) == (min(keys), max(keys))
-        bloom = BloomFilter.from_base64(kv[parquet_io.KEY_BLOOM])
+        kv = parquet_footer.footer(whole)
+        assert (kv[parquet_footer.KEY_MIN], kv[parquet_footer.KEY_MAX]) == (min(keys), max(keys))
+        bloom = BloomFilter.from_base64(kv[parquet_footer.KEY_BLOOM])
         assert bloom.num_keys == len(keys) and bool(bloom.might_contain(keys).all())
     assert not list(tmp_path.glob(".*.tmp"))
 
@@ -68,18 +68,18 @@ def test_sorted_file_footer_and_row_groups(tmp_path: Path) -> None:
     keys = [f"key{i:06d}" for i in range(30_000)]
     data = _table(keys).append_column("pad", pa.array(["x" * 200] * len(keys)))
     path = tmp_path / "sorted.parquet"
-    writer = parquet_io.ParquetFileWriter(path, data.schema, is_sorted=True, expected_rows=len(keys))
+    writer = parquet_write.ParquetFileWriter(path, data.schema, is_sorted=True, expected_rows=len(keys))
     for batch in data.to_batches(max_chunksize=4_000):
         writer.write(batch)
     size = writer.close()
     assert size == path.stat().st_size
     md = pq.read_metadata(path)
-    kv = parquet_io.footer_kv(md)
-    assert parquet_io.is_sorted_footer(kv) and pq.read_schema(path).metadata[b"lsm_lab.sorted"] == b"true"
-    assert BloomFilter.from_base64(kv[parquet_io.KEY_BLOOM]).might_contain(keys).all()
+    kv = parquet_footer.footer_kv(md)
+    assert parquet_footer.is_sorted_footer(kv) and pq.read_schema(path).metadata[b"lsm_lab.sorted"] == b"true"
+    assert BloomFilter.from_base64(kv[parquet_footer.KEY_BLOOM]).might_contain(keys).all()
     sizes = _row_groups(path)
-    expected = parquet_io.rows_per_group(data.slice(0, 4_000), parquet_io.DEFAULT_ROW_GROUP_ROWS,
-                                         parquet_io.SORTED_ROW_GROUP_BYTES)
+    expected = parquet_write.rows_per_group(data.slice(0, 4_000), parquet_write.DEFAULT_ROW_GROUP_ROWS,
+                                         parquet_write.SORTED_ROW_GROUP_BYTES)
     assert len(sizes) > 2 and all(s == expected for s in sizes[:-1])  # byte-capped row groups
     for i in range(md.num_row_groups):
         assert md.row_group(i).sorting_columns == (pq.SortingColumn(0),)
@@ -91,14 +91,14 @@ def test_threaded_writer_writes_the_same_file(tmp_path: Path) -> None:
     paths = []
     for threaded in (False, True):
         path = tmp_path / f"t{threaded}.parquet"
-        writer = parquet_io.ParquetFileWriter(path, data.schema, row_group_size=1_000, threaded=threaded)
+        writer = parquet_write.ParquetFileWriter(path, data.schema, row_group_size=1_000, threaded=threaded)
         for batch in data.to_batches(max_chunksize=333):
             writer.write(batch)
         writer.close()
         assert writer.rows == 10_000 and writer.row_groups == 10
         paths.append(path)
     assert pq.read_table(paths[0]).equals(pq.read_table(paths[1]))
-    assert parquet_io.footer(paths[0]) == parquet_io.footer(paths[1])
+    assert parquet_footer.footer(paths[0]) == parquet_footer.footer(paths[1])
 
 
 class _GatedWrites:
@@ -125,11 +125,11 @@ def test_threaded_writer_queues_at_most_encode_queue_row_groups(tmp_path: Path,
     gated = _GatedWrites(pq.ParquetWriter.write_table)
     monkeypatch.setattr(pq.ParquetWriter, "write_table", lambda self, table, **kw: gated(self, table, **kw))
     data = _table([f"k{i:05d}" for i in range(100)])
-    writer = parquet_io.ParquetFileWriter(tmp_path / "q.parquet", data.schema, row_group_size=10, threaded=True)
+    writer = parquet_write.ParquetFileWriter(tmp_path / "q.parquet", data.schema, row_group_size=10, threaded=True)
     feeder = threading.Thread(target=lambda: [writer.write(b) for b in data.to_batches(max_chunksize=10)])
     feeder.start()
     feeder.join(0.5)  # the encoder is stuck at its first row group: the caller must be held back
-    assert feeder.is_alive() and writer.row_groups == parquet_io.ENCODE_QUEUE + 1  # queued, then one waiting
+    assert feeder.is_alive() and writer.row_groups == parquet_write.ENCODE_QUEUE + 1  # queued, then one waiting
     gated.gate.set()
     feeder.join(10)
     writer.close()
@@ -143,7 +143,7 @@ def test_threaded_writer_reports_a_queued_row_group_that_failed(tmp_path: Path,
     monkeypatch.setattr(pq.ParquetWriter, "write_table", lambda self, table, **kw: gated(self, table, **kw))
     data = _table([f"k{i:05d}" for i in range(30)])
     path = tmp_path / "f.parquet"
-    writer = parquet_io.ParquetFileWriter(path, data.schema, row_group_size=10, threaded=True)
+    writer = parquet_write.ParquetFileWriter(path, data.schema, row_group_size=10, threaded=True)
     for batch in data.to_batches(max_chunksize=10):  # three row groups: all queued, the second fails
         writer.write(batch)
     with pytest.raises(OSError, match="No space left"):
@@ -153,48 +153,48 @@ def test_threaded_writer_reports_a_queued_row_group_that_failed(tmp_path: Path,
 
 
 def test_stale_facts_in_the_input_schema_are_dropped(tmp_path: Path) -> None:
-    stale = {parquet_io.KEY_MIN: "a", parquet_io.KEY_MAX: "zzz", parquet_io.KEY_SORTED: "true", "keep": "me"}
+    stale = {parquet_footer.KEY_MIN: "a", parquet_footer.KEY_MAX: "zzz", parquet_footer.KEY_SORTED: "true", "keep": "me"}
     data = _table(["m", "n"]).replace_schema_metadata(stale)
     path = tmp_path / "f.parquet"
-    parquet_io.write_parquet(path, data)
-    kv = parquet_io.footer(path)
-    assert (kv[parquet_io.KEY_MIN], kv[parquet_io.KEY_MAX]) == ("m", "n")
-    assert parquet_io.KEY_SORTED not in kv and kv["keep"] == "me"
+    parquet_write.write_parquet(path, data)
+    kv = parquet_footer.footer(path)
+    assert (kv[parquet_footer.KEY_MIN], kv[parquet_footer.KEY_MAX]) == ("m", "n")
+    assert parquet_footer.KEY_SORTED not in kv and kv["keep"] == "me"
 
 
 def test_null_keys_mean_no_bloom_and_no_key_column_means_no_key_facts(tmp_path: Path) -> None:
     schema = pa.schema([pa.field(KEY, pa.string()), pa.field("v", pa.int64())])
     path = tmp_path / "nulls.parquet"
-    writer = parquet_io.ParquetFileWriter(path, schema)
+    writer = parquet_write.ParquetFileWriter(path, schema)
     writer.write(pa.table({KEY: ["a", "b"], "v": [1, 2]}, schema=schema))
     writer.write(pa.table({KEY: [None, "c"], "v": [3, 4]}, schema=schema))
     writer.close()
-    kv = parquet_io.footer(path)
-    assert parquet_io.KEY_BLOOM not in kv and (kv[parquet_io.KEY_MIN], kv[parquet_io.KEY_MAX]) == ("a", "c")
+    kv = parquet_footer.footer(path)
+    assert parquet_footer.KEY_BLOOM not in kv and (kv[parquet_footer.KEY_MIN], kv[parquet_footer.KEY_MAX]) == ("a", "c")
     other = tmp_path / "nokey.parquet"
-    parquet_io.write_parquet(other, pa.table({"x": [1]}))
-    assert not {parquet_io.KEY_MIN, parquet_io.KEY_BLOOM} & set(parquet_io.footer(other))
+    parquet_write.write_parquet(other, pa.table({"x": [1]}))
+    assert not {parquet_footer.KEY_MIN, parquet_footer.KEY_BLOOM} & set(parquet_footer.footer(other))
 
 
 def test_empty_file_keeps_its_schema(tmp_path: Path) -> None:
     path = tmp_path / "empty.parquet"
-    parquet_io.write_parquet(path, _table([]), is_sorted=True)
+    parquet_write.write_parquet(path, _table([]), is_sorted=True)
     assert pq.read_table(path).schema.names == [KEY, "v"] and pq.read_metadata(path).num_rows == 0
-    assert parquet_io.KEY_MIN not in parquet_io.footer(path)
+    assert parquet_footer.KEY_MIN not in parquet_footer.footer(path)
 
 
 def test_never_overwrites_and_abort_leaves_nothing(tmp_path: Path) -> None:
     path = tmp_path / "f.parquet"
-    parquet_io.write_parquet(path, _table(["a"]))
+    parquet_write.write_parquet(path, _table(["a"]))
     before = path.read_bytes()
     with pytest.raises(LsmLabError, match="refusing to overwrite"):
-        parquet_io.write_parquet(path, _table(["b"]))
+        parquet_write.write_parquet(path, _table(["b"]))
     assert path.read_bytes() == before
-    writer = parquet_io.ParquetFileWriter(tmp_path / "g.parquet", _table([]).schema, row_group_size=1)
+    writer = parquet_write.ParquetFileWriter(tmp_path / "g.parquet", _table([]).schema, row_group_size=1)
     writer.write(_table(["x", "y"]))
     writer.abort()
     assert not (tmp_path / "g.parquet").exists()
-    with parquet_io.ParquetFileWriter(path, _table([]).schema, overwrite=True) as replacing:
+    with parquet_write.ParquetFileWriter(path, _table([]).schema, overwrite=True) as replacing:
         replacing.write(_table(["c"]))
     assert pq.read_table(path).column(KEY).to_pylist() == ["c"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.parquet"]
@@ -225,13 +225,13 @@ def test_read_dictionary_keeps_only_columns_stored_with_few_values(tmp_path: Pat
     path = tmp_path / "f.parquet"
     pq.write_table(table, path, row_group_size=5_000)
     md = pq.read_metadata(path)
-    assert parquet_io.few_values(md, "few") and not parquet_io.few_values(md, "unique")
-    assert not parquet_io.few_values(md, "absent")
-    got = parquet_io.read_parquet(path, ["few", "unique", "num"], read_dictionary=["few", "unique", "absent"])
+    assert parquet_footer.few_values(md, "few") and not parquet_footer.few_values(md, "unique")
+    assert not parquet_footer.few_values(md, "absent")
+    got = parquet_read.read_parquet(path, ["few", "unique", "num"], read_dictionary=["few", "unique", "absent"])
     assert pa.types.is_dictionary(got.schema.field("few").type)
     assert got.schema.field("unique").type == pa.string() and got.schema.field("num").type == pa.int64()
     assert got.cast(table.schema).equals(table)
-    assert parquet_io.read_parquet(path, ["num"], read_dictionary=["few"]).column_names == ["num"]
+    assert parquet_read.read_parquet(path, ["num"], read_dictionary=["few"]).column_names == ["num"]
 
 
 def test_compression_only_where_it_pays(tmp_path: Path) -> None:
@@ -248,7 +248,7 @@ def test_compression_only_where_it_pays(tmp_path: Path) -> None:
                   "ts": pa.array(np.arange(n, dtype=np.int64) * 1000), "city": pa.array(["sf", "nyc"] * (n // 2)),
                   "note": pa.array([f"row {i % 50} of a repetitive text column" for i in range(n)])})
     path = tmp_path / "f.parquet"
-    parquet_io.write_parquet(path, t, is_sorted=True)
+    parquet_write.write_parquet(path, t, is_sorted=True)
     md = pq.read_metadata(path).row_group(0)
     codec = {md.column(i).path_in_schema: md.column(i).compression for i in range(md.num_columns)}
     assert codec == {KEY: "UNCOMPRESSED", "id": "UNCOMPRESSED", "lat": "UNCOMPRESSED", "ts": "SNAPPY",
@@ -256,14 +256,14 @@ def test_compression_only_where_it_pays(tmp_path: Path) -> None:
     assert pq.read_table(path).select(t.column_names).equals(t)
     old = tmp_path / "old.parquet"
     pq.write_table(t, old, compression="snappy")
-    assert parquet_io.read_parquet(old).equals(parquet_io.read_parquet(path).select(t.column_names))
+    assert parquet_read.read_parquet(old).equals(parquet_read.read_parquet(path).select(t.column_names))
     # nothing to sample, or a nested column: one codec for all
-    assert parquet_io.compression_of_columns(t.schema, None, []) == parquet_io.COMPRESSION
+    assert parquet_write.compression_of_columns(t.schema, None, []) == parquet_write.COMPRESSION
     nested = t.append_column("s", pa.array([{"a": 1}] * n))
-    assert parquet_io.compression_of_columns(nested.schema, nested, []) == parquet_io.COMPRESSION
+    assert parquet_write.compression_of_columns(nested.schema, nested, []) == parquet_write.COMPRESSION
     # a column with nulls and a large string column are judged on their values
     holes = pa.table({"id": pa.array([None if i % 3 == 0 else k for i, k in enumerate(keys)], pa.large_string())})
-    assert parquet_io.compression_of_columns(holes.schema, holes, []) == {"id": "none"}
+    assert parquet_write.compression_of_columns(holes.schema, holes, []) == {"id": "none"}
 
 
 def test_text_columns_of_one_value_are_filled_not_decoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -281,19 +281,19 @@ def test_text_columns_of_one_value_are_filled_not_decoded(tmp_path: Path, monkey
         "num": pa.array([7] * n, pa.int64()),
     })
     path = tmp_path / "c.parquet"
-    parquet_io.write_parquet(path, data, is_sorted=True, row_group_size=per_group)
-    assert parquet_io.constant_text(pq.read_metadata(path), data.column_names) == {"city": "sao_paulo", "big": "ééé"}
+    parquet_write.write_parquet(path, data, is_sorted=True, row_group_size=per_group)
+    assert parquet_footer.constant_text(pq.read_metadata(path), data.column_names) == {"city": "sao_paulo", "big": "ééé"}
     decoded = columns_read(monkeypatch, "read")
-    whole = parquet_io.read_parquet(path)
+    whole = parquet_read.read_parquet(path)
     assert whole.equals(pq.read_table(path)) and whole.schema.metadata == pq.ParquetFile(path).read().schema.metadata
     assert decoded == [[KEY, "per_group", "nulls", "num"]]
-    assert parquet_io.read_parquet(path, ["num", "city"]).equals(pq.read_table(path, columns=["num", "city"]))
-    alone = parquet_io.read_parquet(path, ["city"])  # nothing left to decode
+    assert parquet_read.read_parquet(path, ["num", "city"]).equals(pq.read_table(path, columns=["num", "city"]))
+    alone = parquet_read.read_parquet(path, ["city"])  # nothing left to decode
     assert alone.num_rows == n and alone.equals(pq.read_table(path, columns=["city"]))
-    as_dict = parquet_io.read_parquet(path, ["city", KEY], read_dictionary=["city"])
+    as_dict = parquet_read.read_parquet(path, ["city", KEY], read_dictionary=["city"])
     assert pa.types.is_dictionary(as_dict.schema.field("city").type)
     assert as_dict.column("city").cast(pa.string()).equals(data.column("city"))
     bare = tmp_path / "nostats.parquet"
     pq.write_table(data, bare, write_statistics=False)
-    assert parquet_io.constant_text(pq.read_metadata(bare), data.column_names) == {}
-    assert parquet_io.read_parquet(bare).equals(pq.read_table(bare))
+    assert parquet_footer.constant_text(pq.read_metadata(bare), data.column_names) == {}
+    assert parquet_read.read_parquet(bare).equals(pq.read_table(bare))
