@@ -193,8 +193,8 @@ def test_pending_compaction_output_is_invisible(tmp_table, monkeypatch) -> None:
     seen = []
     real = compaction.run_full
 
-    def spy(ctx, op, task):
-        stat = real(ctx, op, task)
+    def spy(ctx, op, task, token=None):
+        stat = real(ctx, op, task, token=token)
         # a new base exists on disk but belongs to no completed instant
         assert (table.path / stat.path).exists()
         seen.append(snapshot(table))
@@ -215,11 +215,11 @@ def test_failed_compaction_goes_back_to_requested_and_reruns(tmp_table, monkeypa
     calls = []
     real = compaction.run_full
 
-    def boom(ctx, op, task):
+    def boom(ctx, op, task, token=None):
         calls.append(op.file_id)
         if len(calls) == 2:
             raise RuntimeError("disk full")
-        return real(ctx, op, task)
+        return real(ctx, op, task, token=token)
 
     monkeypatch.setattr(compaction, "run_full", boom)
     with pytest.raises(RuntimeError, match="disk full"):
