@@ -159,6 +159,7 @@ class Table(TableState):
     def _write(self, data: Any, op: str) -> Instant:
         """One optimistic write (services.commit): files written without the lock, conflicts checked at commit."""
         self.check_writable()
+        commit.note_first_write(self)  # before the input is checked: a rejected first batch must not block create
         batch = writer.prepare(self.config, self.schema, data, op)
         done = commit.run_write(self, op, batch.schema, lambda txn: self._write_files(
             batch, txn.begin_time, op, snapshot=txn.snapshot, txn=txn))

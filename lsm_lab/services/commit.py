@@ -39,13 +39,19 @@ from lsm_lab.timeline.metadata import WriteStat, commit_metadata
 WriteFiles = Callable[[occ.WriteTransaction], list[WriteStat]]
 
 
+def note_first_write(table: TableState) -> None:
+    """Before a write checks its input: if this is the table's first write and it fails (bad input, a crash),
+    `create_table` may start over (`fsview.abandoned_table`)."""
+    if table.schema is None and not table.completed_writes():
+        fsview.mark_first_write(table.path)
+
+
 def run_write(table: TableState, op: str, batch_schema: pa.Schema, write_files: WriteFiles) -> Instant:
     """Run one optimistic write of operation `op` whose rows have `batch_schema` (empty: a delete on a table
     without a schema); `write_files(txn)` writes the data files and returns their stats. Returns the
     completed instant (`ConflictError` when another writer won)."""
     current = table.schema
-    if current is None and not table.completed_writes():  # if this first write fails, create_table may start over
-        fsview.mark_first_write(table.path)
+    note_first_write(table)
     action = DELTA_COMMIT if table.config.is_mor else COMMIT
     with occ.WriteTransaction(table.path, table.active_timeline, action, {"operationType": op.upper()}) as txn:
         txn.begin(table.latest_completion)

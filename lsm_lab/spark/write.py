@@ -539,6 +539,7 @@ def write_table(data: Any, path: str | TablePath, op: str = "upsert", spark: Any
         raise InputError(f"unknown operation '{op}' (expected one of {', '.join(writer.OPERATIONS)})")
     table = open_table(path, storage_options)
     table.check_writable()
+    commit.note_first_write(table)  # before the input is checked (as Table._write)
     spark = active_session(spark)
     frame, incoming = _input_frame(spark, table.config, data, op)
     if frame is None:  # an empty local batch: nothing to distribute, the library commits the empty instant
