@@ -506,12 +506,12 @@ def create_table(
     parts = _fields(partition_by, "partition")
     if int(num_buckets) < 1:
         raise InputError("num_buckets must be at least 1")
-    base = as_path(path, storage_options)
-    if base.is_file():  # (an object store's table root is a prefix, never a file: no request)
-        raise InputError("path is a file, not a folder for a table", path=base)
-    replacing = fsview.abandoned_table(base)  # a table whose first write failed: created again
-    if (base / ".hoodie").exists() and not replacing:
-        raise TableConfigError("a table (or a .hoodie folder) already exists here", path=base)
+    base_path = as_path(path, storage_options)
+    if base_path.is_file():  # (an object store's table root is a prefix, never a file: no request)
+        raise InputError("path is a file, not a folder for a table", path=base_path)
+    replacing = fsview.abandoned_table(base_path)  # a table whose first write failed: created again
+    if (base_path / ".hoodie").exists() and not replacing:
+        raise TableConfigError("a table (or a .hoodie folder) already exists here", path=base_path)
     extra = {**checks.options_arg(properties, "properties"), **checks.options_arg(options)}
     checks.bool_arg(cdc, "cdc")
     checks.str_arg(cdc_mode, "cdc_mode")
@@ -527,11 +527,11 @@ def create_table(
 
         props = compat.compat_props(props, table_version)
         props.update(extra)
-    base.mkdir(parents=True, exist_ok=True)
-    config = cfg.write_config(base, props, create=not replacing)
-    paths.unlink(base / ".hoodie" / fsview.FIRST_WRITE)  # (paths: never through a link out of the table)
-    paths.make_folders(ActiveTimeline(base, config).folder)
-    return Table(base, config)
+    base_path.mkdir(parents=True, exist_ok=True)
+    config = cfg.write_config(base_path, props, create=not replacing)
+    paths.unlink(base_path / ".hoodie" / fsview.FIRST_WRITE)  # (paths: never through a link out of the table)
+    paths.make_folders(ActiveTimeline(base_path, config).folder)
+    return Table(base_path, config)
 
 
 def open_table(path: str | os.PathLike[str] | StoragePath, storage_options: Mapping[str, Any] | None = None, *,
@@ -544,8 +544,8 @@ def open_table(path: str | os.PathLike[str] | StoragePath, storage_options: Mapp
     """
     if not isinstance(path, StoragePath):
         checks.path_arg(path)
-    base = as_path(path, storage_options)
-    return Table(base, cfg.read_config(base), strict=checks.bool_arg(strict, "strict"))
+    base_path = as_path(path, storage_options)
+    return Table(base_path, cfg.read_config(base_path), strict=checks.bool_arg(strict, "strict"))
 
 
 __all__ = ["Table", "create_table", "open_table"]

@@ -312,3 +312,27 @@ def test_every_package_is_one_layer() -> None:
     top_packages = {m for m in MODULES if is_package(m) and m.count(".") == 1}
     assert top_packages <= listed, f"packages without a layer: {sorted(top_packages - listed)}"
     assert all(m.count(".") <= 1 for m in listed)
+
+
+# The table root has one name below the API: Hudi's basePath, spelled `base_path` (docs/ARCHITECTURE.md, "Names").
+# The API takes `path` (create_table, open_table) and keeps it as `Table.path`; storage/ names generic folders,
+# and bench/ works on folders of several tables, so both are outside the rule.
+OTHER_ROOT_NAMES = {"base", "root", "basepath", "table_path", "table_root", "table_dir", "table_base", "tbl_path"}
+ROOT_NAME_EXEMPT = ("lsm_lab.storage", "lsm_lab.bench")
+
+
+def test_the_table_root_has_one_name() -> None:
+    found = []
+    for module, tree in TREES.items():
+        if module.startswith(ROOT_NAME_EXEMPT):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+                found += [f"{module}.{node.name}({a.arg})" for a in args if a.arg in OTHER_ROOT_NAMES
+                          and "Path" in ast.unparse(a.annotation or ast.Constant("Path"))]  # (a base file's rows: fine)
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                    and getattr(node.value.func, "id", None) == "as_path":
+                found += [f"{module}: {t.id} = as_path(...)" for t in node.targets
+                          if isinstance(t, ast.Name) and t.id in OTHER_ROOT_NAMES]
+    assert not found, f"call the table root base_path: {found}"

@@ -188,7 +188,7 @@ def write_sidecar(base_path: str | os.PathLike[str] | StoragePath, instant: str,
 def index_commit(base_path: str | os.PathLike[str] | StoragePath, instant: str,
                  metadata: Mapping[str, Any]) -> TablePath | None:
     """The commit hook: index every Parquet data file the commit metadata lists, before the instant completes."""
-    base = as_path(base_path)
+    base_path = as_path(base_path)
     entries = []
     for stat in iter_write_stats(metadata):
         rel = stat.get("path")
@@ -196,11 +196,11 @@ def index_commit(base_path: str | os.PathLike[str] | StoragePath, instant: str,
             continue
         partition, name = paths.data_file(rel, field="partitionToWriteStats.path")
         size = stat.get("fileSizeInBytes")
-        entry = entry_for_file(partition, (base / partition / name) if partition else base / name,
+        entry = entry_for_file(partition, (base_path / partition / name) if partition else base_path / name,
                                int(size) if isinstance(size, int) else None)
         if entry is not None:
             entries.append(entry)
-    return write_sidecar(base, instant, entries)
+    return write_sidecar(base_path, instant, entries)
 
 
 def index_files(base_path: str | os.PathLike[str] | StoragePath,

@@ -352,13 +352,13 @@ def run_locally(ctx: ClusteringContext, groups: tuple[ClusteringGroup, ...], inf
     return stats
 
 
-def _data_file(base: TablePath, rel: str, completion_of: Mapping[str, str], instant: str) -> DataFile:
+def _data_file(base_path: TablePath, rel: str, completion_of: Mapping[str, str], instant: str) -> DataFile:
     partition, _, name = rel.rpartition("/")
     parsed = naming.parse(name)
     if parsed is None:
         raise TimelineError(f"clustering {instant}: the plan names {rel!r}, which is not a data file name",
-                            path=base)
-    path = base / rel
+                            path=base_path)
+    path = base_path / rel
     try:
         size = path.stat().st_size
     except FileNotFoundError:

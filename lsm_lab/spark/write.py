@@ -273,13 +273,13 @@ class WriteTask:
                               keep_order=not self.config.is_lsm)
 
     def _write(self, group: GroupTask, rows: pa.Table, who: TaskIdentity) -> list[WriteStat]:
-        base = as_path(self.base_path)
-        for name, io_type in [*writer.planned_files(self.config, base, group.partition, group.file_id, group.latest,
+        base_path = as_path(self.base_path)
+        for name, io_type in [*writer.planned_files(self.config, base_path, group.partition, group.file_id, group.latest,
                                              self.instant, self.op, who.token),
                               *cdclog.planned(self.config, group.file_id, who.token, self.instant)]:
-            markers.create_marker(base, self.instant, group.partition, name, io_type)
+            markers.create_marker(base_path, self.instant, group.partition, name, io_type)
         return writer.write_file_group(
-            base_path=base, config=self.config, ctx=self.ctx, partition=group.partition, file_id=group.file_id,
+            base_path=base_path, config=self.config, ctx=self.ctx, partition=group.partition, file_id=group.file_id,
             rows=rows, latest=group.latest, existing_keys=None, instant=self.instant, op=self.op,
             task=group.ordinal, token=who.token)
 

@@ -491,13 +491,13 @@ def build_props(
 
 
 # --------------------------------------------------------------------------- file I/O
-def properties_path(base: str | os.PathLike[str] | StoragePath) -> TablePath:
-    return as_path(base) / META_FOLDER / PROPERTIES_FILE
+def properties_path(base_path: str | os.PathLike[str] | StoragePath) -> TablePath:
+    return as_path(base_path) / META_FOLDER / PROPERTIES_FILE
 
 
-def read_config(base: str | os.PathLike[str] | StoragePath) -> TableConfig:
-    """Read and validate `<base>/.hoodie/hoodie.properties`."""
-    base_path = as_path(base)
+def read_config(base_path: str | os.PathLike[str] | StoragePath) -> TableConfig:
+    """Read and validate `<base_path>/.hoodie/hoodie.properties`."""
+    base_path = as_path(base_path)
     if isinstance(base_path, StoragePath):  # an object store: one GET, a LIST only to explain a miss
         ppath = properties_path(base_path)
         try:
@@ -523,9 +523,9 @@ def read_config(base: str | os.PathLike[str] | StoragePath) -> TableConfig:
     return TableConfig.from_props(parse_properties(text), path=str(ppath))
 
 
-def write_config(base: str | os.PathLike[str] | StoragePath, props: Mapping[str, str], *, create: bool) -> TableConfig:
+def write_config(base_path: str | os.PathLike[str] | StoragePath, props: Mapping[str, str], *, create: bool) -> TableConfig:
     """Write hoodie.properties atomically (temp file + rename); `create=True` never overwrites."""
-    ppath = properties_path(base)
+    ppath = properties_path(base_path)
     paths.make_folders(ppath.parent)  # never through a link out of the table (.hoodie -> elsewhere)
     config = TableConfig.from_props(props, path=str(ppath))  # validate before touching disk
     data = format_properties(props, header="written by lsm_lab").encode("utf-8")
