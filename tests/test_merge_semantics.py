@@ -92,7 +92,8 @@ def test_event_time_needs_an_ordering_column() -> None:
 
 
 def test_mode_accepts_its_string_value() -> None:
-    assert MergeSpec("EVENT_TIME_ORDERING", ordering="ts").mode  # type: ignore[arg-type]  # the string form under test is MergeMode.EVENT_TIME_ORDERING
+    spec = MergeSpec("EVENT_TIME_ORDERING", ordering="ts")  # type: ignore[arg-type]  # the string form under test
+    assert spec.mode is MergeMode.EVENT_TIME_ORDERING
 
 
 @pytest.mark.parametrize("schema, message", [
