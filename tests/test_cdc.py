@@ -14,7 +14,9 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pyarrow as pa
@@ -22,6 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from localpath import local
 
 import lsm_lab
 from lsm_lab.cli.app import main as cli_main
@@ -47,14 +50,14 @@ def rows_of(keys: list[int], value: int) -> list[dict[str, Any]]:
     return [{"id": f"k{k:02d}", "p": part(k), "v": value * 100 + k} for k in keys]
 
 
-def model_stream(steps: list[tuple[str, list[int], int]]) -> list[list[tuple]]:
+def model_stream(steps: list[tuple[str, list[int], int]]) -> list[list[tuple[Any, ...]]]:
     """Per write step: the changes, sorted by key: (op, key, before, after) with rows as dicts."""
     state: dict[tuple[str, str], dict[str, Any]] = {}
-    out: list[list[tuple]] = []
+    out: list[list[tuple[Any, ...]]] = []
     for op, keys, value in steps:
         if op in ("compact", "cluster"):
             continue
-        changes = []
+        changes: list[tuple[str, str, dict[str, Any] | None, dict[str, Any] | None]] = []
         for row in rows_of(sorted(set(keys)), value):
             ident = (row["p"], row["id"])
             if op == "delete":
@@ -85,8 +88,8 @@ def apply(table: lsm_lab.Table, steps: list[tuple[str, list[int], int]]) -> list
     return begins
 
 
-def stream_of(result: pa.Table, begins: list[str]) -> list[list[tuple]]:
-    by_instant: dict[str, list[tuple]] = {b: [] for b in begins}
+def stream_of(result: pa.Table, begins: list[str]) -> list[list[tuple[Any, ...]]]:
+    by_instant: dict[str, list[tuple[Any, ...]]] = {b: [] for b in begins}
     for r in result.to_pylist():
         by_instant.setdefault(r["commit_time"], []).append((r["op"], r["record_key"], r["before"], r["after"]))
     return [by_instant[b] for b in begins] + [v for k, v in by_instant.items() if k not in begins]
@@ -120,7 +123,7 @@ def test_bad_cdc_arguments_are_named(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cdc_mode"):
         lsm_lab.create_table(tmp_path / "a", name="t", record_key="id", cdc=True, cdc_mode="EVERYTHING")
     with pytest.raises(InputError, match="cdc"):
-        lsm_lab.create_table(tmp_path / "b", name="t", record_key="id", cdc="yes")
+        lsm_lab.create_table(tmp_path / "b", name="t", record_key="id", cdc="yes")  # type: ignore[arg-type]  # the mistake under test
     with pytest.raises(UnsupportedFeatureError, match="table_version"):
         lsm_lab.create_table(tmp_path / "c", name="t", record_key="id", cdc=True, table_version=8)
     assert not (tmp_path / "a" / ".hoodie").exists()
@@ -150,7 +153,7 @@ def test_stream_equals_model(tmp_path: Path, table_type: str, mode: str | None, 
     assert result.column("inferred").to_pylist() == [mode is None] * result.num_rows
     completion = {i.begin_time: i.completion_time for i in t.completed_writes()}
     assert [completion[c] for c in result.column("commit_time").to_pylist()] == result.column("ts_ms").to_pylist()
-    logs = list(Path(t.path).rglob("*.cdc.parquet"))
+    logs = list(local(t.path).rglob("*.cdc.parquet"))
     assert bool(logs) == (mode is not None)
     assert t.read(columns=["id", "p", "v"]).sort_by("id").to_pylist() == [{"id": "k01", "p": "south", "v": 701}]
 
@@ -205,7 +208,7 @@ def test_cdc_log_file_content(tmp_path: Path) -> None:
                                  num_buckets=1)
         done = t.insert(rows_of([3, 1, 2], 1))
         t.upsert(rows_of([2, 4], 2))
-        logs = sorted(Path(t.path).rglob("*.cdc.parquet"))
+        logs = sorted(local(t.path).rglob("*.cdc.parquet"))
         assert len(logs) == 2
         parsed = naming.parse(logs[0].name)
         assert parsed is not None and parsed.content == "cdc" and parsed.instant == done.begin_time
@@ -248,10 +251,10 @@ def test_rollback_leaves_no_change_records(tmp_path: Path) -> None:
         t.insert(rows_of([1, 2], 1))
         kept = t.read_cdc(None).to_pylist()
         bad = t.upsert(rows_of([1, 3], 2))
-        assert any(bad.begin_time in p.name for p in Path(t.path).rglob("*.cdc.parquet"))
+        assert any(bad.begin_time in p.name for p in local(t.path).rglob("*.cdc.parquet"))
         t.rollback(bad)
         assert t.read_cdc(None).to_pylist() == kept
-        assert not any(bad.begin_time in p.name for p in Path(t.path).rglob("*.cdc.parquet"))
+        assert not any(bad.begin_time in p.name for p in local(t.path).rglob("*.cdc.parquet"))
 
 
 def test_clean_removes_old_images_with_a_clear_error(tmp_path: Path) -> None:
@@ -270,7 +273,7 @@ def test_clean_removes_old_images_with_a_clear_error(tmp_path: Path) -> None:
 def test_damaged_cdc_log_is_a_typed_error(tmp_path: Path) -> None:
     t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", cdc=True, num_buckets=1)
     t.insert(rows_of([1, 2], 1))
-    log = next(Path(t.path).rglob("*.cdc.parquet"))
+    log = next(local(t.path).rglob("*.cdc.parquet"))
     good = log.read_bytes()
     for damaged in (good[:20] + b"\xff" * 8 + good[28:], good[: len(good) // 2]):  # a page, then a torn tail
         log.write_bytes(damaged)
@@ -281,7 +284,9 @@ def test_damaged_cdc_log_is_a_typed_error(tmp_path: Path) -> None:
     pq.write_table(pa.table({"x": [1]}), log)  # no native-log footer
     with pytest.raises(CorruptFileError, match="footer"):
         t.read_cdc(None)
-    instant = naming.parse(log.name).instant  # type: ignore[union-attr]
+    parsed = naming.parse(log.name)
+    assert parsed is not None
+    instant = parsed.instant
     for rows, problem in ((pa.table({"x": [1]}), "not a CDC log"),
                           (pa.table({"op": ["x"], "record_key": ["k"]}), "op 'x'"),
                           (pa.table({"op": ["i"], "record_key": pa.array([None], pa.string())}), "record_key"),
@@ -298,14 +303,14 @@ def test_missing_cdc_log_falls_back_to_inference(tmp_path: Path) -> None:
     t.insert(rows_of([1, 2], 1))
     t.upsert(rows_of([2], 2))
     expected = t.read_cdc(None).drop_columns(["inferred"]).to_pylist()
-    for log in Path(t.path).rglob("*.cdc.parquet"):
+    for log in local(t.path).rglob("*.cdc.parquet"):
         log.unlink()
     again = t.read_cdc(None)
     assert again.drop_columns(["inferred"]).to_pylist() == expected
     assert all(again.column("inferred").to_pylist())
 
 
-def test_cli_read_cdc(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_cli_read_cdc(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", cdc=True)
     apply(t, WORKLOAD[:3])
     assert cli_main(["read", str(t.path), "--cdc", "--start", "0", "--json", "--limit", "0"]) == 0
@@ -313,6 +318,7 @@ def test_cli_read_cdc(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert [(r["op"], r["record_key"]) for r in got] == [
         ("i", "k01"), ("i", "k02"), ("i", "k03"), ("i", "k04"), ("u", "k02"), ("i", "k05"), ("d", "k03")]
     first = t.completed_writes()[0].completion_time
+    assert first is not None
     assert cli_main(["read", str(t.path), "--cdc", "--start", first, "--columns", "v"]) == 0
     out = capsys.readouterr().out
     assert "before.v" in out and "after.v" in out and "k01" not in out
@@ -324,7 +330,7 @@ def test_cli_read_cdc(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert "error:" in capsys.readouterr().err
 
 
-def test_cli_creates_a_cdc_table(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_cli_creates_a_cdc_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "in.csv"
     src.write_text("id,v\na,1\nb,2\n")
     assert cli_main(["create", str(tmp_path / "t"), "--name", "t", "--key", "id", "--cdc", "OP_KEY_ONLY"]) == 0
@@ -341,7 +347,7 @@ def test_cli_creates_a_cdc_table(tmp_path: Path, capsys: pytest.CaptureFixture) 
     assert "after.v" in out and "NaN" not in out and " 1.0 " not in out  # ints stay ints beside nulls
 
 
-def test_s3_table(s3_table) -> None:
+def test_s3_table(s3_table: Callable[..., lsm_lab.Table]) -> None:
     t = s3_table(partition_by="p", cdc=True, cdc_mode="DATA_BEFORE")
     begins = apply(t, WORKLOAD[:4])
     assert stream_of(t.read_cdc(None), begins) == model_stream(WORKLOAD[:4])
@@ -349,7 +355,7 @@ def test_s3_table(s3_table) -> None:
 
 
 # --------------------------------------------------------------------------- random workloads
-STEP = st.one_of(
+STEP: st.SearchStrategy[tuple[str, list[int], int]] = st.one_of(
     st.tuples(st.sampled_from(["insert", "upsert", "bulk_insert", "delete"]),
               st.lists(st.integers(0, 7), min_size=1, max_size=5), st.integers(1, 50)),
     st.tuples(st.just("compact"), st.just([]), st.just(0)),
@@ -359,8 +365,9 @@ STEP = st.one_of(
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(STEP, min_size=1, max_size=6), mode=st.sampled_from([*MODES, None]),
        table_type=st.sampled_from(TYPES), layout=st.sampled_from(["lsm_tree", "default"]))
-def test_random_workloads_equal_model(tmp_path_factory: pytest.TempPathFactory, steps, mode, table_type,
-                                      layout) -> None:
+def test_random_workloads_equal_model(tmp_path_factory: pytest.TempPathFactory,
+                                      steps: list[tuple[str, list[int], int]], mode: str | None, table_type: str,
+                                      layout: str) -> None:
     path = tmp_path_factory.mktemp("cdc")
     t = lsm_lab.create_table(path / "t", name="t", record_key="id", partition_by="p", table_type=table_type,
                              layout=layout, num_buckets=2, cdc=mode is not None, cdc_mode=mode or MODES[0])
@@ -399,11 +406,11 @@ def test_killed_cdc_write_leaves_no_changes(tmp_path: Path, table_type: str) -> 
                           timeout=120)
     assert proc.returncode == -9, proc.stderr
     dead = [i for i in lsm_lab.open_table(t.path).instants() if not i.is_completed]
-    assert dead and any(dead[0].begin_time in p.name for p in Path(t.path).rglob("*.cdc.parquet"))
+    assert dead and any(dead[0].begin_time in p.name for p in local(t.path).rglob("*.cdc.parquet"))
     t = lsm_lab.open_table(t.path)
     assert t.read_cdc(None).to_pylist() == kept  # nothing of the dead write
     t.upsert(rows_of([1], 9))  # the next writer rolls the dead write back
-    assert not any(dead[0].begin_time in p.name for p in Path(t.path).rglob("*.cdc.parquet"))
+    assert not any(dead[0].begin_time in p.name for p in local(t.path).rglob("*.cdc.parquet"))
     got = t.read_cdc(None).to_pylist()
     assert got[:-1] == kept and (got[-1]["op"], got[-1]["record_key"]) == ("u", "k01")
     assert {n.instant for _, _, n in fsview.list_data_files(t.path)} <= set(t.completion_map())
@@ -482,7 +489,8 @@ def test_sigkill_loop_on_a_cdc_table(tmp_path: Path, monkeypatch: pytest.MonkeyP
     last write's change stream, read from its CDC logs, replays the snapshot before it into the one after."""
     from test_crash import load_harness
 
-    harness = load_harness()
+    load: Callable[[], ModuleType] = load_harness  # test_crash.load_harness has no annotations: typed here
+    harness = load()
     original = harness.create
 
     def create_with_cdc(path: Any, layout: str = "lsm_tree") -> None:
@@ -509,8 +517,8 @@ def test_sigkill_loop_on_a_cdc_table(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_cluster_archive_restore_and_new_columns(tmp_path: Path) -> None:
     """Clustering changes nothing; archived instants keep their CDC logs (cdcStats survive archiving);
     a restore drops the restored-away changes; images of older rows have the later columns as null."""
-    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", num_buckets=2, cdc=True,
-                             **{"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"})
+    keep: dict[str, Any] = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"}
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", num_buckets=2, cdc=True, **keep)
     for i in range(5):
         t.upsert([{"id": f"k{j}", "v": i} for j in range(i, i + 3)])
     point = t.savepoint()
@@ -534,9 +542,9 @@ def test_delete_of_absent_keys_writes_no_change(tmp_path: Path, table_type: str)
     t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", cdc=True, table_type=table_type,
                              num_buckets=1)
     t.insert(rows_of([1], 1))
-    logs = set(Path(t.path).rglob("*.cdc.parquet"))
+    logs = set(local(t.path).rglob("*.cdc.parquet"))
     gone = t.delete([{"id": "k07"}, {"id": "k08"}])
-    assert set(Path(t.path).rglob("*.cdc.parquet")) == logs  # no CDC log for a commit that changed nothing
+    assert set(local(t.path).rglob("*.cdc.parquet")) == logs  # no CDC log for a commit that changed nothing
     stream = t.read_cdc(t.completed_writes()[0].completion_time)
     assert stream.num_rows == 0
     assert gone.begin_time not in json.loads(stream.schema.metadata[cdc_reader.INFERRED_KEY.encode()])
@@ -550,8 +558,9 @@ ORDERED_STEP = st.tuples(st.sampled_from(["upsert", "insert", "delete"]),
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(ORDERED_STEP, min_size=1, max_size=5), mode=st.sampled_from(MODES),
        table_type=st.sampled_from(TYPES))
-def test_event_time_ordering_logs_equal_inference_and_replay(tmp_path_factory: pytest.TempPathFactory, steps,
-                                                             mode, table_type) -> None:
+def test_event_time_ordering_logs_equal_inference_and_replay(tmp_path_factory: pytest.TempPathFactory,
+                                                             steps: list[tuple[str, list[tuple[int, int, bool]]]],
+                                                             mode: str, table_type: str) -> None:
     """Random ordering values (late events lose, deletes with or without an ordering value): the CDC logs
     give exactly what inference gives, and every instant's changes replay one snapshot into the next."""
     path = tmp_path_factory.mktemp("cdc-ordered")
@@ -593,7 +602,7 @@ def test_cdc_stats_outside_the_table_are_refused(tmp_path: Path) -> None:
 
     t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", cdc=True, num_buckets=1)
     done = t.insert(rows_of([1], 1))
-    commit = next((Path(t.path) / ".hoodie" / "timeline").glob(f"{done.begin_time}_*.deltacommit"))
+    commit = next((local(t.path) / ".hoodie" / "timeline").glob(f"{done.begin_time}_*.deltacommit"))
     meta = json.loads(commit.read_text())
     for stats in meta["partitionToWriteStats"].values():
         stats[0]["cdcStats"] = {"../../outside.cdc.parquet": 1}

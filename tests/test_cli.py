@@ -53,7 +53,7 @@ ROWS = [
 ]
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+def _run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> str:
     code = main([str(a) for a in argv])
     captured = capsys.readouterr()
     assert code == 0, captured.err
@@ -86,6 +86,7 @@ def test_create_write_read_show(tmp_path: Path, capsys: pytest.CaptureFixture[st
     _run(capsys, "read", path, "--columns", "id, fare", "--out", tmp_path / "out.csv", "--merge", "hash")
     assert pcsv.read_csv(tmp_path / "out.csv").column_names == ["id", "fare"]
     first = table.completed_writes()[0].completion_time
+    assert first is not None
     _run(capsys, "read", path, "--as-of", first, "--columns", "id,fare", "--out", tmp_path / "old.jsonl")
     old = [json.loads(line) for line in (tmp_path / "old.jsonl").read_text().splitlines()]
     assert sorted((r["id"], r["fare"]) for r in old) == [("a", 1.5), ("b", 2.5), ("c", 3.5)]
@@ -122,7 +123,7 @@ def test_no_hive_style_and_cow(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert sorted(table.read().column("_hoodie_record_key").to_pylist()) == ["id:a,n:1", "id:a,n:2"]
 
 
-def _error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+def _error(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> str:
     code = main([str(a) for a in argv])
     captured = capsys.readouterr()
     assert code == 2, (captured.out, captured.err)

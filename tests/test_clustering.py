@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -13,18 +13,20 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import rule
+from localpath import local
 from test_table_model import TableMachine
 
 import lsm_lab
 from lsm_lab.cli.app import main
 from lsm_lab.errors import ConflictError, UnsupportedFeatureError
+from lsm_lab.filegroup.fsview import DataFile, FileSlice
 from lsm_lab.format import parquet_footer
 from lsm_lab.services import clustering, occ
 from lsm_lab.timeline.instant import CLUSTERING, State
 
 COLS = ["id", "p", "ts", "v"]
 ANY_SIZE = {"hoodie.clustering.plan.strategy.small.file.limit": str(1 << 40)}
-NO_SMALL_FILES = {"hoodie.parquet.small.file.limit": "0"}  # every insert opens new file groups (filegroup/smallfiles.py)
+NO_SMALL_FILES: dict[str, Any] = {"hoodie.parquet.small.file.limit": "0"}  # every insert opens new file groups (filegroup/smallfiles.py)
 
 
 def _table(tmp_path: Path, layout: str = "default", table_type: str = "MERGE_ON_READ", batches: int = 4,
@@ -44,6 +46,12 @@ def _state(t: lsm_lab.Table, **kw: Any) -> list[dict[str, Any]]:
     return sorted(out.to_pylist(), key=lambda r: (r["p"], r["id"]))
 
 
+def _base(fs: FileSlice) -> DataFile:
+    """The base file of a slice that has one (every slice after a clustering)."""
+    assert fs.base_file is not None
+    return fs.base_file
+
+
 @pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
 def test_default_layout_groups_become_few_sorted_disjoint_file_groups(tmp_path: Path, table_type: str) -> None:
     t = _table(tmp_path, table_type=table_type)
@@ -61,6 +69,7 @@ def test_default_layout_groups_become_few_sorted_disjoint_file_groups(tmp_path: 
     now = t.latest_slices()
     assert len(now) == 2 and all(fs.base_file is not None and not fs.log_files for fs in now)
     for fs in now:
+        assert fs.base_file is not None
         assert fs.base_instant == done.begin_time
         assert parquet_footer.is_sorted_footer(parquet_footer.footer(fs.base_file.path))
         keys = pq.read_table(fs.base_file.path).column("_hoodie_record_key")
@@ -89,10 +98,10 @@ def test_several_output_file_groups_have_disjoint_key_ranges(tmp_path: Path) -> 
     done = t.cluster(options={**ANY_SIZE, clustering.KEY_TARGET_FILE: str(size // 3 + 1)})
     assert done is not None
     assert t.read().sort_by("id").select(["id", "v"]).equals(before)
-    now = sorted(t.latest_slices(), key=lambda s: pq.read_table(s.base_file.path).column("id")[0].as_py())
+    now = sorted(t.latest_slices(), key=lambda s: pq.read_table(_base(s).path).column("id")[0].as_py())
     assert len(now) == 3
-    ranges = [(pc.min(pq.read_table(s.base_file.path).column("id")).as_py(),
-               pc.max(pq.read_table(s.base_file.path).column("id")).as_py()) for s in now]
+    ranges = [(pc.min(pq.read_table(_base(s).path).column("id")).as_py(),
+               pc.max(pq.read_table(_base(s).path).column("id")).as_py()) for s in now]
     assert all(ranges[i][1] < ranges[i + 1][0] for i in range(len(ranges) - 1))
 
 
@@ -146,7 +155,7 @@ def test_write_to_an_input_group_after_the_plan_is_a_conflict(tmp_path: Path) ->
     assert _state(t) == expected
     assert not t.clustering_plans() and all(i.begin_time != planned.begin_time for i in t.instants()
                                             if i.action == CLUSTERING)
-    assert not list(t.path.rglob(f"*_{planned.begin_time}.parquet"))
+    assert not list(local(t.path).rglob(f"*_{planned.begin_time}.parquet"))
 
 
 def test_writer_started_before_a_clustering_conflicts(tmp_path: Path) -> None:
@@ -182,11 +191,12 @@ def test_a_plan_of_another_execution_strategy_is_refused(tmp_path: Path) -> None
 
 
 def test_clean_archive_and_rollback_honour_replaced_groups(tmp_path: Path) -> None:
-    t = _table(tmp_path, **{"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"})
+    keep: dict[str, Any] = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"}
+    t = _table(tmp_path, **keep)
     done = t.cluster()
     assert done is not None
     before = _state(t)
-    old = {p for p in t.path.rglob("*.parquet") if done.begin_time not in p.name}
+    old = {p for p in local(t.path).rglob("*.parquet") if done.begin_time not in p.name}
     for i in range(3):
         t.upsert([{"id": f"n{i}", "p": "c", "ts": i, "v": i}])
         before.append({"id": f"n{i}", "p": "c", "ts": i, "v": i, "_hoodie_commit_time": t.completed_writes()[-1].begin_time})
@@ -249,8 +259,8 @@ class ClusteringMachine(TableMachine):
 
 
 def _case(table_type: str, layout: str) -> type:
-    machine = type(f"Clustering_{table_type}_{layout}", (ClusteringMachine,),
-                   {"table_type": table_type, "layout": layout})
+    machine = cast("type[ClusteringMachine]", type(f"Clustering_{table_type}_{layout}", (ClusteringMachine,),
+                                                    {"table_type": table_type, "layout": layout}))
     case = machine.TestCase
     case.settings = settings(max_examples=8, stateful_step_count=8, deadline=None, derandomize=True,
                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -285,9 +295,9 @@ def test_hudi_rs_reads_a_clustered_version_8_table_the_same(tmp_path: Path, layo
     t.delete([{"id": "k3b", "p": "b", "ts": 9}])
     before = t.completed_writes()[-1]
     assert t.cluster() is not None
-    assert compare_rows(t.read(), hudi_rs_read(t.path), ["id"]) == []
-    assert compare_rows(t.read(as_of=before), hudi_rs_read(t.path, as_of=before.completion_time), ["id"]) == []
-    assert compare_rows(t.read_optimized(), hudi_rs_read(t.path, read_optimized=True), ["id"]) == []
+    assert compare_rows(t.read(), hudi_rs_read(local(t.path)), ["id"]) == []
+    assert compare_rows(t.read(as_of=before), hudi_rs_read(local(t.path), as_of=before.completion_time), ["id"]) == []
+    assert compare_rows(t.read_optimized(), hudi_rs_read(local(t.path), read_optimized=True), ["id"]) == []
 
 
 @pytest.mark.parametrize("field,value", [("dataFilePath", "../../etc/passwd"), ("partitionPath", "/abs"),

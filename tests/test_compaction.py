@@ -12,32 +12,37 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from pathlib import Path
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from localpath import local
 
 import lsm_lab
 from lsm_lab.filegroup import fsview, index
+from lsm_lab.filegroup.planner import Operation
 from lsm_lab.format import log_v2 as v2
 from lsm_lab.format import naming, parquet_footer, parquet_write
 from lsm_lab.format.bloom import BloomFilter
 from lsm_lab.services import compaction, heartbeat, markers
 from lsm_lab.timeline.instant import State
+from lsm_lab.timeline.metadata import WriteStat
 
 COLS = ["id", "ts", "v"]
 
 
-def snapshot(table: lsm_lab.Table, **kw) -> list[tuple]:
+def snapshot(table: lsm_lab.Table, **kw: Any) -> list[tuple[Any, ...]]:
     cols = kw.pop("columns", COLS)
     return sorted(tuple(r[c] for c in cols) for r in table.read(columns=cols, **kw).to_pylist())
 
 
 def keys_in_bucket(bucket: int, num_buckets: int, n: int, prefix: str = "k") -> list[str]:
     """`n` record keys that the bucket index puts in `bucket` (non-partitioned table)."""
-    out, i = [], 0
+    out: list[str] = []
+    i = 0
     while len(out) < n:
         key = f"{prefix}{i}"
         if int(index.hudi_bucket_ids([pa.array([key])], num_buckets)[0]) == bucket:  # table version 10
@@ -55,7 +60,8 @@ def write_rounds(table: lsm_lab.Table, rounds: int = 4, keys: int = 30) -> None:
 
 @pytest.mark.parametrize("layout", ["lsm_tree", "default"])
 @pytest.mark.parametrize("merge", [None, "hash", "sorted"])
-def test_full_compaction_keeps_the_snapshot(tmp_table, layout: str, merge: str | None) -> None:
+def test_full_compaction_keeps_the_snapshot(tmp_table: Callable[..., lsm_lab.Table], layout: str,
+                                            merge: str | None) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=3, layout=layout)
     write_rounds(table)
     before = snapshot(table, columns=["id", "ts", "v", "_hoodie_commit_time"])
@@ -78,7 +84,7 @@ def test_full_compaction_keeps_the_snapshot(tmp_table, layout: str, merge: str |
         assert rows.column("_hoodie_file_name").to_pylist() == [fs.base_file.path.name] * rows.num_rows
         assert rows.column_names[:5] == ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
                                          "_hoodie_partition_path", "_hoodie_file_name"]
-        assert rows.column_names[5:] == table.schema.names
+        assert table.schema is not None and rows.column_names[5:] == table.schema.names
         compacted_rows += rows.num_rows
         if layout == "lsm_tree":
             assert kv[parquet_footer.KEY_SORTED] == "true"
@@ -89,7 +95,7 @@ def test_full_compaction_keeps_the_snapshot(tmp_table, layout: str, merge: str |
     assert table.compact(strategy="full") is None  # nothing left in L0
 
 
-def test_time_travel_and_incremental_reads_survive_compaction(tmp_table) -> None:
+def test_time_travel_and_incremental_reads_survive_compaction(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=2)
     history = []
     for r in range(3):
@@ -102,7 +108,7 @@ def test_time_travel_and_incremental_reads_survive_compaction(tmp_table) -> None
     assert sorted(r["id"] for r in inc) == sorted(f"k{i}" for i in range(1, 12))
 
 
-def test_large_group_streams_in_row_groups(tmp_table) -> None:
+def test_large_group_streams_in_row_groups(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=1)
     n = 70_000
     table.bulk_insert(pa.table({"id": [f"key{i:06d}" for i in range(n)], "ts": [0] * n, "v": list(range(n))}))
@@ -110,9 +116,11 @@ def test_large_group_streams_in_row_groups(tmp_table) -> None:
                            "v": [-1] * len(range(0, n, 3))}))
     before = table.read(columns=["id", "v"]).sort_by("id")
     (bulk,) = table.latest_slices()
+    assert bulk.base_file is not None
     bulk_meta = pq.read_metadata(bulk.base_file.path)
     table.compact(strategy="full", progress=False)
     (fs,) = table.latest_slices()
+    assert fs.base_file is not None
     meta = pq.read_metadata(fs.base_file.path)
     # streamed in batches, written in the row groups a bulk insert of the same rows gets (several, byte-capped)
     assert meta.num_rows == n and meta.num_row_groups > 1
@@ -123,18 +131,21 @@ def test_large_group_streams_in_row_groups(tmp_table) -> None:
 
 
 @pytest.mark.parametrize("merge", ["sorted", "hash"])
-def test_compacted_base_files_have_the_footer_of_a_bulk_insert(tmp_table, merge) -> None:
+def test_compacted_base_files_have_the_footer_of_a_bulk_insert(tmp_table: Callable[..., lsm_lab.Table],
+                                                               merge: str) -> None:
     """Compaction writes through the one data-file writer: key range, bloom of every key, sorting
     columns, Parquet's own bloom, page checksums and row groups like a bulk-inserted file."""
     table = tmp_table(ordering_field="ts", num_buckets=1)
     n = 20_000
     table.bulk_insert(pa.table({"id": [f"key{i:06d}" for i in range(n)], "ts": [0] * n, "v": list(range(n))}))
     (bulk,) = table.latest_slices()
+    assert bulk.base_file is not None
     table.upsert(pa.table({"id": [f"key{i:06d}" for i in range(0, n + 500, 7)], "ts": [1] * len(range(0, n + 500, 7)),
                            "v": [-1] * len(range(0, n + 500, 7))}))
     table.delete([f"key{i:06d}" for i in range(1, 300, 2)])
     table.compact(strategy="full", merge=merge, progress=False)
     (fs,) = table.latest_slices()
+    assert fs.base_file is not None
     assert fs.log_files == () and fs.base_instant != bulk.base_instant
     rows = pq.read_table(fs.base_file.path)
     keys = rows.column("_hoodie_record_key")
@@ -169,11 +180,12 @@ def test_compacted_base_files_have_the_footer_of_a_bulk_insert(tmp_table, merge)
     assert abs(sizes[0] - expected) <= expected // 10
 
 
-def test_writes_during_a_pending_compaction_land_in_the_next_slice(tmp_table) -> None:
+def test_writes_during_a_pending_compaction_land_in_the_next_slice(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=1)
     table.upsert([{"id": f"k{i}", "ts": 0, "v": 0} for i in range(5)])
     table.upsert([{"id": "k1", "ts": 1, "v": 1}])
     plan = table.compact(plan_only=True)
+    assert plan is not None
     late = table.upsert([{"id": "k2", "ts": 2, "v": 2}, {"id": "k9", "ts": 2, "v": 9}])  # after the plan
     expected = snapshot(table)
     # while pending: the late log is read in the old slice
@@ -185,15 +197,17 @@ def test_writes_during_a_pending_compaction_land_in_the_next_slice(tmp_table) ->
     assert [f.instant for f in group.latest.log_files] == [late.begin_time]
 
 
-def test_pending_compaction_output_is_invisible(tmp_table, monkeypatch) -> None:
+def test_pending_compaction_output_is_invisible(tmp_table: Callable[..., lsm_lab.Table],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=2)
     write_rounds(table, rounds=3, keys=12)
     expected = snapshot(table)
     plan = table.compact(plan_only=True)
+    assert plan is not None
     seen = []
     real = compaction.run_full
 
-    def spy(ctx, op, task, token=None):
+    def spy(ctx: compaction.CompactionContext, op: Operation, task: int, token: str | None = None) -> WriteStat:
         stat = real(ctx, op, task, token=token)
         # a new base exists on disk but belongs to no completed instant
         assert (table.path / stat.path).exists()
@@ -207,15 +221,17 @@ def test_pending_compaction_output_is_invisible(tmp_table, monkeypatch) -> None:
     assert snapshot(table) == expected
 
 
-def test_failed_compaction_goes_back_to_requested_and_reruns(tmp_table, monkeypatch) -> None:
+def test_failed_compaction_goes_back_to_requested_and_reruns(tmp_table: Callable[..., lsm_lab.Table],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=2)
     write_rounds(table, rounds=3, keys=12)
     expected = snapshot(table)
     plan = table.compact(plan_only=True)
+    assert plan is not None
     calls = []
     real = compaction.run_full
 
-    def boom(ctx, op, task, token=None):
+    def boom(ctx: compaction.CompactionContext, op: Operation, task: int, token: str | None = None) -> WriteStat:
         calls.append(op.file_id)
         if len(calls) == 2:
             raise RuntimeError("disk full")
@@ -233,27 +249,31 @@ def test_failed_compaction_goes_back_to_requested_and_reruns(tmp_table, monkeypa
     assert snapshot(table) == expected
 
 
-def test_dead_inflight_compaction_is_reset_and_rerun(tmp_table) -> None:
+def test_dead_inflight_compaction_is_reset_and_rerun(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=1)
     write_rounds(table, rounds=2, keys=10)
     expected = snapshot(table)
     plan = table.compact(plan_only=True)
+    assert plan is not None
     # a runner that died half way: inflight, one partial output file, a marker, no live heartbeat
     table.active_timeline.start(plan)
     (fs,) = table.latest_slices()
+    assert fs.base_file is not None
     name = naming.base_file_name(fs.file_id, "0-0-0", plan.begin_time)
     markers.create_marker(table.path, plan.begin_time, "", name, "MERGE")
     (table.path / name).write_bytes(b"PAR1 half written")
     assert not heartbeat.is_alive(table.path, plan.begin_time)
     assert snapshot(table) == expected  # the half-written file is invisible
     done = table.compact()
+    assert done is not None
     assert done.begin_time == plan.begin_time and snapshot(table) == expected
 
 
-def test_live_runner_is_left_alone(tmp_table) -> None:
+def test_live_runner_is_left_alone(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=1)
     write_rounds(table, rounds=2, keys=10)
     plan = table.compact(plan_only=True)
+    assert plan is not None
     with heartbeat.Heartbeat(table.path, plan.begin_time):
         table.active_timeline.start(plan)
         with pytest.raises(lsm_lab.ConflictError, match="live process"):
@@ -263,18 +283,25 @@ def test_live_runner_is_left_alone(tmp_table) -> None:
 
 
 # --------------------------------------------------------------------------- log compaction
+def _parsed(name: str) -> naming.FileName:
+    parsed = naming.parse(name)
+    assert parsed is not None, name
+    return parsed
+
+
 def compacted_logs(table: lsm_lab.Table) -> list[fsview.DataFile]:
     return [f for fs in table.latest_slices() for f in fs.log_files
             if "COMPACTED_BLOCK_TIMES" in v2.read_log_header(f.path)]
 
 
-def test_log_compaction_folds_logs_and_hides_them(tmp_table) -> None:
+def test_log_compaction_folds_logs_and_hides_them(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=2)
     write_rounds(table, rounds=5, keys=20)
     before = snapshot(table, columns=["id", "ts", "v", "_hoodie_commit_time"])
     old_logs = {f.path for fs in table.latest_slices() for f in fs.log_files}
     old_time = table.latest_completion()
     done = table.compact(strategy="log")
+    assert done is not None
     assert done.action == "logcompaction"
     names = {p.name for p in table.active_timeline.folder.iterdir()}
     assert f"{done.begin_time}_{done.completion_time}.deltacommit" in names
@@ -287,7 +314,7 @@ def test_log_compaction_folds_logs_and_hides_them(tmp_table) -> None:
             header = v2.read_log_header(f.path)
             assert header["INSTANT_TIME"] == done.begin_time
             replaced = set(header["COMPACTED_BLOCK_TIMES"].split(","))
-            assert replaced <= {naming.parse(p.name).instant for p in old_logs}
+            assert replaced <= {_parsed(p.name).instant for p in old_logs}
             assert parquet_footer.footer(f.path)[parquet_footer.KEY_SORTED] == "true"
     assert all(p.exists() for p in old_logs)  # still on disk, for time travel (the cleaner decides)
     assert snapshot(table, columns=["id", "ts", "v", "_hoodie_commit_time"], as_of=old_time) == before
@@ -296,7 +323,7 @@ def test_log_compaction_folds_logs_and_hides_them(tmp_table) -> None:
     assert snapshot(table, columns=["id", "ts", "v", "_hoodie_commit_time"]) == before
 
 
-def test_log_compaction_keeps_delete_by_key_semantics(tmp_table) -> None:
+def test_log_compaction_keeps_delete_by_key_semantics(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     """Event time: a delete without ordering value resets a key; older-ordered records after it still win."""
     table = tmp_table(ordering_field="ts", num_buckets=1)
     table.upsert([{"id": "a", "ts": 5, "v": 1}, {"id": "b", "ts": 5, "v": 1}, {"id": "c", "ts": 5, "v": 1}])
@@ -317,19 +344,22 @@ def test_log_compaction_keeps_delete_by_key_semantics(tmp_table) -> None:
     assert snapshot(table) == expected
 
 
-def test_write_completed_during_log_compaction_wins(tmp_table) -> None:
+def test_write_completed_during_log_compaction_wins(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     """The interleaving: log compaction planned, a deltacommit completes, then the log compaction completes."""
     table = tmp_table(num_buckets=1)  # commit-time ordering: the later write must win
     table.upsert([{"id": "k", "v": 0}, {"id": "x", "v": 0}])
     table.upsert([{"id": "k", "v": 1}])
     table.upsert([{"id": "k", "v": 2}, {"id": "x", "v": 2}])
     plan = table.compact(strategy="log", plan_only=True)
+    assert plan is not None
     assert plan.action == "logcompaction"
     late = table.upsert([{"id": "k", "v": 3}])  # completes before the log compaction does
     done = compaction.execute(table, plan)
+    assert done.completion_time is not None and late.completion_time is not None
     assert done.completion_time > late.completion_time
     assert snapshot(table, columns=["id", "v"]) == [("k", 3), ("x", 2)]
     (fs,) = table.latest_slices()
+    assert fs.base_file is not None
     assert [f.instant for f in fs.log_files] == [plan.begin_time, late.begin_time]  # compacted log first
     # time travel around it
     assert snapshot(table, columns=["id", "v"], as_of=late) == [("k", 3), ("x", 2)]
@@ -337,10 +367,10 @@ def test_write_completed_during_log_compaction_wins(tmp_table) -> None:
     again = table.compact(strategy="log")
     header = v2.read_log_header(compacted_logs(table)[0].path)
     assert set(header["COMPACTED_BLOCK_TIMES"].split(",")) == {plan.begin_time, late.begin_time}
-    assert again.is_completed and snapshot(table, columns=["id", "v"]) == [("k", 3), ("x", 2)]
+    assert again is not None and again.is_completed and snapshot(table, columns=["id", "v"]) == [("k", 3), ("x", 2)]
 
 
-def test_hybrid_plan_mixes_full_and_log(tmp_table) -> None:
+def test_hybrid_plan_mixes_full_and_log(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=2, **{
         "hoodie.parquet.small.file.limit": "1", "hoodie.compaction.hybrid.log.to.base.ratio": "1000",
         "hoodie.compaction.hybrid.log.file.num.threshold": "3",
@@ -353,10 +383,12 @@ def test_hybrid_plan_mixes_full_and_log(tmp_table) -> None:
     table.upsert([{"id": k, "ts": 1, "v": i} for i, k in enumerate(big)])    # bucket 1: 1 big log
     before = snapshot(table)
     plan = table.compact(plan_only=True)
+    assert plan is not None
     ops = {op.file_id[:8]: op.operation_type for op in table.compaction_plans()[-1][1].operations}
     assert ops == {"00000000": "LOG", "00000001": "FULL"}
     assert plan.action == "compaction"
     done = table.compact()
+    assert done is not None
     assert done.begin_time == plan.begin_time and snapshot(table) == before
     by_bucket = {fs.file_id[:8]: fs for fs in table.latest_slices()}
     assert by_bucket["00000001"].base_instant == done.begin_time and not by_bucket["00000001"].log_files
@@ -364,7 +396,7 @@ def test_hybrid_plan_mixes_full_and_log(tmp_table) -> None:
     assert [f.instant for f in by_bucket["00000000"].log_files] == [done.begin_time]
 
 
-def test_inline_compaction_by_number_of_delta_commits(tmp_table) -> None:
+def test_inline_compaction_by_number_of_delta_commits(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=1, **{
         "hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "3"})
     table.upsert([{"id": "a", "ts": 0, "v": 0}])
@@ -377,12 +409,12 @@ def test_inline_compaction_by_number_of_delta_commits(tmp_table) -> None:
     assert compaction.inline_due(table)[0] is False
 
 
-def test_inline_trigger_by_time(tmp_table) -> None:
+def test_inline_trigger_by_time(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=1, **{
         "hoodie.compact.inline": "true", "hoodie.compact.inline.trigger.strategy": "TIME_ELAPSED",
         "hoodie.compact.inline.max.delta.seconds": "60"})
     first = table.upsert([{"id": "a", "ts": 0, "v": 0}])
-    start = lsm_lab.timeline.clock.parse_time(first.begin_time)  # type: ignore[attr-defined]
+    start = lsm_lab.timeline.clock.parse_time(first.begin_time)
     assert compaction.inline_due(table, now=start + dt.timedelta(seconds=10))[0] is False
     assert compaction.inline_due(table, now=start + dt.timedelta(seconds=61))[0] is True
     both = dict(table.config.props, **{"hoodie.compact.inline.trigger.strategy": "NUM_AND_TIME"})
@@ -390,7 +422,7 @@ def test_inline_trigger_by_time(tmp_table) -> None:
     assert compaction.inline_due(table, now=start + dt.timedelta(seconds=61))[0] is False  # only 1 commit
 
 
-def test_compaction_errors(tmp_table) -> None:
+def test_compaction_errors(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table = tmp_table(ordering_field="ts")
     table.upsert([{"id": "a", "ts": 0, "v": 0}])
     with pytest.raises(lsm_lab.InputError, match="strategy"):
@@ -401,13 +433,14 @@ def test_compaction_errors(tmp_table) -> None:
         compaction.execute(table, table.instants()[0])
 
 
-def test_plan_json_is_readable_without_lsm_lab(tmp_table) -> None:
+def test_plan_json_is_readable_without_lsm_lab(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=1)
     write_rounds(table, rounds=2, keys=6)
     plan = table.compact(plan_only=True)
+    assert plan is not None
     raw = json.loads((table.active_timeline.folder / f"{plan.begin_time}.compaction.requested").read_text())
     (op,) = raw["operations"]
-    folder = Path(table.path)
+    folder = local(table.path)
     assert (folder / op["dataFilePath"]).exists() and all((folder / p).exists() for p in op["deltaFilePaths"])
 
 
@@ -424,7 +457,8 @@ def _bulk_then_upserts(table: lsm_lab.Table, n: int = 6_000) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("partitioned", [False, True])
-def test_sorted_full_compaction_merges_on_the_key_field(tmp_table, monkeypatch, partitioned) -> None:
+def test_sorted_full_compaction_merges_on_the_key_field(tmp_table: Callable[..., lsm_lab.Table],
+                                                        monkeypatch: pytest.MonkeyPatch, partitioned: bool) -> None:
     """Without delete logs, a simple key's `_hoodie_record_key` is never rebuilt for the merge (the merge
     runs on the key field) and the written file holds the merged field under both names, row by row."""
     kw = {"partition_by": "p"} if partitioned else {}
@@ -439,18 +473,19 @@ def test_sorted_full_compaction_merges_on_the_key_field(tmp_table, monkeypatch, 
         model = {k: (-1 if i % 3 == 0 else i) for i, k in enumerate(ids)}
     else:
         model = _bulk_then_upserts(table, n)
-    from lsm_lab.filegroup import read as read_mod
+    from lsm_lab.merge import records
 
-    def no_rebuild(*a, **k):
+    def no_rebuild(*a: object, **k: object) -> NoReturn:
         raise AssertionError("the sorted FULL merge rebuilt _hoodie_record_key from the key field")
 
-    monkeypatch.setattr(read_mod.records, "record_keys", no_rebuild)
+    monkeypatch.setattr(records, "record_keys", no_rebuild)  # the module lsm_lab.filegroup.read merges with
     table.compact(strategy="full", merge="sorted", progress=False)
     monkeypatch.undo()
     got = {r["id"]: r["v"] for r in table.read(columns=["id", "v"]).to_pylist()}
     assert got == model
     for fs in table.latest_slices():
         assert fs.log_files == ()
+        assert fs.base_file is not None
         rows = pq.read_table(fs.base_file.path)
         assert rows.column("_hoodie_record_key").equals(rows.column("id"))
         assert rows.column_names[:5] == ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
@@ -464,7 +499,8 @@ def test_sorted_full_compaction_merges_on_the_key_field(tmp_table, monkeypatch, 
 
 @pytest.mark.usefixtures("hand_edited")
 @pytest.mark.parametrize("with_deletes", [False, True])
-def test_full_compaction_rejects_an_empty_record_key(tmp_table, with_deletes) -> None:
+def test_full_compaction_rejects_an_empty_record_key(tmp_table: Callable[..., lsm_lab.Table],
+                                                     with_deletes: bool) -> None:
     """A base file holding an empty key (written by hand: writes reject it) fails the compaction with a
     SchemaError on both paths: merging on the key field (no delete log) and on the rebuilt record key.
     (The committed-size check, which would refuse the rewritten file first, is switched off.)"""
@@ -473,6 +509,7 @@ def test_full_compaction_rejects_an_empty_record_key(tmp_table, with_deletes) ->
     if with_deletes:
         table.delete(["key000005"])
     (fs,) = table.latest_slices()
+    assert fs.base_file is not None
     base = pq.read_table(fs.base_file.path)
     keys = base.column("id").to_pylist()
     keys[0] = ""  # the smallest key: the file stays sorted

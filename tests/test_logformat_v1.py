@@ -14,9 +14,10 @@ import io
 import shutil
 import struct
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import fastavro
 import pyarrow as pa
@@ -78,6 +79,12 @@ def _table_logs(root: Path, *, metadata: bool) -> list[Path]:
         and _is_v1_log(p.name)
         and (("metadata" in p.parts) == metadata)
     )
+
+
+def _records(block: v1.LogBlock) -> pa.Table:
+    """The rows of a decoded data or delete block (None only for command and corrupt blocks)."""
+    assert block.records is not None
+    return block.records
 
 
 def _sample_table() -> pa.Table:
@@ -180,22 +187,22 @@ def test_avro_data_round_trip(tmp_path: Path) -> None:
     assert block.block_type == BlockType.AVRO_DATA
     assert block.instant_time == T1 and block.content_version == 3 and block.format_version == 1
     assert (block.offset, block.length) == (0, path.stat().st_size)
-    assert block.records.schema == table.schema
-    assert block.records.equals(table)
+    assert _records(block).schema == table.schema
+    assert _records(block).equals(table)
 
 
 def test_empty_data_block_keeps_columns() -> None:
     table = _sample_table().slice(0, 0)
     (block,) = v1.decode_log_bytes(_data_block(table))
     assert block.num_rows == 0
-    assert block.records.schema == table.schema
+    assert _records(block).schema == table.schema
 
 
 def test_schema_text_is_stored_verbatim() -> None:
     text = '{"type":"record","name":"r","fields":[{"name":"a","type":["null","long"],"default":null}]}'
     (block,) = v1.decode_log_bytes(v1.encode_avro_data_block(pa.table({"a": [1, None]}), instant_time=T1, schema_json=text))
     assert block.header["SCHEMA"] == text
-    assert block.records.column("a").to_pylist() == [1, None]
+    assert _records(block).column("a").to_pylist() == [1, None]
 
 
 def test_writer_casts_safely_and_refuses_mismatches() -> None:
@@ -206,7 +213,7 @@ def test_writer_casts_safely_and_refuses_mismatches() -> None:
     (block,) = v1.decode_log_bytes(
         v1.encode_avro_data_block(pa.table({"t": ns, "a": pa.array([5], pa.int8())}), instant_time=T1, schema_json=schema)
     )
-    assert block.records.to_pylist() == [{"a": 5, "t": dt.datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=dt.UTC)}]
+    assert _records(block).to_pylist() == [{"a": 5, "t": dt.datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=dt.UTC)}]
     with pytest.raises(SchemaError, match="'t'"):  # 1 ns would be lost
         v1.encode_avro_records(pa.table({"a": [1], "t": pa.array([1], pa.timestamp("ns", tz="UTC"))}), schema)
     with pytest.raises(SchemaError, match="required"):
@@ -222,7 +229,7 @@ def test_parquet_data_block_round_trip() -> None:
     raw = v1.encode_parquet_data_block(table, instant_time=T1, table_name="t")
     (block,) = v1.decode_log_bytes(raw)
     assert block.block_type == BlockType.PARQUET_DATA
-    assert block.records.select(table.column_names).cast(table.schema).equals(table)
+    assert _records(block).select(table.column_names).cast(table.schema).equals(table)
 
 
 @pytest.mark.parametrize(
@@ -245,7 +252,7 @@ def test_delete_round_trip_per_wrapper(values: pa.Array, arrow_type: pa.DataType
     keys = _keys("k1", "k2", ordering_val=values)
     (block,) = v1.decode_log_bytes(v1.encode_delete_block(keys, instant_time=T1))
     assert block.is_delete and block.content_version == 3
-    got = block.records
+    got = _records(block)
     assert got.column_names == ["record_key", "partition_path", "ordering_val"]
     assert got.column("record_key").to_pylist() == ["k1", "k2"]
     assert got.schema.field("ordering_val").type == arrow_type
@@ -272,7 +279,7 @@ def test_delete_writer_refuses_bad_input() -> None:
         v1.encode_delete_records(pa.table({"record_key": ["a"], "ordering_val": pa.array([[1]])}))
 
 
-def _delete_payload(orderings: list) -> bytes:
+def _delete_payload(orderings: list[tuple[str, Mapping[str, object]] | None]) -> bytes:
     """Delete content written straight with the delete schema, to craft mixes no writer makes."""
     datum = {
         "deleteRecordList": [
@@ -284,7 +291,7 @@ def _delete_payload(orderings: list) -> bytes:
     return struct.pack(">ii", 3, buf.tell()) + buf.getvalue()
 
 
-def _w(name: str, value: object) -> tuple[str, dict]:
+def _w(name: str, value: object) -> tuple[str, dict[str, object]]:
     return (f"org.apache.hudi.avro.model.{name}", {"value": value})
 
 
@@ -391,7 +398,7 @@ def test_every_truncation_of_the_last_block() -> None:
         blocks = v1.decode_log_bytes(data[:cut])
         _assert_covers(blocks, cut)
         assert [b.block_type for b in blocks] == [BlockType.AVRO_DATA, BlockType.DELETE, BlockType.CORRUPT]
-        assert blocks[0].records.equals(_sample_table())
+        assert _records(blocks[0]).equals(_sample_table())
 
 
 def test_partial_block_followed_by_good_block() -> None:
@@ -437,6 +444,7 @@ def _patch(data: bytes, offset: int, raw: bytes) -> bytes:
 def test_bad_length_fields_make_a_corrupt_block(where: object, raw: bytes, reason: str) -> None:
     data, parts = _three_block_file()
     offset = len(parts[0]) - 8 if where == "trailer" else where
+    assert isinstance(offset, int)
     blocks = v1.decode_log_bytes(_patch(data, offset, raw))
     _assert_covers(blocks, len(data))
     assert blocks[0].block_type == BlockType.CORRUPT and reason in blocks[0].detail
@@ -448,6 +456,7 @@ def test_bad_length_fields_make_a_corrupt_block(where: object, raw: bytes, reaso
 def test_content_length_out_of_bounds_skips_exactly_the_frame() -> None:
     data, parts = _three_block_file()
     delete = v1.decode_log_bytes(parts[1])[0]
+    assert delete.instant_time is not None
     header_len = len(v1.writer._encode_metadata({HeaderKey.INSTANT_TIME: delete.instant_time}))
     at = len(parts[0]) + 22 + header_len
     blocks = v1.decode_log_bytes(_patch(data, at, struct.pack(">q", 10**6)))
@@ -532,9 +541,10 @@ def test_iter_blocks_streams(tmp_path: Path) -> None:
 
 
 def test_footer_and_unknown_header_keys_survive() -> None:
+    header: dict[HeaderKey | int | str, str] = {HeaderKey.INSTANT_TIME: T1, 42: "x", "IS_PARTIAL": "true"}
     raw = v1.encode_block(
         BlockType.COMMAND,
-        {HeaderKey.INSTANT_TIME: T1, 42: "x", "IS_PARTIAL": "true"},
+        header,
         footer={HeaderKey.BLOCK_IDENTIFIER: "0,1"},
     )
     (block,) = v1.decode_log_bytes(raw)
@@ -572,7 +582,7 @@ def test_write_log_file_never_overwrites(tmp_path: Path) -> None:
         (".fg_20250101000000001.log.3_1-2-3.cdc", ("fg", "20250101000000001", 3, "1-2-3", "cdc")),
     ],
 )
-def test_parse_log_file_name(name: str, parts: tuple) -> None:
+def test_parse_log_file_name(name: str, parts: tuple[str, str, int, str, str]) -> None:
     """v1 log names are parsed by the one file-name grammar (format/naming.py)."""
     parsed = naming.parse(name)
     assert parsed is not None and parsed.log_format == 1 and parsed.is_log
@@ -620,7 +630,7 @@ def test_real_avro_data_block(real_log: Callable[[str], Path]) -> None:
     assert block.block_type == BlockType.AVRO_DATA and block.content_version == 3
     assert set(block.header) == {"INSTANT_TIME", "SCHEMA"} and block.footer == {}
     assert block.instant_time == "20250316025828811"
-    (row,) = block.records.to_pylist()
+    (row,) = _records(block).to_pylist()
     assert row["uuid"] == "334e26e9-8355-45cc-97c6-c31daf0df330" and row["fare"] == 29.1 and row["ts"] == 1695159649088
     assert row["_hoodie_commit_seqno"] == "20250316025828811_0_2"
 
@@ -629,16 +639,16 @@ def test_real_delete_block(real_log: Callable[[str], Path]) -> None:
     (block,) = v1.read_log_file(real_log("valid_log_delete"))
     assert block.is_delete and block.instant_time == "20250618054714114"
     assert list(block.header) == ["SCHEMA", "INSTANT_TIME"]  # Hudi's hash-map order
-    assert block.records.schema.field("ordering_val").type == pa.int32()
-    assert block.records.column("ordering_val").to_pylist() == [0, 0, 0]  # IntWrapper(0): "no ordering value"
-    assert set(block.records.column("partition_path").to_pylist()) == {"city=san_francisco"}
+    assert _records(block).schema.field("ordering_val").type == pa.int32()
+    assert _records(block).column("ordering_val").to_pylist() == [0, 0, 0]  # IntWrapper(0): "no ordering value"
+    assert set(_records(block).column("partition_path").to_pylist()) == {"city=san_francisco"}
     assert v1.commit_time_ordering_mask(block.records).to_pylist() == [True] * 3
 
 
 def test_real_parquet_data_block(real_log: Callable[[str], Path]) -> None:
     (block,) = v1.read_log_file(real_log("valid_log_parquet_data"))
     assert block.block_type == BlockType.PARQUET_DATA and block.num_rows == 1
-    assert block.records.column("rider").to_pylist() == ["rider-A"]
+    assert _records(block).column("rider").to_pylist() == ["rider-A"]
 
 
 def test_real_rollback_block(real_log: Callable[[str], Path]) -> None:
@@ -646,7 +656,8 @@ def test_real_rollback_block(real_log: Callable[[str], Path]) -> None:
     (block,) = v1.read_log_file(path)
     assert block.is_rollback and block.records is None
     assert (block.instant_time, block.target_instant_time) == ("20250126040936578", "20250126040826878")
-    assert naming.parse(path.name).version == 2  # a rollback gets its own log file version
+    parsed = naming.parse(path.name)
+    assert parsed is not None and parsed.version == 2  # a rollback gets its own log file version
 
 
 def test_real_blocks_re_encode_byte_for_byte(real_log: Callable[[str], Path], tables: Path) -> None:
@@ -715,7 +726,7 @@ _LIVE_LOG = "20251220210130911"  # sao_paulo's log after the last compaction: on
 _KEY = "7a84095f-737f-40bc-b62f-6b69664712d2"
 
 
-def _hudi_snapshot(base: Path) -> dict[str, tuple]:
+def _hudi_snapshot(base: Path) -> dict[str, tuple[Any, Any]]:
     hudi = pytest.importorskip("hudi")
     batches = hudi.HudiTableBuilder.from_base_uri(str(base)).build().read()
     table = pa.Table.from_batches(batches)
@@ -734,7 +745,7 @@ def v8_copy(tables: Path, tmp_path: Path) -> tuple[Path, Path, v1.LogBlock]:
 
 
 def _with_fare(block: v1.LogBlock, fare: float) -> pa.Table:
-    t = block.records
+    t = _records(block)
     return t.set_column(t.schema.get_field_index("fare"), "fare", pa.array([fare]))
 
 
@@ -753,7 +764,7 @@ def test_hudi_rs_reads_lsm_lab_blocks(v8_copy: tuple[Path, Path, v1.LogBlock]) -
         ],
     )
     ours = v1.effective_blocks(v1.read_log_file(log))
-    assert [b.records.column("fare")[0].as_py() for b in ours] == [123.45]
+    assert [_records(b).column("fare")[0].as_py() for b in ours] == [123.45]
     assert _hudi_snapshot(base)[_KEY][0] == 123.45
 
 

@@ -45,13 +45,16 @@ def test_v2_writer_names_round_trip() -> None:
     data = naming.log_file_name(FID, TOK, T, 7)
     delete = naming.log_file_name(FID, TOK, T, 7, delete=True)
     assert data == f"{FID}_{TOK}_{T}_7.parquet" and delete == f"{FID}_{TOK}_{T}_7.delete.parquet"
-    assert naming.parse(data).content == "data" and naming.parse(delete).is_delete
+    parsed, parsed_delete = naming.parse(data), naming.parse(delete)
+    assert parsed is not None and parsed_delete is not None
+    assert parsed.content == "data" and parsed_delete.is_delete
 
 
 def test_v1_logs() -> None:
     name = naming.v1_log_file_name(FID, T, 2, "1-0-1")
     assert name == f".{FID}_{T}.log.2_1-0-1"
     f = naming.parse(name)
+    assert f is not None
     assert (f.file_id, f.instant, f.version, f.write_token, f.log_format, f.kind) == (FID, T, 2, "1-0-1", 1, "log")
     legacy = naming.parse(f".{FID}_20240418173551.log.1")  # old names: no token, 14-digit time
     assert legacy is not None and legacy.instant == "20240418173551" and legacy.write_token == ""
@@ -61,8 +64,10 @@ def test_v1_logs() -> None:
 
 def test_real_hudi_names() -> None:
     base = naming.parse("97de74b1-2a8e-4bb7-874c-0a74e1f42a77-0_1-98-142_20240418172802262.parquet")
+    assert base is not None
     assert base.file_id == "97de74b1-2a8e-4bb7-874c-0a74e1f42a77-0" and base.write_token == "1-98-142"
     v1 = naming.parse(".6db57019-98ee-480e-8eb1-fb3de48e1c24-0_20250331030642808.log.1_0-52-72")
+    assert v1 is not None
     assert v1.file_id == "6db57019-98ee-480e-8eb1-fb3de48e1c24-0" and v1.version == 1
 
 
@@ -92,11 +97,14 @@ def test_names_round_trip(file_id: str, task: int, stage: int, attempt: int, ins
                           delete: bool) -> None:
     token = naming.write_token(task, stage, attempt)
     base = naming.parse(naming.base_file_name(file_id, token, instant))
+    assert base is not None
     assert (base.file_id, base.write_token, base.instant, base.kind) == (file_id, token, instant, "base")
     log = naming.parse(naming.log_file_name(file_id, token, instant, version, delete=delete))
+    assert log is not None
     assert (log.file_id, log.write_token, log.instant, log.version, log.is_delete, log.log_format) == (
         file_id, token, instant, version, delete, 2)
     v1 = naming.parse(naming.v1_log_file_name(file_id, instant, version, token))
+    assert v1 is not None
     assert (v1.file_id, v1.instant, v1.version, v1.write_token, v1.log_format) == (
         file_id, instant, version, token, 1)
 

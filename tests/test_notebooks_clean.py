@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import nbformat
 import pytest
@@ -26,9 +28,11 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 NAME = re.compile(r"^(?P<num>\d{2})(?P<insert>[a-z]?)_[a-z0-9]+(?:_[a-z0-9]+)*\.ipynb$")
 ALL = sorted(p for p in NOTEBOOKS.glob("*.ipynb"))
+# nbformat.read has no annotations: its signature, once, so the calls below are typed
+_nb_read: Callable[..., nbformat.NotebookNode] = nbformat.read
 
 
-def _strip_tool():
+def _strip_tool() -> ModuleType:
     spec = importlib.util.spec_from_file_location("strip_notebooks", ROOT / "tools" / "strip_notebooks.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -37,54 +41,57 @@ def _strip_tool():
 
 
 def _read(path: Path) -> nbformat.NotebookNode:
-    return nbformat.read(path, as_version=4)
+    return _nb_read(path, as_version=4)
 
 
 def _text(cell: nbformat.NotebookNode) -> str:
     return cell.source if isinstance(cell.source, str) else "".join(cell.source)
 
 
-def _first(cells: list, pred, start: int = 0) -> int | None:
+def _first(cells: list[nbformat.NotebookNode], pred: Callable[[nbformat.NotebookNode], bool],
+           start: int = 0) -> int | None:
     return next((i for i in range(start, len(cells)) if pred(cells[i])), None)
 
 
-def _md(pattern: str, flags: int = re.IGNORECASE):
+def _md(pattern: str, flags: int = re.IGNORECASE) -> Callable[[nbformat.NotebookNode], bool]:
     rx = re.compile(pattern, flags)
     return lambda c: c.cell_type == "markdown" and rx.search(_text(c)) is not None
 
 
-def test_there_are_chapters():
+def test_there_are_chapters() -> None:
     assert ALL, f"no notebooks in {NOTEBOOKS}"
 
 
-def test_numbered_from_00_without_gaps():
-    numbers = []
+def test_numbered_from_00_without_gaps() -> None:
+    numbers: list[int] = []
+    inserted: list[bool] = []
     for path in ALL:
         m = NAME.match(path.name)
         assert m, f"{path.name}: chapters are named NN_name.ipynb (lower case, digits, '_'; NNa_ for an insert)"
         numbers.append(int(m["num"]))
-    main = sorted({n for n, p in zip(numbers, ALL) if not NAME.match(p.name)["insert"]})
+        inserted.append(bool(m["insert"]))
+    main = sorted({n for n, ins in zip(numbers, inserted) if not ins})
     assert main == list(range(len(main))), f"chapter numbers must run 00, 01, 02, … without gaps: {main}"
-    inserts = {n for n, p in zip(numbers, ALL) if NAME.match(p.name)["insert"]}
+    inserts = {n for n, ins in zip(numbers, inserted) if ins}
     assert inserts <= set(main), f"an inserted chapter (NNa_) needs chapter NN: {sorted(inserts - set(main))}"
     assert len({p.name.split("_", 1)[0] for p in ALL}) == len(ALL), "two chapters share a number"
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
-def test_stripped(path: Path):
-    found = _strip_tool().problems(nbformat.read(path, as_version=nbformat.NO_CONVERT))
+def test_stripped(path: Path) -> None:
+    found = _strip_tool().problems(_nb_read(path, as_version=nbformat.NO_CONVERT))
     assert not found, f"{path.name} is not stripped ({'; '.join(found[:3])}): run `make notebooks-strip`"
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
-def test_kernelspec(path: Path):
+def test_kernelspec(path: Path) -> None:
     nb = _read(path)
     assert nb.metadata.get("kernelspec", {}).get("name") == "python3", f"{path.name}: kernelspec must be python3"
     nbformat.validate(nb)
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
-def test_chapter_template(path: Path):
+def test_chapter_template(path: Path) -> None:
     cells = _read(path).cells
     name = path.name
 
@@ -125,7 +132,7 @@ def test_chapter_template(path: Path):
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
-def test_no_output_baked_into_markdown(path: Path):
+def test_no_output_baked_into_markdown(path: Path) -> None:
     """Instant times change on every run, so markdown must not quote them (outputs show them)."""
     stamp = re.compile(r"\b20\d{15}\b")
     for i, cell in enumerate(_read(path).cells):
@@ -137,7 +144,7 @@ CODE_LINE = re.compile(r"^Code: (.*?)(?:\n\n|\Z)", re.MULTILINE | re.DOTALL)
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
-def test_code_line_names_real_modules_that_name_the_chapter(path: Path):
+def test_code_line_names_real_modules_that_name_the_chapter(path: Path) -> None:
     """`Code: lsm_lab/…` under the title; each module named there ends its docstring with `Taught in: …NN_name…`."""
     import ast
 
@@ -157,7 +164,7 @@ def test_code_line_names_real_modules_that_name_the_chapter(path: Path):
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
-def test_answer_key(path: Path):
+def test_answer_key(path: Path) -> None:
     """After the questions, an answer key: one collapsed <details> block per question."""
     cells = _read(path).cells
     questions = _first(cells, _md(r"test your understanding"))
@@ -179,7 +186,7 @@ def _last_doc_line(path: Path) -> str:
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "lsm_lab").rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
-def test_every_module_says_where_it_is_taught(path: Path):
+def test_every_module_says_where_it_is_taught(path: Path) -> None:
     """Each module's docstring ends with `Taught in:` and chapters that exist, or `no chapter (where instead)`."""
     last = _last_doc_line(path)
     assert last.startswith("Taught in:"), f"{path.relative_to(ROOT)}: end the docstring with 'Taught in: …'"

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from localpath import local
 from spies import fingerprint
 
 import lsm_lab
@@ -29,7 +30,7 @@ from lsm_lab.services import clean, heartbeat, markers
 from lsm_lab.storage import paths
 from lsm_lab.timeline import config
 
-NO_SMALL_FILES = {"hoodie.parquet.small.file.limit": "0"}  # every write opens new file groups
+NO_SMALL_FILES: dict[str, Any] = {"hoodie.parquet.small.file.limit": "0"}  # every write opens new file groups
 
 
 def _rows(i: int, n: int = 8, part: str | None = None) -> list[dict[str, Any]]:
@@ -84,7 +85,7 @@ def test_heartbeat_link_of_a_pending_plan_is_not_truncated(tmp_path: Path, outsi
     else:
         plan = clean.plan_clean(t, clean.KEEP_LATEST_COMMITS, 1)
         begin = t.active_timeline.request("clean", plan).begin_time
-    beat = Path(heartbeat.heartbeat_path(t.path, begin))
+    beat = local(heartbeat.heartbeat_path(t.path, begin))
     beat.parent.mkdir(parents=True, exist_ok=True)
     os.symlink(outside / "victim.txt", beat)  # the plan's heartbeat is a link to a file outside
     table = lsm_lab.open_table(t.path)
@@ -98,7 +99,7 @@ def test_heartbeat_folder_link_refuses_every_write(tmp_path: Path, outside: Path
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     t = _table(tmp_path)
     monkeypatch.setattr(heartbeat.Heartbeat, "stop", lambda self: None)  # keep what a heartbeat wrote, to see it
-    _relink(t.path / ".hoodie" / heartbeat.HEARTBEAT_FOLDER, outside / "sub")
+    _relink(local(t.path) / ".hoodie" / heartbeat.HEARTBEAT_FOLDER, outside / "sub")
     err = _refused(outside, lambda: t.upsert(_rows(2)))
     assert err.path == str(t.path / ".hoodie" / heartbeat.HEARTBEAT_FOLDER)
     assert "symbolic link" in str(err)
@@ -106,7 +107,7 @@ def test_heartbeat_folder_link_refuses_every_write(tmp_path: Path, outside: Path
 
 def test_heartbeat_start_opens_no_link(tmp_path: Path, outside: Path) -> None:
     t = _table(tmp_path)
-    beat = Path(heartbeat.heartbeat_path(t.path, "20991231235959001"))
+    beat = local(heartbeat.heartbeat_path(t.path, "20991231235959001"))
     os.symlink(outside / "victim.txt", beat)
     _refused(outside, lambda: heartbeat.Heartbeat(t.path, "20991231235959001").start())
     heartbeat.clear(t.path, "20991231235959001")  # a dead heartbeat that is a link: the link goes, not its target
@@ -116,7 +117,7 @@ def test_heartbeat_start_opens_no_link(tmp_path: Path, outside: Path) -> None:
 # --------------------------------------------------------------------------- markers
 def test_marker_folder_link_refuses_the_write(tmp_path: Path, outside: Path) -> None:
     t = _table(tmp_path)
-    _relink(t.path / ".hoodie" / markers.TEMP_FOLDER, outside / "sub")
+    _relink(local(t.path) / ".hoodie" / markers.TEMP_FOLDER, outside / "sub")
     _refused(outside, lambda: t.upsert(_rows(2)))
     assert not list((outside / "sub").rglob("*.marker.*"))
 
@@ -126,7 +127,7 @@ def test_marker_folder_of_a_pending_compaction_is_a_link(tmp_path: Path, outside
     t.upsert(_rows(2, 4))
     pending = t.compact(strategy="full", plan_only=True)
     assert pending is not None
-    folder = Path(markers.marker_folder(t.path, pending.begin_time))
+    folder = local(markers.marker_folder(t.path, pending.begin_time))
     folder.parent.mkdir(parents=True, exist_ok=True)
     os.symlink(outside / "sub", folder)
     _refused(outside, lambda: lsm_lab.open_table(t.path).compact(strategy="full"))
@@ -137,21 +138,21 @@ def test_clustering_writes_no_marker_through_a_link(tmp_path: Path, outside: Pat
                              num_buckets=2, **NO_SMALL_FILES)
     for i in range(4):
         t.upsert([{"id": f"k{(i * 3 + j) % 10}", "p": "a" if j % 2 else "b", "ts": i, "v": i} for j in range(5)])
-    _relink(t.path / ".hoodie" / markers.TEMP_FOLDER, outside / "sub")
+    _relink(local(t.path) / ".hoodie" / markers.TEMP_FOLDER, outside / "sub")
     _refused(outside, lambda: t.cluster())
 
 
 # --------------------------------------------------------------------------- key-index sidecars
 def test_key_index_folder_link_gets_no_sidecar(tmp_path: Path, outside: Path) -> None:
     t = _table(tmp_path)
-    _relink(t.path / ".hoodie" / ".key_index", outside / "sub")
+    _relink(local(t.path) / ".hoodie" / ".key_index", outside / "sub")
     _refused(outside, lambda: t.upsert(_rows(2)))
     assert not list((outside / "sub").glob("*.keyindex"))
 
 
 def _sidecars_moved_out(t: lsm_lab.Table, outside: Path) -> Path:
     """Move `.hoodie/.key_index` out of the table and leave a link to it (its sidecars now live outside)."""
-    folder = t.path / ".hoodie" / ".key_index"
+    folder = local(t.path) / ".hoodie" / ".key_index"
     moved = outside / "key_index"
     shutil.move(str(folder), str(moved))
     os.symlink(moved, folder)
@@ -181,7 +182,7 @@ def test_restore_and_rollback_delete_no_sidecar_through_a_link(tmp_path: Path, o
 # --------------------------------------------------------------------------- timeline, .hoodie, properties
 def test_timeline_folder_link_gets_no_instant(tmp_path: Path, outside: Path) -> None:
     t = _table(tmp_path)
-    timeline = t.path / ".hoodie" / "timeline"
+    timeline = local(t.path) / ".hoodie" / "timeline"
     shutil.copytree(timeline, outside / "timeline")
     _relink(timeline, outside / "timeline")
     _refused(outside, lambda: lsm_lab.open_table(t.path).upsert(_rows(2)))
@@ -191,7 +192,7 @@ def test_hoodie_folder_link_is_refused(tmp_path: Path, outside: Path) -> None:
     t = _table(tmp_path)
     moved = outside / "hoodie"
     shutil.move(str(t.path / ".hoodie"), str(moved))
-    os.symlink(moved, t.path / ".hoodie")
+    os.symlink(moved, local(t.path) / ".hoodie")
     err = _refused(outside, lambda: lsm_lab.open_table(t.path))  # the timeline folder is chosen at open
     assert err.path == str(t.path / ".hoodie")
     _refused(outside, lambda: config.write_config(t.path, dict(t.config.props), create=False))  # properties
@@ -200,7 +201,7 @@ def test_hoodie_folder_link_is_refused(tmp_path: Path, outside: Path) -> None:
 @pytest.mark.parametrize("name", [".lsm_lab.lock", ".lsm_lab_clock.lock"])
 def test_lock_file_links_create_nothing_outside(tmp_path: Path, outside: Path, name: str) -> None:
     t = _table(tmp_path)
-    lock = t.path / ".hoodie" / name
+    lock = local(t.path) / ".hoodie" / name
     lock.unlink()
     os.symlink(outside / "created_by_lsm_lab", lock)  # a dangling link: `a+` would create its target
     _refused(outside, lambda: t.upsert(_rows(2)))
@@ -210,7 +211,7 @@ def test_lock_file_links_create_nothing_outside(tmp_path: Path, outside: Path, n
 # --------------------------------------------------------------------------- partition folders
 def test_new_partition_folder_link_gets_no_data_file(tmp_path: Path, outside: Path) -> None:
     t = _table(tmp_path)
-    os.symlink(outside / "sub", t.path / "p=c")  # the folder a write of partition c would create
+    os.symlink(outside / "sub", local(t.path) / "p=c")  # the folder a write of partition c would create
     _refused(outside, lambda: t.insert(_rows(2, 4, part="c")))
     assert sorted(p.name for p in (outside / "sub").iterdir()) == ["data.bin"]
 
@@ -219,7 +220,7 @@ def test_existing_partition_folder_link_gets_no_log(tmp_path: Path, outside: Pat
     t = _table(tmp_path)
     moved = outside / "p=a"
     shutil.move(str(t.path / "p=a"), str(moved))
-    os.symlink(moved, t.path / "p=a")
+    os.symlink(moved, local(t.path) / "p=a")
     _refused(outside, lambda: lsm_lab.open_table(t.path).upsert(_rows(2)))
 
 
@@ -242,7 +243,7 @@ def test_rollback_deletes_no_data_file_through_a_partition_link(tmp_path: Path, 
     (pending,) = table.active_timeline.pending()
     moved = outside / "p=a"
     shutil.move(str(t.path / "p=a"), str(moved))
-    os.symlink(moved, t.path / "p=a")
+    os.symlink(moved, local(t.path) / "p=a")
     assert [p for p in moved.iterdir() if pending.begin_time in p.name], "the killed write left its log there"
     _refused(outside, lambda: lsm_lab.open_table(t.path).rollback())
 
@@ -250,9 +251,9 @@ def test_rollback_deletes_no_data_file_through_a_partition_link(tmp_path: Path, 
 # --------------------------------------------------------------------------- links that stay inside
 def test_links_inside_the_table_are_followed(tmp_path: Path, outside: Path) -> None:
     t = _table(tmp_path)
-    real = t.path / ".hoodie" / "temp_real"
+    real = local(t.path) / ".hoodie" / "temp_real"
     real.mkdir()
-    _relink(t.path / ".hoodie" / markers.TEMP_FOLDER, real)  # a link that stays inside the table
+    _relink(local(t.path) / ".hoodie" / markers.TEMP_FOLDER, real)  # a link that stays inside the table
     before = fingerprint(outside)
     t.upsert(_rows(2))
     assert t.read().num_rows == 8 and fingerprint(outside) == before
@@ -261,7 +262,7 @@ def test_links_inside_the_table_are_followed(tmp_path: Path, outside: Path) -> N
 def test_a_table_root_that_is_a_link_is_fine(tmp_path: Path, outside: Path) -> None:
     t = _table(tmp_path)
     link = tmp_path / "alias"
-    os.symlink(t.path, link)
+    os.symlink(local(t.path), link)
     table = lsm_lab.open_table(link)
     table.upsert(_rows(2))
     table.compact(strategy="full")
@@ -271,11 +272,11 @@ def test_a_table_root_that_is_a_link_is_fine(tmp_path: Path, outside: Path) -> N
 
 def test_the_guard_itself(tmp_path: Path, outside: Path) -> None:
     t = _table(tmp_path)
-    assert paths.table_root(t.path / "p=a" / "x.parquet") == t.path
-    assert paths.table_root(t.path / ".hoodie" / "metadata" / ".hoodie" / "x") == t.path
+    assert paths.table_root(local(t.path) / "p=a" / "x.parquet") == local(t.path)
+    assert paths.table_root(local(t.path) / ".hoodie" / "metadata" / ".hoodie" / "x") == local(t.path)
     assert paths.table_root(outside / "victim.txt") is None
     assert paths.checked(outside / "victim.txt") == outside / "victim.txt"  # not in a table: nothing to check
-    os.symlink(outside, t.path / "p=z")
+    os.symlink(outside, local(t.path) / "p=z")
     with pytest.raises(UnsafePathError, match="symbolic link"):
         paths.make_folders(t.path / "p=z" / "deeper")
     with pytest.raises(UnsafePathError):

@@ -7,8 +7,10 @@ test_table_model.py and the sortedness of files in test_sorted_files.py.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -36,7 +38,7 @@ LAYOUTS = ["lsm_tree", "default"]
 BOTH = [(t, lay) for t in TYPES for lay in LAYOUTS]
 
 
-def rows_of(table: lsm_lab.Table, *cols: str, **read_kw) -> list[tuple]:
+def rows_of(table: lsm_lab.Table, *cols: str, **read_kw: Any) -> list[tuple[Any, ...]]:
     """Sorted tuples of the given columns of a snapshot (or `read(**read_kw)`)."""
     got = table.read(columns=list(cols), **read_kw).to_pylist()
     return sorted(tuple(r[c] for c in cols) for r in got)
@@ -65,7 +67,7 @@ def test_create_and_open(tmp_path: Path) -> None:
     assert "trips" in opened._repr_html_()
 
 
-def test_create_variants(tmp_table) -> None:
+def test_create_variants(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     cow = tmp_table(table_type="cow", layout="default", record_key=["a", "b"], partition_by="x,y", hive_style=False)
     c = cow.config
     assert (c.table_type, c.layout, c.record_key, c.partition_by, c.hive_style, c.merge_mode) == (
@@ -97,7 +99,7 @@ def test_create_into_existing_folder(tmp_path: Path) -> None:
         ({"table_version": 7}, UnsupportedFeatureError, "not 7"),
     ],
 )
-def test_create_errors(tmp_path: Path, kw: dict, error: type, message: str) -> None:
+def test_create_errors(tmp_path: Path, kw: dict[str, Any], error: type[Exception], message: str) -> None:
     args = {"name": "t", "record_key": "id", **kw}
     with pytest.raises(error, match=message):
         lsm_lab.create_table(tmp_path / "t", **args)
@@ -132,7 +134,7 @@ def test_open_errors(tmp_path: Path) -> None:
 FIRST = [{"id": "a", "ts": 1, "v": 1.0}, {"id": "b", "ts": 1, "v": 2.0}, {"id": "c", "ts": 1, "v": 3.0}]
 
 
-def _as(form: str, rows: list[dict]):
+def _as(form: str, rows: list[dict[str, Any]]) -> Any:
     if form == "arrow":
         return pa.Table.from_pylist(rows)
     if form == "pandas":
@@ -142,7 +144,7 @@ def _as(form: str, rows: list[dict]):
 
 @pytest.mark.parametrize(("table_type", "layout"), BOTH)
 @pytest.mark.parametrize("form", ["arrow", "pandas", "dicts"])
-def test_every_write_op(tmp_table, table_type: str, layout: str, form: str) -> None:
+def test_every_write_op(tmp_table: Callable[..., lsm_lab.Table], table_type: str, layout: str, form: str) -> None:
     table = tmp_table(ordering_field="ts", table_type=table_type, layout=layout)
     i1 = table.insert(_as(form, FIRST))
     assert i1.is_completed and i1.action == ("deltacommit" if table_type == "MERGE_ON_READ" else "commit")
@@ -164,7 +166,7 @@ def test_every_write_op(tmp_table, table_type: str, layout: str, form: str) -> N
 
 
 @pytest.mark.parametrize(("table_type", "layout"), BOTH)
-def test_commit_time_ordering(tmp_table, table_type: str, layout: str) -> None:
+def test_commit_time_ordering(tmp_table: Callable[..., lsm_lab.Table], table_type: str, layout: str) -> None:
     table = tmp_table(table_type=table_type, layout=layout)
     assert table.config.merge_mode == "COMMIT_TIME_ORDERING"
     table.insert([{"id": "a", "ts": 5}, {"id": "b", "ts": 5}])
@@ -177,7 +179,7 @@ def test_commit_time_ordering(tmp_table, table_type: str, layout: str) -> None:
 
 
 @pytest.mark.parametrize(("table_type", "layout"), BOTH)
-def test_event_time_ordering(tmp_table, table_type: str, layout: str) -> None:
+def test_event_time_ordering(tmp_table: Callable[..., lsm_lab.Table], table_type: str, layout: str) -> None:
     table = tmp_table(ordering_field="ts", table_type=table_type, layout=layout)
     table.insert([{"id": k, "ts": 5, "v": 0} for k in "abcdefg"])
     table.upsert([
@@ -203,7 +205,7 @@ def test_event_time_ordering(tmp_table, table_type: str, layout: str) -> None:
     assert rows_of(table, "id", "ts", "v") == [("g", 5, 0)]
 
 
-ORDERING_TYPES = {
+ORDERING_TYPES: dict[str, tuple[Any, list[Any]]] = {
     "int32": (pa.int32(), [-1, 0, 3]),
     "float64": (pa.float64(), [-1.5, 0.0, 2.5]),
     "string": (pa.string(), ["b", "c", "é"]),
@@ -215,12 +217,12 @@ ORDERING_TYPES = {
 
 @pytest.mark.parametrize("table_type", TYPES)
 @pytest.mark.parametrize("kind", sorted(ORDERING_TYPES))
-def test_ordering_field_types(tmp_table, table_type: str, kind: str) -> None:
+def test_ordering_field_types(tmp_table: Callable[..., lsm_lab.Table], table_type: str, kind: str) -> None:
     """Delete logs store ordering values as bytes: every type must come back and compare right."""
     typ, (low, mid, high) = ORDERING_TYPES[kind]
     table = tmp_table(ordering_field="o", table_type=table_type)
 
-    def batch(*rows: tuple) -> pa.Table:
+    def batch(*rows: tuple[str, Any]) -> pa.Table:
         return pa.table({"id": [r[0] for r in rows], "o": pa.array([r[1] for r in rows], typ)})
 
     table.insert(batch(("a", mid), ("b", mid), ("c", mid), ("d", mid)))
@@ -229,11 +231,12 @@ def test_ordering_field_types(tmp_table, table_type: str, kind: str) -> None:
     table.delete(batch(("c", high)))  # newer: removed
     table.delete(batch(("d", mid)))   # equal: removed
     assert rows_of(table, "id", "o") == [("a", mid), ("b", mid)]
-    assert table.schema.field("o").type == typ
+    assert table.schema is not None and table.schema.field("o").type == typ
 
 
 @pytest.mark.parametrize(("table_type", "layout"), BOTH)
-def test_late_upsert_after_an_ordered_delete(tmp_table, table_type: str, layout: str) -> None:
+def test_late_upsert_after_an_ordered_delete(tmp_table: Callable[..., lsm_lab.Table], table_type: str,
+                                             layout: str) -> None:
     """Pins today's behaviour (see the report): MOR logs keep an ordered delete as a tombstone, a COW
     base file cannot, so an upsert older than the delete is dropped by MOR and kept by COW."""
     table = tmp_table(ordering_field="ts", table_type=table_type, layout=layout)
@@ -247,7 +250,7 @@ def test_late_upsert_after_an_ordered_delete(tmp_table, table_type: str, layout:
 
 
 @pytest.mark.parametrize(("table_type", "layout"), BOTH)
-def test_composite_keys_and_partitions(tmp_table, table_type: str, layout: str) -> None:
+def test_composite_keys_and_partitions(tmp_table: Callable[..., lsm_lab.Table], table_type: str, layout: str) -> None:
     table = tmp_table(record_key=["id", "n"], partition_by=["city", "day"], ordering_field="ts",
                       table_type=table_type, layout=layout)
     table.insert([
@@ -271,7 +274,7 @@ def test_composite_keys_and_partitions(tmp_table, table_type: str, layout: str) 
 
 
 @pytest.mark.parametrize("hive", [True, False])
-def test_hive_style(tmp_table, hive: bool) -> None:
+def test_hive_style(tmp_table: Callable[..., lsm_lab.Table], hive: bool) -> None:
     table = tmp_table(partition_by="city", hive_style=hive)
     table.insert([{"id": "a", "city": "sf"}, {"id": "b", "city": "chennai"}])
     folders = sorted(p.name for p in table.path.iterdir() if not p.name.startswith("."))
@@ -281,20 +284,21 @@ def test_hive_style(tmp_table, hive: bool) -> None:
     assert rows_of(table, "id", filter=[("city", "=", "sf")]) == [("a",)]
 
 
-def test_non_partitioned_files_live_in_the_root(tmp_table) -> None:
+def test_non_partitioned_files_live_in_the_root(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table = tmp_table()
     table.insert([{"id": "a"}])
     assert all("/" not in f for f in data_files(table)) and data_files(table)
 
 
 @pytest.mark.parametrize(("table_type", "layout"), BOTH)
-def test_empty_batches(tmp_table, table_type: str, layout: str) -> None:
+def test_empty_batches(tmp_table: Callable[..., lsm_lab.Table], table_type: str, layout: str) -> None:
     table = tmp_table(ordering_field="ts", table_type=table_type, layout=layout)
     first = table.insert([])  # before any schema
     assert first.is_completed and table.schema is None
     table.insert(FIRST)
     files = data_files(table)
     empty = pa.table({"id": pa.array([], pa.string()), "ts": pa.array([], pa.int64()), "v": pa.array([], pa.float64())})
+    data: Any
     for data in ([], empty, pd.DataFrame({"id": pd.Series([], dtype=str), "ts": pd.Series([], dtype="int64"),
                                           "v": pd.Series([], dtype="float64")})):
         assert table.upsert(data).is_completed
@@ -306,11 +310,11 @@ def test_empty_batches(tmp_table, table_type: str, layout: str) -> None:
     assert table.timeline()["records_written"].sum() == 3
 
 
-def test_schema_evolution(tmp_table) -> None:
+def test_schema_evolution(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table = tmp_table(ordering_field="ts")
     i1 = table.insert([{"id": "a", "ts": 1}])
     table.upsert([{"id": "b", "ts": 1, "note": "new"}])  # an added nullable column
-    assert table.schema.names == ["id", "ts", "note"]
+    assert table.schema is not None and table.schema.names == ["id", "ts", "note"]
     assert rows_of(table, "id", "note") == [("a", None), ("b", "new")]
     assert rows_of(table, "id", "note", as_of=i1) == [("a", None)]
     with pytest.raises(SchemaError, match="column 'ts' changes type from int64 to string"):
@@ -320,11 +324,11 @@ def test_schema_evolution(tmp_table) -> None:
     assert [i.state.value for i in table.instants()] == ["completed", "completed"]
 
 
-def test_all_null_column_gets_a_type_later(tmp_table) -> None:
+def test_all_null_column_gets_a_type_later(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table = tmp_table()
     table.insert([{"id": "a", "note": None}])
     table.upsert([{"id": "b", "note": 7}])
-    assert table.schema.field("note").type == pa.int64()
+    assert table.schema is not None and table.schema.field("note").type == pa.int64()
     assert rows_of(table, "id", "note") == [("a", None), ("b", 7)]
 
 
@@ -346,14 +350,15 @@ def test_all_null_column_gets_a_type_later(tmp_table) -> None:
         ({"ordering_field": "ts"}, [{"id": "a", "ts": [1]}], "insert", SchemaError, "ordering field 'ts'"),
     ],
 )
-def test_write_errors(tmp_table, kw: dict, data: object, op: str, error: type, message: str) -> None:
+def test_write_errors(tmp_table: Callable[..., lsm_lab.Table], kw: dict[str, Any], data: object, op: str,
+                      error: type[Exception], message: str) -> None:
     table = tmp_table(**kw)
     with pytest.raises(error, match=message):
         getattr(table, op)(data)
     assert table.instants() == [] and data_files(table) == []  # nothing was left behind
 
 
-def test_failed_write_leaves_no_trace(tmp_table, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_write_leaves_no_trace(tmp_table: Callable[..., lsm_lab.Table], monkeypatch: pytest.MonkeyPatch) -> None:
     from lsm_lab.filegroup import write as writer
 
     table = tmp_table(partition_by="city", layout="lsm_tree", num_buckets=1)
@@ -362,7 +367,7 @@ def test_failed_write_leaves_no_trace(tmp_table, monkeypatch: pytest.MonkeyPatch
     real = writer.write_file_group
     calls = []
 
-    def flaky(**kw):
+    def flaky(**kw: Any) -> Any:
         calls.append(1)
         out = real(**kw)
         if len(calls) == 2:
@@ -380,15 +385,18 @@ def test_failed_write_leaves_no_trace(tmp_table, monkeypatch: pytest.MonkeyPatch
     assert all(i.is_completed for i in table.instants())
 
 
-def test_written_by_hudi_is_read_only(real_table) -> None:
+def test_written_by_hudi_is_read_only(real_table: Callable[[str], Path]) -> None:
     table = lsm_lab.open_table(real_table("v8_complexkeygen_hivestyle"))
     with pytest.raises(UnsupportedFeatureError, match="lsm_lab writes only to tables it created"):
         table.upsert([{"id": 1, "name": "x"}])
 
 
 # --------------------------------------------------------------------------- reads
+Trips = tuple[lsm_lab.Table, tuple[lsm_lab.Instant, lsm_lab.Instant, lsm_lab.Instant]]
+
+
 @pytest.fixture()
-def trips(tmp_table):
+def trips(tmp_table: Callable[..., lsm_lab.Table]) -> Trips:
     """A small MOR lsm_tree table: 3 commits, with the instants."""
     table = tmp_table(record_key="id", partition_by="city", ordering_field="ts", num_buckets=2)
     i1 = table.insert([{"id": f"k{i}", "city": c, "ts": 1, "fare": float(i)}
@@ -399,7 +407,7 @@ def trips(tmp_table):
     return table, (i1, i2, i3)
 
 
-def test_columns(trips) -> None:
+def test_columns(trips: Trips) -> None:
     table, _ = trips
     got = table.read(columns=["fare", "id"])
     assert got.column_names == ["fare", "id"] and got.num_rows == 5
@@ -410,7 +418,7 @@ def test_columns(trips) -> None:
         table.read(columns=["id", "nope"])
 
 
-def test_filters(trips) -> None:
+def test_filters(trips: Trips) -> None:
     table, _ = trips
     assert rows_of(table, "id", filter=[("fare", ">", 3.0)]) == [("k0",), ("k4",), ("k5",)]
     assert rows_of(table, "id", filter=[("city", "=", "chennai"), ("ts", "=", 1)]) == [("k2",), ("k3",)]
@@ -429,7 +437,7 @@ def test_filters(trips) -> None:
         table.read(columns=["id"], filter=pc.field("nope") == 1)
 
 
-def test_merge_engines_agree(trips) -> None:
+def test_merge_engines_agree(trips: Trips) -> None:
     table, (i1, _, _) = trips
     want = rows_of(table, "id", "ts", "fare")
     for engine in lsm_lab.ENGINES:
@@ -439,7 +447,7 @@ def test_merge_engines_agree(trips) -> None:
         table.read(merge="bogus")
 
 
-def test_partition_pruning_skips_other_partitions(trips) -> None:
+def test_partition_pruning_skips_other_partitions(trips: Trips) -> None:
     table, _ = trips
     for _, path, _ in fsview.list_data_files(table.path):  # make every file outside city=sf unreadable
         if path.parent.name != "city=sf":
@@ -449,7 +457,7 @@ def test_partition_pruning_skips_other_partitions(trips) -> None:
         table.read()
 
 
-def test_time_travel(trips) -> None:
+def test_time_travel(trips: Trips) -> None:
     table, (i1, i2, i3) = trips
     assert len(rows_of(table, "id", as_of=i1.completion_time)) == 5
     assert rows_of(table, "id", "fare", as_of=i1, filter=[("id", "=", "k0")]) == [("k0", 0.0)]
@@ -457,6 +465,7 @@ def test_time_travel(trips) -> None:
     assert len(rows_of(table, "id", as_of=i2)) == 6 and len(rows_of(table, "id", as_of=i3)) == 5
     # i2 began after i1 completed: as of its begin time, i2 is not visible yet
     assert rows_of(table, "id", "fare", as_of=i2.begin_time) == rows_of(table, "id", "fare", as_of=i1)
+    assert i1.completion_time is not None
     moment = dt.datetime.strptime(i1.completion_time[:14], "%Y%m%d%H%M%S").replace(
         tzinfo=dt.UTC) + dt.timedelta(milliseconds=int(i1.completion_time[14:]))
     assert len(rows_of(table, "id", as_of=moment)) == 5
@@ -470,7 +479,7 @@ def test_time_travel(trips) -> None:
 
 
 @pytest.mark.parametrize("table_type", TYPES)
-def test_read_optimized(tmp_table, table_type: str) -> None:
+def test_read_optimized(tmp_table: Callable[..., lsm_lab.Table], table_type: str) -> None:
     table = tmp_table(ordering_field="ts", table_type=table_type)
     table.insert([{"id": "a", "ts": 1}, {"id": "b", "ts": 1}])
     table.upsert([{"id": "a", "ts": 2}, {"id": "c", "ts": 2}])
@@ -483,7 +492,7 @@ def test_read_optimized(tmp_table, table_type: str) -> None:
     assert table.read_optimized(columns=["id"]).column_names == ["id"]
 
 
-def test_read_incremental(trips) -> None:
+def test_read_incremental(trips: Trips) -> None:
     table, (i1, i2, i3) = trips
     assert rows_of_table(table.read_incremental(i1.completion_time, i2.completion_time), "id") == ["k0", "k5"]
     # latest versions as of `end`: at i1 every record was i1's
@@ -494,12 +503,12 @@ def test_read_incremental(trips) -> None:
     assert table.read_incremental(i1, columns=["id"]).column_names == ["id"]
 
 
-def rows_of_table(t: pa.Table, col: str) -> list:
+def rows_of_table(t: pa.Table, col: str) -> list[Any]:
     return sorted(t.column(col).to_pylist())
 
 
 # --------------------------------------------------------------------------- inspection
-def test_timeline_frame(trips) -> None:
+def test_timeline_frame(trips: Trips) -> None:
     table, (i1, i2, i3) = trips
     tl = table.timeline()
     assert list(tl.columns[:12]) == ["begin_time", "completion_time", "action", "state", "operation", "partitions",
@@ -518,7 +527,7 @@ def test_timeline_frame(trips) -> None:
     assert (tl["files"] >= tl["partitions"]).all() and tl["files"].iloc[2] == 1  # a file per file group touched
 
 
-def test_timeline_shows_pending_instants(trips) -> None:
+def test_timeline_shows_pending_instants(trips: Trips) -> None:
     table, _ = trips
     inflight = table.active_timeline.start(table.active_timeline.request("deltacommit"))
     tl = table.timeline()
@@ -526,7 +535,7 @@ def test_timeline_shows_pending_instants(trips) -> None:
     assert tl.iloc[-1]["records_written"] == 0
 
 
-def test_file_slices(trips) -> None:
+def test_file_slices(trips: Trips) -> None:
     table, _ = trips
     fs = table.file_slices()
     for col in ["partition", "file_id", "base_instant", "base_file", "log_files", "num_logs", "size_bytes",
@@ -543,7 +552,7 @@ def test_file_slices(trips) -> None:
     assert len(table.file_slices(as_of="20000101000000000")) == 0
 
 
-def test_footers(trips) -> None:
+def test_footers(trips: Trips) -> None:
     table, (_i1, i2, i3) = trips
     f = lsm_lab.footers(table.path)
     assert len(f) == len(data_files(table))
@@ -562,7 +571,7 @@ def test_footers(trips) -> None:
         lsm_lab.footers(table.path / "nope")
 
 
-def test_footers_corrupt_log(trips) -> None:
+def test_footers_corrupt_log(trips: Trips) -> None:
     table, _ = trips
     log = next(p for _, p, n in fsview.list_data_files(table.path) if n.is_log)
     t = pq.read_table(log)
@@ -572,7 +581,7 @@ def test_footers_corrupt_log(trips) -> None:
         lsm_lab.footers(table.path)
 
 
-def test_dump_levels(trips, tmp_table) -> None:
+def test_dump_levels(trips: Trips, tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table, (i1, _, _) = trips
     text = table.dump_levels()
     groups = table.file_groups()
@@ -584,7 +593,7 @@ def test_dump_levels(trips, tmp_table) -> None:
     assert tmp_table().dump_levels() == "(no file groups)"
 
 
-def test_corrupt_data_file_is_a_typed_error(trips) -> None:
+def test_corrupt_data_file_is_a_typed_error(trips: Trips) -> None:
     table, _ = trips
     base = next(p for _, p, n in fsview.list_data_files(table.path) if n.is_base)
     base.write_bytes(base.read_bytes()[:-30])
@@ -606,7 +615,7 @@ def _latest_base_rows(path: Path) -> int:
 
 @pytest.mark.parametrize("name", ["v6_simplekeygen_nonhivestyle", "v8_complexkeygen_hivestyle",
                                   "v6_simplekeygen_hivestyle_no_metafields", "v8_empty"])
-def test_read_real_cow_tables(real_table, name: str) -> None:
+def test_read_real_cow_tables(real_table: Callable[[str], Path], name: str) -> None:
     path = real_table(name)
     table = lsm_lab.open_table(path)
     got = table.read()
