@@ -465,7 +465,8 @@ def create_table(
 
     `record_key`/`partition_by` take a field or a list of fields; an
     `ordering_field` makes the merge mode EVENT_TIME_ORDERING.  Extra Hudi
-    properties can be passed as `options` (e.g. ``**{"hoodie.cleaner.commits.retained": "5"}``).
+    properties go in `properties` (e.g. ``properties={"hoodie.cleaner.commits.retained": "5"}``; a
+    type checker accepts that, while ``**{...}`` of strings clashes with the typed keywords above).
     New tables are Apache Hudi's table version 10 (upstream's native log names and
     footers, delete-log schema and bucket hash; docs/FORMAT.md).  `table_version=9`
     creates the RFC-103 draft's dialect that lsm_lab wrote before; `6` or `8` a
