@@ -6,6 +6,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
+# make test spreads the tests over every core (pytest-xdist); TEST_WORKERS=0 runs them in one process
+TEST_WORKERS ?= auto
 # make test's temporary files (pytest's tmp_path, notebook tables, Spark's scratch) stay inside the repo's
 # ignored .tmp/, emptied at the start of every run, so nothing is left behind in the system temp folder
 TEST_TMP := $(CURDIR)/.tmp
@@ -20,7 +22,7 @@ help:
 	@echo "make lint       ruff and mypy (part of make test)"
 	@echo "make bench      run the benchmarks (slow)"
 	@echo "make campaign   the long reliability campaigns: every footer bit flipped, the stateful model of every"
-	@echo "                operation at length, SIGKILLs during writes and services (about 20-30 minutes)"
+	@echo "                operation at length, SIGKILLs during writes and services, two-process writers on S3/Azure, a Spark standalone cluster, the Spark bench (about 30 minutes)"
 	@echo "make bench-peers  lsm_lab vs Apache Paimon (Rust) and hudi-rs; creates .venv-peers (pypaimon needs pyarrow<20)"
 
 check-env:
@@ -46,7 +48,8 @@ demo-s3: $(STAMP)
 test: $(STAMP) lint
 	@rm -rf $(TEST_TMP) && mkdir -p $(TEST_TMP)
 	TMPDIR=$(TEST_TMP) SPARK_LOCAL_DIRS=$(TEST_TMP) LSM_LAB_SCRATCH=$(TEST_TMP)/scratch \
-	  $(BIN)/python -m pytest -q -p no:cacheprovider --basetemp=$(TEST_TMP)/pytest -m "not campaign" $(PYTEST_ARGS) --nbmake tests notebooks
+	  $(BIN)/python -m pytest -q -p no:cacheprovider --basetemp=$(TEST_TMP)/pytest -m "not campaign" \
+	  -n $(TEST_WORKERS) --durations=15 $(PYTEST_ARGS) --nbmake tests notebooks
 	@rm -rf $(TEST_TMP)
 
 lint: $(STAMP)
@@ -64,7 +67,7 @@ bench: $(STAMP)
 
 campaign: $(STAMP)
 	@rm -rf $(TEST_TMP) && mkdir -p $(TEST_TMP)
-	TMPDIR=$(TEST_TMP) $(BIN)/python -m pytest -q -p no:cacheprovider --basetemp=$(TEST_TMP)/pytest -m campaign tests/fuzz
+	TMPDIR=$(TEST_TMP) $(BIN)/python -m pytest -q -p no:cacheprovider --basetemp=$(TEST_TMP)/pytest -m campaign tests
 	$(BIN)/python benchmarks/model_campaign.py --examples 100 --steps 25 --seed 1
 	$(BIN)/python benchmarks/crash_test.py --kills 200 --seed 1
 	@rm -rf $(TEST_TMP)

@@ -201,6 +201,8 @@ with open(out, "w") as fh:
 """
 
 
+@pytest.mark.parametrize("any_table", ["local", pytest.param("s3", marks=pytest.mark.campaign),
+                                       pytest.param("azure", marks=pytest.mark.campaign)], indirect=True)
 def test_two_processes_overlapping_keys(any_table, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     table = any_table(num_buckets=2, **{"hoodie.compact.inline": "true",
                                         "hoodie.compact.inline.max.delta.commits": "6"})

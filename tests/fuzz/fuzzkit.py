@@ -27,7 +27,8 @@ import pytest
 import lsm_lab
 from lsm_lab.errors import LsmLabError
 
-COUNTS: Counter[tuple[str, str]] = Counter()
+COUNTS: Counter[tuple[str, str]] = Counter()  # the run's tally, printed at the end (pytest_terminal_summary)
+_CASES: Counter[tuple[str, str]] = Counter()  # this test's outcomes, reported with it (it may run in an xdist worker)
 TIMEOUT_S = 30
 
 
@@ -57,7 +58,7 @@ def outcome(kind: str, expected: list[tuple], op: Callable[[], pa.Table], what: 
     try:
         result = op()
     except LsmLabError:
-        COUNTS[(kind, "typed")] += 1
+        _CASES[(kind, "typed")] += 1
         return "typed"
     except Hang as exc:
         raise AssertionError(f"{what}: {exc}") from None
@@ -72,10 +73,10 @@ def outcome(kind: str, expected: list[tuple], op: Callable[[], pa.Table], what: 
         got = [("<not UTF-8>",)]
     if got != expected:
         if count_other:
-            COUNTS[(kind, "other rows")] += 1
+            _CASES[(kind, "other rows")] += 1
             return "other"
         raise AssertionError(f"{what}: other rows ({len(got)} rows, {len(expected)} expected)")
-    COUNTS[(kind, "expected")] += 1
+    _CASES[(kind, "expected")] += 1
     return "expected"
 
 
@@ -261,6 +262,26 @@ def fresh(tmp_path: Path, templates: dict[str, Path]) -> Callable[[str], Path]:
         return dst
 
     return copy
+
+
+@pytest.fixture(autouse=True)
+def _report_outcomes(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Attach this test's outcome counts to its report: the process that prints the summary (pytest's own, or
+    pytest-xdist's controller) adds them up in `pytest_runtest_logreport`."""
+    _CASES.clear()
+    yield
+    if _CASES:
+        request.node.user_properties.append(("fuzz_outcomes", [[k, c, n] for (k, c), n in sorted(_CASES.items())]))
+        _CASES.clear()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when != "teardown":
+        return
+    for name, value in report.user_properties:
+        if name == "fuzz_outcomes":
+            for kind, case, n in value:
+                COUNTS[(kind, case)] += n
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

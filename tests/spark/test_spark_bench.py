@@ -62,6 +62,7 @@ def test_targets_are_checked_on_medians_over_repeats() -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.campaign  # (make campaign) about 40 s of Spark jobs; chapter 10 runs the same bench in make test
 def test_tiny_run_gives_records(spark: Any, tmp_path: Path) -> None:
     records = bench.run_bench(3000, [1], contenders=["sorted", "window"], spark=spark, data_dir=tmp_path,
                               progress=False)

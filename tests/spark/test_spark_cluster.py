@@ -62,6 +62,7 @@ def run_locally(spark: Any, folder: Path) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r["uuid"])
 
 
+@pytest.mark.campaign  # (make campaign) the S3 test below runs the same pipeline on a cluster in make test
 def test_standalone_cluster_runs_the_pipeline(spark: Any, tmp_path: Path) -> None:
     cluster = StandaloneCluster(workers=2, cores=1, memory="1g", root=tmp_path / "cluster")
     try:
