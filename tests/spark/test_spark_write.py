@@ -179,3 +179,29 @@ def test_spark_write_keeps_cdc_logs(spark: Any, tmp_table: Callable[..., lsm_lab
 def comparable_cdc(stream: pa.Table, columns: list[str]) -> list[tuple[Any, ...]]:
     """(op, key, before, after) sorted; images hold the user columns, the same for both writers."""
     return sorted((r["op"], r["record_key"], str(r["before"]), str(r["after"])) for r in stream.select(columns).to_pylist())
+
+
+def test_spark_writes_run_the_library_s_inline_services(spark: Any, tmp_table: Callable[..., lsm_lab.Table]) -> None:
+    """One orchestration (services/commit.py): a Spark write plans its files, commits and runs the inline
+    compaction and cleaning exactly as `Table` does, so the two timelines and file slices have the same shape."""
+    inline = {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "2",
+              "hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": "1"}
+    local = make_trips(tmp_table, properties=inline)
+    remote = make_trips(tmp_table, properties=inline)
+    gen = TripsGenerator(5, late_fraction=0.2)
+    batches = [("insert", gen.inserts(200)), ("upsert", gen.updates(80)), ("upsert", gen.updates(80)),
+               ("delete", gen.deletes(20)), ("upsert", gen.updates(80))]
+    for op, batch in batches:
+        getattr(local, op)(batch)
+        write_table(batch, remote.path, op=op, spark=spark)
+
+    def shape(table: lsm_lab.Table) -> tuple[list[tuple[str, str]], dict[tuple[str, str], tuple[bool, int]]]:
+        steps = [(i.action, i.state.name) for i in table.instants()]
+        slices = {(fs.partition, fs.file_id): (fs.base_file is not None, len(fs.log_files))
+                  for fs in table.latest_slices()}
+        return steps, slices
+
+    steps = shape(local)[0]
+    assert ("compaction", "COMPLETED") in steps and ("clean", "COMPLETED") in steps  # the inline services ran
+    assert shape(remote) == shape(local)
+    assert comparable(remote.read()) == comparable(local.read())
