@@ -49,7 +49,7 @@ test: $(STAMP) lint
 	@rm -rf $(TEST_TMP) && mkdir -p $(TEST_TMP)
 	TMPDIR=$(TEST_TMP) SPARK_LOCAL_DIRS=$(TEST_TMP) LSM_LAB_SCRATCH=$(TEST_TMP)/scratch \
 	  $(BIN)/python -m pytest -q -p no:cacheprovider --basetemp=$(TEST_TMP)/pytest -m "not campaign" \
-	  -n $(TEST_WORKERS) --durations=15 $(PYTEST_ARGS) --nbmake tests notebooks
+	  -n $(TEST_WORKERS) --dist worksteal --durations=15 $(PYTEST_ARGS) --nbmake tests notebooks
 	@rm -rf $(TEST_TMP)
 
 lint: $(STAMP)
