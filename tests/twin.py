@@ -16,6 +16,9 @@ import pytest
 
 import lsm_lab
 
+# what the twin_tables fixtures give: (local table, remote table, what the sequence saw on each)
+Twins = tuple[lsm_lab.Table, lsm_lab.Table, dict[str, Any], dict[str, Any]]
+
 INSTANT_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_file_name")
 
 
@@ -102,7 +105,7 @@ def cli_round_trip(uri: str, options: dict[str, str], endpoint_key: str, endpoin
     assert capsys.readouterr().err.startswith("error:")
 
 
-def make_twins(local_root: Path, remote_uri: str, options: dict[str, str]) -> tuple[lsm_lab.Table, lsm_lab.Table, dict[str, Any], dict[str, Any]]:
+def make_twins(local_root: Path, remote_uri: str, options: dict[str, str]) -> Twins:
     """(local table, remote table, what the sequence saw on each): the same writes and services on both."""
     from lsm_lab.storage import StoragePath
     from lsm_lab.storage.objectstore import ObjectStorage
