@@ -113,7 +113,8 @@ class SmallFileMachine(TableMachine):
 
 
 def _case(table_type: str) -> type[unittest.TestCase]:
-    machine: type[SmallFileMachine] = type(f"SmallFiles_{table_type}", (SmallFileMachine,), {"table_type": table_type, "layout": "default"})
+    machine: type[SmallFileMachine] = type(f"SmallFiles_{table_type}", (SmallFileMachine,),
+                                           {"table_type": table_type, "layout": "default"})
     case = machine.TestCase
     case.settings = settings(max_examples=10, stateful_step_count=8, deadline=None, derandomize=True,
                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

@@ -154,7 +154,8 @@ class TableMachine(RuleBasedStateMachine):
         return table
 
     def _committed(self, instant: lsm_lab.Instant) -> None:
-        assert instant.is_completed and instant.completion_time is not None and instant.completion_time > instant.begin_time
+        assert instant.is_completed and instant.completion_time is not None
+        assert instant.completion_time > instant.begin_time
         previous = self.history[-1][0].completion_time if self.history else None
         self.history.append((instant, {k: dict(v) for k, v in self.model.items()}))
         # incremental: exactly the records whose latest version this instant wrote
