@@ -124,7 +124,8 @@ def test_barriers_pending_instant_savepoint_and_clean(tmp_table: MakeTable) -> N
     assert all(i.begin_time < earliest for i in table.archived_instants())
 
 
-def test_crash_between_archive_and_active_cleanup_is_harmless(tmp_table: MakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_crash_between_archive_and_active_cleanup_is_harmless(tmp_table: MakeTable,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     from lsm_lab.services import archiver
 
     table = tmp_table(num_buckets=1)

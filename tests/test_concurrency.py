@@ -114,7 +114,8 @@ def test_inserts_into_new_file_groups_never_conflict(any_table: MakeTable, monke
     assert snapshot(table) == [("a", 1), ("b", 2), ("seed", 0)]
 
 
-def test_inserts_packed_into_one_small_file_group_conflict(any_table: MakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_inserts_packed_into_one_small_file_group_conflict(any_table: MakeTable,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     table = any_table(layout="default")  # small-file handling on (the default): both inserts go to seed's group
     table.insert([{"id": "seed", "v": 0}])
     other = lsm_lab.open_table(table.path)
@@ -126,7 +127,8 @@ def test_inserts_packed_into_one_small_file_group_conflict(any_table: MakeTable,
     assert snapshot(table) == sorted(r for r in [("a", 1), ("b", 2), ("seed", 0)] if r != loser)
 
 
-def test_a_compaction_finishing_during_a_write_is_no_conflict(any_table: MakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_compaction_finishing_during_a_write_is_no_conflict(any_table: MakeTable,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     table = any_table(ordering_field="ts", num_buckets=1)
     for r in range(3):
         table.upsert([{"id": f"k{i}", "ts": r, "v": r} for i in range(5)])

@@ -99,8 +99,8 @@ def test_lookup_equals_filtered_read(layout: str, table_type: str, ordering: str
 @given(layout=st.sampled_from(["lsm_tree", "default"]), ops=st.lists(op_st, min_size=1, max_size=4),
        lo=st.sampled_from([None, *KEYS]), hi=st.sampled_from([None, *KEYS]),
        lo_op=st.sampled_from([">", ">="]), hi_op=st.sampled_from(["<", "<="]))
-def test_range_filters_prune_without_changing_results(layout: str, ops: list[tuple[str, list[Row]]], lo: str | None, hi: str | None,
-                                                      lo_op: str, hi_op: str) -> None:
+def test_range_filters_prune_without_changing_results(layout: str, ops: list[tuple[str, list[Row]]], lo: str | None,
+                                                      hi: str | None, lo_op: str, hi_op: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         table = lsm_lab.create_table(Path(tmp) / "t", name="t", record_key="id", partition_by="p",
                                      ordering_field="ts", layout=layout, num_buckets=2)

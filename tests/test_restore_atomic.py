@@ -232,7 +232,8 @@ def test_a_crashed_writer_is_still_rolled_back(tmp_table: MakeTable) -> None:
     assert not [f for f in data_files(table.path) if gone.begin_time in f]
 
 
-def test_a_killed_rollback_of_a_completed_write_is_still_finished(tmp_table: MakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_killed_rollback_of_a_completed_write_is_still_finished(tmp_table: MakeTable,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """`rollback_completed` removes the completed file first: its pending rollback exempts the instant."""
     table = tmp_table(num_buckets=1)
     table.insert([{"id": f"k{i}", "v": i} for i in range(4)])
@@ -304,7 +305,8 @@ def test_a_restore_killed_by_sigkill_is_before_or_after_for_readers(tmp_path: Pa
     assert seen["after"] >= 1, seen  # at least one kill landed inside the restore
 
 
-def test_a_rollback_killed_right_after_its_plan_is_finished_not_dropped(tmp_table: MakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_rollback_killed_right_after_its_plan_is_finished_not_dropped(tmp_table: MakeTable,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Readers hide the instant from the rollback plan on, so the next writer must finish the rollback:
     dropping the plan would bring the instant back after readers saw it gone."""
     table = tmp_table(num_buckets=1)
