@@ -216,7 +216,8 @@ _keys = st.sampled_from(["a", "b", "bb", "é", "\U0001f600", "Z"])
 
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(st.lists(st.tuples(_keys, st.none() | st.integers(-3, 3)), max_size=25), st.booleans(), st.booleans())
-def test_dedupe_equals_folding_the_rows_in_order(rows: list[tuple[str, int | None]], use_ordering: bool, deletes: bool) -> None:
+def test_dedupe_equals_folding_the_rows_in_order(rows: list[tuple[str, int | None]], use_ordering: bool,
+                                                 deletes: bool) -> None:
     """Dedupe = applying the batch's rows one by one with the merge rules, on top of any stored record."""
     table = pa.table({"k": pa.array([k for k, _ in rows], pa.string()),
                       "ts": pa.array([o for _, o in rows], pa.int64()),

@@ -55,7 +55,8 @@ def _key_column(path: Path, is_delete: bool) -> list[str]:
 
 @pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
 @pytest.mark.parametrize("composite", [False, True])
-def test_every_lsm_tree_file_is_strictly_sorted(tmp_table: Callable[..., lsm_lab.Table], table_type: str, composite: bool) -> None:
+def test_every_lsm_tree_file_is_strictly_sorted(tmp_table: Callable[..., lsm_lab.Table], table_type: str,
+                                                composite: bool) -> None:
     rng = random.Random(20261122 + composite)
     table = tmp_table(record_key=["id", "n"] if composite else "id", partition_by="city", ordering_field="ts",
                       table_type=table_type, layout="lsm_tree", num_buckets=2)
