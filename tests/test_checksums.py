@@ -61,8 +61,8 @@ def test_data_files_carry_page_checksums(tmp_table: Callable[..., lsm_lab.Table]
     assert err.value.path == str(path)
 
 
-def test_a_flipped_byte_in_a_committed_file_is_a_typed_error_on_every_read_path(tmp_table: Callable[...,
-                                                                                lsm_lab.Table]) -> None:
+def test_a_flipped_byte_in_a_committed_file_is_a_typed_error_on_every_read_path(
+        tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table, path = _table_with_one_file(tmp_table)
     _flip_in_data_page(path, "v")
     with pytest.raises(CorruptFileError) as err:

@@ -164,8 +164,7 @@ def test_corrupt_v1_blocks_skipped_by_default_refused_when_strict(tmp_path: Path
 
 
 @pytest.mark.usefixtures("hand_edited")
-def test_cli_read_strict_refuses_a_corrupt_v1_block_in_one_line(tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_read_strict_refuses_a_corrupt_v1_block_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     t, want = _v8_with_corrupt_block(tmp_path)
     assert cli_main(["read", str(t.path), "--json", "--limit", "0"]) == 0
     printed = capsys.readouterr().out

@@ -116,8 +116,8 @@ def make_twins(local_root: Path, remote_uri: str, options: dict[str, str]) -> Tw
     return local, remote, run_sequence(local), run_sequence(remote)
 
 
-def assert_twins_agree(local: lsm_lab.Table, remote: lsm_lab.Table, seen_local: dict[str, Any], seen_remote: dict[str,
-                       Any]) -> None:
+def assert_twins_agree(local: lsm_lab.Table, remote: lsm_lab.Table, seen_local: dict[str, Any],
+                       seen_remote: dict[str, Any]) -> None:
     """Every step of the sequence, the final snapshot and the timeline are the same on both tables."""
     for step in STEPS:
         assert seen_remote[step] == seen_local[step], step
