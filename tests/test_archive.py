@@ -10,6 +10,8 @@ and `_version_`; ten files on a level become one file on the next.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -20,20 +22,23 @@ from lsm_lab.services import heartbeat
 from lsm_lab.timeline import archive as lsm_timeline
 from lsm_lab.timeline.instant import State
 
+MakeTable = Callable[..., lsm_lab.Table]  # the tmp_table fixture
+Snapshot = list[tuple[str, int]]  # (id, v) of every row, sorted
 
-def snapshot(table: lsm_lab.Table, **kw) -> list[tuple]:
+
+def snapshot(table: lsm_lab.Table, **kw: Any) -> Snapshot:
     return sorted((r["id"], r["v"]) for r in table.read(columns=["id", "v"], **kw).to_pylist())
 
 
-def grow(table: lsm_lab.Table, rounds: int, start: int = 0) -> list[tuple[lsm_lab.Instant, list[tuple]]]:
-    out = []
+def grow(table: lsm_lab.Table, rounds: int, start: int = 0) -> list[tuple[lsm_lab.Instant, Snapshot]]:
+    out: list[tuple[lsm_lab.Instant, Snapshot]] = []
     for r in range(start, start + rounds):
         inst = table.upsert([{"id": f"k{r % 7}", "v": r}, {"id": f"n{r}", "v": r}])
         out.append((inst, snapshot(table)))
     return out
 
 
-def test_archive_moves_instants_into_parquet_levels(tmp_table) -> None:
+def test_archive_moves_instants_into_parquet_levels(tmp_table: MakeTable) -> None:
     table = tmp_table(num_buckets=2)
     history = grow(table, 8)
     first_files = {p.name for fs in table.latest_slices() for p in [f.path for f in fs.files]}
@@ -68,14 +73,21 @@ def test_archive_moves_instants_into_parquet_levels(tmp_table) -> None:
     assert table.archived_timeline.read_plan(done[0].begin_time) == {"operationType": "UPSERT"}
 
 
-def test_levels_compact_after_ten_files(tmp_table) -> None:
+def _level(name: str) -> int:
+    """The level of an archive file, from its name."""
+    parsed = lsm_timeline.parse_file_name(name)
+    assert parsed is not None, name
+    return parsed[2]
+
+
+def test_levels_compact_after_ten_files(tmp_table: MakeTable) -> None:
     table = tmp_table(num_buckets=1)
     history = grow(table, 2)
     for r in range(11):
         history += grow(table, 1, start=100 + r)
         table.archive(keep=2)
     names = table.archived_timeline.files()
-    levels = sorted(lsm_timeline.parse_file_name(n)[2] for n in names)
+    levels = sorted(_level(n) for n in names)
     assert levels == [0, 1]  # runs 1-10 became one level-1 file, run 11 is level 0
     folder = table.archived_timeline.folder
     on_disk = {p.name for p in folder.iterdir() if p.suffix == ".parquet"}
@@ -86,7 +98,7 @@ def test_levels_compact_after_ten_files(tmp_table) -> None:
         assert snapshot(table, as_of=inst) == expected
 
 
-def test_barriers_pending_instant_savepoint_and_clean(tmp_table) -> None:
+def test_barriers_pending_instant_savepoint_and_clean(tmp_table: MakeTable) -> None:
     table = tmp_table(num_buckets=1)
     history = grow(table, 6)
     table.savepoint(history[2][0])
@@ -99,25 +111,27 @@ def test_barriers_pending_instant_savepoint_and_clean(tmp_table) -> None:
         table.active_timeline.start(req)
         history += grow(table, 2, start=50)
         archived = table.archive(keep=1)
-        assert archived and all(i.completion_time < req.begin_time for i in archived)
+        assert archived and all(i.completion_time is not None and i.completion_time < req.begin_time for i in archived)
         assert table.active_timeline.find(req.begin_time).state is State.INFLIGHT
     table.rollback(req.begin_time)
     # the cleaner's earliest retained instant
     table.compact(strategy="full")
     grow(table, 3, start=60)
     cleaned = table.clean(retained=2)
+    assert cleaned is not None
     earliest = table.active_timeline.read_content(cleaned, State.REQUESTED)["earliestInstantToRetain"]["timestamp"]
     table.archive(keep=1)
     assert all(i.begin_time < earliest for i in table.archived_instants())
 
 
-def test_crash_between_archive_and_active_cleanup_is_harmless(tmp_table, monkeypatch) -> None:
+def test_crash_between_archive_and_active_cleanup_is_harmless(tmp_table: MakeTable,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     from lsm_lab.services import archiver
 
     table = tmp_table(num_buckets=1)
     history = grow(table, 5)
 
-    def crash(*a, **kw):
+    def crash(*a: Any, **kw: Any) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(archiver, "remove_timeline_files", crash)
@@ -132,7 +146,7 @@ def test_crash_between_archive_and_active_cleanup_is_harmless(tmp_table, monkeyp
     assert table.archived_timeline.current_version() == 1  # nothing archived twice
 
 
-def test_automatic_archival(tmp_table) -> None:
+def test_automatic_archival(tmp_table: MakeTable) -> None:
     table = tmp_table(num_buckets=1, **{"hoodie.archive.automatic": "true", "hoodie.keep.min.commits": "2",
                                         "hoodie.keep.max.commits": "4"})
     history = grow(table, 4)
@@ -143,7 +157,7 @@ def test_automatic_archival(tmp_table) -> None:
     assert table.schema is not None and "v" in table.schema.names
 
 
-def test_show_timeline_archived_cli(tmp_table, capsys) -> None:
+def test_show_timeline_archived_cli(tmp_table: MakeTable, capsys: pytest.CaptureFixture[str]) -> None:
     table = tmp_table(num_buckets=1)
     history = grow(table, 4)
     assert main(["archive", str(table.path), "--keep", "1"]) == 0

@@ -18,7 +18,10 @@ def expected_changes(rows: int, seed: int) -> dict[str, int]:
     """Changes per op of the workload, counted from its batches: every insert key, every distinct
     updated key, every distinct deleted key (all exist and none was deleted before)."""
     steps = {name: batch for name, _, batch in bench.workload(rows, seed)}
-    distinct = lambda t: len(pa.compute.unique(t.column("uuid")))  # noqa: E731
+
+    def distinct(t: pa.Table) -> int:
+        return len(pa.compute.unique(t.column("uuid")))
+
     return {"i": steps["insert"].num_rows + steps["upsert (new keys)"].num_rows,
             "u": distinct(steps["upsert (updates)"]), "d": distinct(steps["delete"])}
 

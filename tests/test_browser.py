@@ -26,11 +26,12 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from lsm_lab import MergeSpec
-from lsm_lab.merge.loser_tree import trace_merge
+from lsm_lab.merge.loser_tree import Step, trace_merge
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "notebooks" / "05_loser_tree.ipynb"
@@ -49,11 +50,11 @@ def _chromium() -> str | None:
     return None
 
 
-def _chapter_steps() -> list:
+def _chapter_steps() -> list[Step]:
     """The steps of chapter 05's first merge (cell c05-02): base `aceg`, log 1 `cf`, log 2 `ac` deleting `a`."""
     names = ["base", "log 1", "log 2"]
 
-    def rows(keys: str, source: int, deleted: str = "") -> list[dict]:
+    def rows(keys: str, source: int, deleted: str = "") -> list[dict[str, Any]]:
         return [{"key": k, "from": names[source], "deleted": k in deleted} for k in keys]
 
     return trace_merge([rows("aceg", 0), rows("cf", 1), rows("ac", 2, deleted="a")],
@@ -130,7 +131,7 @@ def test_stepper_buttons_in_chromium(chromium: str, voila_url: str) -> None:
             stepper = page.locator(".widget-vbox", has=nxt).last
             drawing = stepper.locator(".lsm-lab-step")
 
-            def shown() -> dict:
+            def shown() -> dict[str, Any]:
                 drawing.first.wait_for()
                 return {"step": int(drawing.get_attribute("data-step") or -1),
                         "action": drawing.get_attribute("data-action"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -29,13 +30,15 @@ def _table(tmp_table: Callable[..., lsm_lab.Table], **cdc: object) -> tuple[lsm_
 
 @pytest.mark.parametrize("cdc", [{}, {"cdc": True, "cdc_mode": "DATA_BEFORE"}])
 @pytest.mark.parametrize("max_tasks", [1, 2, 3, 100])
-def test_pieces_add_up_to_the_whole(tmp_table: Callable[..., lsm_lab.Table], cdc: dict, max_tasks: int) -> None:
+def test_pieces_add_up_to_the_whole(tmp_table: Callable[..., lsm_lab.Table], cdc: dict[str, Any],
+                                    max_tasks: int) -> None:
     t, done = _table(tmp_table, **cdc)
     for start, end in [(None, None), (done[0], None), (done[0].completion_time, done[3].completion_time)]:
         ranges = commit_ranges(t, start, end, max_tasks=max_tasks)
-        writes = [i for i in t.completed_writes() if is_change(t, i)
-                  and (start is None or i.completion_time > t.resolve_time(start))
-                  and (end is None or i.completion_time <= t.resolve_time(end))]
+        lo, hi = t.resolve_time(start), t.resolve_time(end)  # None for None
+        writes = [i for i in t.completed_writes() if is_change(t, i) and i.completion_time is not None
+                  and (lo is None or i.completion_time > lo)
+                  and (hi is None or i.completion_time <= hi)]
         assert len(ranges) == min(max_tasks, len(writes))
         assert ranges[0].start == t.resolve_time(start)
         assert all(a.end == b.start for a, b in itertools.pairwise(ranges))  # no gap, no overlap

@@ -8,12 +8,15 @@ One flipped byte inside a data page of a committed file must surface as a
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from localpath import local
 
+import lsm_lab
 from lsm_lab.errors import CorruptFileError
 from lsm_lab.format import parquet_read, parquet_write
 
@@ -37,16 +40,16 @@ def _flip_in_data_page(path: Path, column: str) -> None:
     path.write_bytes(bytes(raw))
 
 
-def _table_with_one_file(tmp_table):  # type: ignore[no-untyped-def]
+def _table_with_one_file(tmp_table: Callable[..., lsm_lab.Table]) -> tuple[lsm_lab.Table, Path]:
     table = tmp_table(ordering_field="ts", num_buckets=1)
     table.bulk_insert(pa.table({"id": [f"k{i:05d}" for i in range(N)], "ts": [0] * N,
                                 "v": VALUES}))
     (fs,) = table.latest_slices()
     assert fs.base_file is not None
-    return table, fs.base_file.path
+    return table, local(fs.base_file.path)
 
 
-def test_data_files_carry_page_checksums(tmp_table) -> None:  # type: ignore[no-untyped-def]
+def test_data_files_carry_page_checksums(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table, path = _table_with_one_file(tmp_table)
     assert table.read(columns=["v"]).num_rows == N
     # a reader that does not verify sees the flipped value; the one reader of lsm_lab refuses it
@@ -58,7 +61,8 @@ def test_data_files_carry_page_checksums(tmp_table) -> None:  # type: ignore[no-
     assert err.value.path == str(path)
 
 
-def test_a_flipped_byte_in_a_committed_file_is_a_typed_error_on_every_read_path(tmp_table) -> None:  # type: ignore[no-untyped-def]
+def test_a_flipped_byte_in_a_committed_file_is_a_typed_error_on_every_read_path(
+        tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table, path = _table_with_one_file(tmp_table)
     _flip_in_data_page(path, "v")
     with pytest.raises(CorruptFileError) as err:

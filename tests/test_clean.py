@@ -7,6 +7,10 @@ returns exactly what it returned before.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 import lsm_lab
@@ -15,8 +19,11 @@ from lsm_lab.services import clean as cleaner
 from lsm_lab.services import heartbeat
 from lsm_lab.timeline.instant import State
 
+MakeTable = Callable[..., lsm_lab.Table]  # the tmp_table fixture
+Snapshot = list[tuple[str, int, int]]  # (id, ts, v) of every row, sorted
 
-def snapshot(table: lsm_lab.Table, **kw) -> list[tuple]:
+
+def snapshot(table: lsm_lab.Table, **kw: Any) -> Snapshot:
     return sorted((r["id"], r["ts"], r["v"]) for r in table.read(columns=["id", "ts", "v"], **kw).to_pylist())
 
 
@@ -24,20 +31,22 @@ def files(table: lsm_lab.Table) -> set[str]:
     return {p.name for _, p, _ in fsview.list_data_files(table.path)}
 
 
-def history_table(tmp_table, rounds: int = 6, **kw):
+def history_table(tmp_table: MakeTable, rounds: int = 6,
+                  **kw: Any) -> tuple[lsm_lab.Table, list[tuple[lsm_lab.Instant, Snapshot]]]:
     """A table with a compaction after every second write; returns it and [(instant, snapshot)]."""
     table = tmp_table(ordering_field="ts", num_buckets=2, **kw)
-    history = []
+    history: list[tuple[lsm_lab.Instant, Snapshot]] = []
     for r in range(rounds):
         inst = table.upsert([{"id": f"k{i}", "ts": r, "v": r * 10 + i} for i in range(r % 3, 16, 2)])
         history.append((inst, snapshot(table)))
         if r % 2 == 1:
             comp = table.compact(strategy="full")
+            assert comp is not None
             history.append((comp, snapshot(table)))
     return table, history
 
 
-def test_keep_latest_commits_keeps_time_travel_to_retained_instants(tmp_table) -> None:
+def test_keep_latest_commits_keeps_time_travel_to_retained_instants(tmp_table: MakeTable) -> None:
     table, history = history_table(tmp_table)
     before = files(table)
     done = table.clean(policy="KEEP_LATEST_COMMITS", retained=3)
@@ -57,13 +66,13 @@ def test_keep_latest_commits_keeps_time_travel_to_retained_instants(tmp_table) -
     assert table.clean(policy="KEEP_LATEST_COMMITS", retained=3) is None  # nothing more to do
 
 
-def test_nothing_to_clean_with_few_commits(tmp_table) -> None:
+def test_nothing_to_clean_with_few_commits(tmp_table: MakeTable) -> None:
     table, _ = history_table(tmp_table, rounds=2)
     assert table.clean(retained=10) is None
     assert not [i for i in table.instants() if i.action == "clean"]
 
 
-def test_keep_latest_file_versions(tmp_table) -> None:
+def test_keep_latest_file_versions(tmp_table: MakeTable) -> None:
     table, history = history_table(tmp_table, rounds=8)
     table.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=2)
     for group in table.file_groups():
@@ -72,15 +81,18 @@ def test_keep_latest_file_versions(tmp_table) -> None:
     previous = table.completed_writes()
     # the previous slice of every group is still complete: travel to just before the last compaction
     last_comp = [i for i in previous if i.action == "compaction"][-1]
-    before_comp = [i for i in previous if i.completion_time < last_comp.completion_time][-1]
+    assert last_comp.completion_time is not None
+    before_comp = [i for i in previous
+                   if i.completion_time is not None and i.completion_time < last_comp.completion_time][-1]
     expected = {i.begin_time: s for i, s in history}[before_comp.begin_time]
     assert snapshot(table, as_of=before_comp) == expected
 
 
-def test_policy_from_properties_and_errors(tmp_table) -> None:
+def test_policy_from_properties_and_errors(tmp_table: MakeTable) -> None:
     table, history = history_table(tmp_table, rounds=6, **{
         "hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.cleaner.fileversions.retained": "1"})
     done = table.clean()
+    assert done is not None
     assert table.active_timeline.read_content(done, State.REQUESTED)["policy"] == "KEEP_LATEST_FILE_VERSIONS"
     assert all(len(g.slices) == 1 for g in table.file_groups())
     assert snapshot(table) == history[-1][1]
@@ -90,7 +102,7 @@ def test_policy_from_properties_and_errors(tmp_table) -> None:
         table.clean(retained=0)
 
 
-def test_savepoint_files_survive_cleaning(tmp_table) -> None:
+def test_savepoint_files_survive_cleaning(tmp_table: MakeTable) -> None:
     table, history = history_table(tmp_table, rounds=2)
     pinned_instant, pinned = history[-1]
     sp = table.savepoint(pinned_instant, comment="before the big change")
@@ -107,7 +119,7 @@ def test_savepoint_files_survive_cleaning(tmp_table) -> None:
     assert snapshot(table) == pinned
 
 
-def test_log_compaction_replaced_logs_are_cleaned_only_when_no_retained_read_needs_them(tmp_table) -> None:
+def test_log_compaction_replaced_logs_are_cleaned_only_when_no_retained_read_needs_them(tmp_table: MakeTable) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=1)
     for r in range(4):
         table.upsert([{"id": f"k{i}", "ts": r, "v": r} for i in range(r, 8)])
@@ -125,7 +137,7 @@ def test_log_compaction_replaced_logs_are_cleaned_only_when_no_retained_read_nee
     assert {r[0] for r in snapshot(table)} >= {"y", "z", "k7"}
 
 
-def test_pending_clean_left_by_a_dead_cleaner_is_finished(tmp_table) -> None:
+def test_pending_clean_left_by_a_dead_cleaner_is_finished(tmp_table: MakeTable) -> None:
     table, history = history_table(tmp_table)
     plan = cleaner.plan_clean(table, cleaner.KEEP_LATEST_COMMITS, 2)
     doomed = cleaner.files_in_plan(plan)
@@ -141,7 +153,7 @@ def test_pending_clean_left_by_a_dead_cleaner_is_finished(tmp_table) -> None:
     assert snapshot(table) == history[-1][1]
 
 
-def test_clean_cli(tmp_table, capsys) -> None:
+def test_clean_cli(tmp_table: MakeTable, capsys: pytest.CaptureFixture[str]) -> None:
     from lsm_lab.cli.app import main
 
     table, _ = history_table(tmp_table)
@@ -151,7 +163,7 @@ def test_clean_cli(tmp_table, capsys) -> None:
     assert "nothing to clean" in capsys.readouterr().out
 
 
-def test_time_travel_before_the_retention_is_refused_not_partial(tmp_path) -> None:
+def test_time_travel_before_the_retention_is_refused_not_partial(tmp_path: Path) -> None:
     import pytest as _pytest
 
     import lsm_lab

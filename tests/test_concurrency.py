@@ -32,19 +32,22 @@ from lsm_lab.filegroup import fsview
 from lsm_lab.filegroup import write as writer
 from lsm_lab.services import occ
 from lsm_lab.storage import is_local
+from lsm_lab.timeline.metadata import WriteStat
+
+MakeTable = Callable[..., lsm_lab.Table]  # the any_table fixture (local, S3 and Azure tables)
 
 
-def snapshot(table: lsm_lab.Table, cols: tuple[str, ...] = ("id", "v")) -> list[tuple]:
+def snapshot(table: lsm_lab.Table, cols: tuple[str, ...] = ("id", "v")) -> list[tuple[Any, ...]]:
     return sorted(tuple(r[c] for c in cols) for r in table.read(columns=list(cols)).to_pylist())
 
 
-def run_together(monkeypatch, *jobs: Callable[[], Any]) -> list[Any]:
+def run_together(monkeypatch: pytest.MonkeyPatch, *jobs: Callable[[], Any]) -> list[Any]:
     """Run `jobs` in threads; every write waits at a barrier before writing files, so all have begun."""
     barrier = threading.Barrier(len(jobs), timeout=30)
     real = writer.write_file_group
     waited: set[int] = set()
 
-    def gated(**kw):
+    def gated(**kw: Any) -> list[WriteStat]:
         ident = threading.get_ident()
         if ident not in waited:
             waited.add(ident)
@@ -69,7 +72,7 @@ def run_together(monkeypatch, *jobs: Callable[[], Any]) -> list[Any]:
     return results
 
 
-def test_same_file_group_one_wins_one_conflicts(any_table, monkeypatch) -> None:
+def test_same_file_group_one_wins_one_conflicts(any_table: MakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
     table = any_table(num_buckets=1)
     table.upsert([{"id": "a", "v": 0}])
     other = lsm_lab.open_table(table.path)
@@ -91,7 +94,7 @@ def test_same_file_group_one_wins_one_conflicts(any_table, monkeypatch) -> None:
     assert table.upsert([{"id": "z", "v": 3}]).is_completed  # and the table goes on
 
 
-def test_disjoint_file_groups_both_land(any_table, monkeypatch) -> None:
+def test_disjoint_file_groups_both_land(any_table: MakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
     table = any_table(partition_by="p", num_buckets=1)
     table.upsert([{"id": "a", "p": "x", "v": 0}, {"id": "b", "p": "y", "v": 0}])
     other = lsm_lab.open_table(table.path)
@@ -101,7 +104,7 @@ def test_disjoint_file_groups_both_land(any_table, monkeypatch) -> None:
     assert snapshot(table) == [("a", 1), ("b", 2)]
 
 
-def test_inserts_into_new_file_groups_never_conflict(any_table, monkeypatch) -> None:
+def test_inserts_into_new_file_groups_never_conflict(any_table: MakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
     table = any_table(layout="default", **{"hoodie.parquet.small.file.limit": "0"})  # no small-file packing
     table.insert([{"id": "seed", "v": 0}])
     other = lsm_lab.open_table(table.path)
@@ -111,7 +114,8 @@ def test_inserts_into_new_file_groups_never_conflict(any_table, monkeypatch) -> 
     assert snapshot(table) == [("a", 1), ("b", 2), ("seed", 0)]
 
 
-def test_inserts_packed_into_one_small_file_group_conflict(any_table, monkeypatch) -> None:
+def test_inserts_packed_into_one_small_file_group_conflict(any_table: MakeTable,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     table = any_table(layout="default")  # small-file handling on (the default): both inserts go to seed's group
     table.insert([{"id": "seed", "v": 0}])
     other = lsm_lab.open_table(table.path)
@@ -123,7 +127,8 @@ def test_inserts_packed_into_one_small_file_group_conflict(any_table, monkeypatc
     assert snapshot(table) == sorted(r for r in [("a", 1), ("b", 2), ("seed", 0)] if r != loser)
 
 
-def test_a_compaction_finishing_during_a_write_is_no_conflict(any_table, monkeypatch) -> None:
+def test_a_compaction_finishing_during_a_write_is_no_conflict(any_table: MakeTable,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     table = any_table(ordering_field="ts", num_buckets=1)
     for r in range(3):
         table.upsert([{"id": f"k{i}", "ts": r, "v": r} for i in range(5)])
@@ -131,7 +136,7 @@ def test_a_compaction_finishing_during_a_write_is_no_conflict(any_table, monkeyp
     compacted = threading.Event()
     real = writer.write_file_group
 
-    def after_compaction(**kw):
+    def after_compaction(**kw: Any) -> list[WriteStat]:
         assert compacted.wait(30)  # the write began before the compaction was even planned
         return real(**kw)
 
@@ -150,25 +155,25 @@ def test_a_compaction_finishing_during_a_write_is_no_conflict(any_table, monkeyp
     assert snapshot(table, ("id", "v")) == [("k0", 2), ("k1", 9), ("k2", 2), ("k3", 2), ("k4", 2)]
 
 
-def test_writes_wait_for_a_compaction_plan_and_land_after_it(any_table) -> None:
+def test_writes_wait_for_a_compaction_plan_and_land_after_it(any_table: MakeTable) -> None:
     table = any_table(ordering_field="ts", num_buckets=1)
     table.upsert([{"id": "a", "ts": 0, "v": 0}])
     table.upsert([{"id": "a", "ts": 1, "v": 1}])
     plan = table.compact(plan_only=True)
     late = table.upsert([{"id": "a", "ts": 2, "v": 2}])
-    assert late.completion_time > plan.begin_time
+    assert plan is not None and late.completion_time is not None and late.completion_time > plan.begin_time
     table.compact()
     assert snapshot(table) == [("a", 2)]
 
 
-def test_concurrent_schema_evolution_keeps_both_columns(any_table, monkeypatch) -> None:
+def test_concurrent_schema_evolution_keeps_both_columns(any_table: MakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
     table = any_table(partition_by="p", num_buckets=1)
     table.upsert([{"id": "a", "p": "x", "v": 0}, {"id": "b", "p": "y", "v": 0}])
     other = lsm_lab.open_table(table.path)
     results = run_together(monkeypatch, lambda: table.upsert([{"id": "a", "p": "x", "v": 1, "extra": "e"}]),
                            lambda: other.upsert([{"id": "b", "p": "y", "v": 2}]))
     assert all(isinstance(r, lsm_lab.Instant) for r in results), results
-    assert "extra" in table.schema.names
+    assert table.schema is not None and "extra" in table.schema.names
     got = {r["id"]: r["extra"] for r in table.read(columns=["id", "extra"]).to_pylist()}
     assert got == {"a": "e", "b": None}
     assert occ.merge_schemas(None, table.schema) == table.schema
@@ -203,7 +208,7 @@ with open(out, "w") as fh:
 
 @pytest.mark.parametrize("any_table", ["local", pytest.param("s3", marks=pytest.mark.campaign),
                                        pytest.param("azure", marks=pytest.mark.campaign)], indirect=True)
-def test_two_processes_overlapping_keys(any_table, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_two_processes_overlapping_keys(any_table: MakeTable, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     table = any_table(num_buckets=2, **{"hoodie.compact.inline": "true",
                                         "hoodie.compact.inline.max.delta.commits": "6"})
     go = tmp_path / "go"

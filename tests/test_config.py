@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
@@ -55,7 +57,7 @@ def test_format_properties_is_sorted_with_header() -> None:
     assert text.splitlines() == ["#hello", "a=x\\:y", "b=2"]
 
 
-_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
+_text = st.text(st.characters(blacklist_categories=["Cs"]), max_size=20)
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
@@ -154,8 +156,8 @@ def test_unknown_keys_are_kept() -> None:
 
 
 # --------------------------------------------------------------------------- what lsm_lab writes
-def _build(**kw):
-    args = {"name": "trips", "record_key": ("uuid",), "partition_by": ("city",), "ordering_field": "ts",
+def _build(**kw: Any) -> dict[str, str]:
+    args: dict[str, Any] = {"name": "trips", "record_key": ("uuid",), "partition_by": ("city",), "ordering_field": "ts",
                 "table_type": "MERGE_ON_READ", "layout": "lsm_tree", "version": 9, "hive_style": True, "num_buckets": 8}
     args.update(kw)
     return cfg.build_props(**args)
@@ -242,7 +244,7 @@ REAL = {
 
 
 @pytest.mark.parametrize("name", sorted(REAL))
-def test_real_tables(real_table, name: str) -> None:
+def test_real_tables(real_table: Callable[[str], Path], name: str) -> None:
     path = real_table(name)
     c = cfg.read_config(path)
     version, ttype, mode, ordering, parts, layout = REAL[name]

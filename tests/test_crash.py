@@ -12,11 +12,15 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+from types import ModuleType
+
+import pytest
+from s3_server import S3Server
 
 HARNESS = Path(__file__).resolve().parents[1] / "benchmarks" / "crash_test.py"
 
 
-def load_harness():
+def load_harness() -> ModuleType:
     spec = importlib.util.spec_from_file_location("lsm_lab_crash_test", HARNESS)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -47,7 +51,7 @@ def test_sigkill_loop_default_layout_with_clustering(tmp_path: Path) -> None:
     assert stats["batches"] > 0
 
 
-def test_sigkill_loop_s3(tmp_path: Path, s3_server, monkeypatch) -> None:
+def test_sigkill_loop_s3(tmp_path: Path, s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same loop with the table on a real S3 server: commits are create-if-absent PUTs, the lock is the
     storage-based one, heartbeats are judged by age (short lease and tolerance here, so the next writer
     takes over a killed one's lock and rolls its write back within seconds)."""

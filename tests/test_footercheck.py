@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from localpath import local
 
 import lsm_lab
 from lsm_lab.errors import CorruptFileError
@@ -29,7 +30,7 @@ def base_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
                              num_buckets=1)
     t.insert([{"id": f"k{i:03d}", "p": "a", "v": i} for i in range(20)])
     t.compact(strategy="full")
-    (f,) = [p for p in t.path.rglob("*.parquet") if ".hoodie" not in p.parts]
+    (f,) = [p for p in local(t.path).rglob("*.parquet") if ".hoodie" not in p.parts]
     return f
 
 

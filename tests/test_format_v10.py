@@ -12,13 +12,16 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from localpath import local
 
 import lsm_lab
 from lsm_lab.errors import CorruptFileError, InputError, UnsupportedFeatureError
@@ -28,6 +31,8 @@ from lsm_lab.format import naming
 from lsm_lab.interop.upgrade import upgrade_to_v10
 from lsm_lab.timeline import config as cfg
 from lsm_lab.timeline.config import KEY_UPGRADE_PENDING
+
+MakeTable = Callable[..., lsm_lab.Table]  # the tmp_table fixture
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -83,7 +88,7 @@ def _reference(s: str) -> int:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=40), max_size=50))
+@given(st.lists(st.text(st.characters(blacklist_categories=["Cs"]), max_size=40), max_size=50))
 def test_vectorised_hash_equals_the_definition(keys: list[str]) -> None:
     assert index.java_string_hashes(pa.array(keys, pa.string())).tolist() == [_reference(k) for k in keys]
 
@@ -110,7 +115,7 @@ def test_key_values_from_key_strings_match_the_columns() -> None:
     assert index.key_values_from_keys(pa.array(["name:x,id:7"]), ["id", "name"]) is None   # other field order
 
 
-def test_lookup_of_composite_keys_with_commas(tmp_table) -> None:
+def test_lookup_of_composite_keys_with_commas(tmp_table: MakeTable) -> None:
     t = tmp_table(record_key=["id", "name"], num_buckets=4)
     rows = [{"id": f"a,{i}", "name": f"n{i}", "v": i} for i in range(12)]
     t.insert(rows)
@@ -119,13 +124,14 @@ def test_lookup_of_composite_keys_with_commas(tmp_table) -> None:
         assert got.column("v").to_pylist() == [i]
 
 
-def test_writer_places_keys_in_hudis_buckets(tmp_table) -> None:
+def test_writer_places_keys_in_hudis_buckets(tmp_table: MakeTable) -> None:
     t = tmp_table(record_key=["id", "n"], num_buckets=5)
     rows = [{"id": f"u{i}", "n": i % 3, "v": i} for i in range(60)]
     t.insert(rows)
     expected = index.hudi_bucket_ids([pa.array([r["id"] for r in rows]), pa.array([str(r["n"]) for r in rows])], 5)
     got = {}
     for fs in t.latest_slices():
+        assert fs.base_file is not None
         for k in pq.read_table(fs.base_file.path, columns=["id", "n"]).to_pylist():
             got[(k["id"], k["n"])] = fs.file_id
     for r, b in zip(rows, expected.tolist(), strict=True):
@@ -195,8 +201,9 @@ def _golden_text(table: lsm_lab.Table, instants: list[str]) -> str:
         return text
 
     lines = []
-    for path in sorted(p for p in table.path.rglob("*.parquet") if ".hoodie" not in p.parts):
-        rel = norm(str(path.relative_to(table.path)))
+    root = local(table.path)
+    for path in sorted(p for p in root.rglob("*.parquet") if ".hoodie" not in p.parts):
+        rel = norm(str(path.relative_to(root)))
         kv = {k.decode(): v.decode() for k, v in (pq.read_metadata(path).metadata or {}).items()}
         lines.append(f"file {rel}")
         if v2.KEY_METADATA in kv:
@@ -207,7 +214,9 @@ def _golden_text(table: lsm_lab.Table, instants: list[str]) -> str:
             if schema is not None:
                 fields = [f["name"] for f in json.loads(schema)["fields"]]
                 lines.append(f"  SCHEMA record {json.loads(schema)['name']} fields {fields}")
-        if naming.parse(path.name).is_delete:
+        parsed = naming.parse(path.name)
+        assert parsed is not None, path.name
+        if parsed.is_delete:
             arrow = pq.read_schema(path)
             lines.append("  columns " + ", ".join(
                 f"{f.name}:{f.type}{'' if f.nullable else ' not null'}" for f in arrow))
@@ -229,7 +238,7 @@ def test_golden_v10_table(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- old tables and the upgrade
-def _v9_table(path: Path, **kw) -> lsm_lab.Table:
+def _v9_table(path: Path, **kw: Any) -> lsm_lab.Table:
     t = lsm_lab.create_table(path, name="t", record_key="id", partition_by="city", ordering_field="ts",
                              num_buckets=3, table_version=9, **kw)
     t.insert([{"id": f"k{i}", "city": "a" if i % 2 else "b", "ts": 1, "v": i} for i in range(40)])
@@ -238,13 +247,13 @@ def _v9_table(path: Path, **kw) -> lsm_lab.Table:
     return t
 
 
-def _rows(t: lsm_lab.Table, **kw) -> list[tuple]:
+def _rows(t: lsm_lab.Table, **kw: Any) -> list[tuple[Any, ...]]:
     return sorted(tuple(r.values()) for r in t.read(columns=["id", "city", "ts", "v"], **kw).to_pylist())
 
 
 def test_version_9_tables_keep_their_dialect(tmp_path: Path) -> None:
     t = _v9_table(tmp_path / "t")
-    names = [p.name for p in t.path.rglob("*.parquet")]
+    names = [p.name for p in local(t.path).rglob("*.parquet")]
     assert any(n.endswith("_1.delete.parquet") for n in names)
     assert not any(n.endswith((".log.parquet", ".deletes.parquet")) for n in names)
     fids = {fs.file_id for fs in t.latest_slices()}
@@ -263,6 +272,7 @@ def test_upgrade_rewrites_to_version_10_as_one_instant(tmp_path: Path) -> None:
     assert _rows(u) == before
     assert _rows(u, as_of=writes[-1].completion_time) == before  # time travel to before the upgrade
     for fs in u.latest_slices():  # every key sits in its Hudi bucket
+        assert fs.base_file is not None
         keys = pq.read_table(fs.base_file.path, columns=["id"]).column("id")
         assert {index.hudi_bucket_file_id(b) for b in index.hudi_bucket_ids([keys], 3).tolist()} == {fs.file_id}
     assert upgrade_to_v10(u).completed_writes() == new  # idempotent
@@ -284,7 +294,7 @@ def test_upgrade_of_a_version_8_compatibility_table(tmp_path: Path) -> None:
     assert sorted(tuple(r.values()) for r in u.read(columns=["id", "ts", "v"]).to_pylist()) == before
 
 
-def test_upgrade_refuses_tables_lsm_lab_did_not_write(real_table) -> None:
+def test_upgrade_refuses_tables_lsm_lab_did_not_write(real_table: Callable[[str], Path]) -> None:
     path = real_table("v8_trips_8i3u1d")
     with pytest.raises(UnsupportedFeatureError, match="only tables it created"):
         upgrade_to_v10(path)
@@ -328,7 +338,7 @@ def test_a_killed_upgrade_leaves_the_table_readable_and_finishes_on_rerun(tmp_pa
         crashed.upsert([{"id": "k0", "city": "b", "ts": 5, "v": 0}])
     committed = [i for i in crashed.completed_writes() if i.action == "replacecommit"]
     assert len(committed) == (1 if step == "after-commit" else 0)
-    u = upgrade_to_v10(t.path)
+    u = upgrade_to_v10(local(t.path))
     assert u.config.version == 10 and _rows(u) == before
     assert len([i for i in u.completed_writes() if i.action == "replacecommit"]) == 1
     assert [i for i in u.active_timeline.pending() if i.action == "replacecommit"] == []
@@ -336,8 +346,8 @@ def test_a_killed_upgrade_leaves_the_table_readable_and_finishes_on_rerun(tmp_pa
     assert ("k0", "b", 5, 0) in _rows(u)
     # no data file of an instant the timeline does not know
     known = {i.begin_time for i in u.completed_writes()}
-    leftovers = [p.name for p in u.path.rglob("*.parquet") if ".hoodie" not in p.parts
-                 and naming.parse(p.name) is not None and naming.parse(p.name).instant not in known]
+    leftovers = [p.name for p in local(u.path).rglob("*.parquet") if ".hoodie" not in p.parts
+                 and (parsed := naming.parse(p.name)) is not None and parsed.instant not in known]
     assert leftovers == []
 
 
@@ -351,13 +361,14 @@ def test_the_cli_upgrades(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert cfg.read_config(t.path).upstream_format
 
 
-def test_keys_are_ordered_by_unsigned_utf8_bytes(tmp_table) -> None:
+def test_keys_are_ordered_by_unsigned_utf8_bytes(tmp_table: MakeTable) -> None:
     # U+E000 is EE 80 80 in UTF-8 and U+20000 is F0 A0 80 80: UTF-8 order puts U+E000 first, Java's UTF-16
     # order (0xE000 > 0xD840) the other way round (apache/hudi issue #19417, PR #19502)
     keys = ["\U00020000", "\ue000", "z", "é", "A"]
     t = tmp_table(num_buckets=1)
     t.insert([{"id": k, "v": 1} for k in keys])
     (fs,) = t.latest_slices()
+    assert fs.base_file is not None
     stored = pq.read_table(fs.base_file.path, columns=["_hoodie_record_key"]).column(0).to_pylist()
     assert stored == sorted(keys, key=lambda k: k.encode("utf-8")) == ["A", "z", "é", "\ue000", "\U00020000"]
     assert sorted(keys, key=lambda k: k.encode("utf-16-be")) != stored
@@ -371,10 +382,10 @@ def test_upgrade_waits_for_pending_compaction_plans(tmp_path: Path) -> None:
         upgrade_to_v10(t)
     assert lsm_lab.open_table(t.path).config.version == 9  # nothing changed
     t.compact(strategy="full")
-    assert upgrade_to_v10(t.path).config.version == 10
+    assert upgrade_to_v10(local(t.path)).config.version == 10
 
 
-def test_log_compaction_of_a_v10_table_writes_upstream_logs(tmp_table) -> None:
+def test_log_compaction_of_a_v10_table_writes_upstream_logs(tmp_table: MakeTable) -> None:
     t = tmp_table(ordering_field="ts", num_buckets=1)
     t.insert([{"id": f"k{i}", "ts": 1, "v": i} for i in range(20)])
     for r in range(3):
@@ -382,15 +393,15 @@ def test_log_compaction_of_a_v10_table_writes_upstream_logs(tmp_table) -> None:
         t.delete([{"id": f"k{r}", "ts": 99}])
     before = t.read(columns=["id", "ts", "v"]).sort_by("id")
     done = t.compact(strategy="log")
-    assert done.action == "logcompaction"
-    names = [p.name for p in t.path.glob(f"*_{done.begin_time}_*")]
+    assert done is not None and done.action == "logcompaction"
+    names = [p.name for p in local(t.path).glob(f"*_{done.begin_time}_*")]
     assert {n.split(".", 1)[1] for n in names} == {"log.parquet", "deletes.parquet"}
     for n in names:
         assert "hudi.log.block_type" not in {k.decode() for k in pq.read_metadata(t.path / n).metadata}
     assert t.read(columns=["id", "ts", "v"]).sort_by("id").equals(before)
 
 
-def test_version_10_properties(tmp_table) -> None:
+def test_version_10_properties(tmp_table: MakeTable) -> None:
     lsm = tmp_table(record_key=["id", "n"], ordering_field="ts").config
     assert lsm.version == 10 and lsm.upstream_format and lsm.bucket_index and lsm.log_format_version == 2
     assert lsm.props["hoodie.bucket.index.hash.field"] == "id,n"

@@ -113,7 +113,7 @@ def test_versions_and_cow_slices(tmp_path: Path) -> None:
     done = {t(1): t(1), t(2): t(2), t(3): t(3)}
     groups = fsview.build_file_groups(tmp_path, done, read_time=None)
     assert layout(groups) == {("p", FG): [(b1, []), (b2, []), (b3, [])]}
-    assert groups[0].latest.base_file.path.name == b3
+    assert groups[0].latest.base_file is not None and groups[0].latest.base_file.path.name == b3
     assert layout(fsview.build_file_groups(tmp_path, done, read_time=t(2)))[("p", FG)][-1] == (b2, [])
 
 

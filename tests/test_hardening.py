@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from localpath import local
 
 import lsm_lab
 from lsm_lab.cli.app import main as cli_main
@@ -36,7 +37,7 @@ def _table(tmp_path: Path, **kw: Any) -> lsm_lab.Table:
 
 
 def _timeline(t: lsm_lab.Table) -> Path:
-    return t.active_timeline.folder
+    return local(t.active_timeline.folder)
 
 
 def _completed(t: lsm_lab.Table) -> Path:
@@ -210,7 +211,8 @@ def test_corrupt_arrow_schema_is_a_typed_error(tmp_path: Path, text: Any) -> Non
     ({"hoodie.table.type": "COPY_ON_WRITE"}, "table_type"),
     ({"properties": {"hoodie.table.name": "x"}}, "name"),
 ])
-def test_create_table_arguments_checked_before_anything_is_written(tmp_path: Path, kw: dict, param: str) -> None:
+def test_create_table_arguments_checked_before_anything_is_written(tmp_path: Path, kw: dict[str, Any],
+                                                                   param: str) -> None:
     args: dict[str, Any] = {"name": "t", "record_key": "id", **kw}
     with pytest.raises(InputError, match=param):
         lsm_lab.create_table(tmp_path / "t", **args)
@@ -224,7 +226,8 @@ def test_more_mistakes_are_typed(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="path"):
         lsm_lab.open_table(None)  # type: ignore[arg-type]
     t = _table(tmp_path)
-    for call, param in ((lambda: t.archive(keep="x"), "keep"), (lambda: t.clean(retained="3"), "retained"),
+    for call, param in ((lambda: t.archive(keep="x"), "keep"),  # type: ignore[arg-type]  # wrong types on purpose
+                        (lambda: t.clean(retained="3"), "retained"),  # type: ignore[arg-type]
                         (lambda: t.read(columns="id"), "columns"),
                         (lambda: t.compact(options={"hoodie.no.such": "1"}), "unknown compaction option")):
         with pytest.raises(InputError, match=param):

@@ -13,12 +13,14 @@ from __future__ import annotations
 import http.server
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 import pytest
+from localpath import local
 from s3_server import S3Server, s3_server  # noqa: F401 - fixture: a real S3 server (moto) on 127.0.0.1
 
 import lsm_lab
@@ -30,9 +32,9 @@ from lsm_lab.timeline.clock import BEGINNING_TIMES, parse_time
 KEY = "hoodie.bucket.index.num.buckets"
 
 
-def _table(path: Path, **kw: object) -> lsm_lab.Table:
+def _table(path: Path, **kw: Any) -> lsm_lab.Table:
     kw.setdefault("num_buckets", 2)
-    t = lsm_lab.create_table(path, name="t", record_key="id", **kw)  # type: ignore[arg-type]
+    t = lsm_lab.create_table(path, name="t", record_key="id", **kw)
     t.insert([{"id": f"k{i}", "v": i} for i in range(6)])
     return t
 
@@ -58,7 +60,7 @@ def _set_properties_line(table: Path, old: str, new: str | None) -> None:
                          ids=lambda v: repr(v))
 def test_bucket_table_without_a_readable_bucket_count_does_not_open(tmp_path: Path, value: str | None) -> None:
     t = _table(tmp_path / "t")
-    _set_properties_line(Path(t.path), KEY + "=", None if value is None else f"{KEY}={value}")
+    _set_properties_line(local(t.path), KEY + "=", None if value is None else f"{KEY}={value}")
     with pytest.raises(TableConfigError, match=KEY) as info:
         lsm_lab.open_table(t.path)
     assert "hoodie.properties" in str(info.value)
@@ -67,7 +69,7 @@ def test_bucket_table_without_a_readable_bucket_count_does_not_open(tmp_path: Pa
 def test_every_one_bit_flip_of_the_bucket_count_key_is_refused(tmp_path: Path) -> None:
     """The key name damaged (`...num.bucketr`): the key is missing, never a default of 4."""
     t = _table(tmp_path / "t", num_buckets=2)
-    props = Path(t.path) / ".hoodie" / "hoodie.properties"
+    props = local(t.path) / ".hoodie" / "hoodie.properties"
     good = props.read_bytes()
     at = good.index(KEY.encode())
     for i in range(at, at + len(KEY)):
@@ -85,7 +87,7 @@ def test_the_value_flips_that_can_be_seen_are_refused(tmp_path: Path) -> None:
     """'2' (0x32) with one bit flipped: '3', '0', '6', ':', '"', 'r', chr(0x12), chr(0xb2).  A flip to
     another digit above 0 is another valid count (not detectable from the file); every other is refused."""
     t = _table(tmp_path / "t", num_buckets=2)
-    props = Path(t.path) / ".hoodie" / "hoodie.properties"
+    props = local(t.path) / ".hoodie" / "hoodie.properties"
     good = props.read_bytes()
     at = good.index(f"{KEY}=2".encode()) + len(KEY) + 1
     for bit in range(8):
@@ -102,7 +104,7 @@ def test_the_value_flips_that_can_be_seen_are_refused(tmp_path: Path) -> None:
 
 def test_a_damaged_index_type_is_refused(tmp_path: Path) -> None:
     t = _table(tmp_path / "t")
-    _set_properties_line(Path(t.path), "hoodie.index.type=", "hoodie.index.type=BUCKEU")
+    _set_properties_line(local(t.path), "hoodie.index.type=", "hoodie.index.type=BUCKEU")
     with pytest.raises(TableConfigError, match="hoodie.index.type"):
         lsm_lab.open_table(t.path)
 
@@ -110,7 +112,7 @@ def test_a_damaged_index_type_is_refused(tmp_path: Path) -> None:
 def test_tables_without_the_bucket_index_keep_the_default(tmp_path: Path) -> None:
     """Hudi's own tables (SIMPLE/BLOOM index) never write the key: they still open."""
     t = _table(tmp_path / "t", layout="default")
-    _set_properties_line(Path(t.path), KEY + "=", None)
+    _set_properties_line(local(t.path), KEY + "=", None)
     assert lsm_lab.open_table(t.path).read().num_rows == 6
     props = {"hoodie.table.name": "t", "hoodie.table.type": "MERGE_ON_READ", "hoodie.table.version": "6",
              "hoodie.table.recordkey.fields": "id"}
@@ -134,6 +136,7 @@ def test_parse_time_of_an_impossible_time_is_typed(text: str) -> None:
 @pytest.mark.parametrize("text", BAD_TIMES[:2])
 def test_impossible_times_are_typed_everywhere(tmp_path: Path, call: str, text: str) -> None:
     t = _table(tmp_path / "t")
+    run: Callable[[], object]
     run = {"read": lambda: t.read(as_of=text), "read_optimized": lambda: t.read_optimized(as_of=text),
            "lookup": lambda: t.lookup(["k1"], as_of=text), "read_incremental": lambda: t.read_incremental(text),
            "read_cdc": lambda: t.read_cdc(text), "read_incremental_end": lambda: t.read_incremental(None, text),
@@ -248,6 +251,7 @@ def test_non_bool_flags_are_refused(tmp_path: Path, call: str, flag: object) -> 
     t = _table(tmp_path / "t")
     t.upsert([{"id": "k1", "v": 1}])
     before = _instants(t)
+    run: Callable[[], object]
     run = {"compact_plan_only": lambda: t.compact(plan_only=flag),  # type: ignore[arg-type]
            "compact_progress": lambda: t.compact(progress=flag),  # type: ignore[arg-type]
            "cluster_plan_only": lambda: t.cluster(plan_only=flag)}[call]  # type: ignore[arg-type]
@@ -264,11 +268,11 @@ def test_a_batch_without_the_key_column_commits_nothing(tmp_path: Path, op: str,
     if data == "frame":
         data = pd.DataFrame(index=range(3))
     before = _instants(t)
-    files = sorted(p.name for p in Path(t.path).rglob("*") if p.is_file() and ".hoodie" not in p.parts)
+    files = sorted(p.name for p in local(t.path).rglob("*") if p.is_file() and ".hoodie" not in p.parts)
     with pytest.raises(SchemaError, match="no record key column 'id'"):
         getattr(t, op)(data)
     assert _instants(t) == before
-    assert sorted(p.name for p in Path(t.path).rglob("*") if p.is_file() and ".hoodie" not in p.parts) == files
+    assert sorted(p.name for p in local(t.path).rglob("*") if p.is_file() and ".hoodie" not in p.parts) == files
 
 
 def test_an_empty_list_is_still_an_empty_batch(tmp_path: Path) -> None:
@@ -291,7 +295,7 @@ def test_duplicate_column_names_are_a_schema_error(tmp_path: Path, make: str) ->
 
 
 @pytest.mark.parametrize("keys", [{"k1": 1}, {"k1": "k1"}, {}])
-def test_a_dict_is_not_a_key_list(tmp_path: Path, keys: dict) -> None:
+def test_a_dict_is_not_a_key_list(tmp_path: Path, keys: dict[str, object]) -> None:
     t = _table(tmp_path / "t")
     with pytest.raises(InputError, match="lookup keys must be"):
         t.lookup(keys)
@@ -319,7 +323,7 @@ def test_read_of_no_columns_keeps_the_rows(tmp_path: Path) -> None:
 @pytest.mark.parametrize("cdc_mode", [None, "OP_KEY_ONLY"])
 def test_read_cdc_past_the_cleaner_says_so(tmp_path: Path, policy: str, table_type: str,
                                            cdc_mode: str | None) -> None:
-    kw = {"cdc": True, "cdc_mode": cdc_mode} if cdc_mode else {}
+    kw: dict[str, Any] = {"cdc": True, "cdc_mode": cdc_mode} if cdc_mode else {}
     t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", num_buckets=1, table_type=table_type, **kw)
     t.insert([{"id": f"k{i}", "v": 0} for i in range(4)])
     for r in range(3):

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from localpath import local
 
 import lsm_lab
 from lsm_lab.cli import app as cli
@@ -31,10 +33,11 @@ from lsm_lab.table.stats import LookupStats
 ORDER = [(RECORD_KEY, "ascending"), (PARTITION_PATH, "ascending")]
 SCHEMA = pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64()), ("v", pa.int64())])
 KEYS = [f"k{i:03d}" for i in range(0, 300, 7)]
+Row = tuple[str, str, int, int]  # id, p, ts, v
 REPO = Path(__file__).resolve().parent.parent
 
 
-def batch(rows: list[tuple[str, str, int, int]]) -> pa.Table:
+def batch(rows: list[Row]) -> pa.Table:
     return pa.Table.from_pylist([{"id": i, "p": p, "ts": ts, "v": v} for i, p, ts, v in rows], schema=SCHEMA)
 
 
@@ -62,15 +65,17 @@ def many_rows(n: int, parts: tuple[str, ...] = ("a", "b"), ts: int = 1) -> pa.Ta
 # --------------------------------------------------------------------------- the property
 rows_st = st.lists(st.tuples(st.sampled_from(KEYS), st.sampled_from(["a", "b"]), st.integers(0, 4),
                              st.integers(0, 99)), min_size=1, max_size=10)
-op_st = st.one_of(st.tuples(st.sampled_from(["upsert", "insert", "delete"]), rows_st),
-                  st.tuples(st.sampled_from(["compact", "clean", "cluster", "rollback", "archive"]), st.just([])))
+Op = tuple[str, list[Row]]  # a write and its rows, or a service and no rows
+op_st: st.SearchStrategy[Op] = st.one_of(
+    st.tuples(st.sampled_from(["upsert", "insert", "delete"]), rows_st),
+    st.tuples(st.sampled_from(["compact", "clean", "cluster", "rollback", "archive"]), st.just([])))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(layout=st.sampled_from(["lsm_tree", "default"]), table_type=st.sampled_from(["MERGE_ON_READ", "COPY_ON_WRITE"]),
        ops=st.lists(op_st, max_size=7),
        wanted=st.lists(st.sampled_from([*KEYS, "absent", "k999"]), min_size=1, max_size=5))
-def test_lookup_with_index_equals_filtered_read(layout: str, table_type: str, ops: list, wanted: list[str]) -> None:
+def test_lookup_with_index_equals_filtered_read(layout: str, table_type: str, ops: list[Op], wanted: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         table = lsm_lab.create_table(Path(tmp) / "t", name="t", record_key="id", partition_by="p",
                                      ordering_field="ts", layout=layout, table_type=table_type, num_buckets=2)
@@ -108,7 +113,7 @@ def test_lookup_with_index_equals_filtered_read(layout: str, table_type: str, op
 
 # --------------------------------------------------------------------------- footers skipped
 @pytest.fixture()
-def logged_table(tmp_table: Any) -> lsm_lab.Table:
+def logged_table(tmp_table: Callable[..., lsm_lab.Table]) -> lsm_lab.Table:
     t = tmp_table(partition_by="p", ordering_field="ts", layout="lsm_tree", num_buckets=2)
     t.bulk_insert(many_rows(300))
     for r in range(4):
@@ -138,7 +143,7 @@ def test_a_deleted_and_an_absent_key(logged_table: lsm_lab.Table) -> None:
 
 # --------------------------------------------------------------------------- damaged, missing, partial
 def _sidecars(table: lsm_lab.Table) -> list[Path]:
-    return sorted(Path(table.path, ".hoodie", keyindex.INDEX_FOLDER).iterdir())
+    return sorted(Path(local(table.path), ".hoodie", keyindex.INDEX_FOLDER).iterdir())
 
 
 @pytest.mark.parametrize("damage", ["missing_all", "missing_one", "garbage", "truncated", "flipped_byte",
@@ -203,7 +208,7 @@ def test_table_written_before_the_index_reads_the_same(logged_table: lsm_lab.Tab
     """A table without .hoodie/.key_index (older lsm_lab, real Hudi writers) takes the footer path."""
     import shutil
 
-    shutil.rmtree(Path(logged_table.path, ".hoodie", keyindex.INDEX_FOLDER))
+    shutil.rmtree(Path(local(logged_table.path), ".hoodie", keyindex.INDEX_FOLDER))
     a, b, with_index, _ = lookup_both(logged_table, ["k010", "k011", "x"])
     assert a.equals(b) and a.equals(expected(logged_table, ["k010", "k011", "x"]))
     assert with_index.index_sidecars == 0 and with_index.files_indexed == 0
@@ -299,7 +304,7 @@ def test_handed_back_facts_equal_the_footers(logged_table: lsm_lab.Table) -> Non
     checked = 0
     for instant in keyindex.sidecar_instants(t.path):
         path = keyindex.sidecar_path(t.path, instant)
-        for name, entry in keyindex.decode(Path(path).read_bytes(), path=str(path), instant=instant).items():
+        for name, entry in keyindex.decode(local(path).read_bytes(), path=str(path), instant=instant).items():
             partition, data_path = files[name]
             assert written_facts.written_key_facts(data_path) is None  # consumed by the commit
             from_footer = keyindex.entry_for_file(partition, data_path)

@@ -7,6 +7,7 @@ import json
 import math
 import struct
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -192,7 +193,7 @@ def _same(a: object, b: object) -> bool:
     return a == b
 
 
-def _round_trip(values: list, typ: pa.DataType) -> None:
+def _round_trip(values: list[Any], typ: pa.DataType) -> None:
     arr = pa.array(values, typ)
     encoded = v2.encode_ordering(arr)
     assert encoded.type == pa.binary() and len(encoded) == len(arr)
@@ -226,7 +227,7 @@ def test_ordering_ints_round_trip(data: st.DataObject) -> None:
 
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(_opt(st.floats(allow_nan=True, allow_infinity=True)), st.sampled_from([pa.float64(), pa.float32()]))
-def test_ordering_floats_round_trip(values: list, typ: pa.DataType) -> None:
+def test_ordering_floats_round_trip(values: list[Any], typ: pa.DataType) -> None:
     if typ == pa.float32():
         values = [None if v is None else struct.unpack("<f", struct.pack("<f", v))[0]
                   if math.isfinite(v) and abs(v) < 3e38 else v for v in values]
@@ -234,15 +235,15 @@ def test_ordering_floats_round_trip(values: list, typ: pa.DataType) -> None:
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
-@given(_opt(st.text(st.characters(blacklist_categories=("Cs",)), max_size=10)),
+@given(_opt(st.text(st.characters(blacklist_categories=["Cs"]), max_size=10)),
        st.sampled_from([pa.string(), pa.large_string()]))
-def test_ordering_strings_round_trip(values: list, typ: pa.DataType) -> None:
+def test_ordering_strings_round_trip(values: list[Any], typ: pa.DataType) -> None:
     _round_trip(values, typ)
 
 
 @settings(max_examples=30, deadline=None, derandomize=True)
 @given(_opt(st.binary(max_size=10)))
-def test_ordering_binary_round_trip(values: list) -> None:
+def test_ordering_binary_round_trip(values: list[Any]) -> None:
     _round_trip(values, pa.binary())
 
 
@@ -268,7 +269,7 @@ def test_ordering_timestamps_round_trip(data: st.DataObject) -> None:
 
 @settings(max_examples=30, deadline=None, derandomize=True)
 @given(_opt(st.dates()), _opt(st.booleans()))
-def test_ordering_dates_and_booleans_round_trip(dates: list, flags: list) -> None:
+def test_ordering_dates_and_booleans_round_trip(dates: list[Any], flags: list[Any]) -> None:
     _round_trip(dates, pa.date32())
     _round_trip(flags, pa.bool_())
 

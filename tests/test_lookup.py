@@ -59,10 +59,11 @@ def sort(t: pa.Table) -> pa.Table:
 # --------------------------------------------------------------------------- the property
 rows_st = st.lists(st.tuples(st.sampled_from(KEYS), st.sampled_from(["a", "b"]), st.integers(0, 4),
                              st.integers(0, 99)), min_size=1, max_size=12)
+Row = tuple[str, str, int, int]  # id, p, ts, v
 op_st = st.tuples(st.sampled_from(["upsert", "upsert", "insert", "delete"]), rows_st)
 
 
-def as_batch(rows: list[tuple[str, str, int, int]]) -> pa.Table:
+def as_batch(rows: list[Row]) -> pa.Table:
     return pa.Table.from_pylist([{"id": i, "p": p, "ts": ts, "v": v} for i, p, ts, v in rows], schema=SCHEMA)
 
 
@@ -72,7 +73,7 @@ def as_batch(rows: list[tuple[str, str, int, int]]) -> pa.Table:
        first=rows_st, ops=st.lists(op_st, max_size=5),
        wanted=st.lists(st.sampled_from([*KEYS, "absent", "k99"]), min_size=1, max_size=6))
 def test_lookup_equals_filtered_read(layout: str, table_type: str, ordering: str | None, buckets: int,
-                                     first: list, ops: list, wanted: list[str]) -> None:
+                                     first: list[Row], ops: list[tuple[str, list[Row]]], wanted: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         table = lsm_lab.create_table(Path(tmp) / "t", name="t", record_key="id", partition_by="p",
                                      ordering_field=ordering, layout=layout, table_type=table_type,
@@ -98,8 +99,8 @@ def test_lookup_equals_filtered_read(layout: str, table_type: str, ordering: str
 @given(layout=st.sampled_from(["lsm_tree", "default"]), ops=st.lists(op_st, min_size=1, max_size=4),
        lo=st.sampled_from([None, *KEYS]), hi=st.sampled_from([None, *KEYS]),
        lo_op=st.sampled_from([">", ">="]), hi_op=st.sampled_from(["<", "<="]))
-def test_range_filters_prune_without_changing_results(layout: str, ops: list, lo: str | None, hi: str | None,
-                                                      lo_op: str, hi_op: str) -> None:
+def test_range_filters_prune_without_changing_results(layout: str, ops: list[tuple[str, list[Row]]], lo: str | None,
+                                                      hi: str | None, lo_op: str, hi_op: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         table = lsm_lab.create_table(Path(tmp) / "t", name="t", record_key="id", partition_by="p",
                                      ordering_field="ts", layout=layout, num_buckets=2)
@@ -192,6 +193,7 @@ def test_probe_sorted_versus_unsorted_file(tmp_path: Path) -> None:
         info = cache.get(tmp_path / f"{name}.parquet", stats)
         found[name] = probe_file(info, RECORD_KEY, pred, None, [RECORD_KEY, "v"], stats)
         counters[name] = stats
+    assert found["sorted"] is not None and found["shuffled"] is not None
     assert found["sorted"].to_pylist() == found["shuffled"].to_pylist() == [{RECORD_KEY: "key-012345", "v": 12345}]
     assert counters["sorted"].row_groups_read == 1 and counters["sorted"].binary_searches == 1
     assert counters["shuffled"].row_groups_read == 20 and counters["shuffled"].scans == 20
@@ -200,7 +202,7 @@ def test_probe_sorted_versus_unsorted_file(tmp_path: Path) -> None:
     rng_pred = KeyPredicate(lo="key-001500", hi="key-002499")
     stats = LookupStats()
     rows = probe_file(cache.get(tmp_path / "sorted.parquet"), RECORD_KEY, rng_pred, None, [RECORD_KEY], stats)
-    assert rows.num_rows == 1000 and stats.row_groups_read == 2
+    assert rows is not None and rows.num_rows == 1000 and stats.row_groups_read == 2
 
 
 # --------------------------------------------------------------------------- broken blooms never hide a key
@@ -271,7 +273,7 @@ def test_files_written_without_bloom_or_range(tmp_path: Path) -> None:
     assert info.bloom() is None and info.bloom_status == "missing" and info.min_key is None
     stats = LookupStats()
     rows = probe_file(info, RECORD_KEY, KeyPredicate.of_keys(["k2999", "zz"]), None, [RECORD_KEY, "v"], stats)
-    assert rows.to_pylist() == [{RECORD_KEY: "k2999", "v": 2999}]
+    assert rows is not None and rows.to_pylist() == [{RECORD_KEY: "k2999", "v": 2999}]
     assert stats.row_groups_read == 1  # row-group statistics still prune
 
 
@@ -311,12 +313,15 @@ def test_key_predicate_shapes(tmp_table: Any) -> None:
     assert key_predicate(cfg, schema, None) is None
     assert key_predicate(cfg, schema, [("v", "=", 1)]) is None
     assert key_predicate(cfg, schema, [("id", "!=", "k1")]) is None
-    assert key_predicate(cfg, schema, [("id", "=", "k1"), ("id", "in", ["k1", "k2"])]).keys == ("k1",)
-    assert key_predicate(cfg, schema, [("id", "in", ["k1", "k5"]), ("id", ">", "k3")]).keys == ("k5",)
+    one = key_predicate(cfg, schema, [("id", "=", "k1"), ("id", "in", ["k1", "k2"])])
+    assert one is not None and one.keys == ("k1",)
+    one = key_predicate(cfg, schema, [("id", "in", ["k1", "k5"]), ("id", ">", "k3")])
+    assert one is not None and one.keys == ("k5",)
     p = key_predicate(cfg, schema, [("id", ">=", "k2"), ("id", ">", "k2"), ("id", "<=", "k7")])
+    assert p is not None
     assert (p.keys, p.lo, p.lo_inclusive, p.hi, p.hi_inclusive) == (None, "k2", False, "k7", True)
     empty = key_predicate(cfg, schema, [("id", "=", "k1"), ("id", "=", "k2")])
-    assert empty.is_empty
+    assert empty is not None and empty.is_empty
     assert table.read(filter=[("id", "=", "k1"), ("id", "=", "k2")]).num_rows == 0
 
 

@@ -6,6 +6,7 @@ import dataclasses
 import itertools
 import math
 import random
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -20,11 +21,11 @@ SPEC = MergeSpec(MergeMode.EVENT_TIME_ORDERING, key="k", ordering="ts", delete="
 SCHEMA = pa.schema([("k", pa.string()), ("ts", pa.int64()), ("v", pa.int64()), ("d", pa.bool_())])
 
 
-def stream(keys: list[str], source: int = 0):
+def stream(keys: list[str], source: int = 0) -> list[tuple[str, str]]:
     return [(key, f"{key}@{source}") for key in keys]
 
 
-def check_tournament(tree: LoserTree) -> None:
+def check_tournament(tree: LoserTree[str, str]) -> None:
     """A settled tree: tree[0] is the smallest (key, source) head, every leaf appears once."""
     assert sorted(tree.tree) == list(range(tree.k))
     live = [(leaf.key, leaf.source) for leaf in tree.leaves if not leaf.exhausted]
@@ -36,8 +37,8 @@ def check_tournament(tree: LoserTree) -> None:
         assert tree.leaves[tree.tree[node]].state.value.startswith("LOSER_")
 
 
-def drain(tree: LoserTree) -> list[tuple]:
-    out = []
+def drain(tree: LoserTree[str, str]) -> list[tuple[str, int, str]]:
+    out: list[tuple[str, int, str]] = []
     while not tree.is_exhausted():
         check_tournament(tree)
         out.extend(tree.pop_group())
@@ -81,7 +82,7 @@ def test_unsorted_input_raises_naming_the_source() -> None:
 
 
 def test_merge_iterator_interface() -> None:
-    rows = [[{"k": "a", "ts": 1, "v": 1, "d": False}, {"k": "b", "ts": 1, "v": 2, "d": False}],
+    rows: list[list[dict[str, Any]]] = [[{"k": "a", "ts": 1, "v": 1, "d": False}, {"k": "b", "ts": 1, "v": 2, "d": False}],
             [{"k": "a", "ts": 2, "v": 3, "d": False}, {"k": "b", "ts": None, "v": None, "d": True}]]
     it = MergeIterator([[(r["k"], r) for r in src] for src in rows], SPEC)
     assert it.is_valid() and it.key() == "a" and it.value() == {"k": "a", "ts": 2, "v": 3}
@@ -90,7 +91,7 @@ def test_merge_iterator_interface() -> None:
 
 
 def test_no_inputs() -> None:
-    tree: LoserTree = LoserTree([])
+    tree: LoserTree[str, str] = LoserTree([])
     assert tree.is_exhausted() and tree.peek() is None
     assert trace_merge([], SPEC)[-1].action == "done"
 
@@ -102,12 +103,12 @@ row_st = st.builds(lambda ts, d, v: (ts, d, v), st.one_of(st.none(), st.integers
 
 
 @st.composite
-def small_inputs(draw: st.DrawFn) -> list[list[dict]]:
+def small_inputs(draw: st.DrawFn) -> list[list[dict[str, Any]]]:
     k = draw(st.integers(1, 9))
     out = []
     for _ in range(k):
         keys = sorted(draw(st.sets(st.sampled_from("abcdef"))))
-        src = []
+        src: list[dict[str, Any]] = []
         for key in keys:
             ts, d, v = draw(row_st)
             src.append({"k": key, "ts": ts, "v": None if d else v, "d": d})
@@ -117,7 +118,7 @@ def small_inputs(draw: st.DrawFn) -> list[list[dict]]:
 
 @settings(max_examples=150, deadline=None)
 @given(inputs=small_inputs())
-def test_steps_are_consistent_snapshots(inputs: list[list[dict]]) -> None:
+def test_steps_are_consistent_snapshots(inputs: list[list[dict[str, Any]]]) -> None:
     steps = trace_merge(inputs, SPEC)
     assert steps[0].action == "init" and steps[-1].action == "done"
     assert [s.index for s in steps] == list(range(len(steps)))

@@ -10,6 +10,7 @@ merged with tiny batch sizes so the sorted engine crosses batch boundaries.
 from __future__ import annotations
 
 import random
+from typing import Any, Protocol, TypeVar
 
 import pyarrow as pa
 import pytest
@@ -17,17 +18,36 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lsm_lab.errors import InputError, SchemaError
-from lsm_lab.merge import ENGINES, SORTED_ENGINES, MergeMode, MergeSpec, merge_sources, merge_to_table, model_merge
+from lsm_lab.merge import (
+    ENGINES,
+    SORTED_ENGINES,
+    MergeMode,
+    MergeSpec,
+    Source,
+    merge_sources,
+    merge_to_table,
+    model_merge,
+)
 
 SCHEMA = pa.schema([("k", pa.string()), ("ts", pa.int64()), ("v", pa.int64()), ("d", pa.bool_())])
 KEYS = ["a", "b", "bb", "c", "é", "\U0001f600", "k1", "k2", "z"]
+Row = dict[str, Any]
+MergeCase = tuple[list[list[Row]], list[str], MergeMode, int, bool]  # sources, forms, mode, batch size, read ahead
+UnsortedCase = tuple[list[list[Row]], MergeMode, int]  # sources, mode, batch size
+Ex = TypeVar("Ex")
+
+
+class Draw(Protocol):
+    """A `draw`: the one of `@st.composite` (`st.DrawFn`) or `st.DataObject.draw`; the helpers take either."""
+
+    def __call__(self, strategy: st.SearchStrategy[Ex], label: object = None) -> Ex: ...
 
 
 def spec_for(mode: MergeMode) -> MergeSpec:
     return MergeSpec(mode, key="k", ordering="ts", delete="d")
 
 
-def as_source(rows: list[dict], form: str, chunk: int):
+def as_source(rows: list[Row], form: str, chunk: int) -> Source:
     """Present rows as one of the accepted source forms, with empty batches sprinkled in."""
     table = pa.Table.from_pylist(rows, schema=SCHEMA)
     if form == "table":
@@ -35,7 +55,7 @@ def as_source(rows: list[dict], form: str, chunk: int):
     if form == "batch":
         return table.combine_chunks().to_batches()[0] if rows else pa.RecordBatch.from_pylist([], schema=SCHEMA)
     batches = [b for i in range(0, len(rows), chunk) for b in table.slice(i, chunk).to_batches()]
-    with_empty = []
+    with_empty: list[pa.RecordBatch] = []
     for b in batches:
         with_empty += [b, b.slice(0, 0)]
     if form == "reader":
@@ -43,7 +63,7 @@ def as_source(rows: list[dict], form: str, chunk: int):
     return iter(with_empty)
 
 
-def check(sources_rows: list[list[dict]], spec: MergeSpec, engine: str, batch_size: int,
+def check(sources_rows: list[list[Row]], spec: MergeSpec, engine: str, batch_size: int,
           forms: list[str], read_ahead: bool = False) -> None:
     sources = [as_source(rows, form, max(1, batch_size)) for rows, form in zip(sources_rows, forms)]
     batches = list(merge_sources(sources, spec, engine=engine, batch_size=batch_size, read_ahead=read_ahead))
@@ -56,8 +76,8 @@ def check(sources_rows: list[list[dict]], spec: MergeSpec, engine: str, batch_si
     assert {r["k"]: r for r in rows} == model_merge(sources_rows, spec)
 
 
-def source_rows(draw: st.DrawFn, keys: list[str]) -> list[dict]:
-    rows = []
+def source_rows(draw: Draw, keys: list[str]) -> list[Row]:
+    rows: list[Row] = []
     for key in sorted(draw(st.sets(st.sampled_from(keys), max_size=len(keys)))):
         is_del = draw(st.booleans())
         ts = draw(st.one_of(st.none(), st.integers(0, 3)))
@@ -66,7 +86,7 @@ def source_rows(draw: st.DrawFn, keys: list[str]) -> list[dict]:
 
 
 @st.composite
-def merge_case(draw: st.DrawFn) -> tuple:
+def merge_case(draw: st.DrawFn) -> MergeCase:
     k = draw(st.integers(1, 32))
     keys = KEYS[: draw(st.integers(1, len(KEYS)))]
     sources = [source_rows(draw, keys) for _ in range(k)]
@@ -79,7 +99,7 @@ def merge_case(draw: st.DrawFn) -> tuple:
 @pytest.mark.parametrize("engine", ENGINES)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=merge_case())
-def test_engine_equals_the_model(engine: str, case: tuple) -> None:
+def test_engine_equals_the_model(engine: str, case: MergeCase) -> None:
     sources, forms, mode, batch_size, read_ahead = case
     check(sources, spec_for(mode), engine, batch_size, forms, read_ahead)
 
@@ -134,7 +154,7 @@ def test_non_ascii_keys_come_out_in_utf8_byte_order() -> None:
 # ---- the hash engine accepts unsorted input and repeated keys --------------------------
 
 @st.composite
-def unsorted_case(draw: st.DrawFn) -> tuple:
+def unsorted_case(draw: st.DrawFn) -> UnsortedCase:
     k = draw(st.integers(1, 6))
     row = st.builds(lambda key, ts, d, v: {"k": key, "ts": ts, "v": None if d else v, "d": d},
                     st.sampled_from(KEYS[:5]), st.one_of(st.none(), st.integers(0, 3)),
@@ -146,7 +166,7 @@ def unsorted_case(draw: st.DrawFn) -> tuple:
 
 @settings(max_examples=150, deadline=None)
 @given(case=unsorted_case())
-def test_hash_accepts_unsorted_sources_with_repeated_keys(case: tuple) -> None:
+def test_hash_accepts_unsorted_sources_with_repeated_keys(case: UnsortedCase) -> None:
     sources, mode, batch_size = case
     spec = spec_for(mode)
     tables = [pa.Table.from_pylist(rows, schema=SCHEMA) for rows in sources]
@@ -157,7 +177,7 @@ def test_hash_accepts_unsorted_sources_with_repeated_keys(case: tuple) -> None:
 
 # ---- errors ------------------------------------------------------------------------------
 
-def rows_of(keys: list[str]) -> list[dict]:
+def rows_of(keys: list[str]) -> list[Row]:
     return [{"k": key, "ts": 0, "v": 1, "d": False} for key in keys]
 
 
@@ -246,7 +266,7 @@ def test_sorted_engine_can_be_abandoned_midway() -> None:
     assert threading.active_count() <= before
 
 
-def _long_keys(draw: st.DrawFn) -> list[str]:
+def _long_keys(draw: Draw) -> list[str]:
     """Equal-width keys that share long prefixes and differ only far beyond 8 bytes (or only early):
     the integer prefixes of the sorted engine tie for different keys, and must fall back to the keys."""
     width = draw(st.sampled_from([9, 12, 21, 30]))

@@ -10,6 +10,7 @@ and without; logs with repeated keys, deletes with and without ordering values.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +22,9 @@ from hypothesis import strategies as st
 from lsm_lab.errors import SchemaError
 from lsm_lab.merge import MergeMode, MergeSpec, merge_to_table, model_merge
 from lsm_lab.merge.overlay import has_repeated_key, merge_overlay, strictly_sorted
+
+Row = dict[str, Any]
+Case = tuple[list[list[Row]], MergeMode, bool]  # sources (base first), merge mode, encode the base's `v`
 
 SCHEMA = pa.schema([("k", pa.string()), ("ts", pa.int64()), ("v", pa.int64()), ("d", pa.bool_())])
 
@@ -36,14 +40,14 @@ def spec_for(mode: MergeMode) -> MergeSpec:
     return MergeSpec(mode, key="k", ordering="ts", delete="d")
 
 
-def row(key: str, draw: st.DrawFn) -> dict:
+def row(key: str, draw: st.DrawFn) -> Row:
     is_del = draw(st.booleans())
     return {"k": key, "ts": draw(st.one_of(st.none(), st.integers(0, 3))),
             "v": None if is_del else draw(st.integers(0, 999)), "d": is_del}
 
 
 @st.composite
-def overlay_case(draw: st.DrawFn) -> tuple:
+def overlay_case(draw: st.DrawFn) -> Case:
     keys = KEY_SETS[draw(st.sampled_from(sorted(KEY_SETS)))]
     base_kind = draw(st.sampled_from(["sorted", "shuffled", "repeats"]))
     base_keys = sorted(draw(st.sets(st.sampled_from(keys))), key=lambda s: s.encode())
@@ -57,7 +61,7 @@ def overlay_case(draw: st.DrawFn) -> tuple:
     return [base, *logs], draw(st.sampled_from(list(MergeMode))), draw(st.booleans())
 
 
-def tables(sources: list[list[dict]], encode_base: bool = False) -> list[pa.Table]:
+def tables(sources: list[list[Row]], encode_base: bool = False) -> list[pa.Table]:
     """The sources as tables; `encode_base`: the base's `v` dictionary-encoded (as reads pass meta columns)."""
     out = [pa.Table.from_pylist(rows, schema=SCHEMA) for rows in sources]
     if encode_base:
@@ -69,7 +73,7 @@ def tables(sources: list[list[dict]], encode_base: bool = False) -> list[pa.Tabl
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=overlay_case())
-def test_overlay_equals_the_model(case: tuple) -> None:
+def test_overlay_equals_the_model(case: Case) -> None:
     sources, mode, encode_base = case
     spec = spec_for(mode)
     out = merge_overlay(tables(sources, encode_base), spec)
@@ -86,7 +90,7 @@ def test_overlay_equals_the_model(case: tuple) -> None:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=overlay_case())
-def test_sorted_sources_give_the_sorted_engines_rows_in_its_order(case: tuple) -> None:
+def test_sorted_sources_give_the_sorted_engines_rows_in_its_order(case: Case) -> None:
     sources, mode, encode_base = case
     spec = spec_for(mode)
     # the sorted engine needs every source sorted without repeats: keep the last row of each key

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from lsm_lab.viz.style import MOVED_COLOUR, STATE_COLOURS
 SPEC = MergeSpec(MergeMode.EVENT_TIME_ORDERING, key="k", ordering="ts", delete="d")
 
 
-def rows(source: int, keys: str, *, deletes: str = "") -> list[dict]:
+def rows(source: int, keys: str, *, deletes: str = "") -> list[dict[str, Any]]:
     return [{"k": k, "ts": source, "v": 10 * source + i, "d": k in deletes} for i, k in enumerate(keys)]
 
 
@@ -124,7 +125,9 @@ def test_cursor_lanes_show_consumed_head_and_pending() -> None:
     keys = [[r["k"] for r in inp] for inp in INPUTS]
     late = next(s for s in steps if s.leaves[0].consumed == 3 and not s.leaves[0].popped)
     markup = step_html(late, input_keys=keys)
-    lane = re.search(r'<tr data-leaf="0">(.*?)</tr>', markup).group(1)
+    match = re.search(r'<tr data-leaf="0">(.*?)</tr>', markup)
+    assert match is not None
+    lane = match.group(1)
     assert lane.count("line-through") == 2  # 'a', 'c' read
     assert "&#9654; &#x27;e&#x27;" in lane  # the head, 'e'
     assert "read 3 / 5" in lane

@@ -126,7 +126,12 @@ def test_threaded_writer_queues_at_most_encode_queue_row_groups(tmp_path: Path,
     monkeypatch.setattr(pq.ParquetWriter, "write_table", lambda self, table, **kw: gated(self, table, **kw))
     data = _table([f"k{i:05d}" for i in range(100)])
     writer = parquet_write.ParquetFileWriter(tmp_path / "q.parquet", data.schema, row_group_size=10, threaded=True)
-    feeder = threading.Thread(target=lambda: [writer.write(b) for b in data.to_batches(max_chunksize=10)])
+
+    def feed() -> None:
+        for b in data.to_batches(max_chunksize=10):
+            writer.write(b)
+
+    feeder = threading.Thread(target=feed)
     feeder.start()
     feeder.join(0.5)  # the encoder is stuck at its first row group: the caller must be held back
     assert feeder.is_alive() and writer.row_groups == parquet_write.ENCODE_QUEUE + 1  # queued, then one waiting

@@ -8,6 +8,7 @@ pending plan left out, `lsm-lab show plan`) on real tables.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,16 +26,22 @@ FID = "00000001-aaaa-bbbb-cccc-000000000000-0"
 MB = 1024 * 1024
 
 
+def _parsed(name: str) -> naming.FileName:
+    parsed = naming.parse(name)
+    assert parsed is not None, name
+    return parsed
+
+
 def fake_slice(base_bytes: int | None, log_bytes: list[int], partition: str = "p=1") -> FileSlice:
     base = None
     if base_bytes is not None:
         name = naming.base_file_name(FID, "0-0-0", "20260101000000000")
-        base = DataFile(partition, Path("/nowhere") / name, naming.parse(name), base_bytes, "20260101000000001")
+        base = DataFile(partition, Path("/nowhere") / name, _parsed(name), base_bytes, "20260101000000001")
     logs = []
     for i, size in enumerate(log_bytes):
         t = f"2026010100000{i + 1:02d}00"
         name = naming.log_file_name(FID, "0-0-0", t, 1)
-        logs.append(DataFile(partition, Path("/nowhere") / name, naming.parse(name), size, t[:-1] + "9"))
+        logs.append(DataFile(partition, Path("/nowhere") / name, _parsed(name), size, t[:-1] + "9"))
     return FileSlice(partition, FID, "20260101000000000", base, tuple(logs))
 
 
@@ -102,7 +109,7 @@ def _three_writes(table: lsm_lab.Table) -> None:
         table.upsert([{"id": f"k{i}", "ts": v, "v": v} for i in range(8)])
 
 
-def test_plan_saved_on_the_timeline_and_pending_groups_excluded(tmp_table) -> None:
+def test_plan_saved_on_the_timeline_and_pending_groups_excluded(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=2)
     _three_writes(table)
     first = table.compact(plan_only=True)
@@ -122,13 +129,13 @@ def test_plan_saved_on_the_timeline_and_pending_groups_excluded(tmp_table) -> No
     assert list(timeline[timeline.begin_time == first.begin_time].action) == ["compaction"]
 
 
-def test_copy_on_write_has_nothing_to_compact(tmp_table) -> None:
+def test_copy_on_write_has_nothing_to_compact(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table = tmp_table(table_type="COPY_ON_WRITE")
     _three_writes(table)
     assert table.compact() is None and table.compact(plan_only=True) is None
 
 
-def test_show_plan_and_compact_cli(tmp_table, capsys) -> None:
+def test_show_plan_and_compact_cli(tmp_table: Callable[..., lsm_lab.Table], capsys: pytest.CaptureFixture[str]) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=2)
     path = str(table.path)
     assert main(["show", "plan", path]) == 0

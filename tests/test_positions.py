@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import struct
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -89,12 +90,13 @@ def test_v1_block_headers_carry_and_decode_positions(tmp_path: Path) -> None:
     path = tmp_path / ".f1_20260101000000000.log.1_0-0-0"
     v1writer.write_log_file(path, [block])
     read, = blocks.read_log_file(path)
-    assert positions.valid_positions(read.header, "20260101000000000", 3).tolist() == [2, 9, 40]
+    valid = positions.valid_positions(read.header, "20260101000000000", 3)
+    assert valid is not None and valid.tolist() == [2, 9, 40]
 
 
 # --------------------------------------------------------------------------- writers and the merge
-def _table(tmp_path: Path, **kw: object) -> lsm_lab.Table:
-    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", num_buckets=1, **kw)  # type: ignore[arg-type]
+def _table(tmp_path: Path, **kw: Any) -> lsm_lab.Table:
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", num_buckets=1, **kw)
     t.insert([{"id": f"k{j:03d}", "v": j} for j in range(60)])
     return t
 
@@ -307,7 +309,12 @@ def test_positions_that_name_other_rows_are_not_trusted(tmp_path: Path, monkeypa
     used, got = [], None
     for fn in ("overlay_by_position", "merge_sources"):
         orig = getattr(posmerge, fn)
-        monkeypatch.setattr(posmerge, fn, lambda *a, _o=orig, **k: used.append(_o(*a, **k)) or used[-1])
+
+        def record(*a: Any, _o: Any = orig, **k: Any) -> Any:
+            used.append(_o(*a, **k))
+            return used[-1]
+
+        monkeypatch.setattr(posmerge, fn, record)
     got = {r["id"]: r["v"] for r in t.read(columns=["id", "v"]).to_pylist()}
     assert got == model
     assert used and all(u is None for u in used)  # every slice fell back to the merge by key

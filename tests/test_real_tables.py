@@ -98,6 +98,7 @@ def test_incremental_reads_equal_hudi_rs(real_tables: dict[str, Path], stem: str
     table = lsm_lab.open_table(path)
     writes = table.completed_writes()
     for start, end in itertools.pairwise(writes):
+        assert start.completion_time is not None
         mine = table.read_incremental(start.completion_time, end.completion_time)
         theirs = hudi_rs_incremental(path, start.completion_time, end.completion_time)
         assert mine.num_rows == theirs.num_rows, f"({start}, {end}]"
@@ -105,7 +106,7 @@ def test_incremental_reads_equal_hudi_rs(real_tables: dict[str, Path], stem: str
 
 
 @needs_hudi
-def test_cli_compare(real_tables: dict[str, Path], capsys: pytest.CaptureFixture) -> None:
+def test_cli_compare(real_tables: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     path = str(_table(real_tables, "qs_mor_avro_v8_trips_8i3u1d"))
     assert cli_main(["interop", "compare", path]) == 0
     assert cli_main(["interop", "compare", path, "--read-optimized"]) == 0
@@ -138,7 +139,7 @@ def test_real_deletes_always_win(real_tables: dict[str, Path]) -> None:
 
 
 @pytest.mark.parametrize("stem", TABLES)
-def test_inspection_commands_work(real_tables: dict[str, Path], stem: str, capsys: pytest.CaptureFixture) -> None:
+def test_inspection_commands_work(real_tables: dict[str, Path], stem: str, capsys: pytest.CaptureFixture[str]) -> None:
     path = str(_table(real_tables, stem))
     for what in ("fsview", "levels", "footers", "timeline", "formats"):
         assert cli_main(["show", what, path]) == 0, what

@@ -216,7 +216,8 @@ _keys = st.sampled_from(["a", "b", "bb", "é", "\U0001f600", "Z"])
 
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(st.lists(st.tuples(_keys, st.none() | st.integers(-3, 3)), max_size=25), st.booleans(), st.booleans())
-def test_dedupe_equals_folding_the_rows_in_order(rows: list, use_ordering: bool, deletes: bool) -> None:
+def test_dedupe_equals_folding_the_rows_in_order(rows: list[tuple[str, int | None]], use_ordering: bool,
+                                                 deletes: bool) -> None:
     """Dedupe = applying the batch's rows one by one with the merge rules, on top of any stored record."""
     table = pa.table({"k": pa.array([k for k, _ in rows], pa.string()),
                       "ts": pa.array([o for _, o in rows], pa.int64()),
@@ -280,7 +281,7 @@ def test_key_sort_indices_takes_the_fast_path_on_distinct_prefixes(monkeypatch: 
     from lsm_lab.merge import records
     keys = pa.array([str(uuid.UUID(int=random.Random(i).getrandbits(128))) for i in range(500)])
     expected = pc.sort_indices(keys).to_numpy().tolist()
-    monkeypatch.setattr(records.pc, "sort_indices", None)  # Arrow's sort is not called (it would fail)
+    monkeypatch.setattr(pc, "sort_indices", None)  # records' pc (the same module): Arrow's sort is not called (it would fail)
     assert records.key_sort_indices(keys).tolist() == expected
 
 
@@ -309,11 +310,11 @@ def test_key_sort_indices_sorts_only_the_ties_with_arrow(seed: int, extra: list[
         return real(a)
 
     expected = pc.sort_indices(arr).to_numpy()
-    records.pc.sort_indices = spy  # type: ignore[assignment]
+    pc.sort_indices = spy  # records' pc is this same module
     try:
         got = records.key_sort_indices(arr)
     finally:
-        records.pc.sort_indices = real  # type: ignore[assignment]
+        pc.sort_indices = real
     assert np.array_equal(got, expected)
     assert sizes and max(sizes) <= 2 * len(extra) < len(keys)  # only the tied keys went to Arrow (<= 5% of them)
 

@@ -19,25 +19,31 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from localpath import local
 
 import lsm_lab
 from lsm_lab.errors import LostCommitError
 from lsm_lab.filegroup import fsview
 from lsm_lab.services import heartbeat, markers, rollback
+from lsm_lab.storage import TablePath
 from lsm_lab.timeline import active
 from lsm_lab.timeline.instant import RESTORE
 
+MakeTable = Callable[..., lsm_lab.Table]  # the tmp_table fixture
 
-def rows(table: lsm_lab.Table, **kw: Any) -> list[tuple]:
+
+def rows(table: lsm_lab.Table, **kw: Any) -> list[tuple[str, str, int]]:
     return sorted((r["id"], r["p"], r["v"]) for r in table.read(columns=["id", "p", "v"], **kw).to_pylist())
 
 
-def data_files(path: Path) -> set[str]:
-    return {p.relative_to(path).as_posix() for _, p, _ in fsview.list_data_files(path)}
+def data_files(path: TablePath) -> set[str]:
+    root = local(path)
+    return {p.relative_to(root).as_posix() for _, p, _ in fsview.list_data_files(root)}
 
 
 class Crash(Exception):
@@ -103,8 +109,8 @@ def _arm(monkeypatch: pytest.MonkeyPatch, crash_at: int) -> dict[str, int]:
 
     monkeypatch.setattr(active.ActiveTimeline, "_create", create)
     monkeypatch.setattr(pathlib.Path, "unlink", unlink)
-    monkeypatch.setattr(rollback.markers, "delete_markers", delete_markers)
-    monkeypatch.setattr(rollback.heartbeat, "clear", clear)
+    monkeypatch.setattr(markers, "delete_markers", delete_markers)  # the modules rollback calls through
+    monkeypatch.setattr(heartbeat, "clear", clear)
     monkeypatch.setattr(rollback, "_run_restore", run)
     return state
 
@@ -116,7 +122,7 @@ def test_a_restore_killed_at_any_step_is_before_or_after_for_readers(tmp_path: P
     before_lookup = sorted(template.lookup(keys).to_pylist(), key=lambda r: r["id"])
     # the "after" state: the same table, restored without a kill
     done_path = tmp_path / "done"
-    shutil.copytree(template.path, done_path)
+    shutil.copytree(local(template.path), done_path)
     lsm_lab.open_table(done_path).restore(pinned)
     after = rows(lsm_lab.open_table(done_path))
     after_lookup = sorted(lsm_lab.open_table(done_path).lookup(keys).to_pylist(), key=lambda r: r["id"])
@@ -125,7 +131,7 @@ def test_a_restore_killed_at_any_step_is_before_or_after_for_readers(tmp_path: P
     crash_at = 1
     while True:
         path = tmp_path / f"kill{crash_at}"
-        shutil.copytree(template.path, path)
+        shutil.copytree(local(template.path), path)
         with pytest.MonkeyPatch.context() as mp:
             state = _arm(mp, crash_at)
             try:
@@ -149,7 +155,7 @@ def test_a_restore_killed_at_any_step_is_before_or_after_for_readers(tmp_path: P
     assert crash_at > 10 and seen["after"] == crash_at - 1  # the plan is the commit point: always "after"
 
 
-def test_a_restore_killed_half_way_is_finished_by_the_next_writer_and_hidden_meanwhile(tmp_table) -> None:
+def test_a_restore_killed_half_way_is_finished_by_the_next_writer_and_hidden_meanwhile(tmp_table: MakeTable) -> None:
     table = tmp_table(num_buckets=1)
     first = table.upsert([{"id": "a", "v": 1}])
     table.savepoint()
@@ -171,13 +177,13 @@ def test_a_restore_killed_half_way_is_finished_by_the_next_writer_and_hidden_mea
 
 
 # --------------------------------------------------------------------------- finding 9: a deleted completed file
-def _delete_completed(path: Path, begin: str) -> None:
-    folder = path / ".hoodie" / "timeline"
+def _delete_completed(path: TablePath, begin: str) -> None:
+    folder = local(path) / ".hoodie" / "timeline"
     (name,) = [n for n in os.listdir(folder) if n.startswith(f"{begin}_")]
     (folder / name).unlink()
 
 
-def test_a_deleted_completed_file_is_reported_not_rolled_back(tmp_table) -> None:
+def test_a_deleted_completed_file_is_reported_not_rolled_back(tmp_table: MakeTable) -> None:
     table = tmp_table(num_buckets=1)
     first = table.insert([{"id": f"k{i}", "v": i} for i in range(4)])
     gone = table.delete([{"id": "k1"}])
@@ -201,7 +207,7 @@ def test_a_deleted_completed_file_is_reported_not_rolled_back(tmp_table) -> None
         ("k0", 0), ("k1", 1), ("k2", 20), ("k3", 3)]
 
 
-def test_the_next_write_never_deletes_the_files_of_a_commit_whose_completed_file_is_gone(tmp_table) -> None:
+def test_the_next_write_never_deletes_the_files_of_a_commit_whose_completed_file_is_gone(tmp_table: MakeTable) -> None:
     table = tmp_table(num_buckets=1)
     table.insert([{"id": f"k{i}", "v": i} for i in range(4)])
     gone = table.upsert([{"id": "k1", "v": 10}])
@@ -212,7 +218,7 @@ def test_the_next_write_never_deletes_the_files_of_a_commit_whose_completed_file
     assert data_files(table.path) == files
 
 
-def test_a_crashed_writer_is_still_rolled_back(tmp_table) -> None:
+def test_a_crashed_writer_is_still_rolled_back(tmp_table: MakeTable) -> None:
     """Markers present: a crash, not a lost commit — rolled back automatically as before."""
     table = tmp_table(num_buckets=1)
     table.insert([{"id": f"k{i}", "v": i} for i in range(4)])
@@ -226,7 +232,8 @@ def test_a_crashed_writer_is_still_rolled_back(tmp_table) -> None:
     assert not [f for f in data_files(table.path) if gone.begin_time in f]
 
 
-def test_a_killed_rollback_of_a_completed_write_is_still_finished(tmp_table, monkeypatch) -> None:
+def test_a_killed_rollback_of_a_completed_write_is_still_finished(tmp_table: MakeTable,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """`rollback_completed` removes the completed file first: its pending rollback exempts the instant."""
     table = tmp_table(num_buckets=1)
     table.insert([{"id": f"k{i}", "v": i} for i in range(4)])
@@ -272,7 +279,7 @@ def test_a_restore_killed_by_sigkill_is_before_or_after_for_readers(tmp_path: Pa
     template, pinned = _build(tmp_path / "template")
     before = rows(template)
     done_path = tmp_path / "done"
-    shutil.copytree(template.path, done_path)
+    shutil.copytree(local(template.path), done_path)
     lsm_lab.open_table(done_path).restore(pinned)
     after = rows(lsm_lab.open_table(done_path))
     rng = random.Random(28)
@@ -280,7 +287,7 @@ def test_a_restore_killed_by_sigkill_is_before_or_after_for_readers(tmp_path: Pa
     seen = {"before": 0, "after": 0, "finished": 0}
     for round_ in range(8):
         path = tmp_path / f"kill{round_}"
-        shutil.copytree(template.path, path)
+        shutil.copytree(local(template.path), path)
         proc = subprocess.Popen([sys.executable, "-c", CHILD, str(path), pinned], stdout=subprocess.PIPE, env=env,
                                 text=True)
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
@@ -298,7 +305,8 @@ def test_a_restore_killed_by_sigkill_is_before_or_after_for_readers(tmp_path: Pa
     assert seen["after"] >= 1, seen  # at least one kill landed inside the restore
 
 
-def test_a_rollback_killed_right_after_its_plan_is_finished_not_dropped(tmp_table, monkeypatch) -> None:
+def test_a_rollback_killed_right_after_its_plan_is_finished_not_dropped(tmp_table: MakeTable,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Readers hide the instant from the rollback plan on, so the next writer must finish the rollback:
     dropping the plan would bring the instant back after readers saw it gone."""
     table = tmp_table(num_buckets=1)
@@ -321,7 +329,7 @@ def test_a_rollback_killed_right_after_its_plan_is_finished_not_dropped(tmp_tabl
     assert rb.is_completed and table.instant_metadata(rb)["commitsRollback"] == [last.begin_time]
 
 
-def test_v1_logs_named_for_a_pending_compaction_are_not_a_lost_commit(tmp_table) -> None:
+def test_v1_logs_named_for_a_pending_compaction_are_not_a_lost_commit(tmp_table: MakeTable) -> None:
     """Table version 6 names a log written during a pending compaction c for c: c has "files" and no
     markers, yet it never ran — not a lost commit."""
     table = tmp_table(num_buckets=1, table_version=6, layout="default", ordering_field="ts")

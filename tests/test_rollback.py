@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from localpath import local
 
 import lsm_lab
 from lsm_lab.cli.app import main
@@ -21,9 +24,12 @@ from lsm_lab.filegroup import write as writer
 from lsm_lab.format import naming
 from lsm_lab.services import heartbeat, markers, rollback
 from lsm_lab.timeline.instant import State
+from lsm_lab.timeline.metadata import WriteStat
+
+MakeTable = Callable[..., lsm_lab.Table]  # the tmp_table fixture
 
 
-def snapshot(table: lsm_lab.Table, **kw) -> list[tuple]:
+def snapshot(table: lsm_lab.Table, **kw: Any) -> list[tuple[str, int]]:
     return sorted((r["id"], r["v"]) for r in table.read(columns=["id", "v"], **kw).to_pylist())
 
 
@@ -38,18 +44,18 @@ def fake_dead_write(table: lsm_lab.Table, rows: int = 3) -> tuple[str, Path]:
     (fs,) = table.latest_slices()
     name = naming.log_file_name(fs.file_id, "0-0-0", inflight.begin_time, 1)
     markers.create_marker(table.path, inflight.begin_time, "", name, "APPEND")
-    path = table.path / name
+    path = local(table.path / name)
     path.write_bytes(b"half a parquet file")
     return inflight.begin_time, path
 
 
-def test_markers_name_every_file_before_it_exists(tmp_table, monkeypatch) -> None:
+def test_markers_name_every_file_before_it_exists(tmp_table: MakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
     table = tmp_table(num_buckets=2)
     table.upsert([{"id": f"k{i}", "v": i} for i in range(6)])
-    seen = []
+    seen: list[set[str]] = []
     real = writer.write_file_group
 
-    def spy(**kw):
+    def spy(**kw: Any) -> list[WriteStat]:
         listed = {name for _, name, _ in markers.marked_files(table.path, kw["instant"])}
         stats = real(**kw)
         written = {Path(s.path).name for s in stats}
@@ -61,15 +67,18 @@ def test_markers_name_every_file_before_it_exists(tmp_table, monkeypatch) -> Non
     done = table.upsert([{"id": f"k{i}", "v": -i} for i in range(6)])
     assert seen and all(seen)
     assert not markers.marker_folder(table.path, done.begin_time).exists()  # gone once completed
-    io_types = set()
-    monkeypatch.setattr(writer, "write_file_group",
-                        lambda **kw: io_types.update(t for *_, t in markers.marked_files(table.path, kw["instant"]))
-                        or real(**kw))
+    io_types: set[str] = set()
+
+    def note_io_types(**kw: Any) -> list[WriteStat]:
+        io_types.update(t for *_, t in markers.marked_files(table.path, kw["instant"]))
+        return real(**kw)
+
+    monkeypatch.setattr(writer, "write_file_group", note_io_types)
     table.delete([{"id": "k1"}])
     assert io_types == {"APPEND"}
 
 
-def test_next_writer_rolls_back_a_dead_write(tmp_table) -> None:
+def test_next_writer_rolls_back_a_dead_write(tmp_table: MakeTable) -> None:
     table = tmp_table(num_buckets=1)
     table.upsert([{"id": "a", "v": 1}])
     dead, leftover = fake_dead_write(table)
@@ -86,7 +95,7 @@ def test_next_writer_rolls_back_a_dead_write(tmp_table) -> None:
     assert snapshot(table) == [("a", 1), ("b", 2)]
 
 
-def test_rollback_cli_and_live_writers(tmp_table, capsys) -> None:
+def test_rollback_cli_and_live_writers(tmp_table: MakeTable, capsys: pytest.CaptureFixture[str]) -> None:
     table = tmp_table(num_buckets=1)
     table.upsert([{"id": "a", "v": 1}])
     dead, leftover = fake_dead_write(table)
@@ -99,7 +108,7 @@ def test_rollback_cli_and_live_writers(tmp_table, capsys) -> None:
         f"fh = open({str(hb_path)!r}, 'a+'); fcntl.flock(fh.fileno(), fcntl.LOCK_EX)\n"
         "print('held', flush=True); time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
     try:
-        assert holder.stdout.readline().strip() == "held"
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         assert heartbeat.is_alive(table.path, dead)
         assert main(["rollback", str(table.path)]) == 0
         assert "nothing to roll back" in capsys.readouterr().out
@@ -117,7 +126,7 @@ def test_rollback_cli_and_live_writers(tmp_table, capsys) -> None:
     assert not leftover.exists()
 
 
-def test_rollback_latest_completed_write_only(tmp_table) -> None:
+def test_rollback_latest_completed_write_only(tmp_table: MakeTable) -> None:
     table = tmp_table(num_buckets=1)
     first = table.upsert([{"id": "a", "v": 1}])
     second = table.upsert([{"id": "a", "v": 2}, {"id": "b", "v": 2}])
@@ -126,7 +135,8 @@ def test_rollback_latest_completed_write_only(tmp_table) -> None:
     (done,) = table.rollback(second)
     assert done.action == "rollback"
     assert snapshot(table) == [("a", 1)]
-    assert all(naming.parse(n).instant != second.begin_time for n in data_files(table))
+    assert all((parsed := naming.parse(n)) is not None and parsed.instant != second.begin_time
+               for n in data_files(table))
     table.upsert([{"id": "c", "v": 3}])
     assert snapshot(table) == [("a", 1), ("c", 3)]
 
@@ -145,7 +155,7 @@ def test_heartbeat_is_exclusive_and_dies_with_its_owner(tmp_path: Path) -> None:
         "from lsm_lab.services.heartbeat import Heartbeat\n"
         f"Heartbeat({str(tmp_path)!r}, '20260101000000001').start()\n"
         "print('up', flush=True); time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "up"
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
     assert heartbeat.is_alive(tmp_path, "20260101000000001")
     proc.kill()
     proc.wait()
@@ -153,7 +163,7 @@ def test_heartbeat_is_exclusive_and_dies_with_its_owner(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- savepoint / restore
-def test_savepoint_and_restore(tmp_table) -> None:
+def test_savepoint_and_restore(tmp_table: MakeTable) -> None:
     table = tmp_table(ordering_field="ts", num_buckets=2)
     table.upsert([{"id": f"k{i}", "ts": 0, "v": i} for i in range(8)])
     pinned = table.upsert([{"id": "k1", "ts": 1, "v": 100}])
@@ -186,7 +196,7 @@ def test_savepoint_and_restore(tmp_table) -> None:
     assert table.savepoints() == []
 
 
-def test_restore_refuses_while_a_writer_is_alive(tmp_table) -> None:
+def test_restore_refuses_while_a_writer_is_alive(tmp_table: MakeTable) -> None:
     table = tmp_table(num_buckets=1)
     first = table.upsert([{"id": "a", "v": 1}])
     table.savepoint()
@@ -200,7 +210,7 @@ def test_restore_refuses_while_a_writer_is_alive(tmp_table) -> None:
     assert snapshot(table) == [("a", 1)]
 
 
-def test_a_restore_killed_half_way_is_finished_by_the_next_writer(tmp_table) -> None:
+def test_a_restore_killed_half_way_is_finished_by_the_next_writer(tmp_table: MakeTable) -> None:
     table = tmp_table(num_buckets=1)
     first = table.upsert([{"id": "a", "v": 1}])
     table.savepoint()
@@ -218,7 +228,7 @@ def test_a_restore_killed_half_way_is_finished_by_the_next_writer(tmp_table) -> 
     assert snapshot(table) == [("a", 1), ("c", 4)]
 
 
-def test_savepoint_cli(tmp_table, capsys) -> None:
+def test_savepoint_cli(tmp_table: MakeTable, capsys: pytest.CaptureFixture[str]) -> None:
     table = tmp_table(num_buckets=1)
     first = table.upsert([{"id": "a", "v": 1}])
     path = str(table.path)
@@ -235,11 +245,12 @@ def test_savepoint_cli(tmp_table, capsys) -> None:
     assert "(no savepoints)" in capsys.readouterr().out
 
 
-def test_rolling_back_a_write_drops_the_plans_that_read_it(tmp_table) -> None:
+def test_rolling_back_a_write_drops_the_plans_that_read_it(tmp_table: MakeTable) -> None:
     table = tmp_table(num_buckets=1)
     table.upsert([{"id": "a", "v": 1}])
     last = table.upsert([{"id": "a", "v": 2}])
     plan = table.compact(plan_only=True)
+    assert plan is not None
     table.rollback(last)
     assert plan.begin_time not in {i.begin_time for i in table.instants()}
     assert snapshot(table) == [("a", 1)]

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from twin import assert_reads_agree, assert_twins_agree, batch, cli_round_trip, make_twins, rows
+from s3_server import S3Server
+from twin import Twins, assert_reads_agree, assert_twins_agree, batch, cli_round_trip, make_twins, rows
 
 import lsm_lab
 from lsm_lab.errors import LsmLabError, StorageError, TableNotFoundError
@@ -24,22 +26,24 @@ from lsm_lab.interop.hudi_tables import unpack_tables
 from lsm_lab.storage import LocalStorage, ObjectInfo, StoragePath, open_storage
 from lsm_lab.storage.objectstore import ObjectStorage
 
+MakeTable = Callable[..., lsm_lab.Table]  # the s3_table and tmp_table fixtures
+
 
 @pytest.fixture(scope="module")
-def twin_tables(tmp_path_factory: pytest.TempPathFactory, s3_server) -> tuple[lsm_lab.Table, lsm_lab.Table, dict, dict]:
+def twin_tables(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> Twins:
     return make_twins(tmp_path_factory.mktemp("twin") / "t", f"s3://{s3_server.new_bucket()}/warehouse/twin", s3_server.options())
 
 
-def test_every_service_gives_the_same_table_on_s3(twin_tables) -> None:
+def test_every_service_gives_the_same_table_on_s3(twin_tables: Twins) -> None:
     assert_twins_agree(*twin_tables)
 
 
-def test_reads_time_travel_incremental_lookup_on_s3(twin_tables) -> None:
+def test_reads_time_travel_incremental_lookup_on_s3(twin_tables: Twins) -> None:
     local, remote, _, _ = twin_tables
     assert_reads_agree(local, remote)
 
 
-def test_archive_on_s3(tmp_path: Path, s3_table) -> None:
+def test_archive_on_s3(tmp_path: Path, s3_table: MakeTable) -> None:
     table = s3_table(partition_by="city", ordering_field="ts", **{"hoodie.keep.min.commits": "2",
                                                                   "hoodie.keep.max.commits": "3"})
     for i in range(6):
@@ -53,7 +57,7 @@ def test_archive_on_s3(tmp_path: Path, s3_table) -> None:
     assert not again.timeline(archived=True).empty
 
 
-def test_inspection_on_s3(twin_tables, s3_server) -> None:
+def test_inspection_on_s3(twin_tables: Twins, s3_server: S3Server) -> None:
     local, remote, _, _ = twin_tables
     assert len(remote.file_slices()) == len(local.file_slices())
     assert remote.dump_levels().count("\n") == local.dump_levels().count("\n")
@@ -65,7 +69,7 @@ def test_inspection_on_s3(twin_tables, s3_server) -> None:
     assert len(feet) == len(lsm_lab.footers(local.path)) and (feet["num_rows"] > 0).any()
 
 
-def test_snapshot_read_lists_once_and_reads_each_file_once(twin_tables, monkeypatch) -> None:
+def test_snapshot_read_lists_once_and_reads_each_file_once(twin_tables: Twins, monkeypatch: pytest.MonkeyPatch) -> None:
     _, remote, _, _ = twin_tables
     table = lsm_lab.open_table(remote.path)
     gets: list[str] = []
@@ -95,7 +99,7 @@ def test_snapshot_read_lists_once_and_reads_each_file_once(twin_tables, monkeypa
     assert cost["PUT"] == cost["DELETE"] == 0
 
 
-def test_a_completed_instant_is_created_once(s3_table) -> None:
+def test_a_completed_instant_is_created_once(s3_table: MakeTable) -> None:
     table = s3_table()
     done = table.upsert([{"id": "a", "v": 1}])
     name = done.file_name
@@ -106,7 +110,7 @@ def test_a_completed_instant_is_created_once(s3_table) -> None:
     assert rows(table.read()) == rows(lsm_lab.open_table(table.path).read())
 
 
-def test_data_files_appear_whole_or_not_at_all(s3_table, monkeypatch) -> None:
+def test_data_files_appear_whole_or_not_at_all(s3_table: MakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
     """A write that fails while streaming a data file leaves no object behind (the PUT happens at close)."""
     table = s3_table()
     table.upsert([{"id": "a", "v": 1}])
@@ -131,14 +135,14 @@ def test_unknown_scheme_is_one_typed_error() -> None:
         lsm_lab.open_table("ftp://host/t")
 
 
-def test_missing_bucket_is_one_typed_error(s3_server) -> None:
+def test_missing_bucket_is_one_typed_error(s3_server: S3Server) -> None:
     started = time.monotonic()
     with pytest.raises(LsmLabError) as info:
         lsm_lab.open_table("s3://no-such-bucket-here/t", storage_options=s3_server.options())
     assert "no-such-bucket-here" in str(info.value) and time.monotonic() - started < 20
 
 
-def test_not_a_table_on_s3(s3_server) -> None:
+def test_not_a_table_on_s3(s3_server: S3Server) -> None:
     bucket = s3_server.new_bucket()
     with pytest.raises(TableNotFoundError, match=f"s3://{bucket}/nothing"):
         lsm_lab.open_table(f"s3://{bucket}/nothing", storage_options=s3_server.options())
@@ -168,7 +172,7 @@ REAL = ("qs_mor_avro_v6_trips_8i1u", "qs_mor_avro_v8_trips_8i3u1d", "s_cow_v8_co
         "s_mor_avro_v9_txns_simple_nometa", "s_mor_parquet_v6_nonpartitioned")
 
 
-def test_real_hudi_tables_read_the_same_from_s3(shared_dir: Path, tmp_path: Path, s3_server) -> None:
+def test_real_hudi_tables_read_the_same_from_s3(shared_dir: Path, tmp_path: Path, s3_server: S3Server) -> None:
     zips = shared_dir / "hudi-tables"
     tables = unpack_tables(zips, tmp_path, names=REAL)
     bucket = s3_server.new_bucket()
@@ -184,7 +188,7 @@ def test_real_hudi_tables_read_the_same_from_s3(shared_dir: Path, tmp_path: Path
             assert rows(remote.read(as_of=b), drop=()) == rows(local.read(as_of=a), drop=()), (stem, a)
 
 
-def test_object_info_of_listing_has_sizes(s3_table) -> None:
+def test_object_info_of_listing_has_sizes(s3_table: MakeTable) -> None:
     table = s3_table()
     table.upsert([{"id": "a", "v": 1}])
     infos = table.storage.list_files("", recursive=True)
@@ -192,11 +196,12 @@ def test_object_info_of_listing_has_sizes(s3_table) -> None:
 
 
 # --------------------------------------------------------------------------- the CLI
-def test_cli_on_s3_with_storage_options(tmp_path: Path, s3_server, capsys) -> None:
+def test_cli_on_s3_with_storage_options(tmp_path: Path, s3_server: S3Server,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
     cli_round_trip(f"s3://{s3_server.new_bucket()}/cli/t", s3_server.options(), "aws_endpoint_url", "", tmp_path, capsys)
 
 
-def test_a_table_root_pickles_as_uri_and_options(s3_table) -> None:
+def test_a_table_root_pickles_as_uri_and_options(s3_table: MakeTable) -> None:
     """What Spark ships to its tasks: the root reopens from its URI and resolved options, counting afresh."""
     import pickle
 
@@ -220,7 +225,7 @@ def test_bench_storage_small() -> None:
 
 
 @pytest.mark.parametrize("version", [6, 8])
-def test_compatibility_tables_and_upgrade_on_s3(s3_table, tmp_table, version: int) -> None:
+def test_compatibility_tables_and_upgrade_on_s3(s3_table: MakeTable, tmp_table: MakeTable, version: int) -> None:
     """v1 (#HUDI#) logs, the flat v6 timeline, Avro v8 instants and the upgrade to 10, in a bucket."""
     kw: dict[str, Any] = {"partition_by": "p", "ordering_field": "ts", "table_version": version}
     remote, local = s3_table(**kw), tmp_table(**kw)
@@ -256,7 +261,7 @@ def test_gcs_and_azure_roots_are_configured(uri: str, options: dict[str, str]) -
         root / "/etc/passwd"  # a key never re-roots
 
 
-def test_clustering_on_s3(s3_table, tmp_table) -> None:
+def test_clustering_on_s3(s3_table: MakeTable, tmp_table: MakeTable) -> None:
     """Small file groups of the default layout clustered into one, in a bucket as on disk."""
     kw: dict[str, Any] = {"layout": "default", "hoodie.parquet.small.file.limit": "0"}
     remote, local = s3_table(**kw), tmp_table(**kw)

@@ -57,7 +57,7 @@ from typing import Any, ClassVar
 from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
-from test_table_model import TableMachine
+from test_table_model import Key, TableMachine
 
 import lsm_lab
 from lsm_lab.errors import InputError, LsmLabError, TimelineError, UnsupportedFeatureError
@@ -73,6 +73,8 @@ ROW = st.fixed_dictionaries({"id": st.sampled_from(["a", "b", "k1"]), "n": st.in
 ABSENT = ["zz", "k9"]
 CLUSTER_ALL = {"hoodie.clustering.plan.strategy.small.file.limit": "1" + "0" * 12}
 RULES: collections.Counter[str] = collections.Counter()  # rule (and variant) → times run, for the campaign
+# a write's CDC change of one key: (op, key, the row before, the row after) in the model
+Change = tuple[str, Key, dict[str, Any] | None, dict[str, Any] | None]
 
 
 def _not_retained(exc: BaseException) -> bool:
@@ -92,8 +94,8 @@ class ServicesMachine(TableMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.tombstones: dict[str, dict[tuple, int]] = {}  # begin time → tombstones as of that write
-        self.changes: dict[str, list[tuple]] = {}  # begin time of a write → its CDC changes
+        self.tombstones: dict[str, dict[Key, int]] = {}  # begin time → tombstones as of that write
+        self.changes: dict[str, list[Change]] = {}  # begin time of a write → its CDC changes
         self.savepoints: dict[str, str] = {}  # savepoint instant → savepointed begin time
         self.readable: dict[str, bool] = {}  # begin time → time travel to it worked at the last full check
         self.full_check = True  # after a service every snapshot is checked again; after a write the latest two
@@ -128,7 +130,7 @@ class ServicesMachine(TableMachine):
         before = self.history[-1][1] if self.history else {}
         super()._committed(instant)
         self.tombstones[instant.begin_time] = dict(self.tombstone)
-        changes: list[tuple] = []
+        changes: list[Change] = []
         for key in sorted(set(before) | set(self.model), key=repr):
             old, new = before.get(key), self.model.get(key)
             if new is not None and new["_hoodie_commit_time"] == instant.begin_time:
@@ -337,7 +339,7 @@ class ServicesMachine(TableMachine):
         got = self.t.lookup(sorted(keys) + absent)
         self._check(got, self.model, "lookup")
 
-    def _image(self, row: dict[str, Any] | None, fields: list[str]) -> tuple | None:
+    def _image(self, row: dict[str, Any] | None, fields: list[str]) -> tuple[tuple[str, Any], ...] | None:
         return None if row is None else tuple((f, row.get(f)) for f in fields)
 
     def _check_cdc(self, retained: list[bool]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unittest
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from lsm_lab.filegroup import smallfiles
 def _write(t: lsm_lab.Table, batches: int = 6, per: int = 20) -> dict[tuple[str, str], int]:
     model: dict[tuple[str, str], int] = {}
     for i in range(batches):
-        rows = [{"id": f"k{i}_{j:02d}", "p": "a" if j % 2 else "b", "v": i} for j in range(per)]
+        rows: list[dict[str, Any]] = [{"id": f"k{i}_{j:02d}", "p": "a" if j % 2 else "b", "v": i} for j in range(per)]
         rows.append({"id": "k0_01", "p": "a", "v": 100 + i})  # an update in the same batch
         t.upsert(rows)
         for r in rows:
@@ -33,9 +34,9 @@ def _got(t: lsm_lab.Table) -> dict[tuple[str, str], int]:
 def test_inserts_fill_small_file_groups_instead_of_opening_new_ones(tmp_path: Path, table_type: str) -> None:
     counts = {}
     for limit in ("104857600", "0"):
+        options: dict[str, Any] = {smallfiles.KEY_SMALL_FILE_LIMIT: limit}
         t = lsm_lab.create_table(tmp_path / f"t{limit}", name="t", record_key="id", partition_by="p",
-                                 layout="default", table_type=table_type,
-                                 **{smallfiles.KEY_SMALL_FILE_LIMIT: limit})
+                                 layout="default", table_type=table_type, **options)
         model = _write(t)
         assert _got(t) == model
         counts[limit] = len(t.latest_slices())
@@ -51,14 +52,17 @@ def test_inserts_fill_small_file_groups_instead_of_opening_new_ones(tmp_path: Pa
 
 
 def test_max_file_size_and_split_size_bound_the_packing(tmp_path: Path) -> None:
+    options: dict[str, Any] = {smallfiles.KEY_INSERT_SPLIT: "15"}
     t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", layout="default",
-                             table_type="COPY_ON_WRITE", **{smallfiles.KEY_INSERT_SPLIT: "15"})
+                             table_type="COPY_ON_WRITE", **options)
     t.insert([{"id": f"a{j:03d}", "v": j} for j in range(10)])
     fs, = t.latest_slices()
     assert fs.base_file is not None
     per_record = fs.base_file.size / 10
     # the first file may grow by 5 records' worth of bytes; the rest opens file groups of at most 15 records
-    t.config.props[smallfiles.KEY_MAX_FILE_SIZE] = str(int(fs.base_file.size + 5.5 * per_record))
+    props = t.config.props
+    assert isinstance(props, dict)  # the table's own settings, edited in memory (typed as a read-only Mapping)
+    props[smallfiles.KEY_MAX_FILE_SIZE] = str(int(fs.base_file.size + 5.5 * per_record))
     t.insert([{"id": f"b{j:03d}", "v": j} for j in range(40)])
     frame = t.file_slices()
     records = dict(zip(frame["file_id"], (int(n) for n in frame["num_records"]), strict=True))
@@ -76,11 +80,13 @@ def test_bucket_index_inserts_go_to_their_bucket(tmp_path: Path) -> None:
 
 
 def test_mor_slices_with_logs_are_no_candidates(tmp_path: Path) -> None:
-    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", layout="default",
-                             **{smallfiles.KEY_SMALL_FILE_LIMIT: "0"})
+    options: dict[str, Any] = {smallfiles.KEY_SMALL_FILE_LIMIT: "0"}
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", layout="default", **options)
     t.insert([{"id": "a", "v": 1}, {"id": "b", "v": 1}])
     t.upsert([{"id": "a", "v": 2}])  # a log on the only file group
-    t.config.props[smallfiles.KEY_SMALL_FILE_LIMIT] = "104857600"
+    props = t.config.props
+    assert isinstance(props, dict)  # the table's own settings, edited in memory (typed as a read-only Mapping)
+    props[smallfiles.KEY_SMALL_FILE_LIMIT] = "104857600"
     t.insert([{"id": "c", "v": 3}])
     assert len(t.latest_slices()) == 2  # the slice with a log takes no inserts: a new file group opened
     assert _got_simple(t) == {"a": 2, "b": 1, "c": 3}
@@ -106,8 +112,9 @@ class SmallFileMachine(TableMachine):
                    smallfiles.KEY_MOR_CANDIDATES: "2", smallfiles.KEY_INSERT_SPLIT: "2"}
 
 
-def _case(table_type: str) -> type:
-    machine = type(f"SmallFiles_{table_type}", (SmallFileMachine,), {"table_type": table_type, "layout": "default"})
+def _case(table_type: str) -> type[unittest.TestCase]:
+    machine: type[SmallFileMachine] = type(f"SmallFiles_{table_type}", (SmallFileMachine,),
+                                           {"table_type": table_type, "layout": "default"})
     case = machine.TestCase
     case.settings = settings(max_examples=10, stateful_step_count=8, deadline=None, derandomize=True,
                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
+import lsm_lab
 from lsm_lab.filegroup import fsview
 from lsm_lab.format import log_v2 as v2
 
@@ -27,11 +30,11 @@ def _keys(rng: random.Random, n: int) -> list[str]:
     return ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 3))) for _ in range(n)]
 
 
-def _random_writes(table, rng: random.Random, *, composite: bool, steps: int = 14) -> None:
+def _random_writes(table: lsm_lab.Table, rng: random.Random, *, composite: bool, steps: int = 14) -> None:
     universe = _keys(rng, 120)
     for step in range(steps):
         op = rng.choice(["insert", "upsert", "upsert", "bulk_insert", "delete"]) if step else "insert"
-        rows = []
+        rows: list[dict[str, Any]] = []
         for _ in range(rng.randint(1, 60)):
             row = {"id": rng.choice(universe), "city": rng.choice(["sf", "chennai", "são_paulo"]),
                    "ts": rng.randint(0, 20), "v": rng.random()}
@@ -46,12 +49,14 @@ def _random_writes(table, rng: random.Random, *, composite: bool, steps: int = 1
 
 def _key_column(path: Path, is_delete: bool) -> list[str]:
     col = v2.delete_key_column(pq.read_schema(path)) if is_delete else "_hoodie_record_key"
-    return pq.read_table(path, columns=[col]).column(col).to_pylist()
+    keys: list[str] = pq.read_table(path, columns=[col]).column(col).to_pylist()
+    return keys
 
 
 @pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
 @pytest.mark.parametrize("composite", [False, True])
-def test_every_lsm_tree_file_is_strictly_sorted(tmp_table, table_type: str, composite: bool) -> None:
+def test_every_lsm_tree_file_is_strictly_sorted(tmp_table: Callable[..., lsm_lab.Table], table_type: str,
+                                                composite: bool) -> None:
     rng = random.Random(20261122 + composite)
     table = tmp_table(record_key=["id", "n"] if composite else "id", partition_by="city", ordering_field="ts",
                       table_type=table_type, layout="lsm_tree", num_buckets=2)
@@ -73,7 +78,7 @@ def test_every_lsm_tree_file_is_strictly_sorted(tmp_table, table_type: str, comp
         table.read(merge="hash").sort_by("_hoodie_record_key"))
 
 
-def test_default_layout_does_not_claim_sorted_files(tmp_table) -> None:
+def test_default_layout_does_not_claim_sorted_files(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     table = tmp_table(layout="default", ordering_field="ts")
     table.insert([{"id": k, "ts": 1} for k in ["c", "a", "b"]])
     table.upsert([{"id": k, "ts": 2} for k in ["b", "a"]])

@@ -12,7 +12,9 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +23,7 @@ from lsm_lab.errors import CorruptFileError, CorruptTableError, LsmLabError
 from lsm_lab.filegroup import fsview
 
 
-def _rows(t: lsm_lab.Table, **kw) -> list[tuple]:
+def _rows(t: lsm_lab.Table, **kw: Any) -> list[tuple[str, int]]:
     return sorted((r["id"], r["v"]) for r in t.read(columns=["id", "v"], **kw).to_pylist())
 
 
@@ -262,7 +264,7 @@ def test_cli_show_uncommitted(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 
-def _edit_commit(path: Path, begin: str, edit) -> None:
+def _edit_commit(path: Path, begin: str, edit: Callable[[dict[str, Any]], object]) -> None:
     """Rewrite the completed instant file of `begin` (JSON) with `edit(content)` applied."""
     import json
 

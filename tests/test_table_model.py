@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import unittest
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,7 @@ row_strategy = st.fixed_dictionaries({
     "w": st.sampled_from([None, "w1", "w2"]),
 })
 batches = st.lists(row_strategy, max_size=6)
+Key = tuple[str | None, str, int | None]  # a model key: (partition or None, id, n or None)
 
 
 def _rank(value: Any) -> tuple[int, Any]:
@@ -73,7 +75,7 @@ class TableMachine(RuleBasedStateMachine):
     table_type = "MERGE_ON_READ"
     layout = "lsm_tree"
     backend = "local"
-    extra_props: dict[str, str] = {}  # noqa: RUF012  (hoodie.properties of the machine's tables; subclasses set it)
+    extra_props: dict[str, Any] = {}  # noqa: RUF012  (hoodie.properties of the machine's tables; subclasses set it)
 
     def __init__(self) -> None:
         super().__init__()
@@ -84,9 +86,9 @@ class TableMachine(RuleBasedStateMachine):
             server = shared_server()
             self.location, self.options = f"s3://{server.new_bucket()}/t", server.options()
         self.table: lsm_lab.Table | None = None
-        self.model: dict[tuple, dict[str, Any]] = {}
-        self.tombstone: dict[tuple, int] = {}  # ordering value of an ordered delete (event time only)
-        self.history: list[tuple[lsm_lab.Instant, dict[tuple, dict[str, Any]]]] = []
+        self.model: dict[Key, dict[str, Any]] = {}
+        self.tombstone: dict[Key, int] = {}  # ordering value of an ordered delete (event time only)
+        self.history: list[tuple[lsm_lab.Instant, dict[Key, dict[str, Any]]]] = []
         self.with_w = False
 
     # ------------------------------------------------------------------ set-up
@@ -116,7 +118,7 @@ class TableMachine(RuleBasedStateMachine):
             shutil.rmtree(self.folder, ignore_errors=True)
 
     # ------------------------------------------------------------------ model
-    def _key(self, row: dict[str, Any]) -> tuple:
+    def _key(self, row: dict[str, Any]) -> Key:
         return (row["p"] if self.partitioned else None, row["id"], row["n"] if self.composite else None)
 
     def _columns(self) -> list[str]:
@@ -152,10 +154,12 @@ class TableMachine(RuleBasedStateMachine):
         return table
 
     def _committed(self, instant: lsm_lab.Instant) -> None:
-        assert instant.is_completed and instant.completion_time > instant.begin_time
+        assert instant.is_completed and instant.completion_time is not None
+        assert instant.completion_time > instant.begin_time
         previous = self.history[-1][0].completion_time if self.history else None
         self.history.append((instant, {k: dict(v) for k, v in self.model.items()}))
         # incremental: exactly the records whose latest version this instant wrote
+        assert self.table is not None
         got = self.table.read_incremental(previous, instant.completion_time)
         wanted = {k for k, r in self.model.items() if r["_hoodie_commit_time"] == instant.begin_time}
         assert {self._key(r) for r in got.to_pylist()} == wanted
@@ -182,6 +186,7 @@ class TableMachine(RuleBasedStateMachine):
             with_ts = False
         else:
             data = self._frame(rows, key_cols + (["ts"] if with_ts else []), form)
+        assert self.table is not None
         instant = self.table.delete(data)
         for row in rows:
             self._apply_delete(row, row["ts"] if with_ts and self.ordering else None)
@@ -193,16 +198,16 @@ class TableMachine(RuleBasedStateMachine):
         self.with_w = True  # the next writes carry a new nullable column `w`
 
     # ------------------------------------------------------------------ checks
-    def _expected_meta(self, key: tuple) -> tuple[str, str]:
+    def _expected_meta(self, key: Key) -> tuple[str, str]:
         p, ident, n = key
         rk = f"id:{ident},n:{n}" if self.composite else ident
         pp = "" if p is None else (f"p={p}" if self.hive else p)
         return rk, pp
 
-    def _check(self, result: pa.Table, model: dict[tuple, dict[str, Any]], what: str) -> None:
+    def _check(self, result: pa.Table, model: dict[Key, dict[str, Any]], what: str) -> None:
         names = result.column_names
         assert names[:5] == list(records.META_COLUMNS), what
-        got: dict[tuple, dict[str, Any]] = {}
+        got: dict[Key, dict[str, Any]] = {}
         for row in result.to_pylist():
             key = self._key({"p": row.get("p"), "id": row["id"], "n": row.get("n")})
             assert key not in got, f"{what}: key {key} twice"
@@ -218,8 +223,8 @@ class TableMachine(RuleBasedStateMachine):
             self._check(self.table.read(), self.model, "snapshot")
 
 
-def _case(table_type: str, layout: str, backend: str = "local", max_examples: int = 12) -> type:
-    machine = type(f"Machine_{table_type}_{layout}_{backend}", (TableMachine,),
+def _case(table_type: str, layout: str, backend: str = "local", max_examples: int = 12) -> type[unittest.TestCase]:
+    machine: type[TableMachine] = type(f"Machine_{table_type}_{layout}_{backend}", (TableMachine,),
                    {"table_type": table_type, "layout": layout, "backend": backend})
     case = machine.TestCase
     case.settings = settings(max_examples=max_examples, stateful_step_count=8, deadline=None, derandomize=True,

@@ -19,13 +19,14 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from localpath import local
 
 import lsm_lab
 from lsm_lab.cli.app import main as cli_main
 from lsm_lab.errors import UnsupportedFeatureError
 from lsm_lab.filegroup import fsview
 from lsm_lab.format import log_v2 as v2
-from lsm_lab.format import parquet_footer
+from lsm_lab.format import naming, parquet_footer
 from lsm_lab.interop.hudi_tables import compare_rows, hudi_available, hudi_rs_read
 from lsm_lab.interop.upgrade import dump_formats, slice_formats, upgrade
 from lsm_lab.timeline.metadata import encode_json
@@ -66,7 +67,7 @@ def _values(t: lsm_lab.Table, **kw: Any) -> dict[str, float]:
 
 
 def _files(t: lsm_lab.Table) -> dict[str, bytes]:
-    return {str(p.relative_to(t.path)): p.read_bytes() for _, p, _ in fsview.list_data_files(t.path)}
+    return {str(p.relative_to(local(t.path))): p.read_bytes() for _, p, _ in fsview.list_data_files(t.path)}
 
 
 @pytest.fixture()
@@ -119,7 +120,7 @@ def test_switching_on_lsm_tree_rewrites_nothing(v8_table: tuple[lsm_lab.Table, M
     new = {k: v for k, v in _files(t).items() if k not in files}
     assert new
     for rel in new:
-        name = fsview.naming.parse(Path(rel).name)
+        name = naming.parse(Path(rel).name)
         assert name is not None and name.log_format != 1
         assert parquet_footer.footer(t.path / rel).get(parquet_footer.KEY_SORTED) == "true"  # new files are sorted
     for rel in files:
@@ -137,6 +138,7 @@ def test_a_footer_that_lies_about_order_never_yields_wrong_rows(v8_table: tuple[
     t.upsert(_rows([0, 2], 600, 6.0))
     m.upsert(_rows([0, 2], 600, 6.0))
     group = next(g for g in t.file_groups() if g.partition == "city=a")
+    assert t.schema is not None
     full = pa.schema(list(pa.schema([pa.field(c, pa.string()) for c in
                                      ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
                                       "_hoodie_partition_path", "_hoodie_file_name")])) + list(t.schema))
@@ -168,7 +170,7 @@ def test_a_footer_that_lies_about_order_never_yields_wrong_rows(v8_table: tuple[
     found = {r["id"]: r["v"] for r in t.lookup(keys).to_pylist()}
     assert found == {k: m.values()[k] for k in keys if k in m.values()}
     copy = tmp_path / "copy"
-    shutil.copytree(t.path, copy)
+    shutil.copytree(local(t.path), copy)
     clustered = lsm_lab.open_table(copy)
     clustered.cluster(merge="sorted", options={"hoodie.clustering.plan.strategy.small.file.limit": str(1 << 30)})
     assert fell_back() and _values(clustered) == m.values()
@@ -217,9 +219,9 @@ def test_older_readers_read_everything_below_version_9(v8_table: tuple[lsm_lab.T
     t, _ = v8_table
     assert t.config.version == 8
     assert all(n.log_format == 1 for _, _, n in fsview.list_data_files(t.path) if n.is_log)
-    assert compare_rows(t.read(), hudi_rs_read(t.path), ["id"]) == []
+    assert compare_rows(t.read(), hudi_rs_read(local(t.path)), ["id"]) == []
     for inst in t.completed_writes():
-        assert compare_rows(t.read(as_of=inst.completion_time), hudi_rs_read(t.path, as_of=inst.completion_time),
+        assert compare_rows(t.read(as_of=inst.completion_time), hudi_rs_read(local(t.path), as_of=inst.completion_time),
                             ["id"]) == []
     t = upgrade(t)
     t.upsert(_rows([0], 999, 9.9))
@@ -255,7 +257,7 @@ def test_upgrade_refusals_and_idempotence(tmp_path: Path, v8_table: tuple[lsm_la
     with pytest.raises(UnsupportedFeatureError, match="version 8"):
         upgrade(six)
     hudi_made = tmp_path / "hudi_made"
-    shutil.copytree(once.path, hudi_made)
+    shutil.copytree(local(once.path), hudi_made)
     ppath = hudi_made / ".hoodie" / "hoodie.properties"
     ppath.write_text(ppath.read_text().replace("lsm_lab.created=true", "lsm_lab.created=false"))
     with pytest.raises(UnsupportedFeatureError, match="created"):
@@ -279,7 +281,7 @@ def test_upstream_native_log_names_read_the_same(v8_table: tuple[lsm_lab.Table, 
     assert _values(t) == expected
 
 
-def test_cli_upgrade_and_formats(v8_table: tuple[lsm_lab.Table, Model], capsys: pytest.CaptureFixture) -> None:
+def test_cli_upgrade_and_formats(v8_table: tuple[lsm_lab.Table, Model], capsys: pytest.CaptureFixture[str]) -> None:
     t, _ = v8_table
     assert cli_main(["interop", "formats", str(t.path)]) == 0
     assert "new logs: v1" in capsys.readouterr().out

@@ -72,7 +72,7 @@ def test_skipped_corrupt_block_is_warned_and_counted(real_table: Path, tmp_path:
     assert log.name in warned[0].getMessage() and f"byte {offset}" in warned[0].getMessage()
     # the next read counts afresh; a strict read raises instead of skipping
     t.read()
-    assert t.last_read_stats is not stats and t.last_read_stats.corrupt_blocks_skipped == 1
+    assert t.last_read_stats is not stats and t.last_read_stats is not None and t.last_read_stats.corrupt_blocks_skipped == 1
     with pytest.raises(CorruptFileError, match=f"corrupt block at byte {offset}"):
         t.read(strict=True)
     # a lookup reads slices with v1 logs in full: it counts (and warns) the same way

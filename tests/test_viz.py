@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -51,12 +53,12 @@ def trips(tmp_path_factory: pytest.TempPathFactory) -> lsm_lab.Table:
     return make_trips(tmp_path_factory.mktemp("viz") / "trips")
 
 
-def bars(fig: Figure) -> list:
+def bars(fig: Figure) -> list[Any]:
     """Every drawn bar (patches carrying a gid), in drawing order."""
     return [p for ax in fig.axes for p in ax.patches if p.get_gid()]
 
 
-def geometry(fig: Figure) -> list[tuple]:
+def geometry(fig: Figure) -> list[tuple[Any, ...]]:
     return [(p.get_gid(), round(p.get_x(), 9), round(p.get_y(), 9), round(p.get_width(), 9),
              round(p.get_height(), 9), to_hex(p.get_facecolor()), p.get_hatch()) for p in bars(fig)]
 
@@ -207,7 +209,7 @@ def test_plot_timeline_archived_and_the_fallback(trips: lsm_lab.Table) -> None:
 
 # ------------------------------------------------------------------------------ plan
 
-def _plain(partition: str, fid: str, instant: str, logs: int) -> list[dict]:
+def _plain(partition: str, fid: str, instant: str, logs: int) -> list[dict[str, Any]]:
     out = [{"partition": partition, "file_id": fid, "level": "L1", "position": 0, "instant": instant,
             "name": f"{fid}_0-0-0_{instant}.parquet", "rows": 100, "bytes": 1000}]
     for i in range(1, logs + 1):
@@ -278,7 +280,7 @@ def test_plot_bench_lines_for_numbers_bars_for_names() -> None:
     fig = plot_bench(MERGE, x="k", y="seconds", group="contender", logx=True, logy=True)
     ax = fig.axes[0]
     assert [line.get_gid() for line in ax.lines] == ["series:hash", "series:sorted"]
-    assert list(ax.lines[1].get_xdata()) == [2, 4, 8]
+    assert list(cast(Sequence[float], ax.lines[1].get_xdata())) == [2, 4, 8]  # the x values it drew (the stub: ArrayLike)
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     lookups = [{"layout": lay, "mode": "lookup", "seconds": s, "bytes_read": b, "files_opened": f}
                for lay, s, b, f in [("lsm_tree", 0.01, 100, 2), ("default", 0.05, 900, 7), ("shuffled", 0.2, 5000, 9)]]

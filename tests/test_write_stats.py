@@ -10,6 +10,7 @@ out by hand and against the snapshot.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -30,9 +31,9 @@ def _last(t: lsm_lab.Table, col: str) -> int:
 @pytest.mark.parametrize("positions,cdc", [("true", False), ("false", False), ("true", True)])
 def test_update_counts_from_positions_probe_and_logs(tmp_path: Path, positions: str, cdc: bool) -> None:
     """The same counts from positions, from the probe, and from a CDC write's one probe of the slice."""
+    options: dict[str, Any] = {"hoodie.write.record.positions": positions}
     t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", partition_by="city", ordering_field="ts",
-                             table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=2, cdc=cdc,
-                             **{"hoodie.write.record.positions": positions})
+                             table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=2, cdc=cdc, **options)
     t.bulk_insert(_rows([f"k{i:03d}" for i in range(100)], 1))
     t.upsert(_rows([f"k{i:03d}" for i in range(0, 100, 3)], 2))        # all in the base: 34 updates
     assert (_last(t, "records_updated"), _last(t, "records_inserted")) == (34, 0)

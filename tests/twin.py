@@ -16,10 +16,13 @@ import pytest
 
 import lsm_lab
 
+# what the twin_tables fixtures give: (local table, remote table, what the sequence saw on each)
+Twins = tuple[lsm_lab.Table, lsm_lab.Table, dict[str, Any], dict[str, Any]]
+
 INSTANT_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_file_name")
 
 
-def rows(table: pa.Table, drop: tuple[str, ...] = INSTANT_COLUMNS) -> list[tuple]:
+def rows(table: pa.Table, drop: tuple[str, ...] = INSTANT_COLUMNS) -> list[tuple[str, ...]]:
     """Rows as sorted tuples of strings, without the columns that name instants (they differ per table)."""
     cols = [c for c in table.column_names if c not in drop]
     return sorted(tuple(str(r[c]) for c in cols) for r in table.select(cols).to_pylist())
@@ -102,7 +105,7 @@ def cli_round_trip(uri: str, options: dict[str, str], endpoint_key: str, endpoin
     assert capsys.readouterr().err.startswith("error:")
 
 
-def make_twins(local_root: Path, remote_uri: str, options: dict[str, str]) -> tuple[Any, Any, dict, dict]:
+def make_twins(local_root: Path, remote_uri: str, options: dict[str, str]) -> Twins:
     """(local table, remote table, what the sequence saw on each): the same writes and services on both."""
     from lsm_lab.storage import StoragePath
     from lsm_lab.storage.objectstore import ObjectStorage
@@ -113,7 +116,8 @@ def make_twins(local_root: Path, remote_uri: str, options: dict[str, str]) -> tu
     return local, remote, run_sequence(local), run_sequence(remote)
 
 
-def assert_twins_agree(local: lsm_lab.Table, remote: lsm_lab.Table, seen_local: dict, seen_remote: dict) -> None:
+def assert_twins_agree(local: lsm_lab.Table, remote: lsm_lab.Table, seen_local: dict[str, Any],
+                       seen_remote: dict[str, Any]) -> None:
     """Every step of the sequence, the final snapshot and the timeline are the same on both tables."""
     for step in STEPS:
         assert seen_remote[step] == seen_local[step], step

@@ -19,10 +19,11 @@ import signal
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pytest
+from localpath import local
 
 import lsm_lab
 from lsm_lab.errors import LsmLabError
@@ -40,13 +41,13 @@ def _alarm(signum: int, frame: Any) -> None:
     raise Hang(f"operation ran longer than {TIMEOUT_S} s")
 
 
-def canonical(table: pa.Table, *, drop: tuple[str, ...] = ()) -> list[tuple]:
+def canonical(table: pa.Table, *, drop: tuple[str, ...] = ()) -> list[tuple[Any, ...]]:
     """Rows as sorted tuples of every column but `drop` (order-free comparison)."""
     cols = sorted(c for c in table.column_names if c not in drop)
     return sorted(zip(*(table.column(c).to_pylist() for c in cols))) if table.num_rows else []
 
 
-def outcome(kind: str, expected: list[tuple], op: Callable[[], pa.Table], what: str, *,
+def outcome(kind: str, expected: list[tuple[Any, ...]], op: Callable[[], pa.Table], what: str, *,
             drop: tuple[str, ...] = (), count_other: bool = False) -> str:
     """Run `op`; 'typed' or 'expected', else an AssertionError describing the case.
 
@@ -127,7 +128,7 @@ def mutate_bytes(data: bytes, rng: random.Random, *, region: tuple[int, int] | N
     return bytes(b)
 
 
-def _paths(value: Any, prefix: tuple = ()) -> Iterator[tuple]:
+def _paths(value: Any, prefix: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
     yield prefix
     if isinstance(value, dict):
         for k, v in value.items():
@@ -221,7 +222,7 @@ def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _build_templates(root: Path) -> dict[str, Path]:
-    out = {}
+    out: dict[str, Path] = {}
     # v9 MOR lsm_tree: base files, v2 data and delete logs, a completed and a pending compaction, a pending clean
     t = lsm_lab.create_table(root / "v9", name="fz", record_key="id", partition_by="p", ordering_field="ts",
                              num_buckets=2)
@@ -237,7 +238,7 @@ def _build_templates(root: Path) -> dict[str, Path]:
     plan = clean.plan_clean(t, clean.KEEP_LATEST_COMMITS, 1)
     assert clean.files_in_plan(plan), "the template needs cleanable files"
     t.active_timeline.request("clean", plan)
-    out["v9"] = t.path
+    out["v9"] = local(t.path)
     # v8 compatibility table: v1 (#HUDI#) data and delete logs
     c = lsm_lab.create_table(root / "v8", name="fz8", record_key="id", partition_by="p", ordering_field="ts",
                              table_version=8, layout="default", num_buckets=1)
@@ -245,7 +246,7 @@ def _build_templates(root: Path) -> dict[str, Path]:
     c.upsert([{"id": f"k{i:03d}", "p": "a" if i % 2 else "b", "ts": 2, "v": 100 + i} for i in range(0, 30, 4)])
     c.delete([{"id": f"k{i:03d}", "p": "a" if i % 2 else "b", "ts": 3} for i in range(0, 30, 9)])
     c.upsert([{"id": f"k{i:03d}", "p": "a" if i % 2 else "b", "ts": 4, "v": 200 + i} for i in range(1, 30, 5)])
-    out["v8"] = c.path
+    out["v8"] = local(c.path)
     return out
 
 
@@ -280,7 +281,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         return
     for name, value in report.user_properties:
         if name == "fuzz_outcomes":
-            for kind, case, n in value:
+            for kind, case, n in cast("list[tuple[str, str, int]]", value):
                 COUNTS[(kind, case)] += n
 
 

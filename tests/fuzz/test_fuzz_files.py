@@ -25,6 +25,7 @@ import os
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fuzzkit import (
@@ -57,7 +58,7 @@ def _timeline(path: Path) -> Path:
     return path / ".hoodie" / "timeline"
 
 
-def _expected(path: Path) -> list[tuple]:
+def _expected(path: Path) -> list[tuple[Any, ...]]:
     return canonical(lsm_lab.open_table(path).read())
 
 
@@ -78,7 +79,7 @@ def _in_place(kind: str, path: Path, files: list[Path], n: int, mutate: Callable
         try:
             target.write_bytes(damaged)
             what = f"{kind} case {case} (seed {seed}): {target.name} {describe(original, damaged)}"
-            if outcome(kind, expected, op, what, count_other=count_other) == "other":  # type: ignore[arg-type]
+            if outcome(kind, expected, op, what, count_other=count_other) == "other":
                 others.append(what)
         finally:
             target.write_bytes(original)
@@ -100,8 +101,12 @@ def test_instant_json(templates: dict[str, Path], fresh: Callable[[str], Path]) 
 def test_properties(templates: dict[str, Path], fresh: Callable[[str], Path]) -> None:
     for name, seed in (("v9", SEED * 100 + 2), ("v8", SEED * 100 + 3)):
         path = fresh(name)
+
+        def read(p: Path = path) -> object:
+            return lsm_lab.open_table(p).read()
+
         _in_place("properties", path, [path / ".hoodie" / "hoodie.properties"], N_PROPERTIES // 2,
-                  lambda d, r, _: mutate_properties(d, r), lambda p=path: lsm_lab.open_table(p).read(), seed=seed)
+                  lambda d, r, _: mutate_properties(d, r), read, seed=seed)
 
 
 def _run_plan(kind: str, suffix: str, run: Callable[[lsm_lab.Table], object], fresh: Callable[[str], Path],
@@ -120,7 +125,7 @@ def _run_plan(kind: str, suffix: str, run: Callable[[lsm_lab.Table], object], fr
             run(lsm_lab.open_table(p))
             return lsm_lab.open_table(p).read()
 
-        outcome(kind, expected, op, f"{kind} case {case} (seed {seed}): {describe(original, damaged)}",  # type: ignore[arg-type]
+        outcome(kind, expected, op, f"{kind} case {case} (seed {seed}): {describe(original, damaged)}",
                 drop=moved)
 
 

@@ -77,9 +77,15 @@ def test_delete_each_completed_instant(fresh: Callable[[str], Path], tmp_path: P
             committed = _data_files(path)
             (path / ".hoodie" / "timeline" / instant_file).unlink()
             what = f"{name}: deleted {instant_file}"
-            read = outcome("deleted instant (read)", expected_read, lambda p=path: lsm_lab.open_table(p).read(), what)
-            wrote = outcome("deleted instant (write)", expected_write, lambda p=path: _write_then_read(p),
-                            what, drop=CHANGING)
+
+            def read_it(p: Path = path) -> pa.Table:
+                return lsm_lab.open_table(p).read()
+
+            def write_it(p: Path = path) -> pa.Table:
+                return _write_then_read(p)
+
+            read = outcome("deleted instant (read)", expected_read, read_it, what)
+            wrote = outcome("deleted instant (write)", expected_write, write_it, what, drop=CHANGING)
             lost = sorted(committed - _data_files(path))
             assert not lost, f"{what}: the write deleted committed data files {lost}"
             typed += (read == "typed") + (wrote == "typed")

@@ -19,8 +19,10 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from localpath import local
 
 import lsm_lab
 from lsm_lab.errors import LsmLabError
@@ -31,7 +33,7 @@ pytestmark = pytest.mark.slow
 Vector = Callable[[Path, Path], None]  # (table, sentinel folder) -> None
 
 
-def _rows(i: int, n: int = 12) -> list[dict]:
+def _rows(i: int, n: int = 12) -> list[dict[str, Any]]:
     return [{"id": f"k{j:02d}", "p": "a" if j % 2 else "b", "ts": i, "v": 10 * i + j} for j in range(n)]
 
 
@@ -48,14 +50,14 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     t.compact(strategy="full", plan_only=True)  # a pending compaction plan
     plan = clean.plan_clean(t, clean.KEEP_LATEST_COMMITS, 1)
     t.active_timeline.request("clean", plan)  # a pending clean plan
-    return t.path
+    return local(t.path)
 
 
 def _timeline(t: Path) -> Path:
     return t / ".hoodie" / "timeline"
 
 
-def _edit_json(path: Path, change: Callable[[dict], None]) -> None:
+def _edit_json(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
     doc = json.loads(path.read_bytes())
     change(doc)
     path.write_text(json.dumps(doc))
@@ -85,7 +87,7 @@ def _restore_plan(value_of: Callable[[Path], str], key: str) -> Vector:
 
 def _clean_path(value_of: Callable[[Path], str]) -> Vector:
     def vector(t: Path, sentinel: Path) -> None:
-        def change(doc: dict) -> None:
+        def change(doc: dict[str, Any]) -> None:
             _part, entries = next(iter(doc["filePathsToBeDeletedPerPartition"].items()))
             entries[0]["filePath"] = value_of(sentinel)
         _edit_json(_latest(t, ".clean.requested"), change)
@@ -93,7 +95,7 @@ def _clean_path(value_of: Callable[[Path], str]) -> Vector:
 
 
 def _clean_partition(t: Path, sentinel: Path) -> None:
-    def change(doc: dict) -> None:
+    def change(doc: dict[str, Any]) -> None:
         plans = doc["filePathsToBeDeletedPerPartition"]
         part = next(iter(plans))
         plans["../../outside"] = plans.pop(part)
@@ -102,7 +104,7 @@ def _clean_partition(t: Path, sentinel: Path) -> None:
 
 def _compaction(field: str, value_of: Callable[[Path], object]) -> Vector:
     def vector(t: Path, sentinel: Path) -> None:
-        def change(doc: dict) -> None:
+        def change(doc: dict[str, Any]) -> None:
             doc["operations"][0][field] = value_of(sentinel)
         _edit_json(_latest(t, ".compaction.requested"), change)
     return vector
@@ -110,7 +112,7 @@ def _compaction(field: str, value_of: Callable[[Path], object]) -> Vector:
 
 def _write_stat(field: str, value_of: Callable[[Path], str]) -> Vector:
     def vector(t: Path, sentinel: Path) -> None:
-        def change(doc: dict) -> None:
+        def change(doc: dict[str, Any]) -> None:
             stats = next(iter(doc["partitionToWriteStats"].values()))
             stats[0][field] = value_of(sentinel)
         _edit_json(_first_write(t), change)
@@ -118,7 +120,7 @@ def _write_stat(field: str, value_of: Callable[[Path], str]) -> Vector:
 
 
 def _write_stat_partition(t: Path, sentinel: Path) -> None:
-    def change(doc: dict) -> None:
+    def change(doc: dict[str, Any]) -> None:
         stats = doc["partitionToWriteStats"]
         stats["../../outside"] = stats.pop(next(iter(stats)))
     _edit_json(_first_write(t), change)
@@ -126,7 +128,7 @@ def _write_stat_partition(t: Path, sentinel: Path) -> None:
 
 def _savepoint(kind: str) -> Vector:
     def vector(t: Path, sentinel: Path) -> None:
-        def change(doc: dict) -> None:
+        def change(doc: dict[str, Any]) -> None:
             parts = doc["partitionMetadata"]
             if kind == "file":
                 next(iter(parts.values()))["savepointDataFile"][0] = "../../outside/sentinel.txt"

@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from localpath import local as local_path  # (the tests name their local table `local`)
 
 import lsm_lab
 from lsm_lab.lab.datagen import TripsGenerator
@@ -34,7 +35,7 @@ def test_spark_clustering_equals_local(spark: Any, tmp_table: Callable[..., lsm_
     local.upsert(gen.updates(80))
     local.delete(gen.deletes(20))
     copy = tmp_path / "copy"
-    shutil.copytree(local.path, copy)
+    shutil.copytree(local_path(local.path), copy)
     before = _rows(local.read())
     mine = local.cluster()
     theirs = cluster_table(copy, spark=spark, task_hook=FailTask(0, (0,)))  # the first attempt of task 0 fails

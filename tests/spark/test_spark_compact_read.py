@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from localpath import local as local_path  # (the tests name their local table `local`)
 
 import lsm_lab
 from lsm_lab.filegroup import fsview
@@ -39,7 +40,7 @@ def test_spark_compaction_equals_local(spark: Any, tmp_table: Callable[..., lsm_
                                        strategy: str, merge: str | None) -> None:
     local, _ = history(tmp_table)
     copy = tmp_path / "copy"
-    shutil.copytree(local.path, copy)
+    shutil.copytree(local_path(local.path), copy)
     local.compact(strategy=strategy, merge=merge)
     run = run_compaction(copy, spark=spark, strategy=strategy, merge=merge, task_hook=FailTask(0, (0,)))
     remote = lsm_lab.open_table(copy)

@@ -21,8 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from localpath import local as local_path  # (the tests name their local table `local`)
 
 import lsm_lab
+from lsm_lab.filegroup.fsview import FileSlice
 from lsm_lab.format import parquet_footer, parquet_write
 from lsm_lab.format.bloom import BloomFilter
 from lsm_lab.spark.compact import run_compaction
@@ -37,11 +39,17 @@ def keys(idx: range | list[int]) -> list[str]:
     return [f"key{i:07d}" for i in idx]
 
 
+def base_path(fs: FileSlice) -> Path:
+    """The slice's base file (a local table's)."""
+    assert fs.base_file is not None
+    return local_path(fs.base_file.path)
+
+
 def written(tmp_table: Callable[..., lsm_lab.Table]) -> tuple[lsm_lab.Table, dict[str, pq.FileMetaData], set[str]]:
     """Two file groups: a bulk insert, an upsert of every 7th key (and new keys), a delete; the expected keys."""
     table = tmp_table(ordering_field="ts", num_buckets=2)
     table.bulk_insert(pa.table({"id": keys(range(N)), "ts": [0] * N, "v": list(range(N))}))
-    bulk = {fs.file_id: pq.read_metadata(fs.base_file.path) for fs in table.latest_slices()}
+    bulk = {fs.file_id: pq.read_metadata(base_path(fs)) for fs in table.latest_slices()}
     up = list(range(0, N + 2_000, 7))
     table.upsert(pa.table({"id": keys(up), "ts": [1] * len(up), "v": [-1] * len(up)}))
     gone = list(range(1, 600, 2))
@@ -85,7 +93,7 @@ def test_compacted_files_have_the_footer_of_a_sorted_write_locally_and_on_spark(
     local, bulk, model = written(tmp_table)
     bulk_instant = local.latest_slices()[0].base_instant
     copy = tmp_path / "on_spark"
-    shutil.copytree(local.path, copy)
+    shutil.copytree(local_path(local.path), copy)
     assert local.compact(strategy="full", merge=merge, progress=False) is not None
     run = run_compaction(copy, spark=spark, strategy="full", merge=merge, progress=False)
     assert run.instant is not None and run.instant.is_completed and len(run.reports) == 2
@@ -96,9 +104,9 @@ def test_compacted_files_have_the_footer_of_a_sorted_write_locally_and_on_spark(
         found: set[str] = set()
         for fs in slices:
             assert fs.base_instant != bulk_instant  # a new base file, named with the compaction instant
-            found |= set(check_footer(fs.base_file.path, bulk[fs.file_id]).to_pylist())
+            found |= set(check_footer(base_path(fs), bulk[fs.file_id]).to_pylist())
         assert found == model, where
-        layouts[where] = sorted((fs.file_id, pq.read_metadata(fs.base_file.path).num_rows,
-                                 pq.read_metadata(fs.base_file.path).num_row_groups) for fs in slices)
+        layouts[where] = sorted((fs.file_id, pq.read_metadata(base_path(fs)).num_rows,
+                                 pq.read_metadata(base_path(fs)).num_row_groups) for fs in slices)
     assert layouts["local"] == layouts["spark"]  # the same function runs in the task: the same files
 

@@ -21,12 +21,13 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from localpath import local as local_path  # (the tests name their local table `local`)
 
 import lsm_lab
 from lsm_lab.errors import ConflictError
 from lsm_lab.filegroup import fsview, smallfiles
 from lsm_lab.merge import records
-from lsm_lab.spark import SparkJobError, write_table
+from lsm_lab.spark import SparkJobError, jobs, write_table
 from lsm_lab.spark import write as spark_write
 from lsm_lab.spark.jobs import FailTask
 
@@ -82,7 +83,7 @@ def layout_of(table: lsm_lab.Table) -> list[tuple[str, tuple[str, ...], int]]:
 def twin(table: lsm_lab.Table, folder: Path) -> lsm_lab.Table:
     """A copy of the table (no writer is running), for `Table` to write what Spark writes."""
     shutil.rmtree(folder, ignore_errors=True)
-    shutil.copytree(table.path, folder)
+    shutil.copytree(local_path(table.path), folder)
     return lsm_lab.open_table(folder)
 
 
@@ -195,7 +196,7 @@ def test_a_concurrent_write_to_the_same_small_file_group_conflicts(
     remote = tmp_table(layout="default", table_type="COPY_ON_WRITE")
     remote.insert([{"id": "seed", "v": 0}])
     small, = remote.latest_slices()
-    real = spark_write.reconcile
+    real = jobs.reconcile  # what spark.write calls (its name for it is patched below)
 
     def racing(base_path: Any, instant: str, stats: Any) -> list[str]:
         assert {s.fileId for s in stats} == {small.file_id}  # the Spark write packed its key into the small group
