@@ -112,13 +112,13 @@ def test_updates_and_deletes_carry_positions_inserts_do_not(tmp_path: Path, layo
     t.delete(["k004", "k059"])
     t.upsert([{"id": "k001", "v": 1}, {"id": "new", "v": 2}])  # bucket index: insert + update in one log
     h1, h2, h3 = _logs(t, base.file_id)
-    assert positions.decode_positions(h1[positions.RECORD_POSITIONS]).tolist() == [3, 17, 50]
+    assert positions.decode_position_list(h1[positions.RECORD_POSITIONS]).tolist() == [3, 17, 50]
     assert h1[positions.BASE_FILE_INSTANT] == base.base_instant
-    assert positions.decode_positions(h2[positions.RECORD_POSITIONS]).tolist() == [4, 59]
+    assert positions.decode_position_list(h2[positions.RECORD_POSITIONS]).tolist() == [4, 59]
     if layout == "lsm_tree":
         assert positions.RECORD_POSITIONS not in h3  # "new" is in no base row: the block carries no positions
     else:  # key-lookup index: "new" went to a new file group, the update alone to this log
-        assert positions.decode_positions(h3[positions.RECORD_POSITIONS]).tolist() == [1]
+        assert positions.decode_position_list(h3[positions.RECORD_POSITIONS]).tolist() == [1]
     log1 = next(s for s in t.latest_slices() if s.file_id == base.file_id).log_files[0]  # rows in position order
     assert pq.read_table(log1.path).column("id").to_pylist() == ["k003", "k017", "k050"]
 
@@ -211,7 +211,7 @@ def test_cached_base_keys_are_the_files_keys_in_row_order(tmp_path: Path, monkey
     t.upsert([{"id": f"k{j:03d}", "v": -j} for j in (42, 7)])   # same batch, cold cache
     h1, h2 = _logs(t)
     assert h1[positions.RECORD_POSITIONS] == h2[positions.RECORD_POSITIONS]
-    assert positions.decode_positions(h2[positions.RECORD_POSITIONS]).tolist() == [7, 42]
+    assert positions.decode_position_list(h2[positions.RECORD_POSITIONS]).tolist() == [7, 42]
     monkeypatch.setattr(posmerge, "BASE_KEY_CACHE_BYTES", 1)  # too small for any column: nothing is kept
     posmerge.forget_base_keys()
     posmerge.base_keys(base)
