@@ -1,4 +1,4 @@
-"""RECORD_POSITIONS: the portable Roaring64 codec, writers attaching positions, the position-based merge."""
+"""RECORD_POSITIONS: upstream's position list, the portable Roaring64 codec, writers, the position-based merge."""
 
 from __future__ import annotations
 
