@@ -25,6 +25,13 @@ compares each winner with the base row at its position, with the rules of
 merge/overlay.py; the keys themselves are never compared or searched, and the
 output's key column is the base's.
 
+A log's positions come in its file order (format/positions.py): a native log
+written by upstream Hudi keeps its records' arrival order, so its positions
+may be unsorted, and a key written twice in one log repeats its position.
+Neither merge needs them sorted; a repeated position is settled as a repeated
+key is: under commit-time ordering the log's later record wins
+(`last_of_each`), under event-time ordering the fold decides.
+
 Writers (`positions_for`) attach positions to a log of updates or deletes
 when every record is in the base file, sorting the records by position.
 `hoodie.write.record.positions=false` turns that off.  The base's keys come
@@ -173,11 +180,12 @@ def merge_sources(spec: MergeSpec, completion_of: dict[str, str], read_time: str
         f = unit.file
         header = v2.decode_footer(parquet_footer.footer(f.path), path=str(f.path))
         pos = positions.valid_positions(header, fs.base_instant, sources[i].num_rows, path=str(f.path))
-        if pos is None or (len(pos) and int(pos[-1]) >= base_rows):
+        if pos is None or not _in_base(pos, base_rows):
             return None
         checks.append((sources[i].column(spec.key), pos))
-        src[pos] = i
-        row[pos] = np.arange(len(pos), dtype=np.int64)
+        at, rows_at = last_of_each(pos)
+        src[at] = i
+        row[at] = rows_at
         if f.name.is_delete:
             deletes.append(i)
     if not positions_name_their_keys(sources[0].column(spec.key), checks):
@@ -192,13 +200,33 @@ def merge_sources(spec: MergeSpec, completion_of: dict[str, str], read_time: str
     return merged.select(list(needed))
 
 
+def _in_base(pos: np.ndarray, base_rows: int) -> bool:
+    """Whether every position names a row of the base (any order: a list-form log keeps its file order)."""
+    return not len(pos) or (int(pos.min()) >= 0 and int(pos.max()) < base_rows)
+
+
+def last_of_each(pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(positions, the row of the log that wins each) — for a repeated position, its last row in file order.
+
+    Under commit-time ordering the later of two records of one key in one log wins (as
+    `select_winners` folds a source in row order). A strictly ascending list (lsm_lab's
+    own logs, any Roaring64 one) is returned as is; otherwise the last occurrence of each
+    position is found on the reversed list (NumPy does not promise which of repeated
+    indices a fancy assignment keeps)."""
+    rows = np.arange(len(pos), dtype=np.int64)
+    if len(pos) < 2 or bool((pos[1:] > pos[:-1]).all()):
+        return pos, rows
+    at, first_from_end = np.unique(pos[::-1], return_index=True)
+    return at, len(pos) - 1 - first_from_end
+
+
 def positions_name_their_keys(base_keys: pa.Array | pa.ChunkedArray,
                               logs: Sequence[tuple[pa.Array | pa.ChunkedArray, np.ndarray]]) -> bool:
     """Whether every log record's key is the key of the base row its position names.
 
     `logs`: (the log's keys, its positions) per log. A position stands in for the
     key only if it names the right row; a damaged or hostile RECORD_POSITIONS
-    (valid Roaring, wrong rows) would otherwise put one record's values under
+    (it decodes, but names wrong rows) would otherwise put one record's values under
     another's key. Keys of one byte width (uuids, hashes) are compared as NumPy
     ``S<width>`` views, others with one Arrow `take` and comparison per log. On a
     mismatch the caller merges the slice by key, which needs no positions."""
@@ -239,7 +267,7 @@ def _log_positions(fs: FileSlice, key: str, sources: Sequence[pa.Table],
         path, kv = str(footer[0]), footer[1]
         header = v2.decode_footer(kv, path=path)
         pos = positions.valid_positions(header, fs.base_instant, src.num_rows, path=path)
-        if pos is None or (len(pos) and int(pos[-1]) >= base_rows):
+        if pos is None or not _in_base(pos, base_rows):
             return None
         found.append(np.asarray(pos, dtype=np.int64))
     if not positions_name_their_keys(sources[0].column(key),
@@ -308,6 +336,6 @@ def overlay_by_position(spec: MergeSpec, fs: FileSlice, sources: Sequence[pa.Tab
     return pa.Table.from_arrays(cols, schema=logs.schema)
 
 
-__all__ = ["BASE_KEY_CACHE_BYTES", "KEY_WRITE_POSITIONS", "base_keys", "forget_base_keys", "may_apply",
-           "merge_sources", "overlay_by_position", "positions_for", "positions_name_their_keys", "remember_base_keys",
-           "writes_positions"]
+__all__ = ["BASE_KEY_CACHE_BYTES", "KEY_WRITE_POSITIONS", "base_keys", "forget_base_keys", "last_of_each",
+           "may_apply", "merge_sources", "overlay_by_position", "positions_for", "positions_name_their_keys",
+           "remember_base_keys", "writes_positions"]
