@@ -21,6 +21,7 @@ from lsm_lab.cli.app import main
 from lsm_lab.services import heartbeat
 from lsm_lab.timeline import archive as lsm_timeline
 from lsm_lab.timeline.instant import State
+from lsm_lab.timeline.metadata import decode_instant_content
 
 MakeTable = Callable[..., lsm_lab.Table]  # the tmp_table fixture
 Snapshot = list[tuple[str, int]]  # (id, v) of every row, sorted
@@ -54,7 +55,7 @@ def test_archive_moves_instants_into_parquet_levels(tmp_table: MakeTable) -> Non
     rows = pq.read_table(folder / entry["fileName"])
     assert rows.schema.names == ["instantTime", "completionTime", "action", "metadata", "plan", "version"]
     assert rows.column("action").to_pylist() == ["deltacommit"] * 5
-    assert json.loads(rows.column("metadata")[0].as_py())["operationType"] == "UPSERT"
+    assert decode_instant_content(rows.column("metadata")[0].as_py())["operationType"] == "UPSERT"
     # gone from the active timeline, still known to readers
     active = {i.begin_time for i in table.instants()}
     assert not active & {i.begin_time for i in done}

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from instantfiles import read_instant, write_instant_json
 from localpath import local
 
 import lsm_lab
@@ -603,10 +604,10 @@ def test_cdc_stats_outside_the_table_are_refused(tmp_path: Path) -> None:
     t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", cdc=True, num_buckets=1)
     done = t.insert(rows_of([1], 1))
     commit = next((local(t.path) / ".hoodie" / "timeline").glob(f"{done.begin_time}_*.deltacommit"))
-    meta = json.loads(commit.read_text())
+    meta = read_instant(commit)
     for stats in meta["partitionToWriteStats"].values():
         stats[0]["cdcStats"] = {"../../outside.cdc.parquet": 1}
-    commit.write_text(json.dumps(meta))
+    write_instant_json(commit, meta)
     with pytest.raises(CorruptTableError, match="cdcStats"):
         lsm_lab.open_table(t.path).read_cdc(None)
 

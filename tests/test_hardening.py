@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from instantfiles import read_instant, write_instant_json
 from localpath import local
 
 import lsm_lab
@@ -117,11 +118,11 @@ def test_completion_before_begin_is_refused(tmp_path: Path) -> None:
 def test_stored_schema_missing_a_column_is_an_error(tmp_path: Path) -> None:
     t = _table(tmp_path)
     f = _completed(t)
-    meta = json.loads(f.read_bytes())
+    meta = read_instant(f)
     from lsm_lab.filegroup.write import schema_to_text
 
     meta["extraMetadata"]["lsm_lab.arrow_schema"] = schema_to_text(pa.schema([("id", pa.string())]))
-    f.write_text(json.dumps(meta))
+    write_instant_json(f, meta)
     with pytest.raises(CorruptTableError, match="'v'"):
         t.read()
 
@@ -193,9 +194,9 @@ def test_damaged_instant_files_are_typed_errors(tmp_path: Path, content: bytes) 
 def test_corrupt_arrow_schema_is_a_typed_error(tmp_path: Path, text: Any) -> None:
     t = _table(tmp_path)
     f = _completed(t)
-    meta = json.loads(f.read_bytes())
+    meta = read_instant(f)
     meta["extraMetadata"]["lsm_lab.arrow_schema"] = text
-    f.write_text(json.dumps(meta))
+    write_instant_json(f, meta)
     with pytest.raises(CorruptFileError):
         t.read()
 

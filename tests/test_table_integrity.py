@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from instantfiles import read_instant, write_instant_json
 
 import lsm_lab
 from lsm_lab.errors import CorruptFileError, CorruptTableError, LsmLabError
@@ -266,12 +267,11 @@ def test_cli_show_uncommitted(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 def _edit_commit(path: Path, begin: str, edit: Callable[[dict[str, Any]], object]) -> None:
     """Rewrite the completed instant file of `begin` (JSON) with `edit(content)` applied."""
-    import json
 
     (done,) = [f for f in (path / ".hoodie" / "timeline").iterdir() if f.name.startswith(f"{begin}_")]
-    content = json.loads(done.read_text())
+    content = read_instant(done)
     edit(content)
-    done.write_text(json.dumps(content))
+    write_instant_json(done, content)
 
 
 @pytest.mark.parametrize("damage", ["no_map", "no_partition", "empty_path"])

@@ -181,11 +181,6 @@ class ActiveTimeline:
         atomic_create(self.folder / name, data)
         return Instant.make(begin, action, state, completion, name)
 
-    @property
-    def _hudi_compatible(self) -> bool:
-        """Compatibility tables (versions 6, 8) and tables upgraded from one: commit metadata as Hudi writes it."""
-        return self.config.version < 9 or "lsm_lab.upgraded.from.version" in self.config.props
-
     def _encode(self, action: str, state: State, content: Mapping[str, Any]) -> bytes:
         """JSON, except completed write instants of tables whose instant format is Avro (version 8 compat)."""
         if state is State.COMPLETED and action in WRITE_ACTIONS and self.config.instant_format == "avro":
@@ -217,7 +212,7 @@ class ActiveTimeline:
         if instant.state is not State.INFLIGHT:
             raise TimelineError(f"cannot complete {instant}: it is not inflight")
         completion = self.new_instant_time()
-        if self._hudi_compatible and instant.action in WRITE_ACTIONS:
+        if instant.action in WRITE_ACTIONS:  # the Avro writer schema upstream readers look for
             metadata = with_hudi_schema(metadata, self.config.name)
         done = self._create(instant.begin_time, instant.action, State.COMPLETED, metadata, completion)
         if self.config.timeline_layout < 2:

@@ -477,7 +477,9 @@ def build_props(
     else:
         props["hoodie.timeline.layout.version"] = "1"
         props["hoodie.archivelog.folder"] = "archived"
-    props[KEY_INSTANT_FORMAT] = "json"
+    # completed write instants as Avro, as upstream writes timeline layout 2 (CommitMetadataSerDeV2); tables
+    # created before this say "json" in their properties and keep it
+    props[KEY_INSTANT_FORMAT] = "avro" if version >= 8 else "json"
     props[KEY_LOG_FORMAT] = "2" if version >= 9 else "1"
     for key, argument in ARGUMENT_KEYS.items():  # an option may repeat an explicit argument, never contradict it
         if extra and key in extra:

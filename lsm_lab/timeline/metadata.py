@@ -290,14 +290,17 @@ def _opt(t: Any) -> list[Any]:
 def commit_metadata_avro_schema(*, replace: bool = False) -> dict[str, Any]:
     """`HoodieCommitMetadata` (or `HoodieReplaceCommitMetadata`) as Hudi 1.x writes it, nullable fields first.
 
-    lsm_lab's `minRecordKey`/`maxRecordKey` ride along in the write stats (Avro
-    readers resolve fields by name and skip ones they do not know).
+    Upstream's `hudi-common/src/main/avro/HoodieCommitMetadata.avsc` is the base; `baseFile`,
+    `logFiles`, `logVersion`/`logOffset`, `cdcStats` (upstream's Java `HoodieWriteStat` has them
+    and its JSON carries them) and lsm_lab's `minRecordKey`/`maxRecordKey` ride along in the
+    write stats (Avro readers resolve fields by name and skip ones they do not know).
     """
     stat_fields = ([{"name": n, "type": _opt("string"), "default": None} for n in _STAT_STRINGS]
                    + [{"name": n, "type": _opt("long"), "default": None} for n in _STAT_LONGS]
                    + [{"name": "logVersion", "type": _opt("int"), "default": None},
                       {"name": "logOffset", "type": _opt("long"), "default": None},
-                      {"name": "logFiles", "type": _opt({"type": "array", "items": "string"}), "default": None}])
+                      {"name": "logFiles", "type": _opt({"type": "array", "items": "string"}), "default": None},
+                      {"name": "cdcStats", "type": _opt({"type": "map", "values": "long"}), "default": None}])
     write_stat = {"type": "record", "name": "HoodieWriteStat", "namespace": _NS, "fields": stat_fields}
     fields: list[dict[str, Any]] = [
         {"name": "partitionToWriteStats",
@@ -326,7 +329,12 @@ def _stat_for_avro(stat: Mapping[str, Any]) -> dict[str, Any]:
     out["logOffset"] = None if stat.get("logOffset") is None else int(stat["logOffset"])
     logs = stat.get("logFiles")
     out["logFiles"] = None if logs is None else [str(x) for x in logs]
+    cdc = stat.get("cdcStats")
+    out["cdcStats"] = None if cdc is None else {str(k): int(v) for k, v in cdc.items()}
     return out
+
+
+_STAT_KEYS = frozenset({*_STAT_STRINGS, *_STAT_LONGS, "logVersion", "logOffset", "logFiles", "cdcStats"})
 
 
 def encode_avro_commit_metadata(content: Mapping[str, Any]) -> bytes | None:
@@ -336,6 +344,9 @@ def encode_avro_commit_metadata(content: Mapping[str, Any]) -> bytes | None:
     """
     if not set(content) <= _TOP_KEYS:
         return None
+    for lst in (content.get("partitionToWriteStats") or {}).values():
+        if any(not set(s) <= _STAT_KEYS for s in lst or []):
+            return None  # a write-stat field the schema lacks: JSON keeps it
     import fastavro
 
     replace = "partitionToReplaceFileIds" in content

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from instantfiles import read_instant, write_instant_json
 from localpath import local
 
 import lsm_lab
@@ -58,9 +59,9 @@ def _timeline(t: Path) -> Path:
 
 
 def _edit_json(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
-    doc = json.loads(path.read_bytes())
+    doc = read_instant(path)
     change(doc)
-    path.write_text(json.dumps(doc))
+    write_instant_json(path, doc)
 
 
 def _latest(t: Path, suffix: str) -> Path:
