@@ -480,7 +480,10 @@ def build_props(
     # completed write instants as Avro, as upstream writes timeline layout 2 (CommitMetadataSerDeV2); tables
     # created before this say "json" in their properties and keep it
     props[KEY_INSTANT_FORMAT] = "avro" if version >= 8 else "json"
-    props[KEY_LOG_FORMAT] = "2" if version >= 9 else "1"
+    # native (Parquet) logs: version 10, and version 9's lsm_tree (the RFC-103 draft); a version 9 table of the
+    # default layout keeps upstream Hudi 1.x's v1 log blocks, so that hudi-rs and Spark read it (docs/FORMAT.md)
+    native = version >= UPSTREAM_LSM_VERSION or (version == 9 and layout == "lsm_tree")
+    props[KEY_LOG_FORMAT] = "2" if native else "1"
     for key, argument in ARGUMENT_KEYS.items():  # an option may repeat an explicit argument, never contradict it
         if extra and key in extra:
             mine = props.get(key, ordering_field if key in _ORDERING_KEYS else None)
