@@ -98,8 +98,11 @@ def test_v1_block_headers_carry_and_decode_positions(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- writers and the merge
+NATIVE_LOGS = {"lsm_lab.log.format.version": "2"}  # (a version 9 table of the default layout writes v1 logs else)
+
+
 def _table(tmp_path: Path, **kw: Any) -> lsm_lab.Table:
-    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", num_buckets=1, **kw)
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", num_buckets=1, properties=NATIVE_LOGS, **kw)
     t.insert([{"id": f"k{j:03d}", "v": j} for j in range(60)])
     return t
 
@@ -591,7 +594,7 @@ def test_upstream_style_unsorted_repeated_positions_read_as_the_dict_model(
     (with other values), RECORD_POSITIONS in that file order. The slice still merges by position, and the
     rows are the dict model's (the later record of a log wins: equal ordering values) and the key merge's."""
     t = lsm_lab.create_table(tmp_path_factory.mktemp("up"), name="t", record_key="id", ordering_field=ordering,
-                             num_buckets=1, layout="default", table_version=version)
+                             num_buckets=1, layout="default", table_version=version, properties=NATIVE_LOGS)
     t.insert([{"id": f"k{j:03d}", "ts": 5, "v": j} for j in range(30)])
     model: dict[str, int] = {f"k{j:03d}": j for j in range(30)}
     rows_of = _base_rows(t)
