@@ -44,6 +44,11 @@ def upgrade_to_v10(table: Table | str | os.PathLike[str]) -> Table:
     return _as_table(table).upgrade()
 
 
+def avro_timeline(table: Table | str | os.PathLike[str]) -> int:
+    """Rewrite a table's JSON completed instants as upstream's Avro commit metadata (`services.upgrade`)."""
+    return upgrade_service.avro_timeline(_as_table(table))
+
+
 @dataclass(frozen=True)
 class SliceFormats:
     """How many log files of each format one file slice holds."""
@@ -86,4 +91,4 @@ def dump_formats(table: Table | str | os.PathLike[str], as_of: TimeLike | None =
     return "\n".join(lines)
 
 
-__all__ = ["SliceFormats", "dump_formats", "slice_formats", "upgrade", "upgrade_to_v10"]
+__all__ = ["SliceFormats", "avro_timeline", "dump_formats", "slice_formats", "upgrade", "upgrade_to_v10"]

@@ -59,6 +59,14 @@ dialects), writers refuse the table until the upgrade runs again and only
 writes the properties.  Time travel to before the upgrade reads the replaced
 file groups, which stay until the cleaner removes them.
 
+## JSON instants → Avro (`avro_timeline`)
+
+Tables created before lsm_lab wrote upstream's Avro commit metadata hold JSON completed instants
+(`lsm_lab.timeline.instant.format=json`). `avro_timeline` re-encodes each of the active timeline's
+completed write instants as an Avro container, one atomic replace per file with the same content,
+then sets the property: a kill in between leaves some files of each encoding, which every reader
+of lsm_lab reads alike, and the next run finishes the job. `upgrade_to_v10` ends with it.
+
 `Table.upgrade()` (and `lsm-lab upgrade PATH`) call `upgrade_to_v10` and reopen the table;
 `lsm_lab.interop.upgrade.upgrade(table, layout=...)` calls `switch_to_native_logs`.
 
@@ -86,10 +94,18 @@ from lsm_lab.format import naming, parquet_write
 from lsm_lab.merge import records
 from lsm_lab.services import occ
 from lsm_lab.services.lock import table_lock
+from lsm_lab.storage import atomic, open_read
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline import config as cfg
-from lsm_lab.timeline.instant import COMPACTION, LOG_COMPACTION, REPLACE_COMMIT
-from lsm_lab.timeline.metadata import WriteStat, commit_metadata
+from lsm_lab.timeline.instant import COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, WRITE_ACTIONS
+from lsm_lab.timeline.metadata import (
+    AVRO_MAGIC,
+    WriteStat,
+    commit_metadata,
+    decode_instant_content,
+    encode_avro_commit_metadata,
+    with_hudi_schema,
+)
 
 KEY_UPGRADED_FROM = "lsm_lab.upgraded.from.version"
 KEY_UPGRADED_AT = "lsm_lab.upgraded.at"
@@ -151,6 +167,7 @@ def upgrade_to_v10(t: TableState) -> None:
     conf = t.config
     pending = conf.props.get(KEY_UPGRADE_PENDING)
     if conf.version >= cfg.UPSTREAM_LSM_VERSION and not pending:
+        avro_timeline(t)
         return
     if conf.props.get("lsm_lab.created") != "true":
         raise UnsupportedFeatureError("lsm_lab upgrades only tables it created (this one was written by "
@@ -183,6 +200,34 @@ def upgrade_to_v10(t: TableState) -> None:
         meta["partitionToReplaceFileIds"] = replaced
         txn.commit(meta)
     _finish_v10(_reopened(t))
+    avro_timeline(_reopened(t))
+
+
+def avro_timeline(t: TableState) -> int:
+    """Re-encode the JSON completed write instants of an lsm_lab table of version 8 or later as Avro (see the
+    module docstring); returns how many files were rewritten. Metadata the Avro schema cannot hold stays JSON."""
+    conf = t.config
+    if conf.version < 8 or conf.props.get("lsm_lab.created") != "true":
+        return 0
+    timeline = t.active_timeline
+    done = 0
+    with table_lock(t.path):  # writers wait: no instant completes while its neighbours are rewritten
+        for inst in timeline.completed(WRITE_ACTIONS):
+            path = timeline.folder / inst.file_name
+            with open_read(path) as f:
+                data = f.read()
+            if data[:4] == AVRO_MAGIC:
+                continue
+            content = with_hudi_schema(decode_instant_content(data, path=str(path)), conf.name)
+            avro = encode_avro_commit_metadata(content)
+            if avro is not None:
+                atomic.replace_file(path, avro)
+                done += 1
+        if conf.instant_format != "avro":
+            props = dict(cfg.read_config(t.path).props)
+            props[cfg.KEY_INSTANT_FORMAT] = "avro"
+            cfg.write_config(t.path, props, create=False)
+    return done
 
 
 def _finish_v10(t: TableState) -> None:
