@@ -32,6 +32,7 @@ Taught in: notebooks/02_timeline.ipynb
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -317,6 +318,14 @@ def commit_metadata_avro_schema(*, replace: bool = False) -> dict[str, Any]:
     return {"type": "record", "name": name, "namespace": _NS, "fields": fields}
 
 
+@functools.cache
+def _parsed_schema(replace: bool) -> Any:
+    """The commit metadata schema as fastavro parsed it (once per process: every commit writes one file)."""
+    import fastavro
+
+    return fastavro.parse_schema(commit_metadata_avro_schema(replace=replace))
+
+
 def _stat_for_avro(stat: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for n in _STAT_STRINGS:
@@ -367,7 +376,7 @@ def encode_avro_commit_metadata(content: Mapping[str, Any]) -> bytes | None:
     # the sync marker only has to be unlikely inside the data: derived from the content, the bytes are
     # reproducible (the same metadata encodes the same way) where Hudi draws a random one
     marker = hashlib.blake2b(repr(sorted(datum.items(), key=str)).encode(), digest_size=16).digest()
-    fastavro.writer(buf, fastavro.parse_schema(commit_metadata_avro_schema(replace=replace)), [datum],
+    fastavro.writer(buf, _parsed_schema(replace), [datum],
                     sync_marker=marker)
     return buf.getvalue()
 
