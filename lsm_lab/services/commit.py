@@ -49,9 +49,9 @@ def note_first_write(table: TableState) -> None:
 def run_write(table: TableState, op: str, batch_schema: pa.Schema, write_files: WriteFiles) -> Instant:
     """Run one optimistic write of operation `op` whose rows have `batch_schema` (empty: a delete on a table
     without a schema); `write_files(txn)` writes the data files and returns their stats. Returns the
-    completed instant (`ConflictError` when another writer won)."""
+    completed instant (`ConflictError` when another writer won). The caller has called `note_first_write`
+    before it checked its input (a rejected first batch must leave the table re-creatable)."""
     current = table.schema
-    note_first_write(table)
     action = DELTA_COMMIT if table.config.is_mor else COMMIT
     with occ.WriteTransaction(table.path, table.active_timeline, action, {"operationType": op.upper()}) as txn:
         txn.begin(table.latest_completion)
