@@ -95,6 +95,7 @@ def test_missing_required_key(missing: str) -> None:
         ("hoodie.bucket.index.num.buckets", "0", "at least 1"),
         ("lsm_lab.log.format.version", "3", "must be 1 or 2"),
         ("lsm_lab.timeline.instant.format", "xml", "must be json or avro"),
+        ("hoodie.meta.fields.mode", "_hoodie_record_key", "hoodie.meta.fields.mode must be one of ALL, NONE"),
     ],
 )
 def test_invalid_values(key: str, value: str, message: str) -> None:
@@ -189,6 +190,26 @@ def test_build_props_commit_time_and_keygens() -> None:
     assert "hoodie.table.partition.fields" not in props
     assert _build(partition_by=())["hoodie.table.keygenerator.type"] == "NON_PARTITION"
     assert _build(partition_by=("a", "b"))["hoodie.table.keygenerator.type"] == "COMPLEX"
+
+
+@pytest.mark.parametrize(("populate", "mode", "expected"), [
+    (None, None, "ALL"), ("true", None, "ALL"), ("true", "COMMIT_TIME_ONLY", "ALL"),  # the boolean wins when true
+    ("false", None, "NONE"), ("false", "", "NONE"), ("false", " FILE_NAME_ONLY ", "FILE_NAME_ONLY"),
+    ("false", "COMMIT_TIME_AND_FILE_NAME", "COMMIT_TIME_AND_FILE_NAME"),
+])
+def test_meta_fields_mode_follows_upstream(populate: str | None, mode: str | None, expected: str) -> None:
+    """`MetaFieldsMode.fromConfig`: the legacy boolean first, then the mode, NONE when it is empty."""
+    props = dict(MINIMAL)
+    if populate is not None:
+        props["hoodie.populate.meta.fields"] = populate
+    if mode is not None:
+        props[cfg.KEY_META_FIELDS_MODE] = mode
+    assert cfg.TableConfig.from_props(props).meta_fields_mode == expected
+
+
+def test_version_10_states_its_meta_fields_mode() -> None:
+    assert _build(version=10)[cfg.KEY_META_FIELDS_MODE] == "ALL"
+    assert cfg.KEY_META_FIELDS_MODE not in _build(version=9)  # version 9 has no such key (TenToNine drops it)
 
 
 # --------------------------------------------------------------------------- files

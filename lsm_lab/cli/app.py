@@ -232,7 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="inspect a table: timeline, fsview, levels, footers, uncommitted",
                        description="Inspect the table at PATH.")
     p.add_argument("what", help="timeline, fsview, levels, footers, uncommitted (data files no completed "
-                                "instant committed: a copied folder, a stray file; reads ignore them) (and plan)")
+                                "instant committed: a copied folder, a stray file; reads ignore them), formats "
+                                "(v1/v2 logs per slice), hudi-options (what a Spark/Flink Hudi writer must be "
+                                "passed to write into this table) (and plan)")
     p.add_argument("path", help="table folder (for footers: a table folder or one Parquet file)")
     p.add_argument("--as-of", help="completion time (fsview, levels)")
     p.add_argument("--json", action="store_true", help="JSON output")

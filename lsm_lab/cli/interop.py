@@ -7,10 +7,11 @@
     lsm-lab upgrade PATH                                           version 8/9 -> Hudi's version 10 (rewrite)
     lsm-lab upgrade PATH --instants-only                           JSON completed instants -> upstream's Avro
     lsm-lab show formats PATH                                      the same, as a `show` subject
+    lsm-lab show hudi-options PATH [--json]                        what a Spark/Flink Hudi writer must be passed
     lsm-lab bench interop [--rows N]                               v1 vs v2 bytes, lsm_lab vs hudi-rs read time
 
-`lsm_lab/cli/app.py` calls `register(subparsers)`; `SHOW` adds `formats` to
-`lsm-lab show`, `register_bench` adds `bench interop` and `bench peers`.
+`lsm_lab/cli/app.py` calls `register(subparsers)`; `SHOW` adds `formats` and
+`hudi-options` to `lsm-lab show`, `register_bench` adds `bench interop` and `bench peers`.
 
 Taught in: notebooks/09_real_hudi_tables.ipynb
 """
@@ -28,6 +29,7 @@ from lsm_lab.bench.interop import format_report, run
 from lsm_lab.errors import InputError, UnsupportedFeatureError
 from lsm_lab.interop.hudi_tables import compare_rows, find_shared, hudi_rs_read, unpack_tables
 from lsm_lab.interop.upgrade import avro_timeline, dump_formats, upgrade, upgrade_to_v10
+from lsm_lab.interop.writer_options import hudi_writer_options
 
 
 def _compare(path: str, as_of: str | None, read_optimized: bool) -> list[str]:
@@ -91,7 +93,18 @@ def show_formats(args: argparse.Namespace) -> int:
     return cmd_formats(args)
 
 
-SHOW = {"formats": show_formats}
+def show_hudi_options(args: argparse.Namespace) -> int:
+    """The writer options a Spark/Flink Hudi writer needs for this table (`interop.writer_options`)."""
+    options = hudi_writer_options(open_table(args.path).config)
+    if args.json:
+        print(json.dumps(options, indent=2))
+    else:
+        for key, value in options.items():
+            print(f"{key}={value}")
+    return 0
+
+
+SHOW = {"formats": show_formats, "hudi-options": show_hudi_options}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

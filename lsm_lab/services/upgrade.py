@@ -243,6 +243,7 @@ def _finish_v10(t: TableState) -> None:
             cfg.KEY_LOG_FORMAT: "2",
             KEY_UPGRADED_AT: t.latest_completion() or "",
         })
+        props.setdefault(cfg.KEY_META_FIELDS_MODE, current.meta_fields_mode)  # version 10 states it (MetaFieldsMode)
         if current.ordering_field and not props.get("hoodie.table.ordering.fields"):
             props["hoodie.table.ordering.fields"] = current.ordering_field
         if current.bucket_index:

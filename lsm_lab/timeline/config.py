@@ -69,6 +69,9 @@ KEY_LOG_FORMAT = "lsm_lab.log.format.version"  # 1 (#HUDI# blocks) | 2 (native P
 KEY_UPGRADE_PENDING = "lsm_lab.upgrade.pending"  # begin time of an upgrade to version 10 not yet finished
 KEY_CDC_ENABLED = "hoodie.table.cdc.enabled"  # true | false (HoodieTableConfig.CDC_ENABLED)
 KEY_CDC_MODE = "hoodie.table.cdc.supplemental.logging.mode"  # HoodieCDCSupplementalLoggingMode
+KEY_META_FIELDS_MODE = "hoodie.meta.fields.mode"  # version 10: which meta columns are populated (MetaFieldsMode)
+# upstream's `org.apache.hudi.common.model.MetaFieldsMode`, in its order; ALL is `populate.meta.fields=true`
+META_FIELDS_MODES = ("ALL", "NONE", "COMMIT_TIME_ONLY", "FILE_NAME_ONLY", "COMMIT_TIME_AND_FILE_NAME")
 CDC_MODES = ("DATA_BEFORE_AFTER", "DATA_BEFORE", "OP_KEY_ONLY")
 _LEGACY_CDC_MODES = {"CDC_DATA_BEFORE_AFTER": "DATA_BEFORE_AFTER", "CDC_DATA_BEFORE": "DATA_BEFORE",
                      "CDC_OP_KEY": "OP_KEY_ONLY"}  # the values of Hudi 0.13's HoodieCDCSupplementalLoggingMode
@@ -268,6 +271,18 @@ class TableConfig:
     def populate_meta_fields(self) -> bool:
         return self.props.get("hoodie.populate.meta.fields", "true").lower() != "false"
 
+    @property
+    def meta_fields_mode(self) -> str:
+        """Which meta columns files populate, by upstream's rule (`MetaFieldsMode.fromConfig`).
+
+        `hoodie.populate.meta.fields=true` means ALL whatever `hoodie.meta.fields.mode` says; false with
+        no mode means NONE; false with a mode means that mode. Readers need no more than the boolean:
+        every mode but ALL leaves the record key unpopulated, so keys are rebuilt from the key fields.
+        """
+        if self.populate_meta_fields:
+            return "ALL"
+        return (self.props.get(KEY_META_FIELDS_MODE) or "").strip() or "NONE"
+
     def with_props(self, **updates: str) -> TableConfig:
         props = dict(self.props)
         props.update(updates)
@@ -331,6 +346,10 @@ class TableConfig:
                 *CDC_MODES, *_LEGACY_CDC_MODES):
             raise TableConfigError(f"{KEY_CDC_MODE} must be one of {', '.join(CDC_MODES)}, not "
                                    f"{props[KEY_CDC_MODE]!r}", path=path)
+        mode = (props.get(KEY_META_FIELDS_MODE) or "").strip()
+        if mode and mode not in META_FIELDS_MODES:
+            raise TableConfigError(f"{KEY_META_FIELDS_MODE} must be one of {', '.join(META_FIELDS_MODES)}, not "
+                                   f"{mode!r}", path=path)
         for key, allowed in ((KEY_LOG_FORMAT, ("1", "2")), (KEY_INSTANT_FORMAT, ("json", "avro"))):
             if props.get(key) is not None and props[key] not in allowed:
                 raise TableConfigError(f"{key} must be {' or '.join(allowed)}, not {props[key]!r}", path=path)
@@ -457,7 +476,9 @@ def build_props(
         "hoodie.populate.meta.fields": "true",
         "hoodie.index.type": "BUCKET" if layout == "lsm_tree" else "SIMPLE",
         "hoodie.bucket.index.num.buckets": str(num_buckets),
-        **({"hoodie.table.base.file.format": "PARQUET"} if version >= UPSTREAM_LSM_VERSION else {}),
+        # version 10 states the meta-fields mode beside the legacy boolean (MetaFieldsMode; version 9 has no such key)
+        **({"hoodie.table.base.file.format": "PARQUET", KEY_META_FIELDS_MODE: "ALL"}
+           if version >= UPSTREAM_LSM_VERSION else {}),
         **({"hoodie.index.bucket.engine": "SIMPLE", "hoodie.bucket.index.hash.field": ",".join(record_key)}
            if version >= UPSTREAM_LSM_VERSION and layout == "lsm_tree" else {}),
         "hoodie.table.checksum": str(table_checksum(database, name)),
