@@ -661,3 +661,18 @@ def test_constant_text_needs_proof_from_the_statistics(tmp_path: Path) -> None:
     bare = tmp_path / "nostats.parquet"
     pq.write_table(data, bare, write_statistics=False)
     assert FooterCache().get(bare).constant_text(0, data.column_names) == {}
+
+
+def test_the_trace_names_the_file_of_every_row_group(tmp_path: Path) -> None:
+    """After a hit in a row group with constant columns, later trace lines still name the file (issue 34, item 5)."""
+    from lsm_lab.table.stats import LookupStats
+
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", layout="lsm_tree", num_buckets=1)
+    t.insert([{"id": f"k{i:05d}", "v": i, "pad": f"{i:05d}" * 200} for i in range(5_000)])  # ~5 MB: row groups
+    stats = LookupStats(trace=[])
+    got = t.lookup(["k00003", "k02500", "k04990"], columns=["id", "v", "_hoodie_file_name"], stats=stats)
+    assert got.column("id").to_pylist() == ["k00003", "k02500", "k04990"]
+    (base,) = {f.path.name for fs in t.latest_slices() for f in [fs.base_file] if f is not None}
+    lines = [line for line in stats.trace or [] if "row group" in line and "skipped" not in line]
+    assert len(lines) >= 2, stats.trace
+    assert all(line.startswith(f"{base}: row group") for line in lines), lines

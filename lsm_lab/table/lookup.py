@@ -316,8 +316,8 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
             stats.data_bytes += rest_bytes
             rest = rest.take(take)
             cols.update(zip(rest.column_names, rest.columns))  # (a lookup by name per column cost ~3%)
-        for name, value in constants.items():  # one value in every row of the group, by its statistics
-            cols[name] = pa.repeat(pa.scalar(value, info.text_types[name]), len(idx))
+        for column, value in constants.items():  # one value in every row of the group, by its statistics
+            cols[column] = pa.repeat(pa.scalar(value, info.text_types[column]), len(idx))
         pieces.append(pa.Table.from_arrays(list(cols.values()), names=list(cols)))
     if not pieces:
         return None
