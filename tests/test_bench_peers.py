@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -104,3 +105,31 @@ def test_a_kept_work_folder_can_be_used_again(tmp_path: Path) -> None:
     assert (tmp_path / "notes.txt").read_text() == "mine" and (tmp_path / "data").is_dir()
     figures = peers.lsm_lab_worker(tmp_path / "data", tmp_path / "lsm_lab", tmp_path / "lsm_lab_keys.parquet")
     assert figures["rows"] == len(_model(tmp_path / "data"))
+
+
+def test_a_relative_peer_interpreter_is_taken_from_the_callers_folder(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--peer-python .venv-peers/bin/python` names a file in the caller's folder, though the workers run in
+    the work folder (issue 34, item 13); made absolute, not resolved (a venv's python is a symlink)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").symlink_to(sys.executable)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(Exception, match="does not exist"):
+        peers.run(rows=100, peer_python=Path("nowhere/python"), hudi=False)
+    started: list[list[str]] = []
+    real_run = subprocess.run
+
+    def fake_run(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+        started.append(cmd)
+        if cmd[0] == sys.executable:  # lsm_lab's own worker runs for real (100 rows)
+            return real_run(cmd, **kw)
+        return subprocess.CompletedProcess(cmd, 1, "", "stopped by the test")
+
+    monkeypatch.setattr(peers.subprocess, "run", fake_run)
+    with pytest.raises(Exception, match="stopped by the test"):
+        peers.run(rows=100, peer_python=Path("bin/python"), hudi=False, work_dir=tmp_path / "work")
+    peer_cmds = [c for c in started if c[0] != sys.executable]
+    assert peer_cmds and all(c[0] == str(tmp_path / "bin" / "python") for c in peer_cmds)

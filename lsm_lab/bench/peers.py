@@ -186,6 +186,12 @@ def run(*, rows: int = 1_000_000, peer_python: Path | None = None, hudi: bool = 
     if peer is None:
         raise InputError("no peers' interpreter: run `make bench-peers` (creates .venv-peers with pypaimon, "
                          "pypaimon-rust and pyarrow<20) or pass --peer-python / set LSM_LAB_PEER_PYTHON")
+    # the workers run in the work folder: a relative path would name another file there. Absolute, not
+    # resolved: a venv's python is a symlink whose target does not know the venv's packages.
+    peer = Path(os.path.abspath(peer))
+    if not peer.is_file():
+        raise InputError(f"the peers' interpreter {peer} does not exist (run `make bench-peers`, which creates "
+                         ".venv-peers, or pass --peer-python)")
     own = work_dir is None
     folder = Path(tempfile.mkdtemp(prefix="lsm_lab_bench_peers_")) if work_dir is None else Path(work_dir).resolve()
     if not own:
