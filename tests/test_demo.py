@@ -146,3 +146,14 @@ def test_demo_without_dir_leaves_nothing_behind(tmp_path: Path) -> None:
     assert kept.returncode == 0, kept.stderr[-3000:]
     [folder] = list(tmp_path.iterdir())
     assert f"kept {folder}" in kept.stdout and open_table(folder / "trips").read().num_rows > 0
+
+
+def test_the_s3_demo_names_no_local_folder(capsys: pytest.CaptureFixture[str]) -> None:
+    """`make demo-s3` ends without "removed /tmp/…": its table was in the server's memory (issue 34, item 10)."""
+    from lsm_lab.cli.app import main
+
+    assert main(["demo", "--storage", "s3", "--rows", "300", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "removed" not in out and "--keep" not in out
+    assert main(["demo", "--storage", "s3", "--keep"]) == 2
+    assert "the S3 demo's bucket is gone" in capsys.readouterr().err

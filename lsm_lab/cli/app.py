@@ -34,7 +34,7 @@ from lsm_lab.cli import lookup as lookup_command
 from lsm_lab.cli import merge as merge_command
 from lsm_lab.cli import services as services_command
 from lsm_lab.cli import spark as spark_command
-from lsm_lab.cli.console import parse_options, print_frame, read_input_file, write_output_file
+from lsm_lab.cli.console import TABLE_HELP, parse_options, print_frame, read_input_file, write_output_file
 from lsm_lab.errors import InputError, LsmLabError
 from lsm_lab.lab.demo import demo_folder, run_demo
 from lsm_lab.merge import ENGINES
@@ -50,6 +50,11 @@ FEATURES: tuple[Any, ...] = (merge_command, services_command, interop_command, l
 def cmd_demo(args: argparse.Namespace) -> int:
     if args.storage == "s3" and args.figures:
         raise InputError("--figures draws a local table; the S3 demo's bucket is gone when the demo ends")
+    if args.storage == "s3":  # the table lives in the local S3 server's memory: no folder to keep or remove
+        if args.dir or args.keep:
+            raise InputError("--dir and --keep keep a local table; the S3 demo's bucket is gone when the demo ends")
+        run_demo(None, rows=args.rows, rounds=args.rounds, engine=args.engine, storage="s3")
+        return 0
     with demo_folder(args.dir, keep=args.keep) as folder:
         table = run_demo(folder, rows=args.rows, rounds=args.rounds, engine=args.engine,
                          storage=args.storage)
@@ -184,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("create", help="create a new table", description="Create a new lsm_lab table.")
-    p.add_argument("path", help="table folder or URI (s3://bucket/prefix, gs://, az://)")
+    p.add_argument("path", help=TABLE_HELP)
     p.add_argument("--name", required=True, help="table name")
     p.add_argument("--key", required=True, help="record key field(s), comma separated")
     p.add_argument("--partition-by", help="partition field(s), comma separated")
@@ -201,14 +206,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("write", help="write a Parquet/CSV/JSON-lines file into a table",
                        description="Write the records of FILE (.parquet, .csv, .jsonl) into the table at PATH.")
-    p.add_argument("path", help="table folder or URI (s3://bucket/prefix, gs://, az://)")
+    p.add_argument("path", help=TABLE_HELP)
     p.add_argument("file", help="input file (.parquet, .csv, .jsonl)")
     p.add_argument("--op", default="upsert", choices=["upsert", "insert", "delete", "bulk_insert"],
                    help="write operation (default upsert); for delete the file holds the keys")
     p.set_defaults(func=cmd_write)
 
     p = sub.add_parser("read", help="read a snapshot (or time travel)", description="Read the table at PATH.")
-    p.add_argument("path", help="table folder or URI (s3://bucket/prefix, gs://, az://)")
+    p.add_argument("path", help=TABLE_HELP)
     p.add_argument("--as-of", help="completion time to travel to (yyyyMMddHHmmssSSS; 0: before every instant)")
     p.add_argument("--columns", help="comma separated columns")
     p.add_argument("--merge", choices=ENGINES, help="force a merge engine")
@@ -235,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "instant committed: a copied folder, a stray file; reads ignore them), formats "
                                 "(v1/v2 logs per slice), hudi-options (what a Spark/Flink Hudi writer must be "
                                 "passed to write into this table) (and plan)")
-    p.add_argument("path", help="table folder (for footers: a table folder or one Parquet file)")
+    p.add_argument("path", help=TABLE_HELP + " (for footers: also one Parquet file)")
     p.add_argument("--as-of", help="completion time (fsview, levels)")
     p.add_argument("--json", action="store_true", help="JSON output")
     p.add_argument("--archived", action="store_true", help="timeline: include archived (LSM history) instants")

@@ -88,4 +88,7 @@ def print_frame(df: Any, as_json: bool) -> None:
             print(df.to_string(index=False) if len(df) else "(empty)")
 
 
-__all__ = ["parse_options", "print_frame", "read_input_file", "write_output_file"]
+#: the help text of every command's table argument (tables live on local disk or an object store)
+TABLE_HELP = "table folder or URI (s3://bucket/prefix, gs://, az://)"
+
+__all__ = ["TABLE_HELP", "parse_options", "print_frame", "read_input_file", "write_output_file"]

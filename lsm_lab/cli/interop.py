@@ -26,6 +26,7 @@ from pathlib import Path
 from lsm_lab.api import open_table
 from lsm_lab.bench import peers
 from lsm_lab.bench.interop import format_report, run
+from lsm_lab.cli.console import TABLE_HELP
 from lsm_lab.errors import InputError, UnsupportedFeatureError
 from lsm_lab.interop.hudi_tables import compare_rows, find_shared, hudi_rs_read, unpack_tables
 from lsm_lab.interop.upgrade import avro_timeline, dump_formats, upgrade, upgrade_to_v10
@@ -116,7 +117,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     c = isub.add_parser("compare", help="compare lsm_lab's rows with hudi-rs's (exit 1 on a difference)",
                         description="Read the table at PATH with lsm_lab and with hudi-rs and compare by record key.")
-    c.add_argument("path", help="table folder")
+    c.add_argument("path", help="local table folder (hudi-rs reads it here)")
     c.add_argument("--as-of", help="time travel to this completion time")
     c.add_argument("--read-optimized", action="store_true", help="base files only")
     c.set_defaults(func=cmd_compare)
@@ -131,7 +132,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     u = isub.add_parser("upgrade", help="switch a version 8 table to v2 logs (table version 9)",
                         description="New log files become native Parquet (v2) logs in the same file groups; "
                                     "existing files are kept.")
-    u.add_argument("path", help="table folder")
+    u.add_argument("path", help=TABLE_HELP)
     u.add_argument("--layout", choices=["lsm_tree", "default"], help="also switch the storage layout")
     u.set_defaults(func=cmd_upgrade)
 
@@ -141,14 +142,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                                    "names and footers from then on. Crash-safe; run it again to finish an "
                                    "interrupted upgrade. Completed instants still in JSON (tables created "
                                    "before lsm_lab wrote Avro) are rewritten as upstream's Avro commit metadata.")
-    v.add_argument("path", help="table folder")
+    v.add_argument("path", help=TABLE_HELP)
     v.add_argument("--instants-only", action="store_true",
                    help="only rewrite JSON completed instants as Avro (any version >= 8; the table version stays)")
     v.set_defaults(func=cmd_upgrade_v10)
 
     f = isub.add_parser("formats", help="v1 and v2 log files per file slice",
                         description="One line per file slice: base file, v1 and v2 log counts, MIXED when both.")
-    f.add_argument("path", help="table folder")
+    f.add_argument("path", help=TABLE_HELP)
     f.add_argument("--as-of", help="completion time")
     f.set_defaults(func=cmd_formats)
 

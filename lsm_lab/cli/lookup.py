@@ -27,7 +27,7 @@ from typing import Any
 from lsm_lab.api import open_table
 from lsm_lab.bench.lookup import __doc__ as bench_doc
 from lsm_lab.bench.lookup import add_arguments, run
-from lsm_lab.cli.console import print_frame
+from lsm_lab.cli.console import TABLE_HELP, print_frame
 from lsm_lab.errors import CorruptFileError
 from lsm_lab.filegroup import fsview
 from lsm_lab.storage import as_path
@@ -93,7 +93,7 @@ def register(sub: Any) -> None:
                        description="Look up record keys in the table at PATH (composite keys as f1:v1,f2:v2) "
                                    "and report what was read: files skipped by bucket, key range and bloom "
                                    "filter, row groups read, bytes.")
-    p.add_argument("path", help="table folder")
+    p.add_argument("path", help=TABLE_HELP)
     p.add_argument("keys", nargs="+", metavar="KEY", help="record key(s)")
     p.add_argument("--as-of", help="completion time to travel to (yyyyMMddHHmmssSSS)")
     p.add_argument("--columns", help="comma separated columns")

@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable
 
 from lsm_lab.api import Table, open_table
-from lsm_lab.cli.console import parse_options
+from lsm_lab.cli.console import TABLE_HELP, parse_options
 from lsm_lab.filegroup.planner import format_plan, read_plan
 from lsm_lab.merge import ENGINES
 from lsm_lab.services import clustering
@@ -149,7 +149,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        description="Compact the table at PATH: finish pending plans, then plan and run a new one. "
                                    "hybrid picks FULL (logs + base → new base) or LOG (logs → one log) per file "
                                    "group; full and log force one kind.")
-    p.add_argument("path", help="table folder")
+    p.add_argument("path", help=TABLE_HELP)
     p.add_argument("--plan-only", action="store_true", help="only save the plan (<t>.compaction.requested)")
     p.add_argument("--strategy", choices=["hybrid", "full", "log"], default="hybrid",
                    help="hybrid (default), full or log")
@@ -164,7 +164,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                                    "a new one. Small file groups of a partition are merged (all slices, deletes "
                                    "applied) into key-sorted file groups with disjoint key ranges; with the bucket "
                                    "index each bucket is merged on its own. Committed as a replacecommit.")
-    p.add_argument("path", help="table folder")
+    p.add_argument("path", help=TABLE_HELP)
     p.add_argument("--plan-only", action="store_true", help="only save the plan (<t>.clustering.requested)")
     p.add_argument("--merge", choices=ENGINES,
                    help="force a merge engine (default: sorted for sorted inputs, hash otherwise)")
@@ -176,14 +176,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        description="Without --instant: roll back every pending write whose process is dead. "
                                    "With --instant: roll back that instant (pending and dead, or the latest "
                                    "completed write).")
-    p.add_argument("path", help="table folder")
+    p.add_argument("path", help=TABLE_HELP)
     p.add_argument("--instant", help="begin time of the instant to roll back")
     p.set_defaults(func=cmd_rollback)
 
     p = sub.add_parser("clean", help="delete data files no retained snapshot needs",
                        description="Clean the table at PATH with a retention policy (default from "
                                    "hoodie.properties: KEEP_LATEST_COMMITS, 10 commits).")
-    p.add_argument("path", help="table folder")
+    p.add_argument("path", help=TABLE_HELP)
     p.add_argument("--policy", choices=["KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS"],
                    help="retention policy")
     p.add_argument("--retained", type=int, help="commits (or file versions) to retain")
@@ -191,7 +191,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser("savepoint", help="savepoint a write (files kept, restore possible); list or delete",
                        description="Savepoint the latest (or the given) completed write of the table at PATH.")
-    p.add_argument("path", help="table folder")
+    p.add_argument("path", help=TABLE_HELP)
     p.add_argument("--instant", help="begin time of the write to savepoint (default: the latest)")
     p.add_argument("--comment", help="a comment stored with the savepoint")
     p.add_argument("--list", action="store_true", help="list the savepoints")
@@ -201,13 +201,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("restore", help="restore the table to a savepoint",
                        description="Roll back every instant after the savepointed INSTANT (a restore instant "
                                    "records what was undone).")
-    p.add_argument("path", help="table folder")
+    p.add_argument("path", help=TABLE_HELP)
     p.add_argument("instant", help="the savepointed instant (or the savepoint's own instant)")
     p.set_defaults(func=cmd_restore)
 
     p = sub.add_parser("archive", help="move old completed instants into the LSM timeline",
                        description="Archive completed instants of the table at PATH into "
                                    ".hoodie/timeline/history/ (keeps hoodie.keep.min.commits active by default).")
-    p.add_argument("path", help="table folder")
+    p.add_argument("path", help=TABLE_HELP)
     p.add_argument("--keep", type=int, help="completed instants to keep on the active timeline")
     p.set_defaults(func=cmd_archive)

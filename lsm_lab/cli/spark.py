@@ -25,7 +25,7 @@ from typing import Any
 from lsm_lab.api import open_table
 from lsm_lab.bench import compaction
 from lsm_lab.bench.compaction import run_from_args
-from lsm_lab.cli.console import parse_options, read_input_file
+from lsm_lab.cli.console import TABLE_HELP, parse_options, read_input_file
 from lsm_lab.services import clustering
 
 
@@ -102,7 +102,10 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     """Add ``spark {write,compact,clustering,read,cluster}``."""
     p = subparsers.add_parser("spark", help="run writes, compaction and reads on Spark (local or a cluster)",
-                              description=__doc__.split("\n\n")[0] if __doc__ else None)
+                              description="Run lsm_lab's writes, compaction, clustering and reads as Spark jobs: "
+                                          "plans on the driver, one task per file group, one commit. --master "
+                                          "local[N] (default) or spark://host:port (`lsm-lab spark cluster` starts "
+                                          "one on this machine).")
     sub = p.add_subparsers(dest="spark_command", metavar="ACTION")
     sub.required = True
 
@@ -111,7 +114,7 @@ def register(subparsers: Any) -> None:
                                         "$SPARK_MASTER)")
 
     q = sub.add_parser("write", help="write a Parquet/CSV/JSON-lines file through the Spark writer")
-    q.add_argument("path", help="table folder (reachable from every executor)")
+    q.add_argument("path", help=TABLE_HELP + ", reachable from every executor")
     q.add_argument("file", help="input file (.parquet, .csv, .jsonl)")
     q.add_argument("--op", default="upsert", choices=["upsert", "insert", "delete", "bulk_insert"],
                    help="write operation (default upsert); for delete the file holds the keys")
@@ -119,7 +122,7 @@ def register(subparsers: Any) -> None:
     q.set_defaults(func=_cmd_write)
 
     q = sub.add_parser("compact", help="plan on the driver, one Spark task per file group, commit")
-    q.add_argument("path", help="table folder")
+    q.add_argument("path", help=TABLE_HELP)
     q.add_argument("--strategy", default="hybrid", choices=["hybrid", "full", "log"],
                    help="hybrid: FULL or LOG per file group (default); full: L0+L1 → L1; log: L0 → L0")
     q.add_argument("--merge", choices=["sorted", "hash", "loser_tree", "heapq"], help="force a merge engine")
@@ -129,7 +132,7 @@ def register(subparsers: Any) -> None:
     q = sub.add_parser("clustering", help="plan clustering on the driver, one Spark task per input group, commit",
                        description="Cluster the table at PATH on Spark (as `lsm-lab cluster`, with the groups "
                                    "rewritten by Spark tasks): pending plans first, then a new one.")
-    q.add_argument("path", help="table folder")
+    q.add_argument("path", help=TABLE_HELP)
     q.add_argument("--merge", choices=["sorted", "hash", "loser_tree", "heapq"], help="force a merge engine")
     q.add_argument("--option", action="append", default=[], metavar="K=V",
                    help="plan limit override, e.g. hoodie.clustering.plan.strategy.small.file.limit=1048576")
@@ -137,7 +140,7 @@ def register(subparsers: Any) -> None:
     q.set_defaults(func=_cmd_clustering)
 
     q = sub.add_parser("read", help="snapshot (per-slice merge in tasks) or read-optimized read into Spark")
-    q.add_argument("path", help="table folder")
+    q.add_argument("path", help=TABLE_HELP)
     q.add_argument("--as-of", help="completion time to travel to")
     q.add_argument("--columns", help="comma separated columns")
     q.add_argument("--read-optimized", action="store_true", help="base files only, with Spark's Parquet reader")
