@@ -426,3 +426,12 @@ def test_keys_still_work_with_the_probe_off(s3_server: S3Server, metadata_servic
     t.insert([{"id": "a", "v": 1}])
     assert lsm_lab.open_table(uri, storage_options=s3_server.options()).read().num_rows == 1
     assert metadata_service == []
+
+
+def test_a_folder_above_a_table_names_the_table(tmp_path: Path) -> None:
+    """An unzipped real table sits one folder down: the error says where (issue 34, item 8)."""
+    lsm_lab.create_table(tmp_path / "unzipped" / "v8_trips", name="t", record_key="id")
+    with pytest.raises(lsm_lab.TableNotFoundError, match=r"a table is below it: .*unzipped/v8_trips$"):
+        lsm_lab.open_table(tmp_path / "unzipped")
+    with pytest.raises(lsm_lab.TableNotFoundError, match=r"no \.hoodie folder$"):
+        lsm_lab.open_table(tmp_path / "unzipped" / "v8_trips" / ".hoodie" / "timeline")

@@ -538,7 +538,7 @@ def read_config(base_path: str | os.PathLike[str] | StoragePath) -> TableConfig:
     if not base_path.exists():
         raise TableNotFoundError("no such folder", path=base_path)
     if not (base_path / META_FOLDER).is_dir():
-        raise TableNotFoundError("not a table: there is no .hoodie folder", path=base_path)
+        raise TableNotFoundError("not a table: there is no .hoodie folder" + _tables_below(base_path), path=base_path)
     ppath = properties_path(base_path)
     if not ppath.is_file():
         raise TableConfigError("the table has a .hoodie folder but no hoodie.properties", path=ppath)
@@ -547,6 +547,22 @@ def read_config(base_path: str | os.PathLike[str] | StoragePath) -> TableConfig:
     except (OSError, UnicodeDecodeError) as exc:
         raise TableConfigError(f"cannot read hoodie.properties: {exc}", path=ppath) from None
     return TableConfig.from_props(parse_properties(text), path=str(ppath))
+
+
+def _tables_below(folder: TablePath) -> str:
+    """A hint naming the tables one or two folders down (an unzipped table often sits in a folder of its own)."""
+    if not folder.is_dir():
+        return ""
+    found: list[str] = []
+    for depth in ("*", "*/*"):
+        found += sorted(str(p.parent.parent) for p in folder.glob(f"{depth}/{META_FOLDER}/{PROPERTIES_FILE}")
+                        if "__MACOSX" not in p.parts)
+        if found:
+            break
+    if not found:
+        return ""
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return f"; a table is below it: {found[0]}{more}"
 
 
 def write_config(base_path: str | os.PathLike[str] | StoragePath, props: Mapping[str, str], *, create: bool) -> TableConfig:
