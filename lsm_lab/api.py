@@ -162,7 +162,7 @@ class Table(TableState):
         commit.note_first_write(self)  # before the input is checked: a rejected first batch must not block create
         batch = writer.prepare(self.config, self.schema, data, op)
         done = commit.run_write(self, op, batch.schema, lambda txn: self._write_files(
-            batch, txn.begin_time, op, snapshot=txn.snapshot, txn=txn))
+            batch, txn.begin_time, op, snapshot=txn.snapshot, txn=txn), input_rows=batch.input_rows)
         commit.after_write(self)
         return done
 

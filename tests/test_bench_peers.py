@@ -128,7 +128,7 @@ def test_a_relative_peer_interpreter_is_taken_from_the_callers_folder(tmp_path: 
             return real_run(cmd, **kw)
         return subprocess.CompletedProcess(cmd, 1, "", "stopped by the test")
 
-    monkeypatch.setattr(peers.subprocess, "run", fake_run)
+    monkeypatch.setattr(subprocess, "run", fake_run)  # (the module peers runs its workers with)
     with pytest.raises(Exception, match="stopped by the test"):
         peers.run(rows=100, peer_python=Path("bin/python"), hudi=False, work_dir=tmp_path / "work")
     peer_cmds = [c for c in started if c[0] != sys.executable]

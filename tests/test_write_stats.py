@@ -139,3 +139,24 @@ def test_one_per_key_equals_dedupe(rows: list[tuple[str, int | None]], presorted
     ordering = "ts" if event_time else None
     expected = records.dedupe(batch, records.RECORD_KEY, ordering, deletes=is_delete)
     assert write._one_per_key(config, batch, is_delete).equals(expected)
+
+
+@pytest.mark.parametrize(("table_type", "layout"), [("MERGE_ON_READ", "lsm_tree"), ("MERGE_ON_READ", "default"),
+                                                    ("COPY_ON_WRITE", "default")])
+def test_a_write_says_what_it_did(tmp_path: Path, table_type: str, layout: str) -> None:
+    """Rows in, then inserted / updated / deleted, and why fewer (issue 34, item 4): checked against a dict."""
+    from lsm_lab.services.commit import describe_write
+
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", ordering_field="ts", table_type=table_type,
+                             layout=layout)
+    def said(op: str, rows: list[dict[str, Any]]) -> str:
+        inst = getattr(t, op)(rows)
+        return describe_write(t.instant_metadata(inst))
+
+    first = [{"id": "a", "ts": 1}, {"id": "b", "ts": 1}, {"id": "a", "ts": 2}, {"id": "c", "ts": 1}]
+    assert said("upsert", first).startswith("upsert: 4 rows in → 3 inserted, 0 updated; 1 row repeated a key")
+    assert said("upsert", [{"id": "a", "ts": 3}, {"id": "z", "ts": 1}]) == "upsert: 2 rows in → 1 inserted, 1 updated"
+    assert said("delete", [{"id": "q", "ts": 1}, {"id": "r", "ts": 1}]).startswith(
+        "delete: 2 keys in → 0 deleted; 2 named no live row")
+    assert said("delete", [{"id": "a", "ts": 9}, {"id": "b", "ts": 9}]) == "delete: 2 keys in → 2 deleted"
+    assert sorted(t.read().column("id").to_pylist()) == ["c", "z"]

@@ -38,6 +38,7 @@ from lsm_lab.cli.console import TABLE_HELP, parse_options, print_frame, read_inp
 from lsm_lab.errors import InputError, LsmLabError
 from lsm_lab.lab.demo import demo_folder, run_demo
 from lsm_lab.merge import ENGINES
+from lsm_lab.services.commit import describe_write
 from lsm_lab.storage import default_options
 from lsm_lab.table.inspect import footers
 from lsm_lab.table.lookup import LookupStats
@@ -79,7 +80,7 @@ def cmd_write(args: argparse.Namespace) -> int:
     table = open_table(args.path)
     data = read_input_file(args.file)
     instant = getattr(table, args.op)(data)
-    print(f"{args.op}: {data.num_rows} rows → {instant}")
+    print(f"{describe_write(table.instant_metadata(instant))} → {instant}")
     return 0
 
 

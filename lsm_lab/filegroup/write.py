@@ -88,6 +88,7 @@ class PreparedBatch:
     rows: pa.Table
     schema: pa.Schema  # the table's user schema after this batch
     is_delete: bool
+    input_rows: int = 0  # rows handed in, before repeated keys were folded
 
 
 def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) -> PreparedBatch:
@@ -107,7 +108,7 @@ def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) 
     table = records.to_arrow(data, what="delete keys" if is_delete else "data")
     if table.num_rows == 0 and table.num_columns == 0:  # `[]`: an empty batch, with no columns to check
         empty = pa.table({RECORD_KEY: pa.array([], pa.string()), PARTITION_PATH: pa.array([], pa.string())})
-        return PreparedBatch(empty, current if current is not None else pa.schema([]), is_delete)
+        return PreparedBatch(empty, current if current is not None else pa.schema([]), is_delete, 0)
     schema = evolve(config, current, table.schema, is_delete)
     ordering = config.ordering_field if config.merge_mode == "EVENT_TIME_ORDERING" else None
     if schema is not None and not is_delete:
@@ -115,11 +116,12 @@ def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) 
     keys = records.record_keys(table, config.record_key)
     parts = records.partition_paths(table, config.partition_by, hive_style=config.hive_style)
     table = table.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
+    input_rows = table.num_rows
     if not (config.is_lsm and config.bucket_index):  # bucket-placed lsm tables: per file group (_one_per_key)
         table = records.dedupe(table, [PARTITION_PATH, RECORD_KEY],
                                ordering if ordering in table.column_names else None,
                                deletes=is_delete, keep_order=not config.is_lsm)
-    return PreparedBatch(table, schema if schema is not None else pa.schema([]), is_delete)
+    return PreparedBatch(table, schema if schema is not None else pa.schema([]), is_delete, input_rows)
 
 
 def evolve(config: TableConfig, current: pa.Schema | None, incoming: pa.Schema, is_delete: bool) -> pa.Schema | None:

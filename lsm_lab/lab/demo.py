@@ -37,6 +37,7 @@ from lsm_lab.api import Table, create_table
 from lsm_lab.errors import InputError
 from lsm_lab.lab.datagen import TripsGenerator
 from lsm_lab.lab.s3local import LocalS3
+from lsm_lab.services.commit import describe_write
 from lsm_lab.timeline.instant import Instant
 
 
@@ -131,11 +132,13 @@ def _run(path: Any, storage_options: dict[str, str] | None, *, rows: int, rounds
         inst = write("upsert", batch)
         _apply(model, batch)
         echo(f"  upsert #{r + 1}  {batch.num_rows:>9,} rows  → {inst.begin_time}{cost(before)}")
+        echo(f"             {describe_write(table.instant_metadata(inst))}")
     batch = gen.deletes(max(1, rows // 50))
     before = counts.snapshot()
     inst = write("delete", batch)
     _apply(model, batch, delete=True)
     echo(f"  delete     {batch.num_rows:>9,} keys  → {inst.begin_time}{cost(before)}")
+    echo(f"             {describe_write(table.instant_metadata(inst))}")
     echo(f"  writes took {time.perf_counter() - t0:.1f} s\n")
 
     echo("Timeline:")

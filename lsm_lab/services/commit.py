@@ -24,6 +24,7 @@ Taught in: notebooks/02_timeline.ipynb
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import pyarrow as pa
 
@@ -34,9 +35,50 @@ from lsm_lab.services.compaction import OperationRunner
 from lsm_lab.services.lock import table_lock
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.instant import COMMIT, DELTA_COMMIT, Instant
-from lsm_lab.timeline.metadata import WriteStat, commit_metadata
+from lsm_lab.timeline.metadata import WriteStat, commit_metadata, summarize
 
 WriteFiles = Callable[[occ.WriteTransaction], list[WriteStat]]
+
+
+INPUT_RECORDS_KEY = "lsm_lab.input.records"  # extraMetadata: the rows a write was handed
+
+
+def describe_write(metadata: Mapping[str, Any]) -> str:
+    """What a completed write did, in words: rows in, then inserted / updated / deleted, and why fewer.
+
+        upsert: 4 rows in → 2 inserted, 1 updated; 1 row repeated a key of the batch (one version kept)
+        delete: 2 keys in → 0 deleted; 2 named no live row
+
+    From the commit's write statistics (`numInserts`, `numUpdateWrites`, `numDeletes`: deletes that
+    remove a live row) and the input count lsm_lab records; a write by another engine (no input
+    count) says only what it wrote.
+    """
+    totals = summarize(metadata)
+    op = str(metadata.get("operationType") or "write").lower()
+    raw = (metadata.get("extraMetadata") or {}).get(INPUT_RECORDS_KEY)
+    given = int(raw) if raw is not None and str(raw).isdigit() else None
+    if op == "delete":
+        done = totals["records_deleted"]
+        text = f"{done:,} deleted"
+        if given is not None:
+            text = f"delete: {given:,} key{'s' if given != 1 else ''} in → " + text
+            if given > done:
+                n = given - done
+                text += f"; {n:,} named no live row (not in the table, or repeated in the batch)"
+            return text
+        return "delete: " + text
+    inserted, updated = totals["records_inserted"], totals["records_updated"]
+    text = f"{inserted:,} inserted, {updated:,} updated"
+    if totals["records_deleted"]:
+        text += f", {totals['records_deleted']:,} deleted"
+    if given is None:
+        return f"{op}: {text}"
+    text = f"{op}: {given:,} row{'s' if given != 1 else ''} in → {text}"
+    folded = given - inserted - updated
+    if folded > 0:
+        text += (f"; {folded:,} row{'s' if folded != 1 else ''} repeated a key of the batch "
+                 "(one version per key is written: the highest ordering value, else the last)")
+    return text
 
 
 def note_first_write(table: TableState) -> None:
@@ -46,11 +88,13 @@ def note_first_write(table: TableState) -> None:
         fsview.mark_first_write(table.path)
 
 
-def run_write(table: TableState, op: str, batch_schema: pa.Schema, write_files: WriteFiles) -> Instant:
+def run_write(table: TableState, op: str, batch_schema: pa.Schema, write_files: WriteFiles, *,
+              input_rows: int | None = None) -> Instant:
     """Run one optimistic write of operation `op` whose rows have `batch_schema` (empty: a delete on a table
     without a schema); `write_files(txn)` writes the data files and returns their stats. Returns the
     completed instant (`ConflictError` when another writer won). The caller has called `note_first_write`
-    before it checked its input (a rejected first batch must leave the table re-creatable)."""
+    before it checked its input (a rejected first batch must leave the table re-creatable). `input_rows`
+    (the rows handed in) is kept in the commit's `extraMetadata` (`lsm_lab.input.records`) for `describe_write`."""
     current = table.schema
     action = DELTA_COMMIT if table.config.is_mor else COMMIT
     with occ.WriteTransaction(table.path, table.active_timeline, action, {"operationType": op.upper()}) as txn:
@@ -61,6 +105,8 @@ def run_write(table: TableState, op: str, batch_schema: pa.Schema, write_files: 
             if len(schema):
                 schema = occ.merge_schemas(table.schema, schema)
             extra = {writer.SCHEMA_KEY: writer.schema_to_text(schema)} if len(schema) else {}
+            if input_rows is not None:
+                extra[INPUT_RECORDS_KEY] = str(input_rows)
             return txn.commit(commit_metadata(stats, operation=op, extra=extra))
 
 
