@@ -31,9 +31,8 @@ import dataclasses
 import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -62,6 +61,9 @@ from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, Instant, normalize_time
 from lsm_lab.timeline.instanttime import TimeLike
 from lsm_lab.timeline.metadata import WriteStat, summarize
+
+if TYPE_CHECKING:  # pandas (0.3 s to import) only when a frame is asked for: a read never returns one
+    import pandas as pd
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -129,6 +131,8 @@ class Table(TableState):
                 "records_written", "records_inserted", "records_updated", "records_deleted", "bytes_written"]
         if archived:
             cols.append("archived")
+        import pandas as pd  # start-up: only inspection returns frames
+
         return pd.DataFrame(rows, columns=cols)
 
     # ------------------------------------------------------------------ writes

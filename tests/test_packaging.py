@@ -120,3 +120,18 @@ def PYPROJECT_VERSION() -> str:
     m = re.search(r'^__version__ = "([^"]+)"', text, re.M)
     assert m, "lsm_lab/__init__.py has no __version__"
     return m.group(1)
+
+
+def test_opening_a_table_and_the_cli_do_not_import_pandas(tmp_path: Path) -> None:
+    """pandas costs ~0.3 s of start-up; only inspection (frames) needs it (issue 33, item 4)."""
+    import subprocess
+    import sys
+
+    import lsm_lab
+
+    lsm_lab.create_table(tmp_path / "t", name="t", record_key="id")
+    code = ("import sys, lsm_lab, lsm_lab.cli.app\n"
+            f"t = lsm_lab.open_table({str(tmp_path / 't')!r}); t.completed_writes(); t.latest_slices()\n"
+            "print('pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
