@@ -46,7 +46,7 @@ from lsm_lab.filegroup.planner import CompactionPlan
 from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.format import naming
 from lsm_lab.merge import records
-from lsm_lab.progress import progress
+from lsm_lab.progress import bar, progress
 from lsm_lab.services import archiver, clean, clustering, commit, compaction, occ, savepoint, upgrade
 from lsm_lab.services import rollback as rb
 from lsm_lab.services.lock import table_lock
@@ -201,10 +201,14 @@ class Table(TableState):
             writer.write_file_group, base_path=self.path, config=self.config, ctx=ctx, partition=partition,
             file_id=file_id, rows=group_rows, latest=latest, existing_keys=keys, instant=instant, op=op, task=task)
             for task, (partition, file_id, group_rows, latest, keys) in enumerate(tagged)]
-        stats = []
-        for group_stats in progress(writer.run_in_threads(calls), desc=f"{op} {instant}", unit="file group",
-                                    total=len(calls)):
-            stats.extend(group_stats)
+        stats: list[WriteStat] = []
+        sizes = [group_rows.num_rows for (_, _, group_rows, _, _) in tagged]
+        # a bar by rows (shown after a second on a terminal or in Jupyter), so that one big file group shows too
+        with bar(total=sum(sizes), desc=f"{op} {instant}", unit="row", unit_scale=True) as b:
+            for n, group_stats in zip(sizes, writer.run_in_threads(calls)):
+                stats.extend(group_stats)
+                if b is not None:
+                    b.update(n)
         return stats
 
     # ------------------------------------------------------------------ reads
@@ -240,7 +244,7 @@ class Table(TableState):
             table = scan.snapshot(ctx, slices, columns=None, filter=filter, engine=merge)
             return table.select(list(columns))
         return scan.snapshot(ctx, slices, columns=columns, filter=filter, engine=merge,
-                               progress=lambda s: progress(s, desc="read", unit="slice"))
+                               progress=lambda s: progress(s, desc="read", unit="slice", min_items=1))
 
     @_one_listing
     def lookup(self, keys: str | Iterable[str], *, as_of: TimeLike | None = None, columns: Sequence[str] | None = None,

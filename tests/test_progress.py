@@ -170,3 +170,17 @@ def test_a_script_is_not_a_notebook_and_does_not_import_ipython() -> None:
     code = "import IPython; from lsm_lab.progress import in_notebook; print(in_notebook())"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_child_env(), check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_a_write_into_one_file_group_shows_a_bar_by_rows(tmp_path: Path) -> None:
+    """One big file group (a 2M-row insert into an unpartitioned table) still shows a bar (issue 34, item 9)."""
+    code = textwrap.dedent(f"""
+        import lsm_lab
+        from lsm_lab import progress
+        progress.MIN_SECONDS = 0
+        t = lsm_lab.create_table({str(tmp_path / 't')!r}, name="t", record_key="id", num_buckets=1)
+        t.insert([{{"id": str(i)}} for i in range(5000)])
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env=_child_env(LSM_LAB_PROGRESS="1"))
+    assert "insert " in done.stderr and "row" in done.stderr and "5.00k" in done.stderr, done.stderr
