@@ -44,18 +44,19 @@ Taught in: notebooks/06_merge_semantics.ipynb, notebooks/10_sorted_vs_hash_on_sp
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lsm_lab.merge.keymap import KeyMap
 from lsm_lab.merge.semantics import MergeMode, MergeSpec, Source, SourceInput, check_keys_not_null, select_winners
 
 
 def _log_map(logs: Sequence[SourceInput], schema: pa.Schema,
-             spec: MergeSpec) -> tuple[pa.Table, np.ndarray, np.ndarray, pa.Array]:
-    """Fold every log record into (table of winners, deleted, reset, the winners' keys: the map's key set)."""
+             spec: MergeSpec) -> tuple[pa.Table, np.ndarray, np.ndarray, KeyMap]:
+    """Fold every log record into (table of winners, deleted, reset, the map: winner's key -> its row)."""
     batches: list[pa.RecordBatch] = []
     for inp in logs:
         for batch in inp.batches():
@@ -66,8 +67,8 @@ def _log_map(logs: Sequence[SourceInput], schema: pa.Schema,
     winners = select_winners(table, spec)
     folded = table.take(pa.array(winners.rows, type=pa.int64()))
     del table, batches
-    keys = folded.column(spec.key).combine_chunks()
-    return folded, winners.deleted, winners.reset, keys
+    # the map, built once: every base batch probes it (Hudi's ExternalSpillableMap.get per base record)
+    return folded, winners.deleted, winners.reset, KeyMap(folded.column(spec.key))
 
 
 def _log_wins(base: pa.RecordBatch, base_rows: np.ndarray, folded: pa.Table, log_rows: np.ndarray,
@@ -85,17 +86,20 @@ def _log_wins(base: pa.RecordBatch, base_rows: np.ndarray, folded: pa.Table, log
 
 
 def merge_hash(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSpec,
-               batch_size: int, base_source: Source | None = None) -> Iterator[pa.RecordBatch]:
-    """Merge with a map of log records, streaming the base (source 0). Output order is unspecified."""
+               batch_size: int, base_source: Source | None = None,
+               stats: dict[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
+    """Merge with a map of log records, streaming the base (source 0). Output order is unspecified.
+
+    `stats` (when given) receives, once the merge ends: ``map_records`` (folded log records in the map),
+    ``map_bytes`` (their Arrow buffers plus the hash table), ``map_probes`` (lookups of a batch of base keys)."""
     if not inputs:
         return
     out_schema = spec.output_schema(schema)
-    folded, deleted, reset, log_keys = _log_map(inputs[1:], schema, spec)
+    folded, deleted, reset, log_map = _log_map(inputs[1:], schema, spec)
     used = np.zeros(folded.num_rows, dtype=bool)
 
     base_batches: Iterator[pa.RecordBatch] = inputs[0].batches()
-    # a whole base (a Table or RecordBatch) is checked for repeated keys once, and probed once: one hash
-    # of the log keys for all its rows (`found_all`), instead of one per batch
+    # a whole base (a Table or RecordBatch) is checked for repeated keys once, and probed once (`found_all`)
     found_all: np.ndarray | None = None
     if isinstance(base_source, (pa.Table, pa.RecordBatch)) and base_source.num_rows:
         keys = base_source.column(spec.key)
@@ -107,8 +111,9 @@ def merge_hash(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSpec
             whole = whole.take(pa.array(np.sort(w.rows), type=pa.int64()))
             base_batches = iter(whole.to_batches(max_chunksize=batch_size))
             keys = whole.column(spec.key)
-        found_all = np.asarray(pc.index_in(keys, value_set=log_keys).fill_null(-1), dtype=np.int64)
+        found_all = log_map.find(keys)
     at = 0  # rows of the whole base consumed so far
+    probes = 0
 
     for batch in base_batches:
         if batch.num_rows == 0:
@@ -126,8 +131,9 @@ def merge_hash(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSpec
                 if len(w.rows) != batch.num_rows:
                     batch = batch.take(pa.array(np.sort(w.rows), type=pa.int64()))
                     keys_arr = batch.column(spec.key)
-            # the map lookup, vectorised: Arrow hashes the log keys and probes with the base keys
-            found = np.asarray(pc.index_in(keys_arr, value_set=log_keys).fill_null(-1), dtype=np.int64)
+            # the map lookup, vectorised: the batch's keys hashed and looked up in the map built once
+            found = log_map.find(keys_arr)
+            probes += 1
         matched = found >= 0
         base_rows = np.flatnonzero(matched)
         log_rows = found[matched]
@@ -148,6 +154,9 @@ def merge_hash(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSpec
     if len(rest):
         yield from _batched(folded.take(pa.array(rest, type=pa.int64())).drop_columns([spec.delete]),
                             out_schema, batch_size)
+    if stats is not None:
+        stats.update(map_records=folded.num_rows, map_bytes=int(folded.nbytes) + log_map.nbytes,
+                     map_probes=probes if found_all is None else 1)
 
 
 def _batched(table: pa.Table, schema: pa.Schema, batch_size: int) -> Iterator[pa.RecordBatch]:
