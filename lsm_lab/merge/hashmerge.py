@@ -1,19 +1,43 @@
 """The hash merge: Hudi's classic way to read a file slice.
 
-Hudi's merge-on-read reader (``HoodieMergedLogRecordScanner``) reads every log
-block of the slice into a map keyed by record key, folding records of the same
-key as it goes; then it streams the base file, merges each base record with
-the map entry of its key (removing the entry), and finally emits the entries
-no base record claimed (inserts that only exist in logs):
+Hudi's merge-on-read reader (``HoodieMergedLogRecordScanner``, upstream
+``hudi-common/.../common/table/log/HoodieMergedLogRecordScanner.java``) reads every
+log block of the slice into one map keyed by record key (its ``records``, an
+``ExternalSpillableMap<String, HoodieRecord>``), folding records of the same key
+as it goes (``processNextRecord``: ``records.get(key)``, pre-combine, ``put``);
+then the base file is streamed, each base record merged with the map entry of
+its key (one O(1) ``get``), and finally the entries no base record claimed are
+emitted (inserts that only exist in logs). The same here, vectorised:
 
-    logs 1..k-1 ──fold──▶ { key: (winning log record, reset?) }     memory: O(log records)
-                                   ▲ lookup / mark used
-    base (source 0) ──stream──▶ merge ──▶ output batches (base order)
-                                   └──▶ then: unused map entries (log-only keys)
+    logs 1..k-1 ──fold (select_winners)──▶ folded: one row per log key + deleted, reset
+                └──KeyMap(folded keys)──▶ hash table key -> row of folded: built ONCE
+    base (source 0) ──stream──▶ per batch: KeyMap.find(batch keys) ──▶ merge ──▶ output (base order)
+                                    └──▶ then: folded rows no base key found (log-only keys)
+
+The cost is linear: the log records are hashed once into the table
+(merge/keymap.py), each base key is hashed once and probed in O(1) expected,
+whatever the number of base batches. (Until issue 33 each base batch called
+``pyarrow.compute.index_in(batch keys, value_set=log keys)``, which rebuilds
+Arrow's hash set of every log key on every call: O(base batches x log records),
+86 s instead of about 1 s for chapter 10's 1.6M rows in 1,024-row batches;
+``benchmarks/hash_scaling.py`` times both.)
 
 It needs no sorted input, which is why the table falls back to it for slices
 written before the LSM layout was switched on; the price is a map of every log
 record in memory (the sorted engine needs O(k x batch)).
+
+**Memory budget.** The map holds the folded log records (one Arrow row per
+distinct log key, every column) plus 16 to 24 bytes per key of hash table
+(merge/keymap.py); `stats` reports both as ``map_records`` and ``map_bytes``.
+While the logs are read and folded, their rows before folding are held once
+too. The budget is therefore the size of the slice's log records; nothing is
+spilled. Hudi bounds the in-memory part of its map instead (``HoodieMemoryConfig``:
+for compaction ``hoodie.memory.compaction.max.size``, unset by default and then
+``hoodie.memory.compaction.fraction`` = 0.6 of the memory Spark leaves to user
+code, at least 100 MiB, 1 GiB without Spark; ``hoodie.memory.merge.max.size``,
+1 GiB, for merges while writing) and spills the entries beyond it to a disk map
+(BitCask files or RocksDB), each later ``get`` of a spilled key a disk read. A slice whose logs do not fit in memory should be
+merged with the sorted engine, which streams.
 
 **Folding in two halves.** The fold of semantics.py is a left fold over the
 sources, but here the logs are folded *before* the base is seen. That is exact
@@ -31,12 +55,11 @@ whole (one hash pass) and pre-folded if it repeats a key. A base given as
 a stream is assumed not to repeat a key *across* its batches, like a Hudi base
 file (checking that would need a set of every base key).
 
-Simplified compared with Apache Hudi: no spillable map (Hudi's
-``ExternalSpillableMap`` spills to RocksDB or disk past a memory budget), and
-the map is an Arrow table of pre-folded log records probed with Arrow's hash
-lookup (`pyarrow.compute.index_in`, the whole base at once when it is in
-memory, else a base batch at a time), not a map of Avro records probed one
-record at a time.
+Simplified compared with Apache Hudi: no spilling (above), and the map is
+an Arrow table of pre-folded log records with a NumPy hash table from key to
+row (merge/keymap.py), probed a batch of base keys at a time (the whole base
+at once when it is in memory), not a map of Avro records probed one record at
+a time.
 
 Taught in: notebooks/06_merge_semantics.ipynb, notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
