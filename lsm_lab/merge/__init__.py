@@ -54,7 +54,8 @@ def open_merge(sources: Sequence[Source], spec: MergeSpec, *, engine: str = "sor
     elif engine == "heapq":
         it = merge_heapq(inputs, schema, spec, batch_size, count_comparisons=count_comparisons, stats=stats)
     else:
-        it = merge_hash(inputs, schema, spec, batch_size, base_source=sources[0] if sources else None)
+        it = merge_hash(inputs, schema, spec, batch_size, base_source=sources[0] if sources else None,
+                        stats=stats)
     return spec.output_schema(schema), it
 
 

@@ -1,19 +1,43 @@
 """The hash merge: Hudi's classic way to read a file slice.
 
-Hudi's merge-on-read reader (``HoodieMergedLogRecordScanner``) reads every log
-block of the slice into a map keyed by record key, folding records of the same
-key as it goes; then it streams the base file, merges each base record with
-the map entry of its key (removing the entry), and finally emits the entries
-no base record claimed (inserts that only exist in logs):
+Hudi's merge-on-read reader (``HoodieMergedLogRecordScanner``, upstream
+``hudi-common/.../common/table/log/HoodieMergedLogRecordScanner.java``) reads every
+log block of the slice into one map keyed by record key (its ``records``, an
+``ExternalSpillableMap<String, HoodieRecord>``), folding records of the same key
+as it goes (``processNextRecord``: ``records.get(key)``, pre-combine, ``put``);
+then the base file is streamed, each base record merged with the map entry of
+its key (one O(1) ``get``), and finally the entries no base record claimed are
+emitted (inserts that only exist in logs). The same here, vectorised:
 
-    logs 1..k-1 ──fold──▶ { key: (winning log record, reset?) }     memory: O(log records)
-                                   ▲ lookup / mark used
-    base (source 0) ──stream──▶ merge ──▶ output batches (base order)
-                                   └──▶ then: unused map entries (log-only keys)
+    logs 1..k-1 ──fold (select_winners)──▶ folded: one row per log key + deleted, reset
+                └──KeyMap(folded keys)──▶ hash table key -> row of folded: built ONCE
+    base (source 0) ──stream──▶ per batch: KeyMap.find(batch keys) ──▶ merge ──▶ output (base order)
+                                    └──▶ then: folded rows no base key found (log-only keys)
+
+The cost is linear: the log records are hashed once into the table
+(merge/keymap.py), each base key is hashed once and probed in O(1) expected,
+whatever the number of base batches. (Until issue 33 each base batch called
+``pyarrow.compute.index_in(batch keys, value_set=log keys)``, which rebuilds
+Arrow's hash set of every log key on every call: O(base batches x log records),
+86 s instead of about 1 s for chapter 10's 1.6M rows in 1,024-row batches;
+``benchmarks/hash_scaling.py`` times both.)
 
 It needs no sorted input, which is why the table falls back to it for slices
 written before the LSM layout was switched on; the price is a map of every log
 record in memory (the sorted engine needs O(k x batch)).
+
+**Memory budget.** The map holds the folded log records (one Arrow row per
+distinct log key, every column) plus 16 to 24 bytes per key of hash table
+(merge/keymap.py); `stats` reports both as ``map_records`` and ``map_bytes``.
+While the logs are read and folded, their rows before folding are held once
+too. The budget is therefore the size of the slice's log records; nothing is
+spilled. Hudi bounds the in-memory part of its map instead (``HoodieMemoryConfig``:
+for compaction ``hoodie.memory.compaction.max.size``, unset by default and then
+``hoodie.memory.compaction.fraction`` = 0.6 of the memory Spark leaves to user
+code, at least 100 MiB, 1 GiB without Spark; ``hoodie.memory.merge.max.size``,
+1 GiB, for merges while writing) and spills the entries beyond it to a disk map
+(BitCask files or RocksDB), each later ``get`` of a spilled key a disk read. A slice whose logs do not fit in memory should be
+merged with the sorted engine, which streams.
 
 **Folding in two halves.** The fold of semantics.py is a left fold over the
 sources, but here the logs are folded *before* the base is seen. That is exact
@@ -31,12 +55,11 @@ whole (one hash pass) and pre-folded if it repeats a key. A base given as
 a stream is assumed not to repeat a key *across* its batches, like a Hudi base
 file (checking that would need a set of every base key).
 
-Simplified compared with Apache Hudi: no spillable map (Hudi's
-``ExternalSpillableMap`` spills to RocksDB or disk past a memory budget), and
-the map is an Arrow table of pre-folded log records probed with Arrow's hash
-lookup (`pyarrow.compute.index_in`, the whole base at once when it is in
-memory, else a base batch at a time), not a map of Avro records probed one
-record at a time.
+Simplified compared with Apache Hudi: no spilling (above), and the map is
+an Arrow table of pre-folded log records with a NumPy hash table from key to
+row (merge/keymap.py), probed a batch of base keys at a time (the whole base
+at once when it is in memory), not a map of Avro records probed one record at
+a time.
 
 Taught in: notebooks/06_merge_semantics.ipynb, notebooks/10_sorted_vs_hash_on_spark.ipynb
 """
@@ -44,18 +67,19 @@ Taught in: notebooks/06_merge_semantics.ipynb, notebooks/10_sorted_vs_hash_on_sp
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lsm_lab.merge.keymap import KeyMap
 from lsm_lab.merge.semantics import MergeMode, MergeSpec, Source, SourceInput, check_keys_not_null, select_winners
 
 
 def _log_map(logs: Sequence[SourceInput], schema: pa.Schema,
-             spec: MergeSpec) -> tuple[pa.Table, np.ndarray, np.ndarray, pa.Array]:
-    """Fold every log record into (table of winners, deleted, reset, the winners' keys: the map's key set)."""
+             spec: MergeSpec) -> tuple[pa.Table, np.ndarray, np.ndarray, KeyMap]:
+    """Fold every log record into (table of winners, deleted, reset, the map: winner's key -> its row)."""
     batches: list[pa.RecordBatch] = []
     for inp in logs:
         for batch in inp.batches():
@@ -66,8 +90,8 @@ def _log_map(logs: Sequence[SourceInput], schema: pa.Schema,
     winners = select_winners(table, spec)
     folded = table.take(pa.array(winners.rows, type=pa.int64()))
     del table, batches
-    keys = folded.column(spec.key).combine_chunks()
-    return folded, winners.deleted, winners.reset, keys
+    # the map, built once: every base batch probes it (Hudi's ExternalSpillableMap.get per base record)
+    return folded, winners.deleted, winners.reset, KeyMap(folded.column(spec.key))
 
 
 def _log_wins(base: pa.RecordBatch, base_rows: np.ndarray, folded: pa.Table, log_rows: np.ndarray,
@@ -85,17 +109,20 @@ def _log_wins(base: pa.RecordBatch, base_rows: np.ndarray, folded: pa.Table, log
 
 
 def merge_hash(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSpec,
-               batch_size: int, base_source: Source | None = None) -> Iterator[pa.RecordBatch]:
-    """Merge with a map of log records, streaming the base (source 0). Output order is unspecified."""
+               batch_size: int, base_source: Source | None = None,
+               stats: dict[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
+    """Merge with a map of log records, streaming the base (source 0). Output order is unspecified.
+
+    `stats` (when given) receives, once the merge ends: ``map_records`` (folded log records in the map),
+    ``map_bytes`` (their Arrow buffers plus the hash table), ``map_probes`` (lookups of a batch of base keys)."""
     if not inputs:
         return
     out_schema = spec.output_schema(schema)
-    folded, deleted, reset, log_keys = _log_map(inputs[1:], schema, spec)
+    folded, deleted, reset, log_map = _log_map(inputs[1:], schema, spec)
     used = np.zeros(folded.num_rows, dtype=bool)
 
     base_batches: Iterator[pa.RecordBatch] = inputs[0].batches()
-    # a whole base (a Table or RecordBatch) is checked for repeated keys once, and probed once: one hash
-    # of the log keys for all its rows (`found_all`), instead of one per batch
+    # a whole base (a Table or RecordBatch) is checked for repeated keys once, and probed once (`found_all`)
     found_all: np.ndarray | None = None
     if isinstance(base_source, (pa.Table, pa.RecordBatch)) and base_source.num_rows:
         keys = base_source.column(spec.key)
@@ -107,8 +134,9 @@ def merge_hash(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSpec
             whole = whole.take(pa.array(np.sort(w.rows), type=pa.int64()))
             base_batches = iter(whole.to_batches(max_chunksize=batch_size))
             keys = whole.column(spec.key)
-        found_all = np.asarray(pc.index_in(keys, value_set=log_keys).fill_null(-1), dtype=np.int64)
+        found_all = log_map.find(keys)
     at = 0  # rows of the whole base consumed so far
+    probes = 0
 
     for batch in base_batches:
         if batch.num_rows == 0:
@@ -126,8 +154,9 @@ def merge_hash(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSpec
                 if len(w.rows) != batch.num_rows:
                     batch = batch.take(pa.array(np.sort(w.rows), type=pa.int64()))
                     keys_arr = batch.column(spec.key)
-            # the map lookup, vectorised: Arrow hashes the log keys and probes with the base keys
-            found = np.asarray(pc.index_in(keys_arr, value_set=log_keys).fill_null(-1), dtype=np.int64)
+            # the map lookup, vectorised: the batch's keys hashed and looked up in the map built once
+            found = log_map.find(keys_arr)
+            probes += 1
         matched = found >= 0
         base_rows = np.flatnonzero(matched)
         log_rows = found[matched]
@@ -148,6 +177,9 @@ def merge_hash(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSpec
     if len(rest):
         yield from _batched(folded.take(pa.array(rest, type=pa.int64())).drop_columns([spec.delete]),
                             out_schema, batch_size)
+    if stats is not None:
+        stats.update(map_records=folded.num_rows, map_bytes=int(folded.nbytes) + log_map.nbytes,
+                     map_probes=probes if found_all is None else 1)
 
 
 def _batched(table: pa.Table, schema: pa.Schema, batch_size: int) -> Iterator[pa.RecordBatch]:
