@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import io
 import json
+import zipfile
 from pathlib import Path
 from typing import Any, cast
 
 import fastavro
+import pyarrow.parquet as pq
 import pytest
 from localpath import local
 
 import lsm_lab
-from lsm_lab.timeline.instant import REPLACE_COMMIT
+from lsm_lab.timeline.instant import REPLACE_COMMIT, parse_file_name
 from lsm_lab.timeline.metadata import AVRO_MAGIC
 
 NS = "org.apache.hudi.avro.model"
@@ -83,3 +85,223 @@ def test_every_completed_instant_decodes_with_upstream_schemas(tmp_path: Path, v
         fastavro.parse_schema(writer_schema)
         seen += 1
     assert seen >= 5 and replaced >= (clustered is not None)
+
+
+# --------------------------------------------------------------------------- every instant file, every state
+# Upstream's records for the instant files that are not commit metadata, written here independently of
+# lsm_lab/timeline/avro_models.py. Two come from real Hudi 1.x files shipped in data/hudi-tables (their
+# embedded writer schemas); the others are transcribed from apache/hudi hudi-common/src/main/avro/*.avsc.
+def _opt(name: str, kind: Any) -> dict[str, Any]:
+    return {"name": name, "type": ["null", kind], "default": None}
+
+
+def _field(name: str, kind: Any, **kw: Any) -> dict[str, Any]:
+    return {"name": name, "type": kind, **kw}
+
+
+_VERSION = {"name": "version", "type": ["int", "null"], "default": 1}
+_STRS = {"type": "array", "items": "string"}
+_SMAP = {"type": "map", "values": "string"}
+# HoodieInstantInfo.avsc
+INSTANT_INFO = {"namespace": NS, "type": "record", "name": "HoodieInstantInfo",
+                "fields": [_field("commitTime", "string"), _field("action", "string")]}
+# HoodieRollbackMetadata: the writer schema of a real Hudi 1.x `<t>_<c>.rollback` (table version 9)
+ROLLBACK_METADATA = {"namespace": NS, "type": "record", "name": "HoodieRollbackMetadata", "fields": [
+    _field("startRollbackTime", "string"), _field("timeTakenInMillis", "long"), _field("totalFilesDeleted", "int"),
+    _field("commitsRollback", _STRS),
+    _field("partitionMetadata", {"type": "map", "values": {
+        "type": "record", "name": "HoodieRollbackPartitionMetadata", "fields": [
+            _field("partitionPath", "string"), _field("successDeleteFiles", _STRS),
+            _field("failedDeleteFiles", _STRS), _opt("rollbackLogFiles", {"type": "map", "values": "long"}),
+            _opt("logFilesFromFailedCommit", {"type": "map", "values": "long"})]}}),
+    _VERSION, _field("instantsRollback", {"type": "array", "items": "HoodieInstantInfo"}, default=[])]}
+# HoodieRollbackPlan: the writer schema of a real Hudi 1.x `<t>.rollback.requested` (table version 9)
+ROLLBACK_PLAN = {"namespace": NS, "type": "record", "name": "HoodieRollbackPlan", "fields": [
+    _opt("instantToRollback", "HoodieInstantInfo"),
+    _opt("RollbackRequests", {"type": "array", "items": {
+        "type": "record", "name": "HoodieRollbackRequest", "fields": [
+            _field("partitionPath", "string"), _opt("fileId", "string"), _opt("latestBaseInstant", "string"),
+            _field("filesToBeDeleted", _STRS, default=[]),
+            _opt("logBlocksToBeDeleted", {"type": "map", "values": "long"})]}}),
+    _VERSION]}
+# HoodieCleanerPlan.avsc
+CLEANER_PLAN = {"namespace": NS, "type": "record", "name": "HoodieCleanerPlan", "fields": [
+    _opt("earliestInstantToRetain", {"type": "record", "name": "HoodieActionInstant", "fields": [
+        _field("timestamp", "string"), _field("action", "string"), _field("state", "string")]}),
+    _field("lastCompletedCommitTimestamp", "string", default=""),
+    _field("policy", "string"),
+    _opt("filesToBeDeletedPerPartition", {"type": "map", "values": _STRS}),
+    _VERSION,
+    _opt("filePathsToBeDeletedPerPartition", {"type": "map", "values": {"type": "array", "items": {
+        "type": "record", "name": "HoodieCleanFileInfo", "fields": [
+            _opt("filePath", "string"), _opt("isBootstrapBaseFile", "boolean")]}}}),
+    _opt("partitionsToBeDeleted", _STRS),
+    _opt("extraMetadata", _SMAP)]}
+# HoodieCleanPartitionMetadata.avsc and HoodieCleanMetadata.avsc
+CLEAN_METADATA = {"namespace": NS, "type": "record", "name": "HoodieCleanMetadata", "fields": [
+    _field("startCleanTime", "string"), _field("timeTakenInMillis", "long"), _field("totalFilesDeleted", "int"),
+    _field("earliestCommitToRetain", "string"), _field("lastCompletedCommitTimestamp", "string", default=""),
+    _field("partitionMetadata", {"type": "map", "values": {
+        "type": "record", "name": "HoodieCleanPartitionMetadata", "fields": [
+            _field("partitionPath", "string"), _field("policy", "string"), _field("deletePathPatterns", _STRS),
+            _field("successDeleteFiles", _STRS), _field("failedDeleteFiles", _STRS),
+            _opt("isPartitionDeleted", "boolean")]}}),
+    _VERSION,
+    _opt("bootstrapPartitionMetadata", {"type": "map", "values": "HoodieCleanPartitionMetadata"}),
+    _opt("extraMetadata", _SMAP)]}
+# HoodieSavePointMetadata.avsc
+SAVEPOINT_METADATA = {"namespace": NS, "type": "record", "name": "HoodieSavepointMetadata", "fields": [
+    _field("savepointedBy", "string"), _field("savepointedAt", "long"), _field("comments", "string"),
+    _field("partitionMetadata", {"type": "map", "values": {
+        "type": "record", "name": "HoodieSavepointPartitionMetadata", "fields": [
+            _field("partitionPath", "string"), _field("savepointDataFile", _STRS)]}}),
+    _VERSION]}
+# HoodieRestorePlan.avsc (upstream declares the last union string-first with a null default)
+RESTORE_PLAN = {"namespace": NS, "type": "record", "name": "HoodieRestorePlan", "fields": [
+    _field("instantsToRollback", {"type": "array", "items": "HoodieInstantInfo"}, default=[]),
+    {"name": "version", "type": ["int", "null"], "default": 2},
+    _field("savepointToRestoreTimestamp", ["null", "string"], default=None)]}
+# HoodieRestoreMetadata.avsc
+RESTORE_METADATA = {"namespace": NS, "type": "record", "name": "HoodieRestoreMetadata", "fields": [
+    _field("startRestoreTime", "string"), _field("timeTakenInMillis", "long"), _field("instantsToRollback", _STRS),
+    _field("hoodieRestoreMetadata", {"type": "map", "values": {
+        "type": "array", "items": ["null", "HoodieRollbackMetadata"]}}),
+    _VERSION, _field("restoreInstantInfo", {"type": "array", "items": "HoodieInstantInfo"}, default=[]),
+    _opt("extraMetadata", _SMAP)]}
+
+
+def _real_writer_schema(shared_dir: Path, zip_name: str, suffix: str) -> dict[str, Any]:
+    """The writer schema embedded in the first instant file of a shipped real table whose name ends with `suffix`."""
+    with zipfile.ZipFile(shared_dir / "hudi-tables" / zip_name) as zf:
+        member = next(m for m in sorted(zf.namelist()) if m.endswith(suffix) and "/metadata/" not in m
+                      and "__MACOSX" not in m and "/timeline/" in m)
+        data = zf.read(member)
+    return cast("dict[str, Any]", fastavro.reader(io.BytesIO(data)).writer_schema)
+
+
+@pytest.fixture(scope="module")
+def upstream_schemas(shared_dir: Path) -> dict[str, Any]:
+    """Parsed reader schemas by record name."""
+    named: dict[str, Any] = {}
+    out: dict[str, Any] = {}
+    compaction = _real_writer_schema(shared_dir, "qs_mor_avro_v8_trips_8i3u1d.zip", ".compaction.requested")
+    clustering = _real_writer_schema(shared_dir, "s_cow_v9_txns_nonpart_nometa.zip", ".clustering.requested")
+    for schema in (INSTANT_INFO, ROLLBACK_METADATA, ROLLBACK_PLAN, CLEANER_PLAN, CLEAN_METADATA, SAVEPOINT_METADATA,
+                   RESTORE_PLAN, RESTORE_METADATA, compaction, clustering):
+        name = str(schema["name"]).rsplit(".", 1)[-1]
+        out[name] = fastavro.parse_schema(schema, named_schemas=named)
+    out["HoodieCommitMetadata"] = fastavro.parse_schema(UPSTREAM_COMMIT, named_schemas={})
+    out["HoodieReplaceCommitMetadata"] = fastavro.parse_schema(UPSTREAM_REPLACE, named_schemas={})
+    return out
+
+
+# (action, state) -> upstream's record in that file (TimelineMetadataUtils, CommitMetadataSerDeV2)
+EXPECTED = {
+    ("commit", "completed"): "HoodieCommitMetadata", ("deltacommit", "completed"): "HoodieCommitMetadata",
+    ("commit", "inflight"): "HoodieCommitMetadata", ("deltacommit", "inflight"): "HoodieCommitMetadata",
+    ("replacecommit", "completed"): "HoodieReplaceCommitMetadata",
+    ("replacecommit", "inflight"): "HoodieCommitMetadata",
+    ("compaction", "requested"): "HoodieCompactionPlan", ("logcompaction", "requested"): "HoodieCompactionPlan",
+    ("clustering", "requested"): "HoodieRequestedReplaceMetadata",
+    ("replacecommit", "requested"): "HoodieRequestedReplaceMetadata",
+    ("clean", "requested"): "HoodieCleanerPlan", ("clean", "inflight"): "HoodieCleanerPlan",
+    ("clean", "completed"): "HoodieCleanMetadata",
+    ("rollback", "requested"): "HoodieRollbackPlan", ("rollback", "completed"): "HoodieRollbackMetadata",
+    ("restore", "requested"): "HoodieRestorePlan", ("restore", "completed"): "HoodieRestoreMetadata",
+    ("savepoint", "completed"): "HoodieSavepointMetadata",
+}
+# what upstream archives in the LSM history's `plan` column (MetadataConversionUtils.createLSMTimelineInstant)
+PLAN_OF = {"clean": "HoodieCleanerPlan", "compaction": "HoodieCompactionPlan", "logcompaction": "HoodieCompactionPlan",
+           "clustering": "HoodieRequestedReplaceMetadata", "replacecommit": "HoodieRequestedReplaceMetadata"}
+
+
+def _decode_as(data: bytes, record: str, schemas: dict[str, Any], where: str) -> dict[str, Any]:
+    assert data[:4] == AVRO_MAGIC, where
+    reader = fastavro.reader(io.BytesIO(data), reader_schema=schemas[record])
+    assert reader.writer_schema["name"] in (f"{NS}.{record}", record), where  # type: ignore[index]
+    (value,) = list(reader)
+    return cast("dict[str, Any]", value)
+
+
+def _keys(t: lsm_lab.Table) -> list[tuple[str, int]]:
+    return sorted(zip(t.read().column("id").to_pylist(), t.read().column("ts").to_pylist(), strict=True))
+
+
+def _busy_table(path: Path, version: int, layout: str) -> tuple[lsm_lab.Table, list[tuple[str, int]], set[str]]:
+    """Every action and state lsm_lab writes: writes, full and log compaction, clustering, clean, a rolled back
+    failed write, archive, savepoint and restore. Returns the table, its rows at the savepoint, and the
+    actions whose planner found nothing to do."""
+    t = lsm_lab.create_table(path, name="trips", record_key="id", partition_by="p", ordering_field="ts",
+                             table_version=version, layout=layout)
+    rows: list[dict[str, Any]] = [{"id": f"k{i:02d}", "p": "ab"[i % 2], "ts": 1, "v": i} for i in range(40)]
+    t.insert(rows)
+    for n in range(3):
+        t.upsert([dict(r, ts=2 + n, v=-r["v"]) for r in rows[n::4]])
+    skipped = set() if t.compact(strategy="log") else {"logcompaction"}  # (the planner may find nothing to do)
+    t.delete([{"id": r["id"], "p": r["p"], "ts": 9} for r in rows[::7]])
+    t.compact(strategy="full")
+    t.bulk_insert([{"id": f"n{i:02d}", "p": "ab"[i % 2], "ts": 4, "v": i} for i in range(10)])
+    if t.cluster() is None:
+        skipped.add("clustering")
+    t.upsert([dict(r, ts=10) for r in rows[1::5]])
+    t.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=1)
+    dead = t.active_timeline.start(t.active_timeline.request("deltacommit"))  # a writer that died
+    assert dead.state.value == "inflight"
+    t.rollback()
+    t.archive(keep=4)
+    t.upsert([dict(r, ts=11) for r in rows[2::5]])
+    t.compact(strategy="full")  # (one more compaction on the active timeline: its states are checked there)
+    sp = t.savepoint()
+    saved = _keys(t)
+    t.upsert([dict(r, ts=12) for r in rows[3::5]])
+    t.restore(sp)
+    return t, saved, skipped
+
+
+@pytest.mark.parametrize("version,layout", [(10, "lsm_tree"), (10, "default"), (9, "default"), (9, "lsm_tree")])
+def test_every_instant_file_and_history_row_decodes_with_upstream_schemas(
+        tmp_path: Path, version: int, layout: str, upstream_schemas: dict[str, Any]) -> None:
+    t, saved, skipped = _busy_table(tmp_path / "t", version, layout)
+    timeline = local(t.path) / ".hoodie" / "timeline"
+    seen: dict[tuple[str, str], int] = {}
+    empty: set[tuple[str, str]] = set()
+    for f in sorted(timeline.iterdir()):
+        parsed = parse_file_name(f.name)
+        if parsed is None:
+            continue
+        _, action, state, _ = parsed
+        key = (action, state.value)
+        data = f.read_bytes()
+        if not data:
+            empty.add(key)
+            continue
+        assert key in EXPECTED, f"{f.name}: upstream has no content in this state"
+        record = _decode_as(data, EXPECTED[key], upstream_schemas, f.name)
+        assert record is not None
+        seen[key] = seen.get(key, 0) + 1
+    for key in [("compaction", "requested"), ("logcompaction", "requested"), ("clustering", "requested"),
+                ("clean", "requested"), ("clean", "completed"), ("rollback", "requested"),
+                ("rollback", "completed"), ("restore", "requested"), ("restore", "completed"),
+                ("savepoint", "completed"), ("deltacommit", "completed")]:
+        if key[0] in skipped:
+            continue
+        assert seen.get(key) or key[0] in {r.action for r in t.archived_timeline.rows()}, (key, sorted(seen))
+    # upstream leaves these empty too (real Hudi 1.x tables: compaction.inflight, clustering.inflight, rollback.inflight)
+    assert empty >= {("compaction", "inflight"), ("rollback", "inflight")}, sorted(empty)
+
+    history = local(t.archived_timeline.folder)
+    rows = [r for name in t.archived_timeline.files() for r in pq.read_table(history / name).to_pylist()]
+    assert rows
+    for row in rows:
+        where = f"history row {row['instantTime']} {row['action']}"
+        completed = {"compaction": "commit", "logcompaction": "deltacommit", "clustering": "replacecommit"}
+        action = completed.get(row["action"], row["action"])
+        _decode_as(row["metadata"], EXPECTED[(action, "completed")], upstream_schemas, where)
+        if row["action"] in PLAN_OF and row["plan"] is not None:
+            _decode_as(row["plan"], PLAN_OF[row["action"]], upstream_schemas, where + " plan")
+        else:
+            assert row["plan"] is None, where  # upstream archives no plan for this action
+    # lsm_lab reads all of it back (the services' dicts), archived instants included
+    assert _keys(lsm_lab.open_table(t.path)) == saved  # the restore read its Avro plan
+    for inst in t.completed_writes():
+        assert isinstance(t.instant_metadata(inst), dict)

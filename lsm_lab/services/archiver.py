@@ -44,7 +44,18 @@ from lsm_lab.services.lock import table_lock
 from lsm_lab.services.rollback import remove_timeline_files
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.archive import DEFAULT_BATCH, ArchivedTimeline
-from lsm_lab.timeline.instant import CLEAN, SAVEPOINT, Instant, State, file_name_for, normalize_time
+from lsm_lab.timeline.instant import (
+    CLEAN,
+    CLUSTERING,
+    COMPACTION,
+    LOG_COMPACTION,
+    REPLACE_COMMIT,
+    SAVEPOINT,
+    Instant,
+    State,
+    file_name_for,
+    normalize_time,
+)
 
 
 def _int(props: Mapping[str, str], key: str, default: int) -> int:
@@ -77,6 +88,23 @@ def barriers(table: TableState) -> dict[str, str]:
         if earliest:
             out["clean retention"] = normalize_time(str(earliest))
     return out
+
+
+# actions whose plan upstream keeps in the history's `plan` column, and the states it is read from (the last
+# non-empty one wins: an insert overwrite's inflight commit metadata over its requested file), as
+# `MetadataConversionUtils.createLSMTimelineInstant` does; other actions archive no plan
+PLAN_STATES = {CLEAN: (State.REQUESTED,), COMPACTION: (State.REQUESTED,), LOG_COMPACTION: (State.REQUESTED,),
+               CLUSTERING: (State.REQUESTED,), REPLACE_COMMIT: (State.REQUESTED, State.INFLIGHT)}
+
+
+def _plan_bytes(table: TableState, inst: Instant) -> bytes | None:
+    plan = b""
+    for state in PLAN_STATES.get(inst.action, ()):
+        path = table.active_timeline.folder / file_name_for(inst.begin_time, inst.action, state,
+                                                            timeline_layout=table.config.timeline_layout)
+        data = path.read_bytes() if path.exists() else b""
+        plan = data or plan
+    return plan or None
 
 
 def archive(table: TableState, *, keep: int | None = None, automatic: bool = False) -> list[Instant]:
@@ -116,11 +144,8 @@ def archive(table: TableState, *, keep: int | None = None, automatic: bool = Fal
         rows = []
         for inst in chosen:
             metadata = (timeline.folder / inst.file_name).read_bytes()
-            req = timeline.folder / file_name_for(inst.begin_time, inst.action, State.REQUESTED,
-                                                  timeline_layout=table.config.timeline_layout)
-            plan = req.read_bytes() if req.exists() else b""
             rows.append({"instantTime": inst.begin_time, "completionTime": inst.completion_time,
-                         "action": inst.action, "metadata": metadata, "plan": plan or None})
+                         "action": inst.action, "metadata": metadata, "plan": _plan_bytes(table, inst)})
         history.append(rows)  # the archive commit point: from here the instants are in both
         for inst in chosen:
             remove_timeline_files(timeline, inst.begin_time, completed_last=True)

@@ -55,7 +55,7 @@ from lsm_lab.timeline.instant import (
 from lsm_lab.timeline.metadata import (
     check_paths,
     decode_instant_content,
-    encode_avro_commit_metadata,
+    encode_avro_instant,
     encode_json,
     with_hudi_schema,
 )
@@ -182,9 +182,12 @@ class ActiveTimeline:
         return Instant.make(begin, action, state, completion, name)
 
     def _encode(self, action: str, state: State, content: Mapping[str, Any]) -> bytes:
-        """JSON, except completed write instants of tables whose instant format is Avro (version 8 compat)."""
-        if state is State.COMPLETED and action in WRITE_ACTIONS and self.config.instant_format == "avro":
-            avro = encode_avro_commit_metadata(content)
+        """Avro as upstream writes it on tables whose instant format is Avro (versions 8 and later), else JSON.
+
+        JSON too for content upstream's record cannot carry (`encode_avro_instant` says None), so nothing is lost.
+        """
+        if self.config.instant_format == "avro":
+            avro = encode_avro_instant(action, state.value, content)
             if avro is not None:
                 return avro
         return encode_json(content)

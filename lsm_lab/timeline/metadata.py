@@ -43,6 +43,8 @@ from typing import Any
 from lsm_lab.avro_schema import arrow_to_avro_schema, avro_schema_json, hudi_record_names
 from lsm_lab.errors import CorruptFileError, LsmLabError
 from lsm_lab.storage import paths
+from lsm_lab.timeline import avro_models
+from lsm_lab.timeline.instant import WRITE_ACTIONS
 
 AVRO_MAGIC = b"Obj\x01"
 
@@ -105,7 +107,9 @@ def decode_instant_content(data: bytes, *, path: str | None = None) -> dict[str,
         import fastavro
 
         try:
-            records = list(fastavro.reader(io.BytesIO(data)))
+            reader = fastavro.reader(io.BytesIO(data))
+            records = list(reader)
+            schema = reader.writer_schema
         except Exception as exc:  # noqa: BLE001 - fastavro raises many types for bad bytes
             raise CorruptFileError(f"cannot decode Avro instant file: {exc}", path=path) from None
         if not records:
@@ -113,6 +117,10 @@ def decode_instant_content(data: bytes, *, path: str | None = None) -> dict[str,
         value = _plain(records[0])
         if not isinstance(value, dict):
             raise CorruptFileError("Avro instant file does not hold a record", path=path)
+        name = schema.get("name") if isinstance(schema, dict) else None
+        converted = avro_models.decode(str(name), value)  # plans, clean, rollback, restore, savepoint
+        if converted is not None:
+            value = converted
         check_shape(value, path=path)
         return value
     try:
@@ -412,3 +420,21 @@ def with_hudi_schema(content: Mapping[str, Any], table_name: str) -> dict[str, A
     out["extraMetadata"] = extra
     return out
 
+
+
+def encode_avro_instant(action: str, state: str, content: Mapping[str, Any]) -> bytes | None:
+    """The bytes upstream's timeline layout 2 has in `<t>.<action>.<state>` for `content`, as Avro.
+
+    `state`: requested | inflight | completed.  Commit metadata of write actions (completed, or an
+    inflight file with content) is `HoodieCommitMetadata`; plans, clean, rollback, restore and savepoint
+    files are the records of `avro_models`; states upstream leaves empty get b"".  None: `content` has
+    something the record cannot carry, or the file is not one upstream writes as Avro (keep JSON).
+    """
+    if (action, state) in avro_models.EMPTY_STATES:
+        return b""
+    model = avro_models.model_for(action, state)
+    if model is not None:
+        return avro_models.encode(model, content)
+    if action in WRITE_ACTIONS and state in ("completed", "inflight"):
+        return encode_avro_commit_metadata(content)
+    return None
