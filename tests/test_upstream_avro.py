@@ -227,12 +227,13 @@ def _keys(t: lsm_lab.Table) -> list[tuple[str, int]]:
     return sorted(zip(t.read().column("id").to_pylist(), t.read().column("ts").to_pylist(), strict=True))
 
 
-def _busy_table(path: Path, version: int, layout: str) -> tuple[lsm_lab.Table, list[tuple[str, int]], set[str]]:
+def _busy_table(path: Path, version: int, layout: str, properties: dict[str, str] | None = None
+                ) -> tuple[lsm_lab.Table, list[tuple[str, int]], set[str]]:
     """Every action and state lsm_lab writes: writes, full and log compaction, clustering, clean, a rolled back
     failed write, archive, savepoint and restore. Returns the table, its rows at the savepoint, and the
     actions whose planner found nothing to do."""
     t = lsm_lab.create_table(path, name="trips", record_key="id", partition_by="p", ordering_field="ts",
-                             table_version=version, layout=layout)
+                             table_version=version, layout=layout, properties=properties)
     rows: list[dict[str, Any]] = [{"id": f"k{i:02d}", "p": "ab"[i % 2], "ts": 1, "v": i} for i in range(40)]
     t.insert(rows)
     for n in range(3):
@@ -258,10 +259,9 @@ def _busy_table(path: Path, version: int, layout: str) -> tuple[lsm_lab.Table, l
     return t, saved, skipped
 
 
-@pytest.mark.parametrize("version,layout", [(10, "lsm_tree"), (10, "default"), (9, "default"), (9, "lsm_tree")])
-def test_every_instant_file_and_history_row_decodes_with_upstream_schemas(
-        tmp_path: Path, version: int, layout: str, upstream_schemas: dict[str, Any]) -> None:
-    t, saved, skipped = _busy_table(tmp_path / "t", version, layout)
+def _check_every_file(t: lsm_lab.Table, upstream_schemas: dict[str, Any], skipped: set[str]) -> None:
+    """Every non-empty instant file is Avro and decodes with upstream's record for its action and state;
+    so do the history rows' `metadata` and `plan`."""
     timeline = local(t.path) / ".hoodie" / "timeline"
     seen: dict[tuple[str, str], int] = {}
     empty: set[tuple[str, str]] = set()
@@ -301,7 +301,85 @@ def test_every_instant_file_and_history_row_decodes_with_upstream_schemas(
             _decode_as(row["plan"], PLAN_OF[row["action"]], upstream_schemas, where + " plan")
         else:
             assert row["plan"] is None, where  # upstream archives no plan for this action
+
+
+@pytest.mark.parametrize("version,layout", [(10, "lsm_tree"), (10, "default"), (9, "default"), (9, "lsm_tree")])
+def test_every_instant_file_and_history_row_decodes_with_upstream_schemas(
+        tmp_path: Path, version: int, layout: str, upstream_schemas: dict[str, Any]) -> None:
+    t, saved, skipped = _busy_table(tmp_path / "t", version, layout)
+    _check_every_file(t, upstream_schemas, skipped)
     # lsm_lab reads all of it back (the services' dicts), archived instants included
     assert _keys(lsm_lab.open_table(t.path)) == saved  # the restore read its Avro plan
     for inst in t.completed_writes():
         assert isinstance(t.instant_metadata(inst), dict)
+
+
+def _without_nulls(value: Any) -> Any:
+    """(Avro spells an absent field null, and upstream's empty states are empty files: compare what is set.)"""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def test_an_old_json_table_upgrades_to_avro_and_reads_the_same(tmp_path: Path,
+                                                                 upstream_schemas: dict[str, Any]) -> None:
+    """A table written with JSON instants (`lsm_lab.timeline.instant.format=json`, as lsm_lab wrote before):
+    `lsm-lab upgrade --instants-only` turns every instant file and history row into upstream's Avro, and the
+    table reads the same: rows, time travel, and every instant's content."""
+    from instantfiles import read_instant
+
+    from lsm_lab.cli import main
+    from lsm_lab.timeline import config as cfg
+
+    t, _, skipped = _busy_table(tmp_path / "t", 10, "lsm_tree", properties={cfg.KEY_INSTANT_FORMAT: "json"})
+    timeline = local(t.path) / ".hoodie" / "timeline"
+    files = sorted(f for f in timeline.iterdir() if parse_file_name(f.name) and f.read_bytes())
+    assert any(f.read_bytes()[:1] == b"{" for f in files)
+    history = t.archived_timeline
+    archived = [r.begin_time for r in history.rows()]
+    assert archived
+    before = {f.name: read_instant(f) for f in files}
+    before_meta = history.read_metadata_many(archived)
+    times = [i.completion_time for i in t.completed_writes()]
+    before_rows = [_keys_as_of(t, c) for c in times]
+
+    assert main(["upgrade", str(t.path), "--instants-only"]) == 0
+    again = lsm_lab.open_table(t.path)
+    assert again.config.instant_format == "avro"
+    _check_every_file(again, upstream_schemas, skipped)
+    for f in files:  # same meaning; states upstream leaves empty are empty now (lsm_lab never read them)
+        parsed = parse_file_name(f.name)
+        assert parsed is not None
+        after = read_instant(f)
+        if after:  # everything that was set still is (Avro adds the schema's defaults, and commits the writer schema)
+            assert _covers(_without_nulls(after), _without_nulls(before[f.name])), f.name
+        else:
+            assert (parsed[1], parsed[2].value) in {("deltacommit", "requested"), ("commit", "requested"),
+                                                    ("savepoint", "requested")}, f.name
+    after_meta = again.archived_timeline.read_metadata_many(archived)
+    for begin in archived:
+        assert _covers(_without_nulls(after_meta[begin]), _without_nulls(before_meta[begin])), begin
+    assert [_keys_as_of(again, c) for c in times] == before_rows
+    assert main(["upgrade", str(t.path), "--instants-only"]) == 0  # idempotent
+    assert again.archived_timeline.current_version() == lsm_lab.open_table(t.path).archived_timeline.current_version()
+
+
+def _covers(big: Any, small: Any) -> bool:
+    """Every key of `small` (recursively) is in `big` with the same value."""
+    if isinstance(small, dict):
+        return isinstance(big, dict) and all(k in big and _covers(big[k], v) for k, v in small.items())
+    if isinstance(small, list):
+        return isinstance(big, list) and len(big) == len(small) and all(map(_covers, big, small))
+    return bool(big == small)
+
+
+def _keys_as_of(t: lsm_lab.Table, completion: str | None) -> list[tuple[str, int]] | str:
+    from lsm_lab.errors import RetentionError
+
+    try:
+        rows = t.read(as_of=completion)
+    except RetentionError:
+        return "cleaned"  # (the same answer before and after the upgrade)
+    return sorted(zip(rows.column("id").to_pylist(), rows.column("ts").to_pylist(), strict=True))

@@ -43,19 +43,8 @@ from lsm_lab.errors import InputError, UnsupportedFeatureError
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.rollback import remove_timeline_files
 from lsm_lab.table.state import TableState
-from lsm_lab.timeline.archive import DEFAULT_BATCH, ArchivedTimeline
-from lsm_lab.timeline.instant import (
-    CLEAN,
-    CLUSTERING,
-    COMPACTION,
-    LOG_COMPACTION,
-    REPLACE_COMMIT,
-    SAVEPOINT,
-    Instant,
-    State,
-    file_name_for,
-    normalize_time,
-)
+from lsm_lab.timeline.archive import DEFAULT_BATCH, PLAN_STATES, ArchivedTimeline
+from lsm_lab.timeline.instant import CLEAN, SAVEPOINT, Instant, State, file_name_for, normalize_time
 
 
 def _int(props: Mapping[str, str], key: str, default: int) -> int:
@@ -88,13 +77,6 @@ def barriers(table: TableState) -> dict[str, str]:
         if earliest:
             out["clean retention"] = normalize_time(str(earliest))
     return out
-
-
-# actions whose plan upstream keeps in the history's `plan` column, and the states it is read from (the last
-# non-empty one wins: an insert overwrite's inflight commit metadata over its requested file), as
-# `MetadataConversionUtils.createLSMTimelineInstant` does; other actions archive no plan
-PLAN_STATES = {CLEAN: (State.REQUESTED,), COMPACTION: (State.REQUESTED,), LOG_COMPACTION: (State.REQUESTED,),
-               CLUSTERING: (State.REQUESTED,), REPLACE_COMMIT: (State.REQUESTED, State.INFLIGHT)}
 
 
 def _plan_bytes(table: TableState, inst: Instant) -> bytes | None:
