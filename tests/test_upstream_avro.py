@@ -218,7 +218,8 @@ PLAN_OF = {"clean": "HoodieCleanerPlan", "compaction": "HoodieCompactionPlan", "
 def _decode_as(data: bytes, record: str, schemas: dict[str, Any], where: str) -> dict[str, Any]:
     assert data[:4] == AVRO_MAGIC, where
     reader = fastavro.reader(io.BytesIO(data), reader_schema=schemas[record])
-    assert reader.writer_schema["name"] in (f"{NS}.{record}", record), where  # type: ignore[index]
+    writer = cast("dict[str, Any]", reader.writer_schema)
+    assert writer["name"] in (f"{NS}.{record}", record), where
     (value,) = list(reader)
     return cast("dict[str, Any]", value)
 

@@ -114,15 +114,14 @@ def decode_instant_content(data: bytes, *, path: str | None = None) -> dict[str,
             raise CorruptFileError(f"cannot decode Avro instant file: {exc}", path=path) from None
         if not records:
             return {}
-        value = _plain(records[0])
-        if not isinstance(value, dict):
+        record = _plain(records[0])
+        if not isinstance(record, dict):
             raise CorruptFileError("Avro instant file does not hold a record", path=path)
         name = schema.get("name") if isinstance(schema, dict) else None
-        converted = avro_models.decode(str(name), value)  # plans, clean, rollback, restore, savepoint
-        if converted is not None:
-            value = converted
-        check_shape(value, path=path)
-        return value
+        converted = avro_models.decode(str(name), record)  # plans, clean, rollback, restore, savepoint
+        content: dict[str, Any] = record if converted is None else converted
+        check_shape(content, path=path)
+        return content
     try:
         value = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError, and an integer of > 4300 digits
