@@ -186,8 +186,8 @@ class ActiveTimeline:
 
         JSON too for content upstream's record cannot carry (`encode_avro_instant` says None), so nothing is lost.
         """
-        if self.config.instant_format == "avro":
-            avro = encode_avro_instant(action, state.value, content)
+        if self.config.instant_format == "avro" or self.config.version < 8:  # (version 6: Hudi 0.x's Avro records)
+            avro = encode_avro_instant(action, state.value, content, records_only=self.config.instant_format != "avro")
             if avro is not None:
                 return avro
         return encode_json(content)

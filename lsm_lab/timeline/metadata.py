@@ -421,14 +421,20 @@ def with_hudi_schema(content: Mapping[str, Any], table_name: str) -> dict[str, A
 
 
 
-def encode_avro_instant(action: str, state: str, content: Mapping[str, Any]) -> bytes | None:
+def encode_avro_instant(action: str, state: str, content: Mapping[str, Any], *,
+                        records_only: bool = False) -> bytes | None:
     """The bytes upstream's timeline layout 2 has in `<t>.<action>.<state>` for `content`, as Avro.
 
     `state`: requested | inflight | completed.  Commit metadata of write actions (completed, or an
     inflight file with content) is `HoodieCommitMetadata`; plans, clean, rollback, restore and savepoint
     files are the records of `avro_models`; states upstream leaves empty get b"".  None: `content` has
     something the record cannot carry, or the file is not one upstream writes as Avro (keep JSON).
+    `records_only` (table version 6, as Hudi 0.x): only the plan/clean/rollback/restore/savepoint records,
+    commit metadata and everything else stays as the caller writes it (JSON).
     """
+    if records_only:
+        model = avro_models.model_for(action, state)
+        return None if model is None else avro_models.encode(model, content)
     if (action, state) in avro_models.EMPTY_STATES:
         return b""
     model = avro_models.model_for(action, state)
