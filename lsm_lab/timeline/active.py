@@ -17,9 +17,11 @@ Which completed `commit` was a compaction?  Hudi stores a finished compaction
 as `<t>_<c>.commit` next to `<t>.compaction.requested`; the loader restores the
 action from the pending file, so `Table.timeline()` shows `compaction`.
 
-Compatibility tables (versions 6 and 8, and tables upgraded from them) get
-commit metadata as Hudi writes it: `extraMetadata.schema` holds the Avro table
-schema, and in version 8 the completed write instants are Avro files.
+Every instant file is encoded as Hudi writes it (`_encode`): on tables of version
+8 and later each file with content is upstream's Avro record for its action and
+state, and the states upstream leaves empty are empty (timeline/metadata.py,
+timeline/avro_models.py); version 6 keeps JSON commit metadata, as Hudi 0.x.
+`extraMetadata.schema` holds the Avro table schema in every completed write.
 
 Simplified compared with Apache Hudi: no timeline server, no caching of the
 listing (every call lists the folder; a few hundred files is cheap), and the

@@ -24,6 +24,12 @@ afterwards; a reader that raced with that deletion simply reads again.
     compaction:   level L holds 10 files ─► merge them into one level L+1 file
                   ─► manifest_{N+1} without them, with it ─► _version_ := N+1 ─► delete the 10 files
 
+`metadata` holds the bytes of the instant's completed file and `plan` the plan
+upstream archives with it (`PLAN_STATES`, after `MetadataConversionUtils.createLSMTimelineInstant`:
+clean, (log) compaction, clustering and replacecommit only), so both are upstream's
+Avro records wherever the instant files are.  `rewrite` re-encodes rows crash-safely
+(one new file, one new manifest) for `lsm-lab upgrade --instants-only`.
+
 Archived instants keep their completion times, so time travel, incremental
 reads and the file-system view (which needs the completion time of every
 instant that wrote a file) work across the archive: `Table.completed_writes()`

@@ -16,16 +16,20 @@ A completed write instant stores a `HoodieCommitMetadata`:
       }
     }
 
-lsm_lab writes JSON (say so in `hoodie.properties`, `lsm_lab.timeline.instant.format=json`);
-Apache Hudi 1.x writes the same structure as an Avro object container file
-(`Obj\\x01` magic).  `decode_instant_content` reads both, so that the rest of the
-library only ever sees dicts.  Compatibility tables of version 8
-(`lsm_lab.timeline.instant.format=avro`) get their completed write instants as
-Avro (`encode_avro_commit_metadata`), because readers of that version (hudi-rs
-among them) refuse JSON there.
+Apache Hudi 1.x (timeline layout 2) writes the same structure as an Avro object
+container file (`Obj\x01` magic, upstream's `CommitMetadataSerDeV2`), and so does
+lsm_lab on tables of version 8 and later (`lsm_lab.timeline.instant.format=avro`,
+`encode_avro_commit_metadata`); the other instant files (plans, clean, rollback,
+restore, savepoint) are the records of `timeline/avro_models.py`, and
+`encode_avro_instant` picks the right one for an action and state (or b"" where
+upstream leaves the file empty).  Version 6 tables keep JSON commit metadata, as
+Hudi 0.x does, with the other records in Avro; tables created before
+(`...instant.format=json`) keep JSON until `lsm-lab upgrade --instants-only`.
+`decode_instant_content` reads every encoding, so that the rest of the library only
+ever sees dicts (the JSON field names).
 
 Simplified compared with Apache Hudi: no per-file runtime stats (`totalLogBlocks`,
-`totalCorruptLogBlock`, timings); only completed commit metadata is ever written as Avro.
+`totalCorruptLogBlock`, timings), and no workload profile in a write's inflight file.
 
 Taught in: notebooks/02_timeline.ipynb
 """
