@@ -60,11 +60,10 @@ _STRINGS = {"type": "array", "items": "string"}
 _STRING_MAP = {"type": "map", "values": "string"}
 
 
-def _opt(name: str, kind: Any, *, doc: str | None = None) -> dict[str, Any]:
-    field: dict[str, Any] = {"name": name, "type": ["null", kind], "default": None}
-    if doc:
-        field["doc"] = doc
-    return field
+def _opt(name: str, kind: Any) -> dict[str, Any]:
+    # (no "doc" next to a "default": fastavro writes a field's optional properties in set order, which
+    # changes with the process's hash seed, and the header bytes would not be reproducible)
+    return {"name": name, "type": ["null", kind], "default": None}
 
 
 def _req(name: str, kind: Any, **extra: Any) -> dict[str, Any]:
@@ -77,9 +76,6 @@ def _version(default: int = 1) -> dict[str, Any]:
 
 def _record(name: str, fields: list[dict[str, Any]]) -> dict[str, Any]:
     return {"type": "record", "name": name, "namespace": NS, "fields": fields}
-
-
-_LSM_LAB = "lsm_lab's own field (not in upstream's schema; upstream readers skip it)"
 
 
 # ----------------------------------------------------------------------------- schemas
@@ -100,8 +96,8 @@ def compaction_plan_schema() -> dict[str, Any]:
         _opt("partitionPath", _STR),
         _opt("metrics", {"type": "map", "values": "double"}),
         _opt("bootstrapFilePath", _STR),
-        _opt("operationType", _STR, doc=_LSM_LAB + ": FULL or LOG"),
-        _opt("reason", _STR, doc=_LSM_LAB + ": why the planner chose this file group"),
+        _opt("operationType", _STR),  # lsm_lab's: FULL or LOG (upstream readers skip it)
+        _opt("reason", _STR),  # lsm_lab's: why the planner chose this file group
     ])
     strategy = _record("HoodieCompactionStrategy", [
         _opt("compactorClassName", _STR), _opt("strategyParams", _STRING_MAP), _version()])
@@ -184,7 +180,7 @@ def rollback_plan_schema() -> dict[str, Any]:
         _req("filesToBeDeleted", _STRINGS, default=[]),
         _opt("logBlocksToBeDeleted", {"type": "map", "values": "long"})])
     return _record("HoodieRollbackPlan", [
-        _opt("instantToRollback", _instant_info(), doc="Hoodie instant that needs to be rolled back"),
+        _opt("instantToRollback", _instant_info()),
         _opt("RollbackRequests", {"type": "array", "items": request}),
         _version()])
 
@@ -213,7 +209,7 @@ def restore_plan_schema() -> dict[str, Any]:
         _req("instantsToRollback", {"type": "array", "items": _instant_info()}, default=[]),
         _version(2),
         _opt("savepointToRestoreTimestamp", _STR),
-        _opt("savepointsToDelete", _STRINGS, doc=_LSM_LAB + ": savepoint instants the restore removes"),
+        _opt("savepointsToDelete", _STRINGS),  # lsm_lab's: savepoint instants the restore removes
     ])
 
 
@@ -237,8 +233,8 @@ def savepoint_metadata_schema() -> dict[str, Any]:
         _req("savepointedBy", _STR), _req("savepointedAt", "long"), _req("comments", _STR),
         _req("partitionMetadata", {"type": "map", "values": partition}),
         _version(),
-        _opt("savepointedInstant", _STR, doc=_LSM_LAB + ": the write instant the savepoint pins"),
-        _opt("savepointedCompletionTime", _STR, doc=_LSM_LAB + ": that instant's completion time"),
+        _opt("savepointedInstant", _STR),  # lsm_lab's: the write instant the savepoint pins
+        _opt("savepointedCompletionTime", _STR),  # lsm_lab's: that instant's completion time
     ])
 
 
