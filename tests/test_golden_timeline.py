@@ -93,7 +93,7 @@ def test_v10_compaction_plan(upstream_schemas: dict[str, Any]) -> None:  # noqa:
 
 
 def test_v10_clean_plan(upstream_schemas: dict[str, Any]) -> None:  # noqa: F811
-    content = {
+    content: dict[str, Any] = {
         "earliestInstantToRetain": {"timestamp": "20260101000000000", "action": "deltacommit", "state": "COMPLETED"},
         "lastCompletedCommitTimestamp": "20260102000000000", "policy": KEEP_LATEST_COMMITS,
         "filesToBeDeletedPerPartition": None,
