@@ -1,8 +1,8 @@
 """Tests that damage or inspect an instant file by hand: read it in whatever encoding it has, write it back as JSON.
 
-Completed write instants of tables of version 8 and later are Avro object container files, as upstream
-writes them (timeline/metadata.py); requested plans are JSON. lsm_lab reads both, so a test that edits a
-completed instant may write its edit back as JSON and the table reads it as before.
+Instant files of tables of version 8 and later are Avro object container files, as upstream writes them
+(timeline/metadata.py, timeline/avro_models.py); version 6 commit metadata is JSON. lsm_lab reads both, so a
+test that edits an instant file may write its edit back as JSON and the table reads it as before.
 """
 
 from __future__ import annotations

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, cast
 
@@ -13,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import rule
+from instantfiles import read_instant, write_instant_json
 from localpath import local
 from test_table_model import TableMachine
 
@@ -183,9 +183,9 @@ def test_a_plan_of_another_execution_strategy_is_refused(tmp_path: Path) -> None
     inst = t.cluster(plan_only=True)
     assert inst is not None
     path = t.active_timeline.folder / inst.file_name
-    raw = json.loads(path.read_text())
+    raw = read_instant(path)
     raw["clusteringPlan"]["strategy"]["strategyClassName"] = "org.example.ZOrderStrategy"
-    path.write_text(json.dumps(raw))
+    write_instant_json(path, raw)
     with pytest.raises(UnsupportedFeatureError, match="record-key order"):
         clustering.execute(t, inst)
 
@@ -309,9 +309,9 @@ def test_a_hostile_plan_is_refused_before_anything_is_read(tmp_path: Path, field
     inst = t.cluster(plan_only=True)
     assert inst is not None
     path = t.active_timeline.folder / inst.file_name
-    raw = json.loads(path.read_text())
+    raw = read_instant(path)
     raw["clusteringPlan"]["inputGroups"][0]["slices"][0][field] = value
-    path.write_text(json.dumps(raw))
+    write_instant_json(path, raw)
     with pytest.raises(CorruptTableError):
         clustering.execute(t, inst)
 

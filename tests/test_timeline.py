@@ -124,7 +124,7 @@ def test_transitions(tmp_path: Path) -> None:
     req = tl.request(DELTA_COMMIT, {"operationType": "UPSERT"})
     assert req.state is State.REQUESTED and len(req.begin_time) == 17
     assert tl.pending() == [req] and tl.completed() == []
-    assert tl.read_content(req) == {"operationType": "UPSERT"}
+    assert tl.read_content(req) == {}  # upstream's `<t>.deltacommit.requested` is empty: so is ours (Avro tables)
     inflight = tl.start(req)
     assert inflight.state is State.INFLIGHT
     assert tl.instants() == [inflight]
@@ -138,7 +138,7 @@ def test_transitions(tmp_path: Path) -> None:
     assert tl.instants() == [done] and tl.completed() == [done] and tl.pending() == []
     assert tl.find(req.begin_time) == done
     assert tl.read_content(done)["operationType"] == "UPSERT"
-    assert tl.read_content(done, State.REQUESTED) == {"operationType": "UPSERT"}
+    assert tl.read_content(done, State.REQUESTED) == {}
     assert tl.completed([COMMIT]) == [] and tl.completed([DELTA_COMMIT]) == [done]
 
 

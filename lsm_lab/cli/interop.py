@@ -5,7 +5,7 @@
     lsm-lab interop upgrade PATH [--layout lsm_tree]               version 8 (v1 logs) -> version 9 (v2 logs)
     lsm-lab interop formats PATH [--as-of T]                       v1/v2 log files per file slice
     lsm-lab upgrade PATH                                           version 8/9 -> Hudi's version 10 (rewrite)
-    lsm-lab upgrade PATH --instants-only                           JSON completed instants -> upstream's Avro
+    lsm-lab upgrade PATH --instants-only                           JSON instant files and history rows -> upstream's Avro
     lsm-lab show formats PATH                                      the same, as a `show` subject
     lsm-lab show hudi-options PATH [--json]                        what a Spark/Flink Hudi writer must be passed
     lsm-lab bench interop [--rows N]                               v1 vs v2 bytes, lsm_lab vs hudi-rs read time
@@ -77,7 +77,7 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 def cmd_upgrade_v10(args: argparse.Namespace) -> int:
     if args.instants_only:
         n = avro_timeline(args.path)
-        print(f"{n} completed instant(s) rewritten as Avro; lsm_lab.timeline.instant.format=avro")
+        print(f"{n} instant file(s) and history row(s) rewritten as Avro; lsm_lab.timeline.instant.format=avro")
         return 0
     before = open_table(args.path).config.version
     table = upgrade_to_v10(args.path)
@@ -140,11 +140,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        description="Rewrite the latest snapshot of an lsm_lab table (version 8 or 9) into upstream "
                                    "Hudi's version 10 format as one replacecommit: Java-hash buckets, native log "
                                    "names and footers from then on. Crash-safe; run it again to finish an "
-                                   "interrupted upgrade. Completed instants still in JSON (tables created "
-                                   "before lsm_lab wrote Avro) are rewritten as upstream's Avro commit metadata.")
+                                   "interrupted upgrade. Instant files and history rows still in JSON (tables created "
+                                   "before lsm_lab wrote Avro) are rewritten as upstream's Avro records.")
     v.add_argument("path", help=TABLE_HELP)
     v.add_argument("--instants-only", action="store_true",
-                   help="only rewrite JSON completed instants as Avro (any version >= 8; the table version stays)")
+                   help="only rewrite JSON instant files and history rows as Avro (any version >= 8; the table "
+                        "version stays)")
     v.set_defaults(func=cmd_upgrade_v10)
 
     f = isub.add_parser("formats", help="v1 and v2 log files per file slice",

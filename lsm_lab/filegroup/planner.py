@@ -18,8 +18,8 @@ the logs weigh on the base gets a full compaction.  `strategy="full"` and
 `strategy="log"` force one kind for every file group with something to do.
 
 The plan is saved on the timeline before any data file is written (`<t>.compaction.requested`,
-or `<t>.logcompaction.requested` for a log-only plan), as JSON shaped like
-Hudi's `HoodieCompactionPlan`, plus an `operationType` per operation:
+or `<t>.logcompaction.requested` for a log-only plan), as Hudi's `HoodieCompactionPlan`
+Avro record (timeline/avro_models.py), plus an `operationType` per operation; as a dict:
 
     {"version": 3,
      "operations": [{"partitionPath": "city=chennai", "fileId": "00000001-…-0",

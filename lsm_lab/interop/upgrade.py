@@ -45,7 +45,7 @@ def upgrade_to_v10(table: Table | str | os.PathLike[str]) -> Table:
 
 
 def avro_timeline(table: Table | str | os.PathLike[str]) -> int:
-    """Rewrite a table's JSON completed instants as upstream's Avro commit metadata (`services.upgrade`)."""
+    """Rewrite a table's JSON instant files and history rows as upstream's Avro records (`services.upgrade`)."""
     return upgrade_service.avro_timeline(_as_table(table))
 
 

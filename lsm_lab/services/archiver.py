@@ -43,7 +43,7 @@ from lsm_lab.errors import InputError, UnsupportedFeatureError
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.rollback import remove_timeline_files
 from lsm_lab.table.state import TableState
-from lsm_lab.timeline.archive import DEFAULT_BATCH, ArchivedTimeline
+from lsm_lab.timeline.archive import DEFAULT_BATCH, PLAN_STATES, ArchivedTimeline
 from lsm_lab.timeline.instant import CLEAN, SAVEPOINT, Instant, State, file_name_for, normalize_time
 
 
@@ -77,6 +77,16 @@ def barriers(table: TableState) -> dict[str, str]:
         if earliest:
             out["clean retention"] = normalize_time(str(earliest))
     return out
+
+
+def _plan_bytes(table: TableState, inst: Instant) -> bytes | None:
+    plan = b""
+    for state in PLAN_STATES.get(inst.action, ()):
+        path = table.active_timeline.folder / file_name_for(inst.begin_time, inst.action, state,
+                                                            timeline_layout=table.config.timeline_layout)
+        data = path.read_bytes() if path.exists() else b""
+        plan = data or plan
+    return plan or None
 
 
 def archive(table: TableState, *, keep: int | None = None, automatic: bool = False) -> list[Instant]:
@@ -116,11 +126,8 @@ def archive(table: TableState, *, keep: int | None = None, automatic: bool = Fal
         rows = []
         for inst in chosen:
             metadata = (timeline.folder / inst.file_name).read_bytes()
-            req = timeline.folder / file_name_for(inst.begin_time, inst.action, State.REQUESTED,
-                                                  timeline_layout=table.config.timeline_layout)
-            plan = req.read_bytes() if req.exists() else b""
             rows.append({"instantTime": inst.begin_time, "completionTime": inst.completion_time,
-                         "action": inst.action, "metadata": metadata, "plan": plan or None})
+                         "action": inst.action, "metadata": metadata, "plan": _plan_bytes(table, inst)})
         history.append(rows)  # the archive commit point: from here the instants are in both
         for inst in chosen:
             remove_timeline_files(timeline, inst.begin_time, completed_last=True)

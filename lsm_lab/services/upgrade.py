@@ -61,11 +61,14 @@ file groups, which stay until the cleaner removes them.
 
 ## JSON instants → Avro (`avro_timeline`)
 
-Tables created before lsm_lab wrote upstream's Avro commit metadata hold JSON completed instants
-(`lsm_lab.timeline.instant.format=json`). `avro_timeline` re-encodes each of the active timeline's
-completed write instants as an Avro container, one atomic replace per file with the same content,
-then sets the property: a kill in between leaves some files of each encoding, which every reader
-of lsm_lab reads alike, and the next run finishes the job. `upgrade_to_v10` ends with it.
+Tables created before lsm_lab wrote upstream's Avro timeline hold JSON instant files
+(`lsm_lab.timeline.instant.format=json`, or only completed write instants in Avro). `avro_timeline`
+re-encodes every instant file of the active timeline, whatever its action and state, as the Avro record
+upstream has there (`timeline/avro_models.py`; requested/inflight files upstream leaves empty become
+empty), one atomic replace per file with the same meaning; then the history's rows (their `metadata` and
+`plan` bytes), all into one new file committed by a new history manifest (`ArchivedTimeline.rewrite`);
+then it sets the property. A kill in between leaves some files of each encoding, which every reader of
+lsm_lab reads alike, and the next run finishes the job. `upgrade_to_v10` ends with it.
 
 `Table.upgrade()` (and `lsm-lab upgrade PATH`) call `upgrade_to_v10` and reopen the table;
 `lsm_lab.interop.upgrade.upgrade(table, layout=...)` calls `switch_to_native_logs`.
@@ -82,6 +85,7 @@ Taught in: notebooks/01_build_a_table.ipynb
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -94,16 +98,17 @@ from lsm_lab.format import naming, parquet_write
 from lsm_lab.merge import records
 from lsm_lab.services import occ
 from lsm_lab.services.lock import table_lock
-from lsm_lab.storage import atomic, open_read
+from lsm_lab.storage import atomic, list_names, open_read
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline import config as cfg
-from lsm_lab.timeline.instant import COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, WRITE_ACTIONS
+from lsm_lab.timeline.archive import PLAN_STATES, ArchivedTimeline
+from lsm_lab.timeline.instant import COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, WRITE_ACTIONS, parse_file_name
 from lsm_lab.timeline.metadata import (
     AVRO_MAGIC,
     WriteStat,
     commit_metadata,
     decode_instant_content,
-    encode_avro_commit_metadata,
+    encode_avro_instant,
     with_hudi_schema,
 )
 
@@ -204,30 +209,61 @@ def upgrade_to_v10(t: TableState) -> None:
 
 
 def avro_timeline(t: TableState) -> int:
-    """Re-encode the JSON completed write instants of an lsm_lab table of version 8 or later as Avro (see the
-    module docstring); returns how many files were rewritten. Metadata the Avro schema cannot hold stays JSON."""
+    """Re-encode the JSON instant files of an lsm_lab table of version 8 or later, and its history rows, as
+    upstream's Avro (see the module docstring); returns how many files and rows were rewritten. Content an
+    Avro record cannot hold stays JSON."""
     conf = t.config
     if conf.version < 8 or conf.props.get("lsm_lab.created") != "true":
         return 0
     timeline = t.active_timeline
     done = 0
-    with table_lock(t.path):  # writers wait: no instant completes while its neighbours are rewritten
-        for inst in timeline.completed(WRITE_ACTIONS):
-            path = timeline.folder / inst.file_name
+    with table_lock(t.path):  # writers wait: no instant changes state while its neighbours are rewritten
+        for name in sorted(list_names(timeline.folder)):
+            parsed = parse_file_name(name)
+            if parsed is None:
+                continue
+            path = timeline.folder / name
             with open_read(path) as f:
                 data = f.read()
-            if data[:4] == AVRO_MAGIC:
-                continue
-            content = with_hudi_schema(decode_instant_content(data, path=str(path)), conf.name)
-            avro = encode_avro_commit_metadata(content)
+            avro = _as_avro(parsed[1], parsed[2].value, data, path=str(path), table_name=conf.name)
             if avro is not None:
-                atomic.replace_file(path, avro)
+                atomic.replace_file(path, avro)  # one atomic replace per file, same meaning
                 done += 1
+        history = ArchivedTimeline(t.path, conf)
+        if history.supported:
+            done += history.rewrite(functools.partial(_history_row_as_avro, table_name=conf.name))
         if conf.instant_format != "avro":
             props = dict(cfg.read_config(t.path).props)
             props[cfg.KEY_INSTANT_FORMAT] = "avro"
             cfg.write_config(t.path, props, create=False)
     return done
+
+
+def _as_avro(action: str, state: str, data: bytes, *, path: str, table_name: str) -> bytes | None:
+    """Upstream's Avro bytes for a JSON instant file (None: already Avro or empty, or it must stay JSON)."""
+    if not data or data[:4] == AVRO_MAGIC:
+        return None
+    content = decode_instant_content(data, path=path)
+    if state == "completed" and action in WRITE_ACTIONS:
+        content = with_hudi_schema(content, table_name)
+    return encode_avro_instant(action, state, content)
+
+
+def _history_row_as_avro(row: dict[str, Any], *, table_name: str) -> dict[str, Any] | None:
+    """A history row with Avro `metadata` and, for the actions upstream archives a plan of, an Avro `plan`
+    (`services/archiver.py`; the requested files of other actions, which lsm_lab archived before and never
+    reads, are dropped as upstream has none)."""
+    action = str(row["action"])
+    where = f"history row {row['instantTime']}"
+    metadata = _as_avro(action, "completed", row["metadata"] or b"", path=where, table_name=table_name)
+    plan: bytes | None = row["plan"]
+    if action not in PLAN_STATES:
+        plan = None
+    elif plan:
+        plan = _as_avro(action, "requested", plan, path=where, table_name=table_name) or plan
+    if metadata is None and plan == row["plan"]:
+        return None
+    return {**row, "metadata": row["metadata"] if metadata is None else metadata, "plan": plan or None}
 
 
 def _finish_v10(t: TableState) -> None:

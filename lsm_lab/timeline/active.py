@@ -17,9 +17,11 @@ Which completed `commit` was a compaction?  Hudi stores a finished compaction
 as `<t>_<c>.commit` next to `<t>.compaction.requested`; the loader restores the
 action from the pending file, so `Table.timeline()` shows `compaction`.
 
-Compatibility tables (versions 6 and 8, and tables upgraded from them) get
-commit metadata as Hudi writes it: `extraMetadata.schema` holds the Avro table
-schema, and in version 8 the completed write instants are Avro files.
+Every instant file is encoded as Hudi writes it (`_encode`): on tables of version
+8 and later each file with content is upstream's Avro record for its action and
+state, and the states upstream leaves empty are empty (timeline/metadata.py,
+timeline/avro_models.py); version 6 keeps JSON commit metadata, as Hudi 0.x.
+`extraMetadata.schema` holds the Avro table schema in every completed write.
 
 Simplified compared with Apache Hudi: no timeline server, no caching of the
 listing (every call lists the folder; a few hundred files is cheap), and the
@@ -55,7 +57,7 @@ from lsm_lab.timeline.instant import (
 from lsm_lab.timeline.metadata import (
     check_paths,
     decode_instant_content,
-    encode_avro_commit_metadata,
+    encode_avro_instant,
     encode_json,
     with_hudi_schema,
 )
@@ -182,9 +184,12 @@ class ActiveTimeline:
         return Instant.make(begin, action, state, completion, name)
 
     def _encode(self, action: str, state: State, content: Mapping[str, Any]) -> bytes:
-        """JSON, except completed write instants of tables whose instant format is Avro (version 8 compat)."""
-        if state is State.COMPLETED and action in WRITE_ACTIONS and self.config.instant_format == "avro":
-            avro = encode_avro_commit_metadata(content)
+        """Avro as upstream writes it on tables whose instant format is Avro (versions 8 and later), else JSON.
+
+        JSON too for content upstream's record cannot carry (`encode_avro_instant` says None), so nothing is lost.
+        """
+        if self.config.instant_format == "avro" or self.config.version < 8:  # (version 6: Hudi 0.x's Avro records)
+            avro = encode_avro_instant(action, state.value, content, records_only=self.config.instant_format != "avro")
             if avro is not None:
                 return avro
         return encode_json(content)

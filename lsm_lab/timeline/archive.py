@@ -24,6 +24,12 @@ afterwards; a reader that raced with that deletion simply reads again.
     compaction:   level L holds 10 files ─► merge them into one level L+1 file
                   ─► manifest_{N+1} without them, with it ─► _version_ := N+1 ─► delete the 10 files
 
+`metadata` holds the bytes of the instant's completed file and `plan` the plan
+upstream archives with it (`PLAN_STATES`, after `MetadataConversionUtils.createLSMTimelineInstant`:
+clean, (log) compaction, clustering and replacecommit only), so both are upstream's
+Avro records wherever the instant files are.  `rewrite` re-encodes rows crash-safely
+(one new file, one new manifest) for `lsm-lab upgrade --instants-only`.
+
 Archived instants keep their completion times, so time travel, incremental
 reads and the file-system view (which needs the completion time of every
 instant that wrote a file) work across the archive: `Table.completed_writes()`
@@ -43,7 +49,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -54,7 +60,16 @@ import pyarrow.parquet as pq
 from lsm_lab.errors import CorruptFileError, CorruptTableError, TimelineError
 from lsm_lab.storage import StoragePath, TablePath, as_path, atomic, list_names, paths
 from lsm_lab.timeline.config import TableConfig
-from lsm_lab.timeline.instant import Instant, State, normalize_time
+from lsm_lab.timeline.instant import (
+    CLEAN,
+    CLUSTERING,
+    COMPACTION,
+    LOG_COMPACTION,
+    REPLACE_COMMIT,
+    Instant,
+    State,
+    normalize_time,
+)
 from lsm_lab.timeline.metadata import check_paths, decode_instant_content
 
 VERSION_FILE = "_version_"
@@ -71,6 +86,13 @@ SCHEMA = pa.schema([
     pa.field("plan", pa.binary()),
     pa.field("version", pa.int32()),
 ])
+# actions whose plan upstream keeps in the history's `plan` column, and the states it is read from (the last
+# non-empty one wins: an insert overwrite's inflight commit metadata over its requested file), as
+# `MetadataConversionUtils.createLSMTimelineInstant` does; other actions archive no plan
+PLAN_STATES = {CLEAN: (State.REQUESTED,), COMPACTION: (State.REQUESTED,), LOG_COMPACTION: (State.REQUESTED,),
+               CLUSTERING: (State.REQUESTED,), REPLACE_COMMIT: (State.REQUESTED, State.INFLIGHT)}
+
+
 _FILE = re.compile(r"^(\d{14,17})_(\d{14,17})_(\d+)\.parquet$")
 
 _cache: dict[tuple[str, int, int], list[ArchivedRow]] = {}
@@ -328,6 +350,33 @@ class ArchivedTimeline:
         self.clean()
         return merges
 
+    def rewrite(self, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> int:
+        """Re-encode rows in place of meaning (`change(row)`: the new row, or None to keep it); returns rows changed.
+
+        Crash-safe as every other history change: when any row changes, all rows go into one new file a
+        level above the highest (a name no live file has), then one new manifest lists only that file (the
+        commit point), then the old files are deleted.  A kill before the manifest leaves an unlisted file
+        that `clean` removes; the table lock is the caller's.
+        """
+        entries = self.manifest()
+        if not entries:
+            return 0
+        rows: list[dict[str, Any]] = []
+        changed = 0
+        for e in entries:
+            for row in _read_parquet(self.folder / str(e["fileName"])).cast(SCHEMA).to_pylist():
+                new = change(dict(row))
+                changed += new is not None
+                rows.append(row if new is None else new)
+        if not changed:
+            return 0
+        latest: dict[str, dict[str, Any]] = {r["instantTime"]: r for r in rows}  # one row per instant
+        top = max((parse_file_name(str(e["fileName"])) or ("", "", 0))[2] for e in entries)
+        entry = self._write_parquet(list(latest.values()), top + 1)
+        self._commit([entry])
+        self.clean()
+        return changed
+
     def clean(self, keep_manifests: int = 3) -> None:
         """Delete Parquet files no manifest names and all but the last few manifests."""
         names = list_names(self.folder)
@@ -343,4 +392,4 @@ class ArchivedTimeline:
                     paths.unlink(self.folder / name)
 
 
-__all__ = ["SCHEMA", "ArchivedRow", "ArchivedTimeline", "is_archived", "parse_file_name"]
+__all__ = ["PLAN_STATES", "SCHEMA", "ArchivedRow", "ArchivedTimeline", "is_archived", "parse_file_name"]

@@ -16,16 +16,20 @@ A completed write instant stores a `HoodieCommitMetadata`:
       }
     }
 
-lsm_lab writes JSON (say so in `hoodie.properties`, `lsm_lab.timeline.instant.format=json`);
-Apache Hudi 1.x writes the same structure as an Avro object container file
-(`Obj\\x01` magic).  `decode_instant_content` reads both, so that the rest of the
-library only ever sees dicts.  Compatibility tables of version 8
-(`lsm_lab.timeline.instant.format=avro`) get their completed write instants as
-Avro (`encode_avro_commit_metadata`), because readers of that version (hudi-rs
-among them) refuse JSON there.
+Apache Hudi 1.x (timeline layout 2) writes the same structure as an Avro object
+container file (`Obj\x01` magic, upstream's `CommitMetadataSerDeV2`), and so does
+lsm_lab on tables of version 8 and later (`lsm_lab.timeline.instant.format=avro`,
+`encode_avro_commit_metadata`); the other instant files (plans, clean, rollback,
+restore, savepoint) are the records of `timeline/avro_models.py`, and
+`encode_avro_instant` picks the right one for an action and state (or b"" where
+upstream leaves the file empty).  Version 6 tables keep JSON commit metadata, as
+Hudi 0.x does, with the other records in Avro; tables created before
+(`...instant.format=json`) keep JSON until `lsm-lab upgrade --instants-only`.
+`decode_instant_content` reads every encoding, so that the rest of the library only
+ever sees dicts (the JSON field names).
 
 Simplified compared with Apache Hudi: no per-file runtime stats (`totalLogBlocks`,
-`totalCorruptLogBlock`, timings); only completed commit metadata is ever written as Avro.
+`totalCorruptLogBlock`, timings), and no workload profile in a write's inflight file.
 
 Taught in: notebooks/02_timeline.ipynb
 """
@@ -43,6 +47,8 @@ from typing import Any
 from lsm_lab.avro_schema import arrow_to_avro_schema, avro_schema_json, hudi_record_names
 from lsm_lab.errors import CorruptFileError, LsmLabError
 from lsm_lab.storage import paths
+from lsm_lab.timeline import avro_models
+from lsm_lab.timeline.instant import WRITE_ACTIONS
 
 AVRO_MAGIC = b"Obj\x01"
 
@@ -105,16 +111,21 @@ def decode_instant_content(data: bytes, *, path: str | None = None) -> dict[str,
         import fastavro
 
         try:
-            records = list(fastavro.reader(io.BytesIO(data)))
+            reader = fastavro.reader(io.BytesIO(data))
+            records = list(reader)
+            schema = reader.writer_schema
         except Exception as exc:  # noqa: BLE001 - fastavro raises many types for bad bytes
             raise CorruptFileError(f"cannot decode Avro instant file: {exc}", path=path) from None
         if not records:
             return {}
-        value = _plain(records[0])
-        if not isinstance(value, dict):
+        record = _plain(records[0])
+        if not isinstance(record, dict):
             raise CorruptFileError("Avro instant file does not hold a record", path=path)
-        check_shape(value, path=path)
-        return value
+        name = schema.get("name") if isinstance(schema, dict) else None
+        converted = avro_models.decode(str(name), record)  # plans, clean, rollback, restore, savepoint
+        content: dict[str, Any] = record if converted is None else converted
+        check_shape(content, path=path)
+        return content
     try:
         value = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError, and an integer of > 4300 digits
@@ -412,3 +423,27 @@ def with_hudi_schema(content: Mapping[str, Any], table_name: str) -> dict[str, A
     out["extraMetadata"] = extra
     return out
 
+
+
+def encode_avro_instant(action: str, state: str, content: Mapping[str, Any], *,
+                        records_only: bool = False) -> bytes | None:
+    """The bytes upstream's timeline layout 2 has in `<t>.<action>.<state>` for `content`, as Avro.
+
+    `state`: requested | inflight | completed.  Commit metadata of write actions (completed, or an
+    inflight file with content) is `HoodieCommitMetadata`; plans, clean, rollback, restore and savepoint
+    files are the records of `avro_models`; states upstream leaves empty get b"".  None: `content` has
+    something the record cannot carry, or the file is not one upstream writes as Avro (keep JSON).
+    `records_only` (table version 6, as Hudi 0.x): only the plan/clean/rollback/restore/savepoint records,
+    commit metadata and everything else stays as the caller writes it (JSON).
+    """
+    if records_only:
+        model = avro_models.model_for(action, state)
+        return None if model is None else avro_models.encode(model, content)
+    if (action, state) in avro_models.EMPTY_STATES:
+        return b""
+    model = avro_models.model_for(action, state)
+    if model is not None:
+        return avro_models.encode(model, content)
+    if action in WRITE_ACTIONS and state in ("completed", "inflight"):
+        return encode_avro_commit_metadata(content)
+    return None
