@@ -179,6 +179,11 @@ def _real_writer_schema(shared_dir: Path, zip_name: str, suffix: str) -> dict[st
     return cast("dict[str, Any]", fastavro.reader(io.BytesIO(data)).writer_schema)
 
 
+def _names(schema: dict[str, Any]) -> list[str]:
+    """The top-level field names of a record schema, in order (the transcription above checked against a real file)."""
+    return [str(f["name"]) for f in schema["fields"]]
+
+
 @pytest.fixture(scope="module")
 def upstream_schemas(shared_dir: Path) -> dict[str, Any]:
     """Parsed reader schemas by record name."""
@@ -186,7 +191,11 @@ def upstream_schemas(shared_dir: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     compaction = _real_writer_schema(shared_dir, "qs_mor_avro_v8_trips_8i3u1d.zip", ".compaction.requested")
     clustering = _real_writer_schema(shared_dir, "s_cow_v9_txns_nonpart_nometa.zip", ".clustering.requested")
-    for schema in (INSTANT_INFO, ROLLBACK_METADATA, ROLLBACK_PLAN, CLEANER_PLAN, CLEAN_METADATA, SAVEPOINT_METADATA,
+    rollback = "s_mor_avro_v9_nonpartitioned_rollback.zip"  # a real Hudi 1.x rollback: both files' own schemas
+    rollback_plan = _real_writer_schema(shared_dir, rollback, ".rollback.requested")
+    rollback_meta = _real_writer_schema(shared_dir, rollback, ".rollback")
+    assert _names(rollback_plan) == _names(ROLLBACK_PLAN) and _names(rollback_meta) == _names(ROLLBACK_METADATA)
+    for schema in (rollback_meta, rollback_plan, CLEANER_PLAN, CLEAN_METADATA, SAVEPOINT_METADATA,
                    RESTORE_PLAN, RESTORE_METADATA, compaction, clustering):
         name = str(schema["name"]).rsplit(".", 1)[-1]
         out[name] = fastavro.parse_schema(schema, named_schemas=named)
