@@ -28,7 +28,7 @@ from lsm_lab.timeline.metadata import AVRO_MAGIC, WriteStat, commit_metadata, en
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 FILE_ID = "00000001-0000-0000-0000-000000000000-0"
-LOG = f".{FILE_ID}_20260101000000000.log.1_0-1-0"
+LOG = f"{FILE_ID}_0-1-0_20260101000000001_1.log.parquet"  # a version 10 native data log (FileNameParser)
 BASE = f"{FILE_ID}_0-1-0_20260101000000000.parquet"
 SCHEMA = ('{"type":"record","name":"trips_record","namespace":"hoodie.trips","fields":'
           '[{"name":"id","type":"string"},{"name":"ts","type":"long"}]}')
