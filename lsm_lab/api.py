@@ -60,7 +60,7 @@ from lsm_lab.table.stats import LookupStats
 from lsm_lab.timeline import config as cfg
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, Instant, normalize_time
-from lsm_lab.timeline.instanttime import TimeLike
+from lsm_lab.timeline.instanttime import TimeLike, completion_time
 from lsm_lab.timeline.metadata import WriteStat, summarize
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -175,6 +175,7 @@ class Table(TableState):
         parts = sorted(pc.unique(rows.column(records.PARTITION_PATH)).to_pylist())
         for p in parts:
             records.check_partition_path(p)
+        snapshot = completion_time(snapshot)  # the table as the last write before this one completed
         if txn is not None and snapshot is None:
             groups: list[FileGroup] = []  # the table was empty when this write started
         else:
@@ -279,7 +280,7 @@ class Table(TableState):
         """Records whose latest version was written by instants completed in (start, end]."""
         columns = checks.columns_arg(columns)
         lo = self.resolve_time(start)
-        hi = self.resolve_time(end) or self.latest_completion()
+        hi = completion_time(self.resolve_time(end) or self.latest_completion())  # (start, end] are completion times
         if hi is None:
             return self.read(columns=columns)
         wanted = {b for b, c in self.completion_map(hi).items()
@@ -305,12 +306,14 @@ class Table(TableState):
     # ------------------------------------------------------------------ inspection
     @_one_listing
     def file_slices(self, as_of: TimeLike | None = None) -> pd.DataFrame:
-
+        """One row per file of the file slices a read `as_of` (an instant time, a `CompletionTime`; see `read`) uses."""
+        self.check_retained(self.resolve_time(as_of))
         return inspect.file_slices_frame(self, as_of)
 
     @_one_listing
     def dump_levels(self, as_of: TimeLike | None = None) -> str:
-
+        """The L1 base file and L0 logs of every file group a read `as_of` uses (time as in `read`), as text."""
+        self.check_retained(self.resolve_time(as_of))
         return inspect.dump_levels(self, as_of)
 
     # ------------------------------------------------------------------ table services (lsm_lab.services)
