@@ -317,26 +317,32 @@ class TableState:
     # ------------------------------------------------------------------ file system view
     def file_groups(self, as_of: TimeLike | None = None, partitions: Iterable[str] | None = None,
                     ignored: list[DataFile] | None = None) -> list[FileGroup]:
-        """File groups with their slices, as visible at `as_of` (default: now).
+        """File groups with their slices, as visible at `as_of` (default: now; times as in `resolve_time`).
 
+        An instant time T is cut as upstream's time travel cuts it (fsview rule 8): the slices
+        of the whole completed timeline, each group's latest with base instant <= T, its logs
+        those of the completed writes begun at or before T.  A `CompletionTime` C builds the
+        view of the writes completed by C alone.
         `ignored` receives the listed data files no completed instant committed (fsview rule 6)."""
         read_time = self.resolve_time(as_of)
         writes = self.visible_writes(read_time)
+        by_instant = read_time is not None and not is_completion_time(read_time)
+        formed = self.completed_writes() if by_instant else writes  # the instants the slices are cut from
         visibility.check_lost_commits(self.path, self.active_timeline, self._data_files(), read_time)
-        completion = {i.begin_time: i.completion_time or i.begin_time for i in writes}
+        completion = {i.begin_time: i.completion_time or i.begin_time for i in formed}
         replaced = fsview.replaced_file_groups(writes, self.instant_metadata)
         compactions = {i.begin_time for i in writes if i.action in (COMPACTION, LOG_COMPACTION)}
         sizes: dict[tuple[str, str], int] | None = {} if self.own_files else None
-        committed = committed_files(str(self.path), writes, self.instant_metadata,  # missing files: an error
+        committed = committed_files(str(self.path), formed, self.instant_metadata,  # missing files: an error
                                     timeline_folder=_local(self.active_timeline.folder), sizes=sizes)
         try:
             return fsview.build_file_groups(
-                self.path, completion, read_time=read_time if is_completion_time(read_time) else None,
-                replaced=replaced,
+                self.path, completion, read_time=None if by_instant else read_time, replaced=replaced,
                 v1_logs_by_base_instant=self.config.version < 8, partitions=partitions,
                 compaction_instants=compactions, files=self._data_files(), committed=committed,
                 log_compactions=self.log_compactions(writes), committed_sizes=sizes, ignored=ignored,
-                own_files=self.own_files,
+                own_files=self.own_files, as_of_instant=read_time if by_instant else None,
+                visible={i.begin_time for i in writes} if by_instant else None,
             )
         except CorruptTableError as exc:
             cleaned = self.cleaned_by(exc.path) if read_time is not None and exc.field == fsview.MISSING_FIELD \
