@@ -5,6 +5,7 @@
                  └──────────────► Table ◄───────────────────┘
         writes:  insert · upsert · delete · bulk_insert      → completed Instant
         reads:   read(as_of, columns, filter, merge) · lookup(keys) · read_optimized · read_incremental · read_cdc
+                 as_of: an instant time T (completed writes begun by T, as Hudi) or a CompletionTime / Instant
         inspect: timeline() · file_slices() · dump_levels() · file_groups()
 
 A `Table` holds no cached state that could go stale: every call lists the
@@ -208,7 +209,18 @@ class Table(TableState):
     @_one_listing
     def read(self, *, as_of: TimeLike | None = None, columns: Sequence[str] | None = None, filter: FilterLike | None = None,
              merge: str | None = None, strict: bool | None = None, positions: bool = True) -> pa.Table:
-        """Snapshot read (or time travel to the completion time `as_of`).
+        """Snapshot read, or time travel with `as_of`.
+
+        `as_of=T` (a string yyyyMMddHHmmss[SSS], an int, a datetime, an `InstantTime`) is an *instant
+        time*, as Hudi users pass it — the values of `_hoodie_commit_time` and of the timeline's begin
+        times, Spark's `as.of.instant`, hudi-rs's `with_as_of_timestamp`: the snapshot of every completed
+        write whose instant (begin) time is <= T.  A write that began before T but completed after
+        another one that began later is in it; a still-pending commit begun at or before T makes the
+        read fail (`TimeTravelError`), and so does a T older than what the cleaner kept
+        (`RetentionError`), as upstream's `TimelineUtils.validateTimestampAsOf`.
+        `as_of=lsm_lab.CompletionTime(C)` — or a completed `Instant`, meaning its completion time —
+        reads the table exactly as it was at completion time C: every write completed at or before it
+        (docs/FORMAT.md, "Time travel").  "0" (or Hudi's all-zero times): before every instant, no rows.
 
         `filter`: a list of `(column, op, value)` tuples (partition columns prune
         folders) or a `pyarrow.compute.Expression`; `merge`: force an engine
@@ -242,7 +254,7 @@ class Table(TableState):
     @_one_listing
     def lookup(self, keys: str | Iterable[str], *, as_of: TimeLike | None = None, columns: Sequence[str] | None = None,
                stats: LookupStats | None = None) -> pa.Table:
-        """Rows with the given record keys (composite keys as `f1:v1,f2:v2`), as of `as_of`.
+        """Rows with the given record keys (composite keys as `f1:v1,f2:v2`), as of `as_of` (times as in `read`).
 
         Equals `read(as_of=as_of, columns=columns)` filtered to those keys (rows
         in key order), but reads only what can hold them: file slices by bucket,
@@ -258,7 +270,9 @@ class Table(TableState):
 
     @_one_listing
     def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: TimeLike | None = None) -> pa.Table:
-        """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table."""
+        """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table.
+
+        `as_of`: the base files of the slices a `read(as_of=...)` would use (times as in `read`)."""
         columns = checks.columns_arg(columns)
         if columns == []:  # N rows of no columns, as read(columns=[])
             return self.read_optimized(columns=list(self.config.record_key[:1]), as_of=as_of).select([])
@@ -277,7 +291,10 @@ class Table(TableState):
 
     @_one_listing
     def read_incremental(self, start: TimeLike | None, end: TimeLike | None = None, *, columns: Sequence[str] | None = None) -> pa.Table:
-        """Records whose latest version was written by instants completed in (start, end]."""
+        """Records whose latest version was written by instants completed in (start, end].
+
+        `start` and `end` are *completion* times (as hudi-rs's incremental query and Hudi 1.x's
+        completion-time based incremental reads); an `Instant` means its completion time."""
         columns = checks.columns_arg(columns)
         lo = self.resolve_time(start)
         hi = completion_time(self.resolve_time(end) or self.latest_completion())  # (start, end] are completion times

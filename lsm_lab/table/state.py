@@ -2,7 +2,7 @@
 
               TableState(path, config)     path: a local Path or a StoragePath (s3://, gs://, az://); storage
      timeline    instants · completed_writes · instant_metadata · completion_map · savepoints
-     time        resolve_time(as_of) · check_retained(read_time)
+     time        resolve_time(as_of) · visible_writes(read_time) · check_retained(read_time)
      schema      schema (latest commit's extraMetadata, else hoodie.properties, else a base file)
      files       partitions · file_groups(as_of) · latest_slices(as_of)
      reading     read_context(read_time) → ReadContext for filegroup/read.py's slice readers
