@@ -3,7 +3,7 @@
     "20261122001500123"        ┐
     "20261122001500"  (legacy) ├─► InstantTime("20261122001500123")   17 digits, yyyyMMddHHmmssSSS, UTC
     datetime(2026, 11, 22, …)  │        compares as the string compares, hashes as the string,
-    a completed Instant        │        is the string on disk and in every dict of the library
+                               │        is the string on disk and in every dict of the library
     "0", "000", 14 or 17 zeros ┘─► InstantTime("00000000000000000")   Hudi's "from the beginning"
 
     CompletionTime("20261122001530456")   an InstantTime meant as a *completion* time
@@ -21,7 +21,9 @@ it names. The type adds the guarantee (validated once, a `TimelineError` naming 
 otherwise) and `to_datetime()`; it costs nothing where a string is expected.
 
 Simplified compared with Apache Hudi: Hudi keeps instant times as plain `String`s and
-validates them with `HoodieInstantTimeGenerator`'s formatter wherever they are parsed.
+validates them with `HoodieInstantTimeGenerator`'s formatter wherever they are parsed; it has
+no completion-time type (its time travel takes only an instant time; lsm_lab's writers and
+incremental reads use completion times, which `CompletionTime` makes explicit).
 
 Taught in: notebooks/02_timeline.ipynb
 """
