@@ -32,6 +32,7 @@ from lsm_lab.errors import (
     TableConfigError,
     TableNotFoundError,
     TimelineError,
+    TimeTravelError,
     UnsafePathError,
     UnsupportedFeatureError,
 )
@@ -62,6 +63,7 @@ _LAZY = {
     "Instant": "lsm_lab.timeline.instant",
     "State": "lsm_lab.timeline.instant",
     "InstantTime": "lsm_lab.timeline.instanttime",
+    "CompletionTime": "lsm_lab.timeline.instanttime",
     "TimeLike": "lsm_lab.timeline.instanttime",
     "FilterLike": "lsm_lab.table.predicate",
 }
@@ -75,7 +77,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from lsm_lab.table.state import TableState
     from lsm_lab.table.stats import LookupStats
     from lsm_lab.timeline.instant import Instant, State
-    from lsm_lab.timeline.instanttime import InstantTime, TimeLike
+    from lsm_lab.timeline.instanttime import CompletionTime, InstantTime, TimeLike
 
 
 def __getattr__(name: str) -> Any:
@@ -96,6 +98,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ENGINES",
+    "CompletionTime",
     "ConflictError",
     "CorruptFileError",
     "CorruptTableError",
@@ -118,6 +121,7 @@ __all__ = [
     "TableNotFoundError",
     "TableState",
     "TimeLike",
+    "TimeTravelError",
     "TimelineError",
     "UnsafePathError",
     "UnsupportedFeatureError",

@@ -5,6 +5,7 @@
                  └──────────────► Table ◄───────────────────┘
         writes:  insert · upsert · delete · bulk_insert      → completed Instant
         reads:   read(as_of, columns, filter, merge) · lookup(keys) · read_optimized · read_incremental · read_cdc
+                 as_of: an instant time T (completed writes begun by T, as Hudi) or a CompletionTime / Instant
         inspect: timeline() · file_slices() · dump_levels() · file_groups()
 
 A `Table` holds no cached state that could go stale: every call lists the
@@ -59,7 +60,7 @@ from lsm_lab.table.stats import LookupStats
 from lsm_lab.timeline import config as cfg
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.instant import COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, Instant, normalize_time
-from lsm_lab.timeline.instanttime import TimeLike
+from lsm_lab.timeline.instanttime import TimeLike, completion_time
 from lsm_lab.timeline.metadata import WriteStat, summarize
 
 if TYPE_CHECKING:  # pandas (0.3 s to import) only when a frame is asked for: a read never returns one
@@ -179,6 +180,7 @@ class Table(TableState):
         parts = sorted(pc.unique(rows.column(records.PARTITION_PATH)).to_pylist())
         for p in parts:
             records.check_partition_path(p)
+        snapshot = completion_time(snapshot)  # the table as the last write before this one completed
         if txn is not None and snapshot is None:
             groups: list[FileGroup] = []  # the table was empty when this write started
         else:
@@ -215,7 +217,18 @@ class Table(TableState):
     @_one_listing
     def read(self, *, as_of: TimeLike | None = None, columns: Sequence[str] | None = None, filter: FilterLike | None = None,
              merge: str | None = None, strict: bool | None = None, positions: bool = True) -> pa.Table:
-        """Snapshot read (or time travel to the completion time `as_of`).
+        """Snapshot read, or time travel with `as_of`.
+
+        `as_of=T` (a string yyyyMMddHHmmss[SSS], an int, a datetime, an `InstantTime`) is an *instant
+        time*, as Hudi users pass it — the values of `_hoodie_commit_time` and of the timeline's begin
+        times, Spark's `as.of.instant`, hudi-rs's `with_as_of_timestamp`: the snapshot of every completed
+        write whose instant (begin) time is <= T.  A write that began before T but completed after
+        another one that began later is in it; a still-pending commit begun at or before T makes the
+        read fail (`TimeTravelError`), and so does a T older than what the cleaner kept
+        (`RetentionError`), as upstream's `TimelineUtils.validateTimestampAsOf`.
+        `as_of=lsm_lab.CompletionTime(C)` — or a completed `Instant`, meaning its completion time —
+        reads the table exactly as it was at completion time C: every write completed at or before it
+        (docs/FORMAT.md, "Time travel").  "0" (or Hudi's all-zero times): before every instant, no rows.
 
         `filter`: a list of `(column, op, value)` tuples (partition columns prune
         folders) or a `pyarrow.compute.Expression`; `merge`: force an engine
@@ -249,7 +262,7 @@ class Table(TableState):
     @_one_listing
     def lookup(self, keys: str | Iterable[str], *, as_of: TimeLike | None = None, columns: Sequence[str] | None = None,
                stats: LookupStats | None = None) -> pa.Table:
-        """Rows with the given record keys (composite keys as `f1:v1,f2:v2`), as of `as_of`.
+        """Rows with the given record keys (composite keys as `f1:v1,f2:v2`), as of `as_of` (times as in `read`).
 
         Equals `read(as_of=as_of, columns=columns)` filtered to those keys (rows
         in key order), but reads only what can hold them: file slices by bucket,
@@ -265,7 +278,9 @@ class Table(TableState):
 
     @_one_listing
     def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: TimeLike | None = None) -> pa.Table:
-        """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table."""
+        """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table.
+
+        `as_of`: the base files of the slices a `read(as_of=...)` would use (times as in `read`)."""
         columns = checks.columns_arg(columns)
         if columns == []:  # N rows of no columns, as read(columns=[])
             return self.read_optimized(columns=list(self.config.record_key[:1]), as_of=as_of).select([])
@@ -284,10 +299,13 @@ class Table(TableState):
 
     @_one_listing
     def read_incremental(self, start: TimeLike | None, end: TimeLike | None = None, *, columns: Sequence[str] | None = None) -> pa.Table:
-        """Records whose latest version was written by instants completed in (start, end]."""
+        """Records whose latest version was written by instants completed in (start, end].
+
+        `start` and `end` are *completion* times (as hudi-rs's incremental query and Hudi 1.x's
+        completion-time based incremental reads); an `Instant` means its completion time."""
         columns = checks.columns_arg(columns)
         lo = self.resolve_time(start)
-        hi = self.resolve_time(end) or self.latest_completion()
+        hi = completion_time(self.resolve_time(end) or self.latest_completion())  # (start, end] are completion times
         if hi is None:
             return self.read(columns=columns)
         wanted = {b for b, c in self.completion_map(hi).items()
@@ -313,12 +331,14 @@ class Table(TableState):
     # ------------------------------------------------------------------ inspection
     @_one_listing
     def file_slices(self, as_of: TimeLike | None = None) -> pd.DataFrame:
-
+        """One row per file of the file slices a read `as_of` (an instant time, a `CompletionTime`; see `read`) uses."""
+        self.check_retained(self.resolve_time(as_of))
         return inspect.file_slices_frame(self, as_of)
 
     @_one_listing
     def dump_levels(self, as_of: TimeLike | None = None) -> str:
-
+        """The L1 base file and L0 logs of every file group a read `as_of` uses (time as in `read`), as text."""
+        self.check_retained(self.resolve_time(as_of))
         return inspect.dump_levels(self, as_of)
 
     # ------------------------------------------------------------------ table services (lsm_lab.services)

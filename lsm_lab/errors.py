@@ -17,7 +17,8 @@ the classes below with both in the message.
     ├── UnsupportedFeatureError   a real Hudi feature lsm_lab does not read (HFile, Lance, ...)
     │   └── MissingDependencyError  a feature whose optional extra is not installed (also an ImportError)
     ├── InputError                bad user input to a command (unsorted runs, bad option; also a ValueError)
-    │   └── RetentionError        a read that reaches past what the cleaner kept
+    │   ├── RetentionError        a read that reaches past what the cleaner kept
+    │   └── TimeTravelError       time travel to an instant time a still-pending commit covers
     ├── TimelineError             an instant transition that is not allowed, unknown instant
     ├── ConflictError             optimistic concurrency: another writer won
     └── StorageError              a storage request failed (unknown scheme, missing bucket, no answer)
@@ -124,6 +125,17 @@ class RetentionError(InputError):
         super().__init__(message, path=path)
 
 
+class TimeTravelError(InputError):
+    """A time-travel read as of an instant time T that a still-pending commit (requested or inflight, begun at
+    or before T) covers: its rows may still appear in that snapshot, so the read is refused, as upstream's
+    `TimelineUtils.validateTimestampAsOf` refuses it (`HoodieTimeTravelException`, apache/hudi PR #9280).
+    `pending` is the begin time of the first such commit."""
+
+    def __init__(self, message: str, *, pending: str, path: str | PathLike[str] | object | None = None) -> None:
+        self.pending = pending
+        super().__init__(message, path=path)
+
+
 class TimelineError(LsmLabError):
     """A timeline operation that is not allowed (unknown instant, illegal transition, clock problem)."""
 
@@ -149,6 +161,7 @@ __all__ = [
     "StorageError",
     "TableConfigError",
     "TableNotFoundError",
+    "TimeTravelError",
     "TimelineError",
     "UnsafePathError",
     "UnsupportedFeatureError",

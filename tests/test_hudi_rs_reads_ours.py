@@ -2,9 +2,12 @@
 
 The matrix: table version 8 and 9, COW and MOR, the default layout, partitioned or not, a simple or a
 complex record key; after insert, upsert, delete, bulk insert, full compaction (MOR), clustering, clean,
-archival, savepoint and restore. After every step hudi-rs's snapshot equals lsm_lab's; at the end its
-time travel to every completed write, its incremental reads between consecutive commits, its read-optimized view, and its decoding of every completed
-instant's metadata (`get_instant_metadata_in_json`: the Avro commit metadata of timeline layout 2) agree.
+archival, savepoint and restore, and a failed write (killed between its data files and its commit)
+rolled back. After every step hudi-rs's snapshot equals lsm_lab's; at the end its time travel to the
+instant time of every completed write (as a Hudi user passes it: `with_as_of_timestamp`, Spark's
+`as.of.instant`), its incremental reads between consecutive commits, its read-optimized view, and its
+decoding of every completed instant's metadata (`get_instant_metadata_in_json`: the Avro commit
+metadata of timeline layout 2) agree.
 The README's table "what hudi-rs reads of lsm_lab's tables" summarises this file.
 """
 
@@ -15,6 +18,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from localpath import local
@@ -22,12 +26,29 @@ from localpath import local
 import lsm_lab
 from lsm_lab.errors import InputError
 from lsm_lab.interop.hudi_tables import compare_rows, hudi_available, hudi_rs_incremental, hudi_rs_read
+from lsm_lab.services import occ
 
 pytestmark = pytest.mark.skipif(not hudi_available(), reason="hudi-rs is not installed (pip install -e '.[interop]')")
 
 
 def _rows(ids: range | list[int], ts: int, fare: float) -> list[dict[str, Any]]:
     return [{"id": f"id{i:03d}", "city": ("sf", "nyc", "chennai")[i % 3], "ts": ts, "fare": fare + i} for i in ids]
+
+
+class _Killed(BaseException):
+    """The writer died at its commit point."""
+
+
+def _failed_write_rolled_back(t: lsm_lab.Table) -> None:
+    """An upsert killed after its data files and markers, before its commit; then `rollback()` removes it."""
+    def die(self: occ.WriteTransaction, metadata: Any, **kw: Any) -> lsm_lab.Instant:
+        self._finish()  # the heartbeat stops: a dead writer
+        raise _Killed
+
+    with mock.patch.object(occ.WriteTransaction, "commit", die), pytest.raises(_Killed):
+        t.upsert(_rows(range(0, 30, 3), 30, 99.0))
+    assert [i for i in t.instants() if not i.is_completed and i.is_write]  # its inflight instant is left
+    assert t.rollback()  # rolled back: its files deleted, a rollback instant written
 
 
 def _steps(t: lsm_lab.Table) -> list[tuple[str, Callable[[], object]]]:
@@ -45,6 +66,7 @@ def _steps(t: lsm_lab.Table) -> list[tuple[str, Callable[[], object]]]:
         ("restore", lambda: t.restore(t.savepoints()[-1]["savepointedInstant"])),
         ("archive", lambda: t.archive(keep=4)),
         ("upsert after restore", lambda: t.upsert(_rows(range(5, 15), 20, 3.0))),
+        ("failed write rolled back", lambda: _failed_write_rolled_back(t)),
     ]
 
 
@@ -61,13 +83,13 @@ def test_hudi_rs_reads_every_step(tmp_path: Path, version: int, table_type: str,
         step()
         assert compare_rows(t.read(), hudi_rs_read(local(t.path)), key_fields) == [], f"after {what}"
     travelled = 0
-    for inst in t.completed_writes():  # time travel to every completed write the cleaner kept (completion time)
+    for inst in t.completed_writes():  # time travel to every completed write the cleaner kept (its instant time)
         try:
-            mine = t.read(as_of=inst.completion_time)
+            mine = t.read(as_of=inst.begin_time)
         except InputError as exc:  # older than what the cleaner kept: refused, never partial rows
             assert "the cleaner kept only" in str(exc)
             continue
-        assert compare_rows(mine, hudi_rs_read(local(t.path), as_of=inst.completion_time), key_fields) == [], inst
+        assert compare_rows(mine, hudi_rs_read(local(t.path), as_of=inst.begin_time), key_fields) == [], inst
         travelled += 1
     assert travelled >= 2
     kept, changed = [str(i.completion_time) for i in t.completed_writes()], 0

@@ -321,7 +321,7 @@ class ServicesMachine(TableMachine):
                 out.append(self.readable[inst.begin_time])  # a write changes no older snapshot
                 continue
             try:
-                got = self.t.read(as_of=inst.completion_time)
+                got = self.t.read(as_of=inst)  # the snapshot as the instant completed (a CompletionTime)
             except LsmLabError as exc:
                 assert _not_retained(exc), f"time travel to {inst}: {type(exc).__name__}: {exc}"
                 assert n < len(self.history) - 1, f"the latest instant {inst} is not readable: {exc}"

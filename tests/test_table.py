@@ -463,8 +463,12 @@ def test_time_travel(trips: Trips) -> None:
     assert rows_of(table, "id", "fare", as_of=i1, filter=[("id", "=", "k0")]) == [("k0", 0.0)]
     assert rows_of(table, "id", "fare", as_of=i2, filter=[("id", "=", "k0")]) == [("k0", 100.0)]
     assert len(rows_of(table, "id", as_of=i2)) == 6 and len(rows_of(table, "id", as_of=i3)) == 5
-    # i2 began after i1 completed: as of its begin time, i2 is not visible yet
-    assert rows_of(table, "id", "fare", as_of=i2.begin_time) == rows_of(table, "id", "fare", as_of=i1)
+    # an instant time reads every completed write begun at or before it (Spark's as.of.instant): i2 is visible
+    # as of its own begin time; as a *completion* time, i2 had not completed then (i1 had)
+    assert rows_of(table, "id", "fare", as_of=i2.begin_time) == rows_of(table, "id", "fare", as_of=i2)
+    assert rows_of(table, "id", "fare", as_of=lsm_lab.CompletionTime(i2.begin_time)) == \
+        rows_of(table, "id", "fare", as_of=i1)
+    assert rows_of(table, "id", "fare", as_of=i1.begin_time) == rows_of(table, "id", "fare", as_of=i1)
     assert i1.completion_time is not None
     moment = dt.datetime.strptime(i1.completion_time[:14], "%Y%m%d%H%M%S").replace(
         tzinfo=dt.UTC) + dt.timedelta(milliseconds=int(i1.completion_time[14:]))

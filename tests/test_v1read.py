@@ -181,7 +181,9 @@ def test_logs_merge_in_completion_order_whatever_their_format(tmp_path: Path, se
     _commit_by_hand(t, begin_a, done_a)
     _commit_by_hand(t, begin_b, done_b)
     assert _values(t) == {"k0": 1}  # A completed last
-    assert _values(t, as_of=done_b) == {"k0": 2}
+    assert _values(t, as_of=lsm_lab.CompletionTime(done_b)) == {"k0": 2}  # as B completed: A still pending
+    assert _values(t, as_of=begin_a) == {"k0": 1}  # instant time: the completed writes begun by then, A only
+    assert _values(t, as_of=done_b) == {"k0": 1}  # both began by then; A completed last
     ctx = t.read_context(None)
     units = v1read.ordered_units(ctx.completion_of, None, t.latest_slices()[0])
     assert [u.instant for u in units] == [begin_b, begin_a]

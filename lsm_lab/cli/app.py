@@ -3,7 +3,7 @@
     lsm-lab demo [--dir D] [--rows N]                 the main job (see lsm_lab.lab.demo)
     lsm-lab create PATH --name N --key K [...]        a new table
     lsm-lab write PATH FILE --op upsert|insert|delete|bulk_insert
-    lsm-lab read PATH [--as-of T] [--columns a,b] [--key K ...] [--out F]
+    lsm-lab read PATH [--as-of T | --as-of-completion C] [--columns a,b] [--key K ...] [--out F]
     lsm-lab read PATH --cdc --start T [--end T]       the change stream (op, before, after)
     lsm-lab show timeline|fsview|levels|footers PATH [--json]
     lsm-lab merge OUT IN1 IN2 ... --key K             merge sorted Parquet runs
@@ -34,7 +34,15 @@ from lsm_lab.cli import lookup as lookup_command
 from lsm_lab.cli import merge as merge_command
 from lsm_lab.cli import services as services_command
 from lsm_lab.cli import spark as spark_command
-from lsm_lab.cli.console import TABLE_HELP, parse_options, print_frame, read_input_file, write_output_file
+from lsm_lab.cli.console import (
+    TABLE_HELP,
+    add_as_of,
+    as_of_arg,
+    parse_options,
+    print_frame,
+    read_input_file,
+    write_output_file,
+)
 from lsm_lab.errors import InputError, LsmLabError
 from lsm_lab.lab.demo import demo_folder, run_demo
 from lsm_lab.merge import ENGINES
@@ -93,9 +101,9 @@ def cmd_read(args: argparse.Namespace) -> int:
     if not args.cdc and (args.start is not None or args.end is not None):
         raise InputError("--start and --end bound a change stream: add --cdc")
     if args.cdc:
-        if args.key or args.read_optimized or args.as_of:
+        if args.key or args.read_optimized or as_of_arg(args) is not None:
             raise InputError("--cdc reads the changes between --start and --end; it cannot be combined with "
-                             "--key, --read-optimized or --as-of")
+                             "--key, --read-optimized, --as-of or --as-of-completion")
         if args.start is None:
             raise InputError("--cdc needs --start (a completion time yyyyMMddHHmmssSSS, or 0 for the beginning)")
         result = table.read_cdc(args.start, args.end, columns=columns)  # "0", "000", 14/17 zeros: the beginning
@@ -106,11 +114,11 @@ def cmd_read(args: argparse.Namespace) -> int:
             raise InputError("--key looks keys up in the snapshot; it cannot be combined with --read-optimized")
 
         lookup_stats = LookupStats()
-        result = table.lookup(args.key, as_of=args.as_of, columns=columns, stats=lookup_stats)
+        result = table.lookup(args.key, as_of=as_of_arg(args), columns=columns, stats=lookup_stats)
     elif args.read_optimized:
-        result = table.read_optimized(columns=columns, as_of=args.as_of)
+        result = table.read_optimized(columns=columns, as_of=as_of_arg(args))
     else:
-        result = table.read(as_of=args.as_of, columns=columns, merge=args.merge)
+        result = table.read(as_of=as_of_arg(args), columns=columns, merge=args.merge)
     if lookup_stats is not None:
         print(f"lookup: {lookup_stats.summary()}", file=sys.stderr)
         print(f"lookup: {lookup_stats.index_summary()}", file=sys.stderr)
@@ -143,12 +151,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.what == "timeline":
         print_frame(table.timeline(archived=args.archived), args.json)
     elif args.what == "fsview":
-        print_frame(table.file_slices(as_of=args.as_of), args.json)
+        print_frame(table.file_slices(as_of=as_of_arg(args)), args.json)
     elif args.what == "levels":
         if args.json:
-            print_frame(table.file_slices(as_of=args.as_of), True)
+            print_frame(table.file_slices(as_of=as_of_arg(args)), True)
         else:
-            print(table.dump_levels(as_of=args.as_of))
+            print(table.dump_levels(as_of=as_of_arg(args)))
     elif args.what == "uncommitted":
         import pandas as pd  # (start-up: only this subject prints a frame built here)
 
@@ -215,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("read", help="read a snapshot (or time travel)", description="Read the table at PATH.")
     p.add_argument("path", help=TABLE_HELP)
-    p.add_argument("--as-of", help="completion time to travel to (yyyyMMddHHmmssSSS; 0: before every instant)")
+    add_as_of(p)
     p.add_argument("--columns", help="comma separated columns")
     p.add_argument("--merge", choices=ENGINES, help="force a merge engine")
     p.add_argument("--read-optimized", action="store_true", help="base files only")
@@ -242,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "(v1/v2 logs per slice), hudi-options (what a Spark/Flink Hudi writer must be "
                                 "passed to write into this table) (and plan)")
     p.add_argument("path", help=TABLE_HELP + " (for footers: also one Parquet file)")
-    p.add_argument("--as-of", help="completion time (fsview, levels)")
+    add_as_of(p, " (fsview, levels)")
     p.add_argument("--json", action="store_true", help="JSON output")
     p.add_argument("--archived", action="store_true", help="timeline: include archived (LSM history) instants")
     p.set_defaults(func=cmd_show)

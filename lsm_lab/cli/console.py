@@ -4,6 +4,8 @@
     write_output_file(t, path)   pyarrow.Table → .parquet / .csv / .jsonl
     parse_options(items)         ["k=v", ...] → {"k": "v"}
     print_frame(df, as_json)     a pandas DataFrame, as text or JSON records
+    add_as_of(parser)            --as-of T (an instant time) | --as-of-completion C (a completion time)
+    as_of_arg(args)              → T, CompletionTime(C) or None, for `as_of=`
 
 cli/app.py and the feature command modules beside it import these; none of
 them imports app.py, which sits on top and registers them all.
@@ -13,6 +15,7 @@ Taught in: notebooks/07_compaction.ipynb
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,27 @@ from typing import Any
 import pyarrow as pa
 
 from lsm_lab.errors import InputError
+from lsm_lab.timeline.instanttime import CompletionTime, TimeLike
+
+AS_OF_HELP = ("time travel to this instant time (yyyyMMddHHmmssSSS, the values of _hoodie_commit_time and of the "
+              "timeline; Spark's as.of.instant): every completed write begun at or before it; 0: before every instant")
+AS_OF_COMPLETION_HELP = ("time travel to this completion time instead: every write completed at or before it, the "
+                         "table exactly as it was then (the Hudi 1.0 spec's snapshot read time)")
+
+
+def add_as_of(parser: argparse.ArgumentParser, what: str = "") -> None:
+    """`--as-of` (an instant time) and `--as-of-completion` (a completion time), one or the other."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--as-of", metavar="T", help=AS_OF_HELP + what)
+    group.add_argument("--as-of-completion", metavar="C", help=AS_OF_COMPLETION_HELP + what)
+
+
+def as_of_arg(args: argparse.Namespace) -> TimeLike | None:
+    """What `add_as_of`'s options ask for, as an `as_of=` value (None: now)."""
+    completion = getattr(args, "as_of_completion", None)
+    if completion is not None:
+        return CompletionTime(completion)
+    return getattr(args, "as_of", None)
 
 
 def read_input_file(path: str) -> pa.Table:

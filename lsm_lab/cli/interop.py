@@ -3,7 +3,7 @@
     lsm-lab interop compare PATH [--as-of T] [--read-optimized]   rows of lsm_lab vs hudi-rs (exit 1 on a difference)
     lsm-lab interop real-tables DEST [--shared DIR]               unpack ../shared/hudi-tables, compare every table
     lsm-lab interop upgrade PATH [--layout lsm_tree]               version 8 (v1 logs) -> version 9 (v2 logs)
-    lsm-lab interop formats PATH [--as-of T]                       v1/v2 log files per file slice
+    lsm-lab interop formats PATH [--as-of T | --as-of-completion C]  v1/v2 log files per file slice
     lsm-lab upgrade PATH                                           version 8/9 -> Hudi's version 10 (rewrite)
     lsm-lab upgrade PATH --instants-only                           JSON instant files and history rows -> upstream's Avro
     lsm-lab show formats PATH                                      the same, as a `show` subject
@@ -26,7 +26,7 @@ from pathlib import Path
 from lsm_lab.api import open_table
 from lsm_lab.bench import peers
 from lsm_lab.bench.interop import format_report, run
-from lsm_lab.cli.console import TABLE_HELP
+from lsm_lab.cli.console import TABLE_HELP, add_as_of, as_of_arg
 from lsm_lab.errors import InputError, UnsupportedFeatureError
 from lsm_lab.interop.hudi_tables import compare_rows, find_shared, hudi_rs_read, unpack_tables
 from lsm_lab.interop.upgrade import avro_timeline, dump_formats, upgrade, upgrade_to_v10
@@ -86,7 +86,7 @@ def cmd_upgrade_v10(args: argparse.Namespace) -> int:
 
 
 def cmd_formats(args: argparse.Namespace) -> int:
-    print(dump_formats(args.path, args.as_of))
+    print(dump_formats(args.path, as_of_arg(args)))
     return 0
 
 
@@ -118,7 +118,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = isub.add_parser("compare", help="compare lsm_lab's rows with hudi-rs's (exit 1 on a difference)",
                         description="Read the table at PATH with lsm_lab and with hudi-rs and compare by record key.")
     c.add_argument("path", help="local table folder (hudi-rs reads it here)")
-    c.add_argument("--as-of", help="time travel to this completion time")
+    c.add_argument("--as-of", help="time travel to this instant time (both readers: every completed write begun at or "
+                                   "before it; hudi-rs's with_as_of_timestamp)")
     c.add_argument("--read-optimized", action="store_true", help="base files only")
     c.set_defaults(func=cmd_compare)
 
@@ -151,7 +152,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     f = isub.add_parser("formats", help="v1 and v2 log files per file slice",
                         description="One line per file slice: base file, v1 and v2 log counts, MIXED when both.")
     f.add_argument("path", help=TABLE_HELP)
-    f.add_argument("--as-of", help="completion time")
+    add_as_of(f)
     f.set_defaults(func=cmd_formats)
 
 

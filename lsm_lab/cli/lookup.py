@@ -1,6 +1,6 @@
 """Command-line entry points of the lookup package (registered by lsm_lab/cli/app.py).
 
-    lsm-lab lookup PATH KEY [KEY ...] [--as-of T] [--columns a,b] [--explain] [--json]
+    lsm-lab lookup PATH KEY [KEY ...] [--as-of T | --as-of-completion C] [--columns a,b] [--explain] [--json]
         the rows of the keys, then what the reader did (files skipped by range,
         bloom or bucket; row groups read; bytes); --explain prints every decision
     lsm-lab show blooms PATH
@@ -27,7 +27,7 @@ from typing import Any
 from lsm_lab.api import open_table
 from lsm_lab.bench.lookup import __doc__ as bench_doc
 from lsm_lab.bench.lookup import add_arguments, run
-from lsm_lab.cli.console import TABLE_HELP, print_frame
+from lsm_lab.cli.console import TABLE_HELP, add_as_of, as_of_arg, print_frame
 from lsm_lab.errors import CorruptFileError
 from lsm_lab.filegroup import fsview
 from lsm_lab.storage import as_path
@@ -39,7 +39,7 @@ def cmd_lookup(args: argparse.Namespace) -> int:
     table = open_table(args.path)
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     stats = LookupStats(trace=[] if args.explain else None)
-    result = table.lookup(args.keys, as_of=args.as_of, columns=columns, stats=stats)
+    result = table.lookup(args.keys, as_of=as_of_arg(args), columns=columns, stats=stats)
     print_frame(result.to_pandas(), args.json)
     if stats.trace:
         print("\n".join(stats.trace), file=sys.stderr)
@@ -95,7 +95,7 @@ def register(sub: Any) -> None:
                                    "filter, row groups read, bytes.")
     p.add_argument("path", help=TABLE_HELP)
     p.add_argument("keys", nargs="+", metavar="KEY", help="record key(s)")
-    p.add_argument("--as-of", help="completion time to travel to (yyyyMMddHHmmssSSS)")
+    add_as_of(p)
     p.add_argument("--columns", help="comma separated columns")
     p.add_argument("--explain", action="store_true", help="print every pruning decision (stderr)")
     p.add_argument("--json", action="store_true", help="print JSON records")

@@ -3,7 +3,7 @@
     lsm-lab spark write PATH FILE [--op upsert] [--master URL]     a file's rows through the Spark writer
     lsm-lab spark compact PATH [--strategy hybrid] [--merge sorted] [--master URL]
     lsm-lab spark clustering PATH [--merge sorted] [--option K=V] [--master URL]   clustering, one task per group
-    lsm-lab spark read PATH [--as-of T] [--columns a,b] [--read-optimized] [--limit 20] [--master URL]
+    lsm-lab spark read PATH [--as-of T | --as-of-completion C] [--columns a,b] [--read-optimized] [--limit 20] [--master URL]
     lsm-lab spark cluster [--workers 2] [--cores 1] [--memory 1g]  a standalone cluster on 127.0.0.1, until Ctrl-C
     lsm-lab bench compaction --engine spark [--rows N] [--k 1 4 16] [--json OUT] [--plot PNG]
 
@@ -25,7 +25,7 @@ from typing import Any
 from lsm_lab.api import open_table
 from lsm_lab.bench import compaction
 from lsm_lab.bench.compaction import run_from_args
-from lsm_lab.cli.console import TABLE_HELP, parse_options, read_input_file
+from lsm_lab.cli.console import TABLE_HELP, add_as_of, as_of_arg, parse_options, read_input_file
 from lsm_lab.services import clustering
 
 
@@ -73,7 +73,8 @@ def _cmd_read(args: argparse.Namespace) -> int:
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     from lsm_lab.spark.read import read_table  # pyspark: the spark extra
 
-    frame = read_table(args.path, spark=_spark(args), as_of=args.as_of, columns=columns, read_optimized=args.read_optimized)
+    frame = read_table(args.path, spark=_spark(args), as_of=as_of_arg(args), columns=columns,
+                       read_optimized=args.read_optimized)
     if args.out:
         frame.write.mode("overwrite").parquet(args.out)
         print(f"rows written to {args.out}")
@@ -141,7 +142,7 @@ def register(subparsers: Any) -> None:
 
     q = sub.add_parser("read", help="snapshot (per-slice merge in tasks) or read-optimized read into Spark")
     q.add_argument("path", help=TABLE_HELP)
-    q.add_argument("--as-of", help="completion time to travel to")
+    add_as_of(q)
     q.add_argument("--columns", help="comma separated columns")
     q.add_argument("--read-optimized", action="store_true", help="base files only, with Spark's Parquet reader")
     q.add_argument("--limit", type=int, default=20, help="rows to show (default 20)")

@@ -17,9 +17,11 @@ How the view is built (reader rules, format page section 6):
    blocks are filtered by instant when read.
 2. Drop file groups replaced by completed replacecommits/clusterings.
 3. A base file opens a slice.  A log file joins the slice with the greatest base
-   instant strictly below the log's *completion* time: a log written while a
-   compaction was pending lands in the slice that compaction will open, and is
-   never lost.  Logs in a slice are ordered by completion time.
+   instant at or below the log's *completion* time (upstream's
+   `HoodieFileGroup.getBaseInstantTime` compares with `GREATER_THAN_OR_EQUALS`):
+   a log written while a compaction was pending lands in the slice that
+   compaction will open, and is never lost.  Logs in a slice are ordered by
+   completion time.
 4. A compacted log (written by a log compaction) hides the logs of the
    instants it replaces in its file group, and takes the place of the latest of
    them: a log that completed while the log compaction ran stays after it.
@@ -51,6 +53,17 @@ How the view is built (reader rules, format page section 6):
    `fileSizeInBytes`), a listed file whose size differs from its committed
    size was replaced (two data files swapped, a file overwritten):
    `CorruptFileError` naming the file and both sizes.
+
+8. Time travel to an instant time T (`as_of_instant=`; Spark's `as.of.instant`,
+   hudi-rs's `with_as_of_timestamp`): the slices are cut from every completed
+   instant (rule 3 against the whole timeline, as upstream's file-system view
+   is built), each group keeps its slices with base instant <= T, and the
+   last one keeps the logs of the completed instants begun at or before T.
+   So a log whose write began before T but completed after a compaction
+   begun after T belongs to that compaction's slice and is not seen at T —
+   as in Spark and hudi-rs.  A completion-time read (`read_time=`) instead
+   drops every instant completed after it and forms the slices of that
+   smaller timeline: the table exactly as it was then.
 
 CDC logs (`….cdc.parquet`, format/cdc.py) join slices by rule 3 but are kept
 apart in `FileSlice.cdc_files`: they hold change history, not rows to merge.
@@ -235,11 +248,18 @@ def build_file_groups(
     committed_sizes: Mapping[tuple[str, str], int] | None = None,
     ignored: list[DataFile] | None = None,
     own_files: bool = False,
+    as_of_instant: str | None = None,
+    visible: Collection[str] | None = None,
 ) -> list[FileGroup]:
     """Group the visible data files into file groups and slices.
 
     `completion_of` maps the begin time of every *completed* write instant to
     its completion time; `read_time` (a completion time) hides later instants.
+    `as_of_instant` T cuts the view as upstream's time travel does (rule 8):
+    slices are formed from every completed instant of `completion_of`, each
+    group keeps its slices whose base instant is <= T, and the last of them
+    keeps only the logs of the instants in `visible` (the completed writes
+    begun at or before T).
     `compaction_instants` are the begin times of completed (log) compactions:
     their v2 logs are compacted logs (rule 4 of the module doc).
     `log_compactions` maps a completed log compaction's begin time to what its
@@ -336,9 +356,9 @@ def build_file_groups(
             if log.completion_time == "":  # v6 v1 log: the name carries the base instant
                 key = normalize_time(log.instant)
                 idx = max((i for i, t in enumerate(base_times) if t <= key), default=-1)
-            else:
+            else:  # upstream's HoodieFileGroup.getBaseInstantTime: the greatest base instant <= the completion time
                 key = normalize_time(log.completion_time)
-                idx = max((i for i, t in enumerate(base_times) if t < key), default=-1)
+                idx = max((i for i, t in enumerate(base_times) if t <= key), default=-1)
             (slice_logs[idx] if idx >= 0 else orphan).append(log)
         slices: list[FileSlice] = []
         if orphan:
@@ -348,11 +368,35 @@ def build_file_groups(
         for i, base in enumerate(bases):
             data, cdc = _split_cdc(sorted(slice_logs[i], key=_log_order))
             slices.append(FileSlice(partition, file_id, base.instant, base, data, cdc))
+        if as_of_instant is not None:
+            slices = _cut_at_instant(slices, normalize_time(as_of_instant), visible)
         if committed is not None and slices:
             slices = _without_missing(slices)
         if slices:
             out.append(FileGroup(partition, file_id, tuple(slices)))
     return out
+
+
+def _cut_at_instant(slices: list[FileSlice], limit: str, visible: Collection[str] | None) -> list[FileSlice]:
+    """Rule 8: the slices of a group as a time-travel read to the instant time `limit` sees them.
+
+    Upstream's `AbstractTableFileSystemView.getLatestMergedFileSlicesBeforeOrOn` keeps the slices
+    whose base instant is <= T (`HoodieFileGroup.getAllFileSlicesBeforeOn`), and its log reader skips
+    the blocks of instants after T; a v1 log read block by block (completion time "") is filtered
+    by instant when read."""
+    kept = [s for s in slices if normalize_time(s.base_instant) <= limit]
+    if not kept or visible is None:
+        return kept
+    last = kept[-1]
+
+    def seen(f: DataFile) -> bool:
+        return f.completion_time == "" or f.instant in visible
+
+    kept[-1] = replace(last, log_files=tuple(f for f in last.log_files if seen(f)),
+                       cdc_files=tuple(f for f in last.cdc_files if seen(f)))
+    if kept[-1].base_file is None and not kept[-1].log_files and not kept[-1].cdc_files:
+        kept.pop()
+    return kept
 
 
 def _split_cdc(logs: list[DataFile]) -> tuple[tuple[DataFile, ...], tuple[DataFile, ...]]:

@@ -54,6 +54,7 @@ from lsm_lab.table.state import TableState, list_savepoints
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.archive import is_archived
 from lsm_lab.timeline.instant import CLEAN, RESTORE, SAVEPOINT, Instant, State, normalize_time
+from lsm_lab.timeline.instanttime import CompletionTime
 
 
 # --------------------------------------------------------------------------- savepoints
@@ -89,7 +90,7 @@ def create_savepoint(table: TableState, instant: Any = None, *, user: str | None
                 raise InputError(f"instant {target.begin_time} is older than the cleaner's earliest retained "
                                  f"instant {stamp}: its files may be gone")
         files: dict[str, list[str]] = {}
-        for g in table.file_groups(as_of=done):
+        for g in table.file_groups(as_of=CompletionTime(done)):  # the snapshot as the instant completed
             for f in g.latest.files:
                 files.setdefault(g.partition, []).append(f.path.name)
         meta = {

@@ -103,6 +103,7 @@ from lsm_lab.table.state import TableState
 from lsm_lab.timeline import config as cfg
 from lsm_lab.timeline.archive import PLAN_STATES, ArchivedTimeline
 from lsm_lab.timeline.instant import COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, WRITE_ACTIONS, parse_file_name
+from lsm_lab.timeline.instanttime import completion_time
 from lsm_lab.timeline.metadata import (
     AVRO_MAGIC,
     WriteStat,
@@ -293,8 +294,9 @@ def _rewrite_snapshot(t: TableState, target: cfg.TableConfig, txn: occ.WriteTran
                       ) -> tuple[list[WriteStat], dict[str, list[str]]]:
     """Write the snapshot `txn` started from as version-10 base files; (write stats, replaced file ids)."""
     instant = txn.begin_time
-    ctx = read.ReadContext(t.path, t.config, t.schema or pa.schema([]), t.completion_map(txn.snapshot), txn.snapshot)
-    groups = t.file_groups(as_of=txn.snapshot) if txn.snapshot is not None else []
+    snapshot = completion_time(txn.snapshot)  # the table as the last write before the upgrade completed
+    ctx = read.ReadContext(t.path, t.config, t.schema or pa.schema([]), t.completion_map(snapshot), snapshot)
+    groups = t.file_groups(as_of=snapshot) if snapshot is not None else []
     columns = list(ctx.full_schema.names)
     stats: list[WriteStat] = []
     replaced: dict[str, list[str]] = {}

@@ -61,7 +61,7 @@ class ReadSliceTask:
 def read_table(path: str | TablePath, spark: Any = None, as_of: TimeLike | None = None,
                columns: Sequence[str] | None = None, *, read_optimized: bool = False, merge: str | None = None,
                storage_options: Mapping[str, Any] | None = None) -> Any:
-    """A Spark DataFrame of the table's snapshot (or time travel to the completion time `as_of`).
+    """A Spark DataFrame of the table's snapshot (or time travel to `as_of`, read as `Table.read` reads it).
 
     Same rows and columns as `Table.read(as_of=..., columns=...)`
     (`read_optimized=True`: as `Table.read_optimized`). `merge` forces an
@@ -71,6 +71,7 @@ def read_table(path: str | TablePath, spark: Any = None, as_of: TimeLike | None 
     table = open_table(path, storage_options)
     spark = active_session(spark)
     read_time = table.resolve_time(as_of)
+    table.check_retained(read_time)  # a pending commit or the cleaner's retention: refused, never partial rows
     ctx = table.read_context(read_time)
     full = ctx.full_schema
     out_cols = list(columns) if columns is not None else list(full.names)

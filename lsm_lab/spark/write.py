@@ -112,6 +112,7 @@ from lsm_lab.spark.jobs import (
 from lsm_lab.storage import TablePath, as_path, is_local
 from lsm_lab.timeline.config import TableConfig
 from lsm_lab.timeline.instant import Instant
+from lsm_lab.timeline.instanttime import completion_time
 from lsm_lab.timeline.metadata import WriteStat
 
 ROW = "__lsm_row"          # input order, for "ties go to the later row"
@@ -551,6 +552,7 @@ def write_table(data: Any, path: str | TablePath, op: str = "upsert", spark: Any
 
     def write_files(txn: occ.WriteTransaction) -> list[WriteStat]:  # the rows move as Spark tasks
         snapshot = txn.snapshot
+        snapshot = completion_time(snapshot)  # the table as the last write before this one completed
         groups = [] if snapshot is None else table.file_groups(as_of=snapshot)
         ctx_schema = user_schema if len(user_schema) else (current or pa.schema([]))
         ctx = ReadContext(table.path, table.config, ctx_schema, table.completion_map(snapshot), snapshot)

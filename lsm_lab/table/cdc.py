@@ -65,7 +65,7 @@ from lsm_lab.storage import paths
 from lsm_lab.table import scan
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.instant import CLEAN, CLUSTERING, COMPACTION, LOG_COMPACTION, Instant, normalize_time
-from lsm_lab.timeline.instanttime import TimeLike
+from lsm_lab.timeline.instanttime import TimeLike, completion_time
 from lsm_lab.timeline.metadata import iter_write_stats
 
 INFERRED_KEY = "lsm_lab.cdc.inferred_instants"
@@ -234,7 +234,8 @@ class _Snapshots:
             return self.ctx(None).full_schema.empty_table()
         key = (read_time, partition)
         if key not in self._slices:
-            self._slices[key] = {fs.file_id: fs for fs in self.state.latest_slices(read_time, partitions=[partition])}
+            self._slices[key] = {fs.file_id: fs for fs in self.state.latest_slices(completion_time(read_time),
+                                                                                   partitions=[partition])}
         fs = self._slices[key].get(file_id)
         ctx = self.ctx(read_time)
         if fs is None:
@@ -245,7 +246,7 @@ class _Snapshots:
 
     def ctx(self, read_time: str | None) -> ReadContext:
         if read_time not in self._ctx:
-            self._ctx[read_time] = self.state.read_context(read_time)
+            self._ctx[read_time] = self.state.read_context(completion_time(read_time))  # the snapshot after an instant
         return self._ctx[read_time]
 
 
@@ -256,7 +257,7 @@ _KEEP_MORE = ("keep more history before the next clean: clean(retained=N) with a
 
 def _retained(state: TableState, inst: Instant, read_time: str | None, what: str) -> None:
     try:
-        state.check_retained(read_time)
+        state.check_retained(completion_time(read_time))
     except InputError as exc:
         kept = re.search(r"snapshots from (\d+) on", exc.message)
         since = f"from {kept.group(1)} on" if kept else "from a later time on"

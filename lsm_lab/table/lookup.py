@@ -718,6 +718,7 @@ class KeyLookup:
 def open_lookup(table: TableState, *, as_of: TimeLike | None = None) -> KeyLookup:
     """A `KeyLookup` over the snapshot of `table` at `as_of` (default: latest)."""
     read_time = table.resolve_time(as_of)
+    table.check_retained(read_time)  # a pending commit or the cleaner's retention: refused, as Table.read
     ctx = table.read_context(read_time)
     return KeyLookup(ctx, table.latest_slices(read_time))
 

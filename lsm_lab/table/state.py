@@ -2,7 +2,7 @@
 
               TableState(path, config)     path: a local Path or a StoragePath (s3://, gs://, az://); storage
      timeline    instants · completed_writes · instant_metadata · completion_map · savepoints
-     time        resolve_time(as_of) · check_retained(read_time)
+     time        resolve_time(as_of) · visible_writes(read_time) · check_retained(read_time)
      schema      schema (latest commit's extraMetadata, else hoodie.properties, else a base file)
      files       partitions · file_groups(as_of) · latest_slices(as_of)
      reading     read_context(read_time) → ReadContext for filegroup/read.py's slice readers
@@ -38,10 +38,10 @@ import pyarrow as pa
 from lsm_lab.avro_schema import avro_to_arrow_schema
 from lsm_lab.errors import (
     CorruptTableError,
-    InputError,
     LsmLabError,
     RetentionError,
     TimelineError,
+    TimeTravelError,
     UnsupportedFeatureError,
 )
 from lsm_lab.filegroup import fsview
@@ -59,15 +59,18 @@ from lsm_lab.timeline.committed import committed_files
 from lsm_lab.timeline.config import KEY_UPGRADE_PENDING, TableConfig
 from lsm_lab.timeline.instant import (
     CLEAN,
+    COMMIT,
     COMPACTION,
+    DELTA_COMMIT,
     LOG_COMPACTION,
+    REPLACE_COMMIT,
     SAVEPOINT,
     WRITE_ACTIONS,
     Instant,
     State,
     normalize_time,
 )
-from lsm_lab.timeline.instanttime import InstantTime, TimeLike
+from lsm_lab.timeline.instanttime import InstantTime, TimeLike, is_completion_time
 
 # (table, begin time, instant file) → what a log compaction's plan replaced; plans never change once written
 _LOG_COMPACTION_CACHE: dict[tuple[str, str, str], dict[tuple[str, str], frozenset[str]]] = {}
@@ -172,47 +175,107 @@ class TableState:
         done = self.completed_writes()
         return done[-1].completion_time if done else None
 
-    def resolve_time(self, as_of: TimeLike | None) -> str | None:
-        """`as_of` (None, a completed `Instant`, a datetime or an instant-time string) as a read time.
+    def resolve_time(self, as_of: TimeLike | None) -> InstantTime | None:
+        """`as_of` (None, an instant time, a `CompletionTime`, a completed `Instant` or a datetime) as a read time.
 
-        None means "now" and stays None; anything else is validated and normalised.  Hudi's
-        "from the beginning" times ("0", "000", 14 or 17 zeros) mean before every instant:
-        `INIT_INSTANT_TS`, a snapshot with no rows."""
+        None means "now" and stays None.  A string, number or datetime becomes an `InstantTime` T:
+        time travel as Hudi users know it (Spark's `as.of.instant`, hudi-rs's `with_as_of_timestamp`),
+        every completed write whose instant (begin) time is <= T.  A `CompletionTime` C — or a completed
+        `Instant`, meaning its completion time — keeps the completion-time snapshot: every write
+        completed at or before C.  Hudi's "from the beginning" times ("0", "000", 14 or 17 zeros)
+        mean before every instant: `INIT_INSTANT_TS`, a snapshot with no rows."""
         return None if as_of is None else InstantTime(as_of)
 
-    def check_retained(self, read_time: str | None) -> None:
-        """Refuse time travel to before the cleaner's retention: files of that snapshot may be gone.
+    def visible_writes(self, read_time: TimeLike | None = None) -> list[Instant]:
+        """The completed writes a read at `read_time` sees, in reader order (see `resolve_time`).
 
-        The latest completed clean records `earliestCommitToRetain`; snapshots from that
-        instant's completion on are complete, and so are savepointed snapshots."""
-        if read_time is None or read_time == INIT_INSTANT_TS:  # the empty snapshot before every instant
+        An instant time T: every completed write with begin time <= T — a *set* of instants, not
+        always a prefix of the completion order (a write that began before T may complete after
+        one that began later); upstream's `HoodieTimeline.findInstantsBeforeOrEquals`.
+        A `CompletionTime` C: every write completed at or before C (a prefix)."""
+        writes = self.completed_writes()
+        if read_time is None:
+            return writes
+        at = self.resolve_time(read_time)
+        assert at is not None
+        if is_completion_time(at):
+            return [i for i in writes if normalize_time(i.completion_time or i.begin_time) <= at]
+        return [i for i in writes if normalize_time(i.begin_time) <= at]
+
+    def check_retained(self, read_time: TimeLike | None) -> None:
+        """Refuse a time-travel read whose snapshot is not whole, before reading anything (upstream's
+        `TimelineUtils.validateTimestampAsOf`).
+
+        For an instant time T (apache/hudi PR #9280 and #9666):
+        - a pending (requested or inflight) commit, deltacommit or non-clustering replacecommit that
+          began at or before T: `TimeTravelError` (its rows may still join that snapshot); pending
+          compactions and clusterings do not count, as upstream;
+        - the latest completed clean's `earliestCommitToRetain` E must be <= T, else `RetentionError`
+          (a savepointed instant's own time stays readable: lsm_lab's addition, its files are kept).
+        For a `CompletionTime` C: snapshots from E's completion on are whole, and so are savepointed
+        ones (their `savepointedCompletionTime`).  Cleans that record no E (KEEP_LATEST_FILE_VERSIONS)
+        are checked file by file when the view is built (`cleaned_by`: `RetentionError`)."""
+        at = self.resolve_time(read_time)
+        if at is None or at == INIT_INSTANT_TS:  # the empty snapshot before every instant
             return
-        earliest = None
+        by_completion = is_completion_time(at)
+        if not by_completion:
+            self._check_no_pending_commit(at)
+        earliest, clean = None, ""
         for inst in reversed(self.active_timeline.completed([CLEAN])):
-            earliest = self.active_timeline.read_content(inst).get("earliestCommitToRetain")
+            earliest, clean = self.active_timeline.read_content(inst).get("earliestCommitToRetain"), inst.begin_time
             if earliest:
                 break
         if not earliest:
             return
-        limit = {i.begin_time: i.completion_time for i in self.completed_writes()}.get(earliest)
-        if limit is None or normalize_time(read_time) >= normalize_time(limit):
+        if by_completion:
+            limit = {i.begin_time: i.completion_time for i in self.completed_writes()}.get(earliest)
+            if limit is None or at >= normalize_time(limit):
+                return
+            pinned = {normalize_time(sp["savepointedCompletionTime"]) for sp in self.savepoints()
+                      if sp.get("savepointedCompletionTime")}
+        else:
+            limit = earliest
+            if at >= normalize_time(limit):
+                return
+            pinned = {normalize_time(str(sp["savepointedInstant"])) for sp in self.savepoints()
+                      if sp.get("savepointedInstant")}
+        if at in pinned:
             return
-        pinned = {normalize_time(sp["savepointedCompletionTime"]) for sp in self.savepoints()
-                  if sp.get("savepointedCompletionTime")}
-        if normalize_time(read_time) in pinned:
-            return
-        raise InputError(f"cannot time travel to {read_time}: the cleaner kept only the snapshots from {limit} on "
-                         "(older files may be deleted); savepoint an instant to keep its snapshot")
+        kind = "completion time" if by_completion else "instant time"
+        raise RetentionError(f"cannot time travel to {kind} {at}: the cleaner kept only the snapshots from {limit} on "
+                             "(older files may be deleted); keep more with clean(retained=N) / "
+                             "hoodie.cleaner.commits.retained, or savepoint an instant to keep its snapshot",
+                             path=self.path, file="", clean=clean, policy="KEEP_LATEST_COMMITS")
 
-    def completion_map(self, read_time: str | None = None) -> dict[str, str]:
-        """Begin time → completion time of the completed write instants visible at `read_time`."""
-        limit = normalize_time(read_time) if read_time else None
-        out = {}
-        for inst in self.completed_writes():
-            assert inst.completion_time is not None
-            if limit is None or normalize_time(inst.completion_time) <= limit:
-                out[inst.begin_time] = inst.completion_time
-        return out
+    def _check_no_pending_commit(self, at: str) -> None:
+        """Upstream's first rule of `validateTimestampAsOf`: no incomplete commit at or before the instant time."""
+        listed = self.active_timeline.instants()
+        gone = visibility.being_removed(self.active_timeline, listed)  # a pending restore/rollback removes them
+        for inst in sorted((i for i in listed if not i.is_completed), key=lambda i: normalize_time(i.begin_time)):
+            if inst.action not in (COMMIT, DELTA_COMMIT, REPLACE_COMMIT) or inst.begin_time in gone:
+                continue
+            if inst.action == REPLACE_COMMIT and self._is_clustering_plan(inst):
+                continue
+            if normalize_time(inst.begin_time) <= at:
+                raise TimeTravelError(
+                    f"Time travel's timestamp '{at}' must be earlier than the first incomplete commit timestamp "
+                    f"'{inst.begin_time}' ({inst.action} {inst.begin_time} is {inst.state.value}: its rows may still "
+                    "join that snapshot); read as of an earlier instant time, or once it has completed or been "
+                    "rolled back", pending=inst.begin_time, path=self.path)
+            return  # upstream checks the first incomplete commit only
+
+    def _is_clustering_plan(self, inst: Instant) -> bool:
+        """A pending replacecommit that carries a clustering plan (table version 6's clustering)."""
+        try:
+            plan = self.active_timeline.read_content(inst, State.REQUESTED)
+        except LsmLabError:
+            return False
+        return isinstance(plan, dict) and bool(plan.get("clusteringPlan"))
+
+    def completion_map(self, read_time: TimeLike | None = None) -> dict[str, str]:
+        """Begin time → completion time of the completed write instants visible at `read_time` (`visible_writes`)."""
+        return {i.begin_time: i.completion_time or i.begin_time for i in self.visible_writes(read_time)}
 
     # ------------------------------------------------------------------ schema
     @property
@@ -230,7 +293,7 @@ class TableState:
             return _schema_from_avro(create)
         return None
 
-    def read_context(self, read_time: str | None = None) -> reader.ReadContext:
+    def read_context(self, read_time: TimeLike | None = None) -> reader.ReadContext:
         """What a slice reader needs to merge this table as of `read_time` (None: now).
 
         The `ReadContext` is plain data (path, config, schema, begin → completion
@@ -239,8 +302,10 @@ class TableState:
         schema = self.schema
         if schema is None:
             schema = self._schema_from_files()
-        return reader.ReadContext(self.path, self.config, schema or pa.schema([]),
-                                  self.completion_map(read_time), read_time, strict=self.strict)
+        at = self.resolve_time(read_time)
+        # the visible instants are completion_of's keys; a completion-time read also bounds v1 log blocks by it
+        return reader.ReadContext(self.path, self.config, schema or pa.schema([]), self.completion_map(at),
+                                  at if is_completion_time(at) else None, strict=self.strict)
 
     def _schema_from_files(self) -> pa.Schema | None:
         for _, path, name in fsview.list_data_files(self.path):
@@ -252,27 +317,32 @@ class TableState:
     # ------------------------------------------------------------------ file system view
     def file_groups(self, as_of: TimeLike | None = None, partitions: Iterable[str] | None = None,
                     ignored: list[DataFile] | None = None) -> list[FileGroup]:
-        """File groups with their slices, as visible at `as_of` (default: now).
+        """File groups with their slices, as visible at `as_of` (default: now; times as in `resolve_time`).
 
+        An instant time T is cut as upstream's time travel cuts it (fsview rule 8): the slices
+        of the whole completed timeline, each group's latest with base instant <= T, its logs
+        those of the completed writes begun at or before T.  A `CompletionTime` C builds the
+        view of the writes completed by C alone.
         `ignored` receives the listed data files no completed instant committed (fsview rule 6)."""
         read_time = self.resolve_time(as_of)
+        writes = self.visible_writes(read_time)
+        by_instant = read_time is not None and not is_completion_time(read_time)
+        formed = self.completed_writes() if by_instant else writes  # the instants the slices are cut from
         visibility.check_lost_commits(self.path, self.active_timeline, self._data_files(), read_time)
-        writes = [i for i in self.completed_writes()
-                  if read_time is None
-                  or normalize_time(i.completion_time or i.begin_time) <= normalize_time(read_time)]
-        completion = {i.begin_time: i.completion_time or i.begin_time for i in writes}
+        completion = {i.begin_time: i.completion_time or i.begin_time for i in formed}
         replaced = fsview.replaced_file_groups(writes, self.instant_metadata)
         compactions = {i.begin_time for i in writes if i.action in (COMPACTION, LOG_COMPACTION)}
         sizes: dict[tuple[str, str], int] | None = {} if self.own_files else None
-        committed = committed_files(str(self.path), writes, self.instant_metadata,  # missing files: an error
+        committed = committed_files(str(self.path), formed, self.instant_metadata,  # missing files: an error
                                     timeline_folder=_local(self.active_timeline.folder), sizes=sizes)
         try:
             return fsview.build_file_groups(
-                self.path, completion, read_time=read_time, replaced=replaced,
+                self.path, completion, read_time=None if by_instant else read_time, replaced=replaced,
                 v1_logs_by_base_instant=self.config.version < 8, partitions=partitions,
                 compaction_instants=compactions, files=self._data_files(), committed=committed,
                 log_compactions=self.log_compactions(writes), committed_sizes=sizes, ignored=ignored,
-                own_files=self.own_files,
+                own_files=self.own_files, as_of_instant=read_time if by_instant else None,
+                visible={i.begin_time for i in writes} if by_instant else None,
             )
         except CorruptTableError as exc:
             cleaned = self.cleaned_by(exc.path) if read_time is not None and exc.field == fsview.MISSING_FIELD \
