@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import zipfile
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -161,6 +162,19 @@ def _aligned(other: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
         return other
 
 
+def _occurrences(rows: pa.Table, keys: list[Any]) -> list[Any]:
+    """`(key, n)` per row: the n-th copy of its key, copies ordered by `_hoodie_commit_seqno` (else as read)."""
+    seqs = rows.column("_hoodie_commit_seqno").to_pylist() if "_hoodie_commit_seqno" in rows.column_names \
+        else [None] * len(keys)
+    order = sorted(range(len(keys)), key=lambda i: (str(keys[i]), str(seqs[i]), i))
+    out: list[Any] = [None] * len(keys)
+    seen: Counter[Any] = Counter()
+    for i in order:
+        out[i] = (keys[i], seen[keys[i]])
+        seen[keys[i]] += 1
+    return out
+
+
 def compare_rows(lsm: pa.Table, other: pa.Table, key_fields: Sequence[str], *,
                  columns: Sequence[str] | None = None, ignore: Iterable[str] = ()) -> list[str]:
     """Differences between two reads of one table, matched by record key ([] when equal).
@@ -178,10 +192,14 @@ def compare_rows(lsm: pa.Table, other: pa.Table, key_fields: Sequence[str], *,
         return problems
     lkeys = _keys_of(lsm, key_fields) if lsm.num_rows else []
     okeys = _keys_of(other, key_fields) if other.num_rows else []
-    for side, keys in (("lsm_lab", lkeys), ("other", okeys)):
-        if len(set(keys)) != len(keys):
-            dup = sorted({k for k in keys if keys.count(k) > 1})[:5]
-            problems.append(f"{side}: record key(s) appear more than once: {dup}")
+    if len(set(lkeys)) != len(lkeys) or len(set(okeys)) != len(okeys):
+        # a key more than once: Hudi's INSERT keeps duplicates (hoodie.merge.allow.duplicate.on.inserts), and
+        # both readers must return each copy; the copies are matched by their commit sequence number
+        lcount, ocount = Counter(lkeys), Counter(okeys)
+        lkeys, okeys = _occurrences(lsm, lkeys), _occurrences(other, okeys)
+        for k in sorted(set(lcount) | set(ocount)):
+            if lcount[k] != ocount[k] and len(problems) < MAX_REPORTED:
+                problems.append(f"key {k!r}: {lcount[k]} row(s) in lsm_lab's read, {ocount[k]} in the other's")
     lpos = {k: i for i, k in enumerate(lkeys)}
     opos = {k: i for i, k in enumerate(okeys)}
     for k in sorted(set(lpos) - set(opos))[:MAX_REPORTED]:
