@@ -24,7 +24,7 @@ Simplified compared with Apache Hudi: only the options that decide where and how
 records are written (keys, partitioning, ordering, index, version, table type);
 tuning options (parallelism, file sizes, services) are the writer's own choice.
 
-Taught in: README ("What the Hudi world reads of lsm_lab's tables"); `lsm-lab show hudi-options PATH`
+Taught in: no chapter (README, "What the Hudi world reads of lsm_lab's tables"; `lsm-lab show hudi-options PATH`)
 """
 
 from __future__ import annotations

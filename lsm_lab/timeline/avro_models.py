@@ -43,6 +43,8 @@ no bootstrap fields filled in, no `HoodieCompactionStrategy` in a compaction pla
 (the strategy is `lsm_lab.strategy` in its `extraMetadata`), and the sync marker
 is derived from the content (the same record encodes to the same bytes) where
 Hudi draws a random one.
+
+Taught in: notebooks/02_timeline.ipynb
 """
 
 from __future__ import annotations
