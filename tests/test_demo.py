@@ -157,3 +157,14 @@ def test_the_s3_demo_names_no_local_folder(capsys: pytest.CaptureFixture[str]) -
     assert "removed" not in out and "--keep" not in out
     assert main(["demo", "--storage", "s3", "--keep"]) == 2
     assert "the S3 demo's bucket is gone" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.05, 0.25])
+def test_an_update_batch_repeats_exactly_the_keys_asked_for(fraction: float) -> None:
+    """`repeat_fraction` is the share of repeated keys, no more (issue 34, item 6: 13.4 % for 5 % before)."""
+    gen = TripsGenerator(seed=3)
+    gen.inserts(2_000)
+    batch = gen.updates(1_000, repeat_fraction=fraction)
+    assert len(pc.unique(batch.column("uuid"))) == 1_000 - int(1_000 * fraction)
+    deletes = gen.deletes(300)
+    assert deletes.num_rows == len(pc.unique(deletes.column("uuid"))) == 300

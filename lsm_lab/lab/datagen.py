@@ -96,9 +96,13 @@ class TripsGenerator:
         return self._rows(keys, cities, self._tick(n))
 
     def _pick(self, n: int) -> np.ndarray:
+        """`n` distinct trips (with repeats only when `n` exceeds the trips inserted), so that a batch repeats
+        exactly the keys its caller asks for."""
         total = len(self.keys)
         if total == 0:
             raise ValueError("no trips inserted yet")
+        if n <= total:
+            return self.rng.choice(total, size=n, replace=False)
         return self.rng.integers(0, total, n)
 
     def updates(self, n: int, *, repeat_fraction: float = 0.05) -> pa.Table:
