@@ -205,10 +205,10 @@ def test_transcribed_schema_matches_the_files(real_table: Callable[[str], Path])
                     assert names == [x["name"] for x in mine["type"][1]["fields"]][: len(names)], mine["name"]
             seen += 1
     assert seen >= 40
-    raw = next((real_table("v9_txns_simple_meta") / ".hoodie" / "metadata" / "files").glob("*.hfile"))
-    f = hfile.read_hfile(raw)
-    key, value = next(f.items())
-    theirs_decoded = mr.decode_value(key.decode(), value, f.avro_schema)
+    hpath = next((real_table("v9_txns_simple_meta") / ".hoodie" / "metadata" / "files").glob("*.hfile"))
+    hf = hfile.read_hfile(hpath)
+    key, value = next(hf.items())
+    theirs_decoded = mr.decode_value(key.decode(), value, hf.avro_schema)
     ours_decoded = mr.decode_value(key.decode(), value[5:], None)  # the transcription, the 5 null meta columns skipped
     assert ours_decoded.type == theirs_decoded.type == mr.TYPE_PARTITION_LIST
 
