@@ -8,6 +8,8 @@ name, size; `column_stats` / `partition_stats` → min, max and counts per colum
 filter records.  A table without a metadata table prints one line saying so.
 
 `lsm_lab/cli/app.py` registers `SHOW` under `lsm-lab show`.
+
+Taught in: no chapter (README, "What the Hudi world reads of lsm_lab's tables"; docs/FORMAT.md, "The metadata table (read)")
 """
 
 from __future__ import annotations
