@@ -54,6 +54,7 @@ from lsm_lab.services.lock import table_lock
 from lsm_lab.storage import StoragePath, as_path, paths
 from lsm_lab.table import cdc, inspect, scan
 from lsm_lab.table import lookup as key_lookup
+from lsm_lab.table.metadata_table import MetadataTable, open_metadata_table
 from lsm_lab.table.predicate import FilterLike
 from lsm_lab.table.state import TableState
 from lsm_lab.table.stats import LookupStats
@@ -340,6 +341,12 @@ class Table(TableState):
         """The L1 base file and L0 logs of every file group a read `as_of` uses (time as in `read`), as text."""
         self.check_retained(self.resolve_time(as_of))
         return inspect.dump_levels(self, as_of)
+
+    # ------------------------------------------------------------------ Hudi's metadata table (read)
+    def metadata_table(self) -> MetadataTable | None:
+        """Hudi's metadata table of this table (`.hoodie/metadata/`), read as of now; None when the table
+        has none (`hoodie.table.metadata.partitions` empty or no folder).  See table/metadata_table.py."""
+        return open_metadata_table(self)
 
     # ------------------------------------------------------------------ table services (lsm_lab.services)
     def compact(self, strategy: str = "hybrid", merge: str | None = None, plan_only: bool = False, *,

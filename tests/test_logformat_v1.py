@@ -3,7 +3,7 @@
 Three groups of tests:
 - self-contained ones (round trips, corruption of files this module wrote), run everywhere;
 - real files from ../shared (skipped when absent): decoding, byte-exact re-encoding,
-  truncation and concatenation of real blocks, HFile refusal;
+  truncation and concatenation of real blocks, HFile blocks as cells;
 - hudi-rs reading what lsm_lab wrote, in a copy of a real table (skipped without both).
 """
 
@@ -515,7 +515,7 @@ def test_any_single_byte_change_is_contained(data: st.DataObject) -> None:
 
 def test_unsupported_blocks_and_versions() -> None:
     hfile = v1.encode_block(BlockType.HFILE, {HeaderKey.INSTANT_TIME: T1}, b"DATABLK*")
-    with pytest.raises(UnsupportedFeatureError, match=r"x\.log: HFILE block at offset 0"):
+    with pytest.raises(CorruptFileError, match=r"x\.log: HFILE block at offset 0: .*not a readable HFile"):
         v1.decode_log_bytes(hfile, source="x.log")
     assert v1.decode_log_bytes(hfile, decode=False)[0].block_type == BlockType.HFILE
     kryo = v1.encode_block(BlockType.DELETE, {HeaderKey.INSTANT_TIME: T1}, struct.pack(">ii", 2, 1) + b"\x00")
@@ -536,7 +536,7 @@ def test_iter_blocks_streams(tmp_path: Path) -> None:
     path.write_bytes(_data_block(pa.table({"id": ["a"]})) + hfile)
     it = v1.iter_blocks(path)
     assert next(it).block_type == BlockType.AVRO_DATA
-    with pytest.raises(UnsupportedFeatureError, match=str(path)):
+    with pytest.raises(CorruptFileError, match=str(path)):
         next(it)
 
 
@@ -684,7 +684,7 @@ def test_real_blocks_re_encode_byte_for_byte(real_log: Callable[[str], Path], ta
     assert checked >= 40
 
 
-def test_real_table_logs_decode_and_hfile_is_refused(tables: Path) -> None:
+def test_real_table_logs_decode_and_hfile_blocks_are_cells(tables: Path) -> None:
     data_logs = _table_logs(tables, metadata=False)
     assert data_logs
     for f in data_logs:
@@ -697,8 +697,8 @@ def test_real_table_logs_decode_and_hfile_is_refused(tables: Path) -> None:
         if any(b.block_type == BlockType.HFILE for b in v1.read_log_file(f, decode=False))
     ]
     assert hfile_logs
-    with pytest.raises(UnsupportedFeatureError, match="HFile"):
-        v1.read_log_file(hfile_logs[0])
+    cells = [b.records for b in v1.read_log_file(hfile_logs[0]) if b.block_type == BlockType.HFILE]
+    assert cells and all(c is not None and c.column_names == ["key", "value"] and c.num_rows for c in cells)
     assert len(hfile_logs) >= 30  # the metadata table's files, record index, ... partitions
 
 

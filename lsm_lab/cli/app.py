@@ -32,6 +32,7 @@ from lsm_lab.cli import bench as bench_command
 from lsm_lab.cli import interop as interop_command
 from lsm_lab.cli import lookup as lookup_command
 from lsm_lab.cli import merge as merge_command
+from lsm_lab.cli import metadata as metadata_command
 from lsm_lab.cli import services as services_command
 from lsm_lab.cli import spark as spark_command
 from lsm_lab.cli.console import (
@@ -53,7 +54,7 @@ from lsm_lab.table.lookup import LookupStats
 
 # the command modules beside this one, in the order their commands appear in `lsm-lab --help`
 FEATURES: tuple[Any, ...] = (merge_command, services_command, interop_command, lookup_command, spark_command,
-                             bench_command)
+                             bench_command, metadata_command)
 
 # --------------------------------------------------------------------------- commands
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -248,11 +249,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("what", help="timeline, fsview, levels, footers, uncommitted (data files no completed "
                                 "instant committed: a copied folder, a stray file; reads ignore them), formats "
                                 "(v1/v2 logs per slice), hudi-options (what a Spark/Flink Hudi writer must be "
-                                "passed to write into this table) (and plan)")
+                                "passed to write into this table), metadata (Hudi's metadata table: its partitions, "
+                                "or with --partition NAME the records of one) (and plan)")
     p.add_argument("path", help=TABLE_HELP + " (for footers: also one Parquet file)")
     add_as_of(p, " (fsview, levels)")
     p.add_argument("--json", action="store_true", help="JSON output")
     p.add_argument("--archived", action="store_true", help="timeline: include archived (LSM history) instants")
+    p.add_argument("--partition", metavar="NAME",
+                   help="metadata: one partition of Hudi's metadata table (files, column_stats, partition_stats, "
+                        "record_index, secondary_index_<name>, bloom_filters)")
     p.set_defaults(func=cmd_show)
 
     for register in _plugins():

@@ -113,7 +113,8 @@ def v1_blocks(files: Sequence[DataFile], *, strict: bool = False,
               stats: ReadStats | None = None) -> list[tuple[int, DataFile, v1.LogBlock]]:
     """All blocks of the v1 logs (file order kept), with each block's file position.
 
-    HFile blocks (Hudi's metadata table) raise `UnsupportedFeatureError`; CDC logs
+    HFile blocks (Hudi's metadata table) decode to key/value cells (`block_table`
+    refuses them as table rows; `table/metadata_table.py` reads them); CDC logs
     (`….cdc`) are change streams, not data, and are skipped.  A CORRUPT block is
     kept (and later dropped, as Hudi skips it) unless `strict`, which raises
     `CorruptFileError` instead: every file given here belongs to a file slice
@@ -181,6 +182,9 @@ def block_table(unit: LogUnit) -> tuple[str, pa.Table]:
     assert block is not None
     if block.records is None:  # pragma: no cover - command/corrupt blocks never reach here
         raise UnsupportedFeatureError(f"block {block.describe()} has no records", path=unit.file.path)
+    if block.block_type == v1.BlockType.HFILE:
+        raise UnsupportedFeatureError(f"HFile data block at offset {block.offset}: HFile blocks hold Hudi's metadata "
+                                      "table, not table rows (read it with Table.metadata_table())", path=unit.file.path)
     if block.is_delete:
         deletes = block.records
         mask = v1.commit_time_ordering_mask(deletes)

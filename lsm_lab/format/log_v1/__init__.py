@@ -25,8 +25,11 @@ Every public name of the modules is importable from here
 count for a *read* (instants, completion order) is decided by
 `lsm_lab.filegroup.v1read`.
 
-Simplified compared with Apache Hudi: HFile blocks (metadata table) and Kryo
-delete blocks (versions 1-2) raise `UnsupportedFeatureError`; log format
+HFile blocks (the metadata table's) decode to `key`/`value` cells
+(`format/hfile.py`).
+
+Simplified compared with Apache Hudi: Kryo delete blocks (versions 1-2) raise
+`UnsupportedFeatureError`; log format
 versions other than 1 are refused; files are written whole, never appended to.
 
 Taught in: notebooks/09_real_hudi_tables.ipynb

@@ -38,8 +38,9 @@ bit inside an Avro record value goes unnoticed, in Hudi as here (a Parquet
 block's pages are checked when they carry CRCs, see format/parquet_read.py).
 
 Simplified compared with Apache Hudi: blocks are read eagerly, one at a
-time, instead of lazily by content position; HFile blocks (metadata table)
-raise `UnsupportedFeatureError` unless read with `decode=False`.
+time, instead of lazily by content position. An HFile block (the metadata
+table's) becomes its cells, a `key` (string) / `value` (binary Avro) table
+(`format/hfile.py`); `table/metadata_table.py` decodes the values.
 
 Taught in: notebooks/09_real_hudi_tables.ipynb
 """
@@ -57,7 +58,7 @@ from typing import Any, BinaryIO, cast
 import pyarrow as pa
 
 from lsm_lab.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
-from lsm_lab.format import parquet_read
+from lsm_lab.format import hfile, parquet_read
 from lsm_lab.format.log_v1.avro import decode_avro_records
 from lsm_lab.format.log_v1.deletes import decode_delete_records
 from lsm_lab.storage import StoragePath, open_read, path_of
@@ -214,7 +215,7 @@ def iter_blocks(path: str | os.PathLike[str] | StoragePath, *, decode: bool = Tr
     """Yield the blocks of one v1 log file in file order, reading one block at a time.
 
     With `decode=False`, blocks are framed and their headers parsed but contents are
-    not decoded (`records` stays None), so HFile and Kryo blocks do not raise: useful
+    not decoded (`records` stays None), so Kryo blocks do not raise: useful
     for dumps of any log file, including the metadata table's.
     """
     with open_read(path) as f:  # a local file read block by block; an object store: one GET of the whole log
@@ -365,12 +366,9 @@ def _decode_content(
     where = f"{block_type.name} block at offset {offset}"
     if block_type == BlockType.COMMAND:
         return None, None
-    if block_type == BlockType.HFILE:
-        raise UnsupportedFeatureError(
-            f"{where}: HFile data blocks (written by Hudi's metadata table) are not supported; "
-            "read with decode=False to list the blocks",
-            path=name,
-        )
+    if block_type == BlockType.HFILE:  # the metadata table's blocks: one whole HFile of key → Avro cells
+        return cast("tuple[pa.Table | None, int | None]",
+                    _guard(lambda: (hfile.parse_hfile(content, source=f"{name} @{offset}").to_table(), None), where, name))
     if block_type in (BlockType.AVRO_DATA, BlockType.CDC):
         schema_json = header.get("SCHEMA")
         if schema_json is None:

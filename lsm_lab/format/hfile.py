@@ -1,0 +1,491 @@
+"""HFile (version 3, as Apache Hudi writes it): the base files and log blocks of the metadata table.
+
+Hudi's metadata table keeps its records as sorted key → value cells in HBase's HFile format:
+every base file of `.hoodie/metadata/<partition>/` is one (`…_<instant>.hfile`), and every data
+block of its `#HUDI#` logs (block type 4, HFILE_DATA_BLOCK) holds one whole HFile as its content.
+This module reads such a file from its bytes; what the values mean is `table/metadata_table.py`'s.
+
+    offset 0
+    ┌────────────────────┐  "DATABLK*"  data blocks: cells sorted by key
+    │ DATA  ... DATA     │
+    ├────────────────────┤  "METABLKc"  meta blocks (Hudi: the bloom filter of the keys), skipped
+    │ META  ...          │
+    ├────────────────────┤  load-on-open section (trailer.load_on_open_offset):
+    │ IDXROOT2  data idx │    root of the data block index (first key, offset, size per block;
+    │ IDXROOT2  meta idx │      with num_data_index_levels > 1 its entries point at IDXINTE2 /
+    │ FILEINF2  file info│      IDXLEAF2 blocks that point at the data blocks)
+    ├────────────────────┤    file info: "PBUF" + a length-delimited InfoProto (name → bytes)
+    │ TRABLK"$  trailer  │  last 4096 bytes: magic, a length-delimited TrailerProto, zero padding,
+    └────────────────────┘  and the version int (minor << 24 | major) in the last 4 bytes
+
+    block header (33 bytes, big-endian)         cell (inside a DATA block, after decompression)
+    0   8  magic                                 0  4  key length K
+    8   4  on-disk size without header           4  4  value length V
+    12  4  uncompressed size without header      8  K  key: int16 row length R, row (the key
+    16  8  previous block offset                        content, UTF-8), family length (0),
+    24  1  checksum type (0 = none)                     timestamp int64, type byte
+    25  4  bytes per checksum                    8+K V  value (Hudi: an Avro record)
+    29  4  on-disk data size with header             1  MVCC version (a varint; always 0 in Hudi)
+
+The block's payload is `onDiskDataSizeWithHeader - 33` bytes compressed with the trailer's codec
+(ordinals: 0 LZO, 1 GZIP, 2 NONE, 3 SNAPPY, 4 LZ4, 5 BZIP2, 6 ZSTD); checksum bytes follow it
+inside the on-disk size.  The shipped tables' files all use GZIP (Hudi's default for the
+metadata table) and checksum type 0.
+
+Reading is strict: every offset and length is checked against the bytes it points into, and
+anything that does not add up — truncation, a wrong magic, a trailer pointing past the file,
+a cell running past its block, a decompressed size that differs from the header's — is a
+`CorruptFileError` naming the file and the problem.  The protobuf messages (trailer, file info)
+are decoded field by field from their wire format; nothing is evaluated or unpickled.
+
+Upstream, read for this module (apache/hudi `hudi-io/src/main/java/org/apache/hudi/io/hfile/`):
+`HFileReaderImpl` / `BaseHFileReaderImpl` (open: trailer, root and multi-level data index, meta
+index, file info), `HFileTrailer`, `HFileBlock` (header layout, checksum size), `HFileDataBlock`
+(cells), `HFileRootIndexBlock` / `HFileLeafIndexBlock` (index entries), `HFileFileInfoBlock`,
+`HFileCompressionCodec` (codec ordinals); and hudi-rs `crates/core/src/hfile/` (`reader.rs`,
+`trailer.rs`, `compression.rs`: GZIP and NONE only).
+
+Simplified compared with Apache Hudi: the whole file is read into memory and every cell decoded
+(no block cache, no seek cursor; `get` binary-searches the index and scans one block); codecs:
+NONE and GZIP (Python's zlib), BZIP2 (Python's bz2); LZO, SNAPPY, LZ4 and ZSTD raise
+`UnsupportedFeatureError` (hudi-rs reads GZIP and NONE only, Hudi writes GZIP by default);
+block checksums are not verified (Hudi's own reader does not either, and writes checksum type 0);
+meta blocks (the key bloom filter) are listed, not decoded.
+
+Taught in: no chapter (the metadata-table chapter comes with the rest of issue 32; docs/FORMAT.md, "The metadata table (read)")
+"""
+
+from __future__ import annotations
+
+import bisect
+import bz2
+import os
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from lsm_lab.errors import CorruptFileError, UnsupportedFeatureError
+from lsm_lab.storage import StoragePath, path_of
+
+TRAILER_SIZE = 4096
+HEADER_SIZE = 33
+TRAILER_MAGIC = b'TRABLK"$'
+DATA_MAGIC = b"DATABLK*"
+ROOT_INDEX_MAGIC = b"IDXROOT2"
+LEAF_INDEX_MAGIC = b"IDXLEAF2"
+INTERMEDIATE_INDEX_MAGIC = b"IDXINTE2"
+FILE_INFO_MAGIC = b"FILEINF2"
+META_MAGIC = b"METABLKc"
+PB_MAGIC = b"PBUF"
+#: `HFileCompressionCodec` ordinals (their order is the on-disk value)
+CODECS = ("LZO", "GZIP", "NONE", "SNAPPY", "LZ4", "BZIP2", "ZSTD")
+#: the file-info key under which Hudi's HFile writer stores the Avro schema of the values
+SCHEMA_KEY = b"schema"
+_MAX_LEVELS = 8  # index depth; Hudi writes 1, HBase rarely more than 3
+
+
+class _Bad(Exception):
+    """A structural problem; `HFile` turns it into a CorruptFileError naming the file."""
+
+
+@dataclass(frozen=True)
+class Trailer:
+    """The fields of `TrailerProto` lsm_lab uses (`HFileTrailer`)."""
+
+    major_version: int
+    minor_version: int
+    file_info_offset: int = 0
+    load_on_open_offset: int = 0
+    uncompressed_data_index_size: int = 0
+    total_uncompressed_bytes: int = 0
+    data_index_count: int = 0
+    meta_index_count: int = 0
+    entry_count: int = 0
+    num_data_index_levels: int = 1
+    first_data_block_offset: int = 0
+    last_data_block_offset: int = 0
+    comparator: str = ""
+    codec: str = "NONE"
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One block index entry: the block's first key (content only), offset and on-disk size."""
+
+    first_key: bytes
+    offset: int
+    size: int
+
+
+@dataclass
+class HFile:
+    """One HFile, parsed: `trailer`, `file_info`, the data and meta block indexes; cells on demand."""
+
+    source: str
+    data: bytes
+    trailer: Trailer
+    file_info: dict[bytes, bytes]
+    data_index: list[IndexEntry]
+    meta_index: list[IndexEntry]
+    _first_keys: list[bytes] = field(default_factory=list, repr=False)
+
+    @property
+    def entry_count(self) -> int:
+        return self.trailer.entry_count
+
+    @property
+    def avro_schema(self) -> str | None:
+        """The Avro schema JSON of the values (Hudi's writer keeps it in the file info), if present."""
+        raw = self.file_info.get(SCHEMA_KEY)
+        if raw is None:
+            return None
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptFileError("the file info 'schema' is not UTF-8", path=self.source) from None
+
+    def items(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every (key, value) cell in key order; the key is the row content (Hudi's record key, UTF-8)."""
+        count = 0
+        previous: bytes | None = None
+        for i in range(len(self.data_index)):
+            for key, value in self._block_cells(i):
+                if previous is not None and key < previous:
+                    raise CorruptFileError(f"keys out of order in data block {i}: {key!r} after {previous!r}",
+                                           path=self.source)
+                previous = key
+                count += 1
+                yield key, value
+        if count != self.trailer.entry_count:
+            raise CorruptFileError(f"the trailer counts {self.trailer.entry_count} cells, the data blocks hold {count}",
+                                   path=self.source)
+
+    def get(self, key: bytes) -> bytes | None:
+        """The value of `key`, or None: the block index picks the one block that may hold it."""
+        i = bisect.bisect_right(self._first_keys, key) - 1
+        if i < 0:
+            return None
+        for k, v in self._block_cells(i):
+            if k == key:
+                return v
+            if k > key:
+                break
+        return None
+
+    def to_table(self) -> pa.Table:
+        """The cells as an Arrow table: `key` (string), `value` (binary)."""
+        keys: list[str] = []
+        values: list[bytes] = []
+        for k, v in self.items():
+            try:
+                keys.append(k.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise CorruptFileError(f"key {k[:40]!r} is not UTF-8", path=self.source) from None
+            values.append(v)
+        return pa.table({"key": pa.array(keys, pa.string()), "value": pa.array(values, pa.binary())})
+
+    def _block_cells(self, i: int) -> list[tuple[bytes, bytes]]:
+        entry = self.data_index[i]
+        try:
+            payload = _read_block(self.data, entry.offset, DATA_MAGIC, self.trailer.codec, limit=entry.size)
+            return _cells(payload)
+        except _Bad as exc:
+            raise CorruptFileError(f"data block {i} at offset {entry.offset}: {exc}", path=self.source) from None
+
+
+def read_hfile(path: str | os.PathLike[str] | StoragePath) -> HFile:
+    """Open an HFile on disk or in an object store (read whole)."""
+    p = path_of(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise CorruptFileError("the HFile does not exist", path=p) from None
+    return parse_hfile(data, source=str(p))
+
+
+def parse_hfile(data: bytes, *, source: str = "<bytes>") -> HFile:
+    """Parse the trailer, the block indexes and the file info of an HFile held in memory."""
+    try:
+        trailer = _trailer(data)
+        return _open(data, trailer, source)
+    except _Bad as exc:
+        raise CorruptFileError(f"not a readable HFile: {exc}", path=source) from None
+
+
+# ---------------------------------------------------------------------------------- internals
+
+def _open(data: bytes, trailer: Trailer, source: str) -> HFile:
+    end = len(data) - TRAILER_SIZE
+    if not 0 <= trailer.load_on_open_offset < end:
+        raise _Bad(f"load-on-open offset {trailer.load_on_open_offset} is outside the blocks (0..{end})")
+    pos = trailer.load_on_open_offset
+    root, pos = _read_block_at(data, pos, ROOT_INDEX_MAGIC, trailer.codec, end, "root data index")
+    levels = trailer.num_data_index_levels
+    if not 1 <= levels <= _MAX_LEVELS:
+        raise _Bad(f"data index levels {levels} (expected 1..{_MAX_LEVELS})")
+    entries = _root_entries(root, trailer.data_index_count, "root data index")
+    for level in range(levels - 1, 0, -1):  # BFS down to the leaves, as BaseHFileReaderImpl.readDataBlockIndex
+        magic = INTERMEDIATE_INDEX_MAGIC if level > 1 else LEAF_INDEX_MAGIC
+        lower: list[IndexEntry] = []
+        for e in entries:
+            block = _read_block(data, e.offset, magic, trailer.codec, limit=e.size, end=end)
+            lower.extend(_nonroot_entries(block))
+        entries = lower
+    meta, pos = _read_block_at(data, pos, ROOT_INDEX_MAGIC, trailer.codec, end, "meta index")
+    meta_entries = _root_entries(meta, trailer.meta_index_count, "meta index", content_only=True)
+    info_block, _ = _read_block_at(data, pos, FILE_INFO_MAGIC, trailer.codec, end, "file info")
+    info = _file_info(info_block)
+    for e in entries:
+        if not 0 <= e.offset < trailer.load_on_open_offset or e.size < HEADER_SIZE:
+            raise _Bad(f"data index entry points at offset {e.offset} size {e.size}, outside the data section")
+    first_keys = [e.first_key for e in entries]
+    if first_keys != sorted(first_keys):
+        raise _Bad("data index keys are not sorted")
+    if trailer.entry_count and not entries:
+        raise _Bad(f"the trailer counts {trailer.entry_count} cells but the data index is empty")
+    return HFile(source, data, trailer, info, entries, meta_entries, first_keys)
+
+
+def _trailer(data: bytes) -> Trailer:
+    if len(data) < TRAILER_SIZE + HEADER_SIZE * 3:
+        raise _Bad(f"{len(data)} bytes, shorter than a trailer ({TRAILER_SIZE}) and the load-on-open blocks")
+    (version,) = struct.unpack_from(">i", data, len(data) - 4)
+    major, minor = version & 0x00FFFFFF, (version >> 24) & 0xFF
+    if major in (1, 2):
+        raise UnsupportedFeatureError(f"HFile version {major}.{minor}; lsm_lab reads version 3 (Hudi 0.10+) only")
+    if major != 3:
+        raise _Bad(f"version field {version:#x} at the end of the file is not an HFile version")
+    t = len(data) - TRAILER_SIZE
+    if data[t : t + 8] != TRAILER_MAGIC:
+        raise _Bad(f"trailer magic {data[t : t + 8]!r} != {TRAILER_MAGIC!r}")
+    length, pos = _varint(data, t + 8, len(data) - 4)
+    if pos + length > len(data) - 4:
+        raise _Bad(f"trailer message length {length} runs past the trailer")
+    fields = _proto_fields(data[pos : pos + length], "trailer")
+    codec_id = _uint(fields, 12, 2)
+    if codec_id >= len(CODECS):
+        raise _Bad(f"compression codec ordinal {codec_id} is unknown")
+    comparator = fields.get(11, [b""])[-1]
+    return Trailer(
+        major_version=major, minor_version=minor,
+        file_info_offset=_uint(fields, 1), load_on_open_offset=_uint(fields, 2),
+        uncompressed_data_index_size=_uint(fields, 3), total_uncompressed_bytes=_uint(fields, 4),
+        data_index_count=_uint(fields, 5), meta_index_count=_uint(fields, 6), entry_count=_uint(fields, 7),
+        num_data_index_levels=_uint(fields, 8, 1), first_data_block_offset=_uint(fields, 9),
+        last_data_block_offset=_uint(fields, 10),
+        comparator=comparator.decode("utf-8", "replace") if isinstance(comparator, bytes) else "",
+        codec=CODECS[codec_id],
+    )
+
+
+def _uint(fields: dict[int, list[int | bytes]], number: int, default: int = 0) -> int:
+    values = fields.get(number)
+    if not values:
+        return default
+    v = values[-1]
+    if not isinstance(v, int):
+        raise _Bad(f"trailer field {number} is not a number")
+    return v
+
+
+def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """A protobuf base-128 varint at `pos` (at most 10 bytes, before `end`)."""
+    result = 0
+    for shift in range(0, 70, 7):
+        if pos >= end:
+            raise _Bad("a varint runs past its bounds")
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+    raise _Bad("a varint longer than 10 bytes")
+
+
+def _proto_fields(msg: bytes, what: str) -> dict[int, list[int | bytes]]:
+    """Protobuf wire format → field number → values (varints as int, length-delimited as bytes)."""
+    out: dict[int, list[int | bytes]] = {}
+    pos = 0
+    while pos < len(msg):
+        tag, pos = _varint(msg, pos, len(msg))
+        number, wire = tag >> 3, tag & 7
+        if number == 0:
+            raise _Bad(f"{what}: field number 0")
+        value: int | bytes
+        if wire == 0:
+            value, pos = _varint(msg, pos, len(msg))
+        elif wire == 2:
+            n, pos = _varint(msg, pos, len(msg))
+            if pos + n > len(msg):
+                raise _Bad(f"{what}: field {number} length {n} runs past the message")
+            value, pos = msg[pos : pos + n], pos + n
+        elif wire == 1 or wire == 5:
+            size = 8 if wire == 1 else 4
+            if pos + size > len(msg):
+                raise _Bad(f"{what}: field {number} runs past the message")
+            value, pos = int.from_bytes(msg[pos : pos + size], "little"), pos + size
+        else:
+            raise _Bad(f"{what}: unsupported wire type {wire} of field {number}")
+        out.setdefault(number, []).append(value)
+    return out
+
+
+def _header(data: bytes, offset: int, magic: bytes, end: int) -> tuple[int, int, int]:
+    """(on-disk size without header, uncompressed size without header, on-disk data size with header)."""
+    if offset < 0 or offset + HEADER_SIZE > end:
+        raise _Bad(f"block header at offset {offset} runs past the blocks (end {end})")
+    got = data[offset : offset + 8]
+    if got != magic:
+        raise _Bad(f"block magic {got!r} at offset {offset}, expected {magic!r}")
+    on_disk, uncompressed, _prev, _ctype, _per, data_with_header = struct.unpack_from(">iiqbii", data, offset + 8)
+    if on_disk < 0 or uncompressed < 0 or offset + HEADER_SIZE + on_disk > end:
+        raise _Bad(f"block at offset {offset}: on-disk size {on_disk} runs past the blocks (end {end})")
+    if not HEADER_SIZE <= data_with_header <= HEADER_SIZE + on_disk:
+        raise _Bad(f"block at offset {offset}: data size {data_with_header} does not fit its on-disk size {on_disk}")
+    return on_disk, uncompressed, data_with_header
+
+
+def _read_block(data: bytes, offset: int, magic: bytes, codec: str, *, limit: int | None = None,
+                end: int | None = None) -> bytes:
+    """The uncompressed payload of the block at `offset` (header checked, sizes checked)."""
+    stop = len(data) - TRAILER_SIZE if end is None else end
+    if limit is not None:
+        if limit < HEADER_SIZE:
+            raise _Bad(f"index says the block at offset {offset} has {limit} bytes, less than a header")
+        stop = min(stop, offset + limit)
+    _, uncompressed, data_with_header = _header(data, offset, magic, stop)
+    raw = data[offset + HEADER_SIZE : offset + data_with_header]
+    payload = _decompress(raw, codec, uncompressed)
+    if len(payload) != uncompressed:
+        raise _Bad(f"block at offset {offset}: {len(payload)} bytes after {codec}, the header says {uncompressed}")
+    return payload
+
+
+def _read_block_at(data: bytes, offset: int, magic: bytes, codec: str, end: int, what: str) -> tuple[bytes, int]:
+    """A load-on-open block and where the next one starts."""
+    try:
+        on_disk, _, _ = _header(data, offset, magic, end)
+        return _read_block(data, offset, magic, codec, end=end), offset + HEADER_SIZE + on_disk
+    except _Bad as exc:
+        raise _Bad(f"{what}: {exc}") from None
+
+
+def _decompress(raw: bytes, codec: str, expected: int) -> bytes:
+    if codec == "NONE":
+        return raw
+    if codec == "GZIP":
+        try:
+            d = zlib.decompressobj(wbits=47)  # gzip or zlib header, auto-detected
+            out = d.decompress(raw, expected + 1)
+        except zlib.error as exc:
+            raise _Bad(f"GZIP payload cannot be decompressed ({exc})") from None
+        return out
+    if codec == "BZIP2":
+        try:
+            return bz2.BZ2Decompressor().decompress(raw, expected + 1)
+        except (OSError, ValueError, EOFError) as exc:
+            raise _Bad(f"BZIP2 payload cannot be decompressed ({exc})") from None
+    raise UnsupportedFeatureError(f"HFile blocks compressed with {codec}; lsm_lab reads NONE, GZIP and BZIP2")
+
+
+def _root_entries(block: bytes, count: int, what: str, *, content_only: bool = False) -> list[IndexEntry]:
+    """Root index: per entry int64 offset, int32 size, varint key length, key (`HFileRootIndexBlock`).
+
+    Data index keys are HBase keys (their row is the first key); meta index keys are the block's
+    name as it is (`content_only`, upstream's `UTF8StringKey`)."""
+    if count < 0 or count * 13 > len(block):
+        raise _Bad(f"{what}: {count} entries cannot fit in {len(block)} bytes")
+    out: list[IndexEntry] = []
+    pos = 0
+    for _ in range(count):
+        if pos + 12 > len(block):
+            raise _Bad(f"{what}: entry runs past the block")
+        offset, size = struct.unpack_from(">qi", block, pos)
+        n, pos = _varint(block, pos + 12, len(block))
+        if pos + n > len(block):
+            raise _Bad(f"{what}: key length {n} runs past the block")
+        key = block[pos : pos + n]
+        out.append(IndexEntry(key if content_only else _key_content(key, what), offset, size))
+        pos += n
+    return out
+
+
+def _nonroot_entries(block: bytes) -> list[IndexEntry]:
+    """Leaf/intermediate index: int32 count, count+1 int32 relative offsets, entries (`HFileLeafIndexBlock`)."""
+    if len(block) < 4:
+        raise _Bad("index block too short for its entry count")
+    (count,) = struct.unpack_from(">i", block, 0)
+    if count < 0 or 4 + 4 * (count + 1) > len(block):
+        raise _Bad(f"index block: {count} entries cannot fit in {len(block)} bytes")
+    rel = struct.unpack_from(f">{count + 1}i", block, 4)
+    base = 4 + 4 * (count + 1)
+    out: list[IndexEntry] = []
+    for i in range(count):
+        start, stop = base + rel[i], base + rel[i + 1]
+        if not (base <= start and start + 12 <= stop <= len(block)):
+            raise _Bad(f"index block entry {i} spans {start}..{stop}, outside the block")
+        offset, size = struct.unpack_from(">qi", block, start)
+        out.append(IndexEntry(_key_content(block[start + 12 : stop], "index block"), offset, size))
+    return out
+
+
+def _key_content(key: bytes, what: str) -> bytes:
+    """The row of an HBase key: int16 length, then that many bytes (family, timestamp, type follow)."""
+    if len(key) < 2:
+        raise _Bad(f"{what}: key of {len(key)} bytes has no row length")
+    (n,) = struct.unpack_from(">h", key, 0)
+    if n < 0 or 2 + n > len(key):
+        raise _Bad(f"{what}: row length {n} runs past the key ({len(key)} bytes)")
+    return key[2 : 2 + n]
+
+
+def _cells(payload: bytes) -> list[tuple[bytes, bytes]]:
+    out: list[tuple[bytes, bytes]] = []
+    pos = 0
+    n = len(payload)
+    while pos < n:
+        if pos + 8 > n:
+            raise _Bad(f"cell at {pos} runs past the block")
+        klen, vlen = struct.unpack_from(">ii", payload, pos)
+        if klen < 2 or vlen < 0 or pos + 8 + klen + vlen + 1 > n:
+            raise _Bad(f"cell at {pos}: key length {klen}, value length {vlen} run past the block ({n} bytes)")
+        key = _key_content(payload[pos + 8 : pos + 8 + klen], "cell")
+        value = payload[pos + 8 + klen : pos + 8 + klen + vlen]
+        pos += 8 + klen + vlen
+        _, pos = _varint(payload, pos, n)  # the MVCC version (Hudi writes 0)
+        out.append((key, value))
+    return out
+
+
+def _file_info(block: bytes) -> dict[bytes, bytes]:
+    """"PBUF" + a length-delimited InfoProto: repeated BytesBytesPair map_entry = 1 {first = 1, second = 2}."""
+    if block[:4] != PB_MAGIC:
+        raise _Bad(f"file info starts with {block[:4]!r}, not {PB_MAGIC!r}")
+    length, pos = _varint(block, 4, len(block))
+    if pos + length > len(block):
+        raise _Bad(f"file info message length {length} runs past the block")
+    out: dict[bytes, bytes] = {}
+    for entry in _proto_fields(block[pos : pos + length], "file info").get(1, []):
+        if not isinstance(entry, bytes):
+            raise _Bad("file info entry is not a message")
+        pair = _proto_fields(entry, "file info entry")
+        first, second = pair.get(1, [b""])[-1], pair.get(2, [b""])[-1]
+        if not isinstance(first, bytes) or not isinstance(second, bytes):
+            raise _Bad("file info entry fields are not bytes")
+        out[first] = second
+    return out
+
+
+__all__ = [
+    "CODECS",
+    "SCHEMA_KEY",
+    "TRAILER_SIZE",
+    "HFile",
+    "IndexEntry",
+    "Trailer",
+    "parse_hfile",
+    "read_hfile",
+]

@@ -1,0 +1,400 @@
+"""Hudi's metadata table, read: `Table.metadata_table()` → `MetadataTable`.
+
+The metadata table (MDT) of a Hudi table is itself a MOR table under `.hoodie/metadata/`, with
+its own timeline and `hoodie.properties` (base file format HFILE, key field `key`); each of its
+partitions is an index of the data table.  lsm_lab opens it like any table and reads it with its
+own slicing and block ordering, only the bytes are new (`format/hfile.py`) and the merge rule is
+Hudi's payload (`format/metadata_record.py`):
+
+    <table>/.hoodie/metadata/                 a MOR table (TableState; fsview slices it)
+    ├── files/            files-0000-0        base  files-0000-0_…_<t0>.hfile      (HFile cells)
+    │                                         logs  .files-0000-0_<t1>.log.1_…   (#HUDI# HFILE blocks)
+    ├── column_stats/     col-stats-000N-0    one cell per (column, partition, file)
+    ├── partition_stats/  partition-stats-…   one cell per (partition, column)
+    ├── record_index/     record-index-000N-0 one cell per record key → file group
+    └── secondary_index_<name>/               one cell per (value, record key)
+
+    per MDT partition, latest slice of each file group:
+      base HFile cells ──► log blocks in completion order (v1read.ordered_units: rollback blocks
+      applied, only completed MDT instants), keeping a block only if its instant is *valid* ──►
+      key → combine(older, newer) (HoodieMetadataPayload.preCombine), delete blocks → tombstones
+      ──► live records (tombstones and isDeleted entries dropped)
+
+**Valid instants** (upstream `HoodieTableMetadataUtil.getValidInstantTimestamps`, used by
+`HoodieBackedTableMetadata` for its log reader; hudi-rs does the same for `files`): the MDT is
+written *before* the data table's instant completes, so a log block counts only if its instant
+is a completed instant of the data table, or a completed MDT deltacommit whose instant is not
+pending on the data table (the index-building commits), or an instant rolled back by a completed
+data-table rollback/restore later than the earliest valid instant, or a completed MDT
+rollback/restore, or a completed MDT deltacommit of the initial `00000000000000000…` family.
+
+**What `files` holds** (upstream `HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords`
+and `HoodieBackedTableMetadata.getAllFilesInPartition`): every data file present in each
+partition — base files *and* log files, of every slice the cleaner has not yet deleted (not only
+the latest slices), with the size the commit recorded (for logs the latest size written).
+A rolled-back write's files are removed by the rollback's own MDT deltacommit.
+
+**Record index instant times.** The record index stores a commit time as epoch milliseconds,
+parsed in the writer's time zone; `record_index` maps it back to the data table's instant whose
+time, read in some whole-quarter-hour UTC offset, is that millisecond (one offset per table, the
+first that matches), else formats it in UTC.
+
+Simplified compared with Apache Hudi: every read merges the whole MDT partition it needs
+(no point lookups by HFile seek, no key-prefix scans, no spillable map); the MDT is read as
+of now (no time travel of the index); `bloom_filter` returns the stored filter's bytes and type
+(lsm_lab has no reader of Hudi's Java-serialised bloom filters, and finds the record by
+scanning, since its key is a hash lsm_lab does not compute); expression indexes are not read.
+
+Taught in: no chapter (the metadata-table chapter comes with the rest of issue 32; docs/FORMAT.md, "The metadata table (read)")
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from lsm_lab.errors import LsmLabError
+from lsm_lab.filegroup import v1read
+from lsm_lab.filegroup.readstats import ReadStats
+from lsm_lab.format import hfile
+from lsm_lab.format import log_v1 as v1
+from lsm_lab.format import metadata_record as mr
+from lsm_lab.storage import TablePath
+from lsm_lab.table.state import TableState
+from lsm_lab.timeline.config import read_config
+from lsm_lab.timeline.instant import DELTA_COMMIT, ROLLBACK, Instant, State
+
+RESTORE = "restore"
+#: `HoodieTimeline.SOLO_COMMIT_TIMESTAMP`: the MDT's initialising deltacommits start with it
+SOLO_COMMIT_TIMESTAMP = "00000000000000"
+PROPERTY_PARTITIONS = "hoodie.table.metadata.partitions"
+SECONDARY_PREFIX = "secondary_index_"
+#: how the shipped tables' secondary indexes store a null value (a lone NUL character)
+NULL_SECONDARY = "\x00"
+
+
+class MetadataPartitionNotFoundError(LsmLabError, KeyError):
+    """The metadata table has no such partition (index); the message names the ones it has."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return LsmLabError.__str__(self)
+
+
+def metadata_path(base_path: TablePath) -> TablePath:
+    return base_path / ".hoodie" / "metadata"
+
+
+def open_metadata_table(data: TableState) -> MetadataTable | None:
+    """The table's metadata table, or None when it has none (no partitions declared, or no folder)."""
+    declared = [p.strip() for p in data.config.props.get(PROPERTY_PARTITIONS, "").split(",") if p.strip()]
+    path = metadata_path(data.path)
+    if not declared or not (path / ".hoodie" / "hoodie.properties").exists():
+        return None
+    return MetadataTable(data, TableState(path, read_config(path), strict=data.strict), declared)
+
+
+class MetadataTable:
+    """Hudi's metadata table of one data table, read as of now (see the module docstring)."""
+
+    def __init__(self, data: TableState, mdt: TableState, declared: Sequence[str]) -> None:
+        self.data = data
+        self.mdt = mdt
+        self.declared = list(declared)
+        self._cache: dict[str, dict[str, mr.MetadataValue]] = {}
+        self._valid: set[str] | None = None
+
+    def __repr__(self) -> str:
+        return f"MetadataTable({str(self.mdt.path)!r}, partitions={self.partitions()})"
+
+    # ------------------------------------------------------------------ partitions
+    def partitions(self) -> list[str]:
+        """The enabled MDT partitions (`hoodie.table.metadata.partitions` of the data table)."""
+        return sorted(self.declared)
+
+    def _require(self, name: str) -> str:
+        if name not in self.declared:
+            raise MetadataPartitionNotFoundError(
+                f"the metadata table has no {name!r} partition; it has: {', '.join(self.partitions())}",
+                path=self.mdt.path)
+        return name
+
+    # ------------------------------------------------------------------ the merge
+    def valid_instants(self) -> set[str]:
+        """`HoodieTableMetadataUtil.getValidInstantTimestamps` (module docstring)."""
+        if self._valid is not None:
+            return self._valid
+        data_instants = self.data.instants()
+        pending = {i.begin_time for i in data_instants if i.state != State.COMPLETED}
+        valid = {i.begin_time for i in data_instants if i.state == State.COMPLETED}
+        mdt_instants = [i for i in self.mdt.instants() if i.state == State.COMPLETED]
+        valid |= {i.begin_time for i in mdt_instants if i.action == DELTA_COMMIT and i.begin_time not in pending}
+        earliest = min(valid) if valid else SOLO_COMMIT_TIMESTAMP
+        for inst in data_instants:
+            if inst.state == State.COMPLETED and inst.action in (ROLLBACK, RESTORE) and inst.begin_time > earliest:
+                valid |= _rolled_back(self.data, inst)
+        valid |= {i.begin_time for i in mdt_instants if i.action in (ROLLBACK, RESTORE)}
+        valid |= {i.begin_time for i in mdt_instants
+                  if i.action == DELTA_COMMIT and i.begin_time.startswith(SOLO_COMMIT_TIMESTAMP)}
+        self._valid = valid
+        return valid
+
+    def records(self, partition: str) -> dict[str, mr.MetadataValue]:
+        """The live records of one MDT partition: key → value (merged, tombstones dropped)."""
+        self._require(partition)
+        cached = self._cache.get(partition)
+        if cached is not None:
+            return cached
+        merged: dict[str, mr.MetadataValue] = {}
+        with self.mdt.pinned():
+            completion = self.mdt.completion_map()
+            valid = self.valid_instants()
+            for fs in self.mdt.latest_slices(partitions=[partition]):
+                merged.update(self._merge_slice(fs, completion, valid))
+        live = {k: v for k, v in sorted(merged.items()) if not v.deleted}
+        self._cache[partition] = live
+        return live
+
+    def _merge_slice(self, fs: Any, completion: Mapping[str, str], valid: set[str]) -> dict[str, mr.MetadataValue]:
+        out: dict[str, mr.MetadataValue] = {}
+        if fs.base_file is not None:
+            if fs.base_file.name.ext != "hfile":
+                raise LsmLabError(f"metadata table base file {fs.base_file.path.name} is not an HFile",
+                                  path=fs.base_file.path)
+            h = hfile.read_hfile(fs.base_file.path)
+            schema = h.avro_schema
+            source = str(fs.base_file.path)
+            for key, value in h.items():
+                k = key.decode("utf-8", "replace")
+                out[k] = mr.decode_value(k, value, schema, source=source)
+        stats = ReadStats()
+        for unit in v1read.ordered_units(dict(completion), None, fs, strict=self.mdt.strict, stats=stats):
+            block = unit.block
+            if block is None or block.instant_time not in valid or block.records is None:
+                continue
+            if block.is_delete:
+                for key in block.records.column("record_key").to_pylist():
+                    out[key] = mr.tombstone(key)
+                continue
+            if block.block_type != v1.BlockType.HFILE:
+                raise LsmLabError(f"{block.block_type.name} block at offset {block.offset} in the metadata table "
+                                  "(expected HFile data blocks)", path=unit.file.path)
+            schema = block.header.get("SCHEMA")
+            source = str(unit.file.path)
+            keys = block.records.column("key").to_pylist()
+            values = block.records.column("value").to_pylist()
+            for k, v in zip(keys, values, strict=True):
+                out[k] = mr.combine(out.get(k), mr.decode_value(k, v, schema, source=source))
+        return out
+
+    # ------------------------------------------------------------------ files
+    def files(self, partition: str | None = None) -> pa.Table:
+        """`partition, file_name, size`: every data file the `files` partition lists (all present files,
+        base and log, of every slice not yet cleaned); `partition` "" is the table root."""
+        recs = self.records(self._require("files"))
+        rows: list[tuple[str, str, int]] = []
+        for key, rec in recs.items():
+            if rec.type != mr.TYPE_FILE_LIST:
+                continue
+            part = "" if key == mr.NON_PARTITIONED_KEY else key
+            if partition is not None and part != partition:
+                continue
+            for name, info in sorted((rec.payload.get("filesystemMetadata") or {}).items()):
+                if not info.get("isDeleted"):
+                    rows.append((part, name, int(info.get("size") or 0)))
+        return pa.table({"partition": pa.array([r[0] for r in rows], pa.string()),
+                         "file_name": pa.array([r[1] for r in rows], pa.string()),
+                         "size": pa.array([r[2] for r in rows], pa.int64())})
+
+    def all_partitions(self) -> list[str]:
+        """The data table's partitions the `__all_partitions__` record lists ("" for the root)."""
+        rec = self.records(self._require("files")).get(mr.ALL_PARTITIONS_KEY)
+        if rec is None:
+            return []
+        return sorted("" if k == mr.NON_PARTITIONED_KEY else k
+                      for k, v in (rec.payload.get("filesystemMetadata") or {}).items() if not v.get("isDeleted"))
+
+    # ------------------------------------------------------------------ statistics
+    def column_stats(self, columns: Iterable[str] | None = None) -> pa.Table:
+        """`partition, file_name, column, min, max, null_count, value_count, value_type` per file and column.
+
+        `min` / `max` are strings of the values (`metadata_record.stat_text`: numbers as Python writes
+        them, dates `YYYY-MM-DD`, timestamps ISO in UTC, decimals as written, bytes hex); `value_type`
+        names the wrapper (int, long, double, string, date, decimal, timestampmicros, ...).
+        `partition` comes from the `files` listing (the record keeps only a hash of it)."""
+        wanted = None if columns is None else set(columns)
+        where = self._file_partitions()
+        rows = []
+        for rec in self.records(self._require("column_stats")).values():
+            cs = rec.payload.get("ColumnStatsMetadata") or {}
+            if wanted is not None and cs.get("columnName") not in wanted:
+                continue
+            rows.append(_stats_row(where.get(cs.get("fileName") or ""), cs))
+        return _stats_table(rows, with_file=True)
+
+    def partition_stats(self) -> pa.Table:
+        """`partition, column, min, max, null_count, value_count, value_type` per data partition and column."""
+        rows = []
+        for rec in self.records(self._require("partition_stats")).values():
+            cs = rec.payload.get("ColumnStatsMetadata") or {}
+            part = cs.get("fileName") or ""
+            rows.append(_stats_row("" if part == mr.NON_PARTITIONED_KEY else part, cs))
+        return _stats_table(rows, with_file=False)
+
+    def _file_partitions(self) -> dict[str, str]:
+        if "files" not in self.declared:
+            return {}
+        t = self.files()
+        return dict(zip(t.column("file_name").to_pylist(), t.column("partition").to_pylist(), strict=True))
+
+    def bloom_filter(self, partition: str, file_name: str) -> dict[str, Any] | None:
+        """The `bloom_filters` record of a base file: {"type", "timestamp", "bloom_filter" (bytes)}, or None.
+
+        Hudi keys the record by hashes of the partition and file name and keeps neither in the value,
+        so the record is found through the `column_stats` partition's key of the same file (its last
+        24 characters are the same file hash); None when no record matches."""
+        recs = self.records(self._require("bloom_filters"))
+        suffix = None
+        if "column_stats" in self.declared:
+            where = self._file_partitions()
+            for key, rec in self.records("column_stats").items():
+                cs = rec.payload.get("ColumnStatsMetadata") or {}
+                if cs.get("fileName") == file_name and where.get(file_name, partition) == partition:
+                    suffix = key[-24:]
+                    break
+        for key, rec in recs.items():
+            if suffix is not None and key.endswith(suffix):
+                bf = rec.payload.get("BloomFilterMetadata") or {}
+                return {"type": bf.get("type"), "timestamp": bf.get("timestamp"), "bloom_filter": bf.get("bloomFilter")}
+        return None
+
+    # ------------------------------------------------------------------ indexes
+    def record_index(self, keys: Iterable[str]) -> pa.Table:
+        """`record_key, partition, file_id, instant_time` of each key the record index holds (others left out)."""
+        recs = self.records(self._require("record_index"))
+        resolve = _InstantResolver(self.data)
+        rows = []
+        for key in dict.fromkeys(str(k) for k in keys):
+            rec = recs.get(key)
+            if rec is None:
+                continue
+            part, file_id, millis = mr.record_location(rec.payload.get("recordIndexMetadata") or {})
+            rows.append((key, part, file_id, resolve(millis)))
+        return pa.table({"record_key": pa.array([r[0] for r in rows], pa.string()),
+                         "partition": pa.array([r[1] for r in rows], pa.string()),
+                         "file_id": pa.array([r[2] for r in rows], pa.string()),
+                         "instant_time": pa.array([r[3] for r in rows], pa.string())})
+
+    def record_keys(self) -> list[str]:
+        """Every key the record index holds."""
+        return list(self.records(self._require("record_index")))
+
+    def secondary_indexes(self) -> list[str]:
+        """Names of the secondary indexes (`secondary_index_<name>` partitions), without the prefix."""
+        return sorted(p[len(SECONDARY_PREFIX):] for p in self.declared if p.startswith(SECONDARY_PREFIX))
+
+    def secondary_index(self, name: str, values: Iterable[Any] | None = None) -> pa.Table:
+        """`secondary_key, record_key` of the index `name` ("merchant_idx" or "secondary_index_merchant_idx")
+        for the given secondary values (compared as text; None: every entry).  A null secondary value is
+        stored as the one character "\\u0000" and returned as None (pass None to look it up)."""
+        part = name if name.startswith(SECONDARY_PREFIX) else SECONDARY_PREFIX + name
+        recs = self.records(self._require(part))
+        wanted = None if values is None else {NULL_SECONDARY if v is None else str(v) for v in values}
+        rows: list[tuple[str | None, str]] = []
+        for key in recs:
+            value, record_key = mr.split_secondary_key(key)
+            if wanted is None or value in wanted:
+                rows.append((None if value == NULL_SECONDARY else value, record_key))
+        return pa.table({"secondary_key": pa.array([r[0] for r in rows], pa.string()),
+                         "record_key": pa.array([r[1] for r in rows], pa.string())})
+
+    # ------------------------------------------------------------------ summary
+    def summary(self) -> pa.Table:
+        """One row per MDT partition: its name, file groups and live records."""
+        names, groups, counts = [], [], []
+        for p in self.partitions():
+            names.append(p)
+            groups.append(len(self.mdt.latest_slices(partitions=[p])))
+            counts.append(len(self.records(p)))
+        return pa.table({"partition": pa.array(names, pa.string()), "file_groups": pa.array(groups, pa.int64()),
+                         "records": pa.array(counts, pa.int64())})
+
+
+def _rolled_back(data: TableState, inst: Instant) -> set[str]:
+    """The instants a completed rollback or restore rolled back (`getRollbackedCommits`)."""
+    try:
+        meta = data.instant_metadata(inst)
+    except LsmLabError:
+        return set()
+    out = set(meta.get("commitsRollback") or [])
+    for group in (meta.get("hoodieRestoreMetadata") or {}).values():
+        for rm in group or []:
+            out |= set((rm or {}).get("commitsRollback") or [])
+    return {str(x) for x in out}
+
+
+def _stats_row(partition: str | None, cs: Mapping[str, Any]) -> dict[str, Any]:
+    lo, kind = mr.stat_text(cs.get("minValue"))
+    hi, kind_hi = mr.stat_text(cs.get("maxValue"))
+    return {"partition": partition, "file_name": cs.get("fileName"), "column": cs.get("columnName"),
+            "min": lo, "max": hi, "null_count": cs.get("nullCount"), "value_count": cs.get("valueCount"),
+            "value_type": kind or kind_hi}
+
+
+def _stats_table(rows: list[dict[str, Any]], *, with_file: bool) -> pa.Table:
+    cols: dict[str, pa.Array] = {"partition": pa.array([r["partition"] for r in rows], pa.string())}
+    if with_file:
+        cols["file_name"] = pa.array([r["file_name"] for r in rows], pa.string())
+    for name in ("column", "min", "max"):
+        cols[name] = pa.array([r[name] for r in rows], pa.string())
+    for name in ("null_count", "value_count"):
+        cols[name] = pa.array([r[name] for r in rows], pa.int64())
+    cols["value_type"] = pa.array([r["value_type"] for r in rows], pa.string())
+    return pa.table(cols)
+
+
+class _InstantResolver:
+    """Epoch millis of a record index entry → the data table's instant time (module docstring)."""
+
+    def __init__(self, data: TableState) -> None:
+        self.by_utc_millis: dict[int, str] = {}
+        for inst in data.instants():
+            m = _utc_millis(inst.begin_time)
+            if m is not None:
+                self.by_utc_millis[m] = inst.begin_time
+        zone = data.config.props.get("hoodie.table.timeline.timezone", "").upper()
+        self.offsets: list[int] = [0] if zone == "UTC" else []
+        self.utc_only = zone == "UTC"
+
+    def __call__(self, millis: int | None) -> str | None:
+        if millis is None:
+            return None
+        for off in self.offsets:
+            hit = self.by_utc_millis.get(millis + off)
+            if hit is not None:
+                return hit
+        if not self.utc_only:
+            for quarter in range(-56, 57):  # UTC-14:00 .. UTC+14:00
+                off = quarter * 15 * 60 * 1000
+                hit = self.by_utc_millis.get(millis + off)
+                if hit is not None:
+                    self.offsets.insert(0, off)
+                    return hit
+        stamp = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=millis)
+        return stamp.strftime("%Y%m%d%H%M%S") + f"{stamp.microsecond // 1000:03d}"
+
+
+def _utc_millis(instant: str) -> int | None:
+    if len(instant) < 14 or not instant[:17].isdigit():
+        return None
+    try:
+        stamp = dt.datetime.strptime(instant[:14], "%Y%m%d%H%M%S")
+    except ValueError:
+        return None
+    ms = int(instant[14:17]) if len(instant) >= 17 else 0
+    return int((stamp - dt.datetime(1970, 1, 1)).total_seconds()) * 1000 + ms
+
+
+__all__ = ["MetadataPartitionNotFoundError", "MetadataTable", "metadata_path", "open_metadata_table"]
