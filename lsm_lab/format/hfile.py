@@ -42,8 +42,8 @@ Upstream, read for this module (apache/hudi `hudi-io/src/main/java/org/apache/hu
 `HFileReaderImpl` / `BaseHFileReaderImpl` (open: trailer, root and multi-level data index, meta
 index, file info), `HFileTrailer`, `HFileBlock` (header layout, checksum size), `HFileDataBlock`
 (cells), `HFileRootIndexBlock` / `HFileLeafIndexBlock` (index entries), `HFileFileInfoBlock`,
-`HFileCompressionCodec` (codec ordinals); and hudi-rs `crates/core/src/hfile/` (`reader.rs`,
-`trailer.rs`, `compression.rs`: GZIP and NONE only).
+`HFileCompressionCodec` (codec ordinals); and hudi-rs `crates/core/src/hfile/compression.rs`
+(GZIP and NONE only).
 
 Simplified compared with Apache Hudi: the whole file is read into memory and every cell decoded
 (no block cache, no seek cursor; `get` binary-searches the index and scans one block); codecs:
