@@ -427,3 +427,55 @@ def test_version_6_writes_hudi_0x_avro_records_and_json_commits(tmp_path: Path,
         seen.add(key)
     assert seen >= {("compaction", "requested"), ("clean", "requested"), ("clean", "completed"),
                     ("savepoint", "completed"), ("restore", "requested"), ("restore", "completed")}, seen
+
+
+class _Killed(BaseException):
+    """The process dies here (a BaseException: no `except Exception` on the way cleans anything up)."""
+
+
+def test_an_instants_upgrade_killed_at_any_write_reads_the_same_and_finishes(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """`upgrade --instants-only` is crash-safe: killed before any of its file writes (instant files, history file
+    and manifest, properties), the table reads the same, and running it again finishes the job."""
+    import shutil
+
+    from lsm_lab.services.upgrade import avro_timeline
+    from lsm_lab.storage import atomic
+    from lsm_lab.timeline import config as cfg
+
+    original, _, _ = _busy_table(tmp_path / "json", 10, "lsm_tree", properties={cfg.KEY_INSTANT_FORMAT: "json"})
+    first = original.completed_writes()[0].completion_time
+    want = (_keys(original), _keys_as_of(original, first))
+    real = {name: getattr(atomic, name) for name in ("replace_file", "create_file")}
+    n = 0
+    while True:
+        t_path = tmp_path / f"try{n}"
+        shutil.copytree(local(original.path), t_path)
+        left = [n]
+
+        def dying(name: str, left: list[int] = left) -> Any:
+            def write(*args: Any, **kw: Any) -> Any:
+                if left[0] == 0:
+                    raise _Killed
+                left[0] -= 1
+                return real[name](*args, **kw)
+            return write
+
+        with monkeypatch.context() as m:
+            for name in real:
+                m.setattr(atomic, name, dying(name))
+            try:
+                avro_timeline(lsm_lab.open_table(t_path))
+                finished = True
+            except _Killed:
+                finished = False
+        t = lsm_lab.open_table(t_path)
+        assert (_keys(t), _keys_as_of(t, first)) == want, f"killed before write {n}"
+        if finished:
+            break
+        avro_timeline(t)  # the next run finishes the job
+        again = lsm_lab.open_table(t_path)
+        assert again.config.instant_format == "avro"
+        assert (_keys(again), _keys_as_of(again, first)) == want
+        n += 1
+    assert n > 10  # every instant file, the history file and manifest, the properties: each a crash point
