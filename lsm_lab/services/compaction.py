@@ -547,11 +547,11 @@ __all__ = [
     "compact",
     "execute",
     "inline_due",
+    "plan",
     "plans",
     "run_full",
     "run_locally",
     "run_log",
     "run_operation",
-    "plan",
     "schedule",
 ]
