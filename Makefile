@@ -12,7 +12,7 @@ TEST_WORKERS ?= auto
 # ignored .tmp/, emptied at the start of every run, so nothing is left behind in the system temp folder
 TEST_TMP := $(CURDIR)/.tmp
 
-.PHONY: demo demo-s3 test test-fast lint check-env install notebooks-strip bench bench-peers campaign clean help
+.PHONY: demo demo-s3 test test-fast lint check-env install notebooks-strip bench bench-peers campaign clean clean-scratch help
 
 help:
 	@echo "make demo       create .venv if missing, install, run the main job (lsm-lab demo)"
@@ -20,6 +20,7 @@ help:
 	@echo "make test       same set-up, run every test (notebooks included)"
 	@echo "make test-fast  unit tests only, no slow/Spark/notebook tests"
 	@echo "make lint       ruff and mypy (part of make test)"
+	@echo "make clean-scratch  remove .scratch/ (the chapters' tables and cached inputs); make clean also removes .venv"
 	@echo "make bench      run the benchmarks (slow)"
 	@echo "make campaign   the long reliability campaigns: every footer bit flipped, the stateful model of every"
 	@echo "                operation at length, SIGKILLs during writes and services, two-process writers on S3/Azure, a Spark standalone cluster, the Spark bench (about 30 minutes)"
@@ -88,6 +89,9 @@ bench-peers: $(STAMP) $(PEERS_STAMP)
 notebooks-strip: $(STAMP)
 	$(BIN)/python -m nbformat.sign --help >/dev/null 2>&1 || true
 	$(BIN)/python tools/strip_notebooks.py notebooks
+
+clean-scratch:
+	rm -rf .scratch
 
 clean:
 	rm -rf $(VENV) $(PEERS_VENV) .tools .pytest_cache .hypothesis build *.egg-info .scratch .tmp test-artifacts

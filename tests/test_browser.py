@@ -3,7 +3,8 @@
     voila notebooks/05_loser_tree.ipynb  (127.0.0.1, a free port, small data)
         ▲ HTTP + the widgets' websocket
     chromium --headless  (Debian's package, driven by Playwright; no browser is downloaded)
-        click Next ▶ / ◀ Prev / ⏮ Reset  →  the drawing must show the step the MergeStepper says
+        click Next ▶ / ◀ Prev / ⇤ Reset  →  the drawing must show the step the MergeStepper says;
+        it opens at step 0, no label overflows its box, every character has a glyph in the installed fonts
 
 Voilà runs the whole chapter in a kernel and renders only its outputs, widgets included (no notebook
 UI to click through), which makes it the quickest and steadiest way to reach the widget. What
@@ -114,6 +115,43 @@ def voila_url(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         log.close()
 
 
+def _overflowing(drawing: Any) -> list[str]:
+    """The SVG labels of the tree whose rendered width exceeds their box's."""
+    found: list[str] = drawing.first.evaluate("""el => [...el.querySelectorAll('g[data-node]')].flatMap(g => {
+        const box = g.querySelector('rect').getBBox().width;
+        return [...g.querySelectorAll('text')].filter(t => t.getBBox().width > box + 0.5).map(t => t.textContent);
+    })""")
+    return found
+
+
+def _missing_glyphs(text: str) -> list[str]:
+    """Characters of `text` that no font fontconfig knows has (Chromium on Linux finds fallbacks through
+    fontconfig, so these would render as empty boxes). Empty when `fc-list` is missing."""
+    fc_list = shutil.which("fc-list")
+    if fc_list is None:
+        return []
+    missing = []
+    for ch in sorted({c for c in text if ord(c) > 127 and not c.isspace()}):
+        fonts = subprocess.run([fc_list, f":charset={ord(ch):x}", "family"], capture_output=True, text=True,
+                               timeout=30).stdout
+        if not fonts.strip():
+            missing.append(f"{ch} U+{ord(ch):04X}")
+    return missing
+
+
+def test_the_widgets_characters_have_glyphs() -> None:
+    """Every non-ASCII character the stepper draws or labels a button with is in an installed font (⏮ was not,
+    in Debian's default fonts): checked without a browser, on every step of chapter 05's merge."""
+    if shutil.which("fc-list") is None:
+        pytest.skip("fc-list (fontconfig) is not installed")
+    from lsm_lab.viz.merge_widget import MergeStepper, step_html
+
+    text = "".join(html.unescape(step_html(s)) for s in _chapter_steps())
+    stepper = MergeStepper(_chapter_steps())
+    text += "".join(b.description for b in (stepper.reset_button, stepper.prev_button, stepper.next_button))
+    assert _missing_glyphs(text) == []
+
+
 def test_stepper_buttons_in_chromium(chromium: str, voila_url: str) -> None:
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
     steps = _chapter_steps()
@@ -126,7 +164,7 @@ def test_stepper_buttons_in_chromium(chromium: str, voila_url: str) -> None:
             page.goto(voila_url, timeout=180_000)   # voila runs the whole chapter before it sends the page
             nxt = page.get_by_role("button", name="Next ▶")
             prev = page.get_by_role("button", name="◀ Prev")
-            reset = page.get_by_role("button", name="⏮ Reset")
+            reset = page.get_by_role("button", name="⇤ Reset")
             nxt.wait_for(timeout=120_000)
             stepper = page.locator(".widget-vbox", has=nxt).last
             drawing = stepper.locator(".lsm-lab-step")
@@ -147,10 +185,8 @@ def test_stepper_buttons_in_chromium(chromium: str, voila_url: str) -> None:
                 assert html.unescape(want.description) in got["text"], (got["text"][:300], want.description)
 
             drawing.first.wait_for()
-            start = shown()["step"]                 # the chapter's later cells drive the stepper from code
-            expect(start)
-            reset.click()
-            expect(0)
+            expect(0)                               # opens at step 0: no later cell drives the shown stepper
+            labels = stepper.inner_text() + "".join(b.inner_text() for b in (nxt, prev, reset))
             assert prev.is_disabled() and reset.is_disabled() and nxt.is_enabled()
             for i in range(1, 6):
                 nxt.click()
@@ -162,6 +198,9 @@ def test_stepper_buttons_in_chromium(chromium: str, voila_url: str) -> None:
             for i in range(5, len(steps)):          # each click waits for the kernel's answer
                 nxt.click()
                 expect(i)
+                assert _overflowing(drawing) == [], f"step {i}: labels wider than their boxes"
+                labels += drawing.inner_text()
+            assert _missing_glyphs(labels) == [], "characters no installed font has (shown as empty boxes)"
             assert nxt.is_disabled() and steps[-1].action == "done"
             assert "output so far (" + str(len(steps[-1].output)) + ")" in shown()["text"]
             reset.click()

@@ -215,3 +215,49 @@ def test_every_feature_command_is_registered() -> None:
     assert {"demo", "create", "write", "read", "show", "merge", "bench", "compact", "clean", "rollback",
             "savepoint", "restore", "archive", "lookup", "spark"} <= set(top)
     assert set(choices(top["bench"])) == {"merge", "interop", "lookup", "compaction", "peers", "storage", "cdc"}
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("verb", ["compact", "cluster"])
+def test_dry_run_prints_the_plan_and_saves_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   verb: str) -> None:
+    """`--dry-run` prints what `--plan-only` would save, and leaves every file as it was (issue 34, item 7)."""
+    import lsm_lab
+    from lsm_lab.services import clustering, compaction
+
+    root = tmp_path / "t"
+    t = lsm_lab.create_table(root, name="t", record_key="id", num_buckets=2)
+    t.insert([{"id": f"k{i}", "v": i} for i in range(40)])
+    t.upsert([{"id": f"k{i}", "v": -i} for i in range(0, 40, 3)])
+    before = _tree(root)
+    assert main([verb, str(root), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "[dry run]" in out and "dry run: nothing saved" in out
+    assert _tree(root) == before                                      # not a byte written
+    dry_compaction = compaction.plan(t) if verb == "compact" else None
+    dry_clustering = clustering.plan(t) if verb == "cluster" else None
+    assert (dry_compaction or dry_clustering) is not None
+    assert main([verb, str(root), "--plan-only"]) == 0               # the saved plan is the dry run's
+    out = capsys.readouterr().out
+    assert "saved as" in out and "[requested]" in out
+    saved = lsm_lab.open_table(root)
+    if dry_compaction is not None:
+        (_, plan), = compaction.plans(saved, include_completed=False)
+        assert plan.operations == dry_compaction.operations
+    if dry_clustering is not None:
+        (_, cplan), = clustering.pending_plans(saved.active_timeline)
+        assert [g.slices for g in cplan.groups] == [g.slices for g in dry_clustering.groups]
+    with pytest.raises(SystemExit):
+        main([verb, str(root), "--dry-run", "--plan-only"])       # one or the other
+
+
+def test_dry_run_with_nothing_to_do(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import lsm_lab
+
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", num_buckets=1)
+    t.insert([{"id": "a", "v": 1}])
+    assert main(["compact", str(t.path), "--dry-run"]) == 0
+    assert capsys.readouterr().out.strip() == "nothing to compact"

@@ -435,3 +435,43 @@ def test_a_folder_above_a_table_names_the_table(tmp_path: Path) -> None:
         lsm_lab.open_table(tmp_path / "unzipped")
     with pytest.raises(lsm_lab.TableNotFoundError, match=r"no \.hoodie folder$"):
         lsm_lab.open_table(tmp_path / "unzipped" / "v8_trips" / ".hoodie" / "timeline")
+
+
+def test_no_keys_and_no_instance_role_says_no_credentials(s3_server: S3Server, metadata_service: list[str],  # noqa: F811
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the probe on and an instance-metadata service that has no role, the error says "no credentials"
+    (issue 34, item 2), not the metadata service's HTTP status."""
+    bucket = s3_server.new_bucket()
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "false")
+    with pytest.raises(StorageError, match="not sent, no credentials: no access key was given") as info:
+        lsm_lab.open_table(f"s3://{bucket}/t", storage_options=_no_keys(s3_server))
+    assert "instance-metadata service gave none" in str(info.value) and "\n" not in str(info.value)
+    assert metadata_service
+
+
+@pytest.mark.parametrize("how", ["create", "open", "cli"])
+def test_a_missing_bucket_keeps_the_stores_code(s3_server: S3Server, capsys: pytest.CaptureFixture[str],  # noqa: F811
+                                                monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """`NoSuchBucket` survives into the one-line error (issue 34, item 2)."""
+    uri = "s3://no-such-bucket-here/t"
+    if how == "cli":
+        monkeypatch.delenv("LSM_LAB_DEBUG", raising=False)
+        argv = ["read", uri]
+        for key, value in s3_server.options().items():
+            argv += ["--storage-option", f"{key}={value}"]
+        assert cli_main(argv) == 2
+        err = capsys.readouterr().err
+        assert "bucket not found" in err and "NoSuchBucket" in err and len(err.strip().splitlines()) == 1
+        return
+    with pytest.raises(StorageError, match=r"bucket not found: .*NoSuchBucket \(The specified bucket does not "
+                                           r"exist\); create it first$"):
+        if how == "create":
+            lsm_lab.create_table(uri, name="t", record_key="id", storage_options=s3_server.options())
+        else:
+            lsm_lab.open_table(uri, storage_options=s3_server.options())
+
+
+def test_a_missing_container_keeps_the_stores_code(azure_server: Any) -> None:
+    """Azure's `ContainerNotFound` survives too; the README says how to make a container on Azurite."""
+    with pytest.raises(StorageError, match=r"bucket not found: .*ContainerNotFound.*create it first$"):
+        lsm_lab.open_table("az://no-such-container/t", storage_options=azure_server.options())

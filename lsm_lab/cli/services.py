@@ -1,7 +1,7 @@
 """`lsm-lab` commands for the table services (`register` and `SHOW`, called by `lsm_lab.cli.app`).
 
-    lsm-lab compact PATH [--plan-only] [--strategy hybrid|full|log] [--merge sorted|hash] [--option K=V]
-    lsm-lab cluster PATH [--plan-only] [--merge sorted|hash] [--option K=V]
+    lsm-lab compact PATH [--dry-run | --plan-only] [--strategy hybrid|full|log] [--merge sorted|hash] [--option K=V]
+    lsm-lab cluster PATH [--dry-run | --plan-only] [--merge sorted|hash] [--option K=V]
     lsm-lab rollback PATH [--instant T]
     lsm-lab clean PATH [--policy KEEP_LATEST_COMMITS|KEEP_LATEST_FILE_VERSIONS] [--retained N]
     lsm-lab savepoint PATH [--instant T] [--comment C] | --list | --delete T
@@ -22,7 +22,7 @@ from lsm_lab.api import Table, open_table
 from lsm_lab.cli.console import TABLE_HELP, parse_options
 from lsm_lab.filegroup.planner import format_plan, read_plan
 from lsm_lab.merge import ENGINES
-from lsm_lab.services import clustering
+from lsm_lab.services import clustering, compaction
 
 
 def _table(path: str) -> Table:
@@ -31,6 +31,14 @@ def _table(path: str) -> Table:
 
 def cmd_compact(args: argparse.Namespace) -> int:
     table = _table(args.path)
+    if args.dry_run:
+        planned = compaction.plan(table, strategy=args.strategy, merge=args.merge, options=parse_options(args.option))
+        if planned is None:
+            print("nothing to compact")
+        else:
+            print(format_plan(None, planned))
+            print(f"dry run: nothing saved; `lsm-lab compact {args.path}` plans again and runs it")
+        return 0
     result = table.compact(strategy=args.strategy, merge=args.merge, plan_only=args.plan_only,
                            options=parse_options(args.option))
     if result is None:
@@ -48,6 +56,14 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     table = _table(args.path)
+    if args.dry_run:
+        planned = clustering.plan(table, options=parse_options(args.option))
+        if planned is None:
+            print("nothing to cluster")
+        else:
+            print(clustering.format_plan(None, planned))
+            print(f"dry run: nothing saved; `lsm-lab cluster {args.path}` plans again and runs it")
+        return 0
     result = table.cluster(plan_only=args.plan_only, options=parse_options(args.option), merge=args.merge)
     if result is None:
         print("nothing to cluster")
@@ -150,7 +166,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                                    "hybrid picks FULL (logs + base → new base) or LOG (logs → one log) per file "
                                    "group; full and log force one kind.")
     p.add_argument("path", help=TABLE_HELP)
-    p.add_argument("--plan-only", action="store_true", help="only save the plan (<t>.compaction.requested)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="print the plan and save nothing")
+    mode.add_argument("--plan-only", action="store_true",
+                      help="save the plan (<t>.compaction.requested) without running it: the next `compact` "
+                           "(or `spark compact`) runs it, and its file groups take no other compaction meanwhile")
     p.add_argument("--strategy", choices=["hybrid", "full", "log"], default="hybrid",
                    help="hybrid (default), full or log")
     p.add_argument("--merge", choices=ENGINES,
@@ -165,7 +185,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                                    "applied) into key-sorted file groups with disjoint key ranges; with the bucket "
                                    "index each bucket is merged on its own. Committed as a replacecommit.")
     p.add_argument("path", help=TABLE_HELP)
-    p.add_argument("--plan-only", action="store_true", help="only save the plan (<t>.clustering.requested)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="print the plan and save nothing")
+    mode.add_argument("--plan-only", action="store_true",
+                      help="save the plan (<t>.clustering.requested) without running it: the next `cluster` runs "
+                           "it, and its file groups take no compaction or other clustering meanwhile")
     p.add_argument("--merge", choices=ENGINES,
                    help="force a merge engine (default: sorted for sorted inputs, hash otherwise)")
     p.add_argument("--option", action="append", metavar="KEY=VALUE",

@@ -257,9 +257,10 @@ def pending_file_groups(timeline: ActiveTimeline) -> set[tuple[str, str]]:
     return out
 
 
-def format_plan(instant: Instant, plan: CompactionPlan) -> str:
-    """A plain-text dump of a plan, one line per operation."""
-    lines = [f"{instant.action} {instant.begin_time} [{instant.state.value}]  strategy={plan.strategy}"
+def format_plan(instant: Instant | None, plan: CompactionPlan) -> str:
+    """A plain-text dump of a plan, one line per operation (`instant` None: a dry run's plan, not saved)."""
+    head = f"{instant.action} {instant.begin_time} [{instant.state.value}]" if instant else f"{plan.action} [dry run]"
+    lines = [f"{head}  strategy={plan.strategy}"
              f"  merge={plan.merge or 'default'}  version={plan.version}  operations={len(plan.operations)}"]
     if not plan.operations:
         lines.append("  (no operations)")

@@ -306,9 +306,7 @@ def plan_files(plan: ClusteringPlan) -> list[str]:
     return [p for g in plan.groups for s in g.slices for p in ([s.data_file] if s.data_file else []) + list(s.delta_files)]
 
 
-def schedule(table: TableState, *, options: Mapping[str, str] | None = None) -> Instant | None:
-    """Plan a clustering and save it as `<t>.clustering.requested`; None when nothing needs clustering."""
-    table.check_writable()
+def _config(table: TableState, options: Mapping[str, str] | None) -> ClusteringConfig:
     if table.config.version < 8:
         raise UnsupportedFeatureError("clustering needs table version 8 or later (version 6 has no clustering "
                                       "action on its timeline)", path=table.path)
@@ -317,16 +315,35 @@ def schedule(table: TableState, *, options: Mapping[str, str] | None = None) -> 
     if unknown:
         raise InputError(f"unknown clustering option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
                          f"known: {', '.join(OPTION_KEYS)}")
-    config = ClusteringConfig.from_props({**table.config.props, **options}, table.config.record_key)
+    return ClusteringConfig.from_props({**table.config.props, **options}, table.config.record_key)
+
+
+def _make(table: TableState, config: ClusteringConfig) -> ClusteringPlan | None:
+    timeline = table.active_timeline
+    exclude = pending_file_groups(timeline) | pending_clustering_file_groups(timeline)
+    made = make_plan(table, config, exclude)
+    if not made.groups:
+        return None
+    return ClusteringPlan(made.groups, made.strategy_params, table.latest_completion())
+
+
+def plan(table: TableState, *, options: Mapping[str, str] | None = None) -> ClusteringPlan | None:
+    """The clustering `schedule` would save now, without saving it (a dry run: nothing is written, no lock is
+    taken, failed writes are not rolled back); None when nothing needs clustering."""
+    return _make(table, _config(table, options))
+
+
+def schedule(table: TableState, *, options: Mapping[str, str] | None = None) -> Instant | None:
+    """Plan a clustering and save it as `<t>.clustering.requested`; None when nothing needs clustering."""
+    table.check_writable()
+    config = _config(table, options)
     timeline = table.active_timeline
     with table_lock(table.path):
         rollback_failed_writes(table.path, timeline)
-        exclude = pending_file_groups(timeline) | pending_clustering_file_groups(timeline)
-        plan = make_plan(table, config, exclude)
-        if not plan.groups:
+        made = _make(table, config)
+        if made is None:
             return None
-        plan = ClusteringPlan(plan.groups, plan.strategy_params, table.latest_completion())
-        return timeline.request(CLUSTERING, plan.to_json())
+        return timeline.request(CLUSTERING, made.to_json())
 
 
 # --------------------------------------------------------------------------- execution
@@ -571,9 +588,10 @@ def format_result(instant: Instant, metadata: dict[str, Any]) -> str:
             f"written, {replaced} file group(s) replaced")
 
 
-def format_plan(instant: Instant, plan: ClusteringPlan) -> str:
-    """A plain-text dump of a clustering plan, one line per input group."""
-    lines = [f"clustering {instant.begin_time} [{instant.state.value}]  groups={len(plan.groups)}  "
+def format_plan(instant: Instant | None, plan: ClusteringPlan) -> str:
+    """A plain-text dump of a clustering plan, one line per input group (`instant` None: a dry run's plan)."""
+    head = f"clustering {instant.begin_time} [{instant.state.value}]" if instant else "clustering [dry run]"
+    lines = [f"{head}  groups={len(plan.groups)}  "
              f"snapshot={plan.snapshot or '—'}" + ("  (bucket index: output keeps each file id)"
                                                    if plan.same_file_ids else "")]
     for g in plan.groups:
@@ -598,6 +616,7 @@ __all__ = [
     "make_plan",
     "pending_clustering_file_groups",
     "pending_plans",
+    "plan",
     "read_plan",
     "run_group",
     "run_locally",

@@ -353,29 +353,46 @@ def run_log(ctx: CompactionContext, op: Operation, task: int, *, token: str | No
 
 
 # --------------------------------------------------------------------------- schedule / execute
-def schedule(table: TableState, *, strategy: str = "hybrid", merge: str | None = None,
-             options: Mapping[str, str] | None = None) -> Instant | None:
-    """Plan a compaction and save it as `<t>.compaction.requested`; None when nothing needs compacting."""
+def _planner_config(table: TableState, strategy: str, options: Mapping[str, str] | None) -> PlannerConfig:
     if strategy not in STRATEGIES:
         raise InputError(f"unknown compaction strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    table.check_writable()
     options = checks.options_arg(options)
     unknown = sorted(set(options) - set(PLANNER_KEYS))
     if unknown:
         raise InputError(f"unknown compaction option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
                          f"known: {', '.join(PLANNER_KEYS)}")
-    config = PlannerConfig.from_props({**table.config.props, **options})
+    return PlannerConfig.from_props({**table.config.props, **options})
+
+
+def _make(table: TableState, strategy: str, merge: str | None, config: PlannerConfig) -> CompactionPlan | None:
+    if not table.config.is_mor:
+        return None
+    timeline = table.active_timeline
+    plan = make_plan(table.latest_slices(), strategy=strategy, merge=merge, config=config,
+                     allow_log=table.config.log_format_version >= 2,
+                     exclude=pending_file_groups(timeline) | pending_clustering_file_groups(timeline))
+    return plan if plan.operations else None
+
+
+def plan(table: TableState, *, strategy: str = "hybrid", merge: str | None = None,
+         options: Mapping[str, str] | None = None) -> CompactionPlan | None:
+    """The compaction `schedule` would save now, without saving it (a dry run: nothing is written, no lock is
+    taken, failed writes are not rolled back); None when nothing needs compacting."""
+    return _make(table, strategy, merge, _planner_config(table, strategy, options))
+
+
+def schedule(table: TableState, *, strategy: str = "hybrid", merge: str | None = None,
+             options: Mapping[str, str] | None = None) -> Instant | None:
+    """Plan a compaction and save it as `<t>.compaction.requested`; None when nothing needs compacting."""
+    config = _planner_config(table, strategy, options)
+    table.check_writable()
     timeline = table.active_timeline
     with table_lock(table.path):
         rollback_failed_writes(table.path, timeline)
-        if not table.config.is_mor:
+        made = _make(table, strategy, merge, config)
+        if made is None:
             return None
-        plan = make_plan(table.latest_slices(), strategy=strategy, merge=merge, config=config,
-                         allow_log=table.config.log_format_version >= 2,
-                         exclude=pending_file_groups(timeline) | pending_clustering_file_groups(timeline))
-        if not plan.operations:
-            return None
-        return timeline.request(plan.action, plan.to_json())
+        return timeline.request(made.action, made.to_json())
 
 
 OperationRunner = Callable[["CompactionContext", tuple[Operation, ...], Instant], list[WriteStat]]
@@ -530,6 +547,7 @@ __all__ = [
     "compact",
     "execute",
     "inline_due",
+    "plan",
     "plans",
     "run_full",
     "run_locally",

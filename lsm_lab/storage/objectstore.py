@@ -35,6 +35,7 @@ Taught in: notebooks/12_object_storage.ipynb
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -57,10 +58,32 @@ T = TypeVar("T")
 LIST_PAGE = 1000  # keys per LIST response (S3, GCS and Azure all use 1,000 by default)
 
 
+#: the store's error code in an XML error body (S3's `<Code>NoSuchBucket</Code>`, Azure's `ContainerNotFound`)
+_ERROR_CODE = re.compile(r"<Code>([^<]+)</Code>(?:\s*<Message>([^<\n]*))?")
+#: a missing bucket (S3, GCS) or container (Azure), whatever request found it missing
+MISSING_BUCKET = ("NoSuchBucket", "ContainerNotFound")
+#: addresses of the cloud instance-metadata services object_store asks for credentials when it was given none
+_METADATA_PROBE = ("169.254.169.254", "/latest/api/token", "/latest/meta-data/", "metadata.google.internal",
+                   "/metadata/identity/")
+
+
+def _error_code(exc: BaseException) -> str | None:
+    """The error code of the store's XML error body, if the error carries one."""
+    found = _ERROR_CODE.search(str(exc))
+    return found.group(1) if found else None
+
+
 def _short(exc: BaseException) -> str:
-    """The first line of an obstore error (its Debug dump follows on later lines)."""
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    """The first line of an obstore error (its Debug dump follows on later lines), with the store's error
+    code and message from the XML body when the first line stops at the body's `<?xml ...?>` declaration."""
+    text = str(exc).strip()
+    lines = text.splitlines()
+    first = lines[0] if lines else type(exc).__name__
+    found = _ERROR_CODE.search(text)
+    if found and found.group(1) not in first:
+        first = re.sub(r"\s*<\?xml[^>]*\?>\s*$", "", first).rstrip(": ")
+        first += f": {found.group(1)}" + (f" ({found.group(2).strip()})" if found.group(2) else "")
+    return first
 
 
 class ObjectStorage(Storage):
@@ -114,24 +137,35 @@ class ObjectStorage(Storage):
         self.counts.add(kind)
         try:
             return fn()
-        except (obx.NotFoundError, FileNotFoundError) as exc:  # obstore raises the builtin for a missing object
+        except (obx.BaseError, OSError, ValueError) as exc:  # obstore raises the builtin for a missing object
+            raise self._typed(kind, key, exc) from None
+
+    def _typed(self, kind: str, key: str, exc: BaseException) -> BaseException:
+        """The typed error (one line, naming the URI) for an error of the store."""
+        said = str(exc)
+        if _error_code(exc) in MISSING_BUCKET:  # any request, a GET, PUT or LIST, can find the bucket missing
+            return StorageError(f"bucket not found: {_short(exc)}; create it first", path=self.uri)
+        if isinstance(exc, (obx.NotFoundError, FileNotFoundError)):
             if kind == "LIST":  # listing a missing prefix is empty, so a 404 means the bucket is missing
-                raise StorageError(f"bucket not found: {_short(exc)}", path=self.uri) from None
-            raise FileNotFoundError(self.url(key)) from None
-        except obx.AlreadyExistsError:
-            raise AlreadyExistsError("already exists; another writer created it first", path=self.url(key)) from None
-        except obx.PreconditionError:
-            raise VersionMismatchError("was changed by another writer since it was read", path=self.url(key)) from None
-        except (obx.PermissionDeniedError, obx.UnauthenticatedError) as exc:
-            said = str(exc)
-            if NO_CREDENTIALS in said:  # lsm_lab's provider refused to look further (storage.location): say so
-                reason = said[said.index(NO_CREDENTIALS):].splitlines()[0]
-                raise StorageError(f"{kind} not sent, {reason}", path=self.url(key)) from None
-            raise StorageError(f"{kind} refused, access denied: check the credentials (storage_options or the "
-                               f"AWS_*/GOOGLE_*/AZURE_* variables) and their rights on this bucket; "
-                               f"{_short(exc)}", path=self.url(key)) from None
-        except (obx.BaseError, OSError, ValueError) as exc:
-            raise StorageError(f"{kind} failed: {_short(exc)}", path=self.url(key)) from None
+                return StorageError(f"bucket not found: {_short(exc)}", path=self.uri)
+            return FileNotFoundError(self.url(key))
+        if isinstance(exc, obx.AlreadyExistsError):
+            return AlreadyExistsError("already exists; another writer created it first", path=self.url(key))
+        if isinstance(exc, obx.PreconditionError):
+            return VersionMismatchError("was changed by another writer since it was read", path=self.url(key))
+        if NO_CREDENTIALS in said:  # lsm_lab's provider refused to look further (storage.location): say so
+            reason = said[said.index(NO_CREDENTIALS):].splitlines()[0]
+            return StorageError(f"{kind} not sent, {reason}", path=self.url(key))
+        if any(probe in said for probe in _METADATA_PROBE):  # no keys given, and the instance had none either
+            return StorageError(f"{kind} not sent, {NO_CREDENTIALS} no access key was given (storage_options "
+                                "access_key_id and secret_access_key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; "
+                                "GOOGLE_*/AZURE_STORAGE_* for the others), and the cloud instance-metadata service "
+                                f"gave none: {_short(exc)}", path=self.url(key))
+        if isinstance(exc, (obx.PermissionDeniedError, obx.UnauthenticatedError)):
+            return StorageError(f"{kind} refused, access denied: check the credentials (storage_options or the "
+                                f"AWS_*/GOOGLE_*/AZURE_* variables) and their rights on this bucket; "
+                                f"{_short(exc)}", path=self.url(key))
+        return StorageError(f"{kind} failed: {_short(exc)}", path=self.url(key))
 
     def _info(self, meta: Any) -> ObjectInfo:
         return ObjectInfo(self._rel(str(meta["path"])), int(meta["size"]), str(meta.get("e_tag") or ""),

@@ -132,6 +132,12 @@ def _layout(k: int) -> tuple[dict[int, float], dict[int, int], int]:
     return xs, depth, max(depth.values(), default=0)
 
 
+def _fit(text: str, size: int) -> str:
+    """Squeeze a label that would overflow its box (monospace: about 0.62 em per character, bold included)."""
+    room = _BOX_W - 8
+    return f' textLength="{room}" lengthAdjust="spacingAndGlyphs"' if len(text) * size * 0.62 > room else ""
+
+
 def _box(x: float, y: float, fill: str, lines: Sequence[str], tooltip: str, *, moved: bool, dashed: bool = False,
          gid: str = "") -> str:
     stroke = f'stroke="{MOVED_COLOUR}" stroke-width="3"' if moved else 'stroke="#333" stroke-width="1"'
@@ -144,7 +150,7 @@ def _box(x: float, y: float, fill: str, lines: Sequence[str], tooltip: str, *, m
         weight = ' font-weight="bold"' if i == len(lines) - 1 else ""
         size = 10 if i < len(lines) - 1 else 12
         out.append(f'<text x="{x:.0f}" y="{top + 14 * i + 4:.0f}" text-anchor="middle" font-size="{size}"'
-                   f'{weight}>{_e(text)}</text>')
+                   f'{weight}{_fit(text, size)}>{_e(text)}</text>')
     out.append("</g>")
     return "".join(out)
 
@@ -359,7 +365,7 @@ class MergeStepper(widgets.VBox):
         self.slider = widgets.IntSlider(value=0, min=0, max=last, description="step",
                                         layout=widgets.Layout(width="420px"))
         self._link = widgets.link((self.play, "value"), (self.slider, "value"))
-        self.reset_button = widgets.Button(description="⏮ Reset", tooltip="back to step 0",
+        self.reset_button = widgets.Button(description="⇤ Reset", tooltip="back to step 0",
                                            layout=widgets.Layout(width="90px"))
         self.prev_button = widgets.Button(description="◀ Prev", tooltip="previous step",
                                           layout=widgets.Layout(width="80px"))
