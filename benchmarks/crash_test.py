@@ -85,9 +85,9 @@ def create(path: Any, layout: str = "lsm_tree") -> None:
 # --------------------------------------------------------------------------- child
 def child(path: str, start: int, ack: str) -> None:
     os.environ["TQDM_DISABLE"] = "1"
-    import lsm_lab
-
     import pyarrow as pa
+
+    import lsm_lab
 
     table = lsm_lab.open_table(path)
     # pyarrow loads pandas on its first conversion of Python rows (~0.3 s, more under load): done before
