@@ -52,7 +52,7 @@ from lsm_lab.services import archiver, clean, clustering, commit, compaction, oc
 from lsm_lab.services import rollback as rb
 from lsm_lab.services.lock import table_lock
 from lsm_lab.storage import StoragePath, as_path, paths
-from lsm_lab.table import cdc, inspect, scan
+from lsm_lab.table import cdc, inspect, scan, stream
 from lsm_lab.table import lookup as key_lookup
 from lsm_lab.table.predicate import FilterLike
 from lsm_lab.table.state import TableState
@@ -239,10 +239,29 @@ class Table(TableState):
         What the read skipped is in `self.last_read_stats` (a `ReadStats`: `corrupt_blocks_skipped`, each
         also logged as a warning on the `lsm_lab.v1` logger).
         """
+        return self.scan(as_of=as_of, columns=columns, filter=filter, merge=merge, strict=strict,
+                         positions=positions).to_table(progress=True)
+
+    @_one_listing
+    def scan(self, *, columns: Sequence[str] | None = None, filter: FilterLike | None = None,
+             as_of: TimeLike | None = None, batch_size: int = stream.BATCH_ROWS, merge: str | None = None,
+             strict: bool | None = None, positions: bool = True) -> stream.Scan:
+        """A planned snapshot (or time-travel) read to consume as a stream or whole (table/stream.py).
+
+        The arguments are `read`'s (`as_of`, `filter`, `merge`, … mean the same and are checked now);
+        the listing and pruning happen now, the files are read when the scan is consumed:
+        `to_reader()` (a `pyarrow.RecordBatchReader`), the Arrow stream protocol
+        (`pl.DataFrame(scan)`, `duckdb.from_arrow(scan)`, `pa.table(scan)`), `to_table()` (= `read`),
+        `to_pandas()`, `to_polars()`, `to_duckdb(con, name)`.  Batches hold at most `batch_size` rows;
+        on an `lsm_tree` table a slice whose files are sorted is merged as a stream.
+
+        A filter never gives a wrong row on MERGE_ON_READ: it is applied after the merge; before it,
+        statistics skip a file slice only when no data file of it can hold a matching row version
+        (`scan.stats_prune`), and record-key conditions prune as a lookup does."""
         columns = checks.columns_arg(columns)
-        if columns == []:  # N rows of no columns: read one (the key) to count them, then drop it
-            return self.read(as_of=as_of, columns=list(self.config.record_key[:1]), filter=filter, merge=merge,
-                             strict=strict, positions=positions).select([])
+        empty = columns == []
+        if empty:  # N rows of no columns: read one (the key) to count them, then drop it
+            columns = list(self.config.record_key[:1])
         read_time = self.resolve_time(as_of)
         self.check_retained(read_time)
         ctx = self.read_context(read_time)
@@ -253,11 +272,8 @@ class Table(TableState):
         self.last_read_stats = ctx.stats  # corrupt v1 blocks skipped (filegroup/readstats.py)
         parts = scan.prune_partitions(self.config, ctx.schema, self.partitions(), filter)
         slices = self.latest_slices(read_time, partitions=parts)
-        if isinstance(filter, pa.compute.Expression) and columns is not None:
-            table = scan.snapshot(ctx, slices, columns=None, filter=filter, engine=merge)
-            return table.select(list(columns))
-        return scan.snapshot(ctx, slices, columns=columns, filter=filter, engine=merge,
-                               progress=lambda s: progress(s, desc="read", unit="slice", min_items=1))
+        plan = scan.plan_scan(ctx, slices, columns=columns, filter=filter, engine=merge)
+        return stream.Scan(plan, batch_size=batch_size, empty_columns=empty)
 
     @_one_listing
     def lookup(self, keys: str | Iterable[str], *, as_of: TimeLike | None = None, columns: Sequence[str] | None = None,
