@@ -47,7 +47,7 @@ from lsm_lab.filegroup.planner import CompactionPlan
 from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.format import naming
 from lsm_lab.merge import records
-from lsm_lab.progress import bar, progress
+from lsm_lab.progress import bar
 from lsm_lab.services import archiver, clean, clustering, commit, compaction, occ, savepoint, upgrade
 from lsm_lab.services import rollback as rb
 from lsm_lab.services.lock import table_lock
