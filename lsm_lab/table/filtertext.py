@@ -23,7 +23,7 @@ expressions; this is a conjunction of comparisons, which is also what the
 pruning layers understand (`scan.prune_partitions`, `predicate.key_predicate`,
 `scan.stats_prune`).
 
-Taught in: README.md, "Reading an lsm_lab table from other engines"
+Taught in: no chapter (README, "Reading an lsm_lab table from other engines")
 """
 
 from __future__ import annotations

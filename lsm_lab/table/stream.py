@@ -32,7 +32,7 @@ other slices (the default layout's hash merge, v1 logs, key-pruned reads) are
 merged whole, one at a time plus one read ahead.  Streamed slices are read one
 after another (the merge itself reads ahead on a thread).
 
-Taught in: README.md, "Reading an lsm_lab table from other engines"
+Taught in: no chapter (README, "Reading an lsm_lab table from other engines")
 """
 
 from __future__ import annotations
