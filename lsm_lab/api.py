@@ -297,21 +297,23 @@ class Table(TableState):
         """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table.
 
         `as_of`: the base files of the slices a `read(as_of=...)` would use (times as in `read`)."""
+        return self.scan_optimized(columns=columns, as_of=as_of).to_table()
+
+    @_one_listing
+    def scan_optimized(self, *, columns: Sequence[str] | None = None, as_of: TimeLike | None = None,
+                       batch_size: int = stream.BATCH_ROWS) -> stream.Scan:
+        """`read_optimized` as a `Scan` (table/stream.py): the base file of every slice, one after another."""
         columns = checks.columns_arg(columns)
-        if columns == []:  # N rows of no columns, as read(columns=[])
-            return self.read_optimized(columns=list(self.config.record_key[:1]), as_of=as_of).select([])
+        empty = columns == []
+        if empty:  # N rows of no columns, as read(columns=[])
+            columns = list(self.config.record_key[:1])
         read_time = self.resolve_time(as_of)
         self.check_retained(read_time)
         ctx = self.read_context(read_time)
-        out_cols = list(columns) if columns is not None else list(ctx.full_schema.names)
-        pieces = []
-        for fs in self.latest_slices(read_time):
-            if fs.base_file is None:
-                continue
-            only_base = FileSlice(fs.partition, fs.file_id, fs.base_instant, fs.base_file, ())
-            pieces.append(reader.read_slice(ctx, only_base, columns=out_cols, engine="hash").select(out_cols))
-        schema = pa.schema([ctx.full_schema.field(n) for n in out_cols])
-        return pa.concat_tables([p.cast(schema) for p in pieces]) if pieces else schema.empty_table()
+        only_base = [FileSlice(fs.partition, fs.file_id, fs.base_instant, fs.base_file, ())
+                     for fs in self.latest_slices(read_time) if fs.base_file is not None]
+        plan = scan.plan_scan(ctx, only_base, columns=columns, engine="hash")
+        return stream.Scan(plan, batch_size=batch_size, empty_columns=empty)
 
     @_one_listing
     def read_incremental(self, start: TimeLike | None, end: TimeLike | None = None, *, columns: Sequence[str] | None = None) -> pa.Table:
@@ -319,17 +321,22 @@ class Table(TableState):
 
         `start` and `end` are *completion* times (as hudi-rs's incremental query and Hudi 1.x's
         completion-time based incremental reads); an `Instant` means its completion time."""
+        return self.scan_incremental(start, end, columns=columns).to_table()
+
+    @_one_listing
+    def scan_incremental(self, start: TimeLike | None, end: TimeLike | None = None, *,
+                         columns: Sequence[str] | None = None, batch_size: int = stream.BATCH_ROWS) -> stream.Scan:
+        """`read_incremental` as a `Scan` (table/stream.py): the snapshot at `end`, filtered to the rows
+        whose commit time is one of the instants completed in (start, end]."""
         columns = checks.columns_arg(columns)
         lo = self.resolve_time(start)
         hi = completion_time(self.resolve_time(end) or self.latest_completion())  # (start, end] are completion times
         if hi is None:
-            return self.read(columns=columns)
+            return self.scan(columns=columns, batch_size=batch_size)
         wanted = {b for b, c in self.completion_map(hi).items()
                   if lo is None or normalize_time(c) > normalize_time(lo)}
-        full = self.read(as_of=hi)
-        mask = pa.compute.is_in(full.column(records.COMMIT_TIME), value_set=pa.array(sorted(wanted), pa.string()))
-        out = full.filter(mask)
-        return out.select(list(columns)) if columns is not None else out
+        changed = pc.field(records.COMMIT_TIME).isin(pa.array(sorted(wanted), pa.string()))
+        return self.scan(as_of=hi, columns=columns, filter=changed, batch_size=batch_size)
 
     @_one_listing
     def read_cdc(self, start: TimeLike | None, end: TimeLike | None = None, *, columns: Sequence[str] | None = None) -> pa.Table:

@@ -158,7 +158,7 @@ def plan_scan(ctx: ReadContext, slices: Iterable[FileSlice], *, columns: Sequenc
                          f"the table has {', '.join(ctx.full_schema.names)}")
     read_cols: list[str] | None = list(dict.fromkeys(out_cols + needed_for_filter))
     if isinstance(filter, pc.Expression) and columns is not None:
-        read_cols = None  # the expression's columns are not listed: read them all, select after the filter
+        read_cols = list(ctx.full_schema.names)  # the expression's columns are not listed: read them all
     items = list(slices)
     kept = stats_prune(ctx, items, filter)
     pred = key_lookup.key_predicate(ctx.config, ctx.full_schema, filter)
