@@ -260,3 +260,17 @@ def test_cli_filter_and_streamed_output(tmp_table: Callable[..., lsm_lab.Table],
         assert why in capsys.readouterr().err
     assert main(["read", str(t.path), "--filter", "fare > 1", "--read-optimized"]) == 2
     assert "--filter applies to snapshot" in capsys.readouterr().err
+
+
+def test_read_optimized_and_incremental_scans(tmp_table: Callable[..., lsm_lab.Table]) -> None:
+    t = tmp_table(ordering_field="ts")
+    first = t.upsert(pa.table({"id": ["a", "b"], "v": [1, 2], "ts": [1, 1]}))
+    t.upsert(pa.table({"id": ["a", "c"], "v": [3, 4], "ts": [2, 2]}))
+    ro = t.scan_optimized(batch_size=1)
+    assert _by_key(ro.to_reader().read_all()).equals(_by_key(t.read_optimized()))
+    start = lsm_lab.CompletionTime(first.completion_time or first.begin_time)
+    inc = t.scan_incremental(start, columns=["id", "v"], batch_size=1)
+    got = inc.to_reader().read_all()
+    assert got.sort_by("id").equals(t.read_incremental(start, columns=["id", "v"]).sort_by("id"))
+    assert sorted(got.column("id").to_pylist()) == ["a", "c"]
+    assert t.scan_optimized(columns=[]).to_table().num_rows == t.read_optimized().num_rows
