@@ -5,6 +5,7 @@
                  └──────────────► Table ◄───────────────────┘
         writes:  insert · upsert · delete · bulk_insert      → completed Instant
         reads:   read(as_of, columns, filter, merge) · lookup(keys) · read_optimized · read_incremental · read_cdc
+                 scan(…) · scan_optimized · scan_incremental: the same reads as Arrow streams (table/stream.py)
                  as_of: an instant time T (completed writes begun by T, as Hudi) or a CompletionTime / Instant
         inspect: timeline() · file_slices() · dump_levels() · file_groups()
 
@@ -47,12 +48,12 @@ from lsm_lab.filegroup.planner import CompactionPlan
 from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.format import naming
 from lsm_lab.merge import records
-from lsm_lab.progress import bar, progress
+from lsm_lab.progress import bar
 from lsm_lab.services import archiver, clean, clustering, commit, compaction, occ, savepoint, upgrade
 from lsm_lab.services import rollback as rb
 from lsm_lab.services.lock import table_lock
 from lsm_lab.storage import StoragePath, as_path, paths
-from lsm_lab.table import cdc, inspect, scan
+from lsm_lab.table import cdc, inspect, scan, stream
 from lsm_lab.table import lookup as key_lookup
 from lsm_lab.table.metadata_table import MetadataTable, open_metadata_table
 from lsm_lab.table.predicate import FilterLike
@@ -240,10 +241,29 @@ class Table(TableState):
         What the read skipped is in `self.last_read_stats` (a `ReadStats`: `corrupt_blocks_skipped`, each
         also logged as a warning on the `lsm_lab.v1` logger).
         """
+        return self.scan(as_of=as_of, columns=columns, filter=filter, merge=merge, strict=strict,
+                         positions=positions).to_table(progress=True)
+
+    @_one_listing
+    def scan(self, *, columns: Sequence[str] | None = None, filter: FilterLike | None = None,
+             as_of: TimeLike | None = None, batch_size: int = stream.BATCH_ROWS, merge: str | None = None,
+             strict: bool | None = None, positions: bool = True) -> stream.Scan:
+        """A planned snapshot (or time-travel) read to consume as a stream or whole (table/stream.py).
+
+        The arguments are `read`'s (`as_of`, `filter`, `merge`, … mean the same and are checked now);
+        the listing and pruning happen now, the files are read when the scan is consumed:
+        `to_reader()` (a `pyarrow.RecordBatchReader`), the Arrow stream protocol
+        (`pl.DataFrame(scan)`, `duckdb.from_arrow(scan)`, `pa.table(scan)`), `to_table()` (= `read`),
+        `to_pandas()`, `to_polars()`, `to_duckdb(con, name)`.  Batches hold at most `batch_size` rows;
+        on an `lsm_tree` table a slice whose files are sorted is merged as a stream.
+
+        A filter never gives a wrong row on MERGE_ON_READ: it is applied after the merge; before it,
+        statistics skip a file slice only when no data file of it can hold a matching row version
+        (`scan.stats_prune`), and record-key conditions prune as a lookup does."""
         columns = checks.columns_arg(columns)
-        if columns == []:  # N rows of no columns: read one (the key) to count them, then drop it
-            return self.read(as_of=as_of, columns=list(self.config.record_key[:1]), filter=filter, merge=merge,
-                             strict=strict, positions=positions).select([])
+        empty = columns == []
+        if empty:  # N rows of no columns: read one (the key) to count them, then drop it
+            columns = list(self.config.record_key[:1])
         read_time = self.resolve_time(as_of)
         self.check_retained(read_time)
         ctx = self.read_context(read_time)
@@ -254,11 +274,8 @@ class Table(TableState):
         self.last_read_stats = ctx.stats  # corrupt v1 blocks skipped (filegroup/readstats.py)
         parts = scan.prune_partitions(self.config, ctx.schema, self.partitions(), filter)
         slices = self.latest_slices(read_time, partitions=parts)
-        if isinstance(filter, pa.compute.Expression) and columns is not None:
-            table = scan.snapshot(ctx, slices, columns=None, filter=filter, engine=merge)
-            return table.select(list(columns))
-        return scan.snapshot(ctx, slices, columns=columns, filter=filter, engine=merge,
-                               progress=lambda s: progress(s, desc="read", unit="slice", min_items=1))
+        plan = scan.plan_scan(ctx, slices, columns=columns, filter=filter, engine=merge)
+        return stream.Scan(plan, batch_size=batch_size, empty_columns=empty)
 
     @_one_listing
     def lookup(self, keys: str | Iterable[str], *, as_of: TimeLike | None = None, columns: Sequence[str] | None = None,
@@ -282,21 +299,23 @@ class Table(TableState):
         """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table.
 
         `as_of`: the base files of the slices a `read(as_of=...)` would use (times as in `read`)."""
+        return self.scan_optimized(columns=columns, as_of=as_of).to_table()
+
+    @_one_listing
+    def scan_optimized(self, *, columns: Sequence[str] | None = None, as_of: TimeLike | None = None,
+                       batch_size: int = stream.BATCH_ROWS) -> stream.Scan:
+        """`read_optimized` as a `Scan` (table/stream.py): the base file of every slice, one after another."""
         columns = checks.columns_arg(columns)
-        if columns == []:  # N rows of no columns, as read(columns=[])
-            return self.read_optimized(columns=list(self.config.record_key[:1]), as_of=as_of).select([])
+        empty = columns == []
+        if empty:  # N rows of no columns, as read(columns=[])
+            columns = list(self.config.record_key[:1])
         read_time = self.resolve_time(as_of)
         self.check_retained(read_time)
         ctx = self.read_context(read_time)
-        out_cols = list(columns) if columns is not None else list(ctx.full_schema.names)
-        pieces = []
-        for fs in self.latest_slices(read_time):
-            if fs.base_file is None:
-                continue
-            only_base = FileSlice(fs.partition, fs.file_id, fs.base_instant, fs.base_file, ())
-            pieces.append(reader.read_slice(ctx, only_base, columns=out_cols, engine="hash").select(out_cols))
-        schema = pa.schema([ctx.full_schema.field(n) for n in out_cols])
-        return pa.concat_tables([p.cast(schema) for p in pieces]) if pieces else schema.empty_table()
+        only_base = [FileSlice(fs.partition, fs.file_id, fs.base_instant, fs.base_file, ())
+                     for fs in self.latest_slices(read_time) if fs.base_file is not None]
+        plan = scan.plan_scan(ctx, only_base, columns=columns, engine="hash")
+        return stream.Scan(plan, batch_size=batch_size, empty_columns=empty)
 
     @_one_listing
     def read_incremental(self, start: TimeLike | None, end: TimeLike | None = None, *, columns: Sequence[str] | None = None) -> pa.Table:
@@ -304,17 +323,22 @@ class Table(TableState):
 
         `start` and `end` are *completion* times (as hudi-rs's incremental query and Hudi 1.x's
         completion-time based incremental reads); an `Instant` means its completion time."""
+        return self.scan_incremental(start, end, columns=columns).to_table()
+
+    @_one_listing
+    def scan_incremental(self, start: TimeLike | None, end: TimeLike | None = None, *,
+                         columns: Sequence[str] | None = None, batch_size: int = stream.BATCH_ROWS) -> stream.Scan:
+        """`read_incremental` as a `Scan` (table/stream.py): the snapshot at `end`, filtered to the rows
+        whose commit time is one of the instants completed in (start, end]."""
         columns = checks.columns_arg(columns)
         lo = self.resolve_time(start)
         hi = completion_time(self.resolve_time(end) or self.latest_completion())  # (start, end] are completion times
         if hi is None:
-            return self.read(columns=columns)
+            return self.scan(columns=columns, batch_size=batch_size)
         wanted = {b for b, c in self.completion_map(hi).items()
                   if lo is None or normalize_time(c) > normalize_time(lo)}
-        full = self.read(as_of=hi)
-        mask = pa.compute.is_in(full.column(records.COMMIT_TIME), value_set=pa.array(sorted(wanted), pa.string()))
-        out = full.filter(mask)
-        return out.select(list(columns)) if columns is not None else out
+        changed = pc.field(records.COMMIT_TIME).isin(pa.array(sorted(wanted), pa.string()))
+        return self.scan(as_of=hi, columns=columns, filter=changed, batch_size=batch_size)
 
     @_one_listing
     def read_cdc(self, start: TimeLike | None, end: TimeLike | None = None, *, columns: Sequence[str] | None = None) -> pa.Table:

@@ -9,6 +9,7 @@ reads the shape too.
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 from localpath import local
 
 import lsm_lab
-from lsm_lab.errors import UnsupportedFeatureError
+from lsm_lab.errors import CorruptFileError, UnsupportedFeatureError
 from lsm_lab.filegroup import compat, fsview, v1read
 from lsm_lab.format import log_v1 as v1
 from lsm_lab.format import log_v2 as v2
@@ -117,9 +118,15 @@ def test_hfile_blocks_are_refused(tmp_path: Path) -> None:
     i1 = t.upsert([{"id": "k1", "v": 100, "ts": 10}])
     log = _logs(t)[0]
     log.unlink()
+    with zipfile.ZipFile(Path(__file__).resolve().parents[1] / "data" / "hudi-tables" / "s_cow_v9_txns_simple_meta.zip") as zf:
+        hfile = zf.read(next(n for n in zf.namelist() if n.endswith(".hfile")))  # a real HFile (the metadata table's)
+    v1.write_log_file(log, [v1.encode_block(v1.BlockType.HFILE, {v1.HeaderKey.INSTANT_TIME: i1.begin_time}, hfile)])
+    with pytest.raises(UnsupportedFeatureError, match="HFile"):  # readable, but not rows of a data table
+        t.read()
+    log.unlink()
     v1.write_log_file(log, [v1.encode_block(v1.BlockType.HFILE, {v1.HeaderKey.INSTANT_TIME: i1.begin_time},
                                             b"HFILE")])
-    with pytest.raises(UnsupportedFeatureError, match="HFile"):
+    with pytest.raises(CorruptFileError, match="HFile"):  # five bytes are no HFile
         t.read()
 
 

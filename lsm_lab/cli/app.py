@@ -3,7 +3,7 @@
     lsm-lab demo [--dir D] [--rows N]                 the main job (see lsm_lab.lab.demo)
     lsm-lab create PATH --name N --key K [...]        a new table
     lsm-lab write PATH FILE --op upsert|insert|delete|bulk_insert
-    lsm-lab read PATH [--as-of T | --as-of-completion C] [--columns a,b] [--key K ...] [--out F]
+    lsm-lab read PATH [--as-of T | --as-of-completion C] [--columns a,b] [--filter F] [--key K ...] [--out F]
     lsm-lab read PATH --cdc --start T [--end T]       the change stream (op, before, after)
     lsm-lab show timeline|fsview|levels|footers PATH [--json]
     lsm-lab merge OUT IN1 IN2 ... --key K             merge sorted Parquet runs
@@ -26,6 +26,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pyarrow as pa
+
 import lsm_lab
 from lsm_lab.api import create_table, open_table
 from lsm_lab.cli import bench as bench_command
@@ -43,12 +45,15 @@ from lsm_lab.cli.console import (
     print_frame,
     read_input_file,
     write_output_file,
+    write_output_stream,
 )
 from lsm_lab.errors import InputError, LsmLabError
 from lsm_lab.lab.demo import demo_folder, run_demo
 from lsm_lab.merge import ENGINES
 from lsm_lab.services.commit import describe_write
 from lsm_lab.storage import default_options
+from lsm_lab.table import stream
+from lsm_lab.table.filtertext import parse_filter
 from lsm_lab.table.inspect import footers
 from lsm_lab.table.lookup import LookupStats
 
@@ -93,6 +98,47 @@ def cmd_write(args: argparse.Namespace) -> int:
     return 0
 
 
+#: rows printed at a time by `lsm-lab read --limit 0` (each chunk formatted on its own, as it arrives)
+PRINT_CHUNK_ROWS = 500
+
+
+def _read_streaming(args: argparse.Namespace, table: lsm_lab.Table, columns: list[str] | None) -> int:
+    """A snapshot read (`--filter`, `--as-of`) as a stream: `--out` writes batch by batch, `--limit N` stops
+    reading after N rows, `--limit 0` prints chunk after chunk."""
+    flt = parse_filter(args.filter) if args.filter is not None else None
+    batch = PRINT_CHUNK_ROWS if args.limit == 0 or args.limit > PRINT_CHUNK_ROWS else max(1, args.limit)
+    scan = table.scan(as_of=as_of_arg(args), columns=columns, filter=flt, merge=args.merge,
+                      batch_size=batch if not args.out else stream.BATCH_ROWS)
+    reader = scan.to_reader()
+    if args.out:
+        rows = write_output_stream(reader, args.out)
+        print(f"{rows} rows written to {args.out}")
+        return 0
+    if args.json or args.limit:  # the first --limit rows (JSON: one document), the rest never read
+        taken: list[pa.RecordBatch] = []
+        rows = 0
+        for b in reader:
+            taken.append(b if not args.limit else b.slice(0, args.limit - rows))
+            rows += taken[-1].num_rows
+            if args.limit and rows >= args.limit:
+                break
+        reader.close()
+        shown = pa.Table.from_batches(taken, scan.schema)
+        print_frame(shown.to_pandas(integer_object_nulls=True), args.json)
+        more = " (--limit; 0 prints every row)" if args.limit and rows >= args.limit else ""
+        print(f"({rows} rows{more})", file=sys.stderr)
+        return 0
+    rows = 0
+    for b in reader:  # --limit 0: chunk after chunk, the header once
+        text = b.to_pandas(integer_object_nulls=True).to_string(index=False, header=rows == 0)
+        print(text, flush=True)
+        rows += b.num_rows
+    if not rows:
+        print("(empty)")
+    print(f"({rows} rows)", file=sys.stderr)
+    return 0
+
+
 def cmd_read(args: argparse.Namespace) -> int:
     if args.limit < 0:
         raise InputError(f"--limit must be 0 (every row) or more, not {args.limit}")
@@ -101,6 +147,11 @@ def cmd_read(args: argparse.Namespace) -> int:
     lookup_stats = None
     if not args.cdc and (args.start is not None or args.end is not None):
         raise InputError("--start and --end bound a change stream: add --cdc")
+    if args.filter is not None and (args.cdc or args.key or args.read_optimized):
+        raise InputError("--filter applies to snapshot and time-travel reads; it cannot be combined with --cdc, "
+                         "--key or --read-optimized")
+    if not (args.cdc or args.key or args.read_optimized):
+        return _read_streaming(args, table, columns)
     if args.cdc:
         if args.key or args.read_optimized or as_of_arg(args) is not None:
             raise InputError("--cdc reads the changes between --start and --end; it cannot be combined with "
@@ -116,10 +167,8 @@ def cmd_read(args: argparse.Namespace) -> int:
 
         lookup_stats = LookupStats()
         result = table.lookup(args.key, as_of=as_of_arg(args), columns=columns, stats=lookup_stats)
-    elif args.read_optimized:
-        result = table.read_optimized(columns=columns, as_of=as_of_arg(args))
     else:
-        result = table.read(as_of=as_of_arg(args), columns=columns, merge=args.merge)
+        result = table.read_optimized(columns=columns, as_of=as_of_arg(args))
     if lookup_stats is not None:
         print(f"lookup: {lookup_stats.summary()}", file=sys.stderr)
         print(f"lookup: {lookup_stats.index_summary()}", file=sys.stderr)
@@ -226,6 +275,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help=TABLE_HELP)
     add_as_of(p)
     p.add_argument("--columns", help="comma separated columns")
+    p.add_argument("--filter", metavar="F",
+                   help="rows to keep, e.g. \"fare > 50 and city = 'chennai'\": column op value joined by 'and'; "
+                        "ops = != < <= > >= in (...) not in (...); values 'text', numbers, true, false. Prunes "
+                        "partitions, keys and (MOR-safe) file slices by statistics")
     p.add_argument("--merge", choices=ENGINES, help="force a merge engine")
     p.add_argument("--read-optimized", action="store_true", help="base files only")
     p.add_argument("--strict", action="store_true",
@@ -239,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--key", action="append", metavar="K",
                    help="look up this record key (repeatable; composite keys as f1:v1,f2:v2): reads only the "
                         "files and row groups that can hold it")
-    p.add_argument("--out", help="write rows to a .parquet/.csv/.jsonl file instead of printing")
+    p.add_argument("--out", help="write rows to a .parquet/.csv/.jsonl file instead of printing (batch by batch)")
     p.add_argument("--limit", type=int, default=20, help="rows to print (default 20, 0 = all)")
     p.add_argument("--json", action="store_true", help="print JSON records")
     p.set_defaults(func=cmd_read)

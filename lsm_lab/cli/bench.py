@@ -1,4 +1,4 @@
-"""`lsm-lab bench NAME ...`: the benchmarks that belong to no feature command (storage, cdc).
+"""`lsm-lab bench NAME ...`: the benchmarks that belong to no feature command (storage, cdc, scan).
 
 Every command module of cli/ contributes to the parser the same way (app.py's `FEATURES`):
 `register(subparsers)` for its commands, `register_bench(bench_subparsers)` for its
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lsm_lab.bench import cdc, storage
+from lsm_lab.bench import scan as scan_bench
 
 
 def register_report_bench(bench_subparsers: Any, name: str, summary: str, doc: str | None, *,
@@ -41,13 +42,17 @@ def register_report_bench(bench_subparsers: Any, name: str, summary: str, doc: s
 
 
 def register_bench(bench_subparsers: Any) -> None:
-    """`lsm-lab bench storage` and `lsm-lab bench cdc`."""
+    """`lsm-lab bench storage`, `lsm-lab bench cdc` and `lsm-lab bench scan`."""
     register_report_bench(bench_subparsers, "storage",
                           "a table on local disk vs on a local S3 server (moto): seconds and requests per operation",
                           storage.__doc__, add_arguments=storage.add_arguments, run=storage.run, report=storage.report)
     register_report_bench(bench_subparsers, "cdc",
                           "CDC log bytes per logging mode, write time with/without CDC, read_cdc from logs vs inference",
                           cdc.__doc__, add_arguments=cdc.add_arguments, run=cdc.run, report=cdc.report)
+    register_report_bench(bench_subparsers, "scan",
+                          "scan().to_reader() batch by batch vs read(): peak RSS, throughput, first batch",
+                          scan_bench.__doc__, add_arguments=scan_bench.add_arguments, run=scan_bench.run,
+                          report=scan_bench.report)
 
 
 __all__ = ["register_bench", "register_report_bench"]

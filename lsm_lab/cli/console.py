@@ -2,6 +2,7 @@
 
     read_input_file(path)        .parquet / .csv / .jsonl  → pyarrow.Table   (InputError otherwise)
     write_output_file(t, path)   pyarrow.Table → .parquet / .csv / .jsonl
+    write_output_stream(r, path) a RecordBatchReader → the same, batch by batch
     parse_options(items)         ["k=v", ...] → {"k": "v"}
     print_frame(df, as_json)     a pandas DataFrame, as text or JSON records
     add_as_of(parser)            --as-of T (an instant time) | --as-of-completion C (a completion time)
@@ -70,6 +71,37 @@ def read_input_file(path: str) -> pa.Table:
     raise InputError("unknown file type (use .parquet, .csv or .jsonl)", path=p)
 
 
+def write_output_stream(reader: pa.RecordBatchReader, path: str) -> int:
+    """Write a stream batch by batch to .parquet (`pq.ParquetWriter`) / .csv / .jsonl; the rows written.
+
+    One batch in memory at a time (JSON lines: a batch's rows as Python values)."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in (".parquet", ".pq", ".csv", ".json", ".jsonl", ".ndjson"):
+        raise InputError("unknown output type (use .parquet, .csv or .jsonl)", path=p)
+    rows = 0
+    if suffix in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+
+        with pq.ParquetWriter(p, reader.schema) as out:
+            for batch in reader:
+                out.write_batch(batch)
+                rows += batch.num_rows
+    elif suffix == ".csv":
+        import pyarrow.csv as pcsv
+
+        with pcsv.CSVWriter(p, reader.schema) as csv_out:
+            for batch in reader:
+                csv_out.write_batch(batch)
+                rows += batch.num_rows
+    else:
+        with open(p, "w", encoding="utf-8") as fh:
+            for batch in reader:
+                fh.writelines(json.dumps(row, default=str) + "\n" for row in batch.to_pylist())
+                rows += batch.num_rows
+    return rows
+
+
 def write_output_file(table: pa.Table, path: str) -> None:
     p = Path(path)
     suffix = p.suffix.lower()
@@ -115,4 +147,4 @@ def print_frame(df: Any, as_json: bool) -> None:
 #: the help text of every command's table argument (tables live on local disk or an object store)
 TABLE_HELP = "table folder or URI (s3://bucket/prefix, gs://, az://)"
 
-__all__ = ["TABLE_HELP", "parse_options", "print_frame", "read_input_file", "write_output_file"]
+__all__ = ["TABLE_HELP", "parse_options", "print_frame", "read_input_file", "write_output_file", "write_output_stream"]

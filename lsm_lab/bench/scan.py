@@ -1,0 +1,177 @@
+"""What streaming a read saves: peak RSS, throughput and first batch of `scan().to_reader()` against `read()`.
+
+    lsm-lab bench scan [--rows 1000000] [--repeats 1] [--json OUT]
+
+One lsm_tree MERGE_ON_READ trips table (partitioned by city, 4 buckets) is
+written: an insert of N rows, then an upsert of N/10 updates spread over every
+key range, so that every file slice holds a base file and a sorted log — a real
+merge in every slice.  Each contender then runs in its own Python process
+(peak RSS is its own, read from `VmHWM` as bench/merge.py does):
+
+    read     t.read()                                   every slice merged in memory, one table
+    scan     for b in t.scan().to_reader(): ...         slice after slice, batch by batch
+    plan     t.scan() only                              listing and planning, no data: the floor
+
+Each reports wall seconds, rows, peak RSS and (scan) the seconds to the first
+batch.  Ratios are scan / read of the same run.  The machine's 1-minute load
+is recorded before each contender (a shared machine makes wall times noisy;
+the RSS figures are not).
+
+Taught in: no chapter (README, "Reading an lsm_lab table from other engines")
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lsm_lab.allocator import command_env
+from lsm_lab.api import create_table, open_table
+from lsm_lab.bench.merge import peak_rss_bytes
+from lsm_lab.errors import InputError
+from lsm_lab.lab.datagen import TripsGenerator
+
+CONTENDERS = ("plan", "read", "scan")
+#: rows written per insert call while the table is made (keeps the writer's memory bounded)
+WRITE_CHUNK = 1_000_000
+
+
+def make_table(folder: Path, rows: int, *, seed: int = 7) -> dict[str, Any]:
+    """The benchmark's table: N inserted rows, then N/10 updates in a log of every slice."""
+    t = create_table(folder, name="trips", record_key="uuid", partition_by="city", ordering_field="ts",
+                     table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=4)
+    gen = TripsGenerator(seed)
+    done = 0
+    while done < rows:
+        n = min(WRITE_CHUNK, rows - done)
+        t.insert(gen.inserts(n))
+        done += n
+    t.upsert(gen.updates(max(1, rows // 10)))
+    slices = t.latest_slices()
+    size = sum(fs.size_bytes for fs in slices)
+    return {"slices": len(slices), "slices_with_logs": sum(1 for fs in slices if fs.log_files),
+            "data_bytes": size}
+
+
+def child_main(job_json: str) -> None:
+    """Inside the child process: run one contender on the table, print one RESULT line."""
+    job = json.loads(job_json)
+    t = open_table(job["path"])
+    started = time.perf_counter()
+    first = None
+    rows = 0
+    if job["contender"] == "read":
+        rows = t.read().num_rows
+    elif job["contender"] == "scan":
+        for batch in t.scan(batch_size=job["batch_size"]).to_reader():
+            if first is None:
+                first = time.perf_counter() - started
+            rows += batch.num_rows
+    else:
+        t.scan()
+    seconds = time.perf_counter() - started
+    print("RESULT " + json.dumps({"seconds": seconds, "first_batch_seconds": first, "rows": rows,
+                                  "peak_rss_bytes": peak_rss_bytes()}), flush=True)
+
+
+def _pythonpath() -> str:
+    root = str(Path(__file__).resolve().parents[2])
+    old = os.environ.get("PYTHONPATH")
+    return root if not old else f"{root}{os.pathsep}{old}"
+
+
+def run_contender(contender: str, path: Path, batch_size: int, *, timeout: float = 3600) -> dict[str, Any]:
+    """One contender in a fresh Python process."""
+    job = {"contender": contender, "path": str(path), "batch_size": batch_size}
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    proc = subprocess.run([sys.executable, "-m", "lsm_lab.bench.scan", "--child", json.dumps(job)],
+                          capture_output=True, text=True, timeout=timeout,
+                          env=command_env({**os.environ, "PYTHONPATH": _pythonpath()}))
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    if proc.returncode != 0 or not lines:
+        raise InputError(f"bench scan: the {contender} child failed: "
+                         f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+    return {"contender": contender, "load_1m_before": load, **json.loads(lines[-1][len("RESULT "):])}
+
+
+def run(rows: int = 1_000_000, repeats: int = 1, batch_size: int = 65_536,
+        log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Make the table, run every contender `repeats` times (in turn), keep the medians."""
+    if rows < 1 or repeats < 1:
+        raise InputError(f"--rows and --repeats must be at least 1, got {rows} and {repeats}")
+    folder = Path(tempfile.mkdtemp(prefix="lsm_lab_bench_scan_"))
+    try:
+        log(f"writing {rows:,} rows + {max(1, rows // 10):,} updates …")
+        table = make_table(folder / "trips", rows)
+        log(f"  {table['slices']} slices ({table['slices_with_logs']} with logs), "
+            f"{table['data_bytes'] / 2**20:.0f} MiB of Parquet")
+        runs: dict[str, list[dict[str, Any]]] = {c: [] for c in CONTENDERS}
+        for _ in range(repeats):
+            for c in CONTENDERS:
+                runs[c].append(run_contender(c, folder / "trips", batch_size))
+                r = runs[c][-1]
+                log(f"  {c}: {r['seconds']:.2f} s, {r['peak_rss_bytes'] / 2**20:.0f} MiB peak RSS, "
+                    f"load {r['load_1m_before']:.1f}")
+        out: dict[str, Any] = {"rows": rows, "repeats": repeats, "batch_size": batch_size, "table": table,
+                               "cpus": os.cpu_count(), "contenders": {}}
+        for c, recs in runs.items():
+            med = {k: statistics.median(r[k] for r in recs) for k in ("seconds", "peak_rss_bytes")}
+            firsts = [r["first_batch_seconds"] for r in recs if r["first_batch_seconds"] is not None]
+            out["contenders"][c] = {**med, "rows": recs[0]["rows"],
+                                    "first_batch_seconds": statistics.median(firsts) if firsts else None,
+                                    "load_1m_before": max(r["load_1m_before"] or 0 for r in recs)}
+        if out["contenders"]["read"]["rows"] != out["contenders"]["scan"]["rows"]:
+            raise InputError("bench scan: read and scan returned different row counts: "
+                             f"{out['contenders']['read']['rows']} and {out['contenders']['scan']['rows']}")
+        return out
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def report(result: dict[str, Any]) -> str:
+    """The figures as text: per contender, then scan / read ratios."""
+    c = result["contenders"]
+    t = result["table"]
+    lines = [f"{result['rows']:,} rows inserted + {result['rows'] // 10:,} updates; {t['slices']} slices, "
+             f"{t['slices_with_logs']} with logs; {t['data_bytes'] / 2**20:.0f} MiB of Parquet; "
+             f"batch {result['batch_size']:,} rows; {result['cpus']} cores; median of {result['repeats']}",
+             f"{'contender':<10}{'rows':>12}{'seconds':>9}{'Mrows/s':>9}{'peak RSS MiB':>14}{'first batch s':>15}"
+             f"{'load':>6}"]
+    for name in CONTENDERS:
+        r = c[name]
+        speed = r["rows"] / r["seconds"] / 1e6 if r["rows"] else 0.0
+        first = f"{r['first_batch_seconds']:.3f}" if r["first_batch_seconds"] is not None else "-"
+        lines.append(f"{name:<10}{r['rows']:>12,}{r['seconds']:>9.2f}{speed:>9.2f}{r['peak_rss_bytes'] / 2**20:>14.0f}"
+                     f"{first:>15}{r['load_1m_before']:>6.1f}")
+    floor = c["plan"]["peak_rss_bytes"]
+    rss = c["scan"]["peak_rss_bytes"] / c["read"]["peak_rss_bytes"]
+    above = (c["scan"]["peak_rss_bytes"] - floor) / max(1, c["read"]["peak_rss_bytes"] - floor)
+    lines.append(f"scan / read: peak RSS {rss:.2f} (target <= 0.25; above the plan-only floor: {above:.2f}), "
+                 f"throughput {c['read']['seconds'] / c['scan']['seconds']:.2f} (target >= 0.9), "
+                 f"first batch {c['scan']['first_batch_seconds']:.3f} s (target <= 1 s)")
+    return "\n".join(lines)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rows", type=int, default=1_000_000, help="rows of the insert (default 1000000); the "
+                   "upsert updates a tenth of them")
+    p.add_argument("--repeats", type=int, default=1, help="runs per contender, medians reported (default 1)")
+    p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
+
+
+if __name__ == "__main__":  # the child process of run_contender
+    if len(sys.argv) == 3 and sys.argv[1] == "--child":
+        child_main(sys.argv[2])
+    else:
+        print("usage: python -m lsm_lab.bench.scan --child JOB_JSON (run by `lsm-lab bench scan`)", file=sys.stderr)
+        sys.exit(2)
