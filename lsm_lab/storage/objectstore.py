@@ -11,6 +11,7 @@ delta-rs use.  lsm_lab maps its operations one to one:
     create                 PUT   If-None-Match: *          → 412 means another writer won
     replace                PUT   If-Match: "<etag>"         → 412 means the object changed
     delete                 DELETE
+    delete_prefix          LIST, then DELETE ?delete (S3's DeleteObjects, 1,000 keys per request)
 
 A PUT is atomic on every one of these stores (readers see the old object or the
 new one), so no temp files are needed and `create` is the commit primitive: the
@@ -55,6 +56,7 @@ from lsm_lab.storage.base import (
 
 T = TypeVar("T")
 LIST_PAGE = 1000  # keys per LIST response (S3, GCS and Azure all use 1,000 by default)
+BULK_DELETE = 1000  # keys per S3 DeleteObjects request (its limit)
 
 
 def _short(exc: BaseException) -> str:
@@ -226,6 +228,20 @@ class ObjectStorage(Storage):
             self._call("DELETE", key, lambda: obstore.delete(self.store, full))
         except FileNotFoundError:
             pass
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Remove every object below the folder `prefix`: one LIST, then on S3 one bulk DELETE
+        (`DeleteObjects`) per 1,000 keys; elsewhere one DELETE per key (the stores' client sends them)."""
+        infos = self.list_files(prefix, recursive=True)
+        if not infos:
+            return 0
+        if type(self.store).__name__ != "S3Store":
+            return super().delete_prefix(prefix)
+        keys = [self._key(i.key) for i in infos]
+        for start in range(0, len(keys), BULK_DELETE):
+            chunk = keys[start:start + BULK_DELETE]
+            self._call("DELETE", prefix, lambda chunk=chunk: obstore.delete(self.store, chunk))  # type: ignore[misc]
+        return len(infos)
 
     # -- Parquet ---------------------------------------------------------------------------
     def arrow_filesystem(self) -> tuple[pyarrow.fs.FileSystem, str]:
