@@ -163,8 +163,8 @@ def _io_floor(paths: Sequence[str], out: str) -> dict[str, Any]:
 
 def _engine(name: str) -> Any:
     def run(paths: Sequence[str], out: str, batch_size: int | None = None) -> dict[str, Any]:
-        extra = {"batch_size": batch_size} if batch_size else {}
-        return merge_parquet_files(out, paths, key=KEY, ordering=ORDERING, engine=name, **extra)
+        return merge_parquet_files(out, paths, key=KEY, ordering=ORDERING, engine=name,
+                                   batch_size=batch_size or 65_536)  # (merge_parquet_files's default)
     return run
 
 

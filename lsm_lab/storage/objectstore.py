@@ -11,7 +11,8 @@ delta-rs use.  lsm_lab maps its operations one to one:
     create                 PUT   If-None-Match: *          → 412 means another writer won
     replace                PUT   If-Match: "<etag>"         → 412 means the object changed
     delete                 DELETE
-    delete_prefix          LIST, then DELETE ?delete (S3's DeleteObjects, 1,000 keys per request)
+    delete_many            DELETE ?delete   (S3's DeleteObjects, 1,000 keys per request)
+    delete_prefix          LIST, then delete_many
 
 A PUT is atomic on every one of these stores (readers see the old object or the
 new one), so no temp files are needed and `create` is the commit primitive: the
@@ -229,18 +230,21 @@ class ObjectStorage(Storage):
         except FileNotFoundError:
             pass
 
-    def delete_prefix(self, prefix: str) -> int:
-        """Remove every object below the folder `prefix`: one LIST, then on S3 one bulk DELETE
-        (`DeleteObjects`) per 1,000 keys; elsewhere one DELETE per key (the stores' client sends them)."""
-        infos = self.list_files(prefix, recursive=True)
-        if not infos:
-            return 0
+    def delete_many(self, keys: list[str]) -> None:
+        """On S3 one bulk DELETE (`DeleteObjects`) per 1,000 keys; elsewhere one DELETE per key."""
         if type(self.store).__name__ != "S3Store":
-            return super().delete_prefix(prefix)
-        keys = [self._key(i.key) for i in infos]
-        for start in range(0, len(keys), BULK_DELETE):
-            chunk = keys[start:start + BULK_DELETE]
-            self._call("DELETE", prefix, lambda chunk=chunk: obstore.delete(self.store, chunk))  # type: ignore[misc]
+            super().delete_many(keys)
+            return
+        full = [self._key(k) for k in keys]
+        for start in range(0, len(full), BULK_DELETE):
+            chunk = full[start:start + BULK_DELETE]
+            self._call("DELETE", keys[start], lambda chunk=chunk: obstore.delete(self.store, chunk))  # type: ignore[misc]
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Remove every object below the folder `prefix`: one LIST, then `delete_many` (S3: one request
+        per 1,000 keys)."""
+        infos = self.list_files(prefix, recursive=True)
+        self.delete_many([i.key for i in infos])
         return len(infos)
 
     # -- Parquet ---------------------------------------------------------------------------
