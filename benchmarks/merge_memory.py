@@ -1,6 +1,6 @@
 """Peak memory of a k-way merge against the number of rows N: sorted, hash and DuckDB (issue 33, item 2).
 
-    python benchmarks/merge_memory.py [--rows 1000000 4000000 16000000] [--k 8] [--batch 65536 16384]
+    python benchmarks/merge_memory.py [--rows 1000000 4000000 16000000] [--k 8] [--batch 32768 65536 16384]
                                       [--contenders sorted hash duckdb] [--mmap-threshold 262144]
                                       [--plot memory.png] [--json OUT]
 
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from lsm_lab.bench.merge import make_runs, run_contender
+from lsm_lab.merge.files import MERGE_BATCH_ROWS
 
 CONTENDERS = ("sorted", "hash", "duckdb")
 
@@ -100,7 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 4_000_000, 16_000_000])
     p.add_argument("--k", type=int, default=8)
-    p.add_argument("--batch", type=int, nargs="+", default=[65_536, 16_384], help="sorted engine merge batches")
+    p.add_argument("--batch", type=int, nargs="+", default=[MERGE_BATCH_ROWS, 65_536, 16_384],
+                   help="sorted engine merge batches (hash runs at the default, MERGE_BATCH_ROWS)")
     p.add_argument("--contenders", nargs="+", default=list(CONTENDERS), choices=CONTENDERS)
     p.add_argument("--mmap-threshold", type=int, default=None, metavar="BYTES",
                    help="also run sorted with glibc's MALLOC_MMAP_THRESHOLD_ fixed at BYTES")

@@ -58,7 +58,7 @@ import pyarrow.parquet as pq
 from lsm_lab.allocator import command_env, pool_in_use
 from lsm_lab.format.parquet_read import open_parquet
 from lsm_lab.merge import open_merge
-from lsm_lab.merge.files import merge_parquet_files, output_writer
+from lsm_lab.merge.files import MERGE_BATCH_ROWS, merge_parquet_files, output_writer
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
 
 CONTENDERS: tuple[str, ...] = ("io_floor", "sorted", "duckdb", "pyarrow", "hash", "loser_tree", "heapq")
@@ -164,7 +164,7 @@ def _io_floor(paths: Sequence[str], out: str) -> dict[str, Any]:
 def _engine(name: str) -> Any:
     def run(paths: Sequence[str], out: str, batch_size: int | None = None) -> dict[str, Any]:
         return merge_parquet_files(out, paths, key=KEY, ordering=ORDERING, engine=name,
-                                   batch_size=batch_size or 65_536)  # (merge_parquet_files's default)
+                                   batch_size=batch_size or MERGE_BATCH_ROWS)
     return run
 
 

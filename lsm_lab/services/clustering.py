@@ -344,6 +344,8 @@ class ClusteringContext:
     #: begin times of the completed (log) compactions: only their logs' footers say what they replace
     #: (None: every log's footer is read)
     compactions: frozenset[str] | None = None
+    #: what each completed log compaction replaced, per file group (`TableState.log_compactions`)
+    log_compactions: Mapping[str, Mapping[tuple[str, str], frozenset[str]]] | None = None
 
 
 GroupRunner = Callable[[ClusteringContext, tuple[ClusteringGroup, ...], Instant], list[WriteStat]]
@@ -377,11 +379,14 @@ def _data_file(base_path: TablePath, rel: str, completion_of: Mapping[str, str],
 
 
 def _slice_files(base_path: TablePath, s: SliceInfo, completion_of: Mapping[str, str], instant: str,
-                 sizes: Mapping[str, int] | None = None, compactions: frozenset[str] | None = None) -> list[DataFile]:
+                 sizes: Mapping[str, int] | None = None, compactions: frozenset[str] | None = None,
+                 chains: Mapping[str, Mapping[tuple[str, str], frozenset[str]]] | None = None) -> list[DataFile]:
     base = [_data_file(base_path, s.data_file, completion_of, instant, sizes)] if s.data_file else []
     logs = [_data_file(base_path, r, completion_of, instant, sizes) for r in s.delta_files]
+    group = (s.partition, s.file_id)
+    known = {c: fgs[group] for c, fgs in (chains or {}).items() if group in fgs}
     logs = fsview.apply_compacted_logs(logs, completion_of, {f.instant for f in logs} if compactions is None
-                                       else compactions)
+                                       else compactions, known)
     return base + logs
 
 
@@ -416,7 +421,8 @@ def run_group(cctx: ClusteringContext, group: ClusteringGroup, task: int, *, tok
     completion_of = ctx.completion_of
     files: list[DataFile] = []
     for s in group.slices:  # a key lives in one file group: concatenating the slices keeps each key's order
-        files.extend(_slice_files(cctx.base_path, s, completion_of, instant, cctx.sizes, cctx.compactions))
+        files.extend(_slice_files(cctx.base_path, s, completion_of, instant, cctx.sizes, cctx.compactions,
+                                  cctx.log_compactions))
     needed = list(ctx.full_schema.names)
     out_schema = pa.schema([ctx.full_schema.field(n) for n in needed])
     n_out = 1 if cctx.same_file_ids else group.num_output_file_groups
@@ -508,7 +514,8 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
             f"{part}/{fn.name}" if part else fn.name: size
             for part, fn, _, size in fsview.list_data_files_sized(table.path) if size is not None}
         compactions = frozenset(i.begin_time for i in writes if i.action in (COMPACTION, LOG_COMPACTION))
-        cctx = ClusteringContext(table.path, begin, ctx, merge, plan.same_file_ids, sizes, compactions)
+        cctx = ClusteringContext(table.path, begin, ctx, merge, plan.same_file_ids, sizes, compactions,
+                                 table.log_compactions(writes))
         conflict = find_conflict(timeline, plan.snapshot, plan.file_groups, begin)
         stats: list[WriteStat] = []
         if conflict is None:

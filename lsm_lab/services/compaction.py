@@ -132,6 +132,9 @@ class CompactionContext:
     #: begin times of the completed (log) compactions: only their logs can be compacted logs whose
     #: footer says what they replace (None: every log's footer is read to find out)
     compactions: frozenset[str] | None = None
+    #: what each completed log compaction replaced, per file group, from its plan (`TableState.log_compactions`):
+    #: a compacted log's footer is then not read to learn it
+    log_compactions: Mapping[str, Mapping[tuple[str, str], frozenset[str]]] | None = None
 
 
 def _data_file(ctx: CompactionContext, partition: str, name: str) -> DataFile:
@@ -155,7 +158,9 @@ def _plan_logs(ctx: CompactionContext, op: Operation) -> list[DataFile]:
     """The plan's log files, each compacted log carrying its place in the merge order (fsview rule 4)."""
     logs = [_data_file(ctx, op.partition, n) for n in op.log_files]
     compactions = {f.instant for f in logs} if ctx.compactions is None else ctx.compactions
-    return fsview.apply_compacted_logs(logs, ctx.read.completion_of, compactions)
+    group = (op.partition, op.file_id)
+    known = {c: fgs[group] for c, fgs in (ctx.log_compactions or {}).items() if group in fgs}
+    return fsview.apply_compacted_logs(logs, ctx.read.completion_of, compactions, known)
 
 
 def _with_file_name(batch: pa.RecordBatch | pa.Table, name: str | pa.Array, names: list[str] | None = None) -> Any:
@@ -441,7 +446,8 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
         read_ctx = ReadContext(table.path, table.config, schema or pa.schema([]), completion, None)
         sizes = {f.relative: f.size for g in groups for sl in g.slices for f in sl.files if f.size and not f.missing_from}
         compactions = frozenset(i.begin_time for i in writes if i.action in (COMPACTION, LOG_COMPACTION))
-        ctx = CompactionContext(table.path, begin, read_ctx, engine, table.config.is_lsm, sizes, compactions)
+        ctx = CompactionContext(table.path, begin, read_ctx, engine, table.config.is_lsm, sizes, compactions,
+                                table.log_compactions(writes))  # (cached by the view built just above)
         stats = (runner or run_locally(progress))(ctx, tuple(plan.operations), inflight)
         extra = {writer.SCHEMA_KEY: writer.schema_to_text(schema)} if schema is not None and len(schema) else {}
         extra["lsm_lab.strategy"] = plan.strategy
