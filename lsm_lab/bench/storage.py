@@ -22,16 +22,16 @@ Next to the S3 requests the table prints the minimum each operation needs and
 measured / minimum.  The minimum counts, with F the data files an operation must
 read, W the data files it writes, D those it deletes, P the partitions it creates:
 
-    a data file read       1 GET when it is at most 8 MiB (the whole object, footer included),
-                           else 1 + ceil(size / 8 MiB) (footer, then windows of whole row groups)
+    a data file read       whole (a snapshot, a lookup): 1 GET (the object, footer included);
+                           streamed (compaction, clustering: memory O(k x window)): 1 GET when it is
+                           at most 8 MiB, else 1 + ceil(size / 8 MiB) (footer, then 8 MiB windows)
     a commit               1 LIST of the timeline, 1 GET of the latest commit's metadata (the schema),
                            2 for the lock (a conditional PUT, its release), 3 PUTs (requested,
                            inflight, completed), one marker PUT per file written and 1 DELETE of
                            the markers (S3 DeleteObjects): 7 + W
     bulk_insert / upsert   commit + 1 LIST of the data files + W PUTs + P (partition metadata)
-    read / read columns    2 LISTs (timeline, data files) + 1 GET (schema) + the reads of F
-    lookup                 the same, F = every file of a slice that may hold a key (1 GET each:
-                           small files fetched whole hold footer and rows)
+    read / read columns    2 LISTs (timeline, data files) + 1 GET (schema) + 1 GET per file of F
+    lookup                 the same, F = every file of a slice that may hold a key
     (log) compact, cluster commit + 1 LIST of the data files + the reads of F + W PUTs
     clean                  1 LIST of the timeline, 1 LIST of the data files, 2 lock, 3 instant
                            PUTs, ceil(D / 1000) DELETEs
@@ -99,8 +99,8 @@ def minimum(op: str, before: dict[str, int], after: dict[str, int], slices: list
         return key.rsplit("/", 1)[-1].lstrip(".").split("_", 1)[0]
 
     commit = 7 + len(written)
-    if op in ("read", "read columns", "lookup"):
-        return 3 + sum(_reads(size) for sl in slices for _, size, _ in sl)
+    if op in ("read", "read columns", "lookup"):  # a snapshot holds its files whole: one GET each
+        return 3 + sum(len(sl) for sl in slices)
     if op in ("bulk_insert", "upsert", "upsert 2", "upsert 3"):
         return commit + 1 + len(written) + new_partitions
     if op == "clean":

@@ -93,7 +93,7 @@ def object_source(source: Any, ranged: bool, size: int | None = None) -> Any:
 
 #: a streamed read of an object fetches it in windows of about this many bytes (whole row groups): a file
 #: this small is one GET of the whole object, a larger one a footer GET and one GET per window.  Memory
-#: holds one window per open file, so a k-way merge of objects holds k windows.
+#: holds at most two windows per open file, so a k-way merge of objects holds 2k windows.
 STREAM_WINDOW = 8 << 20
 
 
@@ -119,21 +119,22 @@ class WindowedObject(io.RawIOBase):
     """A read-only file over one object, fetched in windows of whole row groups (one GET each).
 
     `tail` (the footer bytes, already fetched) answers reads at the end of the object; a read
-    elsewhere that misses the current window fetches the row groups from the one holding it onward,
-    up to `window` bytes (at least that row group), as one ranged GET, and drops the old window.
+    elsewhere that misses the windows held fetches the row groups from the one holding it onward,
+    up to `window` bytes (at least that row group), as one ranged GET; the `keep` most recently used
+    windows are held (Arrow's reader may be a few row groups apart between columns).
     pyarrow reads a row group's column chunks one after another, so a streamed read of the whole
-    object costs the footer GET plus about size / window GETs, and holds one window."""
+    object costs the footer GET plus about size / window GETs, and holds at most `keep` windows."""
 
     def __init__(self, path: StoragePath, size: int, tail: bytes, spans: list[tuple[int, int]],
-                 window: int = STREAM_WINDOW) -> None:
+                 window: int = STREAM_WINDOW, keep: int = 2) -> None:
         self.path = path
         self._size = size
         self._tail = tail
         self._tail_start = size - len(tail)
         self._spans = sorted(spans)
         self._window = window
-        self._start = 0
-        self._data = b""
+        self._keep = max(1, keep)  # windows held, the most recently used kept (Arrow may read row groups apart)
+        self._windows: dict[int, bytes] = {}  # start → bytes, least recently used first
         self._pos = 0
 
     def size(self) -> int:
@@ -167,8 +168,9 @@ class WindowedObject(io.RawIOBase):
                 j += 1
             stop = max(stop, end)
         stop = min(stop, self._size)
-        self._data = self.path.storage.read_range(self.path.key, start, stop)
-        self._start = start
+        self._windows[start] = self.path.storage.read_range(self.path.key, start, stop)
+        while len(self._windows) > self._keep:
+            del self._windows[next(iter(self._windows))]
 
     def read(self, n: int = -1) -> bytes:
         end = self._size if n is None or n < 0 else min(self._size, self._pos + n)
@@ -178,9 +180,13 @@ class WindowedObject(io.RawIOBase):
         if pos >= self._tail_start:
             data = self._tail[pos - self._tail_start:end - self._tail_start]
         else:
-            if not (self._start <= pos and end <= self._start + len(self._data)):
+            start = next((a for a, b in self._windows.items() if a <= pos and end <= a + len(b)), None)
+            if start is None:
                 self._fetch(pos, end)
-            data = self._data[pos - self._start:end - self._start]
+                start = next(reversed(self._windows))
+            window = self._windows.pop(start)
+            self._windows[start] = window  # the most recently used last
+            data = window[pos - start:end - start]
         self._pos += len(data)
         return data
 
