@@ -22,6 +22,7 @@ from twin import Twins, assert_reads_agree, assert_twins_agree, batch, cli_round
 
 import lsm_lab
 from lsm_lab.errors import LsmLabError, StorageError, TableNotFoundError
+from lsm_lab.format import parquet_footer
 from lsm_lab.interop.hudi_tables import unpack_tables
 from lsm_lab.storage import LocalStorage, ObjectInfo, StoragePath, open_storage
 from lsm_lab.storage.objectstore import ObjectStorage
@@ -392,3 +393,27 @@ def test_delete_many_is_one_bulk_request_on_s3(s3_server: S3Server) -> None:
     before = storage.counts.snapshot()
     assert storage.delete_prefix("m") == 2
     assert storage.counts.since(before) == {"LIST": 1, "GET": 0, "HEAD": 0, "PUT": 0, "DELETE": 1}
+
+
+def test_lookup_on_s3_reads_a_file_once_after_its_footer(s3_table: MakeTable, tmp_table: MakeTable,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lookup of keys spread over a file of many row groups: the footer GET, then the row groups from the first
+    to the last hit in one ranged GET (both their key and their other columns); rows as on local disk."""
+    from lsm_lab.format import parquet_write
+
+    monkeypatch.setattr(parquet_write, "SORTED_ROW_GROUP_BYTES", 16 * 1024)  # row groups of ~1,024 rows
+    kw: dict[str, Any] = {"ordering_field": "ts", "table_type": "MERGE_ON_READ", "layout": "lsm_tree"}
+    remote, local = s3_table(**kw), tmp_table(**kw)
+    data = [{"id": f"k{i:06d}", "ts": 1, "v": i, "s": f"text-{i % 97}"} for i in range(20_000)]
+    for t in (remote, local):
+        t.bulk_insert(data)
+    files = [f for s in remote.latest_slices() for f in s.files]
+    assert all(parquet_footer.read_footer(f.path)[0].num_row_groups >= 4 for f in files)
+    keys = [f"k{i:06d}" for i in range(0, 20_000, 700)] + ["absent"]
+    before = remote.storage.counts.snapshot()
+    got = remote.lookup(keys)
+    cost = remote.storage.counts.since(before)
+    assert rows(got) == rows(local.lookup(keys)) and got.num_rows == len(keys) - 1
+    # the timeline and the key index (≤ 5), per file one footer and one GET for its row groups (before: a footer
+    # and two GETs per row group hit: 5 + 4 + 2 x 29)
+    assert cost["GET"] <= 5 + 2 * len(files) and cost["HEAD"] == 0, (cost, len(files))
