@@ -22,6 +22,7 @@ from twin import Twins, assert_reads_agree, assert_twins_agree, batch, cli_round
 
 import lsm_lab
 from lsm_lab.errors import LsmLabError, StorageError, TableNotFoundError
+from lsm_lab.format import parquet_footer
 from lsm_lab.interop.hudi_tables import unpack_tables
 from lsm_lab.storage import LocalStorage, ObjectInfo, StoragePath, open_storage
 from lsm_lab.storage.objectstore import ObjectStorage
@@ -272,3 +273,147 @@ def test_clustering_on_s3(s3_table: MakeTable, tmp_table: MakeTable) -> None:
         done = t.cluster()
         assert done is not None and done.is_completed and len(t.file_slices()) == 1
     assert rows(remote.read()) == rows(local.read()) and remote.read().num_rows == 20
+
+
+def _data_keys(table: lsm_lab.Table) -> dict[str, int]:
+    return {f.relative: f.size for s in table.latest_slices() for f in s.files}
+
+
+def test_services_read_each_input_once_on_s3(s3_table: MakeTable, tmp_table: MakeTable,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Log compaction, full compaction and clustering GET each input file once (a small object whole, its
+    footer with it), send no HEAD per file, and a clean deletes its files with one bulk DELETE (issue 33)."""
+    kw: dict[str, Any] = {"partition_by": "p", "ordering_field": "ts", "table_type": "MERGE_ON_READ",
+                          "layout": "lsm_tree", "num_buckets": 2}
+    remote, local = s3_table(**kw), tmp_table(**kw)
+    gets: list[str] = []
+    real_read, real_range = ObjectStorage.read, ObjectStorage.read_range
+    real_suffix = ObjectStorage.read_suffix
+
+    def read(self: ObjectStorage, key: str) -> bytes:
+        gets.append(self._key(key))
+        return real_read(self, key)
+
+    def read_range(self: ObjectStorage, key: str, start: int, end: int) -> bytes:
+        gets.append(self._key(key))
+        return real_range(self, key, start, end)
+
+    def read_suffix(self: ObjectStorage, key: str, n: int) -> tuple[bytes, int]:
+        gets.append(self._key(key))
+        return real_suffix(self, key, n)
+
+    monkeypatch.setattr(ObjectStorage, "read", read)
+    monkeypatch.setattr(ObjectStorage, "read_range", read_range)
+    monkeypatch.setattr(ObjectStorage, "read_suffix", read_suffix)
+    prefix = remote.storage.prefix if isinstance(remote.storage, ObjectStorage) else ""
+
+    def data_gets() -> list[str]:
+        return [k[len(prefix):].lstrip("/") for k in gets if "/.hoodie/" not in k and not k.startswith(".hoodie/")]
+
+    def step(name: str, fn: Callable[[lsm_lab.Table], Any]) -> tuple[dict[str, int], list[str], dict[str, int]]:
+        inputs = _data_keys(remote)
+        gets.clear()
+        before = remote.storage.counts.snapshot()
+        fn(remote)
+        cost = remote.storage.counts.since(before)
+        read_keys = data_gets()
+        fn(local)
+        assert rows(remote.read()) == rows(local.read()), name
+        return cost, read_keys, inputs
+
+    for t in (remote, local):
+        t.upsert([{"id": f"k{i}", "p": "ab"[i % 2], "ts": 1, "v": i} for i in range(40)])
+        t.upsert([{"id": f"k{i}", "p": "ab"[i % 2], "ts": 2, "v": -i} for i in range(0, 40, 3)])
+        t.upsert([{"id": f"k{i}", "p": "ab"[i % 2], "ts": 3, "v": i * 7} for i in range(0, 40, 5)])
+
+    cost, read_keys, inputs = step("log compact", lambda t: t.compact(strategy="log"))
+    logs = {k for k in inputs if ".log." in k}
+    assert sorted(read_keys) == sorted(logs), read_keys  # every log once, no base file
+    assert cost["HEAD"] <= 1, cost
+
+    cost, read_keys, inputs = step("compact", lambda t: t.compact(strategy="full"))
+    assert set(read_keys) <= set(inputs)
+    # each input once; a compacted log's footer is read once more to learn what it replaces
+    assert len(read_keys) <= len(inputs) + len([k for k in inputs if ".log." in k]), read_keys
+    assert cost["HEAD"] <= 1, cost
+
+    for t in (remote, local):
+        t.upsert([{"id": f"k{i}", "p": "ab"[i % 2], "ts": 4, "v": i} for i in range(0, 40, 2)])
+    cost, read_keys, inputs = step("cluster", lambda t: t.cluster())
+    assert len(read_keys) == len(set(read_keys)) and set(read_keys) <= set(inputs), read_keys
+    assert cost["HEAD"] <= 1, cost
+
+    before_files = _data_keys(remote)
+    cost, _, _ = step("clean", lambda t: t.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=1))
+    assert set(_data_keys(remote)) <= set(before_files)
+    assert cost["DELETE"] <= 3, cost  # one DeleteObjects for the files, the lock's release; no HEAD per file
+    assert cost["HEAD"] <= 2, cost
+
+
+def test_windowed_stream_reads_whole_row_groups(s3_server: S3Server, tmp_path: Path) -> None:
+    """A streamed read of an object larger than the window: a footer GET, then one GET per window of row groups."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lsm_lab.format import ranged
+    from lsm_lab.format.parquet_read import open_parquet, open_stream
+
+    table = pa.table({"k": [f"{i:08d}" for i in range(20_000)], "v": list(range(20_000))})
+    local = tmp_path / "f.parquet"
+    pq.write_table(table, local, row_group_size=1_000)
+    storage = open_storage(f"s3://{s3_server.new_bucket()}", s3_server.options())
+    storage.write("f.parquet", local.read_bytes())
+    size = local.stat().st_size
+    path = StoragePath(storage, "f.parquet")
+    window = size // 4
+    before = storage.counts.snapshot()
+    source, tail = ranged.stream_source(path, size, window=window)
+    md = pq.read_metadata(pa.BufferReader(tail))
+    pf = open_parquet(source, metadata=md, pre_buffer=False, buffer_size=4096)
+    out = pa.Table.from_batches(list(pf.iter_batches(batch_size=700)))
+    cost = storage.counts.since(before)
+    assert out.equals(table)
+    assert cost["HEAD"] == 0 and cost["GET"] <= 1 + 5, cost  # footer + about size / window
+    before = storage.counts.snapshot()
+    source, md2, _ = open_stream(path, size)  # smaller than the default window: one GET, whole
+    assert storage.counts.since(before)["GET"] == 1 and md2.num_rows == 20_000
+    assert open_parquet(source, metadata=md2, pre_buffer=False).read().equals(table)
+
+
+def test_delete_many_is_one_bulk_request_on_s3(s3_server: S3Server) -> None:
+    storage = open_storage(f"s3://{s3_server.new_bucket()}", s3_server.options())
+    for i in range(5):
+        storage.write(f"d/f{i}", b"x")
+    before = storage.counts.snapshot()
+    storage.delete_many([f"d/f{i}" for i in range(5)] + ["d/missing"])
+    assert storage.counts.since(before)["DELETE"] == 1
+    assert storage.list_files("d") == []
+    storage.write("m/a/b", b"x")
+    storage.write("m/c", b"x")
+    before = storage.counts.snapshot()
+    assert storage.delete_prefix("m") == 2
+    assert storage.counts.since(before) == {"LIST": 1, "GET": 0, "HEAD": 0, "PUT": 0, "DELETE": 1}
+
+
+def test_lookup_on_s3_reads_a_file_once_after_its_footer(s3_table: MakeTable, tmp_table: MakeTable,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lookup of keys spread over a file of many row groups: the footer GET, then the row groups from the first
+    to the last hit in one ranged GET (both their key and their other columns); rows as on local disk."""
+    from lsm_lab.format import parquet_write
+
+    monkeypatch.setattr(parquet_write, "SORTED_ROW_GROUP_BYTES", 16 * 1024)  # row groups of ~1,024 rows
+    kw: dict[str, Any] = {"ordering_field": "ts", "table_type": "MERGE_ON_READ", "layout": "lsm_tree"}
+    remote, local = s3_table(**kw), tmp_table(**kw)
+    data = [{"id": f"k{i:06d}", "ts": 1, "v": i, "s": f"text-{i % 97}"} for i in range(20_000)]
+    for t in (remote, local):
+        t.bulk_insert(data)
+    files = [f for s in remote.latest_slices() for f in s.files]
+    assert all(parquet_footer.read_footer(f.path)[0].num_row_groups >= 4 for f in files)
+    keys = [f"k{i:06d}" for i in range(0, 20_000, 700)] + ["absent"]
+    before = remote.storage.counts.snapshot()
+    got = remote.lookup(keys)
+    cost = remote.storage.counts.since(before)
+    assert rows(got) == rows(local.lookup(keys)) and got.num_rows == len(keys) - 1
+    # the timeline and the key index (≤ 5), per file one footer and one GET for its row groups (before: a footer
+    # and two GETs per row group hit: 5 + 4 + 2 x 29)
+    assert cost["GET"] <= 5 + 2 * len(files) and cost["HEAD"] == 0, (cost, len(files))

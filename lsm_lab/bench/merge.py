@@ -58,7 +58,7 @@ import pyarrow.parquet as pq
 from lsm_lab.allocator import command_env, pool_in_use
 from lsm_lab.format.parquet_read import open_parquet
 from lsm_lab.merge import open_merge
-from lsm_lab.merge.files import merge_parquet_files, output_writer
+from lsm_lab.merge.files import MERGE_BATCH_ROWS, merge_parquet_files, output_writer
 from lsm_lab.merge.semantics import MergeMode, MergeSpec
 
 CONTENDERS: tuple[str, ...] = ("io_floor", "sorted", "duckdb", "pyarrow", "hash", "loser_tree", "heapq")
@@ -162,8 +162,9 @@ def _io_floor(paths: Sequence[str], out: str) -> dict[str, Any]:
 
 
 def _engine(name: str) -> Any:
-    def run(paths: Sequence[str], out: str) -> dict[str, Any]:
-        return merge_parquet_files(out, paths, key=KEY, ordering=ORDERING, engine=name)
+    def run(paths: Sequence[str], out: str, batch_size: int | None = None) -> dict[str, Any]:
+        return merge_parquet_files(out, paths, key=KEY, ordering=ORDERING, engine=name,
+                                   batch_size=batch_size or MERGE_BATCH_ROWS)
     return run
 
 
@@ -249,7 +250,8 @@ def child_main(spec_json: str) -> None:
         import duckdb  # noqa: F401  # a dev-only dependency: imported before the clock starts, like every contender's modules
     cpu0 = os.times()
     started = time.perf_counter()
-    result = RUNNERS[job["contender"]](job["paths"], job["out"])
+    extra = {"batch_size": job["batch_size"]} if job.get("batch_size") else {}  # the engines' merge batch
+    result = RUNNERS[job["contender"]](job["paths"], job["out"], **extra)
     seconds = time.perf_counter() - started
     cpu1 = os.times()
     cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
@@ -261,15 +263,22 @@ def child_main(spec_json: str) -> None:
     print("RESULT " + json.dumps(rec), flush=True)
 
 
-def run_contender(contender: str, ds: Dataset, out_dir: Path, *, timeout: float = 3600) -> dict[str, Any]:
-    """Run one contender in a fresh Python process; returns its measurements."""
+def run_contender(contender: str, ds: Dataset, out_dir: Path, *, timeout: float = 3600,
+                  batch_size: int | None = None, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run one contender in a fresh Python process; returns its measurements.
+
+    `batch_size`: the merge batch of the lsm_lab engines (default theirs); `env`: variables added to
+    the child's environment (e.g. glibc's `MALLOC_MMAP_THRESHOLD_`)."""
     out = out_dir / f"{contender}_k{ds.k}_n{ds.rows}.parquet"
-    job = {"contender": contender, "paths": list(ds.paths), "out": str(out)}
+    job: dict[str, Any] = {"contender": contender, "paths": list(ds.paths), "out": str(out)}
+    if batch_size and contender in ("sorted", "hash", "loser_tree", "heapq"):
+        job["batch_size"] = batch_size
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     wall = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "lsm_lab.bench.merge", "--child", json.dumps(job)],
                           capture_output=True, text=True, timeout=timeout,
-                          env=command_env({**os.environ, "PYTHONPATH": _pythonpath()}))  # as `lsm-lab` runs
+                          env=command_env({**os.environ, **(env or {}),
+                                           "PYTHONPATH": _pythonpath()}))  # as `lsm-lab` runs
     wall = time.perf_counter() - wall
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:

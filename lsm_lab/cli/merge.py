@@ -20,7 +20,7 @@ from typing import Any
 from lsm_lab.bench.merge import __doc__ as bench_doc
 from lsm_lab.bench.merge import add_arguments, run_from_args
 from lsm_lab.merge import ENGINES
-from lsm_lab.merge.files import merge_parquet_files
+from lsm_lab.merge.files import MERGE_BATCH_ROWS, merge_parquet_files
 
 _MERGE_HELP = "merge sorted Parquet runs into one sorted Parquet file (one row per key)"
 _MERGE_EPILOG = """\
@@ -62,7 +62,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--delete-column", default=None,
                    help="boolean column marking deletes (dropped keys); it is not written to OUT")
     p.add_argument("--row-group-size", type=int, default=131_072, help="rows per output row group")
-    p.add_argument("--batch-size", type=int, default=65_536, help="rows per batch read from each input")
+    p.add_argument("--batch-size", type=int, default=MERGE_BATCH_ROWS,
+                   help=f"rows per batch read from each input (default {MERGE_BATCH_ROWS:,}; memory is O(inputs x batch))")
     p.add_argument("--json", action="store_true", help="print the stats as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_run_merge)

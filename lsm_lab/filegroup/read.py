@@ -429,10 +429,13 @@ STREAM_BUFFER_BYTES = 1 << 20
 
 
 def _stream_file(ctx: ReadContext, f: DataFile, target: pa.Schema, columns: list[str] | None,
-                 batch_size: int, metadata: pq.FileMetaData | None = None) -> Iterator[pa.RecordBatch]:
-    """`metadata`: the file's footer when the caller has read it already (not read twice)."""
+                 batch_size: int, metadata: pq.FileMetaData | None = None,
+                 source: Any = None) -> Iterator[pa.RecordBatch]:
+    """`metadata`: the file's footer when the caller has read it already (not read twice); `source`:
+    what `parquet_read.open_stream` gave for the file (an object is then not fetched again)."""
     try:
-        pf = parquet_read.open_parquet(f.path, pre_buffer=False, buffer_size=STREAM_BUFFER_BYTES, metadata=metadata)
+        pf = parquet_read.open_parquet(f.path if source is None else source, pre_buffer=False,
+                                       buffer_size=STREAM_BUFFER_BYTES, metadata=metadata)
         names = pf.schema_arrow.names
         allowed = None if f.name.is_delete else _allowed(ctx)
         if allowed is not None:
@@ -469,10 +472,11 @@ def iter_sources(ctx: ReadContext, files: Sequence[DataFile], needed: Sequence[s
     for f in files:
         if f.name.ext in ("orc", "hfile", "lance"):
             raise UnsupportedFeatureError("compaction streams Parquet base files and v2 logs only", path=f.path)
-        md, kv = parquet_footer.read_footer(f.path)
+        source, md, kv = parquet_read.open_stream(f.path, f.size or None)  # an object: fetched once
         all_sorted = all_sorted and parquet_footer.is_sorted_footer(kv)
         columns = None if f.name.is_delete else _whole_file_columns(needed, ctx)  # the key field, not its twin
-        out.append(pa.RecordBatchReader.from_batches(target, _stream_file(ctx, f, target, columns, batch_size, md)))
+        out.append(pa.RecordBatchReader.from_batches(target, _stream_file(ctx, f, target, columns, batch_size, md,
+                                                                          source)))
     return out, all_sorted
 
 
@@ -493,10 +497,10 @@ def _iter_sources_v1(ctx: ReadContext, files: Sequence[DataFile], needed: Sequen
     out: list[pa.RecordBatchReader] = []
     all_sorted = True
     for f in bases:
-        md, kv = parquet_footer.read_footer(f.path)
+        source, md, kv = parquet_read.open_stream(f.path, f.size or None)
         all_sorted = all_sorted and parquet_footer.is_sorted_footer(kv)
         out.append(pa.RecordBatchReader.from_batches(
-            target, _stream_file(ctx, f, target, file_columns(needed, ctx), batch_size, md)))
+            target, _stream_file(ctx, f, target, file_columns(needed, ctx), batch_size, md, source)))
     first = logs[0]
     fs = FileSlice(first.partition, first.file_id, bases[0].instant if bases else first.instant,
                    bases[0] if bases else None, logs)
@@ -509,8 +513,9 @@ def _iter_sources_v1(ctx: ReadContext, files: Sequence[DataFile], needed: Sequen
                      else delete_source(ctx, table, target, f.partition, f.path))
             out.append(pa.RecordBatchReader.from_batches(target, table.to_batches(max_chunksize=batch_size)))
             continue
-        md, kv = parquet_footer.read_footer(f.path)
+        source, md, kv = parquet_read.open_stream(f.path, f.size or None)
         all_sorted = all_sorted and parquet_footer.is_sorted_footer(kv)
         columns = None if f.name.is_delete else file_columns(needed, ctx)
-        out.append(pa.RecordBatchReader.from_batches(target, _stream_file(ctx, f, target, columns, batch_size, md)))
+        out.append(pa.RecordBatchReader.from_batches(target, _stream_file(ctx, f, target, columns, batch_size, md,
+                                                                          source)))
     return out, all_sorted

@@ -60,7 +60,7 @@ from lsm_lab.format import log_v2 as v2
 from lsm_lab.format import naming, parquet_write
 from lsm_lab.merge import merge_to_table, records
 from lsm_lab.merge.records import COMMIT_SEQNO, COMMIT_TIME, DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
-from lsm_lab.storage import TablePath, atomic
+from lsm_lab.storage import TablePath, atomic, is_local
 from lsm_lab.timeline.config import TableConfig
 from lsm_lab.timeline.metadata import WriteStat
 
@@ -574,7 +574,7 @@ def write_partition_metadata(base_path: TablePath, partitions: Sequence[str], in
         if marker.is_file():  # one HEAD on an object store
             continue
         text = f"#partition metadata\ncommitTime={instant}\npartitionDepth={len(p.split('/'))}\n"
-        if marker.exists():
+        if is_local(marker) and marker.exists():  # a folder of that name (an object store has none: no LIST)
             continue
         # a new partition folder (never through a link out of the table), the file whole or not at all
         atomic.replace_file(marker, text.encode(), fsync=False, mkdir=True)

@@ -246,6 +246,13 @@ def prune_sidecars(base_path: str | os.PathLike[str] | StoragePath,
     sidecars = sidecar_instants(base_path)
     live = {p.instant for p in (naming.parse(n) for n in data_file_names) if p is not None}
     gone = [i for i in sidecars if i not in live]
+    if gone and isinstance(base_path, StoragePath):  # listed just now: no HEAD each, one bulk DELETE (S3)
+        files = [sidecar_path(base_path, i) for i in gone]
+        for f in files:
+            _CACHE.forget(str(f))
+        keys = [f.key for f in files if isinstance(f, StoragePath)]
+        base_path.storage.delete_many(keys)
+        return gone
     for instant in gone:
         remove_sidecar(base_path, instant)
     return gone

@@ -46,8 +46,17 @@ import pyarrow.parquet as pq
 
 from lsm_lab.errors import CorruptTableError
 from lsm_lab.format.footercheck import check_footer
-from lsm_lab.format.parquet_footer import TEXT_TYPES, constant_text, few_values, local_tail, read_errors, source_name
-from lsm_lab.format.ranged import object_source, tail_bytes
+from lsm_lab.format.parquet_footer import (
+    TEXT_TYPES,
+    constant_text,
+    few_values,
+    footer_kv,
+    local_tail,
+    read_errors,
+    read_footer,
+    source_name,
+)
+from lsm_lab.format.ranged import object_source, stream_source, tail_bytes
 from lsm_lab.storage import StoragePath
 
 VERIFY_PAGE_CHECKSUMS = True  # benchmarks/bench_checksums.py turns it (and the writer's) off to measure their cost
@@ -127,6 +136,24 @@ def open_parquet(source: str | os.PathLike[str] | StoragePath | pa.NativeFile | 
     return CheckedParquetFile(source, **options)
 
 
+def open_stream(path: str | os.PathLike[str] | StoragePath,
+                size: int | None = None) -> tuple[Any, pq.FileMetaData, dict[str, str]]:
+    """A source to stream a whole data file from, its checked footer and the footer's key-value map.
+
+    A local file is its path (the footer read by `read_footer`).  An object is fetched for a
+    streamed read as `ranged.stream_source` does: one GET of the whole object when it is small
+    (the footer comes with it), else a tail GET and about one GET per window of row groups; each
+    object is read once, and no HEAD is sent when `size` (from a listing) is given.
+    Open the source with `open_parquet(source, metadata=footer, pre_buffer=False)`."""
+    if not isinstance(path, StoragePath):
+        md, kv = read_footer(path)
+        return path, md, kv
+    with read_errors(source_name(path), "not a readable Parquet file"):
+        source, tail = stream_source(path, size)
+        md = pq.read_metadata(pa.BufferReader(tail))
+    return source, check_footer(md, source_name(path), tail), footer_kv(md)
+
+
 def read_parquet(path: str | os.PathLike[str] | StoragePath, columns: list[str] | None = None, *,
                  allowed: Collection[str] | None = None, read_dictionary: Collection[str] = (),
                  use_threads: bool = True) -> pa.Table:
@@ -183,4 +210,4 @@ def read_parquet(path: str | os.PathLike[str] | StoragePath, columns: list[str] 
 
 
 __all__ = ["OPTIONAL_META_COLUMNS", "VERIFY_PAGE_CHECKSUMS", "CheckedParquetFile", "check_columns", "open_parquet",
-           "read_parquet"]
+           "open_stream", "read_parquet"]

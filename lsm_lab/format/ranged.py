@@ -91,6 +91,136 @@ def object_source(source: Any, ranged: bool, size: int | None = None) -> Any:
         raise CorruptFileError(f"cannot read: {exc}", path=str(source)) from None
 
 
+#: a streamed read of an object fetches it in windows of about this many bytes (whole row groups): a file
+#: this small is one GET of the whole object, a larger one a footer GET and one GET per window.  Memory
+#: holds at most two windows per open file, so a k-way merge of objects holds 2k windows.
+STREAM_WINDOW = 8 << 20
+
+
+def row_group_spans(md: pq.FileMetaData) -> list[tuple[int, int]]:
+    """[start, end) byte range of each row group's column chunks (the file offsets, in file order)."""
+    spans = []
+    for i in range(md.num_row_groups):
+        rg = md.row_group(i)
+        lo, hi = None, 0
+        for c in range(rg.num_columns):
+            col = rg.column(c)
+            start = col.data_page_offset
+            if col.has_dictionary_page and col.dictionary_page_offset is not None and col.dictionary_page_offset > 0:
+                start = min(start, col.dictionary_page_offset)
+            lo = start if lo is None else min(lo, start)
+            hi = max(hi, start + col.total_compressed_size)
+        if lo is not None:
+            spans.append((lo, hi))
+    return spans
+
+
+class WindowedObject(io.RawIOBase):
+    """A read-only file over one object, fetched in windows of whole row groups (one GET each).
+
+    `tail` (the footer bytes, already fetched) answers reads at the end of the object; a read
+    elsewhere that misses the windows held fetches the row groups from the one holding it onward,
+    up to `window` bytes (at least that row group), as one ranged GET; the `keep` most recently used
+    windows are held (Arrow's reader may be a few row groups apart between columns).
+    pyarrow reads a row group's column chunks one after another, so a streamed read of the whole
+    object costs the footer GET plus about size / window GETs, and holds at most `keep` windows."""
+
+    def __init__(self, path: StoragePath, size: int, tail: bytes, spans: list[tuple[int, int]],
+                 window: int = STREAM_WINDOW, keep: int = 2) -> None:
+        self.path = path
+        self._size = size
+        self._tail = tail
+        self._tail_start = size - len(tail)
+        self._spans = sorted(spans)
+        self._window = window
+        self._keep = max(1, keep)  # windows held, the most recently used kept (Arrow may read row groups apart)
+        self._windows: dict[int, bytes] = {}  # start → bytes, least recently used first
+        self._pos = 0
+
+    def size(self) -> int:
+        return self._size
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self._pos, 2: self._size}[whence]
+        self._pos = base + offset
+        return self._pos
+
+    def _fetch(self, pos: int, end: int) -> None:
+        """Make the window hold [pos, end): the row groups from the one holding `pos`, up to the window size."""
+        spans = self._spans
+        i = next((j for j, (lo, hi) in enumerate(spans) if lo <= pos < hi), None)
+        if i is None:  # not inside a row group (a page index, a bloom filter): exactly the bytes asked for
+            start, stop = pos, end
+        else:
+            start, stop = spans[i][0], spans[i][1]
+            j = i + 1
+            while j < len(spans) and spans[j][1] - start <= self._window:
+                stop = spans[j][1]
+                j += 1
+            stop = max(stop, end)
+        stop = min(stop, self._size)
+        self._windows[start] = self.path.storage.read_range(self.path.key, start, stop)
+        while len(self._windows) > self._keep:
+            del self._windows[next(iter(self._windows))]
+
+    def read(self, n: int = -1) -> bytes:
+        end = self._size if n is None or n < 0 else min(self._size, self._pos + n)
+        pos = self._pos
+        if end <= pos:
+            return b""
+        if pos >= self._tail_start:
+            data = self._tail[pos - self._tail_start:end - self._tail_start]
+        else:
+            start = next((a for a, b in self._windows.items() if a <= pos and end <= a + len(b)), None)
+            if start is None:
+                self._fetch(pos, end)
+                start = next(reversed(self._windows))
+            window = self._windows.pop(start)
+            self._windows[start] = window  # the most recently used last
+            data = window[pos - start:end - start]
+        self._pos += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def stream_source(path: StoragePath, size: int | None = None,
+                  window: int = STREAM_WINDOW) -> tuple[Any, bytes]:
+    """A Parquet source for reading a whole object batch by batch, and its footer bytes.
+
+    An object of at most `window` bytes is one GET of the whole object (the footer comes with it);
+    a larger one a GET of its tail (the footer), then `WindowedObject`'s GETs of whole row groups,
+    about one per `window` bytes.  `size` (from a listing) lets a small object be fetched whole at
+    once; without it the first GET is of the tail, which also tells the size."""
+    if size is not None and size <= window:
+        data = path.read_bytes()
+        return pa.BufferReader(data), data
+    guess = 64 * 1024
+    if size is None:
+        tail, size = path.storage.read_suffix(path.key, guess)  # one GET, and the size with it
+        if len(tail) >= size:  # the whole object came back
+            return pa.BufferReader(tail), tail
+        need = int.from_bytes(tail[-8:-4], "little") + 8 if len(tail) >= 8 and tail[-4:] == b"PAR1" else 0
+        if len(tail) < need <= size:
+            tail = path.storage.read_range(path.key, size - need, size)
+    else:
+        tail = tail_bytes(path, size, guess)
+    md = pq.read_metadata(pa.BufferReader(tail))
+    return pa.PythonFile(WindowedObject(path, size, tail, row_group_spans(md), window), mode="r"), tail
+
+
 def tail_bytes(path: StoragePath, size: int | None = None, guess: int = 64 * 1024) -> bytes:
     """The last bytes of an object, its whole Parquet footer included: one ranged GET (two when the
     footer is larger than `guess`)."""
@@ -111,4 +241,5 @@ def read_tail(path: StoragePath, size: int | None = None, guess: int = 64 * 1024
     return pq.read_metadata(pa.BufferReader(tail_bytes(path, size, guess)))
 
 
-__all__ = ["RangedObject", "object_source", "read_tail", "tail_bytes"]
+__all__ = ["STREAM_WINDOW", "RangedObject", "WindowedObject", "object_source", "read_tail", "row_group_spans",
+           "stream_source", "tail_bytes"]

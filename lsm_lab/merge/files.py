@@ -46,6 +46,11 @@ from lsm_lab.merge.semantics import MergeMode, MergeSpec
 from lsm_lab.progress import new_bar
 
 _NO_DELETE = "__lsm_lab_delete__"
+#: rows per batch read from each input.  The merge holds a few batches per input (the one merged, the one read
+#: ahead, the rounds in flight), so its peak memory is O(k x batch), not O(rows): 65,536 until issue 33, when
+#: 32,768 merged 16M rows (k = 8) with a peak RSS of 353 MiB instead of 509 MiB at the same speed (+-4%, within
+#: the noise; 16,384: 273 MiB, ~10% more CPU).  benchmarks/merge_memory.py, docs/PERFORMANCE.md.
+MERGE_BATCH_ROWS = 32_768
 _SOURCE_RE = re.compile(r"^source (\d+): ")
 
 
@@ -112,7 +117,7 @@ def _name_file(exc: LsmLabError, paths: Sequence[Path]) -> LsmLabError:
 def merge_parquet_files(out_path: str | os.PathLike[str], input_paths: Sequence[str | os.PathLike[str]], *,
                         key: str, ordering: str | None = None, engine: str = "sorted",
                         delete_column: str | None = None, row_group_size: int = 131_072,
-                        batch_size: int = 65_536, read_ahead: bool = True, buffer_size: int = 1 << 18,
+                        batch_size: int = MERGE_BATCH_ROWS, read_ahead: bool = True, buffer_size: int = 1 << 18,
                         count_comparisons: bool = False, progress: bool = False) -> dict[str, Any]:
     """Merge sorted Parquet runs (argument order = source order) into one file, one row per key.
 
@@ -191,4 +196,4 @@ def _discard(writer: parquet_write.ParquetFileWriter | None) -> None:
         writer.abort()
 
 
-__all__ = ["merge_parquet_files", "output_writer"]
+__all__ = ["MERGE_BATCH_ROWS", "merge_parquet_files", "output_writer"]

@@ -48,14 +48,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lsm_lab import checks
-from lsm_lab.errors import CorruptTableError, InputError
+from lsm_lab.errors import CorruptTableError, InputError, StorageError
 from lsm_lab.filegroup import fsview
 from lsm_lab.filegroup.planner import pending_plans
 from lsm_lab.format import keyindex, naming
 from lsm_lab.services import heartbeat
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.rollback import rollback_failed_writes
-from lsm_lab.storage import TablePath, paths
+from lsm_lab.storage import StoragePath, TablePath, paths
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.instant import (
     CLEAN,
@@ -210,6 +210,7 @@ def files_in_plan(plan: Mapping[str, Any]) -> list[str]:
 def _execute(table: TableState, inflight: Instant, plan: Mapping[str, Any], started: float) -> Instant:
     deleted: dict[str, list[str]] = {}
     failed: dict[str, list[str]] = {}
+    remote: list[tuple[str, str, StoragePath]] = []
     for partition, entries in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
         for entry in entries:
             path = paths.inside(table.path, entry["filePath"], field="filePath",  # the path guard
@@ -217,13 +218,24 @@ def _execute(table: TableState, inflight: Instant, plan: Mapping[str, Any], star
             if naming.parse(path.name) is None:  # the cleaner deletes data files, nothing else
                 raise CorruptTableError(f"{entry['filePath']!r} is not a data file name", field="filePath",
                                         path=table.active_timeline.folder / inflight.file_name)
+            if isinstance(path, StoragePath):  # deleted together below: S3 takes 1,000 keys per request
+                remote.append((partition, entry["filePath"], path))
+                continue
             try:
-                paths.unlink(path, missing_ok=False)  # (a StoragePath: a plain DELETE)
+                paths.unlink(path, missing_ok=False)
                 deleted.setdefault(partition, []).append(entry["filePath"])
             except FileNotFoundError:
                 deleted.setdefault(partition, []).append(entry["filePath"])  # an earlier attempt got it
             except OSError:
                 failed.setdefault(partition, []).append(entry["filePath"])
+    if remote:  # an object store answers a DELETE of a missing key as done: no HEAD is needed to know
+        try:
+            remote[0][2].storage.delete_many([path.key for _, _, path in remote])
+            for partition, rel, _ in remote:
+                deleted.setdefault(partition, []).append(rel)
+        except (OSError, StorageError):
+            for partition, rel, _ in remote:
+                failed.setdefault(partition, []).append(rel)
     earliest = (plan.get("earliestInstantToRetain") or {}).get("timestamp")
     partitions = sorted(set(deleted) | set(failed))
     meta = {

@@ -78,10 +78,10 @@ from lsm_lab.services.claim import claim
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.occ import find_conflict
 from lsm_lab.services.rollback import remove_timeline_files, reset_compaction, rollback_failed_writes, rollback_pending
-from lsm_lab.storage import TablePath, paths
+from lsm_lab.storage import TablePath, is_local, paths
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.active import ActiveTimeline
-from lsm_lab.timeline.instant import CLUSTERING, Instant, State
+from lsm_lab.timeline.instant import CLUSTERING, COMPACTION, LOG_COMPACTION, Instant, State
 from lsm_lab.timeline.metadata import WriteStat, commit_metadata
 
 KEY_SMALL_FILE = "hoodie.clustering.plan.strategy.small.file.limit"
@@ -356,6 +356,13 @@ class ClusteringContext:
     read: ReadContext
     engine: str | None
     same_file_ids: bool
+    #: size of each data file ("partition/name"), from one listing: no HEAD per file on an object store
+    sizes: Mapping[str, int] | None = None
+    #: begin times of the completed (log) compactions: only their logs' footers say what they replace
+    #: (None: every log's footer is read)
+    compactions: frozenset[str] | None = None
+    #: what each completed log compaction replaced, per file group (`TableState.log_compactions`)
+    log_compactions: Mapping[str, Mapping[tuple[str, str], frozenset[str]]] | None = None
 
 
 GroupRunner = Callable[[ClusteringContext, tuple[ClusteringGroup, ...], Instant], list[WriteStat]]
@@ -369,13 +376,17 @@ def run_locally(ctx: ClusteringContext, groups: tuple[ClusteringGroup, ...], inf
     return stats
 
 
-def _data_file(base_path: TablePath, rel: str, completion_of: Mapping[str, str], instant: str) -> DataFile:
+def _data_file(base_path: TablePath, rel: str, completion_of: Mapping[str, str], instant: str,
+               sizes: Mapping[str, int] | None = None) -> DataFile:
     partition, _, name = rel.rpartition("/")
     parsed = naming.parse(name)
     if parsed is None:
         raise TimelineError(f"clustering {instant}: the plan names {rel!r}, which is not a data file name",
                             path=base_path)
     path = base_path / rel
+    known = sizes.get(rel) if sizes is not None else None
+    if known is not None:  # listed moments ago: a file gone since fails at its GET
+        return DataFile(partition, path, parsed, known, completion_of.get(parsed.instant, ""))
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -384,10 +395,15 @@ def _data_file(base_path: TablePath, rel: str, completion_of: Mapping[str, str],
     return DataFile(partition, path, parsed, size, completion_of.get(parsed.instant, ""))
 
 
-def _slice_files(base_path: TablePath, s: SliceInfo, completion_of: Mapping[str, str], instant: str) -> list[DataFile]:
-    base = [_data_file(base_path, s.data_file, completion_of, instant)] if s.data_file else []
-    logs = [_data_file(base_path, r, completion_of, instant) for r in s.delta_files]
-    logs = fsview.apply_compacted_logs(logs, completion_of, {f.instant for f in logs})
+def _slice_files(base_path: TablePath, s: SliceInfo, completion_of: Mapping[str, str], instant: str,
+                 sizes: Mapping[str, int] | None = None, compactions: frozenset[str] | None = None,
+                 chains: Mapping[str, Mapping[tuple[str, str], frozenset[str]]] | None = None) -> list[DataFile]:
+    base = [_data_file(base_path, s.data_file, completion_of, instant, sizes)] if s.data_file else []
+    logs = [_data_file(base_path, r, completion_of, instant, sizes) for r in s.delta_files]
+    group = (s.partition, s.file_id)
+    known = {c: fgs[group] for c, fgs in (chains or {}).items() if group in fgs}
+    logs = fsview.apply_compacted_logs(logs, completion_of, {f.instant for f in logs} if compactions is None
+                                       else compactions, known)
     return base + logs
 
 
@@ -422,11 +438,13 @@ def run_group(cctx: ClusteringContext, group: ClusteringGroup, task: int, *, tok
     completion_of = ctx.completion_of
     files: list[DataFile] = []
     for s in group.slices:  # a key lives in one file group: concatenating the slices keeps each key's order
-        files.extend(_slice_files(cctx.base_path, s, completion_of, instant))
+        files.extend(_slice_files(cctx.base_path, s, completion_of, instant, cctx.sizes, cctx.compactions,
+                                  cctx.log_compactions))
     needed = list(ctx.full_schema.names)
     out_schema = pa.schema([ctx.full_schema.field(n) for n in needed])
     n_out = 1 if cctx.same_file_ids else group.num_output_file_groups
-    budget = max(1, math.ceil(sum(_row_count(f) for f in files) / n_out))
+    # rows per output file (one output: all of them, no footer read to count them)
+    budget = max(1, math.ceil(sum(_row_count(f) for f in files) / n_out)) if n_out > 1 else 1
     partition = group.partition
     folder = cctx.base_path / partition if partition else cctx.base_path
     token = token or naming.write_token(task, 0, 0)
@@ -506,8 +524,15 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
     try:
         plan = read_plan(timeline, inflight)
         schema = table.schema
-        ctx = ReadContext(table.path, table.config, schema or pa.schema([]), table.completion_map(), None)
-        cctx = ClusteringContext(table.path, begin, ctx, merge, plan.same_file_ids)
+        writes = table.visible_writes(None)  # as `table.completion_map()`, with the actions
+        completion = {i.begin_time: i.completion_time or i.begin_time for i in writes}
+        ctx = ReadContext(table.path, table.config, schema or pa.schema([]), completion, None)
+        sizes = None if is_local(table.path) else {  # one LIST instead of a HEAD per input file
+            f"{part}/{fn.name}" if part else fn.name: size
+            for part, fn, _, size in fsview.list_data_files_sized(table.path) if size is not None}
+        compactions = frozenset(i.begin_time for i in writes if i.action in (COMPACTION, LOG_COMPACTION))
+        cctx = ClusteringContext(table.path, begin, ctx, merge, plan.same_file_ids, sizes, compactions,
+                                 table.log_compactions(writes))
         conflict = find_conflict(timeline, plan.snapshot, plan.file_groups, begin)
         stats: list[WriteStat] = []
         if conflict is None:

@@ -99,7 +99,7 @@ from lsm_lab.services.claim import claim
 from lsm_lab.services.clustering import pending_clustering_file_groups
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.rollback import reset_compaction, rollback_failed_writes
-from lsm_lab.storage import TablePath
+from lsm_lab.storage import TablePath, is_local
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.clock import parse_time
 from lsm_lab.timeline.instant import COMPACTION, DELTA_COMMIT, LOG_COMPACTION, Instant, requested_instant
@@ -126,6 +126,15 @@ class CompactionContext:
     read: ReadContext
     engine: str | None
     is_lsm: bool
+    #: size of each file of the plan, relative to the table ("city=x/name"), from the view's listing:
+    #: no HEAD per file on an object store (None: each file is stat'ed)
+    sizes: Mapping[str, int] | None = None
+    #: begin times of the completed (log) compactions: only their logs can be compacted logs whose
+    #: footer says what they replace (None: every log's footer is read to find out)
+    compactions: frozenset[str] | None = None
+    #: what each completed log compaction replaced, per file group, from its plan (`TableState.log_compactions`):
+    #: a compacted log's footer is then not read to learn it
+    log_compactions: Mapping[str, Mapping[tuple[str, str], frozenset[str]]] | None = None
 
 
 def _data_file(ctx: CompactionContext, partition: str, name: str) -> DataFile:
@@ -134,6 +143,9 @@ def _data_file(ctx: CompactionContext, partition: str, name: str) -> DataFile:
     parsed = naming.parse(name)
     if parsed is None:
         raise TimelineError(f"the compaction plan names {name!r}, which is not a data file name", path=folder)
+    known = ctx.sizes.get(_rel(partition, name)) if ctx.sizes is not None and not is_local(path) else None
+    if known is not None:  # listed by the view moments ago: a missing file fails at its GET
+        return DataFile(partition, path, parsed, known, ctx.read.completion_of.get(parsed.instant, ""))
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -145,7 +157,10 @@ def _data_file(ctx: CompactionContext, partition: str, name: str) -> DataFile:
 def _plan_logs(ctx: CompactionContext, op: Operation) -> list[DataFile]:
     """The plan's log files, each compacted log carrying its place in the merge order (fsview rule 4)."""
     logs = [_data_file(ctx, op.partition, n) for n in op.log_files]
-    return fsview.apply_compacted_logs(logs, ctx.read.completion_of, {f.instant for f in logs})
+    compactions = {f.instant for f in logs} if ctx.compactions is None else ctx.compactions
+    group = (op.partition, op.file_id)
+    known = {c: fgs[group] for c, fgs in (ctx.log_compactions or {}).items() if group in fgs}
+    return fsview.apply_compacted_logs(logs, ctx.read.completion_of, compactions, known)
 
 
 def _with_file_name(batch: pa.RecordBatch | pa.Table, name: str | pa.Array, names: list[str] | None = None) -> Any:
@@ -438,12 +453,18 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
         return inflight  # completed already
     try:
         plan = read_plan(timeline, inflight)
-        plancheck.verify(table.file_groups(), plan.operations, begin,  # the plan still matches the view
+        groups = table.file_groups()
+        plancheck.verify(groups, plan.operations, begin,  # the plan still matches the view
                          plan_file=timeline.folder / requested_instant(inflight, table.config.timeline_layout).file_name)
         engine = merge or plan.merge
         schema = table.schema
-        read_ctx = ReadContext(table.path, table.config, schema or pa.schema([]), table.completion_map(), None)
-        ctx = CompactionContext(table.path, begin, read_ctx, engine, table.config.is_lsm)
+        writes = table.visible_writes(None)  # as `table.completion_map()`, with the actions
+        completion = {i.begin_time: i.completion_time or i.begin_time for i in writes}
+        read_ctx = ReadContext(table.path, table.config, schema or pa.schema([]), completion, None)
+        sizes = {f.relative: f.size for g in groups for sl in g.slices for f in sl.files if f.size and not f.missing_from}
+        compactions = frozenset(i.begin_time for i in writes if i.action in (COMPACTION, LOG_COMPACTION))
+        ctx = CompactionContext(table.path, begin, read_ctx, engine, table.config.is_lsm, sizes, compactions,
+                                table.log_compactions(writes))  # (cached by the view built just above)
         stats = (runner or run_locally(progress))(ctx, tuple(plan.operations), inflight)
         extra = {writer.SCHEMA_KEY: writer.schema_to_text(schema)} if schema is not None and len(schema) else {}
         extra["lsm_lab.strategy"] = plan.strategy

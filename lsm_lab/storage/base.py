@@ -190,6 +190,11 @@ class Storage(ABC):
     def delete(self, key: str) -> None:
         """Remove the object; a missing object is not an error."""
 
+    def delete_many(self, keys: list[str]) -> None:
+        """Remove these objects (missing ones are not an error); object stores batch them where they can."""
+        for key in keys:
+            self.delete(key)
+
     def delete_prefix(self, prefix: str) -> int:
         """Remove every object below the folder `prefix`; returns how many."""
         infos = self.list_files(prefix, recursive=True)

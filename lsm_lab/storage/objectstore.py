@@ -11,6 +11,8 @@ delta-rs use.  lsm_lab maps its operations one to one:
     create                 PUT   If-None-Match: *          → 412 means another writer won
     replace                PUT   If-Match: "<etag>"         → 412 means the object changed
     delete                 DELETE
+    delete_many            DELETE ?delete   (S3's DeleteObjects, 1,000 keys per request)
+    delete_prefix          LIST, then delete_many
 
 A PUT is atomic on every one of these stores (readers see the old object or the
 new one), so no temp files are needed and `create` is the commit primitive: the
@@ -56,6 +58,7 @@ from lsm_lab.storage.base import (
 
 T = TypeVar("T")
 LIST_PAGE = 1000  # keys per LIST response (S3, GCS and Azure all use 1,000 by default)
+BULK_DELETE = 1000  # keys per S3 DeleteObjects request (its limit)
 
 
 #: the store's error code in an XML error body (S3's `<Code>NoSuchBucket</Code>`, Azure's `ContainerNotFound`)
@@ -260,6 +263,23 @@ class ObjectStorage(Storage):
             self._call("DELETE", key, lambda: obstore.delete(self.store, full))
         except FileNotFoundError:
             pass
+
+    def delete_many(self, keys: list[str]) -> None:
+        """On S3 one bulk DELETE (`DeleteObjects`) per 1,000 keys; elsewhere one DELETE per key."""
+        if type(self.store).__name__ != "S3Store":
+            super().delete_many(keys)
+            return
+        full = [self._key(k) for k in keys]
+        for start in range(0, len(full), BULK_DELETE):
+            chunk = full[start:start + BULK_DELETE]
+            self._call("DELETE", keys[start], lambda chunk=chunk: obstore.delete(self.store, chunk))  # type: ignore[misc]
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Remove every object below the folder `prefix`: one LIST, then `delete_many` (S3: one request
+        per 1,000 keys)."""
+        infos = self.list_files(prefix, recursive=True)
+        self.delete_many([i.key for i in infos])
+        return len(infos)
 
     # -- Parquet ---------------------------------------------------------------------------
     def arrow_filesystem(self) -> tuple[pyarrow.fs.FileSystem, str]:

@@ -92,7 +92,7 @@ from lsm_lab.filegroup import index, v1read
 from lsm_lab.filegroup import read as reader
 from lsm_lab.filegroup.fsview import DataFile, FileSlice
 from lsm_lab.filegroup.read import ReadContext
-from lsm_lab.format import keyindex, naming, parquet_read
+from lsm_lab.format import keyindex, naming, parquet_read, ranged
 from lsm_lab.format.bloom import BloomFilter, key_hashes
 from lsm_lab.merge import choose_engine, merge_to_table_safely, records
 from lsm_lab.merge.records import FILE_NAME, PARTITION_PATH, RECORD_KEY
@@ -270,16 +270,38 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
     options: dict[str, Any] = {}
     if not isinstance(info.source, StoragePath):
         options["pre_buffer"] = False  # local reads of one or two chunks: no pre-buffering
+    source: Any = info.source if info.source is not None else info.path
+    if isinstance(source, StoragePath) and info.size and len(plan) > 1:
+        # the row groups to read, fetched with one ranged GET from the first to the last when that span is at
+        # most twice their bytes (rows spread over a file: the groups between cost less than a request each)
+        rg_spans = ranged.row_group_spans(info.metadata)
+        hit_spans = [rg_spans[rg] for rg, _ in plan if rg < len(rg_spans)]
+        if len(hit_spans) == len(plan):
+            first = min(a for a, _ in hit_spans)
+            last = max(b for _, b in hit_spans)
+            if last - first <= 2 * sum(b - a for a, b in hit_spans):
+                source = pa.PythonFile(ranged.WindowedObject(source, info.size, b"", rg_spans, window=last - first,
+                                                             keep=1), mode="r")
     try:
-        pf = parquet_read.open_parquet(info.source if info.source is not None else info.path, metadata=info.metadata,
-                                     size=info.size, **options)
+        pf = parquet_read.open_parquet(source, metadata=info.metadata, size=info.size, **options)
     except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
         raise CorruptFileError(f"cannot open Parquet file: {exc}", path=info.path) from None
     pieces: list[pa.Table] = []
+    # on an object store every read is a request: the key column and the others of a row group are fetched
+    # together (one coalesced ranged GET), locally the others only for the rows found
+    together = isinstance(info.source, StoragePath)
     for rg, ks in plan:
+        early: pa.Table | None = None
         try:
             key_bytes = info.chunk_bytes(rg).get(key_col, 0)
-            key_tbl = pf.read_row_group(rg, columns=[key_col], use_threads=key_bytes >= READ_THREADS_MIN_BYTES)
+            if together:
+                constants_rg = info.constant_text(rg, others) if others else {}
+                fetch_cols = [c for c in others if c not in constants_rg]
+                early = pf.read_row_group(rg, columns=[key_col, *fetch_cols], use_threads=False)
+                key_tbl = early.select([key_col])
+                stats.data_bytes += sum(info.chunk_bytes(rg).get(c, 0) for c in fetch_cols)
+            else:
+                key_tbl = pf.read_row_group(rg, columns=[key_col], use_threads=key_bytes >= READ_THREADS_MIN_BYTES)
         except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
             raise CorruptFileError(f"cannot read row group {rg}: {exc}", path=info.path) from None
         stats.row_groups_read += 1
@@ -307,7 +329,10 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
             cols[twin] = cols[key_col]
         constants = info.constant_text(rg, others) if others else {}
         decode = [c for c in others if c not in constants] if constants else others
-        if decode:
+        if decode and early is not None:
+            rest = early.select(decode).take(take)
+            cols.update(zip(rest.column_names, rest.columns))
+        elif decode:
             try:
                 rest_bytes = sum(info.chunk_bytes(rg).get(c, 0) for c in decode)
                 rest = pf.read_row_group(rg, columns=decode, use_threads=rest_bytes >= READ_THREADS_MIN_BYTES)

@@ -1,0 +1,126 @@
+"""Peak memory of a k-way merge against the number of rows N: sorted, hash and DuckDB (issue 33, item 2).
+
+    python benchmarks/merge_memory.py [--rows 1000000 4000000 16000000] [--k 8] [--batch 32768 65536 16384]
+                                      [--contenders sorted hash duckdb] [--mmap-threshold 262144]
+                                      [--plot memory.png] [--json OUT]
+
+Each (N, contender, batch) runs in its own process, as `lsm-lab bench merge` runs its
+contenders (`lsm_lab.bench.merge.run_contender`: the child's VmHWM, Arrow on the C library's
+allocator as the `lsm-lab` command has it), on the same k sorted runs of N rows in total
+(30% of the rows update a key of another run).  The sorted engine's memory should not depend
+on N: it holds, per input, the batch being merged and the one read ahead, a few rounds in
+flight and the writer's queued row groups, all O(k x batch).  The hash engine holds the map
+of the log records (O(N)); DuckDB sorts, spilling past its memory limit.
+
+`--batch` runs the sorted engine once per merge batch (the hash engine and DuckDB have no
+such knob: they run once).  `--mmap-threshold BYTES` adds a run of the sorted engine with
+glibc's `MALLOC_MMAP_THRESHOLD_` fixed at BYTES (buffers that large are mapped and unmapped,
+never kept in the heap): what the RSS is once the C library keeps no freed batches.
+The last column is the peak over the peak at the smallest N (the issue's target for the
+sorted engine: <= 1.2 at the largest N).  `--plot FILE` draws peak RSS against N (matplotlib).
+
+Taught in: no chapter (docs/PERFORMANCE.md, "Seventh pass: merge memory and object-store requests")
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lsm_lab.bench.merge import make_runs, run_contender
+from lsm_lab.merge.files import MERGE_BATCH_ROWS
+
+CONTENDERS = ("sorted", "hash", "duckdb")
+
+
+def run(rows: Sequence[int], k: int, batches: Sequence[int], contenders: Sequence[str], *,
+        mmap_threshold: int | None, data_dir: str, overlap: float = 0.3) -> list[dict[str, Any]]:
+    out_dir = Path(tempfile.mkdtemp(prefix="lsm_lab_merge_memory_"))
+    records: list[dict[str, Any]] = []
+    for n in rows:
+        ds = make_runs(data_dir, n, k, overlap)
+        jobs: list[tuple[str, int | None, dict[str, str] | None, str]] = []
+        for c in contenders:
+            if c == "sorted":
+                jobs += [("sorted", b, None, f"sorted b={b}") for b in batches]
+                if mmap_threshold:
+                    jobs.append(("sorted", batches[0], {"MALLOC_MMAP_THRESHOLD_": str(mmap_threshold)},
+                                 f"sorted b={batches[0]} mmap>={mmap_threshold}"))
+            else:
+                jobs.append((c, None, None, c))
+        for contender, batch, env, label in jobs:
+            print(f"N={n:,} {label} ...", file=sys.stderr, flush=True)
+            rec = run_contender(contender, ds, out_dir, batch_size=batch, env=env)
+            rec.update(rows=ds.rows, label=label)
+            records.append(rec)
+    return records
+
+
+def table(records: Sequence[dict[str, Any]]) -> str:
+    lines = [f"{'contender':<32}{'N':>12}{'seconds':>9}{'cpu s':>8}{'peak MiB':>10}{'/ first N':>10}{'load':>6}"]
+    first: dict[str, float] = {}
+    for r in records:
+        if "error" in r:
+            lines.append(f"{r['label']:<32}{r['rows']:>12,}  error: {r['error']}")
+            continue
+        mib = r["peak_rss_bytes"] / 2**20
+        base = first.setdefault(r["label"], mib)
+        lines.append(f"{r['label']:<32}{r['rows']:>12,}{r['seconds']:>9.2f}{r['cpu_seconds']:>8.2f}{mib:>10.0f}"
+                     f"{mib / base:>10.2f}{r['load_1m_before']:>6.1f}")
+    return "\n".join(lines)
+
+
+def plot(records: Sequence[dict[str, Any]], out: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label in dict.fromkeys(r["label"] for r in records):
+        pts = [(r["rows"], r["peak_rss_bytes"] / 2**20) for r in records if r["label"] == label and "error" not in r]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("rows merged (N, k runs)")
+    ax.set_ylabel("peak RSS (MiB)")
+    ax.set_title("k-way merge: peak memory against N")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 4_000_000, 16_000_000])
+    p.add_argument("--k", type=int, default=8)
+    p.add_argument("--batch", type=int, nargs="+", default=[MERGE_BATCH_ROWS, 65_536, 16_384],
+                   help="sorted engine merge batches (hash runs at the default, MERGE_BATCH_ROWS)")
+    p.add_argument("--contenders", nargs="+", default=list(CONTENDERS), choices=CONTENDERS)
+    p.add_argument("--mmap-threshold", type=int, default=None, metavar="BYTES",
+                   help="also run sorted with glibc's MALLOC_MMAP_THRESHOLD_ fixed at BYTES")
+    p.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(), "lsm_lab_bench"))
+    p.add_argument("--plot", metavar="FILE", help="write a plot of peak RSS against N")
+    p.add_argument("--json", metavar="OUT")
+    args = p.parse_args(argv)
+    records = run(args.rows, args.k, args.batch, args.contenders, mmap_threshold=args.mmap_threshold,
+                  data_dir=args.data_dir)
+    print(f"merge memory: k={args.k}, overlap 0.3, cores={os.cpu_count()}")
+    print(table(records))
+    if args.plot:
+        plot(records, args.plot)
+        print(f"plot: {args.plot}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(records, indent=2, default=str))
+    return 0 if all("error" not in r for r in records) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
