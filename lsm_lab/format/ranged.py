@@ -32,21 +32,13 @@ from lsm_lab.errors import CorruptFileError
 from lsm_lab.storage import StoragePath
 
 
-class RangedObject(io.RawIOBase):
-    """A read-only file over ranged GETs of one object (each `read` is one counted request)."""
+class _ReadOnlyObject(io.RawIOBase):
+    """The file protocol both readers share: a position, `seek`/`tell`, read-only; `size()` and `read` are theirs."""
 
-    def __init__(self, path: StoragePath, size: int | None = None) -> None:
-        self.path = path
-        self._size = size
-        self._pos = 0
+    _pos = 0
 
     def size(self) -> int:
-        if self._size is None:
-            info = self.path.storage.head(self.path.key)
-            if info is None:
-                raise FileNotFoundError(str(self.path))
-            self._size = info.size
-        return self._size
+        raise NotImplementedError
 
     def readable(self) -> bool:
         return True
@@ -61,6 +53,23 @@ class RangedObject(io.RawIOBase):
         base = {0: 0, 1: self._pos, 2: self.size() if whence == 2 else 0}[whence]
         self._pos = base + offset
         return self._pos
+
+
+class RangedObject(_ReadOnlyObject):
+    """A read-only file over ranged GETs of one object (each `read` is one counted request)."""
+
+    def __init__(self, path: StoragePath, size: int | None = None) -> None:
+        self.path = path
+        self._size = size
+        self._pos = 0
+
+    def size(self) -> int:
+        if self._size is None:
+            info = self.path.storage.head(self.path.key)
+            if info is None:
+                raise FileNotFoundError(str(self.path))
+            self._size = info.size
+        return self._size
 
     def read(self, n: int = -1) -> bytes:
         end = self.size() if n is None or n < 0 else min(self.size(), self._pos + n)
@@ -115,7 +124,7 @@ def row_group_spans(md: pq.FileMetaData) -> list[tuple[int, int]]:
     return spans
 
 
-class WindowedObject(io.RawIOBase):
+class WindowedObject(_ReadOnlyObject):
     """A read-only file over one object, fetched in windows of whole row groups (one GET each).
 
     `tail` (the footer bytes, already fetched) answers reads at the end of the object; a read
@@ -139,20 +148,6 @@ class WindowedObject(io.RawIOBase):
 
     def size(self) -> int:
         return self._size
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        base = {0: 0, 1: self._pos, 2: self._size}[whence]
-        self._pos = base + offset
-        return self._pos
 
     def _fetch(self, pos: int, end: int) -> None:
         """Make the window hold [pos, end): the row groups from the one holding `pos`, up to the window size."""
