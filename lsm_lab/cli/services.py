@@ -160,17 +160,21 @@ def show_plan(args: argparse.Namespace) -> int:
 SHOW: dict[str, Callable[[argparse.Namespace], int]] = {"plan": show_plan}
 
 
+def _plan_modes(p: argparse.ArgumentParser, plan_file: str, then: str) -> None:
+    """`--dry-run` (print the plan, save nothing) or `--plan-only` (save it as `plan_file`, run nothing)."""
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="print the plan and save nothing")
+    mode.add_argument("--plan-only", action="store_true", help=f"save the plan ({plan_file}) without running it: {then}")
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("compact", help="plan and run a compaction (hybrid, full or log)",
                        description="Compact the table at PATH: finish pending plans, then plan and run a new one. "
                                    "hybrid picks FULL (logs + base → new base) or LOG (logs → one log) per file "
                                    "group; full and log force one kind.")
     p.add_argument("path", help=TABLE_HELP)
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--dry-run", action="store_true", help="print the plan and save nothing")
-    mode.add_argument("--plan-only", action="store_true",
-                      help="save the plan (<t>.compaction.requested) without running it: the next `compact` "
-                           "(or `spark compact`) runs it, and its file groups take no other compaction meanwhile")
+    _plan_modes(p, "<t>.compaction.requested", "the next `compact` (or `spark compact`) runs it, and its file "
+                                               "groups take no other compaction meanwhile")
     p.add_argument("--strategy", choices=["hybrid", "full", "log"], default="hybrid",
                    help="hybrid (default), full or log")
     p.add_argument("--merge", choices=ENGINES,
@@ -185,11 +189,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                                    "applied) into key-sorted file groups with disjoint key ranges; with the bucket "
                                    "index each bucket is merged on its own. Committed as a replacecommit.")
     p.add_argument("path", help=TABLE_HELP)
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--dry-run", action="store_true", help="print the plan and save nothing")
-    mode.add_argument("--plan-only", action="store_true",
-                      help="save the plan (<t>.clustering.requested) without running it: the next `cluster` runs "
-                           "it, and its file groups take no compaction or other clustering meanwhile")
+    _plan_modes(p, "<t>.clustering.requested", "the next `cluster` runs it, and its file groups take no "
+                                               "compaction or other clustering meanwhile")
     p.add_argument("--merge", choices=ENGINES,
                    help="force a merge engine (default: sorted for sorted inputs, hash otherwise)")
     p.add_argument("--option", action="append", metavar="KEY=VALUE",

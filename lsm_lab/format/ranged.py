@@ -33,7 +33,7 @@ from lsm_lab.storage import StoragePath
 
 
 class _ReadOnlyObject(io.RawIOBase):
-    """The file protocol both readers share: a position, `seek`/`tell`, read-only; `size()` and `read` are theirs."""
+    """The file protocol both readers share: a position, `seek`/`tell`, `readinto`; `size()` and `read` are theirs."""
 
     _pos = 0
 
@@ -53,6 +53,11 @@ class _ReadOnlyObject(io.RawIOBase):
         base = {0: 0, 1: self._pos, 2: self.size() if whence == 2 else 0}[whence]
         self._pos = base + offset
         return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
 
 
 class RangedObject(_ReadOnlyObject):
@@ -78,11 +83,6 @@ class RangedObject(_ReadOnlyObject):
         data = self.path.storage.read_range(self.path.key, self._pos, end)
         self._pos += len(data)
         return data
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
 
 
 def object_source(source: Any, ranged: bool, size: int | None = None) -> Any:
@@ -184,11 +184,6 @@ class WindowedObject(_ReadOnlyObject):
             data = window[pos - start:end - start]
         self._pos += len(data)
         return data
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
 
 
 def stream_source(path: StoragePath, size: int | None = None,
