@@ -110,6 +110,16 @@ class Table(TableState):
         `archived=True` puts the instants of the LSM timeline first (column
         `archived` tells them apart).
         """
+        cols = ["begin_time", "completion_time", "action", "state", "operation", "partitions", "files",
+                "records_written", "records_inserted", "records_updated", "records_deleted", "bytes_written"]
+        if archived:
+            cols.append("archived")
+        import pandas as pd  # start-up: only inspection returns frames
+
+        return pd.DataFrame(self.timeline_rows(archived), columns=cols)
+
+    def timeline_rows(self, archived: bool = False) -> list[dict[str, Any]]:
+        """`timeline()`'s rows as dicts (what `lsm-lab show timeline` prints, without loading pandas)."""
         rows = []
         items = [(i, False) for i in self.instants()]
         old_meta: dict[str, dict[str, Any]] = {}
@@ -130,13 +140,7 @@ class Table(TableState):
             if archived:
                 row["archived"] = is_old
             rows.append(row)
-        cols = ["begin_time", "completion_time", "action", "state", "operation", "partitions", "files",
-                "records_written", "records_inserted", "records_updated", "records_deleted", "bytes_written"]
-        if archived:
-            cols.append("archived")
-        import pandas as pd  # start-up: only inspection returns frames
-
-        return pd.DataFrame(rows, columns=cols)
+        return rows
 
     # ------------------------------------------------------------------ writes
     def insert(self, data: Any) -> Instant:

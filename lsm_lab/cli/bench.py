@@ -11,13 +11,13 @@ Taught in: no chapter (README, "Measured")
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lsm_lab.bench import cdc, storage
-from lsm_lab.bench import scan as scan_bench
+from lsm_lab.cli.console import add_lazy_parser
 
 
 def register_report_bench(bench_subparsers: Any, name: str, summary: str, doc: str | None, *,
@@ -27,7 +27,15 @@ def register_report_bench(bench_subparsers: Any, name: str, summary: str, doc: s
 
     `add_arguments` adds --rows, --repeats and --json (their defaults differ per bench);
     the command prints `report(run(rows=, repeats=))` and saves the figures as JSON if asked.
+    (`register_module_bench` is the same with the bench module imported only when the bench is chosen.)
     """
+    p = bench_subparsers.add_parser(name, help=summary, description=doc,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    _fill_report_bench(p, add_arguments=add_arguments, run=run, report=report)
+
+
+def _fill_report_bench(p: argparse.ArgumentParser, *, add_arguments: Callable[[argparse.ArgumentParser], None],
+                       run: Callable[..., dict[str, Any]], report: Callable[[dict[str, Any]], str]) -> None:
     def run_from_args(args: argparse.Namespace) -> int:
         result = run(rows=args.rows, repeats=args.repeats)
         print(report(result))
@@ -35,24 +43,32 @@ def register_report_bench(bench_subparsers: Any, name: str, summary: str, doc: s
             Path(args.json).write_text(json.dumps(result, indent=2))
         return 0
 
-    p = bench_subparsers.add_parser(name, help=summary, description=doc,
-                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
     p.set_defaults(func=run_from_args)
 
 
+def register_module_bench(bench_subparsers: Any, name: str, summary: str, module: str) -> None:
+    """`register_report_bench` for the bench module `module` (its `__doc__`, `add_arguments`, `run`, `report`),
+    imported when `lsm-lab bench NAME` is chosen: `lsm-lab --help` and `lsm-lab bench --help` import no bench."""
+    def fill(p: argparse.ArgumentParser) -> None:
+        mod = importlib.import_module(module)
+        p.description = mod.__doc__
+        _fill_report_bench(p, add_arguments=mod.add_arguments, run=mod.run, report=mod.report)
+
+    add_lazy_parser(bench_subparsers, name, fill, help=summary, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def register_bench(bench_subparsers: Any) -> None:
     """`lsm-lab bench storage`, `lsm-lab bench cdc` and `lsm-lab bench scan`."""
-    register_report_bench(bench_subparsers, "storage",
+    register_module_bench(bench_subparsers, "storage",
                           "a table on local disk vs on a local S3 server (moto): seconds and requests per operation",
-                          storage.__doc__, add_arguments=storage.add_arguments, run=storage.run, report=storage.report)
-    register_report_bench(bench_subparsers, "cdc",
+                          "lsm_lab.bench.storage")
+    register_module_bench(bench_subparsers, "cdc",
                           "CDC log bytes per logging mode, write time with/without CDC, read_cdc from logs vs inference",
-                          cdc.__doc__, add_arguments=cdc.add_arguments, run=cdc.run, report=cdc.report)
-    register_report_bench(bench_subparsers, "scan",
+                          "lsm_lab.bench.cdc")
+    register_module_bench(bench_subparsers, "scan",
                           "scan().to_reader() batch by batch vs read(): peak RSS, throughput, first batch",
-                          scan_bench.__doc__, add_arguments=scan_bench.add_arguments, run=scan_bench.run,
-                          report=scan_bench.report)
+                          "lsm_lab.bench.scan")
 
 
-__all__ = ["register_bench", "register_report_bench"]
+__all__ = ["register_bench", "register_module_bench", "register_report_bench"]
