@@ -1,9 +1,13 @@
-"""`lsm-lab bench NAME ...`: the benchmarks that belong to no feature command (storage, cdc, scan).
+"""`lsm-lab bench NAME ...`: the benchmarks that belong to no feature command (storage, cdc, scan, startup, scale).
 
 Every command module of cli/ contributes to the parser the same way (app.py's `FEATURES`):
 `register(subparsers)` for its commands, `register_bench(bench_subparsers)` for its
 benchmarks, `SHOW` for its `lsm-lab show` subjects. This module has only benchmarks;
-`register_report_bench` is the shape most of them share (one `run`, one `report`).
+`register_report_bench` is the shape most of them share (one `run`, one `report`);
+`register_module_bench` is the same with the bench module imported only when its
+bench is chosen, so that `lsm-lab --help` and `lsm-lab bench --help` import no
+benchmark (start-up, lsm_lab/cli/console.py). `startup` and `scale` have options
+of their own (`add_arguments`, `run_from_args` in their modules), added the same lazy way.
 
 Taught in: no chapter (README, "Measured")
 """
@@ -58,8 +62,20 @@ def register_module_bench(bench_subparsers: Any, name: str, summary: str, module
     add_lazy_parser(bench_subparsers, name, fill, help=summary, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
+def register_args_bench(bench_subparsers: Any, name: str, summary: str, module: str) -> None:
+    """``lsm-lab bench NAME`` for the bench module `module` with options of its own: its `__doc__`,
+    `add_arguments(parser)` and `run_from_args(args) -> exit code`, imported when the bench is chosen."""
+    def fill(p: argparse.ArgumentParser) -> None:
+        mod = importlib.import_module(module)
+        p.description = mod.__doc__
+        mod.add_arguments(p)
+        p.set_defaults(func=mod.run_from_args)
+
+    add_lazy_parser(bench_subparsers, name, fill, help=summary, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def register_bench(bench_subparsers: Any) -> None:
-    """`lsm-lab bench storage`, `lsm-lab bench cdc` and `lsm-lab bench scan`."""
+    """`lsm-lab bench storage`, `cdc`, `scan`, `startup` and `scale`."""
     register_module_bench(bench_subparsers, "storage",
                           "a table on local disk vs on a local S3 server (moto): seconds and requests per operation",
                           "lsm_lab.bench.storage")
@@ -69,6 +85,12 @@ def register_bench(bench_subparsers: Any) -> None:
     register_module_bench(bench_subparsers, "scan",
                           "scan().to_reader() batch by batch vs read(): peak RSS, throughput, first batch",
                           "lsm_lab.bench.scan")
+    register_args_bench(bench_subparsers, "startup",
+                        "the start-up of each entry point (whole processes); with --peer-python, the whole-process "
+                        "snapshot read vs Paimon's Rust reader", "lsm_lab.bench.startup")
+    register_args_bench(bench_subparsers, "scale",
+                        "bulk insert, upsert 10%%, snapshot read, full compaction at growing sizes: time and peak "
+                        "RSS, the fitted exponent (time ~ N^e)", "lsm_lab.bench.scale")
 
 
-__all__ = ["register_bench", "register_module_bench", "register_report_bench"]
+__all__ = ["register_args_bench", "register_bench", "register_module_bench", "register_report_bench"]
