@@ -13,9 +13,11 @@ the same run as the baseline, so the figures above it are lsm_lab's own:
     lsm-lab show timeline T                          no pandas
     lsm-lab read T                                   a small table, printed (pandas prints it)
 
-One more run of each under `python -X importtime` lists which heavy modules it
-loaded (pyarrow, numpy, pandas, matplotlib, pyspark, duckdb, the merge engines,
-the table API): what each entry point pays for.
+One more run of each, inside a small wrapper that prints `sys.modules` at exit
+(`python -X importtime` misses what `importlib.import_module` loads, as
+`lsm_lab.__getattr__` does), lists which heavy modules it loaded (pyarrow, numpy,
+pandas, matplotlib, pyspark, duckdb, the merge engines, the table API): what each
+entry point pays for.
 
 With `--peer-python` (the peers' venv of `lsm-lab bench peers`, `make bench-peers`)
 the whole-process snapshot read of a `--rows` table is compared with Apache
@@ -74,6 +76,19 @@ rb = table.new_read_builder()
 print(rb.new_read().to_arrow(rb.new_scan().plan().splits()).num_rows)
 """
 
+#: runs `python -c CODE ARGS` or `python -m MODULE ARGS` (its own arguments: -c|-m, CODE|MODULE, ARGS) and
+#: prints the loaded modules' names on stderr at exit (after a SystemExit too)
+CENSUS = """\
+import atexit, json, runpy, sys
+atexit.register(lambda: sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n"))
+mode, target, *rest = sys.argv[1:]
+sys.argv = [target if mode == "-m" else "-c", *rest]
+if mode == "-m":
+    runpy.run_module(target, run_name="__main__", alter_sys=True)
+else:
+    exec(compile(target, "<string>", "exec"), {"__name__": "__main__"})
+"""
+
 LSM_LAB_READ = "import sys, lsm_lab; print(lsm_lab.open_table(sys.argv[1]).read().num_rows)"
 
 
@@ -103,14 +118,19 @@ def _run(cmd: list[str], cwd: Path, what: str) -> tuple[float, str, str]:
     return wall, done.stdout, done.stderr
 
 
-def heavy_modules(importtime_stderr: str) -> list[str]:
-    """The `HEAVY` modules named in the output of `python -X importtime` (a module or one of its submodules)."""
-    names = set()
-    for line in importtime_stderr.splitlines():
-        if line.startswith("import time:"):
-            name = line.rsplit("|", 1)[-1].strip()
-            names.add(name)
-    return [h for h in HEAVY if any(n == h or n.startswith(h + ".") for n in names)]
+def heavy_modules(loaded: list[str]) -> list[str]:
+    """The `HEAVY` modules among the names `loaded` (a module or one of its submodules)."""
+    return [h for h in HEAVY if any(n == h or n.startswith(h + ".") for n in loaded)]
+
+
+def loaded_modules(args: list[str], cwd: Path) -> list[str]:
+    """The modules `python ARGS` has loaded when it exits (ARGS: `-c CODE ...` or `-m MODULE ...`)."""
+    _, _, err = _run([sys.executable, "-c", CENSUS, *args], cwd, " ".join(args[:2]))
+    line = next((ln for ln in reversed(err.splitlines()) if ln.startswith("MODULES ")), None)
+    if line is None:
+        raise InputError(f"bench startup: {' '.join(args[:2])} printed no module list")
+    names: list[str] = json.loads(line[len("MODULES "):])
+    return names
 
 
 def small_table(folder: Path) -> Path:
@@ -128,7 +148,7 @@ def small_table(folder: Path) -> Path:
 
 
 def measure_entry_points(folder: Path, repeats: int, log: Callable[[str], None]) -> list[dict[str, Any]]:
-    """Every entry point `repeats` times in turn (medians), then once under -X importtime (what it loads)."""
+    """Every entry point `repeats` times in turn (medians), then once more for the modules it loads."""
     points = entry_points(small_table(folder))
     walls: dict[str, list[float]] = {label: [] for label, _ in points}
     for i in range(repeats):
@@ -139,11 +159,10 @@ def measure_entry_points(folder: Path, repeats: int, log: Callable[[str], None])
     out = []
     base = statistics.median(walls[points[0][0]])
     for label, args in points:
-        _, _, err = _run([sys.executable, "-X", "importtime", *args], folder, label)
         med = statistics.median(walls[label])
         out.append({"entry_point": label, "command": " ".join(["python", *args]), "seconds": round(med, 4),
                     "min_seconds": round(min(walls[label]), 4), "above_python_seconds": round(med - base, 4),
-                    "heavy_modules": heavy_modules(err)})
+                    "heavy_modules": heavy_modules(loaded_modules(args, folder))})
     return out
 
 
@@ -244,4 +263,5 @@ def run_from_args(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["HEAVY", "add_arguments", "entry_points", "heavy_modules", "report", "run", "run_from_args"]
+__all__ = ["HEAVY", "add_arguments", "entry_points", "heavy_modules", "loaded_modules", "report", "run",
+           "run_from_args"]
