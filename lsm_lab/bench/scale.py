@@ -69,7 +69,7 @@ def write_inputs(folder: Path, rows: int, *, seed: int = 7) -> dict[str, Path]:
     """The N inserts and N/10 updates as Parquet files (generated chunk by chunk)."""
     import pyarrow.parquet as pq
 
-    from lsm_lab.lab.datagen import TripsGenerator
+    from lsm_lab.lab.datagen import TripsGenerator  # start-up: on first use
 
     folder.mkdir(parents=True, exist_ok=True)
     gen = TripsGenerator(seed)
@@ -95,8 +95,8 @@ def child_main(job_json: str) -> None:
     (rows written, rows read, or for the compaction the file slices it rewrote)."""
     import pyarrow.parquet as pq
 
-    from lsm_lab.api import create_table, open_table
-    from lsm_lab.bench.merge import peak_rss_bytes
+    from lsm_lab.api import create_table, open_table  # start-up: on first use
+    from lsm_lab.bench.merge import peak_rss_bytes  # start-up: on first use
 
     job = json.loads(job_json)
     op, path = job["op"], Path(job["table"])
@@ -134,7 +134,7 @@ def _pythonpath() -> str:
 
 def run_op(op: str, table: Path, inputs: dict[str, Path], *, timeout: float = 7200) -> dict[str, Any]:
     """One operation in a fresh Python process (the command's allocator, lsm_lab/allocator.py)."""
-    from lsm_lab.allocator import command_env
+    from lsm_lab.allocator import command_env  # start-up: on first use
 
     job = {"op": op, "table": str(table), "input": str(inputs[op]) if op in inputs else None}
     load = os.getloadavg()[0]

@@ -135,8 +135,8 @@ def loaded_modules(args: list[str], cwd: Path) -> list[str]:
 
 def small_table(folder: Path) -> Path:
     """The small table of the entry points: an insert of SMALL_ROWS trips and an upsert of a tenth."""
-    from lsm_lab.api import create_table
-    from lsm_lab.lab.datagen import TripsGenerator
+    from lsm_lab.api import create_table  # start-up: on first use
+    from lsm_lab.lab.datagen import TripsGenerator  # start-up: on first use
 
     path = folder / "small"
     t = create_table(path, name="trips", record_key="uuid", partition_by="city", ordering_field="ts",

@@ -58,7 +58,7 @@ FEATURES: tuple[Any, ...] = (merge_command, services_command, interop_command, l
 
 # --------------------------------------------------------------------------- commands
 def cmd_demo(args: argparse.Namespace) -> int:
-    from lsm_lab.lab.demo import demo_folder, run_demo
+    from lsm_lab.lab.demo import demo_folder, run_demo  # start-up: on first use
 
     if args.storage == "s3" and args.figures:
         raise InputError("--figures draws a local table; the S3 demo's bucket is gone when the demo ends")
@@ -78,7 +78,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    from lsm_lab.api import create_table
+    from lsm_lab.api import create_table  # start-up: on first use
 
     options: dict[str, Any] = dict(parse_options(args.option))  # extra hoodie properties (strings)
     table = create_table(args.path, name=args.name, record_key=args.key, partition_by=args.partition_by,
@@ -90,8 +90,8 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 
 def cmd_write(args: argparse.Namespace) -> int:
-    from lsm_lab.api import open_table
-    from lsm_lab.services.commit import describe_write
+    from lsm_lab.api import open_table  # start-up: on first use
+    from lsm_lab.services.commit import describe_write  # start-up: on first use
 
     table = open_table(args.path)
     data = read_input_file(args.file)
@@ -109,8 +109,8 @@ def _read_streaming(args: argparse.Namespace, table: lsm_lab.Table, columns: lis
     reading after N rows, `--limit 0` prints chunk after chunk."""
     import pyarrow as pa
 
-    from lsm_lab.table import stream
-    from lsm_lab.table.filtertext import parse_filter
+    from lsm_lab.table import stream  # start-up: on first use
+    from lsm_lab.table.filtertext import parse_filter  # start-up: on first use
 
     flt = parse_filter(args.filter) if args.filter is not None else None
     batch = PRINT_CHUNK_ROWS if args.limit == 0 or args.limit > PRINT_CHUNK_ROWS else max(1, args.limit)
@@ -147,8 +147,8 @@ def _read_streaming(args: argparse.Namespace, table: lsm_lab.Table, columns: lis
 
 
 def cmd_read(args: argparse.Namespace) -> int:
-    from lsm_lab.api import open_table
-    from lsm_lab.table.lookup import LookupStats
+    from lsm_lab.api import open_table  # start-up: on first use
+    from lsm_lab.table.lookup import LookupStats  # start-up: on first use
 
     if args.limit < 0:
         raise InputError(f"--limit must be 0 (every row) or more, not {args.limit}")
@@ -205,11 +205,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         return SHOW_HANDLERS[args.what](args)
 
     if args.what == "footers":
-        from lsm_lab.table.inspect import footers
+        from lsm_lab.table.inspect import footers  # start-up: on first use
 
         print_frame(footers(args.path), args.json)
         return 0
-    from lsm_lab.api import open_table
+    from lsm_lab.api import open_table  # start-up: on first use
 
     table = open_table(args.path)
     if args.what == "timeline":  # rows, not a frame: `show timeline` loads no pandas

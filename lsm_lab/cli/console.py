@@ -59,7 +59,7 @@ def as_of_arg(args: argparse.Namespace) -> TimeLike | None:
     """What `add_as_of`'s options ask for, as an `as_of=` value (None: now)."""
     completion = getattr(args, "as_of_completion", None)
     if completion is not None:
-        from lsm_lab.timeline.instanttime import CompletionTime
+        from lsm_lab.timeline.instanttime import CompletionTime  # start-up: on first use
 
         return CompletionTime(completion)
     return getattr(args, "as_of", None)

@@ -30,8 +30,8 @@ from lsm_lab.errors import InputError, UnsupportedFeatureError
 
 
 def _compare(path: str, as_of: str | None, read_optimized: bool) -> list[str]:
-    from lsm_lab.api import open_table
-    from lsm_lab.interop.hudi_tables import compare_rows, hudi_rs_read
+    from lsm_lab.api import open_table  # start-up: on first use
+    from lsm_lab.interop.hudi_tables import compare_rows, hudi_rs_read  # start-up: on first use
 
     table = open_table(path)
     mine = table.read_optimized(as_of=as_of) if read_optimized else table.read(as_of=as_of)
@@ -50,8 +50,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_real_tables(args: argparse.Namespace) -> int:
-    from lsm_lab.api import open_table
-    from lsm_lab.interop.hudi_tables import find_shared, unpack_tables
+    from lsm_lab.api import open_table  # start-up: on first use
+    from lsm_lab.interop.hudi_tables import find_shared, unpack_tables  # start-up: on first use
 
     shared = Path(args.shared) if args.shared else find_shared()
     if shared is None or not (shared / "hudi-tables").is_dir():
@@ -70,7 +70,7 @@ def cmd_real_tables(args: argparse.Namespace) -> int:
 
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
-    from lsm_lab.interop.upgrade import dump_formats, upgrade
+    from lsm_lab.interop.upgrade import dump_formats, upgrade  # start-up: on first use
 
     table = upgrade(args.path, layout=args.layout)
     print(f"upgraded: {table!r}")
@@ -79,8 +79,8 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_upgrade_v10(args: argparse.Namespace) -> int:
-    from lsm_lab.api import open_table
-    from lsm_lab.interop.upgrade import avro_timeline, upgrade_to_v10
+    from lsm_lab.api import open_table  # start-up: on first use
+    from lsm_lab.interop.upgrade import avro_timeline, upgrade_to_v10  # start-up: on first use
 
     if args.instants_only:
         n = avro_timeline(args.path)
@@ -93,7 +93,7 @@ def cmd_upgrade_v10(args: argparse.Namespace) -> int:
 
 
 def cmd_formats(args: argparse.Namespace) -> int:
-    from lsm_lab.interop.upgrade import dump_formats
+    from lsm_lab.interop.upgrade import dump_formats  # start-up: on first use
 
     print(dump_formats(args.path, as_of_arg(args)))
     return 0
@@ -105,8 +105,8 @@ def show_formats(args: argparse.Namespace) -> int:
 
 def show_hudi_options(args: argparse.Namespace) -> int:
     """The writer options a Spark/Flink Hudi writer needs for this table (`interop.writer_options`)."""
-    from lsm_lab.api import open_table
-    from lsm_lab.interop.writer_options import hudi_writer_options
+    from lsm_lab.api import open_table  # start-up: on first use
+    from lsm_lab.interop.writer_options import hudi_writer_options  # start-up: on first use
 
     options = hudi_writer_options(open_table(args.path).config)
     if args.json:
@@ -195,7 +195,7 @@ def register_bench(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def cmd_bench_peers(args: argparse.Namespace) -> int:
-    from lsm_lab.bench import peers
+    from lsm_lab.bench import peers  # start-up: on first use
 
     report = peers.run(rows=args.rows, peer_python=Path(args.peer_python) if args.peer_python else None,
                        hudi=not args.no_hudi, work_dir=args.dir, pure_python_paimon=args.paimon_python)
@@ -208,7 +208,7 @@ def cmd_bench_peers(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from lsm_lab.bench.interop import format_report, run
+    from lsm_lab.bench.interop import format_report, run  # start-up: on first use
 
     report = run(rows=args.rows, update_fraction=args.update_fraction, rounds=args.rounds, repeat=args.repeat,
                  work_dir=args.dir)

@@ -31,8 +31,8 @@ from lsm_lab.errors import CorruptFileError
 
 
 def cmd_lookup(args: argparse.Namespace) -> int:
-    from lsm_lab.api import open_table
-    from lsm_lab.table.stats import LookupStats
+    from lsm_lab.api import open_table  # start-up: on first use
+    from lsm_lab.table.stats import LookupStats  # start-up: on first use
 
     table = open_table(args.path)
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
@@ -48,9 +48,9 @@ def cmd_lookup(args: argparse.Namespace) -> int:
 
 def bloom_lines(path: str) -> list[str]:
     """`show blooms`: one line per Parquet data file with its key range and bloom facts."""
-    from lsm_lab.filegroup import fsview
-    from lsm_lab.storage import as_path
-    from lsm_lab.table.footer import FooterCache
+    from lsm_lab.filegroup import fsview  # start-up: on first use
+    from lsm_lab.storage import as_path  # start-up: on first use
+    from lsm_lab.table.footer import FooterCache  # start-up: on first use
 
     target = as_path(path)  # a folder, a file, or an object-store URI (options: --storage-option)
     items: list[tuple[str, Any]]
@@ -105,7 +105,7 @@ def register(sub: Any) -> None:
 
 
 def _run_bench(args: argparse.Namespace) -> int:
-    from lsm_lab.bench.lookup import run
+    from lsm_lab.bench.lookup import run  # start-up: on first use
 
     return run(args)
 
@@ -115,8 +115,8 @@ def register_bench(bench_subparsers: Any) -> None:
     summary = "point lookups: lsm_tree (sorted, bucketed) against the default layout, same data"
 
     def fill(p: argparse.ArgumentParser) -> None:  # when `bench lookup` is chosen: its options live in the bench
-        from lsm_lab.bench.lookup import __doc__ as bench_doc
-        from lsm_lab.bench.lookup import add_arguments
+        from lsm_lab.bench.lookup import __doc__ as bench_doc  # start-up: on first use
+        from lsm_lab.bench.lookup import add_arguments  # start-up: on first use
 
         p.description = bench_doc or summary
         add_arguments(p)

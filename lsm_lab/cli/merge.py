@@ -38,7 +38,7 @@ Example: lsm-lab merge out.parquet base.parquet log1.parquet --key id --ordering
 
 
 def _run_merge(args: argparse.Namespace) -> int:
-    from lsm_lab.merge.files import merge_parquet_files
+    from lsm_lab.merge.files import merge_parquet_files  # start-up: on first use
 
     stats = merge_parquet_files(args.out, args.inputs, key=args.key, ordering=args.ordering, engine=args.engine,
                                 delete_column=args.delete_column, row_group_size=args.row_group_size,
@@ -73,7 +73,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run_bench(args: argparse.Namespace) -> int:
-    from lsm_lab.bench.merge import run_from_args
+    from lsm_lab.bench.merge import run_from_args  # start-up: on first use
 
     return run_from_args(args)
 
@@ -83,8 +83,8 @@ def register_bench(bench_subparsers: Any) -> None:
     summary = "benchmark merging k sorted Parquet runs against DuckDB, pyarrow and the I/O floor"
 
     def fill(p: argparse.ArgumentParser) -> None:  # when `bench merge` is chosen: its options live in the bench
-        from lsm_lab.bench.merge import __doc__ as bench_doc
-        from lsm_lab.bench.merge import add_arguments
+        from lsm_lab.bench.merge import __doc__ as bench_doc  # start-up: on first use
+        from lsm_lab.bench.merge import add_arguments  # start-up: on first use
 
         p.description = bench_doc or summary
         add_arguments(p)

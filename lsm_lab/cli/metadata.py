@@ -30,7 +30,7 @@ def metadata_frame(mdt: MetadataTable, partition: str | None) -> pa.Table:
     """What `show metadata` prints: the summary, or one partition's records."""
     import pyarrow as pa
 
-    from lsm_lab.table.metadata_table import SECONDARY_PREFIX
+    from lsm_lab.table.metadata_table import SECONDARY_PREFIX  # start-up: on first use
 
     if partition is None:
         return mdt.summary()
@@ -50,7 +50,7 @@ def metadata_frame(mdt: MetadataTable, partition: str | None) -> pa.Table:
 
 
 def show_metadata(args: argparse.Namespace) -> int:
-    from lsm_lab.api import open_table
+    from lsm_lab.api import open_table  # start-up: on first use
 
     table = open_table(args.path)
     mdt = table.metadata_table()

@@ -26,14 +26,14 @@ if TYPE_CHECKING:  # start-up: the table and the services load when a command ru
 
 
 def _table(path: str) -> Table:
-    from lsm_lab.api import open_table
+    from lsm_lab.api import open_table  # start-up: on first use
 
     return open_table(path)
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    from lsm_lab.filegroup.planner import format_plan, read_plan
-    from lsm_lab.services import compaction
+    from lsm_lab.filegroup.planner import format_plan, read_plan  # start-up: on first use
+    from lsm_lab.services import compaction  # start-up: on first use
 
     table = _table(args.path)
     if args.dry_run:
@@ -60,7 +60,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
-    from lsm_lab.services import clustering
+    from lsm_lab.services import clustering  # start-up: on first use
 
     table = _table(args.path)
     if args.dry_run:
@@ -149,7 +149,7 @@ def cmd_archive(args: argparse.Namespace) -> int:
 
 def show_plan(args: argparse.Namespace) -> int:
     """`lsm-lab show plan PATH`: the pending compaction plan (else the latest completed one)."""
-    from lsm_lab.filegroup.planner import format_plan
+    from lsm_lab.filegroup.planner import format_plan  # start-up: on first use
 
     table = _table(args.path)
     plans = table.compaction_plans()

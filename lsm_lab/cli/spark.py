@@ -57,8 +57,8 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 
 
 def _cmd_clustering(args: argparse.Namespace) -> int:
-    from lsm_lab.api import open_table
-    from lsm_lab.services import clustering
+    from lsm_lab.api import open_table  # start-up: on first use
+    from lsm_lab.services import clustering  # start-up: on first use
     from lsm_lab.spark.clustering import cluster_table  # pyspark: the spark extra
 
     done = cluster_table(args.path, spark=_spark(args), options=parse_options(args.option), merge=args.merge)
@@ -158,7 +158,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run_bench(args: argparse.Namespace) -> int:
-    from lsm_lab.bench.compaction import run_from_args
+    from lsm_lab.bench.compaction import run_from_args  # start-up: on first use
 
     return run_from_args(args)
 
@@ -168,7 +168,7 @@ def register_bench(bench_subparsers: Any) -> None:
     summary = "full compaction on Spark: sorted merge vs hash merge vs a window-function job"
 
     def fill(p: argparse.ArgumentParser) -> None:  # when `bench compaction` is chosen: its options live in the bench
-        from lsm_lab.bench import compaction
+        from lsm_lab.bench import compaction  # start-up: on first use
 
         p.description = compaction.__doc__
         compaction.add_arguments(p)
