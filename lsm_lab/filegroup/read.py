@@ -186,7 +186,7 @@ def data_source(ctx: ReadContext, table: pa.Table, target: pa.Schema, partition:
     if source is not None and table.num_rows and ctx.own_files:
         _check_provenance(table, partition, source)
     table = _with_keys(ctx, table, partition, target.names)
-    table = table.append_column(DELETE_FLAG, pa.repeat(pa.scalar(False, pa.bool_()), table.num_rows))
+    table = table.append_column(DELETE_FLAG, records.constant_bools(table.num_rows, False))
     encoded = {f.name for f in table.schema if pa.types.is_dictionary(f.type) and f.name in target.names
                and f.type.value_type == target.field(f.name).type}
     if not encoded:
