@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +22,17 @@ from lsm_lab.bench import scan as scan_bench
 
 def register_report_bench(bench_subparsers: Any, name: str, summary: str, doc: str | None, *,
                           add_arguments: Callable[[argparse.ArgumentParser], None],
-                          run: Callable[..., dict[str, Any]], report: Callable[[dict[str, Any]], str]) -> None:
+                          run: Callable[..., dict[str, Any]], report: Callable[[dict[str, Any]], str],
+                          extra_args: Sequence[str] = ()) -> None:
     """Add ``lsm-lab bench NAME [--rows N] [--repeats R] [--json OUT]`` for a bench of one `run` and one `report`.
 
     `add_arguments` adds --rows, --repeats and --json (their defaults differ per bench);
-    the command prints `report(run(rows=, repeats=))` and saves the figures as JSON if asked.
+    the command prints `report(run(rows=, repeats=))` and saves the figures as JSON if asked;
+    `extra_args` names more parsed options passed to `run` by name.
     """
     def run_from_args(args: argparse.Namespace) -> int:
-        result = run(rows=args.rows, repeats=args.repeats)
+        extra = {k: getattr(args, k) for k in extra_args}
+        result = run(rows=args.rows, repeats=args.repeats, **extra)
         print(report(result))
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=2))
@@ -52,7 +55,7 @@ def register_bench(bench_subparsers: Any) -> None:
     register_report_bench(bench_subparsers, "scan",
                           "scan().to_reader() batch by batch vs read(): peak RSS, throughput, first batch",
                           scan_bench.__doc__, add_arguments=scan_bench.add_arguments, run=scan_bench.run,
-                          report=scan_bench.report)
+                          report=scan_bench.report, extra_args=("hudi_rs",))
 
 
 __all__ = ["register_bench", "register_report_bench"]
