@@ -80,15 +80,6 @@ def to_arrow(data: Any, *, what: str = "data") -> pa.Table:
     return normalize_types(table)
 
 
-def constant_bools(n: int, value: bool) -> pa.Array:
-    """`n` copies of `value` as a boolean array, built from a bitmap buffer.
-
-    Not `pa.repeat(pa.scalar(value), n)` on the read path: converting a Python value
-    (`pa.scalar`, `pa.array`) makes pyarrow import pandas, ~0.3 s of a process's first read."""
-    bits = np.full((n + 7) // 8, 0xFF if value else 0, np.uint8)
-    return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)])
-
-
 def _no_duplicates(names: list[str], what: str) -> None:
     """Which of two columns of one name would be the value?  (Arrow would fail later with a bare KeyError.)"""
     twice = sorted({c for c in names if names.count(c) > 1})
