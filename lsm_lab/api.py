@@ -5,7 +5,7 @@
                  └──────────────► Table ◄───────────────────┘
         writes:  insert · upsert · delete · bulk_insert      → completed Instant
         reads:   read(as_of, columns, filter, merge) · lookup(keys) · read_optimized · read_incremental · read_cdc
-                 scan(…) · scan_optimized · scan_incremental: the same reads as Arrow streams (table/stream.py)
+                 scan(…) · scan_optimized · scan_incremental · scan_cdc: the same reads as Arrow streams (table/stream.py)
                  as_of: an instant time T (completed writes begun by T, as Hudi) or a CompletionTime / Instant
         inspect: timeline() · file_slices() · dump_levels() · file_groups()
 
@@ -356,6 +356,13 @@ class Table(TableState):
         schema metadata `lsm_lab.cdc.inferred_instants` (lsm_lab/table/cdc.py).
         """
         return cdc.read_cdc(self, start, end, columns=columns)
+
+    @_one_listing
+    def scan_cdc(self, start: TimeLike | None, end: TimeLike | None = None, *, columns: Sequence[str] | None = None,
+                 batch_size: int = stream.BATCH_ROWS) -> cdc.ChangeScan:
+        """`read_cdc` as a stream (table/cdc.py `ChangeScan`): the same rows, read instant by instant as
+        they are consumed (`to_reader()`, `pl.DataFrame(scan)`, `duckdb.from_arrow(scan)`, `to_table()`)."""
+        return cdc.ChangeScan(self, start, end, columns=columns, batch_size=batch_size)
 
     # ------------------------------------------------------------------ inspection
     @_one_listing

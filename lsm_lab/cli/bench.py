@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,22 +26,26 @@ from lsm_lab.cli.console import add_lazy_parser
 
 def register_report_bench(bench_subparsers: Any, name: str, summary: str, doc: str | None, *,
                           add_arguments: Callable[[argparse.ArgumentParser], None],
-                          run: Callable[..., dict[str, Any]], report: Callable[[dict[str, Any]], str]) -> None:
+                          run: Callable[..., dict[str, Any]], report: Callable[[dict[str, Any]], str],
+                          extra_args: Sequence[str] = ()) -> None:
     """Add ``lsm-lab bench NAME [--rows N] [--repeats R] [--json OUT]`` for a bench of one `run` and one `report`.
 
     `add_arguments` adds --rows, --repeats and --json (their defaults differ per bench);
-    the command prints `report(run(rows=, repeats=))` and saves the figures as JSON if asked.
+    the command prints `report(run(rows=, repeats=))` and saves the figures as JSON if asked;
+    `extra_args` names more parsed options passed to `run` by name.
     (`register_module_bench` is the same with the bench module imported only when the bench is chosen.)
     """
     p = bench_subparsers.add_parser(name, help=summary, description=doc,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    _fill_report_bench(p, add_arguments=add_arguments, run=run, report=report)
+    _fill_report_bench(p, add_arguments=add_arguments, run=run, report=report, extra_args=extra_args)
 
 
 def _fill_report_bench(p: argparse.ArgumentParser, *, add_arguments: Callable[[argparse.ArgumentParser], None],
-                       run: Callable[..., dict[str, Any]], report: Callable[[dict[str, Any]], str]) -> None:
+                       run: Callable[..., dict[str, Any]], report: Callable[[dict[str, Any]], str],
+                       extra_args: Sequence[str] = ()) -> None:
     def run_from_args(args: argparse.Namespace) -> int:
-        result = run(rows=args.rows, repeats=args.repeats)
+        extra = {k: getattr(args, k) for k in extra_args}
+        result = run(rows=args.rows, repeats=args.repeats, **extra)
         print(report(result))
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=2))
@@ -51,13 +55,14 @@ def _fill_report_bench(p: argparse.ArgumentParser, *, add_arguments: Callable[[a
     p.set_defaults(func=run_from_args)
 
 
-def register_module_bench(bench_subparsers: Any, name: str, summary: str, module: str) -> None:
+def register_module_bench(bench_subparsers: Any, name: str, summary: str, module: str,
+                          extra_args: Sequence[str] = ()) -> None:
     """`register_report_bench` for the bench module `module` (its `__doc__`, `add_arguments`, `run`, `report`),
     imported when `lsm-lab bench NAME` is chosen: `lsm-lab --help` and `lsm-lab bench --help` import no bench."""
     def fill(p: argparse.ArgumentParser) -> None:
         mod = importlib.import_module(module)
         p.description = mod.__doc__
-        _fill_report_bench(p, add_arguments=mod.add_arguments, run=mod.run, report=mod.report)
+        _fill_report_bench(p, add_arguments=mod.add_arguments, run=mod.run, report=mod.report, extra_args=extra_args)
 
     add_lazy_parser(bench_subparsers, name, fill, help=summary, formatter_class=argparse.RawDescriptionHelpFormatter)
 
@@ -84,7 +89,7 @@ def register_bench(bench_subparsers: Any) -> None:
                           "lsm_lab.bench.cdc")
     register_module_bench(bench_subparsers, "scan",
                           "scan().to_reader() batch by batch vs read(): peak RSS, throughput, first batch",
-                          "lsm_lab.bench.scan")
+                          "lsm_lab.bench.scan", extra_args=("hudi_rs",))
     register_args_bench(bench_subparsers, "startup",
                         "the start-up of each entry point (whole processes); with --peer-python, the whole-process "
                         "snapshot read vs Paimon's Rust reader", "lsm_lab.bench.startup")
