@@ -48,6 +48,8 @@ def test_bench_scale_reports_every_operation_at_every_size(tmp_path: Path,
         want_rss = math.log(big["peak_rss_bytes"] / small["peak_rss_bytes"]) / math.log(4)
         assert result["exponents"][op]["rss"] == pytest.approx(want_rss, abs=1e-3)
         assert f"{op:<12} time e = {result['exponents'][op]['time']:.2f}" in text
+        step, = result["exponents"][op]["steps"]  # two sizes: one step, the same slope
+        assert (step["from"], step["to"], step["time"]) == (300, 1200, result["exponents"][op]["time"])
     assert not list(tmp_path.glob("lsm_lab_bench_scale_*"))  # the work folder is removed
 
 

@@ -18,7 +18,9 @@ start; the median of the repeats is kept.
 
 Then, per operation, the exponent e of time ∝ N^e (and of peak RSS ∝ N^e) is the
 least-squares slope of log(value) against log(N) over the measured sizes: e ≈ 1
-is linear, e > 1 grows faster than the data (issue 33's target: e <= 1.1). A
+is linear, e > 1 grows faster than the data (issue 33's target: e <= 1.1); the
+slope between each two consecutive sizes is reported too (a fit over three sizes
+can hide a last step that bends up). A
 process's peak RSS includes the interpreter and its libraries (about 100 MiB),
 so its exponent is below 1 at small N; a write holds its input table, so its
 RSS grows with N by design.
@@ -33,6 +35,7 @@ Taught in: no chapter (docs/PERFORMANCE.md, "Cost against size")
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -179,16 +182,25 @@ def run(rows: Sequence[int] = DEFAULT_ROWS, repeats: int = 1, log: Callable[[str
                                "out_rows": recs[0]["rows"], "load_1m_before": max(x["load_1m_before"] for x in recs)})
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    exponents = {}
+    exponents: dict[str, dict[str, Any]] = {}
     for op in OPS:
         mine = [p for p in points if p["op"] == op]
-        ns = [p["rows"] for p in mine]
-        e_time = fit_exponent(ns, [p["seconds"] for p in mine])
-        e_rss = fit_exponent(ns, [p["peak_rss_bytes"] for p in mine])
-        exponents[op] = {"time": None if e_time is None else round(e_time, 3),
-                         "rss": None if e_rss is None else round(e_rss, 3)}
+        exponents[op] = {**_exponents(mine), "steps": [{"from": a["rows"], "to": b["rows"], **_exponents([a, b])}
+                                                       for a, b in itertools.pairwise(mine)]}
     return {"rows": sizes, "repeats": repeats, "cpus": os.cpu_count(), "points": points, "exponents": exponents,
             "target_exponent": TARGET_EXPONENT}
+
+
+def _exponents(points: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The time and peak-RSS exponents fitted through `points` (rounded; None below two sizes)."""
+    ns = [p["rows"] for p in points]
+    e_time = fit_exponent(ns, [p["seconds"] for p in points])
+    e_rss = fit_exponent(ns, [p["peak_rss_bytes"] for p in points])
+    return {"time": None if e_time is None else round(e_time, 3), "rss": None if e_rss is None else round(e_rss, 3)}
+
+
+def _short(n: int) -> str:
+    return f"{n / 1e6:g}M" if n >= 1_000_000 else f"{n / 1e3:g}k" if n >= 1000 else str(n)
 
 
 def report(result: dict[str, Any]) -> str:
@@ -208,7 +220,11 @@ def report(result: dict[str, Any]) -> str:
                  f"{result['target_exponent']})")
     for op, e in result["exponents"].items():
         verdict = "" if e["time"] is None else ("  ok" if e["time"] <= result["target_exponent"] else "  ABOVE TARGET")
-        lines.append(f"  {op:<12} time e = {show(e['time'])}   peak RSS e = {show(e['rss'])}{verdict}")
+        steps = e.get("steps") or []
+        local = ("   between sizes: " + ", ".join(f"{_short(s['from'])}->{_short(s['to'])} {show(s['time'])}"
+                                                  for s in steps)
+                 if len(steps) > 1 else "")
+        lines.append(f"  {op:<12} time e = {show(e['time'])}   peak RSS e = {show(e['rss'])}{verdict}{local}")
     return "\n".join(lines)
 
 
@@ -221,7 +237,7 @@ def plot(result: dict[str, Any], out: str | os.PathLike[str]) -> None:
     from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
     def rows_label(v: float, _: int) -> str:  # plain labels: the log axis's default ones need mathtext fonts
-        return f"{v / 1e6:g}M" if v >= 1e6 else f"{v / 1e3:g}k" if v >= 1e3 else f"{v:g}"
+        return _short(int(v))
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, key, label, scale in ((axes[0], "seconds", "seconds", 1.0),
