@@ -23,6 +23,7 @@ def test_fit_exponent_recovers_known_slopes() -> None:
     assert scale.fit_exponent([1e3, 1e3], [2.0, 3.0]) is None
 
 
+@pytest.mark.slow  # eight operations, each a whole process
 def test_bench_scale_reports_every_operation_at_every_size(tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "scale.json"

@@ -136,6 +136,7 @@ def test_a_benchmark_gets_its_options_when_chosen(capsys: pytest.CaptureFixture[
     assert "--lookups" in capsys.readouterr().out  # the description and options of bench/lookup.py
 
 
+@pytest.mark.slow  # a dozen whole processes
 def test_bench_startup_measures_every_entry_point() -> None:
     lines: list[str] = []
     result = startup.run(repeats=1, log=lines.append)
