@@ -106,7 +106,7 @@ def _struct_fields(t: pa.StructType) -> list[pa.Field]:
 
 
 def _list_like(t: pa.DataType) -> bool:
-    return pa.types.is_list(t) or pa.types.is_large_list(t)
+    return bool(pa.types.is_list(t) or pa.types.is_large_list(t))
 
 
 def evolve_type(old: pa.DataType, new: pa.DataType, path: str, *, fixed: bool = False) -> pa.DataType:
@@ -180,7 +180,7 @@ def is_promotion(old: pa.DataType, new: pa.DataType) -> bool:
     """Whether reading a column stored as `old` as `new` is an evolution step (a promotion, added struct
     fields, ...) rather than a narrowing; such a cast may round (long → double) instead of failing."""
     try:
-        return evolve_type(old, new, "") == new and old != new
+        return bool(evolve_type(old, new, "") == new and old != new)
     except SchemaError:
         return False
 
