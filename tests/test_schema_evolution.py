@@ -310,7 +310,7 @@ def _run(t: lsm_lab.Table, steps: list[tuple[Any, ...]]) -> None:
         assert got == want
         assert t.schema is not None and all(t.schema.field(c).type == LADDER[i] for c, i in types.items())
     if t.config.is_lsm:  # the sorted streaming merge, batch by batch, and the loser tree
-        streamed = pa.Table.from_batches(list(t.scan(batch_size=2, merge="sorted").to_reader()))
+        streamed = t.scan(batch_size=2, merge="sorted").to_reader().read_all()
         assert {r["id"]: {c: r[c] for c in types} for r in streamed.to_pylist()} == expected()
     for instant, snap, cols in snapshots:  # time travel: the rows and the columns of that instant
         try:
