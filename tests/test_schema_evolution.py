@@ -48,7 +48,7 @@ def test_promotion_widens_the_table(old: pa.DataType, new: pa.DataType) -> None:
     assert evolution.is_promotion(old, new) and not evolution.is_promotion(new, old)
 
 
-@pytest.mark.parametrize(("old", "new"), PROMOTIONS + [(pa.string(), pa.binary()), (pa.binary(), pa.string())],
+@pytest.mark.parametrize(("old", "new"), [*PROMOTIONS, (pa.string(), pa.binary()), (pa.binary(), pa.string())],
                          ids=lambda t: str(t))
 def test_narrower_batch_is_cast_up_and_the_table_keeps_its_type(old: pa.DataType, new: pa.DataType) -> None:
     """The reverse of a promotion (long → int, string → int, ...) never narrows the table: the batch is cast
@@ -149,18 +149,18 @@ def _model_cast(value: Any, to: pa.DataType) -> Any:
     return value
 
 
-_SAMPLE = {pa.int8(): [3, -4], pa.int16(): [300, -4], pa.int32(): [70000, -4], pa.int64(): [2**40, -4],
+_SAMPLE: dict[pa.DataType, list[Any]] = {pa.int8(): [3, -4], pa.int16(): [300, -4], pa.int32(): [70000, -4], pa.int64(): [2**40, -4],
            pa.float32(): [1.5, -0.25], pa.float64(): [2.0, -0.125], pa.string(): ["a", "é"], pa.binary(): [b"a", b"b"]}
 
 
-@pytest.mark.parametrize(("old", "new"), PROMOTIONS + [(pa.string(), pa.binary()), (pa.binary(), pa.string())],
+@pytest.mark.parametrize(("old", "new"), [*PROMOTIONS, (pa.string(), pa.binary()), (pa.binary(), pa.string())],
                          ids=lambda t: str(t))
 @pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
 def test_every_promotion_reads_older_files_cast(tmp_path: Path, old: pa.DataType, new: pa.DataType,
                                                 table_type: str) -> None:
     t = _table(tmp_path / "t", table_type=table_type)
     t.insert(pa.table({"id": ["a", "b", "c"], "ts": [1, 1, 1], "v": pa.array(_SAMPLE[old] + [None], old)}))
-    t.upsert(pa.table({"id": ["b", "d"], "ts": [2, 2], "v": pa.array(_SAMPLE[new][:1] + [None], new)}))
+    t.upsert(pa.table({"id": ["b", "d"], "ts": [2, 2], "v": pa.array([*_SAMPLE[new][:1], None], new)}))
     want_type = new if evolution.is_promotion(old, new) else old  # string ↔ bytes: the table keeps its type
     assert t.schema is not None and t.schema.field("v").type == want_type
     got = {r["id"]: r["v"] for r in t.read(columns=["id", "v"]).to_pylist()}
@@ -257,7 +257,7 @@ def _programs(draw: st.DrawFn) -> list[tuple[Any, ...]]:
             steps.append(("compact",))
             continue
         cols: dict[str, int] = {}
-        for name, cur in table.items():
+        for name, _cur in table.items():
             if draw(st.booleans()):  # left out (nullable): null
                 continue
             cols[name] = draw(st.integers(0, 3))  # narrower: cast up; same; wider: a promotion
