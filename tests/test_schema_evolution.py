@@ -390,3 +390,30 @@ def _parquet(path: Path, table: pa.Table) -> Path:
 
     pq.write_table(table, path)
     return path
+
+
+@pytest.mark.parametrize("layout", ["lsm_tree", "default"])
+def test_lookups_incremental_read_optimized_and_cdc_read_the_promoted_type(tmp_path: Path, layout: str) -> None:
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", ordering_field="ts", layout=layout, cdc=True)
+    first = t.insert(pa.table({"id": ["a", "b"], "ts": [1, 1], "n": pa.array([1, 2], pa.int32())}))
+    t.upsert(pa.table({"id": ["b", "c"], "ts": [2, 2], "n": [2.5, 3.5], "tip": ["x", None]}))  # int32 → double
+    t.upsert(pa.table({"id": ["a"], "ts": [3], "n": ["seven"]}))                               # double → string
+    assert t.lookup(["a", "b"]).select(["id", "n"]).to_pylist() == [{"id": "a", "n": "seven"}, {"id": "b", "n": "2.5"}]
+    assert t.read_incremental(first.completion_time, columns=["id", "n"]).sort_by("id").column("n").to_pylist() \
+        == ["seven", "2.5", "3.5"]
+    assert {r["id"]: r["n"] for r in t.read_optimized(columns=["id", "n"]).to_pylist()}["a"] == "1"
+    changes = {(r["op"], r["record_key"]): (r["before"], r["after"]) for r in t.read_cdc(first.completion_time).to_pylist()}
+    before, after = changes[("u", "a")]
+    assert before is not None and after is not None and (before["n"], after["n"]) == ("1", "seven")
+
+
+def test_key_and_partition_columns_keep_their_type(tmp_path: Path) -> None:
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="k", partition_by="day")
+    t.insert(pa.table({"k": pa.array([1], pa.int32()), "day": pa.array([7], pa.int16()), "v": [1]}))
+    for data, column in ((pa.table({"k": pa.array([2], pa.int64()), "day": pa.array([7], pa.int16())}), "k"),
+                         (pa.table({"k": pa.array([2], pa.int32()), "day": pa.array([7], pa.int32())}), "day")):
+        with pytest.raises(SchemaError, match=f"column '{column}' changes type .*: it is a record key, partition"):
+            t.upsert(data)
+    t.upsert(pa.table({"k": pa.array([2], pa.int8()), "day": pa.array([7], pa.int8())}))  # narrower: cast up
+    assert sorted(t.read(columns=["k", "day", "v"]).to_pylist(), key=lambda r: r["k"]) == [
+        {"k": 1, "day": 7, "v": 1}, {"k": 2, "day": 7, "v": None}]
