@@ -32,9 +32,10 @@ the next slice (see `layout.fsview`).
 instant appears until after it completed or was rolled back, so another
 process never mistakes a slow writer for a dead one.
 
-**Schema.** A concurrent writer may have added columns: the schema recorded
-at commit is the one completed last plus this writer's new columns; a type
-clash between the two is a `ConflictError`.
+**Schema.** A concurrent writer may have added columns or widened types: the
+schema recorded at commit is the one completed last evolved by this writer's
+(merge/evolution.py: both writers' new columns, the wider of two promoted
+types); a change no evolution rule reconciles is a `ConflictError`.
 
 Simplified compared with Apache Hudi: one conflict resolution strategy
 (Hudi's `SimpleConcurrentFileWritesConflictResolutionStrategy`), no
