@@ -7,7 +7,7 @@
         reads:   read(as_of, columns, filter, merge) · lookup(keys) · read_optimized · read_incremental · read_cdc
                  scan(…) · scan_optimized · scan_incremental · scan_cdc: the same reads as Arrow streams (table/stream.py)
                  as_of: an instant time T (completed writes begun by T, as Hudi) or a CompletionTime / Instant
-        inspect: timeline() · file_slices() · dump_levels() · file_groups()
+        inspect: timeline() · file_slices() · dump_levels() · file_groups() · schema_history()
 
 A `Table` holds no cached state that could go stale: every call lists the
 timeline and the folder again, so two `Table` objects (or two processes) on one
@@ -53,7 +53,7 @@ from lsm_lab.services import archiver, clean, clustering, commit, compaction, oc
 from lsm_lab.services import rollback as rb
 from lsm_lab.services.lock import table_lock
 from lsm_lab.storage import StoragePath, as_path, paths
-from lsm_lab.table import cdc, inspect, scan, stream
+from lsm_lab.table import cdc, inspect, scan, schema_history, stream
 from lsm_lab.table import lookup as key_lookup
 from lsm_lab.table.metadata_table import MetadataTable, open_metadata_table
 from lsm_lab.table.predicate import FilterLike
@@ -376,6 +376,12 @@ class Table(TableState):
         """The L1 base file and L0 logs of every file group a read `as_of` uses (time as in `read`), as text."""
         self.check_retained(self.resolve_time(as_of))
         return inspect.dump_levels(self, as_of)
+
+    @_one_listing
+    def schema_history(self) -> pa.Table:
+        """The table schema at every completed write where it changed (instant, completed, action, columns,
+        change, schema); a read `as_of=T` uses the schema of the last row at or before T (`schema_at`)."""
+        return schema_history.schema_history(self)
 
     # ------------------------------------------------------------------ Hudi's metadata table (read)
     def metadata_table(self) -> MetadataTable | None:

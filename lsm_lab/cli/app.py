@@ -5,7 +5,7 @@
     lsm-lab write PATH FILE --op upsert|insert|delete|bulk_insert
     lsm-lab read PATH [--as-of T | --as-of-completion C] [--columns a,b] [--filter F] [--key K ...] [--out F]
     lsm-lab read PATH --cdc --start T [--end T]       the change stream (op, before, after)
-    lsm-lab show timeline|fsview|levels|footers PATH [--json]
+    lsm-lab show timeline|fsview|levels|footers|schema PATH [--json]
     lsm-lab merge OUT IN1 IN2 ... --key K             merge sorted Parquet runs
     lsm-lab bench merge ...                           benchmarks
 
@@ -32,6 +32,7 @@ from lsm_lab.cli import interop as interop_command
 from lsm_lab.cli import lookup as lookup_command
 from lsm_lab.cli import merge as merge_command
 from lsm_lab.cli import metadata as metadata_command
+from lsm_lab.cli import schema as schema_command
 from lsm_lab.cli import services as services_command
 from lsm_lab.cli import spark as spark_command
 from lsm_lab.cli.console import (
@@ -54,7 +55,7 @@ if TYPE_CHECKING:  # start-up: the parser is built from light modules; each comm
 
 # the command modules beside this one, in the order their commands appear in `lsm-lab --help`
 FEATURES: tuple[Any, ...] = (merge_command, services_command, interop_command, lookup_command, spark_command,
-                             bench_command, metadata_command)
+                             bench_command, metadata_command, schema_command)
 
 # --------------------------------------------------------------------------- commands
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -316,9 +317,10 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
                                 "instant committed: a copied folder, a stray file; reads ignore them), formats "
                                 "(v1/v2 logs per slice), hudi-options (what a Spark/Flink Hudi writer must be "
                                 "passed to write into this table), metadata (Hudi's metadata table: its partitions, "
-                                "or with --partition NAME the records of one) (and plan)")
+                                "or with --partition NAME the records of one), schema (the table schema, as of --as-of, or with "
+                                "--history every instant where it changed) (and plan)")
     p.add_argument("path", help=TABLE_HELP + " (for footers: also one Parquet file)")
-    add_as_of(p, " (fsview, levels)")
+    add_as_of(p, " (fsview, levels, schema)")
     p.add_argument("--json", action="store_true", help="JSON output")
     p.add_argument("--archived", action="store_true", help="timeline: include archived (LSM history) instants")
     p.add_argument("--partition", metavar="NAME",

@@ -11,7 +11,10 @@ file slice:
 
 Every source is first *normalised* to one schema: the meta columns, the
 requested user columns, the ordering field and a boolean `_lsm_delete` flag.
-Columns a file lacks (added later by schema evolution) are nulls; a delete log
+Columns a file lacks (added later by schema evolution) are nulls, and a column
+stored in an older type is cast to the read's type (a promotion: int → long,
+long → double, ... merge/evolution.py), so the files of one slice written under
+different schemas merge in one schema; a delete log
 becomes rows with `_lsm_delete = true`, its key and its decoded ordering value.
 
 By default the slice, which is in memory anyway, is merged by the overlay

@@ -138,7 +138,9 @@ def evolve(config: TableConfig, current: pa.Schema | None, incoming: pa.Schema, 
         v2.validate_ordering_type(incoming.field(ordering).type, ordering)
     if current is None and is_delete:
         return None
-    return records.evolve_schema(current, incoming, partial=is_delete)
+    # Hudi's schema evolution on write (merge/evolution.py): the key, partition and ordering columns keep their type
+    fixed = {*config.record_key, *config.partition_by, *([ordering] if ordering else [])}
+    return records.evolve_schema(current, incoming, partial=is_delete, fixed=fixed)
 
 
 def planned_files(config: TableConfig, base_path: TablePath, partition: str, file_id: str,
