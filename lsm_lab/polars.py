@@ -211,7 +211,7 @@ def _list_literal(node: Any) -> list[Any] | None:
 
 def _same_meaning(typ: pa.DataType, op: str, values: list[Any]) -> bool:
     """Whether Arrow evaluates `column op value` as polars does (nulls drop out in both)."""
-    if any(v is None or isinstance(v, float) and v != v for v in values):
+    if any(v is None or (isinstance(v, float) and v != v) for v in values):
         return False
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
         return all(isinstance(v, str) for v in values)
