@@ -1,6 +1,8 @@
 """`spark.read.format("lsm_lab")`, `df.write.format("lsm_lab")` and SQL: a PySpark 4 Python Data Source.
 
     register(spark)           spark.dataSource.register(LsmLabDataSource) + filter pushdown turned on
+    SQL                       CREATE TEMPORARY VIEW trips USING lsm_lab OPTIONS (path '/data/trips');
+                              SELECT ... FROM trips WHERE ...; INSERT INTO trips (id, city, ...) SELECT ...
 
     read                                               write (mode "append")
     ────                                               ─────────────────────
@@ -34,7 +36,8 @@ named `storage.<key>` are the `storage_options` of an object-store table.
 Simplified compared with Apache Hudi's Spark datasource: the rows a job writes are staged by the tasks and
 written into file groups by the driver's `commit` (one `Table` write: the Python Data Source API has no
 shuffle before its write tasks, and lsm_lab routes every key to one file group — `write_table` is the
-distributed writer); `mode("overwrite")` is refused (lsm_lab has no insert_overwrite operation); no
+distributed writer); SQL through a temporary view only (PySpark 4.3 gives a Python data source of a
+catalog table, `CREATE TABLE ... USING lsm_lab LOCATION ...`, none of its options); `mode("overwrite")` is refused (lsm_lab has no insert_overwrite operation); no
 streaming source or sink; no incremental or CDC query type through `format("lsm_lab")` (`read_cdc`).
 
 Taught in: no chapter (README, "Reading an lsm_lab table from other engines")
@@ -71,6 +74,7 @@ from lsm_lab.errors import InputError, TableNotFoundError
 from lsm_lab.filegroup import write as writer
 from lsm_lab.filegroup.fsview import FileSlice
 from lsm_lab.filegroup.read import ReadContext
+from lsm_lab.merge.records import META_COLUMNS
 from lsm_lab.spark.jobs import arrow_schema_for, spark_schema
 from lsm_lab.storage import StoragePath, TablePath, open_read
 from lsm_lab.storage.atomic import create_file
@@ -112,8 +116,13 @@ class SourceOptions:
     def of(cls, options: Mapping[str, str]) -> SourceOptions:
         opts = {str(k).lower(): str(v) for k, v in options.items()}
         path = opts.get("path")
+        if not path and not opts:
+            raise InputError("lsm_lab got no options: PySpark (4.3) hands a Python data source of a catalog table "
+                             "(CREATE TABLE ... USING lsm_lab) none of its options or location; use "
+                             "CREATE TEMPORARY VIEW name USING lsm_lab OPTIONS (path '...') instead")
         if not path:
-            raise InputError('format("lsm_lab") needs a table path: .load(path), .save(path) or LOCATION \'...\'')
+            raise InputError('format("lsm_lab") needs a table path: .load(path), .save(path) or '
+                             "OPTIONS (path '...')")
         storage = {k[len("storage."):]: v for k, v in opts.items() if k.startswith("storage.")} or None
         if "as_of" in opts and "as_of_completion" in opts:
             raise InputError("give as_of or as_of_completion, not both")
@@ -170,11 +179,15 @@ class LsmLabDataSource(DataSource):
 
 # --------------------------------------------------------------------------- read
 class SlicePartition(InputPartition):
-    """One file slice of the scan (None: the scan found nothing to read)."""
+    """One file slice of the scan and the read context it is read with (None: nothing to read).
 
-    def __init__(self, index: int, file_slice: FileSlice | None) -> None:
+    Everything a task needs travels in the partition: Spark pickles the reader's `read` before it asks
+    for `partitions()`, so what `partitions()` learns never reaches the tasks through the reader."""
+
+    def __init__(self, index: int, file_slice: FileSlice | None, ctx: ReadContext | None) -> None:
         super().__init__(index)
         self.file_slice = file_slice
+        self.ctx = ctx
 
 
 class SliceReader(DataSourceReader):
@@ -185,7 +198,6 @@ class SliceReader(DataSourceReader):
         self.columns = tuple(f.name for f in schema.fields)
         self.out_schema = arrow_schema_for(schema)
         self.filters: list[tuple[str, str, Any]] = []
-        self.ctx: ReadContext | None = None
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         table_schema = self.opts.open().schema
@@ -200,21 +212,18 @@ class SliceReader(DataSourceReader):
         table = self.opts.open()
         scan = table.scan(columns=list(self.columns), filter=self.filters or None, as_of=self.opts.as_of,
                           merge=self.opts.merge)
-        self.ctx = scan.plan.ctx
-        slices = list(scan.plan.slices)
-        return [SlicePartition(i, fs) for i, fs in enumerate(slices)] or [SlicePartition(0, None)]
+        ctx = scan.plan.ctx
+        return [SlicePartition(i, fs, ctx) for i, fs in enumerate(scan.plan.slices)] or [SlicePartition(0, None, None)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        fs = getattr(partition, "file_slice", None)
-        if fs is None or self.ctx is None:
+        fs, ctx = getattr(partition, "file_slice", None), getattr(partition, "ctx", None)
+        if fs is None or ctx is None:
             return
-        yield from self.slice_batches(fs)
+        yield from self.slice_batches(ctx, fs)
 
-    def slice_batches(self, fs: FileSlice) -> Iterator[pa.RecordBatch]:
+    def slice_batches(self, ctx: ReadContext, fs: FileSlice) -> Iterator[pa.RecordBatch]:
         """The merged, filtered rows of one slice, with Spark's Arrow types."""
-        assert self.ctx is not None
-        plan = plan_scan(self.ctx, [fs], columns=list(self.columns), filter=self.filters or None,
-                         engine=self.opts.merge)
+        plan = plan_scan(ctx, [fs], columns=list(self.columns), filter=self.filters or None, engine=self.opts.merge)
         for batch in Scan(plan).batches():
             yield pa.Table.from_batches([batch]).cast(self.out_schema).to_batches()[0]
 
@@ -293,6 +302,10 @@ class StagedWriter(DataSourceArrowWriter):
         rows = 0
         writer_: pa.ipc.RecordBatchStreamWriter | None = None
         for batch in iterator:
+            keep = [i for i, n in enumerate(batch.schema.names) if n not in META_COLUMNS]
+            if len(keep) != batch.num_columns:  # SQL INSERT INTO t (cols) fills the meta columns with nulls
+                batch = pa.RecordBatch.from_arrays([batch.column(i) for i in keep],
+                                                   names=[batch.schema.names[i] for i in keep])
             if writer_ is None:
                 writer_ = pa.ipc.new_stream(sink, batch.schema)
             writer_.write_batch(batch)
