@@ -192,7 +192,7 @@ def _literal(node: Any) -> Any:
 
 
 def _list_literal(node: Any) -> list[Any] | None:
-    """The values of a literal list (polars serialises it as an Arrow IPC stream of one list column)."""
+    """The values of a literal list (polars serialises it as an Arrow IPC stream of one column)."""
     lit = node.get("Literal") if isinstance(node, dict) else None
     scalar = lit.get("Scalar") if isinstance(lit, dict) else None
     raw = scalar.get("List") if isinstance(scalar, dict) else None
@@ -201,9 +201,13 @@ def _list_literal(node: Any) -> list[Any] | None:
     try:
         with pa.ipc.open_stream(io.BytesIO(bytes(raw))) as reader:
             table = reader.read_all()
-        if table.num_columns != 1 or table.num_rows != 1:
+        if table.num_columns != 1:
             return None
-        values = table.column(0).to_pylist()[0]
+        column = table.column(0)
+        if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):  # one row holding the list
+            values = column.to_pylist()[0] if len(column) == 1 else None
+        else:  # the values, one per row (polars 2.x)
+            values = column.to_pylist()
     except (pa.ArrowException, ValueError, TypeError):
         return None
     return list(values) if isinstance(values, list) else None
