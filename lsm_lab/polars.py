@@ -9,8 +9,8 @@
               │               on a string, integer or boolean column  ──►  [("city", "=", "pune"), ...]
               ▼
     Table.scan(columns=with_columns + the predicate's columns, filter=tuples, batch_size)
-              │ partitions, record keys, statistics pruned (MOR-safe: table/scan.py); tuples applied
-              ▼ after the merge
+              │ partitions, record keys, statistics pruned (MOR-safe: table/scan.py); then slice after
+              ▼ slice merged whole (read_plan), the tuples applied after the merge
     every batch ─► pl.DataFrame ─► .filter(predicate) (the whole polars predicate, always)
                                 ─► .select(with_columns) ─► stop after n_rows
 
@@ -23,6 +23,10 @@ NaN above every number, Arrow's comparisons say false, and Parquet statistics le
 from polars' JSON serialisation of the expression (`Expr.meta.serialize(format="json")`, an unstable
 format): whatever it does not recognise is left to polars.
 
+**Slices are merged whole, one at a time** (not the streaming merge of `Scan.batches`): polars keeps a
+source it stopped pulling from (a limit met above a filter) until the process ends, and a suspended
+streaming merge's read-ahead threads abort the interpreter at exit.  Memory: one merged slice.
+
 Simplified compared with polars' own `scan_delta` / `scan_iceberg`: no statistics are handed to polars
 (no `count()` from metadata), and `OR` predicates are not pushed down.  Apache Hudi has no polars
 connector; hudi-rs's Python reader returns whole record batches.
@@ -32,8 +36,11 @@ Taught in: no chapter (README, "Reading an lsm_lab table from other engines")
 
 from __future__ import annotations
 
+import atexit
 import io
 import json
+import threading
+import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +49,7 @@ import pyarrow as pa
 from lsm_lab.api import open_table
 from lsm_lab.errors import InputError
 from lsm_lab.storage import TablePath
+from lsm_lab.table.scan import plan_scan, read_plan
 from lsm_lab.timeline.instanttime import TimeLike
 
 if TYPE_CHECKING:
@@ -50,6 +58,44 @@ if TYPE_CHECKING:
 _OPS = {"Eq": "=", "NotEq": "!=", "Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": ">="}
 _FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _UNKNOWN = object()
+
+class _Running:
+    """Sources polars is running right now on its threads, and whether the process is ending.
+
+    polars keeps pulling from a source on its own threads after a limit above it is met (it reads ahead),
+    and a thread still inside lsm_lab's Python code when the interpreter finalises aborts the process
+    ("FATAL: exception not rethrown").  At exit the sources are told to stop, and exit waits (a bounded
+    time: one slice's read) until none is between two batches."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.count = 0
+        self.exiting = False
+
+    def enter(self) -> bool:
+        with self.lock:
+            if self.exiting:
+                return False
+            self.count += 1
+            return True
+
+    def leave(self) -> None:
+        with self.lock:
+            self.count -= 1
+
+    def stop(self, timeout: float = 30.0) -> None:
+        with self.lock:
+            self.exiting = True
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if self.count == 0:
+                    return
+            time.sleep(0.01)
+
+
+_RUNNING = _Running()
+atexit.register(_RUNNING.stop)
 
 
 def scan_table(path: str | TablePath, *, as_of: TimeLike | None = None,
@@ -94,7 +140,16 @@ def _batches(table: Any, as_of: TimeLike | None, arrow_schema: pa.Schema, with_c
     scan = table.scan(columns=needed, filter=tuples or None, as_of=as_of,
                       batch_size=batch_size if batch_size and batch_size > 0 else 65_536)
     left = n_rows
-    for batch in scan.batches():
+    batches = _slice_batches(scan)
+    while True:
+        if not _RUNNING.enter():  # the process is ending: stop (polars no longer needs the rows)
+            return
+        try:
+            batch = next(batches, None)
+        finally:
+            _RUNNING.leave()
+        if batch is None:
+            return
         frame = pl.from_arrow(batch)
         assert isinstance(frame, pl.DataFrame)
         if predicate is not None:
@@ -107,6 +162,19 @@ def _batches(table: Any, as_of: TimeLike | None, arrow_schema: pa.Schema, with_c
             left -= frame.height
         if frame.height:
             yield frame
+
+
+def _slice_batches(scan: Any) -> Iterator[pa.RecordBatch]:
+    """The scan's batches, its slices merged whole one at a time (`read_plan` per slice).
+
+    Not `scan.batches()`: polars stops pulling when a limit above the source is met and keeps the source's
+    generator until the process ends, and a sorted streaming merge left suspended there (its read-ahead
+    threads inside Arrow) aborts the interpreter at exit.  Here no thread outlives a `yield`."""
+    plan = scan.plan
+    for fs in plan.slices:
+        one = plan_scan(plan.ctx, [fs], columns=list(plan.out_cols), filter=plan.filter, engine=plan.engine)
+        part = read_plan(one)
+        yield from part.to_batches(max_chunksize=scan.batch_size)
 
 
 # --------------------------------------------------------------------------- predicate → (col, op, value)
