@@ -9,8 +9,8 @@
               │               on a string, integer or boolean column  ──►  [("city", "=", "pune"), ...]
               ▼
     Table.scan(columns=with_columns + the predicate's columns, filter=tuples, batch_size)
-              │ partitions, record keys, statistics pruned (MOR-safe: table/scan.py); then slice after
-              ▼ slice merged whole (read_plan), the tuples applied after the merge
+              │ partitions, record keys, statistics pruned (MOR-safe: table/scan.py); the tuples
+              ▼ applied after the merge
     every batch ─► pl.DataFrame ─► .filter(predicate) (the whole polars predicate, always)
                                 ─► .select(with_columns) ─► stop after n_rows
 
@@ -23,9 +23,10 @@ NaN above every number, Arrow's comparisons say false, and Parquet statistics le
 from polars' JSON serialisation of the expression (`Expr.meta.serialize(format="json")`, an unstable
 format): whatever it does not recognise is left to polars.
 
-**Slices are merged whole, one at a time** (not the streaming merge of `Scan.batches`): polars keeps a
-source it stopped pulling from (a limit met above a filter) until the process ends, and a suspended
-streaming merge's read-ahead threads abort the interpreter at exit.  Memory: one merged slice.
+**Streams.**  Batches come from `Scan.batches()` (on `lsm_tree`, the streaming merge inside a slice).
+polars reads ahead on its own threads after a limit above the source is met, and a thread still inside
+Python when the interpreter finalises aborts it ("FATAL: exception not rethrown"); so at exit the
+sources are told to stop and exit waits until none is between two batches (`_Running`).
 
 Simplified compared with polars' own `scan_delta` / `scan_iceberg`: no statistics are handed to polars
 (no `count()` from metadata), and `OR` predicates are not pushed down.  Apache Hudi has no polars
@@ -49,7 +50,6 @@ import pyarrow as pa
 from lsm_lab.api import open_table
 from lsm_lab.errors import InputError
 from lsm_lab.storage import TablePath
-from lsm_lab.table.scan import plan_scan, read_plan
 from lsm_lab.timeline.instanttime import TimeLike
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ def _batches(table: Any, as_of: TimeLike | None, arrow_schema: pa.Schema, with_c
     scan = table.scan(columns=needed, filter=tuples or None, as_of=as_of,
                       batch_size=batch_size if batch_size and batch_size > 0 else 65_536)
     left = n_rows
-    batches = _slice_batches(scan)
+    batches = scan.batches()
     while True:
         if not _RUNNING.enter():  # the process is ending: stop (polars no longer needs the rows)
             return
@@ -162,19 +162,6 @@ def _batches(table: Any, as_of: TimeLike | None, arrow_schema: pa.Schema, with_c
             left -= frame.height
         if frame.height:
             yield frame
-
-
-def _slice_batches(scan: Any) -> Iterator[pa.RecordBatch]:
-    """The scan's batches, its slices merged whole one at a time (`read_plan` per slice).
-
-    Not `scan.batches()`: polars stops pulling when a limit above the source is met and keeps the source's
-    generator until the process ends, and a sorted streaming merge left suspended there (its read-ahead
-    threads inside Arrow) aborts the interpreter at exit.  Here no thread outlives a `yield`."""
-    plan = scan.plan
-    for fs in plan.slices:
-        one = plan_scan(plan.ctx, [fs], columns=list(plan.out_cols), filter=plan.filter, engine=plan.engine)
-        part = read_plan(one)
-        yield from part.to_batches(max_chunksize=scan.batch_size)
 
 
 # --------------------------------------------------------------------------- predicate → (col, op, value)

@@ -161,3 +161,22 @@ def test_unknown_column_is_a_typed_error(tmp_table: Callable[..., lsm_lab.Table]
     assert "nope" in str(info.value)
     with pytest.raises(LsmLabError):
         scan_table(t.path, as_of="not a time")
+
+
+def test_a_limit_above_a_filter_does_not_abort_the_process_at_exit(tmp_table: Callable[..., lsm_lab.Table]) -> None:
+    """polars keeps reading ahead from the source after `head(n)` is met above a filter; a thread still in
+    lsm_lab's streaming merge when Python finalises aborted the process ("FATAL: exception not rethrown")
+    before `scan_table` told its sources to stop at exit."""
+    import os
+    import subprocess
+    import sys
+
+    t = _table(tmp_table, "lsm_tree", "MERGE_ON_READ", n=20_000)
+    code = ("import polars as pl\nfrom lsm_lab.polars import scan_table\n"
+            f"lazy = scan_table({str(t.path)!r})\n"
+            "print(lazy.filter(pl.col('city') == 'pune').head(5).collect().height)\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(lsm_lab.__file__).parents[1])}
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+        assert (done.returncode, done.stdout.strip()) == (0, "5"), done.stderr[-2000:]
+        assert "FATAL" not in done.stderr
