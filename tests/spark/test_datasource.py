@@ -7,6 +7,7 @@ file slice left after pruning) and, for the reader run in this process, by the d
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -202,3 +203,48 @@ def test_writes_commit_once_and_an_aborted_job_commits_nothing(lsm_spark: Any,
     with pytest.raises(Exception, match="overwrite"):
         frame.write.format("lsm_lab").mode("overwrite").save(str(t.path))
     assert len(t.completed_writes()) == before + 2
+
+
+def _data_files(t: lsm_lab.Table) -> list[Path]:
+    return sorted(p for p in Path(str(t.path)).rglob("*.parquet") if ".hoodie" not in p.parts)
+
+
+def _unread(files: list[Path]) -> None:
+    """Access time back to the modification time: with `relatime` (and `strictatime`) the next read of
+    the file, by any process, moves it forward."""
+    for p in files:
+        st = p.stat()
+        os.utime(p, ns=(st.st_mtime_ns, st.st_mtime_ns))
+
+
+def _read_since(files: list[Path]) -> set[str]:
+    return {p.name for p in files if p.stat().st_atime_ns > p.stat().st_mtime_ns}
+
+
+def test_sql_with_a_partition_and_a_key_filter_opens_only_the_files_it_needs(
+        lsm_spark: Any, tmp_table: Callable[..., lsm_lab.Table]) -> None:
+    """The issue's figure for Spark SQL, counted across processes (driver, planning and task workers): the
+    files whose access time moved.  A full scan moves every data file's; the filtered query only files of
+    the key's partition, fewer than a full scan."""
+    t = _table(tmp_table)
+    files = _data_files(t)
+    key = "k00043"
+    city = t.lookup(key).column("city")[0].as_py()
+    lsm_spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW opened USING lsm_lab OPTIONS (path '{t.path}')")
+    _unread(files)
+    probe = files[0]
+    probe.read_bytes()
+    if probe.stat().st_atime_ns <= probe.stat().st_mtime_ns:
+        pytest.skip("this file system does not record access times (noatime)")
+    _unread(files)
+    assert lsm_spark.sql("SELECT count(*) FROM opened").collect()[0][0] == t.read().num_rows
+    everything = _read_since(files)
+    live = {f.path.name for fs in t.latest_slices() for f in ((fs.base_file,) if fs.base_file else ()) + fs.log_files}
+    assert everything >= live - {p.name for p in files if p.stat().st_size == 0}
+    _unread(files)
+    rows = lsm_spark.sql(f"SELECT id FROM opened WHERE city = '{city}' AND id = '{key}'").collect()
+    assert [r["id"] for r in rows] == [key]
+    needed = _read_since(files)
+    in_partition = {p.name for p in files if p.parent.name == f"city={city}"}
+    print(f"spark sql: {len(needed)} of {len(everything)} data files opened")
+    assert needed and needed <= in_partition and len(needed) < len(everything)
