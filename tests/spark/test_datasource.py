@@ -248,3 +248,27 @@ def test_sql_with_a_partition_and_a_key_filter_opens_only_the_files_it_needs(
     in_partition = {p.name for p in files if p.parent.name == f"city={city}"}
     print(f"spark sql: {len(needed)} of {len(everything)} data files opened")
     assert needed and needed <= in_partition and len(needed) < len(everything)
+
+
+def test_options_time_travel_and_typed_errors(tmp_table: Callable[..., lsm_lab.Table]) -> None:
+    """The source Spark runs, run here: as_of / as_of_completion / columns, and user mistakes as InputError."""
+    t = tmp_table(ordering_field="ts")
+    first = t.insert(pa.table({"id": ["a", "b"], "v": [1, 2], "ts": [0, 0]}))
+    t.upsert(pa.table({"id": ["a"], "v": [9], "ts": [1]}))
+
+    def rows(**options: str) -> list[tuple[Any, ...]]:
+        source = LsmLabDataSource({"path": str(t.path), **options})
+        reader = source.reader(source.schema())
+        return sorted((r["id"], r["v"]) for p in reader.partitions() for b in reader.read(p) for r in b.to_pylist())
+
+    assert rows() == [("a", 9), ("b", 2)]
+    assert rows(as_of=first.begin_time) == [("a", 1), ("b", 2)]
+    assert rows(as_of_completion=str(first.completion_time)) == [("a", 1), ("b", 2)]
+    assert [f.name for f in LsmLabDataSource({"path": str(t.path), "columns": "id,v"}).schema().fields] == ["id", "v"]
+    for bad in ({}, {"path": str(t.path), "columns": "id,nope"}, {"path": str(t.path), "as_of": "1", "as_of_completion": "1"},
+                {"path": str(t.path), "operation": "merge"}):
+        with pytest.raises(lsm_lab.InputError):
+            source = LsmLabDataSource(bad)
+            source.schema() if "operation" not in bad else source.writer(source.schema(), False)
+    with pytest.raises(lsm_lab.InputError, match="overwrite"):
+        LsmLabDataSource({"path": str(t.path)}).writer(None, True)
