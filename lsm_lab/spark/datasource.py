@@ -36,7 +36,9 @@ named `storage.<key>` are the `storage_options` of an object-store table.
 Simplified compared with Apache Hudi's Spark datasource: the rows a job writes are staged by the tasks and
 written into file groups by the driver's `commit` (one `Table` write: the Python Data Source API has no
 shuffle before its write tasks, and lsm_lab routes every key to one file group — `write_table` is the
-distributed writer); SQL through a temporary view only (PySpark 4.3 gives a Python data source of a
+distributed writer), so the driver holds the job's rows in memory as `Table.upsert` does, and a driver
+that dies between the tasks and the commit leaves its staging folder behind (hidden: readers and
+listings skip it; the table still reads its last commit); SQL through a temporary view only (PySpark 4.3 gives a Python data source of a
 catalog table, `CREATE TABLE ... USING lsm_lab LOCATION ...`, none of its options); `mode("overwrite")` is refused (lsm_lab has no insert_overwrite operation); no
 streaming source or sink; no incremental or CDC query type through `format("lsm_lab")` (`read_cdc`).
 
