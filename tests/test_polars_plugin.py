@@ -180,3 +180,22 @@ def test_a_limit_above_a_filter_does_not_abort_the_process_at_exit(tmp_table: Ca
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
         assert (done.returncode, done.stdout.strip()) == (0, "5"), done.stderr[-2000:]
         assert "FATAL" not in done.stderr
+
+
+def test_batch_size_and_row_limit_reach_the_scan(tmp_table: Callable[..., lsm_lab.Table],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The source polars calls: frames of at most `batch_size` rows, and `n_rows` stops the scan early
+    (fewer files opened than a full read)."""
+    from lsm_lab.polars import _batches
+
+    t = _table(tmp_table, "lsm_tree", "MERGE_ON_READ")
+    schema = t.read_context(None).full_schema
+    frames = list(_batches(t, None, schema, ["id", "v"], None, None, 100))
+    assert max(f.height for f in frames) <= 100 and sum(f.height for f in frames) == t.read().num_rows
+    opened = _opened(monkeypatch)
+    list(_batches(t, None, schema, ["id"], None, None, 500))
+    everything = len(set(opened))
+    opened.clear()
+    first = list(_batches(t, None, schema, ["id"], None, 10, 500))
+    assert sum(f.height for f in first) == 10
+    assert 0 < len(set(opened)) < everything
