@@ -117,15 +117,19 @@ def is_stream(data: Any) -> bool:
 
 
 def _batches(data: Any, what: str) -> Iterator[pa.RecordBatch | pa.Table]:
-    if isinstance(data, pa.RecordBatchReader):
-        yield from data
-        return
-    if hasattr(data, "__arrow_c_stream__") and not isinstance(data, (pa.Table, pa.RecordBatch)):
+    reader = data if isinstance(data, pa.RecordBatchReader) else None
+    if reader is None and hasattr(data, "__arrow_c_stream__") and not isinstance(data, (pa.Table, pa.RecordBatch)):
         try:
             reader = pa.RecordBatchReader.from_stream(data)
         except (TypeError, ValueError, pa.ArrowException) as exc:
             raise InputError(f"{what}: {type(data).__name__} gave no Arrow stream: {str(exc)[:200]}") from None
-        yield from reader
+    if reader is not None:
+        empty = True
+        for b in reader:
+            empty = False
+            yield b
+        if empty:  # a stream of no batches still has a schema
+            yield reader.schema.empty_table()
         return
     if hasattr(data, "collect_batches"):  # polars LazyFrame: its result frame by frame
         for frame in data.collect_batches():
@@ -156,6 +160,8 @@ def chunks(data: Any, buffer_rows: int, *, what: str = "data") -> Iterator[pa.Ta
         table = pa.Table.from_batches([item]) if isinstance(item, pa.RecordBatch) else item
         if schema is None:
             schema = table.schema
+        if table.num_rows == 0:  # nothing to write (its schema does not start a chunk)
+            continue
         if pending and not table.schema.equals(pending[0].schema):
             yield pa.concat_tables(pending)
             given, pending, held = True, [], 0
