@@ -1,6 +1,7 @@
 """What the `lsm-lab` commands share: input and output files, `--option KEY=VALUE`, printing a frame.
 
     read_input_file(path)        .parquet / .csv / .jsonl  → pyarrow.Table   (InputError otherwise)
+    open_input_stream(path)      the same, as a stream of batches (`lsm-lab write`)
     write_output_file(t, path)   pyarrow.Table → .parquet / .csv / .jsonl
     write_output_stream(r, path) a RecordBatchReader → the same, batch by batch
     parse_options(items)         ["k=v", ...] → {"k": "v"}
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +71,42 @@ def read_input_file(path: str) -> pa.Table:
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"cannot read {suffix[1:]} file: {exc}", path=p) from None
     raise InputError("unknown file type (use .parquet, .csv or .jsonl)", path=p)
+
+
+#: CSV / JSON lines read by `open_input_stream` in blocks of this many bytes (their types come from the first)
+INPUT_BLOCK_BYTES = 64 << 20
+
+
+def open_input_stream(path: str) -> Iterator[pa.RecordBatch]:
+    """Parquet (row group by row group), CSV or JSON lines (block by block), by extension, as a stream of
+    batches (`lsm-lab write`: the table writes it in bounded memory).  A file that cannot be read is an
+    InputError, when it is opened or later, at the batch that fails."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such file", path=p)
+    suffix = p.suffix.lower()
+    if suffix not in (".parquet", ".pq", ".csv", ".json", ".jsonl", ".ndjson"):
+        raise InputError("unknown file type (use .parquet, .csv or .jsonl)", path=p)
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        try:
+            if suffix in (".parquet", ".pq"):
+                import pyarrow.parquet as pq
+
+                with pq.ParquetFile(p) as f:
+                    yield from f.iter_batches()
+            elif suffix == ".csv":
+                import pyarrow.csv as pcsv
+
+                yield from pcsv.open_csv(p, read_options=pcsv.ReadOptions(block_size=INPUT_BLOCK_BYTES))
+            else:
+                import pyarrow.json as pjson
+
+                yield from pjson.open_json(p, read_options=pjson.ReadOptions(block_size=INPUT_BLOCK_BYTES))
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InputError(f"cannot read {suffix[1:]} file: {exc}", path=p) from None
+
+    return batches()
 
 
 def write_output_stream(reader: pa.RecordBatchReader, path: str) -> int:
@@ -147,4 +185,4 @@ def print_frame(df: Any, as_json: bool) -> None:
 #: the help text of every command's table argument (tables live on local disk or an object store)
 TABLE_HELP = "table folder or URI (s3://bucket/prefix, gs://, az://)"
 
-__all__ = ["TABLE_HELP", "parse_options", "print_frame", "read_input_file", "write_output_file", "write_output_stream"]
+__all__ = ["TABLE_HELP", "open_input_stream", "parse_options", "print_frame", "read_input_file", "write_output_file", "write_output_stream"]
