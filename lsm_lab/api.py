@@ -81,6 +81,12 @@ def _one_listing(method: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _drain(items: list[Any]) -> Iterable[Any]:
+    """The items of a list, each dropped from the list as it is given (the list holds no chunk read already)."""
+    while items:
+        yield items.pop(0)
+
+
 class Table(TableState):
     """A Hudi table on local storage, as lsm_lab reads and writes it (the state, plus the verbs)."""
 
@@ -198,6 +204,8 @@ class Table(TableState):
         second = next(chunks, None) if first is not None else None
         if second is None:
             return self._write([] if first is None else first, op)
+        head = [first, second]  # handed over once, never held by this frame while the stream is read
+        del first, second
         state: stream_write.StreamWrite | None = None
 
         def write_files(txn: occ.WriteTransaction) -> list[WriteStat]:
@@ -217,7 +225,7 @@ class Table(TableState):
                     base_path=self.path, config=self.config, schema=self.schema, op=op, instant=txn.begin_time,
                     groups_of=groups_of, ctx_of=ctx_of, mark=txn.mark, buffer_rows=limit,
                     on_rows=b.update if b is not None else None)
-                return state.run(itertools.chain([first, second], chunks))
+                return state.run(itertools.chain(_drain(head), chunks))
 
         def final_schema() -> pa.Schema:
             return state.batch_schema if state is not None else pa.schema([])

@@ -1,4 +1,4 @@
-"""`lsm-lab bench NAME ...`: the benchmarks that belong to no feature command (storage, cdc, scan).
+"""`lsm-lab bench NAME ...`: the benchmarks that belong to no feature command (storage, cdc, scan, write-stream).
 
 Every command module of cli/ contributes to the parser the same way (app.py's `FEATURES`):
 `register(subparsers)` for its commands, `register_bench(bench_subparsers)` for its
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lsm_lab.bench import cdc, storage
+from lsm_lab.bench import cdc, storage, write_stream
 from lsm_lab.bench import scan as scan_bench
 
 
@@ -42,7 +42,7 @@ def register_report_bench(bench_subparsers: Any, name: str, summary: str, doc: s
 
 
 def register_bench(bench_subparsers: Any) -> None:
-    """`lsm-lab bench storage`, `lsm-lab bench cdc` and `lsm-lab bench scan`."""
+    """`lsm-lab bench storage`, `lsm-lab bench cdc`, `lsm-lab bench scan` and `lsm-lab bench write-stream`."""
     register_report_bench(bench_subparsers, "storage",
                           "a table on local disk vs on a local S3 server (moto): seconds and requests per operation",
                           storage.__doc__, add_arguments=storage.add_arguments, run=storage.run, report=storage.report)
@@ -53,6 +53,12 @@ def register_bench(bench_subparsers: Any) -> None:
                           "scan().to_reader() batch by batch vs read(): peak RSS, throughput, first batch",
                           scan_bench.__doc__, add_arguments=scan_bench.add_arguments, run=scan_bench.run,
                           report=scan_bench.report)
+    p = bench_subparsers.add_parser("write-stream", help="writing N rows from a RecordBatchReader vs from one in-memory "
+                                    "table: peak RSS and time, each in its own process",
+                                    description=write_stream.__doc__,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    write_stream.add_arguments(p)
+    p.set_defaults(func=write_stream.main_from_args)
 
 
 __all__ = ["register_bench", "register_report_bench"]
