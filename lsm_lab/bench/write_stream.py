@@ -40,6 +40,7 @@ from lsm_lab.api import create_table, open_table
 from lsm_lab.bench.merge import peak_rss_bytes
 from lsm_lab.errors import InputError
 from lsm_lab.lab.datagen import TripsGenerator
+from lsm_lab.services.commit import describe_write
 
 CONTENDERS = ("floor", "table", "stream")
 ROW_GROUP = 65_536
@@ -72,8 +73,6 @@ def child_main(job_json: str) -> None:
     """Inside the child process: one contender, one RESULT line."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from lsm_lab.services.commit import describe_write
 
     job = json.loads(job_json)
     t = open_table(job["table"])
