@@ -41,8 +41,8 @@ temporary folder; about the input's size, uncompressed), removed when the write 
 killed writer leaves it behind there (never in the table).
 
 Simplified compared with Apache Hudi: Hudi's writers take a Spark/Flink dataset, never a
-local stream; they shuffle records to file groups and roll log files at
-`hoodie.logfile.max.size` while writing.  lsm_lab spills to local files instead of a shuffle,
+local stream; they shuffle records to file groups, and `HoodieAppendHandle` rolls a log file over to its next
+version at `hoodie.logfile.max.size` (`HoodieStorageConfig`, 1 GB) while writing.  lsm_lab spills to local files instead of a shuffle,
 and rolls a bucket group's log by key range (so that the logs of one instant never hold the
 same key twice) rather than by size; only the first bin of new keys fills small file groups.
 
