@@ -166,7 +166,7 @@ def test_stream_kinds(tmp_path: Path) -> None:
 def test_bad_streams_are_typed_errors_and_roll_back(tmp_path: Path) -> None:
     t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", ordering_field="ts")
     t.upsert(pa.table({"id": ["a"], "ts": [1], "v": ["x"]}))
-    with pytest.raises(InputError, match="item 1 of the stream is a int"):
+    with pytest.raises(InputError, match="item 1 of the stream is a int; expected pyarrow RecordBatches"):
         t.upsert(iter([pa.table({"id": ["b"], "ts": [1], "v": ["y"]}), 5]), buffer_rows=1)
     with pytest.raises(InputError, match="buffer_rows must be a positive integer"):
         t.upsert(iter([pa.table({"id": ["b"], "ts": [1], "v": ["y"]})]), buffer_rows=0)

@@ -141,11 +141,13 @@ def _batches(data: Any, what: str) -> Iterator[pa.RecordBatch | pa.Table]:
     for i, item in enumerate(data):
         if isinstance(item, (pa.RecordBatch, pa.Table)):
             yield item
-        elif hasattr(item, "__arrow_c_stream__") and not _is_pandas(item):
+        elif _is_pandas(item):
+            yield records.to_arrow(item, what=what)
+        elif hasattr(item, "__arrow_c_stream__"):
             yield from _batches(item, what)
         else:
             raise InputError(f"{what}: item {i} of the stream is a {type(item).__name__}; "
-                             "expected pyarrow RecordBatches or Tables")
+                             "expected pyarrow RecordBatches or Tables, pandas or polars DataFrames")
 
 
 def chunks(data: Any, buffer_rows: int, *, what: str = "data") -> Iterator[pa.Table]:
