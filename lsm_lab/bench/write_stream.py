@@ -9,7 +9,7 @@ key-lookup layout) in a fresh Python process, so that its peak RSS (`VmHWM`, as
 bench/merge.py reads it) is its own:
 
     table    pq.read_table(file) → t.insert(table)                  the whole input in memory, one write
-    stream   ParquetFile(file).iter_batches() as a RecordBatchReader
+    stream   ParquetFile(file, pre_buffer=False).iter_batches() as a RecordBatchReader
              → t.insert(reader, buffer_rows=B)                      chunks of B rows, one commit
     floor    open the table, read nothing                           start-up: the floor of both
 
@@ -82,7 +82,7 @@ def child_main(job_json: str) -> None:
         instant = getattr(t, job["op"])(pq.read_table(job["input"]))
         report = describe_write(t.instant_metadata(instant))
     elif job["contender"] == "stream":
-        f = pq.ParquetFile(job["input"])
+        f = pq.ParquetFile(job["input"], pre_buffer=False)  # pre_buffer's cache keeps every row group read
         reader = pa.RecordBatchReader.from_batches(f.schema_arrow, f.iter_batches())
         instant = getattr(t, job["op"])(reader, buffer_rows=job["buffer_rows"])
         report = describe_write(t.instant_metadata(instant))

@@ -93,7 +93,7 @@ def open_input_stream(path: str) -> Iterator[pa.RecordBatch]:
             if suffix in (".parquet", ".pq"):
                 import pyarrow.parquet as pq
 
-                with pq.ParquetFile(p) as f:
+                with pq.ParquetFile(p, pre_buffer=False) as f:  # pre_buffer's cache keeps every row group read
                     yield from f.iter_batches()
             elif suffix == ".csv":
                 import pyarrow.csv as pcsv

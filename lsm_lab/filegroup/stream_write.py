@@ -36,6 +36,9 @@ What one write holds in memory (the limit of what it buffers):
   COPY_ON_WRITE that is the file group after the write, as for an in-memory write;
 - the keys of the existing file groups of the partitions written (key-lookup tables), as an
   in-memory write reads them.
+A Parquet file read as a stream with `pyarrow.parquet.ParquetFile(path).iter_batches()` should be opened
+with `pre_buffer=False`: the default read cache keeps every row group read until the file is closed
+(found by `lsm-lab bench write-stream`: the reader's memory grew with the file, not the chunk).
 The spill lives in a temporary folder of the local disk (`spill_dir`, default the system's
 temporary folder; about the input's size, uncompressed), removed when the write ends; a
 killed writer leaves it behind there (never in the table).
