@@ -231,3 +231,14 @@ def test_cli_write_streams_a_file(tmp_path: Path, suffix: str, capsys: pytest.Ca
     assert {r["id"]: r["v"] for r in lsm_lab.open_table(t.path).read().to_pylist()} == {
         f"k{i:03d}": 80 + i for i in range(40)}
     assert main(["write", str(t.path), str(tmp_path / "missing.parquet")]) == 2
+
+
+def test_bench_write_stream_small() -> None:
+    """The benchmark's plumbing at a tiny size: both contenders write every row and report the same."""
+    from lsm_lab.bench import write_stream
+
+    result = write_stream.run(rows=3_000, buffer_rows=1_000, log=lambda _: None)
+    assert result["report"] == "insert: 3,000 rows in → 3,000 inserted, 0 updated"
+    assert set(result["contenders"]) == {"floor", "table", "stream"}
+    assert all(c["peak_rss_bytes"] > 0 for c in result["contenders"].values())
+    assert "stream / table: peak RSS" in write_stream.report(result)
