@@ -31,6 +31,7 @@ from lsm_lab.services.commit import describe_write
 Row = tuple[int, str, int]  # key number, partition, ordering value
 
 ROWS = st.lists(st.tuples(st.integers(0, 25), st.sampled_from(["a", "b"]), st.integers(0, 4)), max_size=60)
+"""(key number, partition, ordering value) rows: few keys, so that keys repeat inside and across chunks"""
 
 
 def _table(rows: list[Row], tag: str, ordering: bool) -> pa.Table:
@@ -91,8 +92,9 @@ def _report(t: lsm_lab.Table, instant: lsm_lab.Instant) -> str:
 @pytest.mark.parametrize("layout,table_type", [("lsm_tree", "MERGE_ON_READ"), ("lsm_tree", "COPY_ON_WRITE"),
                                                ("default", "MERGE_ON_READ"), ("default", "COPY_ON_WRITE")])
 @pytest.mark.parametrize("op", ["insert", "upsert", "bulk_insert", "delete"])
-@settings(max_examples=6, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(before=ROWS, given_rows=ROWS, ordering=st.booleans(), buffer=st.integers(1, 9), batch=st.integers(1, 7))
+@settings(max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(before=ROWS, given_rows=ROWS.filter(lambda rows: len(rows) >= 6), ordering=st.booleans(),
+       buffer=st.integers(1, 5), batch=st.integers(1, 7))
 def test_stream_equals_one_batch(tmp_path_factory: pytest.TempPathFactory, layout: str, table_type: str, op: str,
                                  before: list[Row], given_rows: list[Row], ordering: bool, buffer: int,
                                  batch: int) -> None:
