@@ -153,7 +153,7 @@ class Table(TableState):
         in bounded memory as one commit (`lsm_lab.filegroup.stream_write`): a `pyarrow.RecordBatchReader`,
         anything with `__arrow_c_stream__` (a polars DataFrame, a DuckDB relation, a DataFusion DataFrame),
         a polars LazyFrame, an iterator of RecordBatches or Tables.  A stream is read in chunks of
-        `buffer_rows` rows (default: the table property `lsm_lab.write.buffer.rows`, else 1,000,000); the
+        `buffer_rows` rows (default: the table property `lsm_lab.write.buffer.rows`, else 250,000); the
         table after the write is the same as after writing the whole stream as one batch."""
         return self._write(data, "insert", buffer_rows)
 

@@ -39,6 +39,7 @@ from lsm_lab.allocator import command_env
 from lsm_lab.api import create_table, open_table
 from lsm_lab.bench.merge import peak_rss_bytes
 from lsm_lab.errors import InputError
+from lsm_lab.filegroup.stream_write import DEFAULT_BUFFER_ROWS
 from lsm_lab.lab.datagen import TripsGenerator
 from lsm_lab.services.commit import describe_write
 
@@ -109,7 +110,7 @@ def run_contender(job: dict[str, Any], *, timeout: float = 7200) -> dict[str, An
     return {"contender": job["contender"], "load_1m_before": load, **json.loads(lines[-1][len("RESULT "):])}
 
 
-def run(rows: int = 1_000_000, repeats: int = 1, buffer_rows: int = 250_000, op: str = "insert",
+def run(rows: int = 1_000_000, repeats: int = 1, buffer_rows: int = DEFAULT_BUFFER_ROWS, op: str = "insert",
         layout: str = "lsm_tree", log: Callable[[str], None] = print) -> dict[str, Any]:
     """Write the input once, then each contender into a fresh table (`repeats` times, medians kept)."""
     if rows < 1 or repeats < 1 or buffer_rows < 1:
@@ -172,8 +173,8 @@ def report(result: dict[str, Any]) -> str:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rows", type=int, default=1_000_000, help="rows written (default 1000000)")
     p.add_argument("--repeats", type=int, default=1, help="runs per contender, medians reported (default 1)")
-    p.add_argument("--buffer-rows", type=int, default=250_000,
-                   help="the streamed write's chunk, in rows (default 250000)")
+    p.add_argument("--buffer-rows", type=int, default=DEFAULT_BUFFER_ROWS,
+                   help=f"the streamed write's chunk, in rows (default {DEFAULT_BUFFER_ROWS}, the library's)")
     p.add_argument("--op", default="insert", choices=["insert", "upsert", "bulk_insert"], help="write operation")
     p.add_argument("--layout", default="lsm_tree", choices=["lsm_tree", "default"], help="table layout")
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")

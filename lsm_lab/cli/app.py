@@ -271,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write operation (default upsert); for delete the file holds the keys")
     p.add_argument("--buffer-rows", type=int, metavar="N",
                    help="rows read and routed at a time: the file is streamed and written as one commit in bounded "
-                        "memory (default: the table property lsm_lab.write.buffer.rows, else 1,000,000)")
+                        "memory (default: the table property lsm_lab.write.buffer.rows, else 250,000)")
     p.set_defaults(func=cmd_write)
 
     p = sub.add_parser("read", help="read a snapshot (or time travel)", description="Read the table at PATH.")
