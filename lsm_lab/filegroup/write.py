@@ -29,8 +29,12 @@ A log of updates or deletes whose records all sit in the slice's base file
 carries their row numbers there (RECORD_POSITIONS, filegroup/posmerge.py), so that
 readers can merge it by position.
 
+A stream (RecordBatchReader, `__arrow_c_stream__`, iterator of batches) is written by
+filegroup/stream_write.py in chunks through the same `prepare`, `tag` and `write_file_group`.
+
 Simplified compared with Apache Hudi: no log-file rollover by size (one log
-file per file group per commit); `insert` and `upsert` store records the same
+file per file group per commit; a streamed write cuts a large bucket group's share into key
+ranges instead, see stream_write.py); `insert` and `upsert` store records the same
 way (a later version of a key always merges with the earlier one) and differ
 only in the statistics.
 
