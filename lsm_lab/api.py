@@ -5,7 +5,7 @@
                  └──────────────► Table ◄───────────────────┘
         writes:  insert · upsert · delete · bulk_insert      → completed Instant
         reads:   read(as_of, columns, filter, merge) · lookup(keys) · read_optimized · read_incremental · read_cdc
-                 scan(…) · scan_optimized · scan_incremental: the same reads as Arrow streams (table/stream.py)
+                 scan(…) · scan_optimized · scan_incremental · scan_cdc: the same reads as Arrow streams (table/stream.py)
                  as_of: an instant time T (completed writes begun by T, as Hudi) or a CompletionTime / Instant
         inspect: timeline() · file_slices() · dump_levels() · file_groups()
 
@@ -117,6 +117,16 @@ class Table(TableState):
         `archived=True` puts the instants of the LSM timeline first (column
         `archived` tells them apart).
         """
+        cols = ["begin_time", "completion_time", "action", "state", "operation", "partitions", "files",
+                "records_written", "records_inserted", "records_updated", "records_deleted", "bytes_written"]
+        if archived:
+            cols.append("archived")
+        import pandas as pd  # start-up: only inspection returns frames
+
+        return pd.DataFrame(self.timeline_rows(archived), columns=cols)
+
+    def timeline_rows(self, archived: bool = False) -> list[dict[str, Any]]:
+        """`timeline()`'s rows as dicts (what `lsm-lab show timeline` prints, without loading pandas)."""
         rows = []
         items = [(i, False) for i in self.instants()]
         old_meta: dict[str, dict[str, Any]] = {}
@@ -137,13 +147,7 @@ class Table(TableState):
             if archived:
                 row["archived"] = is_old
             rows.append(row)
-        cols = ["begin_time", "completion_time", "action", "state", "operation", "partitions", "files",
-                "records_written", "records_inserted", "records_updated", "records_deleted", "bytes_written"]
-        if archived:
-            cols.append("archived")
-        import pandas as pd  # start-up: only inspection returns frames
-
-        return pd.DataFrame(rows, columns=cols)
+        return rows
 
     # ------------------------------------------------------------------ writes
     def insert(self, data: Any, *, buffer_rows: int | None = None) -> Instant:
@@ -416,6 +420,13 @@ class Table(TableState):
         schema metadata `lsm_lab.cdc.inferred_instants` (lsm_lab/table/cdc.py).
         """
         return cdc.read_cdc(self, start, end, columns=columns)
+
+    @_one_listing
+    def scan_cdc(self, start: TimeLike | None, end: TimeLike | None = None, *, columns: Sequence[str] | None = None,
+                 batch_size: int = stream.BATCH_ROWS) -> cdc.ChangeScan:
+        """`read_cdc` as a stream (table/cdc.py `ChangeScan`): the same rows, read instant by instant as
+        they are consumed (`to_reader()`, `pl.DataFrame(scan)`, `duckdb.from_arrow(scan)`, `to_table()`)."""
+        return cdc.ChangeScan(self, start, end, columns=columns, batch_size=batch_size)
 
     # ------------------------------------------------------------------ inspection
     @_one_listing

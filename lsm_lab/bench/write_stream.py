@@ -180,7 +180,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
 
 
-def main_from_args(args: argparse.Namespace) -> int:
+def run_from_args(args: argparse.Namespace) -> int:
     result = run(rows=args.rows, repeats=args.repeats, buffer_rows=args.buffer_rows, op=args.op, layout=args.layout)
     print(report(result))
     if args.json:
