@@ -155,7 +155,7 @@ def run(rows: int = 1_000_000, repeats: int = 1, buffer_rows: int = DEFAULT_BUFF
 def report(result: dict[str, Any]) -> str:
     c = result["contenders"]
     lines = [f"{result['op']} of {result['rows']:,} rows ({result['input_bytes'] / 2**20:.0f} MiB of Parquet input), "
-             f"{result['layout']} MERGE_ON_READ, 3 partitions x 4 buckets; stream buffer {result['buffer_rows']:,} rows; "
+             f"{result['layout']} MERGE_ON_READ, 3 partitions{' x 4 buckets' if result['layout'] == 'lsm_tree' else ''}; stream buffer {result['buffer_rows']:,} rows; "
              f"{result['cpus']} cores; median of {result['repeats']}",
              f"  both: {result['report']}",
              f"{'contender':<10}{'seconds':>9}{'peak RSS MiB':>14}{'load':>6}"]
