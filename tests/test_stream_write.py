@@ -235,6 +235,7 @@ def test_cli_write_streams_a_file(tmp_path: Path, suffix: str, capsys: pytest.Ca
     assert main(["write", str(t.path), str(tmp_path / "missing.parquet")]) == 2
 
 
+@pytest.mark.slow  # whole processes, as the other bench runs
 def test_bench_write_stream_small() -> None:
     """The benchmark's plumbing at a tiny size: both contenders write every row and report the same."""
     from lsm_lab.bench import write_stream
