@@ -41,10 +41,10 @@ from lsm_lab.cli.console import (
     LazySubParsers,
     add_as_of,
     as_of_arg,
+    open_input_stream,
     parse_options,
     print_frame,
     print_rows,
-    read_input_file,
     write_output_file,
     write_output_stream,
 )
@@ -95,8 +95,8 @@ def cmd_write(args: argparse.Namespace) -> int:
     from lsm_lab.services.commit import describe_write  # start-up: on first use
 
     table = open_table(args.path)
-    data = read_input_file(args.file)
-    instant = getattr(table, args.op)(data)
+    data = open_input_stream(args.file)  # written in chunks of --buffer-rows rows, as one commit
+    instant = getattr(table, args.op)(data, buffer_rows=args.buffer_rows)
     print(f"{describe_write(table.instant_metadata(instant))} → {instant}")
     return 0
 
@@ -283,6 +283,9 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument("file", help="input file (.parquet, .csv, .jsonl)")
     p.add_argument("--op", default="upsert", choices=["upsert", "insert", "delete", "bulk_insert"],
                    help="write operation (default upsert); for delete the file holds the keys")
+    p.add_argument("--buffer-rows", type=int, metavar="N",
+                   help="rows read and routed at a time: the file is streamed and written as one commit in bounded "
+                        "memory (default: the table property lsm_lab.write.buffer.rows, else 250,000)")
     p.set_defaults(func=cmd_write)
 
     p = sub.add_parser("read", help="read a snapshot (or time travel)", description="Read the table at PATH.")

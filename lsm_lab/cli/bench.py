@@ -1,4 +1,5 @@
-"""`lsm-lab bench NAME ...`: the benchmarks that belong to no feature command (storage, cdc, scan, startup, scale).
+"""`lsm-lab bench NAME ...`: the benchmarks that belong to no feature command (storage, cdc, scan, startup, scale,
+write-stream).
 
 Every command module of cli/ contributes to the parser the same way (app.py's `FEATURES`):
 `register(subparsers)` for its commands, `register_bench(bench_subparsers)` for its
@@ -80,7 +81,7 @@ def register_args_bench(bench_subparsers: Any, name: str, summary: str, module: 
 
 
 def register_bench(bench_subparsers: Any) -> None:
-    """`lsm-lab bench storage`, `cdc`, `scan`, `startup` and `scale`."""
+    """`lsm-lab bench storage`, `cdc`, `scan`, `startup`, `scale` and `write-stream`."""
     register_module_bench(bench_subparsers, "storage",
                           "a table on local disk vs on a local S3 server (moto): seconds and requests per operation",
                           "lsm_lab.bench.storage")
@@ -96,6 +97,9 @@ def register_bench(bench_subparsers: Any) -> None:
     register_args_bench(bench_subparsers, "scale",
                         "bulk insert, upsert 10%%, snapshot read, full compaction at growing sizes: time and peak "
                         "RSS, the fitted exponent (time ~ N^e)", "lsm_lab.bench.scale")
+    register_args_bench(bench_subparsers, "write-stream",
+                        "writing N rows from a RecordBatchReader vs from one in-memory table: peak RSS and time, each "
+                        "in its own process", "lsm_lab.bench.write_stream")
 
 
 __all__ = ["register_args_bench", "register_bench", "register_module_bench", "register_report_bench"]

@@ -1,6 +1,7 @@
 """What the `lsm-lab` commands share: input and output files, `--option KEY=VALUE`, printing a frame.
 
     read_input_file(path)        .parquet / .csv / .jsonl  → pyarrow.Table   (InputError otherwise)
+    open_input_stream(path)      the same, as a stream of batches (`lsm-lab write`)
     write_output_file(t, path)   pyarrow.Table → .parquet / .csv / .jsonl
     write_output_stream(r, path) a RecordBatchReader → the same, batch by batch
     parse_options(items)         ["k=v", ...] → {"k": "v"}
@@ -31,7 +32,7 @@ import argparse
 import ast
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,6 +90,44 @@ def read_input_file(path: str) -> pa.Table:
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"cannot read {suffix[1:]} file: {exc}", path=p) from None
     raise InputError("unknown file type (use .parquet, .csv or .jsonl)", path=p)
+
+
+#: CSV / JSON lines read by `open_input_stream` in blocks of this many bytes (their types come from the first)
+INPUT_BLOCK_BYTES = 64 << 20
+
+
+def open_input_stream(path: str) -> Iterator[pa.RecordBatch]:
+    """Parquet (row group by row group), CSV or JSON lines (block by block), by extension, as a stream of
+    batches (`lsm-lab write`: the table writes it in bounded memory).  A file that cannot be read is an
+    InputError, when it is opened or later, at the batch that fails."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such file", path=p)
+    suffix = p.suffix.lower()
+    if suffix not in (".parquet", ".pq", ".csv", ".json", ".jsonl", ".ndjson"):
+        raise InputError("unknown file type (use .parquet, .csv or .jsonl)", path=p)
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa  # start-up: when a command reads its input
+
+        try:
+            if suffix in (".parquet", ".pq"):
+                import pyarrow.parquet as pq
+
+                with pq.ParquetFile(p, pre_buffer=False) as f:  # pre_buffer's cache keeps every row group read
+                    yield from f.iter_batches()
+            elif suffix == ".csv":
+                import pyarrow.csv as pcsv
+
+                yield from pcsv.open_csv(p, read_options=pcsv.ReadOptions(block_size=INPUT_BLOCK_BYTES))
+            else:
+                import pyarrow.json as pjson
+
+                yield from pjson.open_json(p, read_options=pjson.ReadOptions(block_size=INPUT_BLOCK_BYTES))
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InputError(f"cannot read {suffix[1:]} file: {exc}", path=p) from None
+
+    return batches()
 
 
 def write_output_stream(reader: pa.RecordBatchReader, path: str) -> int:
@@ -261,6 +300,6 @@ ENGINES: tuple[str, ...] = tuple(source_constant("lsm_lab.merge.policy", "ENGINE
 #: the help text of every command's table argument (tables live on local disk or an object store)
 TABLE_HELP = "table folder or URI (s3://bucket/prefix, gs://, az://)"
 
-__all__ = ["ENGINES", "TABLE_HELP", "LazySubParsers", "add_lazy_parser", "format_rows", "parse_options",
+__all__ = ["ENGINES", "TABLE_HELP", "LazySubParsers", "add_lazy_parser", "format_rows", "open_input_stream", "parse_options",
            "print_frame", "print_rows", "read_input_file", "source_constant", "write_output_file",
            "write_output_stream"]
