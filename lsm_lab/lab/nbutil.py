@@ -5,12 +5,15 @@ Every chapter runs twice in its life: under `make test` (nbmake sets
 learner's Jupyter (full size).  `size(full, test)` picks the number to use.
 
     scratch("07_compaction")   a fresh, empty folder for the chapter's tables; emptied again on the
-                               next run of the chapter, removed when the kernel exits under test
+                               next run of the chapter, removed when the kernel exits (the tables are
+                               there while the kernel runs; LSM_LAB_KEEP_TABLES=1 keeps them afterwards)
     cache("10_runs")           a folder that survives re-runs: data that is slow to make and never changes
 
 Both live in the repository's own ignored `.scratch/` folder when lsm_lab runs from a
 checkout (so nothing piles up in the system temp folder), else under the temp folder.
 `LSM_LAB_SCRATCH=DIR` puts them elsewhere; `LSM_LAB_SMALL=1` gives test sizes outside pytest.
+Tables are removed when the chapter's kernel exits because nothing after the chapter reads them
+(a series run left 625 MB of them before; the caches, which a re-run does read, stay).
 
 Taught in: every chapter (notebooks/00_why_lsm.ipynb … notebooks/13_change_data_capture.ipynb)
 """
@@ -51,13 +54,18 @@ def scratch_root() -> Path:
     return Path(tempfile.gettempdir()) / "lsm_lab_scratch"
 
 
+def keep_tables() -> bool:
+    """True with LSM_LAB_KEEP_TABLES=1 (outside pytest): a chapter's tables outlive its kernel."""
+    return os.environ.get("LSM_LAB_KEEP_TABLES") == "1" and "PYTEST_CURRENT_TEST" not in os.environ
+
+
 def scratch(name: str) -> Path:
-    """A fresh, empty folder for a chapter's tables (removed at kernel exit when under test)."""
+    """A fresh, empty folder for a chapter's tables, removed at kernel exit unless `keep_tables()`."""
     root = scratch_root() / "notebooks" / name
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    if under_test():
+    if not keep_tables():
         atexit.register(shutil.rmtree, root, ignore_errors=True)
     return root
 
