@@ -24,7 +24,9 @@ A record is a JSON object with
 
 A hole ``{{ cdc.results.modes[1].seconds :.2f }}`` is a small expression over the records (named by
 their file name without ``.json``): attribute and index access, arithmetic, and the helpers
-``find(rows, key=value)`` (the first dict of a list whose fields match), ``min``, ``max``, ``abs``,
+``find(rows, key=value)`` (the first dict of a list whose fields match), ``rows(rows, key=value)`` (all of
+them), ``col(rows, field)``, ``ratios(rows_a, rows_b, field)``, ``values(object)``, ``join(list, sep, spec)``,
+``met(value, target)`` ("met" when value ≤ target: a verdict follows its number), ``min``, ``max``, ``abs``,
 ``round``, ``len``, ``sum`` and ``median``; after the last top-level ``:`` a Python format
 specification. Nothing else is evaluated: a hole is parsed and only those node kinds are allowed.
 
@@ -98,8 +100,44 @@ def find(rows: list[Any], **match: Any) -> Any:
     raise MeasuredError(f"no row with {match}")
 
 
+def rows(items: list[Any], **match: Any) -> list[Any]:
+    """Every row of a list whose fields equal every `key=value` given."""
+    found = [r for r in items if isinstance(r, Node) and all(r.fields().get(k) == v for k, v in match.items())]
+    if not found:
+        raise MeasuredError(f"no row with {match}")
+    return found
+
+
+def col(items: list[Any], name: str) -> list[Any]:
+    """The field `name` of every row."""
+    return [getattr(r, name) for r in items]
+
+
+def ratios(top: list[Any], bottom: list[Any], name: str) -> list[float]:
+    """Row by row, `top[i].name / bottom[i].name` (two lists of rows in the same order)."""
+    if len(top) != len(bottom):
+        raise MeasuredError(f"ratios of {len(top)} rows to {len(bottom)} rows")
+    return [getattr(a, name) / getattr(b, name) for a, b in zip(top, bottom)]
+
+
+def values(node: Node) -> list[Any]:
+    """The values of a JSON object, in the record's order."""
+    return list(node.fields().values())
+
+
+def join(items: list[Any], sep: str = ", ", spec: str = "") -> str:
+    """Each item formatted with `spec`, joined by `sep`."""
+    return sep.join(format(v, spec) for v in items)
+
+
+def met(value: float, target: float) -> str:
+    """A target's verdict from the number itself: "met" when `value` ≤ `target`, else "not met"."""
+    return "met" if value <= target else "not met"
+
+
 HELPERS: dict[str, Callable[..., Any]] = {
-    "find": find, "min": min, "max": max, "abs": abs, "round": round, "len": len, "sum": sum,
+    "met": met,
+    "find": find, "rows": rows, "col": col, "ratios": ratios, "values": values, "join": join, "min": min, "max": max, "abs": abs, "round": round, "len": len, "sum": sum,
     "median": statistics.median,
 }
 _ALLOWED = (ast.Expression, ast.Name, ast.Load, ast.Attribute, ast.Subscript, ast.Constant, ast.BinOp,
