@@ -52,3 +52,14 @@ def test_scratch_is_removed_at_exit_unless_kept(monkeypatch: pytest.MonkeyPatch,
     assert registered == []                                               # asked to keep: nothing registered
     monkeypatch.setenv("PYTEST_CURRENT_TEST", "x")
     assert not nbutil.keep_tables()                                       # under test, always removed
+
+
+def test_measured_records_are_the_readme_s() -> None:
+    """A chapter quotes figures it cannot re-run from docs/measured/, the records the README's section renders."""
+    import json
+
+    record = nbutil.measured("spark_linear")
+    assert record is not None and record == json.loads((ROOT / "docs/measured/spark_linear.json").read_text())
+    merge = nbutil.measured("merge_sample")                          # results_from: the file's content
+    assert merge is not None and isinstance(merge["results"], list) and merge["results"]
+    assert nbutil.measured("no_such_record") is None

@@ -8,6 +8,8 @@ learner's Jupyter (full size).  `size(full, test)` picks the number to use.
                                next run of the chapter, removed when the kernel exits (the tables are
                                there while the kernel runs; LSM_LAB_KEEP_TABLES=1 keeps them afterwards)
     cache("10_runs")           a folder that survives re-runs: data that is slow to make and never changes
+    measured("spark_linear")   a record of the README's generated Measured section (docs/measured/), for
+                               figures a chapter quotes but cannot re-run
 
 Both live in the repository's own ignored `.scratch/` folder when lsm_lab runs from a
 checkout (so nothing piles up in the system temp folder), else under the temp folder.
@@ -21,11 +23,12 @@ Taught in: every chapter (notebooks/00_why_lsm.ipynb … notebooks/13_change_dat
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from lsm_lab.interop.hudi_tables import find_shared
 
@@ -75,6 +78,18 @@ def cache(name: str) -> Path:
     root = scratch_root() / "cache" / name
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def measured(name: str) -> dict[str, Any] | None:
+    """The README's record `docs/measured/<name>.json` (command, date, load, source, results), or None when
+    lsm_lab does not run from a checkout; a chapter quotes figures it cannot re-run from it, never by hand."""
+    path = _REPO / "docs" / "measured" / f"{name}.json"
+    if not path.is_file():
+        return None
+    record: dict[str, Any] = json.loads(path.read_text())
+    if "results_from" in record:
+        record["results"] = json.loads((_REPO / record["results_from"]).read_text())
+    return record
 
 
 def shared_folder() -> Path | None:
