@@ -116,3 +116,29 @@ def test_holes_are_expressions_over_records_only(tmp_path: Path) -> None:
 
 def test_verdicts_follow_their_numbers() -> None:
     assert TOOL.met(0.5, 0.5) == "met" and TOOL.met(0.51, 0.5) == "not met"
+
+
+# Numbers in answer keys that are not measurements: the question's givens, an upstream target.
+GIVENS = {
+    "04_log_format_v2.ipynb": {"10×"},                                       # RFC-103's hoped-for ratio
+    "07_compaction.ipynb": {"2 GiB", "10 MiB", "100 MiB", "30 MiB", "1 GiB", "512 MiB", "40 MiB"},  # the question
+}
+FIGURE = re.compile(r"(?<![\w.])\d[\d.,]*\s?(?:%|×|x\b|s\b|ms\b|KiB|MiB|GiB|MB|GB)")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+def test_answer_keys_quote_no_measured_figure(path: Path) -> None:
+    """The chapters' rule, extended to answer keys: a measured number is printed from the run (a computed
+    Markdown cell) or asserted, never typed into the static answer key, where it would drift from the output."""
+    from collections.abc import Callable
+
+    import nbformat
+
+    read: Callable[..., nbformat.NotebookNode] = nbformat.read     # nbformat.read has no annotations
+    found: list[str] = []
+    for cell in read(path, as_version=4).cells:
+        if cell.cell_type == "markdown" and "<details>" in cell.source:
+            found += [m.group(0) for m in FIGURE.finditer(cell.source)]
+    stray = sorted(set(found) - GIVENS.get(path.name, set()))
+    assert not stray, (f"{path.name}: the answer key states {stray}: print it from the run, assert it, or phrase "
+                       "it without the number (or list a question's given in GIVENS)")

@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import functools
 import json
 import re
 import statistics
@@ -204,7 +205,7 @@ def evaluate(hole: str, records: Mapping[str, Node], where: str) -> str:
         if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
             raise MeasuredError(f"{where}: {{{{{hole}}}}} reaches a private attribute")
     names: dict[str, Any] = {**HELPERS, **records}
-    value = eval(compile(tree, where, "eval"), {"__builtins__": {}}, names)  # noqa: S307 - nodes checked above
+    value = eval(compile(tree, where, "eval"), {"__builtins__": {}}, names)  # the nodes were checked above
     if isinstance(value, (Node, list)):
         raise MeasuredError(f"{where}: {{{{{hole}}}}} is an object or a list, not a number or text")
     if value is None:
@@ -213,6 +214,10 @@ def evaluate(hole: str, records: Mapping[str, Node], where: str) -> str:
         return format(value, spec)
     except (ValueError, TypeError) as e:
         raise MeasuredError(f"{where}: {{{{{hole}}}}}: {e}") from None
+
+
+def _fill(m: re.Match[str], *, records: Mapping[str, Node], where: str) -> str:
+    return evaluate(m.group(1), records, where)
 
 
 def render(folder: Path = FOLDER) -> str:
@@ -227,7 +232,7 @@ def render(folder: Path = FOLDER) -> str:
         for m in HOLE.finditer(line):
             used.update(n.id for n in ast.walk(ast.parse(_split_format(m.group(1))[0] or "0", mode="eval"))
                         if isinstance(n, ast.Name))
-        out.append(HOLE.sub(lambda m: evaluate(m.group(1), records, where), line))
+        out.append(HOLE.sub(functools.partial(_fill, records=records, where=where), line))
     unused = sorted(set(records) - used)
     if unused:
         raise MeasuredError(f"{template_path}: records never quoted: {', '.join(unused)}")
