@@ -142,3 +142,19 @@ def test_answer_keys_quote_no_measured_figure(path: Path) -> None:
     stray = sorted(set(found) - GIVENS.get(path.name, set()))
     assert not stray, (f"{path.name}: the answer key states {stray}: print it from the run, assert it, or phrase "
                        "it without the number (or list a question's given in GIVENS)")
+
+
+def test_run_stores_a_command_s_json_with_date_and_load(tmp_path: Path) -> None:
+    """`tools/measured.py run NAME -- CMD` keeps the command as typed, its JSON, the date and the load."""
+    import sys
+
+    argv = [sys.executable, "-c", "import json, sys; json.dump({'seconds': 1.5}, open(sys.argv[1], 'w'))", "{json}"]
+    path = TOOL.run_record("probe", argv, tmp_path)
+    record = json.loads(path.read_text())
+    assert record["results"] == {"seconds": 1.5} and record["source"] == "run"
+    assert record["command"].endswith(" OUT") and re.fullmatch(r"[\d.]+–[\d.]+", record["load"])
+    printed = TOOL.run_record("printed", [sys.executable, "-c", "print('building'); print('[1, 2]')"], tmp_path)
+    assert json.loads(printed.read_text())["results"] == [1, 2]
+    with pytest.raises(TOOL.MeasuredError, match="exited with 3; no record written"):
+        TOOL.run_record("failed", [sys.executable, "-c", "raise SystemExit(3)"], tmp_path)
+    assert not (tmp_path / "failed.json").exists()

@@ -4,6 +4,9 @@
     python tools/measured.py render     # rewrite README.md between the measured markers
     python tools/measured.py check      # change nothing; exit 1 (with a diff) if README.md differs
     python tools/measured.py show       # print the rendered section
+    python tools/measured.py run cdc -- lsm-lab bench cdc --json {json}
+                                        # re-measure: run the command, store its --json output with the
+                                        # date and load as docs/measured/cdc.json (then render)
 
     docs/measured/
     ├── section.md        the section's prose and tables, with {{ expression :format }} holes
@@ -31,8 +34,8 @@ them), ``col(rows, field)``, ``ratios(rows_a, rows_b, field)``, ``values(object)
 specification. Nothing else is evaluated: a hole is parsed and only those node kinds are allowed.
 
 ``tests/test_measured.py`` fails when README.md differs from the rendering, or when a record lacks
-its command, date, load or source. To change a figure, re-run its command, store its ``--json``
-output in the record (with ``date``, ``load`` from ``uptime``), then ``python tools/measured.py render``.
+its command, date, load or source. To change a figure, re-run its command with ``run`` (which stores
+its ``--json`` output with the date and the load from ``uptime``), then ``python tools/measured.py render``.
 """
 
 from __future__ import annotations
@@ -42,9 +45,13 @@ import ast
 import difflib
 import functools
 import json
+import os
 import re
 import statistics
+import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -250,11 +257,71 @@ def replace_part(text: str, section: str) -> str:
     return text[:text.index(BEGIN) + len(BEGIN)] + "\n" + section.rstrip("\n") + "\n" + text[text.index(END):]
 
 
+def _load_average() -> str:
+    """The 1-minute load average, as `uptime` prints it."""
+    return f"{os.getloadavg()[0]:.2f}"
+
+
+def run_record(name: str, argv: list[str], folder: Path = FOLDER) -> Path:
+    """Run a benchmark command and store its JSON output as the record `name`: the command as typed
+    (`{json}` in it is a temporary file the benchmark writes; without it, its standard output is the JSON),
+    the date, the 1-minute load average before and after, and the full `uptime` lines."""
+    if not argv:
+        raise MeasuredError("run: give the command after --")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.json"
+        real = [a.replace("{json}", str(out)) for a in argv]
+        shown = " ".join(a.replace("{json}", "OUT") for a in argv)
+        up0, load0 = _uptime(), _load_average()
+        t0 = time.perf_counter()
+        try:
+            done = subprocess.run(real, stdout=None if "{json}" in " ".join(argv) else subprocess.PIPE,
+                                  text=True, cwd=ROOT, check=False)
+        except FileNotFoundError:
+            raise MeasuredError(f"run: {argv[0]}: no such command") from None
+        wall = time.perf_counter() - t0
+        up1, load1 = _uptime(), _load_average()
+        if done.returncode != 0:
+            raise MeasuredError(f"run: {shown} exited with {done.returncode}; no record written")
+        text = out.read_text() if out.exists() else (done.stdout or "")
+        start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=0)
+        try:
+            results = json.loads(text[start:])      # a benchmark may print a line or two before its JSON
+        except json.JSONDecodeError:
+            raise MeasuredError(f"run: {shown} printed no JSON (give the benchmark --json {{json}})") from None
+    record = {"command": shown, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "load": f"{load0}–{load1}", "uptime_before": up0, "uptime_after": up1, "source": "run",
+              "wall_seconds": round(wall, 1), "results": results}
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path
+
+
+def _uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+    except FileNotFoundError:
+        return f"load average: {', '.join(f'{v:.2f}' for v in os.getloadavg())}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Render the README's Measured section from docs/measured/.")
-    parser.add_argument("action", choices=["render", "check", "show"],
-                        help="render: rewrite README.md; check: exit 1 if README.md differs; show: print it")
+    parser.add_argument("action", choices=["render", "check", "show", "run"],
+                        help="render: rewrite README.md; check: exit 1 if README.md differs; show: print it; "
+                             "run NAME -- COMMAND: re-measure the record NAME")
+    parser.add_argument("name", nargs="?", help="with run: the record to write (docs/measured/NAME.json)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="with run: the command, after --")
     args = parser.parse_args(argv)
+    if args.action == "run":
+        command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        try:
+            if not args.name:
+                raise MeasuredError("run: name the record (run NAME -- COMMAND)")
+            print(f"{run_record(args.name, command)}: written; now python tools/measured.py render")
+        except MeasuredError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return 0
     try:
         section = render()
         text = README.read_text()
