@@ -28,7 +28,7 @@ A record is a JSON object with
 A hole ``{{ cdc.results.modes[1].seconds :.2f }}`` is a small expression over the records (named by
 their file name without ``.json``): attribute and index access, arithmetic, and the helpers
 ``find(rows, key=value)`` (the first dict of a list whose fields match), ``rows(rows, key=value)`` (all of
-them), ``col(rows, field)``, ``ratios(rows_a, rows_b, field)``, ``values(object)``, ``join(list, sep, spec)``,
+them), ``col(rows, field)``, ``ratios(rows_a, rows_b, field)``, ``values(object)``, ``items(object)`` ("key value" texts), ``join(list, sep, spec)``,
 ``met(value, target)`` ("met" when value ≤ target: a verdict follows its number), ``min``, ``max``, ``abs``,
 ``round``, ``len``, ``sum`` and ``median``; after the last top-level ``:`` a Python format
 specification. Nothing else is evaluated: a hole is parsed and only those node kinds are allowed.
@@ -133,6 +133,11 @@ def values(node: Node) -> list[Any]:
     return list(node.fields().values())
 
 
+def items(node: Node) -> list[str]:
+    """A JSON object's fields as "key value" texts, in the record's order."""
+    return [f"{k} {v}" for k, v in node.fields().items()]
+
+
 def join(items: list[Any], sep: str = ", ", spec: str = "") -> str:
     """Each item formatted with `spec`, joined by `sep`."""
     return sep.join(format(v, spec) for v in items)
@@ -145,7 +150,7 @@ def met(value: float, target: float) -> str:
 
 HELPERS: dict[str, Callable[..., Any]] = {
     "met": met,
-    "find": find, "rows": rows, "col": col, "ratios": ratios, "values": values, "join": join, "min": min, "max": max, "abs": abs, "round": round, "len": len, "sum": sum,
+    "find": find, "rows": rows, "col": col, "ratios": ratios, "values": values, "items": items, "join": join, "min": min, "max": max, "abs": abs, "round": round, "len": len, "sum": sum,
     "median": statistics.median,
 }
 _ALLOWED = (ast.Expression, ast.Name, ast.Load, ast.Attribute, ast.Subscript, ast.Constant, ast.BinOp,
