@@ -251,7 +251,7 @@ def test_sigkill_after_the_mdt_deltacommit(tmp_path: Path, version: int) -> None
     assert mdt is not None and pending
     assert any(i.begin_time == pending[0].begin_time and i.is_completed for i in mdt.mdt.instants())  # MDT went first
     assert compare_rows(before, t.read(), ["id"]) == []  # the table reads its last commit
-    assert listed(path) == listing == {k: v for k, v in model(path).items()}  # the MDT ignores the pending write
+    assert listed(path) == listing == model(path)  # the MDT ignores the pending write
     t.upsert(_rows(range(3), 60, 0.0))  # the next writer rolls the dead one back, in both tables
     t = lsm_lab.open_table(path)
     assert not [i for i in t.instants() if not i.is_completed and i.is_write]
@@ -259,3 +259,18 @@ def test_sigkill_after_the_mdt_deltacommit(tmp_path: Path, version: int) -> None
     assert listed(path) == model(path)
     if hudi_available():
         _hudi_rs_reads_through_the_mdt(path)
+
+
+def test_option_turned_off_drops_the_mdt(tmp_path: Path) -> None:
+    """`hoodie.metadata.enable=false` on a table that has one: the next write removes it (undeclared first)."""
+    from lsm_lab.timeline.config import read_config, write_config
+    path = tmp_path / "t"
+    t = _make(path, 8, "COPY_ON_WRITE")
+    t.insert(_rows(range(6), 1, 0.0))
+    assert lsm_lab.open_table(path).metadata_table() is not None
+    write_config(path, {**read_config(path).props, "hoodie.metadata.enable": "false"}, create=False)
+    lsm_lab.open_table(path).upsert(_rows(range(3), 2, 1.0))
+    t = lsm_lab.open_table(path)
+    assert t.metadata_table() is None and "hoodie.table.metadata.partitions" not in t.config.props
+    assert not (path / ".hoodie" / "metadata").exists()
+    assert t.read().num_rows == 6

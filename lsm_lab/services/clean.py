@@ -250,7 +250,7 @@ def _execute(table: TableState, inflight: Instant, plan: Mapping[str, Any], star
         "version": PLAN_VERSION,
     }
     with table_lock(table.path):
-        mdt_write.update(table.path, inflight, meta)  # the metadata table first, as upstream
+        mdt_write.update(table.path, inflight, meta, config=table.config)  # the metadata table first, as upstream
         done = table.active_timeline.complete(inflight, meta)
     # key index sidecars of instants whose files are all gone (listed after the sidecars: see prune_sidecars)
     keyindex.prune_sidecars(table.path, (path.name for _, path, _ in fsview.list_data_files(table.path)))

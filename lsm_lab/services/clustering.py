@@ -554,7 +554,7 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
                     f"clustering {begin} conflicts with {conflict.action} {conflict.begin_time} (completed "
                     f"{conflict.completion_time}), which wrote to file groups the plan rewrites; the clustering "
                     "was rolled back — plan it again")
-            mdt_write.update(table.path, inflight, meta)  # the metadata table first, as upstream
+            mdt_write.update(table.path, inflight, meta, config=timeline.config)  # the metadata table first, as upstream
             done = timeline.complete(inflight, meta)
             markers.delete_markers(table.path, begin)
         return done

@@ -473,7 +473,7 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
         meta = commit_metadata(stats, operation=operation, extra=extra, compacted=True)
         keyindex.index_commit(table.path, begin, meta)  # before the commit point (a re-run replaces it)
         with table_lock(table.path):
-            mdt_write.update(table.path, inflight, meta)  # the metadata table first, as upstream
+            mdt_write.update(table.path, inflight, meta, config=timeline.config)  # the metadata table first, as upstream
             done = timeline.complete(inflight, meta)
             markers.delete_markers(table.path, begin)
         return done

@@ -109,7 +109,7 @@ SCHEMA_TEXT = json.dumps(_SCHEMA, separators=(",", ":"))
 def _value(kind: int, files: Mapping[str, tuple[int, bool]]) -> bytes:
     """One `HoodieMetadataRecord` value; the key is left empty, as upstream's HFile writer stores it
     (the cell's key holds it)."""
-    rec: dict[str, Any] = {n: None for n in _META_FIELDS}
+    rec: dict[str, Any] = dict.fromkeys(_META_FIELDS)
     rec.update({"key": "", "type": kind,
                 "filesystemMetadata": {name: {"size": int(size), "isDeleted": bool(deleted)}
                                        for name, (size, deleted) in sorted(files.items())},
@@ -132,7 +132,7 @@ def files_cells(added: Mapping[str, Mapping[str, int]], deleted: Mapping[str, It
     for partition, names in added.items():
         per.setdefault(partition, {}).update({n: (s, False) for n, s in names.items()})
     for partition, gone in deleted.items():
-        per.setdefault(partition, {}).update({n: (0, True) for n in gone})
+        per.setdefault(partition, {}).update(dict.fromkeys(gone, (0, True)))
     cells = {_key(p).encode(): _value(mr.TYPE_FILE_LIST, files) for p, files in per.items()}
     if all_partitions:
         cells[mr.ALL_PARTITIONS_KEY.encode()] = _value(mr.TYPE_PARTITION_LIST,
@@ -233,13 +233,20 @@ def _timeline(base_path: TablePath, config: TableConfig) -> ActiveTimeline:
 
 
 # ------------------------------------------------------------------------------------- the hooks
-def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any]) -> Instant | None:
+def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], *,
+           config: TableConfig | None = None) -> Instant | None:
     """Before data instant `instant` completes with `metadata`: its MDT deltacommit (None when the table
-    keeps no metadata table).  Call with the data table's lock held."""
+    keeps no metadata table).  Call with the data table's lock held.  `config` is the caller's table
+    config (saves a read of hoodie.properties when the table keeps no metadata table)."""
     base_path = as_path(base_path)
-    config = read_config(base_path)
-    if not enabled(config):
+    config = config if config is not None else read_config(base_path)
+    if config.version not in VERSIONS:
         return None
+    if not enabled(config):
+        if config.props.get(PROP_ENABLE, "").strip().lower() == "false" and FILES in _declared(config):
+            drop(base_path)
+        return None
+    config = read_config(base_path)  # as on disk now: the MDT may have been declared since the caller read it
     added, deleted = changes_of(instant, metadata)
     timeline = _timeline(base_path, config)
     t = instant.begin_time
@@ -257,10 +264,13 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any]) 
     return timeline.complete(inflight, commit_metadata([stat], operation="upsert_prepped"))
 
 
-def rollback(base_path: TablePath, rolled_back: str) -> Instant | None:
+def rollback(base_path: TablePath, rolled_back: str, *, config: TableConfig | None = None) -> Instant | None:
     """Roll back the MDT deltacommit of data instant `rolled_back` (if there is one) before the data
-    table's rollback of it completes or its files are erased (module docstring)."""
+    table's rollback of it completes or its files are erased (module docstring).  `config`: the
+    caller's table config (a table of another version has no MDT lsm_lab writes: nothing is read)."""
     base_path = as_path(base_path)
+    if config is not None and (config.version not in VERSIONS or not (enabled(config) or FILES in _declared(config))):
+        return None
     folder = metadata_folder(base_path)
     if not (folder / ".hoodie" / "hoodie.properties").exists():
         return None
@@ -271,6 +281,20 @@ def rollback(base_path: TablePath, rolled_back: str) -> Instant | None:
     if not any(i.begin_time == rolled_back for i in timeline.instants()):
         return None
     return _rollback_mdt(folder, timeline, rolled_back)
+
+
+def drop(base_path: TablePath) -> None:
+    """Delete the metadata table of a table whose option was turned off (`hoodie.metadata.enable=false`), as
+    upstream's writer does (`HoodieTableMetadataUtil.deleteMetadataTable`): undeclared first, so that no
+    reader uses it once it may be stale, then removed."""
+    base_path = as_path(base_path)
+    config = read_config(base_path)
+    if _declared(config):
+        props = {k: v for k, v in config.props.items() if k not in (PROP_PARTITIONS, PROP_INFLIGHT)}
+        write_config(base_path, props, create=False)
+    folder = metadata_folder(base_path)
+    if folder.exists():
+        paths.remove_tree(base_path, folder, parent="")
 
 
 def _rollback_mdt(folder: TablePath, timeline: ActiveTimeline, t: str) -> Instant:
@@ -303,5 +327,5 @@ def _remove_timeline_files(timeline: ActiveTimeline, t: str, *, states: tuple[St
             paths.unlink(timeline.folder / name)
 
 
-__all__ = ["FILES", "FILE_ID", "INIT_INSTANT", "changes_of", "enabled", "files_cells", "metadata_folder",
+__all__ = ["FILES", "FILE_ID", "INIT_INSTANT", "changes_of", "drop", "enabled", "files_cells", "metadata_folder",
            "record_schema", "rollback", "update"]

@@ -188,7 +188,7 @@ def rollback_pending(base_path: TablePath, timeline: ActiveTimeline, instant: In
     req = timeline.request(ROLLBACK, {"instantToRollback": {"commitTime": instant.begin_time,
                                                             "action": instant.action}})
     inflight = timeline.start(req)
-    mdt_write.rollback(base_path, instant.begin_time)
+    mdt_write.rollback(base_path, instant.begin_time, config=timeline.config)
     done = timeline.complete(inflight, rollback_metadata(instant, deleted, started))
     remove_timeline_files(timeline, instant.begin_time)
     markers.delete_markers(base_path, instant.begin_time)
@@ -207,7 +207,7 @@ def rollback_completed(base_path: TablePath, timeline: ActiveTimeline, instant: 
                                                             "action": instant.action}})
     inflight = timeline.start(req)
     remove_timeline_files(timeline, instant.begin_time, keep_requested=True)  # invisible from here on
-    mdt_write.rollback(base_path, instant.begin_time)
+    mdt_write.rollback(base_path, instant.begin_time, config=timeline.config)
     deleted = delete_instant_files(base_path, instant.begin_time)
     done = timeline.complete(inflight, rollback_metadata(instant, deleted, started))
     remove_timeline_files(timeline, instant.begin_time)
@@ -325,7 +325,7 @@ def _erase(base_path: TablePath, timeline: ActiveTimeline, begin: str, action: s
     """Roll one instant back as part of a restore (idempotent)."""
     started = time.monotonic()
     remove_timeline_files(timeline, begin, keep_requested=True)  # invisible first
-    mdt_write.rollback(base_path, begin)
+    mdt_write.rollback(base_path, begin, config=timeline.config)
     deleted = delete_instant_files(base_path, begin)
     remove_timeline_files(timeline, begin)
     markers.delete_markers(base_path, begin)
