@@ -30,6 +30,7 @@ import lsm_lab
 from lsm_lab.errors import InputError
 from lsm_lab.filegroup import fsview
 from lsm_lab.format import hfile, hfile_write
+from lsm_lab.format import log_v1 as v1
 from lsm_lab.interop.hudi_tables import compare_rows, hudi_available
 from lsm_lab.services import mdt_write
 from lsm_lab.timeline.instant import State
@@ -274,3 +275,29 @@ def test_option_turned_off_drops_the_mdt(tmp_path: Path) -> None:
     assert t.metadata_table() is None and "hoodie.table.metadata.partitions" not in t.config.props
     assert not (path / ".hoodie" / "metadata").exists()
     assert t.read().num_rows == 6
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_not_partitioned(tmp_path: Path, version: int) -> None:
+    """The table root is the `files` key "." (upstream's identifier of the non-partitioned partition)."""
+    path = tmp_path / "t"
+    t = lsm_lab.create_table(path, name="trips", record_key="id", ordering_field="ts", table_type="MERGE_ON_READ",
+                             layout="default", table_version=version, properties={"hoodie.metadata.enable": "true"})
+    rows = [{"id": f"id{i:03d}", "ts": 1, "fare": 1.0 * i} for i in range(20)]
+    t.insert(rows)
+    t.upsert([{**r, "ts": 2, "fare": -1.0} for r in rows[::3]])
+    t.compact(strategy="full")
+    t.clean(retained=1)
+    assert listed(path) == model(path) and {p for p, _ in listed(path)} == {""}
+    m = lsm_lab.open_table(path).metadata_table()
+    assert m is not None and m.all_partitions() == [""]
+    first_log = sorted((path / ".hoodie" / "metadata" / "files").glob(".files-0000-0_*.log.1_0-0-0"))[0]
+    blocks = v1.read_log_file(first_log)
+    assert [b.block_type for b in blocks] == [v1.BlockType.HFILE]
+    assert blocks[0].records is not None and blocks[0].records.column("key").to_pylist() == [".", "__all_partitions__"]
+    if hudi_available():
+        import hudi
+        import pyarrow as pa
+        table = hudi.HudiTableBuilder.from_base_uri(str(path)).build()
+        theirs = pa.Table.from_batches(table.read(hudi.HudiReadOptions()))
+        assert compare_rows(lsm_lab.open_table(path).read(), theirs, ["id"], columns=["id", "ts", "fare"]) == []
