@@ -64,6 +64,7 @@ def main() -> None:
                                                 partition_by="p", table_type=args.table_type, layout="default",
                                                 table_version=8, properties=props)
         times: dict[str, list[float]] = {"with": [], "without": []}
+        path = root / "with"
         print(f"{'commits':>7} {'files() s':>10} {'listing s':>10} {'ratio':>7} {'MDT logs':>8} {'MDT KiB':>8}")
         for c in range(1, args.commits + 1):
             batch = _rows(args.rows, args.partitions, c * 997, c)
@@ -72,7 +73,6 @@ def main() -> None:
                 tables[name].upsert(batch)
                 times[name].append(time.perf_counter() - t0)
             if c in checkpoints:
-                path = root / "with"
                 mdt_read = _best_of(lambda: lsm_lab.open_table(path).metadata_table().files())  # type: ignore[union-attr]
                 listing = _best_of(lambda: fsview.list_data_files(path))
                 logs = list((path / ".hoodie" / "metadata" / "files").glob(".files-*"))
