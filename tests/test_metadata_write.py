@@ -301,3 +301,51 @@ def test_not_partitioned(tmp_path: Path, version: int) -> None:
         table = hudi.HudiTableBuilder.from_base_uri(str(path)).build()
         theirs = pa.Table.from_batches(table.read(hudi.HudiReadOptions()))
         assert compare_rows(lsm_lab.open_table(path).read(), theirs, ["id"], columns=["id", "ts", "fare"]) == []
+
+
+def test_sigkill_loop_with_the_mdt(tmp_path: Path) -> None:
+    """tests/test_crash.py's harness on a version-8 table keeping the MDT: writes, compactions, clusterings,
+    cleans and archivals killed at random; after every kill the table reads a prefix of the acknowledged
+    batches (the harness's check) and the MDT lists exactly the committed files — plus, while a clean is
+    pending, the files it already deleted (upstream's MDT shows them too until the clean completes)."""
+    from lsm_lab.services.clean import files_in_plan
+    from lsm_lab.timeline.instant import CLEAN
+    harness = load_harness()
+
+    def create(path: Any, layout: str = "lsm_tree") -> None:
+        lsm_lab.create_table(path, name="crash", record_key="id", partition_by="p", ordering_field="ts",
+                             layout="default", table_version=8,
+                             properties={"hoodie.keep.min.commits": "6", "hoodie.keep.max.commits": "9",
+                                         "hoodie.compaction.hybrid.log.file.num.threshold": "2",
+                                         "hoodie.metadata.enable": "true"})
+
+    checked = []
+    check_files = harness._check_files
+
+    def check(table: Any) -> None:
+        check_files(table)
+        path = Path(table.path)
+        want = model(path)
+        if lsm_lab.open_table(path).metadata_table() is None:  # killed inside the MDT's initialisation
+            assert want == {}
+            return
+        got = listed(path)
+        cleaning = {os.path.basename(f) for i in table.instants() if i.action == CLEAN and not i.is_completed
+                    for f in files_in_plan(table.active_timeline.read_content(i, State.REQUESTED))}
+        assert {k: v for k, v in got.items() if k in want} == want
+        assert {name for _, name in set(got) - set(want)} <= cleaning
+        checked.append(len(want))
+
+    with mock.patch.object(harness, "create", create), mock.patch.object(harness, "_check_files", check):
+        stats = harness.run(6, workdir=tmp_path, seed=5, max_delay=2.0, verbose=False, layout="default")
+    assert stats["kills"] == 6 and len(checked) >= 6 and max(checked) > 0
+
+
+def load_harness() -> Any:
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("lsm_lab_crash_test_mdt", ROOT / "benchmarks" / "crash_test.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
