@@ -63,6 +63,7 @@ from lsm_lab.filegroup import fsview
 from lsm_lab.format import hfile_write, naming
 from lsm_lab.format import log_v1 as v1
 from lsm_lab.format import metadata_record as mr
+from lsm_lab.services import markers
 from lsm_lab.storage import TablePath, as_path, atomic, list_names, paths
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.config import TableConfig, read_config, table_checksum, write_config
@@ -213,11 +214,13 @@ def _initialise(base_path: TablePath, config: TableConfig) -> ActiveTimeline:
     data = hfile_write.write_hfile(cells, file_info={
         b"schema": SCHEMA_TEXT.encode(), b"minRecordKey": cells[0][0], b"maxRecordKey": cells[-1][0]})
     base_name = f"{FILE_ID}_{WRITE_TOKEN}_{INIT_INSTANT}.hfile"
-    atomic.create_file(part / base_name, data)
     timeline = ActiveTimeline(folder, mdt_config)
     inflight = timeline.start(timeline.request(DELTA_COMMIT, None, begin_time=INIT_INSTANT))
+    markers.create_marker(folder, INIT_INSTANT, FILES, base_name, "CREATE")
+    atomic.create_file(part / base_name, data)
     stat = _write_stat(FILES, base_name, len(data), len(cells), base_name)
     timeline.complete(inflight, commit_metadata([stat], operation="bulk_insert"))
+    markers.delete_markers(folder, INIT_INSTANT)
     props = dict(config.props)
     props[PROP_PARTITIONS] = ",".join(sorted(set(_declared(config)) | {FILES}))
     props.setdefault(PROP_INFLIGHT, "")
@@ -250,18 +253,22 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
     added, deleted = changes_of(instant, metadata)
     timeline = _timeline(base_path, config)
     t = instant.begin_time
-    if any(i.begin_time == t for i in timeline.instants()):  # an earlier attempt of the same instant
-        _rollback_mdt(metadata_folder(base_path), timeline, t)
+    if any(i.begin_time == t and i.action == DELTA_COMMIT for i in timeline.instants()):  # an earlier attempt
+        _rollback_mdt(base_path, config, timeline, t)
     cells = files_cells(added, deleted, all_partitions=instant.action != CLEAN)
     hdata = hfile_write.write_hfile(cells, file_info={b"schema": SCHEMA_TEXT.encode()})
     block = v1.encode_block(v1.BlockType.HFILE, {v1.HeaderKey.INSTANT_TIME: t, v1.HeaderKey.SCHEMA: SCHEMA_TEXT},
                             hdata)
     inflight = timeline.start(timeline.request(DELTA_COMMIT, None, begin_time=t))
     name = naming.v1_log_file_name(FILE_ID, t, 1, WRITE_TOKEN)
-    size = v1.write_log_file(metadata_folder(base_path) / FILES / name, [block])
+    folder = metadata_folder(base_path)
+    markers.create_marker(folder, t, FILES, name, "APPEND")  # a kill before the MDT commit: a failed write
+    size = v1.write_log_file(folder / FILES / name, [block])
     base = f"{FILE_ID}_{WRITE_TOKEN}_{INIT_INSTANT}.hfile"
     stat = _write_stat(FILES, name, size, len(cells), base)
-    return timeline.complete(inflight, commit_metadata([stat], operation="upsert_prepped"))
+    done = timeline.complete(inflight, commit_metadata([stat], operation="upsert_prepped"))
+    markers.delete_markers(folder, t)
+    return done
 
 
 def rollback(base_path: TablePath, rolled_back: str, *, config: TableConfig | None = None) -> Instant | None:
@@ -278,9 +285,9 @@ def rollback(base_path: TablePath, rolled_back: str, *, config: TableConfig | No
         timeline = ActiveTimeline(folder, read_config(folder))
     except LsmLabError:
         return None
-    if not any(i.begin_time == rolled_back for i in timeline.instants()):
+    if not any(i.begin_time == rolled_back and i.action == DELTA_COMMIT for i in timeline.instants()):
         return None
-    return _rollback_mdt(folder, timeline, rolled_back)
+    return _rollback_mdt(base_path, config if config is not None else read_config(base_path), timeline, rolled_back)
 
 
 def drop(base_path: TablePath) -> None:
@@ -297,10 +304,14 @@ def drop(base_path: TablePath) -> None:
         paths.remove_tree(base_path, folder, parent="")
 
 
-def _rollback_mdt(folder: TablePath, timeline: ActiveTimeline, t: str) -> Instant:
-    target = [i for i in timeline.instants() if i.begin_time == t]
-    action = target[0].action if target else DELTA_COMMIT
-    inflight = timeline.start(timeline.request(ROLLBACK, {"instantToRollback": {"commitTime": t, "action": action}}))
+def _rollback_mdt(base_path: TablePath, config: TableConfig, timeline: ActiveTimeline, t: str) -> Instant:
+    """Roll back MDT deltacommit `t`; the rollback's time comes from the data table's clock (upstream too
+    derives it from the data table's instant), so it never collides with a later data instant's."""
+    folder = metadata_folder(base_path)
+    action = DELTA_COMMIT
+    begin = ActiveTimeline(base_path, config).new_instant_time()
+    inflight = timeline.start(timeline.request(ROLLBACK, {"instantToRollback": {"commitTime": t, "action": action}},
+                                               begin_time=begin))
     _remove_timeline_files(timeline, t, states=(State.COMPLETED,))  # invisible first
     deleted: list[str] = []
     for partition in list_names(folder):
@@ -317,6 +328,7 @@ def _rollback_mdt(folder: TablePath, timeline: ActiveTimeline, t: str) -> Instan
                                       "failedDeleteFiles": []}} if deleted else {},
         "version": 1})
     _remove_timeline_files(timeline, t, states=(State.INFLIGHT, State.REQUESTED))
+    markers.delete_markers(folder, t)
     return done
 
 

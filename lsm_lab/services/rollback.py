@@ -238,6 +238,7 @@ def resume_rollback(base_path: TablePath, timeline: ActiveTimeline, instant: Ins
     if instant.state is State.REQUESTED:
         instant = timeline.start(instant)
     remove_timeline_files(timeline, begin, keep_requested=True)  # invisible (to readers it is already)
+    mdt_write.rollback(base_path, begin, config=timeline.config)
     deleted = delete_instant_files(base_path, begin)
     done = timeline.complete(instant, rollback_metadata(Instant.make(begin, action, State.COMPLETED, begin),
                                                         deleted, started))
@@ -260,6 +261,7 @@ def drop_plans_reading(base_path: TablePath, timeline: ActiveTimeline, begin_tim
 def reset_compaction(base_path: TablePath, timeline: ActiveTimeline, instant: Instant) -> None:
     """An inflight (log) compaction whose runner died: remove its output and go back to requested."""
     base_path = as_path(base_path)
+    mdt_write.rollback(base_path, instant.begin_time, config=timeline.config)
     delete_instant_files(base_path, instant.begin_time)
     remove_timeline_files(timeline, instant.begin_time, keep_requested=True)
     markers.delete_markers(base_path, instant.begin_time)
