@@ -15,7 +15,7 @@ upstream's `HoodieBackedTableMetadataWriter` does:
 
     every data instant t that adds or removes files (commit, deltacommit, compaction,
     clustering, clean), under the table lock, after the conflict check, BEFORE t completes:
-      MDT t.deltacommit.requested → .inflight
+      MDT t.deltacommit.requested → .inflight, a marker in the MDT's .hoodie/.temp/t/
       .hoodie/metadata/files/.files-0000-0_<t>.log.1_0-0-0   one HFILE_DATA_BLOCK (INSTANT_TIME t,
           SCHEMA HoodieMetadataRecord): a cell per touched partition (type 2: file → size, or
           isDeleted for a cleaned file) and `__all_partitions__` (type 1)
