@@ -349,3 +349,40 @@ def load_harness() -> Any:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def test_killed_mdt_rollback_is_finished_before_the_instant_is_written_again(tmp_path: Path) -> None:
+    """A compaction fails after its MDT deltacommit; the MDT rollback of it is killed half way (its
+    completed file gone, the rollback pending); the compaction runs again with the same instant: the
+    pending MDT rollback is finished first, else readers would hide the new MDT deltacommit it names."""
+    path = tmp_path / "t"
+    t = _make(path, 9, "MERGE_ON_READ")
+    t.insert(_rows(range(30), 1, 10.0))
+    t.upsert(_rows(range(0, 30, 4), 5, 100.0))
+    real_update, real_list = mdt_write.update, mdt_write.list_names
+    calls = {"n": 0}
+
+    def update_then_die(*a: Any, **kw: Any) -> Any:
+        real_update(*a, **kw)
+        raise _Killed
+
+    def list_then_die(folder: Any) -> Any:  # the MDT rollback: its completed-file removal lists, then the files
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise _Killed
+        return real_list(folder)
+
+    with mock.patch.object(mdt_write, "update", update_then_die), \
+            mock.patch.object(mdt_write, "list_names", list_then_die), pytest.raises(_Killed):
+        t.compact(strategy="full")
+    t = lsm_lab.open_table(path)
+    mdt = t.metadata_table()
+    assert mdt is not None
+    assert [i.action for i in mdt.mdt.instants() if not i.is_completed].count("rollback") == 1
+    assert listed(path) == model(path)  # the half-rolled-back compaction is not listed
+    t.compact(strategy="full")  # the plan runs again, same instant
+    t = lsm_lab.open_table(path)
+    assert not [i for i in lsm_lab.open_table(path).metadata_table().mdt.instants()  # type: ignore[union-attr]
+                if not i.is_completed]
+    assert listed(path) == model(path)
+    assert any(n.endswith(".parquet") and not n.startswith(".") for _, n in listed(path))

@@ -252,6 +252,7 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
     config = read_config(base_path)  # as on disk now: the MDT may have been declared since the caller read it
     added, deleted = changes_of(instant, metadata)
     timeline = _timeline(base_path, config)
+    _resume_rollbacks(base_path, config, timeline)
     t = instant.begin_time
     if any(i.begin_time == t and i.action == DELTA_COMMIT for i in timeline.instants()):  # an earlier attempt
         _rollback_mdt(base_path, config, timeline, t)
@@ -285,9 +286,11 @@ def rollback(base_path: TablePath, rolled_back: str, *, config: TableConfig | No
         timeline = ActiveTimeline(folder, read_config(folder))
     except LsmLabError:
         return None
+    config = config if config is not None else read_config(base_path)
+    _resume_rollbacks(base_path, config, timeline)
     if not any(i.begin_time == rolled_back and i.action == DELTA_COMMIT for i in timeline.instants()):
         return None
-    return _rollback_mdt(base_path, config if config is not None else read_config(base_path), timeline, rolled_back)
+    return _rollback_mdt(base_path, config, timeline, rolled_back)
 
 
 def drop(base_path: TablePath) -> None:
@@ -304,14 +307,34 @@ def drop(base_path: TablePath) -> None:
         paths.remove_tree(base_path, folder, parent="")
 
 
-def _rollback_mdt(base_path: TablePath, config: TableConfig, timeline: ActiveTimeline, t: str) -> Instant:
-    """Roll back MDT deltacommit `t`; the rollback's time comes from the data table's clock (upstream too
-    derives it from the data table's instant), so it never collides with a later data instant's."""
+def _resume_rollbacks(base_path: TablePath, config: TableConfig, timeline: ActiveTimeline) -> None:
+    """Finish MDT rollbacks a killed process left pending: readers hide the instant a pending rollback
+    names, so leaving one would hide a later deltacommit of the same instant time (a compaction re-run)."""
+    for inst in timeline.pending():
+        if inst.action != ROLLBACK:
+            continue
+        try:
+            target = (timeline.read_content(inst, State.REQUESTED).get("instantToRollback") or {}).get("commitTime")
+        except LsmLabError:
+            target = None
+        if target:
+            _rollback_mdt(base_path, config, timeline, str(target), pending=inst)
+        else:
+            _remove_timeline_files(timeline, inst.begin_time, states=(State.INFLIGHT, State.REQUESTED))
+
+
+def _rollback_mdt(base_path: TablePath, config: TableConfig, timeline: ActiveTimeline, t: str, *,
+                  pending: Instant | None = None) -> Instant:
+    """Roll back MDT deltacommit `t` (or finish the `pending` rollback of it); a new rollback's time comes from
+    the data table's clock (upstream too derives it from the data table's instant), so it never collides
+    with a later data instant's."""
     folder = metadata_folder(base_path)
     action = DELTA_COMMIT
-    begin = ActiveTimeline(base_path, config).new_instant_time()
-    inflight = timeline.start(timeline.request(ROLLBACK, {"instantToRollback": {"commitTime": t, "action": action}},
-                                               begin_time=begin))
+    if pending is None:
+        begin = ActiveTimeline(base_path, config).new_instant_time()
+        pending = timeline.request(ROLLBACK, {"instantToRollback": {"commitTime": t, "action": action}},
+                                   begin_time=begin)
+    inflight = timeline.start(pending) if pending.state is State.REQUESTED else pending
     _remove_timeline_files(timeline, t, states=(State.COMPLETED,))  # invisible first
     deleted: list[str] = []
     for partition in list_names(folder):
