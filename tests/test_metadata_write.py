@@ -359,7 +359,8 @@ def test_killed_mdt_rollback_is_finished_before_the_instant_is_written_again(tmp
     t = _make(path, 9, "MERGE_ON_READ")
     t.insert(_rows(range(30), 1, 10.0))
     t.upsert(_rows(range(0, 30, 4), 5, 100.0))
-    real_update, real_list = mdt_write.update, mdt_write.list_names
+    from lsm_lab.storage import list_names as real_list
+    real_update = mdt_write.update
     calls = {"n": 0}
 
     def update_then_die(*a: Any, **kw: Any) -> Any:
