@@ -387,3 +387,21 @@ def test_killed_mdt_rollback_is_finished_before_the_instant_is_written_again(tmp
                 if not i.is_completed]
     assert listed(path) == model(path)
     assert any(n.endswith(".parquet") and not n.startswith(".") for _, n in listed(path))
+
+
+def test_on_an_object_store(s3_table: Any) -> None:
+    """The same protocol on the S3 server: the listing the MDT gives equals one LIST of the data."""
+    t = s3_table(name="trips", record_key="id", ordering_field="ts", partition_by="city", layout="default",
+                 table_type="MERGE_ON_READ", table_version=8, properties={"hoodie.metadata.enable": "true"})
+    t.insert(_rows(range(20), 1, 0.0))
+    t.upsert(_rows(range(0, 20, 3), 2, 1.0))
+    t.compact(strategy="full")
+    t.clean(retained=1)
+    t = lsm_lab.open_table(t.path)
+    m = t.metadata_table()
+    assert m is not None
+    f = m.files()
+    got = {(p, n): s for p, n, s in zip(f.column("partition").to_pylist(), f.column("file_name").to_pylist(),
+                                        f.column("size").to_pylist(), strict=True)}
+    want = {(p, path.name): size for p, path, _, size in fsview.list_data_files_sized(t.path)}
+    assert got == want and len(got) >= 3
