@@ -89,10 +89,11 @@ def _rows(ids: Any, ts: int, fare: float) -> list[dict[str, Any]]:
     return [{"id": f"id{i:03d}", "city": ("sf", "nyc", "chennai")[i % 3], "ts": ts, "fare": fare + i} for i in ids]
 
 
-def _make(path: Path, version: int, table_type: str) -> lsm_lab.Table:
+def _make(path: Path, version: int, table_type: str, compact_every: int = 10) -> lsm_lab.Table:
     return lsm_lab.create_table(path, name="trips", record_key="id", ordering_field="ts", partition_by="city",
                                 table_type=table_type, layout="default", table_version=version,
-                                properties={"hoodie.metadata.enable": "true"})
+                                properties={"hoodie.metadata.enable": "true",
+                                            "hoodie.metadata.compact.max.delta.commits": str(compact_every)})
 
 
 def model(path: Path) -> dict[tuple[str, str], int]:
@@ -148,15 +149,24 @@ def _steps(t: lsm_lab.Table) -> list[tuple[str, Any]]:
 
 @pytest.mark.parametrize("version", [8, 9])
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
-def test_files_partition_follows_every_step(tmp_path: Path, version: int, table_type: str) -> None:
+@pytest.mark.parametrize("compact_every", [3, 100])
+def test_files_partition_follows_every_step(tmp_path: Path, version: int, table_type: str, compact_every: int) -> None:
+    """`compact_every` 3: the MDT is compacted along the way (a rollback of a compacted instant rebuilds it)."""
     path = tmp_path / "t"
-    t = _make(path, version, table_type)
+    t = _make(path, version, table_type, compact_every)
     assert lsm_lab.open_table(path).metadata_table() is None  # created on the first write
+    compacted = dropped = False
     for step, run in _steps(t):
         run()
         t = lsm_lab.open_table(path)
-        assert listed(path) == model(path), step
         assert not [i for i in t.instants() if not i.is_completed and i.is_write], step
+        m = t.metadata_table()
+        if m is None:  # a rollback of an instant the MDT had compacted: dropped, built again by the next write
+            assert compact_every == 3 and not t.config.props.get("hoodie.table.metadata.partitions"), step
+            dropped = True
+            continue
+        assert listed(path) == model(path), step
+        compacted |= any(i.action == "compaction" for i in m.mdt.instants())
     props = lsm_lab.open_table(path).config.props
     assert props["hoodie.table.metadata.partitions"] == "files"
     m = lsm_lab.open_table(path).metadata_table()
@@ -165,7 +175,9 @@ def test_files_partition_follows_every_step(tmp_path: Path, version: int, table_
                                                                                     "city=sf"]
     mdt = m.mdt
     assert all(i.state is State.COMPLETED for i in mdt.instants())  # every MDT instant finished
-    assert any(i.action == "rollback" for i in mdt.instants())  # the failed write / rollback / restore
+    assert compacted == (compact_every == 3) and dropped <= compacted
+    if compact_every == 100:
+        assert any(i.action == "rollback" for i in mdt.instants())  # the failed write / rollback / restore
     if hudi_available():
         _hudi_rs_reads_through_the_mdt(path)
 

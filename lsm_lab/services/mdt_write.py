@@ -60,19 +60,25 @@ import fastavro
 
 from lsm_lab.errors import LsmLabError
 from lsm_lab.filegroup import fsview
+from lsm_lab.filegroup.planner import FULL, CompactionPlan, Operation
 from lsm_lab.format import hfile_write, naming
 from lsm_lab.format import log_v1 as v1
 from lsm_lab.format import metadata_record as mr
 from lsm_lab.services import markers
 from lsm_lab.storage import TablePath, as_path, atomic, list_names, paths
+from lsm_lab.table.metadata_table import MetadataTable
+from lsm_lab.table.state import TableState
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.config import TableConfig, read_config, table_checksum, write_config
-from lsm_lab.timeline.instant import CLEAN, DELTA_COMMIT, ROLLBACK, Instant, State, parse_file_name
+from lsm_lab.timeline.instant import CLEAN, COMMIT, COMPACTION, DELTA_COMMIT, ROLLBACK, Instant, State, parse_file_name
 from lsm_lab.timeline.metadata import WriteStat, commit_metadata, iter_write_stats
 
 PROP_ENABLE = "hoodie.metadata.enable"
 PROP_PARTITIONS = "hoodie.table.metadata.partitions"
 PROP_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
+#: upstream `HoodieMetadataConfig.COMPACT_NUM_DELTA_COMMITS`: MDT deltacommits between two MDT compactions
+PROP_COMPACT_DELTAS = "hoodie.metadata.compact.max.delta.commits"
+DEFAULT_COMPACT_DELTAS = 10
 FILES = "files"
 #: `HoodieTableMetadataUtil.getFileIDForFileGroup(FILES, 0)`
 FILE_ID = "files-0000-0"
@@ -256,6 +262,7 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
     t = instant.begin_time
     if any(i.begin_time == t and i.action == DELTA_COMMIT for i in timeline.instants()):  # an earlier attempt
         _rollback_mdt(base_path, config, timeline, t)
+    compact_if_due(base_path, config, timeline)
     cells = files_cells(added, deleted, all_partitions=instant.action != CLEAN)
     hdata = hfile_write.write_hfile(cells, file_info={b"schema": SCHEMA_TEXT.encode()})
     block = v1.encode_block(v1.BlockType.HFILE, {v1.HeaderKey.INSTANT_TIME: t, v1.HeaderKey.SCHEMA: SCHEMA_TEXT},
@@ -269,6 +276,60 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
     stat = _write_stat(FILES, name, size, len(cells), base)
     done = timeline.complete(inflight, commit_metadata([stat], operation="upsert_prepped"))
     markers.delete_markers(folder, t)
+    return done
+
+
+def compact_if_due(base_path: TablePath, config: TableConfig, timeline: ActiveTimeline) -> Instant | None:
+    """Compact the MDT's `files` file group when `hoodie.metadata.compact.max.delta.commits` deltacommits
+    completed since its last compaction and every one of them is valid — no data instant is pending with
+    an MDT deltacommit of its own (upstream waits the same way: a compaction must not take in a block that
+    may still be rolled back).  Called before the new instant's deltacommit, whose log file then completes
+    after the compaction and belongs to the new slice (slicing by completion time, table versions 8+)."""
+    try:
+        every = int(config.props.get(PROP_COMPACT_DELTAS, DEFAULT_COMPACT_DELTAS))
+    except ValueError:
+        every = DEFAULT_COMPACT_DELTAS
+    instants = timeline.instants()
+    if every < 1 or any(not i.is_completed for i in instants):
+        return None
+    last = max((i.begin_time for i in instants if i.action in (COMMIT, COMPACTION)), default=INIT_INSTANT)
+    deltas = [i for i in instants if i.action == DELTA_COMMIT and not i.begin_time.startswith(INIT_INSTANT[:14])
+              and (i.completion_time or i.begin_time) > last]
+    if len(deltas) < every:
+        return None
+    data = TableState(base_path, config)
+    pending = {i.begin_time for i in data.instants() if not i.is_completed}
+    if any(i.begin_time in pending for i in instants):
+        return None
+    folder = metadata_folder(base_path)
+    mdt = TableState(folder, read_config(folder))
+    view = MetadataTable(data, mdt, [FILES])
+    records = view.records(FILES)
+    cells = []
+    for key, rec in records.items():
+        files = {n: (int(v.get("size") or 0), False)
+                 for n, v in (rec.payload.get("filesystemMetadata") or {}).items() if not v.get("isDeleted")}
+        cells.append((key.encode(), _value(rec.type, files)))
+    cells.sort()
+    slices = mdt.latest_slices(partitions=[FILES])
+    current = slices[0] if slices else None
+    op = Operation(partition=FILES, file_id=FILE_ID,
+                   base_instant=current.base_file.name.instant if current and current.base_file else INIT_INSTANT,
+                   base_file=current.base_file.path.name if current and current.base_file else None,
+                   log_files=tuple(f.path.name for f in (current.log_files if current else ())),
+                   operation_type=FULL)
+    begin = ActiveTimeline(base_path, config).new_instant_time()
+    inflight = timeline.start(timeline.request(COMPACTION, CompactionPlan(operations=(op,), strategy="full").to_json(),
+                                               begin_time=begin))
+    data_bytes = hfile_write.write_hfile(cells, file_info={
+        b"schema": SCHEMA_TEXT.encode(), b"minRecordKey": cells[0][0] if cells else b"",
+        b"maxRecordKey": cells[-1][0] if cells else b""})
+    name = f"{FILE_ID}_{WRITE_TOKEN}_{begin}.hfile"
+    markers.create_marker(folder, begin, FILES, name, "CREATE")
+    atomic.create_file(folder / FILES / name, data_bytes)
+    stat = _write_stat(FILES, name, len(data_bytes), len(cells), name)
+    done = timeline.complete(inflight, commit_metadata([stat], operation="compact", compacted=True))
+    markers.delete_markers(folder, begin)
     return done
 
 
@@ -288,7 +349,17 @@ def rollback(base_path: TablePath, rolled_back: str, *, config: TableConfig | No
         return None
     config = config if config is not None else read_config(base_path)
     _resume_rollbacks(base_path, config, timeline)
-    if not any(i.begin_time == rolled_back and i.action == DELTA_COMMIT for i in timeline.instants()):
+    instants = timeline.instants()
+    target = [i for i in instants if i.begin_time == rolled_back and i.action == DELTA_COMMIT]
+    if not target:
+        return None
+    done = target[0].completion_time
+    if done is not None and any(i.is_completed and i.action in (COMMIT, COMPACTION) and i.begin_time > done
+                                for i in instants):
+        # its records are in an MDT base file already: deleting its log would not remove them.  Upstream
+        # refuses such a rollback (`validateRollback`); lsm_lab drops the MDT, and the next write builds it
+        # again from a listing of the committed files
+        drop(base_path)
         return None
     return _rollback_mdt(base_path, config, timeline, rolled_back)
 
@@ -362,5 +433,5 @@ def _remove_timeline_files(timeline: ActiveTimeline, t: str, *, states: tuple[St
             paths.unlink(timeline.folder / name)
 
 
-__all__ = ["FILES", "FILE_ID", "INIT_INSTANT", "changes_of", "drop", "enabled", "files_cells", "metadata_folder",
+__all__ = ["FILES", "FILE_ID", "INIT_INSTANT", "changes_of", "compact_if_due", "drop", "enabled", "files_cells", "metadata_folder",
            "record_schema", "rollback", "update"]
