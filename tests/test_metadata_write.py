@@ -417,3 +417,45 @@ def test_on_an_object_store(s3_table: Any) -> None:
                                         f.column("size").to_pylist(), strict=True)}
     want = {(p, path.name): size for p, path, _, size in fsview.list_data_files_sized(t.path)}
     assert got == want and len(got) >= 3
+
+
+_CRASH_IN_MDT_COMPACTION = textwrap.dedent("""
+    import os, signal, sys
+    import lsm_lab
+    from lsm_lab.services import mdt_write
+    real = mdt_write.commit_metadata
+    def die(*a, **kw):
+        if kw.get("operation") == "compact":   # the MDT compaction's base file is written, its commit not
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(*a, **kw)
+    mdt_write.commit_metadata = die
+    t = lsm_lab.open_table(sys.argv[1])
+    t.upsert([{"id": f"id{i:03d}", "city": ("sf", "nyc", "chennai")[i % 3], "ts": 50, "fare": -9.0}
+              for i in range(0, 30, 2)])
+""")
+
+
+def test_sigkill_inside_the_mdt_compaction(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    t = _make(path, 8, "MERGE_ON_READ", compact_every=2)
+    t.insert(_rows(range(30), 1, 10.0))
+    t.upsert(_rows(range(0, 30, 5), 2, 1.0))
+    before, listing = t.read(), listed(path)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", _CRASH_IN_MDT_COMPACTION, str(path)], env=env, capture_output=True,
+                          timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
+    t = lsm_lab.open_table(path)
+    m = t.metadata_table()
+    assert m is not None and [i.action for i in m.mdt.instants() if not i.is_completed] == ["compaction"]
+    assert compare_rows(before, t.read(), ["id"]) == []
+    assert listed(path) == listing == model(path)  # the half-made MDT compaction changes nothing
+    for ts in (60, 61, 62):  # the dead write is rolled back, the MDT compaction undone, then done again
+        t.upsert(_rows(range(3), ts, 0.0))
+        t = lsm_lab.open_table(path)
+        assert listed(path) == model(path)
+    m = t.metadata_table()
+    assert m is not None and all(i.is_completed for i in m.mdt.instants())
+    assert [i.action for i in m.mdt.instants()].count("compaction") >= 1
+    if hudi_available():
+        _hudi_rs_reads_through_the_mdt(path)

@@ -380,8 +380,18 @@ def drop(base_path: TablePath) -> None:
 
 def _resume_rollbacks(base_path: TablePath, config: TableConfig, timeline: ActiveTimeline) -> None:
     """Finish MDT rollbacks a killed process left pending: readers hide the instant a pending rollback
-    names, so leaving one would hide a later deltacommit of the same instant time (a compaction re-run)."""
+    names, so leaving one would hide a later deltacommit of the same instant time (a compaction re-run).
+    An MDT compaction a killed process left pending is undone (its base file deleted, its instant
+    removed); the next write compacts again."""
     for inst in timeline.pending():
+        if inst.action == COMPACTION:
+            folder = metadata_folder(base_path)
+            for _, fname, _ in markers.marked_files(folder, inst.begin_time):
+                paths.unlink(folder / FILES / fname, missing_ok=True)
+            paths.unlink(folder / FILES / f"{FILE_ID}_{WRITE_TOKEN}_{inst.begin_time}.hfile", missing_ok=True)
+            _remove_timeline_files(timeline, inst.begin_time, states=(State.INFLIGHT, State.REQUESTED))
+            markers.delete_markers(folder, inst.begin_time)
+            continue
         if inst.action != ROLLBACK:
             continue
         try:
@@ -427,10 +437,13 @@ def _rollback_mdt(base_path: TablePath, config: TableConfig, timeline: ActiveTim
 
 
 def _remove_timeline_files(timeline: ActiveTimeline, t: str, *, states: tuple[State, ...]) -> None:
-    for name in list_names(timeline.folder):
-        parsed = parse_file_name(name)
-        if parsed is not None and parsed[0] == t and parsed[2] in states:
-            paths.unlink(timeline.folder / name)
+    """Remove the timeline files of `t` in the given states, in that order."""
+    names = list_names(timeline.folder)
+    for state in states:
+        for name in names:
+            parsed = parse_file_name(name)
+            if parsed is not None and parsed[0] == t and parsed[2] is state:
+                paths.unlink(timeline.folder / name)
 
 
 __all__ = ["FILES", "FILE_ID", "INIT_INSTANT", "changes_of", "compact_if_due", "drop", "enabled", "files_cells", "metadata_folder",
