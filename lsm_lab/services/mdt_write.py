@@ -36,9 +36,17 @@ removed them), and an instant erased without a rollback instant would look like 
 commit.  A re-run of the same instant (a compaction run again) first rolls back its earlier MDT
 deltacommit, as upstream does for an MDT instant that already exists.
 
+**MDT compaction.** Before a deltacommit, when `hoodie.metadata.compact.max.delta.commits` (upstream's
+`HoodieMetadataConfig.COMPACT_NUM_DELTA_COMMITS`, default 10) deltacommits completed since the last
+one and none of them belongs to a pending data instant, the merged `files` records become a new
+base file `files-0000-0_0-0-0_<c>.hfile` (`<c>.compaction.requested` → `.inflight` → `<c>_<d>.commit`);
+the deltacommit written next completes after `c` and starts the new slice.  A rollback of a
+deltacommit the MDT already compacted cannot delete its records (upstream refuses it in
+`validateRollback`): lsm_lab then drops the MDT, and the next write builds it again from a listing.
+
 Simplified compared with Apache Hudi: only the `files` partition (no column_stats,
 partition_stats, bloom_filters, record_index, secondary or expression indexes); the MDT is
-never compacted, cleaned or archived (its log files accumulate; readers merge them all); no
+compacted but never cleaned or archived (old slices stay on disk; readers read the latest); no
 empty initial log file with a delete block next to the base file; each MDT deltacommit writes
 a new log file (lsm_lab never appends); the MDT is written only for table versions 8 and 9
 (upstream's default for them is on; lsm_lab's is off — an opt-in table property, so tables
