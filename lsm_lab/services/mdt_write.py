@@ -344,9 +344,10 @@ def compact_if_due(base_path: TablePath, config: TableConfig, timeline: ActiveTi
 def rollback(base_path: TablePath, rolled_back: str, *, config: TableConfig | None = None) -> Instant | None:
     """Roll back the MDT deltacommit of data instant `rolled_back` (if there is one) before the data
     table's rollback of it completes or its files are erased (module docstring).  `config`: the
-    caller's table config (a table of another version has no MDT lsm_lab writes: nothing is read)."""
+    caller's table config (saves a read of hoodie.properties)."""
     base_path = as_path(base_path)
-    if config is not None and (config.version not in VERSIONS or not (enabled(config) or FILES in _declared(config))):
+    config = config if config is not None else read_config(base_path)
+    if not enabled(config):  # only an MDT lsm_lab keeps: another engine's is left as it is
         return None
     folder = metadata_folder(base_path)
     if not (folder / ".hoodie" / "hoodie.properties").exists():
@@ -355,7 +356,6 @@ def rollback(base_path: TablePath, rolled_back: str, *, config: TableConfig | No
         timeline = ActiveTimeline(folder, read_config(folder))
     except LsmLabError:
         return None
-    config = config if config is not None else read_config(base_path)
     _resume_rollbacks(base_path, config, timeline)
     instants = timeline.instants()
     target = [i for i in instants if i.begin_time == rolled_back and i.action == DELTA_COMMIT]
