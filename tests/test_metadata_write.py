@@ -4,11 +4,14 @@ HFile: random cells round-trip through lsm_lab's strict reader (GZIP and NONE, t
 sizes), a real Hudi HFile's cells re-written give the same uncompressed data block, and bad input is a
 typed error.  The MDT: on version 8 and 9 tables (COW and MOR) with `hoodie.metadata.enable=true`,
 after every step of insert, upsert, delete, compaction, clustering, clean, a failed write, a rollback of
-the latest commit and a restore, `t.metadata_table().files()` equals the model — the data files on
-disk minus those of pending instants, with their sizes — and at the end hudi-rs, told to use the
-metadata table, reads the same rows as lsm_lab (and provably lists from the MDT: hiding the last MDT
-deltacommit changes what it reads).  A writer SIGKILLed right after its MDT deltacommit leaves the
-table reading its last commit, the MDT listing unchanged, and the next write rolls both back.
+the latest commit and a restore — with the MDT compacted every 3 deltacommits or never —
+`t.metadata_table().files()` equals the model (the data files on disk minus those of pending instants,
+with their sizes), and at the end hudi-rs reads the same rows as lsm_lab and provably lists from the
+MDT (hiding the last MDT deltacommit changes what it reads).  Crashes: a writer SIGKILLed right after
+its MDT deltacommit, one killed inside an MDT compaction, an MDT rollback killed half way, and
+tests/test_crash.py's SIGKILL loop with the MDT on: the table reads a prefix of its commits and the MDT
+lists exactly the committed files after every kill.  Also: not partitioned ("." key), enabled on a
+table with data (built from a listing), turned off (dropped), and on the S3 server.
 """
 
 from __future__ import annotations
