@@ -299,7 +299,9 @@ def test_not_partitioned(tmp_path: Path, version: int) -> None:
     t = lsm_lab.create_table(path, name="trips", record_key="id", ordering_field="ts", table_type="MERGE_ON_READ",
                              layout="default", table_version=version, properties={"hoodie.metadata.enable": "true"})
     rows = [{"id": f"id{i:03d}", "ts": 1, "fare": 1.0 * i} for i in range(20)]
+    assert t.metadata_table() is None
     t.insert(rows)
+    assert t.metadata_table() is not None  # the same Table object sees the MDT its first write made
     t.upsert([{**r, "ts": 2, "fare": -1.0} for r in rows[::3]])
     t.compact(strategy="full")
     t.clean(retained=1)
