@@ -52,7 +52,7 @@ from lsm_lab.errors import CorruptTableError, InputError, StorageError
 from lsm_lab.filegroup import fsview
 from lsm_lab.filegroup.planner import pending_plans
 from lsm_lab.format import keyindex, naming
-from lsm_lab.services import heartbeat
+from lsm_lab.services import heartbeat, mdt_write
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.rollback import rollback_failed_writes
 from lsm_lab.storage import StoragePath, TablePath, paths
@@ -250,6 +250,7 @@ def _execute(table: TableState, inflight: Instant, plan: Mapping[str, Any], star
         "version": PLAN_VERSION,
     }
     with table_lock(table.path):
+        mdt_write.update(table.path, inflight, meta, config=table.config)  # the metadata table first, as upstream
         done = table.active_timeline.complete(inflight, meta)
     # key index sidecars of instants whose files are all gone (listed after the sidecars: see prune_sidecars)
     keyindex.prune_sidecars(table.path, (path.name for _, path, _ in fsview.list_data_files(table.path)))

@@ -73,7 +73,7 @@ from lsm_lab.filegroup.read import ReadContext, iter_sources
 from lsm_lab.format import keyindex, naming, parquet_footer, parquet_write
 from lsm_lab.merge import SORTED_ENGINES, check_engine, choose_engine, fell_back, merge_sources, merge_to_table, records
 from lsm_lab.merge.records import FILE_NAME
-from lsm_lab.services import heartbeat, markers
+from lsm_lab.services import heartbeat, markers, mdt_write
 from lsm_lab.services.claim import claim
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.occ import find_conflict
@@ -554,6 +554,7 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
                     f"clustering {begin} conflicts with {conflict.action} {conflict.begin_time} (completed "
                     f"{conflict.completion_time}), which wrote to file groups the plan rewrites; the clustering "
                     "was rolled back — plan it again")
+            mdt_write.update(table.path, inflight, meta, config=timeline.config)  # the metadata table first, as upstream
             done = timeline.complete(inflight, meta)
             markers.delete_markers(table.path, begin)
         return done

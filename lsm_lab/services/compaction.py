@@ -94,7 +94,7 @@ from lsm_lab.merge import SORTED_ENGINES, check_engine, choose_engine, fell_back
 from lsm_lab.merge.records import DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from lsm_lab.merge.semantics import MergeMode, select_winners
 from lsm_lab.progress import progress as show_progress
-from lsm_lab.services import heartbeat, markers, plancheck
+from lsm_lab.services import heartbeat, markers, mdt_write, plancheck
 from lsm_lab.services.claim import claim
 from lsm_lab.services.clustering import pending_clustering_file_groups
 from lsm_lab.services.lock import table_lock
@@ -473,6 +473,7 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
         meta = commit_metadata(stats, operation=operation, extra=extra, compacted=True)
         keyindex.index_commit(table.path, begin, meta)  # before the commit point (a re-run replaces it)
         with table_lock(table.path):
+            mdt_write.update(table.path, inflight, meta, config=timeline.config)  # the metadata table first, as upstream
             done = timeline.complete(inflight, meta)
             markers.delete_markers(table.path, begin)
         return done

@@ -57,7 +57,7 @@ import pyarrow as pa
 from lsm_lab.errors import ConflictError, SchemaError, TimelineError
 from lsm_lab.format import keyindex
 from lsm_lab.merge import evolution
-from lsm_lab.services import heartbeat, markers
+from lsm_lab.services import heartbeat, markers, mdt_write
 from lsm_lab.services.lock import check_table_lock, table_lock
 from lsm_lab.services.rollback import delete_instant_files, rollback_failed_writes, rollback_pending
 from lsm_lab.storage import TablePath
@@ -173,6 +173,7 @@ class WriteTransaction:
                         f"(completed {conflict.completion_time}), which wrote to the same file group(s) after "
                         f"this write started; it was rolled back — retry it")
             check_table_lock(self.base_path)  # object stores: the lease is still ours right before the commit
+            mdt_write.update(self.base_path, self.instant, metadata, config=self.timeline.config)  # the metadata table first, as upstream
             done = self.timeline.complete(self.instant, metadata)
             markers.delete_markers(self.base_path, self.begin_time)
         self._finish()
@@ -184,6 +185,7 @@ class WriteTransaction:
             self._finish()
             return
         with table_lock(self.base_path):
+            mdt_write.rollback(self.base_path, self.begin_time, config=self.timeline.config)
             delete_instant_files(self.base_path, self.begin_time)
             with contextlib.suppress(TimelineError):
                 self.timeline.remove_pending(self.instant)

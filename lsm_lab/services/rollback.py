@@ -56,7 +56,7 @@ from lsm_lab.errors import ConflictError, InputError, LsmLabError
 from lsm_lab.filegroup.fsview import list_data_files
 from lsm_lab.filegroup.planner import pending_plans
 from lsm_lab.format import keyindex, naming
-from lsm_lab.services import heartbeat, markers
+from lsm_lab.services import heartbeat, markers, mdt_write
 from lsm_lab.storage import TablePath, as_path, list_names, paths, temp_leftovers
 from lsm_lab.timeline import visibility
 from lsm_lab.timeline.active import ActiveTimeline
@@ -188,6 +188,7 @@ def rollback_pending(base_path: TablePath, timeline: ActiveTimeline, instant: In
     req = timeline.request(ROLLBACK, {"instantToRollback": {"commitTime": instant.begin_time,
                                                             "action": instant.action}})
     inflight = timeline.start(req)
+    mdt_write.rollback(base_path, instant.begin_time, config=timeline.config)
     done = timeline.complete(inflight, rollback_metadata(instant, deleted, started))
     remove_timeline_files(timeline, instant.begin_time)
     markers.delete_markers(base_path, instant.begin_time)
@@ -206,6 +207,7 @@ def rollback_completed(base_path: TablePath, timeline: ActiveTimeline, instant: 
                                                             "action": instant.action}})
     inflight = timeline.start(req)
     remove_timeline_files(timeline, instant.begin_time, keep_requested=True)  # invisible from here on
+    mdt_write.rollback(base_path, instant.begin_time, config=timeline.config)
     deleted = delete_instant_files(base_path, instant.begin_time)
     done = timeline.complete(inflight, rollback_metadata(instant, deleted, started))
     remove_timeline_files(timeline, instant.begin_time)
@@ -236,6 +238,7 @@ def resume_rollback(base_path: TablePath, timeline: ActiveTimeline, instant: Ins
     if instant.state is State.REQUESTED:
         instant = timeline.start(instant)
     remove_timeline_files(timeline, begin, keep_requested=True)  # invisible (to readers it is already)
+    mdt_write.rollback(base_path, begin, config=timeline.config)
     deleted = delete_instant_files(base_path, begin)
     done = timeline.complete(instant, rollback_metadata(Instant.make(begin, action, State.COMPLETED, begin),
                                                         deleted, started))
@@ -258,6 +261,7 @@ def drop_plans_reading(base_path: TablePath, timeline: ActiveTimeline, begin_tim
 def reset_compaction(base_path: TablePath, timeline: ActiveTimeline, instant: Instant) -> None:
     """An inflight (log) compaction whose runner died: remove its output and go back to requested."""
     base_path = as_path(base_path)
+    mdt_write.rollback(base_path, instant.begin_time, config=timeline.config)
     delete_instant_files(base_path, instant.begin_time)
     remove_timeline_files(timeline, instant.begin_time, keep_requested=True)
     markers.delete_markers(base_path, instant.begin_time)
@@ -323,6 +327,7 @@ def _erase(base_path: TablePath, timeline: ActiveTimeline, begin: str, action: s
     """Roll one instant back as part of a restore (idempotent)."""
     started = time.monotonic()
     remove_timeline_files(timeline, begin, keep_requested=True)  # invisible first
+    mdt_write.rollback(base_path, begin, config=timeline.config)
     deleted = delete_instant_files(base_path, begin)
     remove_timeline_files(timeline, begin)
     markers.delete_markers(base_path, begin)

@@ -90,6 +90,11 @@ def metadata_path(base_path: TablePath) -> TablePath:
 def open_metadata_table(data: TableState) -> MetadataTable | None:
     """The table's metadata table, or None when it has none (no partitions declared, or no folder)."""
     declared = [p.strip() for p in data.config.props.get(PROPERTY_PARTITIONS, "").split(",") if p.strip()]
+    if not declared and data.config.props.get("hoodie.metadata.enable", "").strip().lower() == "true":
+        # lsm_lab writes the MDT and declares it at a first write (services/mdt_write.py), possibly after
+        # this TableState read hoodie.properties
+        fresh = read_config(data.path).props.get(PROPERTY_PARTITIONS, "")
+        declared = [p.strip() for p in fresh.split(",") if p.strip()]
     path = metadata_path(data.path)
     if not declared or not (path / ".hoodie" / "hoodie.properties").exists():
         return None

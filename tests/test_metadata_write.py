@@ -1,0 +1,466 @@
+"""The metadata table lsm_lab writes: the HFile writer, and the `files` partition kept by every commit.
+
+HFile: random cells round-trip through lsm_lab's strict reader (GZIP and NONE, tiny and default block
+sizes), a real Hudi HFile's cells re-written give the same uncompressed data block, and bad input is a
+typed error.  The MDT: on version 8 and 9 tables (COW and MOR) with `hoodie.metadata.enable=true`,
+after every step of insert, upsert, delete, compaction, clustering, clean, a failed write, a rollback of
+the latest commit and a restore — with the MDT compacted every 3 deltacommits or never —
+`t.metadata_table().files()` equals the model (the data files on disk minus those of pending instants,
+with their sizes), and at the end hudi-rs reads the same rows as lsm_lab and provably lists from the
+MDT (hiding the last MDT deltacommit changes what it reads).  Crashes: a writer SIGKILLed right after
+its MDT deltacommit, one killed inside an MDT compaction, an MDT rollback killed half way, and
+tests/test_crash.py's SIGKILL loop with the MDT on: the table reads a prefix of its commits and the MDT
+lists exactly the committed files after every kill.  Also: not partitioned ("." key), enabled on a
+table with data (built from a listing), turned off (dropped), and on the S3 server.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lsm_lab
+from lsm_lab.errors import InputError
+from lsm_lab.filegroup import fsview
+from lsm_lab.format import hfile, hfile_write
+from lsm_lab.format import log_v1 as v1
+from lsm_lab.interop.hudi_tables import compare_rows, hudi_available
+from lsm_lab.services import mdt_write
+from lsm_lab.timeline.instant import State
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ----------------------------------------------------------------------------------------- HFile
+@settings(max_examples=40, deadline=None)
+@given(cells=st.dictionaries(st.binary(min_size=1, max_size=40), st.binary(max_size=300), max_size=200),
+       codec=st.sampled_from(["GZIP", "NONE"]), block_size=st.sampled_from([1, 64, 1024, 64 * 1024]))
+def test_hfile_round_trip(cells: dict[bytes, bytes], codec: str, block_size: int) -> None:
+    want = sorted(cells.items())
+    data = hfile_write.write_hfile(want, codec=codec, block_size=block_size, file_info={b"schema": b"{}"},
+                                   create_time_ms=1)
+    h = hfile.parse_hfile(data)
+    assert list(h.items()) == want
+    assert h.trailer.codec == codec and h.trailer.entry_count == len(want)
+    assert h.file_info[b"schema"] == b"{}" and h.avro_schema == "{}"
+    assert h.file_info[b"hfile.LASTKEY"] == (len(want[-1][0]).to_bytes(2, "big") + want[-1][0] if want else b"")
+    for key, value in want[:20]:
+        assert h.get(key) == value
+    assert h.get(b"\xff" * 41) is None
+    if want and block_size == 1:
+        assert len(h.data_index) == len(want)  # one cell per block
+    assert hfile_write.write_hfile(want, codec=codec, block_size=block_size, file_info={b"schema": b"{}"},
+                                   create_time_ms=1) == data  # deterministic
+
+
+def test_hfile_same_data_block_as_hudi(real_table: Any) -> None:
+    """A real Hudi MDT base file's cells, written again, give its very data block (uncompressed)."""
+    src = next((real_table("v9_txns_simple_meta") / ".hoodie" / "metadata" / "files").glob("*_2026*.hfile"))
+    real = hfile.read_hfile(src)
+    cells = list(real.items())
+    ours = hfile.parse_hfile(hfile_write.write_hfile(cells, codec="GZIP", file_info={b"schema": b"x"}))
+    assert list(ours.items()) == cells
+    assert len(ours.data_index) == len(real.data_index) == 1
+    from lsm_lab.format.hfile import DATA_MAGIC, _read_block  # the reader's own block decoding
+    assert (_read_block(ours.data, 0, DATA_MAGIC, "GZIP")
+            == _read_block(real.data, real.data_index[0].offset, DATA_MAGIC, "GZIP"))
+    assert ours.trailer.comparator == real.trailer.comparator and ours.trailer.major_version == 3
+
+
+def test_hfile_bad_input() -> None:
+    with pytest.raises(InputError, match="sorted"):
+        hfile_write.write_hfile([(b"b", b""), (b"a", b"")])
+    with pytest.raises(InputError, match="codec"):
+        hfile_write.write_hfile([], codec="SNAPPY")
+    with pytest.raises(InputError, match="32767"):
+        hfile_write.write_hfile([(b"k" * 40000, b"")])
+    assert list(hfile.parse_hfile(hfile_write.write_hfile([])).items()) == []
+
+
+# ----------------------------------------------------------------------------------------- the MDT
+def _rows(ids: Any, ts: int, fare: float) -> list[dict[str, Any]]:
+    return [{"id": f"id{i:03d}", "city": ("sf", "nyc", "chennai")[i % 3], "ts": ts, "fare": fare + i} for i in ids]
+
+
+def _make(path: Path, version: int, table_type: str, compact_every: int = 10) -> lsm_lab.Table:
+    return lsm_lab.create_table(path, name="trips", record_key="id", ordering_field="ts", partition_by="city",
+                                table_type=table_type, layout="default", table_version=version,
+                                properties={"hoodie.metadata.enable": "true",
+                                            "hoodie.metadata.compact.max.delta.commits": str(compact_every)})
+
+
+def model(path: Path) -> dict[tuple[str, str], int]:
+    """The committed files: every data file on disk whose instant is not pending, with its size."""
+    t = lsm_lab.open_table(path)
+    pending = {i.begin_time for i in t.instants() if not i.is_completed}
+    return {(part, p.name): p.stat().st_size for part, p, name in fsview.list_data_files(path)
+            if name.instant not in pending}
+
+
+def listed(path: Path) -> dict[tuple[str, str], int]:
+    m = lsm_lab.open_table(path).metadata_table()
+    assert m is not None and m.partitions() == ["files"]
+    f = m.files()
+    return {(p, n): s for p, n, s in zip(f.column("partition").to_pylist(), f.column("file_name").to_pylist(),
+                                         f.column("size").to_pylist(), strict=True)}
+
+
+class _Killed(BaseException):
+    pass
+
+
+def _failed_write(t: lsm_lab.Table) -> None:
+    """An upsert that dies right after its MDT deltacommit, before the data commit (its own abort runs)."""
+    real = mdt_write.update
+
+    def die(*a: Any, **kw: Any) -> Any:
+        real(*a, **kw)
+        raise _Killed
+
+    with mock.patch.object(mdt_write, "update", die), pytest.raises(_Killed):
+        t.upsert(_rows(range(0, 30, 3), 30, 99.0))
+
+
+def _steps(t: lsm_lab.Table) -> list[tuple[str, Any]]:
+    return [
+        ("insert", lambda: t.insert(_rows(range(30), 1, 10.0))),
+        ("upsert", lambda: t.upsert(_rows(range(0, 30, 4), 5, 100.0))),
+        ("delete", lambda: t.delete([{"id": f"id{i:03d}", "city": ("sf", "nyc", "chennai")[i % 3]} for i in (1, 7)])),
+        ("compact", lambda: t.compact(strategy="full") if t.config.is_mor else None),
+        ("cluster", lambda: t.cluster()),
+        ("upsert again", lambda: t.upsert(_rows(range(3, 45, 6), 9, 7.0))),
+        ("clean", lambda: t.clean(retained=1)),
+        ("failed write", lambda: _failed_write(t)),
+        ("savepoint", lambda: t.savepoint()),
+        ("upsert after savepoint", lambda: t.upsert(_rows(range(0, 12, 2), 12, -1.0))),
+        ("rollback latest", lambda: t.rollback()),
+        ("upsert to restore away", lambda: t.upsert(_rows(range(20, 26), 13, -2.0))),
+        ("restore", lambda: t.restore(t.savepoints()[-1]["savepointedInstant"])),
+        ("upsert after restore", lambda: t.upsert(_rows(range(5, 15), 20, 3.0))),
+    ]
+
+
+@pytest.mark.parametrize("version", [8, 9])
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("compact_every", [3, 100])
+def test_files_partition_follows_every_step(tmp_path: Path, version: int, table_type: str, compact_every: int) -> None:
+    """`compact_every` 3: the MDT is compacted along the way (a rollback of a compacted instant rebuilds it)."""
+    path = tmp_path / "t"
+    t = _make(path, version, table_type, compact_every)
+    assert lsm_lab.open_table(path).metadata_table() is None  # created on the first write
+    compacted = dropped = False
+    for step, run in _steps(t):
+        run()
+        t = lsm_lab.open_table(path)
+        assert not [i for i in t.instants() if not i.is_completed and i.is_write], step
+        m = t.metadata_table()
+        if m is None:  # a rollback of an instant the MDT had compacted: dropped, built again by the next write
+            assert compact_every == 3 and not t.config.props.get("hoodie.table.metadata.partitions"), step
+            dropped = True
+            continue
+        assert listed(path) == model(path), step
+        compacted |= any(i.action == "compaction" for i in m.mdt.instants())
+    props = lsm_lab.open_table(path).config.props
+    assert props["hoodie.table.metadata.partitions"] == "files"
+    m = lsm_lab.open_table(path).metadata_table()
+    assert m is not None
+    assert m.all_partitions() == ["chennai", "nyc", "sf"] or m.all_partitions() == ["city=chennai", "city=nyc",
+                                                                                    "city=sf"]
+    mdt = m.mdt
+    assert all(i.state is State.COMPLETED for i in mdt.instants())  # every MDT instant finished
+    assert compacted == (compact_every == 3) and dropped <= compacted
+    if compact_every == 100:
+        assert any(i.action == "rollback" for i in mdt.instants())  # the failed write / rollback / restore
+    if hudi_available():
+        _hudi_rs_reads_through_the_mdt(path)
+
+
+def _hudi_rs_reads_through_the_mdt(path: Path) -> None:
+    import hudi
+
+    def read() -> Any:
+        import pyarrow as pa
+        table = hudi.HudiTableBuilder.from_base_uri(str(path)).with_hudi_option("hoodie.metadata.enable",
+                                                                                 "true").build()
+        return table, pa.Table.from_batches(table.read(hudi.HudiReadOptions()))
+
+    t = lsm_lab.open_table(path)
+    ours = t.read()
+    table, theirs = read()
+    assert compare_rows(ours, theirs, ["id"], columns=["id", "city", "ts", "fare"]) == []
+    slices = {(s.partition_path, s.base_file_name) for s in table.get_file_slices()}
+    assert {(p, n) for p, n in listed(path) if n in {b for _, b in slices}} == slices
+    # proof that hudi-rs lists from the MDT: hide the MDT's last deltacommit, and the files it added vanish
+    # (hudi-rs 0.5 uses the MDT whenever the table declares `files`, whatever hoodie.metadata.enable says)
+    timeline = path / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    last = sorted(n for n in os.listdir(timeline) if n.endswith(".deltacommit") and "_" in n)[-1]
+    (timeline / last).rename(timeline / (last + ".hidden"))
+    try:
+        _, stale = read()
+        assert compare_rows(ours, stale, ["id"], columns=["id", "city", "ts", "fare"]) != []
+    finally:
+        (timeline / (last + ".hidden")).rename(timeline / last)
+
+
+def test_table_without_the_option_has_no_mdt(tmp_path: Path) -> None:
+    t = lsm_lab.create_table(tmp_path / "t", name="trips", record_key="id", partition_by="city", layout="default",
+                             table_version=8)
+    t.insert(_rows(range(5), 1, 0.0))
+    assert not (tmp_path / "t" / ".hoodie" / "metadata").exists()
+    assert lsm_lab.open_table(tmp_path / "t").metadata_table() is None
+
+
+def test_enabled_later_starts_from_a_listing(tmp_path: Path) -> None:
+    """A table that gets the option after some writes: the MDT's base file lists its committed files."""
+    from lsm_lab.timeline.config import read_config, write_config
+    path = tmp_path / "t"
+    t = lsm_lab.create_table(path, name="trips", record_key="id", partition_by="city", layout="default",
+                             table_version=9, table_type="MERGE_ON_READ")
+    t.insert(_rows(range(12), 1, 0.0))
+    t.upsert(_rows(range(0, 12, 2), 2, 1.0))
+    write_config(path, {**read_config(path).props, "hoodie.metadata.enable": "true"}, create=False)
+    t = lsm_lab.open_table(path)
+    t.upsert(_rows(range(1, 12, 3), 3, 2.0))
+    assert listed(path) == model(path)
+    base = list((path / ".hoodie" / "metadata" / "files").glob("*.hfile"))
+    assert [p.name for p in base] == [f"files-0000-0_0-0-0_{mdt_write.INIT_INSTANT}.hfile"]
+    assert hfile.read_hfile(base[0]).entry_count == 4  # three partitions + __all_partitions__
+
+
+_CRASH = textwrap.dedent("""
+    import os, signal, sys
+    import lsm_lab
+    from lsm_lab.services import mdt_write
+    real = mdt_write.update
+    def die(*a, **kw):
+        real(*a, **kw)
+        os.kill(os.getpid(), signal.SIGKILL)   # after the MDT deltacommit, before the data commit
+    mdt_write.update = die
+    t = lsm_lab.open_table(sys.argv[1])
+    t.upsert([{"id": f"id{i:03d}", "city": ("sf", "nyc", "chennai")[i % 3], "ts": 50, "fare": -9.0}
+              for i in range(0, 30, 2)])
+""")
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_sigkill_after_the_mdt_deltacommit(tmp_path: Path, version: int) -> None:
+    path = tmp_path / "t"
+    t = _make(path, version, "MERGE_ON_READ")
+    t.insert(_rows(range(30), 1, 10.0))
+    before, listing = t.read(), listed(path)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", _CRASH, str(path)], env=env, capture_output=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
+    t = lsm_lab.open_table(path)
+    pending = [i for i in t.instants() if not i.is_completed]
+    mdt = t.metadata_table()
+    assert mdt is not None and pending
+    assert any(i.begin_time == pending[0].begin_time and i.is_completed for i in mdt.mdt.instants())  # MDT went first
+    assert compare_rows(before, t.read(), ["id"]) == []  # the table reads its last commit
+    assert listed(path) == listing == model(path)  # the MDT ignores the pending write
+    t.upsert(_rows(range(3), 60, 0.0))  # the next writer rolls the dead one back, in both tables
+    t = lsm_lab.open_table(path)
+    assert not [i for i in t.instants() if not i.is_completed and i.is_write]
+    assert not [i for i in t.metadata_table().mdt.instants() if i.begin_time == pending[0].begin_time]  # type: ignore[union-attr]
+    assert listed(path) == model(path)
+    if hudi_available():
+        _hudi_rs_reads_through_the_mdt(path)
+
+
+def test_option_turned_off_drops_the_mdt(tmp_path: Path) -> None:
+    """`hoodie.metadata.enable=false` on a table that has one: the next write removes it (undeclared first)."""
+    from lsm_lab.timeline.config import read_config, write_config
+    path = tmp_path / "t"
+    t = _make(path, 8, "COPY_ON_WRITE")
+    t.insert(_rows(range(6), 1, 0.0))
+    assert lsm_lab.open_table(path).metadata_table() is not None
+    write_config(path, {**read_config(path).props, "hoodie.metadata.enable": "false"}, create=False)
+    lsm_lab.open_table(path).upsert(_rows(range(3), 2, 1.0))
+    t = lsm_lab.open_table(path)
+    assert t.metadata_table() is None and "hoodie.table.metadata.partitions" not in t.config.props
+    assert not (path / ".hoodie" / "metadata").exists()
+    assert t.read().num_rows == 6
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_not_partitioned(tmp_path: Path, version: int) -> None:
+    """The table root is the `files` key "." (upstream's identifier of the non-partitioned partition)."""
+    path = tmp_path / "t"
+    t = lsm_lab.create_table(path, name="trips", record_key="id", ordering_field="ts", table_type="MERGE_ON_READ",
+                             layout="default", table_version=version, properties={"hoodie.metadata.enable": "true"})
+    rows = [{"id": f"id{i:03d}", "ts": 1, "fare": 1.0 * i} for i in range(20)]
+    assert t.metadata_table() is None
+    t.insert(rows)
+    assert t.metadata_table() is not None  # the same Table object sees the MDT its first write made
+    t.upsert([{**r, "ts": 2, "fare": -1.0} for r in rows[::3]])
+    t.compact(strategy="full")
+    t.clean(retained=1)
+    assert listed(path) == model(path) and {p for p, _ in listed(path)} == {""}
+    m = lsm_lab.open_table(path).metadata_table()
+    assert m is not None and m.all_partitions() == [""]
+    first_log = sorted((path / ".hoodie" / "metadata" / "files").glob(".files-0000-0_*.log.1_0-0-0"))[0]
+    blocks = v1.read_log_file(first_log)
+    assert [b.block_type for b in blocks] == [v1.BlockType.HFILE]
+    assert blocks[0].records is not None and blocks[0].records.column("key").to_pylist() == [".", "__all_partitions__"]
+    if hudi_available():
+        import hudi
+        import pyarrow as pa
+        table = hudi.HudiTableBuilder.from_base_uri(str(path)).build()
+        theirs = pa.Table.from_batches(table.read(hudi.HudiReadOptions()))
+        assert compare_rows(lsm_lab.open_table(path).read(), theirs, ["id"], columns=["id", "ts", "fare"]) == []
+
+
+def test_sigkill_loop_with_the_mdt(tmp_path: Path) -> None:
+    """tests/test_crash.py's harness on a version-8 table keeping the MDT: writes, compactions, clusterings,
+    cleans and archivals killed at random; after every kill the table reads a prefix of the acknowledged
+    batches (the harness's check) and the MDT lists exactly the committed files — plus, while a clean is
+    pending, the files it already deleted (upstream's MDT shows them too until the clean completes)."""
+    from lsm_lab.services.clean import files_in_plan
+    from lsm_lab.timeline.instant import CLEAN
+    harness = load_harness()
+
+    def create(path: Any, layout: str = "lsm_tree") -> None:
+        lsm_lab.create_table(path, name="crash", record_key="id", partition_by="p", ordering_field="ts",
+                             layout="default", table_version=8,
+                             properties={"hoodie.keep.min.commits": "6", "hoodie.keep.max.commits": "9",
+                                         "hoodie.compaction.hybrid.log.file.num.threshold": "2",
+                                         "hoodie.metadata.enable": "true"})
+
+    checked = []
+    check_files = harness._check_files
+
+    def check(table: Any) -> None:
+        check_files(table)
+        path = Path(table.path)
+        want = model(path)
+        if lsm_lab.open_table(path).metadata_table() is None:  # killed inside the MDT's initialisation
+            assert want == {}
+            return
+        got = listed(path)
+        cleaning = {os.path.basename(f) for i in table.instants() if i.action == CLEAN and not i.is_completed
+                    for f in files_in_plan(table.active_timeline.read_content(i, State.REQUESTED))}
+        assert {k: v for k, v in got.items() if k in want} == want
+        assert {name for _, name in set(got) - set(want)} <= cleaning
+        checked.append(len(want))
+
+    with mock.patch.object(harness, "create", create), mock.patch.object(harness, "_check_files", check):
+        stats = harness.run(6, workdir=tmp_path, seed=5, max_delay=2.0, verbose=False, layout="default")
+    assert stats["kills"] == 6 and len(checked) >= 6 and max(checked) > 0
+
+
+def load_harness() -> Any:
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("lsm_lab_crash_test_mdt", ROOT / "benchmarks" / "crash_test.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_killed_mdt_rollback_is_finished_before_the_instant_is_written_again(tmp_path: Path) -> None:
+    """A compaction fails after its MDT deltacommit; the MDT rollback of it is killed half way (its
+    completed file gone, the rollback pending); the compaction runs again with the same instant: the
+    pending MDT rollback is finished first, else readers would hide the new MDT deltacommit it names."""
+    path = tmp_path / "t"
+    t = _make(path, 9, "MERGE_ON_READ")
+    t.insert(_rows(range(30), 1, 10.0))
+    t.upsert(_rows(range(0, 30, 4), 5, 100.0))
+    from lsm_lab.storage import list_names as real_list
+    real_update = mdt_write.update
+    calls = {"n": 0}
+
+    def update_then_die(*a: Any, **kw: Any) -> Any:
+        real_update(*a, **kw)
+        raise _Killed
+
+    def list_then_die(folder: Any) -> Any:  # the MDT rollback: its completed-file removal lists, then the files
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise _Killed
+        return real_list(folder)
+
+    with mock.patch.object(mdt_write, "update", update_then_die), \
+            mock.patch.object(mdt_write, "list_names", list_then_die), pytest.raises(_Killed):
+        t.compact(strategy="full")
+    t = lsm_lab.open_table(path)
+    mdt = t.metadata_table()
+    assert mdt is not None
+    assert [i.action for i in mdt.mdt.instants() if not i.is_completed].count("rollback") == 1
+    assert listed(path) == model(path)  # the half-rolled-back compaction is not listed
+    t.compact(strategy="full")  # the plan runs again, same instant
+    t = lsm_lab.open_table(path)
+    assert not [i for i in lsm_lab.open_table(path).metadata_table().mdt.instants()  # type: ignore[union-attr]
+                if not i.is_completed]
+    assert listed(path) == model(path)
+    assert any(n.endswith(".parquet") and not n.startswith(".") for _, n in listed(path))
+
+
+def test_on_an_object_store(s3_table: Any) -> None:
+    """The same protocol on the S3 server: the listing the MDT gives equals one LIST of the data."""
+    t = s3_table(name="trips", record_key="id", ordering_field="ts", partition_by="city", layout="default",
+                 table_type="MERGE_ON_READ", table_version=8, properties={"hoodie.metadata.enable": "true"})
+    t.insert(_rows(range(20), 1, 0.0))
+    t.upsert(_rows(range(0, 20, 3), 2, 1.0))
+    t.compact(strategy="full")
+    t.clean(retained=1)
+    t = lsm_lab.open_table(t.path)
+    m = t.metadata_table()
+    assert m is not None
+    f = m.files()
+    got = {(p, n): s for p, n, s in zip(f.column("partition").to_pylist(), f.column("file_name").to_pylist(),
+                                        f.column("size").to_pylist(), strict=True)}
+    want = {(p, path.name): size for p, path, _, size in fsview.list_data_files_sized(t.path)}
+    assert got == want and len(got) >= 3
+
+
+_CRASH_IN_MDT_COMPACTION = textwrap.dedent("""
+    import os, signal, sys
+    import lsm_lab
+    from lsm_lab.services import mdt_write
+    real = mdt_write.commit_metadata
+    def die(*a, **kw):
+        if kw.get("operation") == "compact":   # the MDT compaction's base file is written, its commit not
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(*a, **kw)
+    mdt_write.commit_metadata = die
+    t = lsm_lab.open_table(sys.argv[1])
+    t.upsert([{"id": f"id{i:03d}", "city": ("sf", "nyc", "chennai")[i % 3], "ts": 50, "fare": -9.0}
+              for i in range(0, 30, 2)])
+""")
+
+
+def test_sigkill_inside_the_mdt_compaction(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    t = _make(path, 8, "MERGE_ON_READ", compact_every=2)
+    t.insert(_rows(range(30), 1, 10.0))
+    t.upsert(_rows(range(0, 30, 5), 2, 1.0))
+    before, listing = t.read(), listed(path)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", _CRASH_IN_MDT_COMPACTION, str(path)], env=env, capture_output=True,
+                          timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
+    t = lsm_lab.open_table(path)
+    m = t.metadata_table()
+    assert m is not None and [i.action for i in m.mdt.instants() if not i.is_completed] == ["compaction"]
+    assert compare_rows(before, t.read(), ["id"]) == []
+    assert listed(path) == listing == model(path)  # the half-made MDT compaction changes nothing
+    for ts in (60, 61, 62):  # the dead write is rolled back, the MDT compaction undone, then done again
+        t.upsert(_rows(range(3), ts, 0.0))
+        t = lsm_lab.open_table(path)
+        assert listed(path) == model(path)
+    m = t.metadata_table()
+    assert m is not None and all(i.is_completed for i in m.mdt.instants())
+    assert [i.action for i in m.mdt.instants()].count("compaction") >= 1
+    if hudi_available():
+        _hudi_rs_reads_through_the_mdt(path)
