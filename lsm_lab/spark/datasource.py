@@ -36,7 +36,8 @@ named `storage.<key>` are the `storage_options` of an object-store table.
 Simplified compared with Apache Hudi's Spark datasource: the rows a job writes are staged by the tasks and
 written into file groups by the driver's `commit` (one `Table` write: the Python Data Source API has no
 shuffle before its write tasks, and lsm_lab routes every key to one file group — `write_table` is the
-distributed writer), so the driver holds the job's rows in memory as `Table.upsert` does, and a driver
+distributed writer), so the driver streams the staged files into that one write (`filegroup/stream_write.py`:
+memory bounded by its buffer and one task's rows, not the job's), and a driver
 that dies between the tasks and the commit leaves its staging folder behind (hidden: readers and
 listings skip it; the table still reads its last commit); SQL through a temporary view only (PySpark 4.3 gives a Python data source of a
 catalog table, `CREATE TABLE ... USING lsm_lab LOCATION ...`, none of its options); `mode("overwrite")` is refused (lsm_lab has no insert_overwrite operation); no
@@ -322,14 +323,15 @@ class StagedWriter(DataSourceArrowWriter):
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         try:
             names = [n for m in messages if isinstance(m, StagedFiles) for n in m.names]
-            parts = []
-            for name in names:
-                with open_read(self._folder() / name) as fh:
-                    parts.append(pa.ipc.open_stream(fh).read_all())
-            if parts:
-                rows = pa.concat_tables(parts, promote_options="permissive")
+
+            def staged() -> Iterator[pa.Table]:  # one task's rows at a time: the write streams them
+                for name in names:
+                    with open_read(self._folder() / name) as fh:
+                        yield pa.ipc.open_stream(fh).read_all()
+
+            if names:
                 table = self._table()
-                getattr(table, self.opts.operation)(rows)
+                getattr(table, self.opts.operation)(staged())  # one commit, in bounded memory (stream_write)
         finally:
             self._drop_staging()
 
