@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lsm_lab.errors import ConflictError
-from lsm_lab.storage import StorageLock, StoragePath, path_of, paths, storage_of
+from lsm_lab.storage import StorageLock, StoragePath, forget_kept, path_of, paths, storage_of
 
 LOCK_FILE = ".lsm_lab.lock"
 LOCK_VALIDITY = 30.0  # seconds an object-store lock lease lasts unless renewed (env LSM_LAB_LOCK_VALIDITY_S)
@@ -116,6 +116,7 @@ def _remote_lock(base_path: StoragePath, key: tuple[str, int], timeout: float) -
     validity = float(os.environ.get("LSM_LAB_LOCK_VALIDITY_S") or LOCK_VALIDITY)
     lock = StorageLock(storage_of(base_path), validity=validity)
     lock.acquire(timeout=timeout)
+    forget_kept()  # under the lock, the timeline and the heartbeats are asked of the store again (storage.scope)
     with _guard:
         _held[key] = 1
         _remote[key] = lock

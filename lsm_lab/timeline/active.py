@@ -32,12 +32,24 @@ Taught in: notebooks/02_timeline.ipynb
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lsm_lab.errors import ConflictError, CorruptTableError, TimelineError
-from lsm_lab.storage import StoragePath, TablePath, as_path, atomic, is_local, list_names, paths
+from lsm_lab.storage import (
+    StoragePath,
+    TablePath,
+    as_path,
+    atomic,
+    is_local,
+    list_names,
+    paths,
+    prefetch,
+    recall_kept,
+    remember_kept,
+)
 from lsm_lab.timeline import clock
 from lsm_lab.timeline.config import TableConfig
 from lsm_lab.timeline.instant import (
@@ -113,6 +125,9 @@ class ActiveTimeline:
                                         ".hoodie/timeline/ (version 8 and later)", path=self.meta_folder / "hoodie.properties",
                                         field="hoodie.table.version")
         states: dict[str, dict[State, tuple[str, str | None, str]]] = {}
+        # an object store in a request scope: one LIST of .hoodie/ answers this listing and the later ones of
+        # the markers, heartbeats and archive (storage.scope); elsewhere a no-op
+        prefetch(self.meta_folder)
         for name in list_names(self.folder):  # one LIST on an object store; a missing folder is empty
             parsed = parse_file_name(name)
             if parsed is None:
@@ -161,13 +176,19 @@ class ActiveTimeline:
             timeline_layout=self.config.timeline_layout,
         )
         path = self.folder / name
+        pending = (state or instant.state) is not State.COMPLETED
+        if not pending:  # a completed instant file never changes: read once per operation (storage.scope)
+            kept = recall_kept(str(path))
+            if kept is not None:
+                return copy.deepcopy(kept)  # type: ignore[no-any-return]
         try:
             data = path.read_bytes()
         except FileNotFoundError:
             raise TimelineError(f"instant file {name} is missing", path=self.folder) from None
         content = decode_instant_content(data, path=str(path))
-        pending = (state or instant.state) is not State.COMPLETED
         check_paths(content, action=instant.action, requested=pending, path=str(path))  # the path guard
+        if not pending and isinstance(path, StoragePath):
+            remember_kept(str(path), copy.deepcopy(content))
         return content
 
     # ------------------------------------------------------------------ transitions
