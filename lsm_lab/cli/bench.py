@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lsm_lab.bench import cdc, storage
+from lsm_lab.bench import cdc, latency, storage
 from lsm_lab.bench import scan as scan_bench
 
 
@@ -42,7 +42,7 @@ def register_report_bench(bench_subparsers: Any, name: str, summary: str, doc: s
 
 
 def register_bench(bench_subparsers: Any) -> None:
-    """`lsm-lab bench storage`, `lsm-lab bench cdc` and `lsm-lab bench scan`."""
+    """`lsm-lab bench storage`, `lsm-lab bench cdc`, `lsm-lab bench scan` and `lsm-lab bench latency`."""
     register_report_bench(bench_subparsers, "storage",
                           "a table on local disk vs on a local S3 server (moto): seconds and requests per operation",
                           storage.__doc__, add_arguments=storage.add_arguments, run=storage.run, report=storage.report)
@@ -53,6 +53,7 @@ def register_bench(bench_subparsers: Any) -> None:
                           "scan().to_reader() batch by batch vs read(): peak RSS, throughput, first batch",
                           scan_bench.__doc__, add_arguments=scan_bench.add_arguments, run=scan_bench.run,
                           report=scan_bench.report)
+    latency.register(bench_subparsers)
 
 
 __all__ = ["register_bench", "register_report_bench"]
