@@ -67,10 +67,10 @@ class LatencyProxy:
                  max_seconds: float = 1800.0) -> None:
         parts = urlsplit(upstream)
         if parts.scheme != "http" or parts.hostname not in (LOOPBACK, "localhost") or parts.port is None:
-            raise InputError(f"the proxy forwards only to a local HTTP server (http://127.0.0.1:PORT), not {upstream!r}",
-                             field="upstream")
+            raise InputError(f"upstream: the proxy forwards only to a local HTTP server (http://127.0.0.1:PORT), "
+                             f"not {upstream!r}")
         if not 0 <= latency <= 10:
-            raise InputError(f"latency must be between 0 and 10 seconds, not {latency!r}", field="latency")
+            raise InputError(f"latency must be between 0 and 10 seconds, not {latency!r}")
         self.upstream_port = parts.port
         self.latency = latency
         self.max_requests = max_requests
@@ -192,7 +192,7 @@ def run(rows: int = 200_000, repeats: int = 3, latency_ms: float = 20.0, seed: i
     from lsm_lab.lab.s3local import LocalS3
 
     if rows < 1 or repeats < 1:
-        raise InputError("--rows and --repeats must be at least 1", field="rows")
+        raise InputError(f"--rows and --repeats must be at least 1, not {rows} and {repeats}")
     if not hudi_available():
         require("interop", "the latency comparison with hudi-rs")
     import hudi
