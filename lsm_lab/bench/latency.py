@@ -114,7 +114,7 @@ class LatencyProxy:
                 conn = getattr(local, "conn", None)
                 if conn is None:
                     conn = local.conn = http.client.HTTPConnection(LOOPBACK, proxy.upstream_port, timeout=60)
-                return conn  # type: ignore[no-any-return]
+                return conn
 
             def _forward(self) -> None:
                 if not proxy._count(self.command):

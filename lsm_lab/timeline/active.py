@@ -180,7 +180,7 @@ class ActiveTimeline:
         if not pending:  # a completed instant file never changes: read once per operation (storage.scope)
             kept = recall_kept(str(path))
             if kept is not None:
-                return copy.deepcopy(kept)  # type: ignore[no-any-return]
+                return copy.deepcopy(kept)
         try:
             data = path.read_bytes()
         except FileNotFoundError:
