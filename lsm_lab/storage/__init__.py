@@ -32,6 +32,7 @@ from lsm_lab.storage.handle import (
 from lsm_lab.storage.local import LocalStorage
 from lsm_lab.storage.location import default_options, is_remote, open_storage, resolve_options
 from lsm_lab.storage.lock import StorageLock
+from lsm_lab.storage.scope import at_end as at_scope_end
 from lsm_lab.storage.scope import forget as forget_kept
 from lsm_lab.storage.scope import recall as recall_kept
 from lsm_lab.storage.scope import remember as remember_kept
@@ -49,6 +50,7 @@ __all__ = [
     "TablePath",
     "VersionMismatchError",
     "as_path",
+    "at_scope_end",
     "clean_key",
     "create_bytes",
     "default_options",

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 #: objects larger than this are not kept (instant files, properties and manifests are far smaller)
@@ -55,6 +55,7 @@ class RequestScope:
         self.saved = 0  # requests answered from the scope (for the tests and the curious)
         self.durable: dict[str, Any] = {}  # decoded immutable objects (completed instants): kept past `clear`
         self.too_big: set[tuple[int, str]] = set()  # folders a prefetch found too large for one LIST
+        self.at_end: list[Callable[[], None]] = []  # run when the scope closes (a lingering lock's release)
 
     def get_list(self, store: int, mode: str, prefix: str) -> Any:
         with self._mutex:
@@ -179,6 +180,17 @@ def request_scope() -> Iterator[RequestScope]:
         _local.scope = None
         with _active_guard:
             _active.discard(scope)
+        for fn in scope.at_end:
+            fn()
+
+
+def at_end(fn: Callable[[], None]) -> bool:
+    """Run `fn` when this thread's request scope closes; False (and `fn` not kept) when no scope is open."""
+    scope = current()
+    if scope is None:
+        return False
+    scope.at_end.append(fn)
+    return True
 
 
 def changed(store: int, key: str, meta: dict[str, Any] | None = None) -> None:
@@ -211,4 +223,4 @@ def forget() -> None:
         scope.clear()
 
 
-__all__ = ["MAX_KEPT_OBJECT", "RequestScope", "changed", "current", "forget", "recall", "remember", "request_scope"]
+__all__ = ["MAX_KEPT_OBJECT", "RequestScope", "at_end", "changed", "current", "forget", "recall", "remember", "request_scope"]

@@ -177,17 +177,18 @@ class ActiveTimeline:
         )
         path = self.folder / name
         pending = (state or instant.state) is not State.COMPLETED
-        if not pending:  # a completed instant file never changes: read once per operation (storage.scope)
-            kept = recall_kept(str(path))
-            if kept is not None:
-                return copy.deepcopy(kept)
+        # every instant file is created once (create-if-absent) and never rewritten: on an object store one GET
+        # per operation, even past the table lock (storage.scope); a file written by this operation, none
+        kept = recall_kept(str(path)) if isinstance(path, StoragePath) else None
+        if kept is not None:
+            return copy.deepcopy(kept)
         try:
             data = path.read_bytes()
         except FileNotFoundError:
             raise TimelineError(f"instant file {name} is missing", path=self.folder) from None
         content = decode_instant_content(data, path=str(path))
         check_paths(content, action=instant.action, requested=pending, path=str(path))  # the path guard
-        if not pending and isinstance(path, StoragePath):
+        if isinstance(path, StoragePath):
             remember_kept(str(path), copy.deepcopy(content))
         return content
 
@@ -201,7 +202,10 @@ class ActiveTimeline:
         name = file_name_for(begin, action, state, completion, timeline_layout=self.config.timeline_layout)
         data = content if isinstance(content, bytes) else (self._encode(action, state, content) if content else b"")
         paths.make_folders(self.folder)
-        atomic_create(self.folder / name, data)
+        path = self.folder / name
+        atomic_create(path, data)
+        if isinstance(path, StoragePath) and data and isinstance(content, Mapping):
+            remember_kept(str(path), decode_instant_content(data, path=str(path)))  # read back: no GET
         return Instant.make(begin, action, state, completion, name)
 
     def _encode(self, action: str, state: State, content: Mapping[str, Any]) -> bytes:
