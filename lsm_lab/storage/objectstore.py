@@ -58,6 +58,7 @@ from lsm_lab.storage.base import (
     VersionMismatchError,
     clean_key,
 )
+from lsm_lab.storage.scope import ABSENT
 
 T = TypeVar("T")
 LIST_PAGE = 1000  # keys per LIST response (S3, GCS and Azure all use 1,000 by default)
@@ -260,12 +261,18 @@ class ObjectStorage(Storage):
         scope = scopes.current()
         if scope is not None:
             kept = scope.get_object(self._sid(), full)
+            if kept is ABSENT:
+                raise FileNotFoundError(self.url(key))
             if kept is not None:
-                return kept
-            listed = scope.covering(self._sid(), full)
-            if listed is not None and not any(str(m["path"]) == full for m in listed):
-                raise FileNotFoundError(self.url(key))  # a kept listing of its folder says it is absent
-        data = self._call("GET", key, lambda: bytes(obstore.get(self.store, full).bytes()))
+                return bytes(kept)
+        # (never "absent" because a kept listing lacks the key: a heartbeat written after that LIST and before
+        # the instant it guards must be seen by the GET that decides whether its writer is alive)
+        try:
+            data = self._call("GET", key, lambda: bytes(obstore.get(self.store, full).bytes()))
+        except FileNotFoundError:
+            if scope is not None:
+                scope.put_object(self._sid(), full, ABSENT)  # this GET's answer, until our write or the lock
+            raise
         if scope is not None:
             scope.put_object(self._sid(), full, data)
         return data

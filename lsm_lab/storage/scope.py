@@ -10,6 +10,7 @@ the later questions are answered from it:
         LIST .hoodie/timeline/          → sent, kept
         LIST .hoodie/timeline/          → from the scope
         HEAD p/.hoodie_partition_metadata → from a kept LIST of an enclosing folder: no request
+        GET  a key a kept LIST lacks    → sent all the same (a heartbeat may have appeared since the LIST)
         GET  .hoodie/timeline/<t>_<c>.deltacommit  (≤ 1 MiB) → sent once, kept
         PUT  .hoodie/timeline/<t>.deltacommit.inflight
              └─ added to every kept LIST of an enclosing folder (a DELETE removes it): no LIST again
@@ -41,6 +42,9 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+#: what a scope keeps for a GET that found no object (an empty `bytes` is a real, empty object)
+ABSENT = memoryview(b"")
+
 #: objects larger than this are not kept (instant files, properties and manifests are far smaller)
 MAX_KEPT_OBJECT = 1 << 20
 
@@ -51,7 +55,7 @@ class RequestScope:
     def __init__(self) -> None:
         self._mutex = threading.Lock()
         self.lists: dict[tuple[int, str, str], Any] = {}  # (store id, mode, prefix) → result
-        self.objects: dict[tuple[int, str], bytes] = {}  # (store id, key) → content
+        self.objects: dict[tuple[int, str], bytes | memoryview] = {}  # (store id, key) → content, or ABSENT
         self.saved = 0  # requests answered from the scope (for the tests and the curious)
         self.durable: dict[str, Any] = {}  # decoded immutable objects (completed instants): kept past `clear`
         self.too_big: set[tuple[int, str]] = set()  # folders a prefetch found too large for one LIST
@@ -68,14 +72,14 @@ class RequestScope:
         with self._mutex:
             self.lists[(store, mode, prefix)] = result
 
-    def get_object(self, store: int, key: str) -> bytes | None:
+    def get_object(self, store: int, key: str) -> bytes | memoryview | None:
         with self._mutex:
             found = self.objects.get((store, key))
             if found is not None:
                 self.saved += 1
             return found
 
-    def put_object(self, store: int, key: str, data: bytes) -> None:
+    def put_object(self, store: int, key: str, data: bytes | memoryview) -> None:
         if len(data) <= MAX_KEPT_OBJECT:
             with self._mutex:
                 self.objects[(store, key)] = data
@@ -223,4 +227,4 @@ def forget() -> None:
         scope.clear()
 
 
-__all__ = ["MAX_KEPT_OBJECT", "RequestScope", "at_end", "changed", "current", "forget", "recall", "remember", "request_scope"]
+__all__ = ["ABSENT", "MAX_KEPT_OBJECT", "RequestScope", "at_end", "changed", "current", "forget", "recall", "remember", "request_scope"]
