@@ -185,17 +185,17 @@ def _median(fn: Callable[[], pa.Table], repeats: int, proxy: LatencyProxy) -> tu
 def run(rows: int = 200_000, repeats: int = 3, latency_ms: float = 20.0, seed: int = 7,
         log: Callable[[str], None] = print) -> dict[str, Any]:
     """Write the table, then time both readers behind the proxy; {"rows", "latency_ms", "ops": {...}}."""
-    from lsm_lab.api import create_table, open_table
-    from lsm_lab.extras import require
-    from lsm_lab.interop.hudi_tables import hudi_available
-    from lsm_lab.lab.datagen import TripsGenerator
-    from lsm_lab.lab.s3local import LocalS3
+    from lsm_lab.api import create_table, open_table  # (imported when run: `lsm-lab --help` loads none of it)
+    from lsm_lab.extras import require  # (idem)
+    from lsm_lab.interop.hudi_tables import hudi_available  # (idem)
+    from lsm_lab.lab.datagen import TripsGenerator  # (idem)
+    from lsm_lab.lab.s3local import LocalS3  # (idem: moto, the s3 extra)
 
     if rows < 1 or repeats < 1:
         raise InputError(f"--rows and --repeats must be at least 1, not {rows} and {repeats}")
     if not hudi_available():
         require("interop", "the latency comparison with hudi-rs")
-    import hudi
+    import hudi  # (the interop extra, checked just above)
 
     gen = TripsGenerator(seed)
     inserts = gen.inserts(rows)
@@ -257,8 +257,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def register(bench_subparsers: Any) -> None:
     """`lsm-lab bench latency`."""
-    import json
-    from pathlib import Path
+    import json  # (only when the command is registered)
+    from pathlib import Path  # (idem)
 
     def main(args: argparse.Namespace) -> int:
         result = run(rows=args.rows, repeats=args.repeats, latency_ms=args.latency_ms)

@@ -553,8 +553,12 @@ class PrunedReader:
         for fs in slices:
             wanted: list[tuple[StoragePath, int]] = []
             narrowed = None if pred.is_empty else self._narrow(fs)
+            try:
+                files = self.facts.files(fs) if narrowed is not None else []
+            except _Fallback:  # (read in full by `read_slice`: nothing to fetch ahead)
+                files = []
             if narrowed is not None:
-                for f in self.facts.files(fs):
+                for f in files:
                     if not isinstance(f.path, StoragePath) or not f.size or f.size > ranged.WHOLE_MAX \
                             or f.name.ext != "parquet" or self.footers.has(f.path, f.size):
                         continue
