@@ -38,6 +38,15 @@ read, W the data files it writes, D those it deletes, P the partitions it create
     clean                  1 LIST of the timeline, 1 LIST of the data files, 2 lock, 3 instant
                            PUTs, ceil(D / 1000) DELETEs
 
+These are lower bounds, not what the design can reach: on top of them a commit sends its heartbeat (a PUT,
+a DELETE), its key index sidecar (a PUT) and a second LIST of `.hoodie/` under the lock (the conflict check
+must see the other writers' instants), and a table service takes the lock more than once (the lingering
+release of `services.lock` makes most of those free).  A lookup's key index sidecars (one GET per commit)
+are not counted either.  What lsm_lab does to come near them: `storage.scope` (each listing and small object
+once per operation, one LIST of `.hoodie/` for the timeline, markers, heartbeats and archive, asked again
+under the lock), one conditional PUT to take a lock this process released last, no lock at a write's start
+when nothing needs cleaning up, and a lookup's small files fetched whole, in parallel (`ranged.whole_objects`).
+
 Taught in: notebooks/12_object_storage.ipynb
 """
 
