@@ -265,8 +265,10 @@ class ObjectStorage(Storage):
                 raise FileNotFoundError(self.url(key))
             if kept is not None:
                 return bytes(kept)
-        # (never "absent" because a kept listing lacks the key: a heartbeat written after that LIST and before
-        # the instant it guards must be seen by the GET that decides whether its writer is alive)
+            if not scopes.is_liveness(full):
+                listed = scope.covering(self._sid(), full)
+                if listed is not None and not any(str(m["path"]) == full for m in listed):
+                    raise FileNotFoundError(self.url(key))  # a kept listing of its folder says it is absent
         try:
             data = self._call("GET", key, lambda: bytes(obstore.get(self.store, full).bytes()))
         except FileNotFoundError:

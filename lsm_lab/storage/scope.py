@@ -10,7 +10,7 @@ the later questions are answered from it:
         LIST .hoodie/timeline/          → sent, kept
         LIST .hoodie/timeline/          → from the scope
         HEAD p/.hoodie_partition_metadata → from a kept LIST of an enclosing folder: no request
-        GET  a key a kept LIST lacks    → sent all the same (a heartbeat may have appeared since the LIST)
+        GET  a key a kept LIST lacks    → absent, no request; but a heartbeat (.heartbeat/<t>) is always asked
         GET  .hoodie/timeline/<t>_<c>.deltacommit  (≤ 1 MiB) → sent once, kept
         PUT  .hoodie/timeline/<t>.deltacommit.inflight
              └─ added to every kept LIST of an enclosing folder (a DELETE removes it): no LIST again
@@ -24,8 +24,12 @@ empties the scope, so they are asked of the store again.  What is answered from
 the scope outside the lock is what the operation read at its start, exactly what
 a snapshot is; and this process's own writes (from any of its threads) drop the
 answers they change, so an operation reads its own writes.  The lock object is
-read with `read_versioned`, which is never kept.  Outside a scope nothing is
-kept, so two operations never share an answer.
+read with `read_versioned`, which is never kept.  A heartbeat is never taken
+for absent because a kept listing lacks it: writers start without the lock
+(heartbeat first, then the requested instant), so a LIST may see a new
+instant and not yet its heartbeat; the GET that judges the writer alive goes
+to the store.  Outside a scope nothing is kept, so two operations never share
+an answer.
 
 Simplified compared with Apache Hudi: Hudi keeps a timeline and a file-system
 view per `HoodieTableMetaClient` (refreshed with `reloadActiveTimeline`) and,
@@ -41,6 +45,17 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
+
+#: folders whose objects are liveness signals that other writers write without the table lock: a heartbeat
+#: written after a kept LIST and before the instant it guards must be seen by the GET that decides whether
+#: its writer is alive, so a kept listing never answers "absent" for them (services.heartbeat, rollback)
+LIVENESS_FOLDERS = (".heartbeat",)
+
+
+def is_liveness(key: str) -> bool:
+    """Whether `key` lies in a liveness folder (`LIVENESS_FOLDERS`): always asked of the store."""
+    return any(f"{folder}/" in f"/{key}" for folder in LIVENESS_FOLDERS)
+
 
 #: what a scope keeps for a GET that found no object (an empty `bytes` is a real, empty object)
 ABSENT = memoryview(b"")
@@ -227,4 +242,5 @@ def forget() -> None:
         scope.clear()
 
 
-__all__ = ["ABSENT", "MAX_KEPT_OBJECT", "RequestScope", "at_end", "changed", "current", "forget", "recall", "remember", "request_scope"]
+__all__ = ["ABSENT", "LIVENESS_FOLDERS", "MAX_KEPT_OBJECT", "RequestScope", "at_end", "changed", "current", "forget",
+           "is_liveness", "recall", "remember", "request_scope"]
