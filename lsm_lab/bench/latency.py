@@ -193,6 +193,8 @@ def run(rows: int = 200_000, repeats: int = 3, latency_ms: float = 20.0, seed: i
 
     if rows < 1 or repeats < 1:
         raise InputError(f"--rows and --repeats must be at least 1, not {rows} and {repeats}")
+    if not 0 <= latency_ms <= 10_000:
+        raise InputError(f"--latency-ms must be between 0 and 10000, not {latency_ms:g}")
     if not hudi_available():
         require("interop", "the latency comparison with hudi-rs")
     import hudi  # (the interop extra, checked just above)
