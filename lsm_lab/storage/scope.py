@@ -36,7 +36,7 @@ view per `HoodieTableMetaClient` (refreshed with `reloadActiveTimeline`) and,
 on a real deployment, serves listings from its metadata table; lsm_lab keeps
 the raw answers of one operation instead.
 
-Taught in: notebooks/12_object_storage.ipynb
+Taught in: no chapter (it changes how many requests chapter 12 counts, not what it teaches; docs/PERFORMANCE.md)
 """
 
 from __future__ import annotations
