@@ -18,6 +18,10 @@
 After the last kill the parent writes once more itself and compacts, so the
 table must also still accept writes and table services after all that.
 
+`--stream` hands every batch to the table as a stream (a generator of 2-row record
+batches, `buffer_rows=2`: several chunks, one commit; filegroup/stream_write.py), with a
+pause between chunks, so that kills also land in the middle of reading a stream.
+
 Run it:  .venv/bin/python benchmarks/crash_test.py --kills 200
 (`tests/test_crash.py` runs a short version of the same loop.)
 """
@@ -83,6 +87,19 @@ def create(path: Any, layout: str = "lsm_tree") -> None:
 
 
 # --------------------------------------------------------------------------- child
+STREAM_ENV = "LSM_LAB_CRASH_STREAM"  # "1": the child writes every batch as a stream (--stream)
+
+
+def _as_stream(rows: list[dict[str, Any]]) -> Any:
+    """A batch's rows as a generator of 2-row record batches, pausing between them (a slow source)."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pylist(rows)
+    for b in table.to_batches(max_chunksize=2):
+        yield b
+        time.sleep(0.02)
+
+
 def child(path: str, start: int, ack: str) -> None:
     os.environ["TQDM_DISABLE"] = "1"
     import pyarrow as pa
@@ -99,7 +116,10 @@ def child(path: str, start: int, ack: str) -> None:
     i = start
     while True:
         op, rows = batch(i)
-        getattr(table, op)(rows)  # one batch, one commit ...
+        if os.environ.get(STREAM_ENV) == "1":
+            getattr(table, op)(_as_stream(rows), buffer_rows=2)  # a stream in chunks, one commit ...
+        else:
+            getattr(table, op)(rows)  # one batch, one commit ...
         os.write(fd, f"{i}\n".encode())  # ... acknowledged once it landed
         if i % 3 == 2:
             table.compact(strategy=strategies[(i // 3) % 3])
@@ -129,11 +149,13 @@ def _check_files(table: Any) -> None:
 
 
 def run(kills: int, *, workdir: Path | None = None, seed: int = 0, max_delay: float = 1.5,
-        verbose: bool = True, layout: str = "lsm_tree", location: str | None = None) -> dict[str, Any]:
+        verbose: bool = True, layout: str = "lsm_tree", location: str | None = None,
+        stream: bool = False) -> dict[str, Any]:
     """Kill a writer `kills` times; raises AssertionError on the first inconsistency. Returns a summary.
 
     `location` puts the table on an object store (`s3://bucket/prefix`, credentials from the
-    AWS_* environment variables, which the writer processes inherit) instead of `workdir`."""
+    AWS_* environment variables, which the writer processes inherit) instead of `workdir`; `stream`: the
+    writers hand every batch over as a stream (several chunks, one commit)."""
     import lsm_lab
 
     rng = random.Random(seed)
@@ -149,7 +171,7 @@ def run(kills: int, *, workdir: Path | None = None, seed: int = 0, max_delay: fl
     started = time.monotonic()
     stats: dict[str, Any] = {"kills": 0, "batches": 0, "unacked_commits": 0, "pending_at_kill": 0,
                              "killed_in": {}}
-    env = dict(os.environ, TQDM_DISABLE="1", PYTHONUNBUFFERED="1")
+    env = dict(os.environ, TQDM_DISABLE="1", PYTHONUNBUFFERED="1", **{STREAM_ENV: "1" if stream else "0"})
     for k in range(kills):
         proc = subprocess.Popen([sys.executable, __file__, "--child", str(path), str(applied), str(ack)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
@@ -218,13 +240,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layout", choices=["lsm_tree", "default"], default="lsm_tree",
                         help="table layout: lsm_tree (bucket index) or default (key-lookup index)")
     parser.add_argument("--location", help="put the table here instead (s3://bucket/prefix; AWS_* variables)")
+    parser.add_argument("--stream", action="store_true",
+                        help="write every batch as a stream of 2-row batches (several chunks, one commit)")
     parser.add_argument("--child", nargs=3, metavar=("PATH", "START", "ACKS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         child(args.child[0], int(args.child[1]), args.child[2])
         return 0
     stats = run(args.kills, workdir=Path(args.dir) if args.dir else None, seed=args.seed, max_delay=args.max_delay,
-                layout=args.layout, location=args.location)
+                layout=args.layout, location=args.location, stream=args.stream)
     print(json.dumps(stats, indent=2))
     print(f"OK: {stats['kills']} kills, every snapshot a prefix of the acknowledged batches")
     return 0

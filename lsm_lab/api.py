@@ -5,9 +5,9 @@
                  └──────────────► Table ◄───────────────────┘
         writes:  insert · upsert · delete · bulk_insert      → completed Instant
         reads:   read(as_of, columns, filter, merge) · lookup(keys) · read_optimized · read_incremental · read_cdc
-                 scan(…) · scan_optimized · scan_incremental: the same reads as Arrow streams (table/stream.py)
+                 scan(…) · scan_optimized · scan_incremental · scan_cdc: the same reads as Arrow streams (table/stream.py)
                  as_of: an instant time T (completed writes begun by T, as Hudi) or a CompletionTime / Instant
-        inspect: timeline() · file_slices() · dump_levels() · file_groups()
+        inspect: timeline() · file_slices() · dump_levels() · file_groups() · schema_history()
 
 A `Table` holds no cached state that could go stale: every call lists the
 timeline and the folder again, so two `Table` objects (or two processes) on one
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -40,7 +41,7 @@ import pyarrow.compute as pc
 
 from lsm_lab import checks
 from lsm_lab.errors import CorruptTableError, InputError, TableConfigError, UnsupportedFeatureError
-from lsm_lab.filegroup import cdclog, compat, fsview
+from lsm_lab.filegroup import cdclog, compat, fsview, stream_write
 from lsm_lab.filegroup import read as reader
 from lsm_lab.filegroup import write as writer
 from lsm_lab.filegroup.fsview import FileGroup, FileSlice
@@ -53,7 +54,7 @@ from lsm_lab.services import archiver, clean, clustering, commit, compaction, oc
 from lsm_lab.services import rollback as rb
 from lsm_lab.services.lock import table_lock
 from lsm_lab.storage import StoragePath, as_path, paths, request_scope
-from lsm_lab.table import cdc, inspect, scan, stream
+from lsm_lab.table import cdc, inspect, scan, schema_history, stream
 from lsm_lab.table import lookup as key_lookup
 from lsm_lab.table.metadata_table import MetadataTable, open_metadata_table
 from lsm_lab.table.predicate import FilterLike
@@ -90,6 +91,12 @@ def _one_operation(method: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _drain(items: list[Any]) -> Iterable[Any]:
+    """The items of a list, each dropped from the list as it is given (the list holds no chunk read already)."""
+    while items:
+        yield items.pop(0)
+
+
 class Table(TableState):
     """A Hudi table on local storage, as lsm_lab reads and writes it (the state, plus the verbs)."""
 
@@ -120,6 +127,16 @@ class Table(TableState):
         `archived=True` puts the instants of the LSM timeline first (column
         `archived` tells them apart).
         """
+        cols = ["begin_time", "completion_time", "action", "state", "operation", "partitions", "files",
+                "records_written", "records_inserted", "records_updated", "records_deleted", "bytes_written"]
+        if archived:
+            cols.append("archived")
+        import pandas as pd  # start-up: only inspection returns frames
+
+        return pd.DataFrame(self.timeline_rows(archived), columns=cols)
+
+    def timeline_rows(self, archived: bool = False) -> list[dict[str, Any]]:
+        """`timeline()`'s rows as dicts (what `lsm-lab show timeline` prints, without loading pandas)."""
         rows = []
         items = [(i, False) for i in self.instants()]
         old_meta: dict[str, dict[str, Any]] = {}
@@ -140,30 +157,33 @@ class Table(TableState):
             if archived:
                 row["archived"] = is_old
             rows.append(row)
-        cols = ["begin_time", "completion_time", "action", "state", "operation", "partitions", "files",
-                "records_written", "records_inserted", "records_updated", "records_deleted", "bytes_written"]
-        if archived:
-            cols.append("archived")
-        import pandas as pd  # start-up: only inspection returns frames
-
-        return pd.DataFrame(rows, columns=cols)
+        return rows
 
     # ------------------------------------------------------------------ writes
-    def insert(self, data: Any) -> Instant:
-        """Insert records (a later version of an existing key still merges by key)."""
-        return self._write(data, "insert")
+    def insert(self, data: Any, *, buffer_rows: int | None = None) -> Instant:
+        """Insert records (a later version of an existing key still merges by key).
 
-    def upsert(self, data: Any) -> Instant:
-        """Insert new records and update existing ones (by record key)."""
-        return self._write(data, "upsert")
+        `data`: a pyarrow Table or RecordBatch, a pandas DataFrame, a list of dicts — or a stream, written
+        in bounded memory as one commit (`lsm_lab.filegroup.stream_write`): a `pyarrow.RecordBatchReader`,
+        anything with `__arrow_c_stream__` (a polars DataFrame, a DuckDB relation, a DataFusion DataFrame),
+        a polars LazyFrame, an iterator of RecordBatches or Tables.  A stream is read in chunks of
+        `buffer_rows` rows (default: the table property `lsm_lab.write.buffer.rows`, else 250,000); the
+        table after the write is the same as after writing the whole stream as one batch."""
+        return self._write(data, "insert", buffer_rows)
 
-    def bulk_insert(self, data: Any) -> Instant:
-        """Insert a large batch in one pass (new file groups are written as sorted base files)."""
-        return self._write(data, "bulk_insert")
+    def upsert(self, data: Any, *, buffer_rows: int | None = None) -> Instant:
+        """Insert new records and update existing ones (by record key); `data` and `buffer_rows` as `insert`'s."""
+        return self._write(data, "upsert", buffer_rows)
 
-    def delete(self, keys_or_data: Any) -> Instant:
-        """Delete records: rows holding the key (and partition, ordering) columns, or a list of key strings."""
-        return self._write(keys_or_data, "delete")
+    def bulk_insert(self, data: Any, *, buffer_rows: int | None = None) -> Instant:
+        """Insert a large batch in one pass (new file groups are written as sorted base files); `data` and
+        `buffer_rows` as `insert`'s."""
+        return self._write(data, "bulk_insert", buffer_rows)
+
+    def delete(self, keys_or_data: Any, *, buffer_rows: int | None = None) -> Instant:
+        """Delete records: rows holding the key (and partition, ordering) columns, or a list of key strings;
+        a stream of such rows as `insert`'s."""
+        return self._write(keys_or_data, "delete", buffer_rows)
 
     def upgrade(self) -> Table:
         """Rewrite this lsm_lab table to Apache Hudi's table version 10 in place (one replacecommit, crash-safe).
@@ -174,13 +194,61 @@ class Table(TableState):
         return open_table(self.path)
 
     @_one_operation
-    def _write(self, data: Any, op: str) -> Instant:
+    def _write(self, data: Any, op: str, buffer_rows: int | None = None) -> Instant:
         """One optimistic write (services.commit): files written without the lock, conflicts checked at commit."""
+        if stream_write.is_stream(data):
+            return self._write_stream(data, op, buffer_rows)
+        if buffer_rows is not None:
+            stream_write.buffer_rows_of(self.config.props, buffer_rows)  # a bad value is an error, even unused
         self.check_writable()
         commit.note_first_write(self)  # before the input is checked: a rejected first batch must not block create
         batch = writer.prepare(self.config, self.schema, data, op)
         done = commit.run_write(self, op, batch.schema, lambda txn: self._write_files(
             batch, txn.begin_time, op, snapshot=txn.snapshot, txn=txn), input_rows=batch.input_rows)
+        commit.after_write(self)
+        return done
+
+    def _write_stream(self, data: Any, op: str, buffer_rows: int | None) -> Instant:
+        """A stream written in chunks as one commit (filegroup/stream_write.py); a stream that fits in one chunk
+        is written as an in-memory batch."""
+        limit = stream_write.buffer_rows_of(self.config.props, buffer_rows)
+        self.check_writable()
+        commit.note_first_write(self)  # before the input is read: a rejected first batch must not block create
+        chunks = stream_write.chunks(data, limit, what="delete keys" if op == "delete" else "data")
+        first = next(chunks, None)
+        second = next(chunks, None) if first is not None else None
+        if second is None:
+            return self._write([] if first is None else first, op)
+        head = [first, second]  # handed over once, never held by this frame while the stream is read
+        del first, second
+        state: stream_write.StreamWrite | None = None
+
+        def write_files(txn: occ.WriteTransaction) -> list[WriteStat]:
+            nonlocal state
+            snapshot = completion_time(txn.snapshot)
+            completion = self.completion_map(snapshot)
+
+            def groups_of(parts: Sequence[str]) -> list[FileGroup]:
+                return [] if snapshot is None else self.file_groups(as_of=snapshot, partitions=list(parts))
+
+            def ctx_of(schema: pa.Schema) -> reader.ReadContext:
+                return reader.ReadContext(self.path, self.config, schema if len(schema) else (self.schema or schema),
+                                          completion, snapshot)
+
+            with bar(total=None, desc=f"{op} {txn.begin_time} (stream)", unit="row", unit_scale=True) as b:
+                state = stream_write.StreamWrite(
+                    base_path=self.path, config=self.config, schema=self.schema, op=op, instant=txn.begin_time,
+                    groups_of=groups_of, ctx_of=ctx_of, mark=txn.mark, buffer_rows=limit,
+                    on_rows=b.update if b is not None else None)
+                return state.run(itertools.chain(_drain(head), chunks))
+
+        def final_schema() -> pa.Schema:
+            return state.batch_schema if state is not None else pa.schema([])
+
+        def input_rows() -> int:
+            return state.input_rows if state is not None else 0
+
+        done = commit.run_write(self, op, final_schema, write_files, input_rows=input_rows)
         commit.after_write(self)
         return done
 
@@ -364,6 +432,13 @@ class Table(TableState):
         """
         return cdc.read_cdc(self, start, end, columns=columns)
 
+    @_one_listing
+    def scan_cdc(self, start: TimeLike | None, end: TimeLike | None = None, *, columns: Sequence[str] | None = None,
+                 batch_size: int = stream.BATCH_ROWS) -> cdc.ChangeScan:
+        """`read_cdc` as a stream (table/cdc.py `ChangeScan`): the same rows, read instant by instant as
+        they are consumed (`to_reader()`, `pl.DataFrame(scan)`, `duckdb.from_arrow(scan)`, `to_table()`)."""
+        return cdc.ChangeScan(self, start, end, columns=columns, batch_size=batch_size)
+
     # ------------------------------------------------------------------ inspection
     @_one_listing
     def file_slices(self, as_of: TimeLike | None = None) -> pd.DataFrame:
@@ -376,6 +451,12 @@ class Table(TableState):
         """The L1 base file and L0 logs of every file group a read `as_of` uses (time as in `read`), as text."""
         self.check_retained(self.resolve_time(as_of))
         return inspect.dump_levels(self, as_of)
+
+    @_one_listing
+    def schema_history(self) -> pa.Table:
+        """The table schema at every completed write where it changed (instant, completed, action, columns,
+        change, schema); a read `as_of=T` uses the schema of the last row at or before T (`schema_at`)."""
+        return schema_history.schema_history(self)
 
     # ------------------------------------------------------------------ Hudi's metadata table (read)
     def metadata_table(self) -> MetadataTable | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -157,6 +158,15 @@ def test_stream_equals_model(tmp_path: Path, table_type: str, mode: str | None, 
     logs = list(local(t.path).rglob("*.cdc.parquet"))
     assert bool(logs) == (mode is not None)
     assert t.read(columns=["id", "p", "v"]).sort_by("id").to_pylist() == [{"id": "k01", "p": "south", "v": 701}]
+    # the same stream handed out instant by instant, batch by batch (Table.scan_cdc)
+    changes = t.scan_cdc(None, batch_size=2)
+    batches = list(changes.to_reader())
+    assert batches and max(b.num_rows for b in batches) <= 2
+    streamed = pa.Table.from_batches(batches, schema=changes.schema)
+    assert stream_of(streamed, begins) == model_stream(WORKLOAD)
+    assert streamed.equals(result.replace_schema_metadata(None))
+    assert changes.inferred == inferred
+    assert pl.DataFrame(t.scan_cdc(None)).height == result.num_rows
 
 
 def test_event_time_ordering_loser_is_no_change(tmp_path: Path) -> None:

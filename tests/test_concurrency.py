@@ -180,7 +180,7 @@ def test_concurrent_schema_evolution_keeps_both_columns(any_table: MakeTable, mo
     import pyarrow as pa
 
     with pytest.raises(lsm_lab.ConflictError, match="changed"):
-        occ.merge_schemas(pa.schema([("v", pa.int64())]), pa.schema([("v", pa.string())]))
+        occ.merge_schemas(pa.schema([("v", pa.int64())]), pa.schema([("v", pa.bool_())]))
 
 
 # --------------------------------------------------------------------------- two processes

@@ -51,6 +51,15 @@ def test_sigkill_loop_default_layout_with_clustering(tmp_path: Path) -> None:
     assert stats["batches"] > 0
 
 
+def test_sigkill_loop_streamed_writes(tmp_path: Path) -> None:
+    """Every batch written as a stream (several chunks, one commit): a kill in the middle of reading the stream
+    or of writing its files leaves the table at its last commit, and the next writer rolls the write back."""
+    harness = load_harness()
+    stats = harness.run(8, workdir=tmp_path, seed=5, max_delay=1.2, verbose=False, stream=True)
+    assert stats["kills"] == 8
+    assert stats["batches"] > 0
+
+
 def test_sigkill_loop_s3(tmp_path: Path, s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same loop with the table on a real S3 server: commits are create-if-absent PUTs, the lock is the
     storage-based one, heartbeats are judged by age (short lease and tolerance here, so the next writer

@@ -32,3 +32,34 @@ def test_scratch_and_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
     kept = nbutil.cache("runs")
     (kept / "data.parquet").write_text("x")
     assert nbutil.cache("runs") == kept and (kept / "data.parquet").exists()   # a cache survives
+
+
+def test_scratch_is_removed_at_exit_unless_kept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A chapter's tables go when its kernel exits (atexit), unless LSM_LAB_KEEP_TABLES=1 outside pytest."""
+    import atexit
+
+    registered: list[tuple[object, ...]] = []
+    monkeypatch.setattr(atexit, "register", lambda *a, **kw: registered.append(a))
+    monkeypatch.setenv("LSM_LAB_SCRATCH", str(tmp_path))
+    monkeypatch.delenv("PYTEST_CURRENT_TEST")
+    monkeypatch.delenv("LSM_LAB_KEEP_TABLES", raising=False)
+    root = nbutil.scratch("learner")
+    assert registered and registered[-1][1] == root                      # a learner's run: removed at exit
+    registered.clear()
+    monkeypatch.setenv("LSM_LAB_KEEP_TABLES", "1")
+    assert nbutil.keep_tables()
+    nbutil.scratch("kept")
+    assert registered == []                                               # asked to keep: nothing registered
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "x")
+    assert not nbutil.keep_tables()                                       # under test, always removed
+
+
+def test_measured_records_are_the_readme_s() -> None:
+    """A chapter quotes figures it cannot re-run from docs/measured/, the records the README's section renders."""
+    import json
+
+    record = nbutil.measured("spark_linear")
+    assert record is not None and record == json.loads((ROOT / "docs/measured/spark_linear.json").read_text())
+    merge = nbutil.measured("merge_sample")                          # results_from: the file's content
+    assert merge is not None and isinstance(merge["results"], list) and merge["results"]
+    assert nbutil.measured("no_such_record") is None

@@ -144,27 +144,27 @@ def test_all_null_column_gets_its_type_later() -> None:
     first = records.evolve_schema(None, pa.schema([("id", pa.string()), ("note", pa.null())]))
     later = records.evolve_schema(first, pa.schema([("id", pa.string()), ("note", pa.int64())]))
     assert later.field("note").type == pa.int64()
-    with pytest.raises(SchemaError):
-        records.evolve_schema(later, pa.schema([("id", pa.string()), ("note", pa.string())]))
+    with pytest.raises(SchemaError, match="column 'note' changes type from int64 to bool"):
+        records.evolve_schema(later, pa.schema([("id", pa.string()), ("note", pa.bool_())]))
 
 
-@pytest.mark.parametrize("new_type", [pa.int32(), pa.string(), pa.float64(), pa.timestamp("us")])
+@pytest.mark.parametrize("new_type", [pa.bool_(), pa.timestamp("us"), pa.date32()])
 def test_type_change_rejected(new_type: pa.DataType) -> None:
     incoming = pa.schema([("id", pa.string()), ("ts", new_type), ("v", pa.float64())])
     with pytest.raises(SchemaError, match=re.escape(f"column 'ts' changes type from int64 to {new_type}")):
         records.evolve_schema(BASE, incoming)
 
 
-def test_missing_column_rejected() -> None:
-    with pytest.raises(SchemaError, match="lacks column 'v'"):
-        records.evolve_schema(BASE, pa.schema([("id", pa.string()), ("ts", pa.int64())]))
+def test_left_out_nullable_column_is_kept() -> None:
+    """Hudi's `hoodie.write.set.null.for.missing.columns`: the batch's rows get null (tests/test_schema_evolution.py)."""
+    assert records.evolve_schema(BASE, pa.schema([("id", pa.string()), ("ts", pa.int64())])) == BASE
 
 
 def test_partial_batches_for_deletes() -> None:
     incoming = pa.schema([("id", pa.string()), ("other", pa.string())])
     assert records.evolve_schema(BASE, incoming, partial=True) == BASE
     with pytest.raises(SchemaError, match="changes type"):
-        records.evolve_schema(BASE, pa.schema([("id", pa.int64())]), partial=True)
+        records.evolve_schema(BASE, pa.schema([("id", pa.bool_())]), partial=True)
 
 
 def test_conform() -> None:

@@ -257,22 +257,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
 
 
-def register(bench_subparsers: Any) -> None:
-    """`lsm-lab bench latency`."""
-    import json  # (only when the command is registered)
-    from pathlib import Path  # (idem)
-
-    def main(args: argparse.Namespace) -> int:
-        result = run(rows=args.rows, repeats=args.repeats, latency_ms=args.latency_ms)
-        print(report(result))
-        if args.json:
-            Path(args.json).write_text(json.dumps(result, indent=2))
-        return 0
-
-    p = bench_subparsers.add_parser("latency", help="lsm_lab vs hudi-rs reading from S3 behind a per-request latency",
-                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(p)
-    p.set_defaults(func=main)
-
-
-__all__ = ["LatencyProxy", "add_arguments", "register", "report", "run"]
+__all__ = ["LatencyProxy", "add_arguments", "report", "run"]

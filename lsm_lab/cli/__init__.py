@@ -9,7 +9,11 @@
     lookup.py     `lsm-lab lookup`, `lsm-lab show blooms`, `lsm-lab bench lookup`
     interop.py    `lsm-lab interop ...`, `lsm-lab upgrade`, `lsm-lab show formats`, `lsm-lab bench interop|peers`
     spark.py      `lsm-lab spark ...`, `lsm-lab bench compaction`
-    bench.py      `lsm-lab bench storage|cdc` (benchmarks of one run and one report)
+    bench.py      `lsm-lab bench storage|cdc|scan|startup|scale` (benchmarks that belong to no command)
+
+Start-up: building the parser imports no pyarrow, numpy or pandas (each command
+imports the library when it runs; lsm_lab/cli/console.py says how, and
+tests/test_cli_startup.py checks it); `lsm-lab bench startup` measures it.
 
 Arrow reads `ARROW_DEFAULT_MEMORY_POOL` once, when its library loads, so `main`
 sets it (to "system", unless the user chose) before anything imports pyarrow;

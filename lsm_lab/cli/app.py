@@ -5,7 +5,7 @@
     lsm-lab write PATH FILE --op upsert|insert|delete|bulk_insert
     lsm-lab read PATH [--as-of T | --as-of-completion C] [--columns a,b] [--filter F] [--key K ...] [--out F]
     lsm-lab read PATH --cdc --start T [--end T]       the change stream (op, before, after)
-    lsm-lab show timeline|fsview|levels|footers PATH [--json]
+    lsm-lab show timeline|fsview|levels|footers|schema PATH [--json]
     lsm-lab merge OUT IN1 IN2 ... --key K             merge sorted Parquet runs
     lsm-lab bench merge ...                           benchmarks
 
@@ -24,45 +24,43 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 import lsm_lab
-from lsm_lab.api import create_table, open_table
 from lsm_lab.cli import bench as bench_command
 from lsm_lab.cli import interop as interop_command
 from lsm_lab.cli import lookup as lookup_command
 from lsm_lab.cli import merge as merge_command
 from lsm_lab.cli import metadata as metadata_command
+from lsm_lab.cli import schema as schema_command
 from lsm_lab.cli import services as services_command
 from lsm_lab.cli import spark as spark_command
 from lsm_lab.cli.console import (
+    ENGINES,
     TABLE_HELP,
+    LazySubParsers,
     add_as_of,
     as_of_arg,
+    open_input_stream,
     parse_options,
     print_frame,
-    read_input_file,
+    print_rows,
     write_output_file,
     write_output_stream,
 )
 from lsm_lab.errors import InputError, LsmLabError
-from lsm_lab.lab.demo import demo_folder, run_demo
-from lsm_lab.merge import ENGINES
-from lsm_lab.services.commit import describe_write
-from lsm_lab.storage import default_options
-from lsm_lab.table import stream
-from lsm_lab.table.filtertext import parse_filter
-from lsm_lab.table.inspect import footers
-from lsm_lab.table.lookup import LookupStats
+
+if TYPE_CHECKING:  # start-up: the parser is built from light modules; each command imports what it uses
+    import pyarrow as pa
 
 # the command modules beside this one, in the order their commands appear in `lsm-lab --help`
 FEATURES: tuple[Any, ...] = (merge_command, services_command, interop_command, lookup_command, spark_command,
-                             bench_command, metadata_command)
+                             bench_command, metadata_command, schema_command)
 
 # --------------------------------------------------------------------------- commands
 def cmd_demo(args: argparse.Namespace) -> int:
+    from lsm_lab.lab.demo import demo_folder, run_demo  # start-up: on first use
+
     if args.storage == "s3" and args.figures:
         raise InputError("--figures draws a local table; the S3 demo's bucket is gone when the demo ends")
     if args.storage == "s3":  # the table lives in the local S3 server's memory: no folder to keep or remove
@@ -81,6 +79,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_create(args: argparse.Namespace) -> int:
+    from lsm_lab.api import create_table  # start-up: on first use
+
     options: dict[str, Any] = dict(parse_options(args.option))  # extra hoodie properties (strings)
     table = create_table(args.path, name=args.name, record_key=args.key, partition_by=args.partition_by,
                          ordering_field=args.ordering, table_type=args.type, layout=args.layout,
@@ -91,9 +91,12 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 
 def cmd_write(args: argparse.Namespace) -> int:
+    from lsm_lab.api import open_table  # start-up: on first use
+    from lsm_lab.services.commit import describe_write  # start-up: on first use
+
     table = open_table(args.path)
-    data = read_input_file(args.file)
-    instant = getattr(table, args.op)(data)
+    data = open_input_stream(args.file)  # written in chunks of --buffer-rows rows, as one commit
+    instant = getattr(table, args.op)(data, buffer_rows=args.buffer_rows)
     print(f"{describe_write(table.instant_metadata(instant))} → {instant}")
     return 0
 
@@ -105,6 +108,11 @@ PRINT_CHUNK_ROWS = 500
 def _read_streaming(args: argparse.Namespace, table: lsm_lab.Table, columns: list[str] | None) -> int:
     """A snapshot read (`--filter`, `--as-of`) as a stream: `--out` writes batch by batch, `--limit N` stops
     reading after N rows, `--limit 0` prints chunk after chunk."""
+    import pyarrow as pa
+
+    from lsm_lab.table import stream  # start-up: on first use
+    from lsm_lab.table.filtertext import parse_filter  # start-up: on first use
+
     flt = parse_filter(args.filter) if args.filter is not None else None
     batch = PRINT_CHUNK_ROWS if args.limit == 0 or args.limit > PRINT_CHUNK_ROWS else max(1, args.limit)
     scan = table.scan(as_of=as_of_arg(args), columns=columns, filter=flt, merge=args.merge,
@@ -140,6 +148,9 @@ def _read_streaming(args: argparse.Namespace, table: lsm_lab.Table, columns: lis
 
 
 def cmd_read(args: argparse.Namespace) -> int:
+    from lsm_lab.api import open_table  # start-up: on first use
+    from lsm_lab.table.lookup import LookupStats  # start-up: on first use
+
     if args.limit < 0:
         raise InputError(f"--limit must be 0 (every row) or more, not {args.limit}")
     table = open_table(args.path, strict=args.strict)
@@ -195,11 +206,15 @@ def cmd_show(args: argparse.Namespace) -> int:
         return SHOW_HANDLERS[args.what](args)
 
     if args.what == "footers":
+        from lsm_lab.table.inspect import footers  # start-up: on first use
+
         print_frame(footers(args.path), args.json)
         return 0
+    from lsm_lab.api import open_table  # start-up: on first use
+
     table = open_table(args.path)
-    if args.what == "timeline":
-        print_frame(table.timeline(archived=args.archived), args.json)
+    if args.what == "timeline":  # rows, not a frame: `show timeline` loads no pandas
+        print_rows(table.timeline_rows(archived=args.archived), args.json)
     elif args.what == "fsview":
         print_frame(table.file_slices(as_of=as_of_arg(args)), args.json)
     elif args.what == "levels":
@@ -208,19 +223,18 @@ def cmd_show(args: argparse.Namespace) -> int:
         else:
             print(table.dump_levels(as_of=as_of_arg(args)))
     elif args.what == "uncommitted":
-        import pandas as pd  # (start-up: only this subject prints a frame built here)
-
         stray = table.uncommitted_files()
-        print_frame(pd.DataFrame({"partition": [f.partition for f in stray], "file": [f.path.name for f in stray],
-                                  "instant": [f.instant for f in stray], "bytes": [f.size for f in stray]}),
-                    args.json)
+        print_rows([{"partition": f.partition, "file": f.path.name, "instant": f.instant, "bytes": f.size}
+                    for f in stray], args.json)
         print(f"({len(stray)} file(s) no completed instant committed: not part of the table, every read and "
               "write ignores them)", file=sys.stderr)
     return 0
 
 
 # --------------------------------------------------------------------------- parser
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
+    """The whole `lsm-lab` parser.  `lazy`: each benchmark's options are added only when it is chosen (what
+    `main` does, so that `lsm-lab --help` imports no benchmark); else every parser is complete (tests walk it)."""
     parser = argparse.ArgumentParser(
         prog="lsm-lab",
         description="lsm_lab: the LSM tree layout of Apache Hudi RFC-103 — build, inspect and benchmark tables.",
@@ -269,6 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="input file (.parquet, .csv, .jsonl)")
     p.add_argument("--op", default="upsert", choices=["upsert", "insert", "delete", "bulk_insert"],
                    help="write operation (default upsert); for delete the file holds the keys")
+    p.add_argument("--buffer-rows", type=int, metavar="N",
+                   help="rows read and routed at a time: the file is streamed and written as one commit in bounded "
+                        "memory (default: the table property lsm_lab.write.buffer.rows, else 250,000)")
     p.set_defaults(func=cmd_write)
 
     p = sub.add_parser("read", help="read a snapshot (or time travel)", description="Read the table at PATH.")
@@ -303,9 +320,10 @@ def build_parser() -> argparse.ArgumentParser:
                                 "instant committed: a copied folder, a stray file; reads ignore them), formats "
                                 "(v1/v2 logs per slice), hudi-options (what a Spark/Flink Hudi writer must be "
                                 "passed to write into this table), metadata (Hudi's metadata table: its partitions, "
-                                "or with --partition NAME the records of one) (and plan)")
+                                "or with --partition NAME the records of one), schema (the table schema, as of --as-of, or with "
+                                "--history every instant where it changed) (and plan)")
     p.add_argument("path", help=TABLE_HELP + " (for footers: also one Parquet file)")
-    add_as_of(p, " (fsview, levels)")
+    add_as_of(p, " (fsview, levels, schema)")
     p.add_argument("--json", action="store_true", help="JSON output")
     p.add_argument("--archived", action="store_true", help="timeline: include archived (LSM history) instants")
     p.add_argument("--partition", metavar="NAME",
@@ -313,12 +331,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "record_index, secondary_index_<name>, bloom_filters)")
     p.set_defaults(func=cmd_show)
 
-    for register in _plugins():
+    for register in _plugins(lazy):
         register(sub)
     return parser
 
 
-def _plugins() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
+def _plugins(lazy: bool) -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
     """What the feature modules contribute, all the same way: `register(subparsers)` (their commands),
     `register_bench(bench_subparsers)` (their benchmarks under `lsm-lab bench`), `SHOW` (their subjects of
     `lsm-lab show`)."""
@@ -331,7 +349,10 @@ def _plugins() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentPar
     def register_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         p = sub.add_parser("bench", help="benchmarks (ratios against baselines measured in the same run)",
                            description="Run a benchmark; each reports ratios against a baseline of the same run.")
-        bsub = p.add_subparsers(dest="bench", metavar="BENCHMARK")
+        # a benchmark's options are added when it is chosen (they live in its heavy lsm_lab/bench module)
+        bsub = p.add_subparsers(dest="bench", metavar="BENCHMARK", action=LazySubParsers)
+        if isinstance(bsub, LazySubParsers):
+            bsub.lazy = lazy
         bsub.required = True
         for reg in bench_registrars:
             reg(bsub)
@@ -374,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
+    parser = build_parser(lazy=True)
     try:
         rest, storage = _storage_options(list(sys.argv[1:] if argv is None else argv))
     except LsmLabError as exc:
@@ -383,6 +404,8 @@ def _main(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(rest)
     shown = _WarningsToStderr()  # the library's loggers have a NullHandler: the command shows their warnings
     logging.getLogger("lsm_lab").addHandler(shown)
+    from lsm_lab.storage import default_options  # pyarrow.fs: after the parser, which --help leaves in
+
     try:
         with default_options(storage):
             return int(args.func(args) or 0)

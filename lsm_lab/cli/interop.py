@@ -23,17 +23,16 @@ import json
 import sys
 from pathlib import Path
 
-from lsm_lab.api import open_table
-from lsm_lab.bench import peers
-from lsm_lab.bench.interop import format_report, run
 from lsm_lab.cli.console import TABLE_HELP, add_as_of, as_of_arg
 from lsm_lab.errors import InputError, UnsupportedFeatureError
-from lsm_lab.interop.hudi_tables import compare_rows, find_shared, hudi_rs_read, unpack_tables
-from lsm_lab.interop.upgrade import avro_timeline, dump_formats, upgrade, upgrade_to_v10
-from lsm_lab.interop.writer_options import hudi_writer_options
+
+# start-up: the library (lsm_lab.api, lsm_lab.interop, the benches) is imported by the command that runs
 
 
 def _compare(path: str, as_of: str | None, read_optimized: bool) -> list[str]:
+    from lsm_lab.api import open_table  # start-up: on first use
+    from lsm_lab.interop.hudi_tables import compare_rows, hudi_rs_read  # start-up: on first use
+
     table = open_table(path)
     mine = table.read_optimized(as_of=as_of) if read_optimized else table.read(as_of=as_of)
     theirs = hudi_rs_read(path, as_of=as_of, read_optimized=read_optimized)
@@ -51,6 +50,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_real_tables(args: argparse.Namespace) -> int:
+    from lsm_lab.api import open_table  # start-up: on first use
+    from lsm_lab.interop.hudi_tables import find_shared, unpack_tables  # start-up: on first use
+
     shared = Path(args.shared) if args.shared else find_shared()
     if shared is None or not (shared / "hudi-tables").is_dir():
         raise InputError("no shared/hudi-tables folder (pass --shared or set LSM_LAB_SHARED)")
@@ -68,6 +70,8 @@ def cmd_real_tables(args: argparse.Namespace) -> int:
 
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
+    from lsm_lab.interop.upgrade import dump_formats, upgrade  # start-up: on first use
+
     table = upgrade(args.path, layout=args.layout)
     print(f"upgraded: {table!r}")
     print(dump_formats(table))
@@ -75,6 +79,9 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_upgrade_v10(args: argparse.Namespace) -> int:
+    from lsm_lab.api import open_table  # start-up: on first use
+    from lsm_lab.interop.upgrade import avro_timeline, upgrade_to_v10  # start-up: on first use
+
     if args.instants_only:
         n = avro_timeline(args.path)
         print(f"{n} instant file(s) and history row(s) rewritten as Avro; lsm_lab.timeline.instant.format=avro")
@@ -86,6 +93,8 @@ def cmd_upgrade_v10(args: argparse.Namespace) -> int:
 
 
 def cmd_formats(args: argparse.Namespace) -> int:
+    from lsm_lab.interop.upgrade import dump_formats  # start-up: on first use
+
     print(dump_formats(args.path, as_of_arg(args)))
     return 0
 
@@ -96,6 +105,9 @@ def show_formats(args: argparse.Namespace) -> int:
 
 def show_hudi_options(args: argparse.Namespace) -> int:
     """The writer options a Spark/Flink Hudi writer needs for this table (`interop.writer_options`)."""
+    from lsm_lab.api import open_table  # start-up: on first use
+    from lsm_lab.interop.writer_options import hudi_writer_options  # start-up: on first use
+
     options = hudi_writer_options(open_table(args.path).config)
     if args.json:
         print(json.dumps(options, indent=2))
@@ -183,6 +195,8 @@ def register_bench(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def cmd_bench_peers(args: argparse.Namespace) -> int:
+    from lsm_lab.bench import peers  # start-up: on first use
+
     report = peers.run(rows=args.rows, peer_python=Path(args.peer_python) if args.peer_python else None,
                        hudi=not args.no_hudi, work_dir=args.dir, pure_python_paimon=args.paimon_python)
     if args.json:
@@ -194,6 +208,8 @@ def cmd_bench_peers(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    from lsm_lab.bench.interop import format_report, run  # start-up: on first use
+
     report = run(rows=args.rows, update_fraction=args.update_fraction, rounds=args.rounds, repeat=args.repeat,
                  work_dir=args.dir)
     if args.json:

@@ -24,18 +24,16 @@ import argparse
 import sys
 from typing import Any
 
-from lsm_lab.api import open_table
-from lsm_lab.bench.lookup import __doc__ as bench_doc
-from lsm_lab.bench.lookup import add_arguments, run
-from lsm_lab.cli.console import TABLE_HELP, add_as_of, as_of_arg, print_frame
+from lsm_lab.cli.console import TABLE_HELP, add_as_of, add_lazy_parser, as_of_arg, print_frame
 from lsm_lab.errors import CorruptFileError
-from lsm_lab.filegroup import fsview
-from lsm_lab.storage import as_path
-from lsm_lab.table.footer import FooterCache
-from lsm_lab.table.stats import LookupStats
+
+# start-up: the library (lsm_lab.api, the table layer, the lookup bench) is imported by the command that runs
 
 
 def cmd_lookup(args: argparse.Namespace) -> int:
+    from lsm_lab.api import open_table  # start-up: on first use
+    from lsm_lab.table.stats import LookupStats  # start-up: on first use
+
     table = open_table(args.path)
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     stats = LookupStats(trace=[] if args.explain else None)
@@ -50,6 +48,10 @@ def cmd_lookup(args: argparse.Namespace) -> int:
 
 def bloom_lines(path: str) -> list[str]:
     """`show blooms`: one line per Parquet data file with its key range and bloom facts."""
+    from lsm_lab.filegroup import fsview  # start-up: on first use
+    from lsm_lab.storage import as_path  # start-up: on first use
+    from lsm_lab.table.footer import FooterCache  # start-up: on first use
+
     target = as_path(path)  # a folder, a file, or an object-store URI (options: --storage-option)
     items: list[tuple[str, Any]]
     if target.is_file():
@@ -103,16 +105,25 @@ def register(sub: Any) -> None:
 
 
 def _run_bench(args: argparse.Namespace) -> int:
+    from lsm_lab.bench.lookup import run  # start-up: on first use
+
     return run(args)
 
 
 def register_bench(bench_subparsers: Any) -> None:
     """Add `lookup` under `lsm-lab bench`."""
     summary = "point lookups: lsm_tree (sorted, bucketed) against the default layout, same data"
-    p = bench_subparsers.add_parser("lookup", help=summary, description=bench_doc or summary,
-                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(p)
-    p.set_defaults(func=_run_bench)
+
+    def fill(p: argparse.ArgumentParser) -> None:  # when `bench lookup` is chosen: its options live in the bench
+        from lsm_lab.bench.lookup import __doc__ as bench_doc  # start-up: on first use
+        from lsm_lab.bench.lookup import add_arguments  # start-up: on first use
+
+        p.description = bench_doc or summary
+        add_arguments(p)
+        p.set_defaults(func=_run_bench)
+
+    add_lazy_parser(bench_subparsers, "lookup", fill, help=summary,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 __all__ = ["SHOW", "bloom_lines", "register", "register_bench"]

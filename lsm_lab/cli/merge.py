@@ -17,10 +17,11 @@ import argparse
 import json
 from typing import Any
 
-from lsm_lab.bench.merge import __doc__ as bench_doc
-from lsm_lab.bench.merge import add_arguments, run_from_args
-from lsm_lab.merge import ENGINES
-from lsm_lab.merge.files import MERGE_BATCH_ROWS, merge_parquet_files
+from lsm_lab.cli.console import ENGINES, add_lazy_parser, source_constant
+
+# start-up: the merge engines and the merge bench are imported by the command that runs;
+# the default batch is read from lsm_lab/merge/files.py's source (importing it loads pyarrow)
+MERGE_BATCH_ROWS: int = source_constant("lsm_lab.merge.files", "MERGE_BATCH_ROWS")
 
 _MERGE_HELP = "merge sorted Parquet runs into one sorted Parquet file (one row per key)"
 _MERGE_EPILOG = """\
@@ -37,6 +38,8 @@ Example: lsm-lab merge out.parquet base.parquet log1.parquet --key id --ordering
 
 
 def _run_merge(args: argparse.Namespace) -> int:
+    from lsm_lab.merge.files import merge_parquet_files  # start-up: on first use
+
     stats = merge_parquet_files(args.out, args.inputs, key=args.key, ordering=args.ordering, engine=args.engine,
                                 delete_column=args.delete_column, row_group_size=args.row_group_size,
                                 batch_size=args.batch_size, progress=not args.quiet)
@@ -70,13 +73,22 @@ def register(subparsers: Any) -> None:
 
 
 def _run_bench(args: argparse.Namespace) -> int:
+    from lsm_lab.bench.merge import run_from_args  # start-up: on first use
+
     return run_from_args(args)
 
 
 def register_bench(bench_subparsers: Any) -> None:
     """Add ``merge [--rows N] [--k K ...] [--overlap F] [--json OUT]`` under ``lsm-lab bench``."""
     summary = "benchmark merging k sorted Parquet runs against DuckDB, pyarrow and the I/O floor"
-    p = bench_subparsers.add_parser("merge", help=summary, description=(bench_doc or summary),
-                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(p)
-    p.set_defaults(func=_run_bench)
+
+    def fill(p: argparse.ArgumentParser) -> None:  # when `bench merge` is chosen: its options live in the bench
+        from lsm_lab.bench.merge import __doc__ as bench_doc  # start-up: on first use
+        from lsm_lab.bench.merge import add_arguments  # start-up: on first use
+
+        p.description = bench_doc or summary
+        add_arguments(p)
+        p.set_defaults(func=_run_bench)
+
+    add_lazy_parser(bench_subparsers, "merge", fill, help=summary,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)

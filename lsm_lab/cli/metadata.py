@@ -16,16 +16,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
-from lsm_lab.api import open_table
 from lsm_lab.cli.console import print_frame
-from lsm_lab.table.metadata_table import SECONDARY_PREFIX, MetadataTable
+
+if TYPE_CHECKING:  # start-up: the metadata table (and pyarrow) load when `show metadata` runs
+    import pyarrow as pa
+
+    from lsm_lab.table.metadata_table import MetadataTable
 
 
 def metadata_frame(mdt: MetadataTable, partition: str | None) -> pa.Table:
     """What `show metadata` prints: the summary, or one partition's records."""
+    import pyarrow as pa
+
+    from lsm_lab.table.metadata_table import SECONDARY_PREFIX  # start-up: on first use
+
     if partition is None:
         return mdt.summary()
     if partition == "files":
@@ -44,6 +50,8 @@ def metadata_frame(mdt: MetadataTable, partition: str | None) -> pa.Table:
 
 
 def show_metadata(args: argparse.Namespace) -> int:
+    from lsm_lab.api import open_table  # start-up: on first use
+
     table = open_table(args.path)
     mdt = table.metadata_table()
     if mdt is None:

@@ -17,19 +17,24 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from lsm_lab.api import Table, open_table
-from lsm_lab.cli.console import TABLE_HELP, parse_options
-from lsm_lab.filegroup.planner import format_plan, read_plan
-from lsm_lab.merge import ENGINES
-from lsm_lab.services import clustering, compaction
+from lsm_lab.cli.console import ENGINES, TABLE_HELP, parse_options
+
+if TYPE_CHECKING:  # start-up: the table and the services load when a command runs
+    from lsm_lab.api import Table
 
 
 def _table(path: str) -> Table:
+    from lsm_lab.api import open_table  # start-up: on first use
+
     return open_table(path)
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
+    from lsm_lab.filegroup.planner import format_plan, read_plan  # start-up: on first use
+    from lsm_lab.services import compaction  # start-up: on first use
+
     table = _table(args.path)
     if args.dry_run:
         planned = compaction.plan(table, strategy=args.strategy, merge=args.merge, options=parse_options(args.option))
@@ -55,6 +60,8 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
+    from lsm_lab.services import clustering  # start-up: on first use
+
     table = _table(args.path)
     if args.dry_run:
         planned = clustering.plan(table, options=parse_options(args.option))
@@ -142,6 +149,8 @@ def cmd_archive(args: argparse.Namespace) -> int:
 
 def show_plan(args: argparse.Namespace) -> int:
     """`lsm-lab show plan PATH`: the pending compaction plan (else the latest completed one)."""
+    from lsm_lab.filegroup.planner import format_plan  # start-up: on first use
+
     table = _table(args.path)
     plans = table.compaction_plans()
     if not plans:

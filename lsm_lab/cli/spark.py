@@ -22,11 +22,9 @@ import sys
 import time
 from typing import Any
 
-from lsm_lab.api import open_table
-from lsm_lab.bench import compaction
-from lsm_lab.bench.compaction import run_from_args
-from lsm_lab.cli.console import TABLE_HELP, add_as_of, as_of_arg, parse_options, read_input_file
-from lsm_lab.services import clustering
+from lsm_lab.cli.console import TABLE_HELP, add_as_of, add_lazy_parser, as_of_arg, parse_options, read_input_file
+
+# start-up: pyspark, the table layer and the compaction bench are imported by the command that runs
 
 
 def _spark(args: argparse.Namespace) -> Any:
@@ -59,6 +57,8 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 
 
 def _cmd_clustering(args: argparse.Namespace) -> int:
+    from lsm_lab.api import open_table  # start-up: on first use
+    from lsm_lab.services import clustering  # start-up: on first use
     from lsm_lab.spark.clustering import cluster_table  # pyspark: the spark extra
 
     done = cluster_table(args.path, spark=_spark(args), options=parse_options(args.option), merge=args.merge)
@@ -158,16 +158,24 @@ def register(subparsers: Any) -> None:
 
 
 def _run_bench(args: argparse.Namespace) -> int:
+    from lsm_lab.bench.compaction import run_from_args  # start-up: on first use
+
     return run_from_args(args)
 
 
 def register_bench(bench_subparsers: Any) -> None:
     """Add ``compaction`` under ``lsm-lab bench``."""
     summary = "full compaction on Spark: sorted merge vs hash merge vs a window-function job"
-    p = bench_subparsers.add_parser("compaction", help=summary, description=compaction.__doc__,
-                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    compaction.add_arguments(p)
-    p.set_defaults(func=_run_bench)
+
+    def fill(p: argparse.ArgumentParser) -> None:  # when `bench compaction` is chosen: its options live in the bench
+        from lsm_lab.bench import compaction  # start-up: on first use
+
+        p.description = compaction.__doc__
+        compaction.add_arguments(p)
+        p.set_defaults(func=_run_bench)
+
+    add_lazy_parser(bench_subparsers, "compaction", fill, help=summary,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 __all__ = ["register", "register_bench"]

@@ -11,7 +11,10 @@ file slice:
 
 Every source is first *normalised* to one schema: the meta columns, the
 requested user columns, the ordering field and a boolean `_lsm_delete` flag.
-Columns a file lacks (added later by schema evolution) are nulls; a delete log
+Columns a file lacks (added later by schema evolution) are nulls, and a column
+stored in an older type is cast to the read's type (a promotion: int → long,
+long → double, ... merge/evolution.py), so the files of one slice written under
+different schemas merge in one schema; a delete log
 becomes rows with `_lsm_delete = true`, its key and its decoded ordering value.
 
 By default the slice, which is in memory anyway, is merged by the overlay
@@ -54,6 +57,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lsm_lab import arrowlit
 from lsm_lab.errors import CorruptFileError, InputError, UnsupportedFeatureError
 from lsm_lab.filegroup import index, posmerge, v1read
 from lsm_lab.filegroup.fsview import DataFile, FileSlice
@@ -144,7 +148,7 @@ def _with_keys(ctx: ReadContext, table: pa.Table, partition: str, wanted: Collec
     no_meta = not ctx.config.populate_meta_fields
     makers: tuple[tuple[str, Callable[[], pa.Array]], ...] = (
         (RECORD_KEY, lambda: _keys_of(ctx, table)),
-        (PARTITION_PATH, lambda: pa.repeat(pa.scalar(partition, pa.string()), n)))
+        (PARTITION_PATH, lambda: arrowlit.repeat_text(partition, n)))
     for name, make in makers:
         if wanted is not None and name not in wanted:
             continue  # not read by the caller: not built
@@ -186,7 +190,7 @@ def data_source(ctx: ReadContext, table: pa.Table, target: pa.Schema, partition:
     if source is not None and table.num_rows and ctx.own_files:
         _check_provenance(table, partition, source)
     table = _with_keys(ctx, table, partition, target.names)
-    table = table.append_column(DELETE_FLAG, pa.repeat(pa.scalar(False, pa.bool_()), table.num_rows))
+    table = table.append_column(DELETE_FLAG, arrowlit.bools(table.num_rows, False))
     encoded = {f.name for f in table.schema if pa.types.is_dictionary(f.type) and f.name in target.names
                and f.type.value_type == target.field(f.name).type}
     if not encoded:
@@ -264,7 +268,7 @@ def delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, partit
             _check_provenance(deletes.select(["partition_path"]).rename_columns([PARTITION_PATH]), partition, source)
         check_bucket(ctx, [key[0].as_py(), key[-1].as_py()], partition, source)
     cols: dict[str, Any] = {RECORD_KEY: records.cast_column(key, pa.string(), RECORD_KEY, source=source),
-                            DELETE_FLAG: pa.repeat(pa.scalar(True, pa.bool_()), n)}
+                            DELETE_FLAG: arrowlit.bools(n, True)}
     ordering = ctx.spec.ordering
     if ordering and ordering in target.names and ordering in deletes.column_names:  # upstream: the typed field
         cols[ordering] = records.cast_column(deletes.column(ordering), target.field(ordering).type, ordering,
@@ -278,7 +282,7 @@ def delete_source(ctx: ReadContext, deletes: pa.Table, target: pa.Schema, partit
             cols[ordering] = records.cast_column(raw, otype, ordering, source=source)
     if PARTITION_PATH in target.names:
         pp = deletes.column("partition_path") if "partition_path" in deletes.column_names else None
-        cols[PARTITION_PATH] = pp if pp is not None else pa.repeat(pa.scalar(partition, pa.string()), n)
+        cols[PARTITION_PATH] = pp if pp is not None else arrowlit.repeat_text(partition, n)
     return records.conform(pa.table(cols), target, source=source)
 
 

@@ -29,8 +29,12 @@ A log of updates or deletes whose records all sit in the slice's base file
 carries their row numbers there (RECORD_POSITIONS, filegroup/posmerge.py), so that
 readers can merge it by position.
 
+A stream (RecordBatchReader, `__arrow_c_stream__`, iterator of batches) is written by
+filegroup/stream_write.py in chunks through the same `prepare`, `tag` and `write_file_group`.
+
 Simplified compared with Apache Hudi: no log-file rollover by size (one log
-file per file group per commit); `insert` and `upsert` store records the same
+file per file group per commit; a streamed write cuts a large bucket group's share into key
+ranges instead, see stream_write.py); `insert` and `upsert` store records the same
 way (a later version of a key always merges with the earlier one) and differ
 only in the statistics.
 
@@ -138,7 +142,9 @@ def evolve(config: TableConfig, current: pa.Schema | None, incoming: pa.Schema, 
         v2.validate_ordering_type(incoming.field(ordering).type, ordering)
     if current is None and is_delete:
         return None
-    return records.evolve_schema(current, incoming, partial=is_delete)
+    # Hudi's schema evolution on write (merge/evolution.py): the key, partition and ordering columns keep their type
+    fixed = {*config.record_key, *config.partition_by, *([ordering] if ordering else [])}
+    return records.evolve_schema(current, incoming, partial=is_delete, fixed=fixed)
 
 
 def planned_files(config: TableConfig, base_path: TablePath, partition: str, file_id: str,
@@ -164,32 +170,29 @@ def planned_files(config: TableConfig, base_path: TablePath, partition: str, fil
 
 
 # --------------------------------------------------------------------------- tagging
+Tagged = tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]
+"""(partition, file id, the group's rows, its latest slice or None for a new group, the keys it holds or None)"""
+
+
 def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list[FileGroup]],
         ctx: ReadContext | None, *, max_records_per_group: int = DEFAULT_MAX_RECORDS_PER_GROUP,
-        op: str = "upsert") -> list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]]:
+        op: str = "upsert", keys_cache: dict[tuple[str, str], pa.Array] | None = None) -> list[Tagged]:
     """Assign rows to file groups: (partition, file id, rows, latest slice, existing keys).
 
     The rows keep the batch's order (sorted by key unless the batch was bucket-placed, see `prepare`);
     a bucket-placed lsm_tree group's rows come sorted by key, repeated keys kept (`_one_per_key`).
     A delete's keys that no file group holds delete nothing: they go to no group (never packed into a
-    small one, which would only write a useless delete log there)."""
+    small one, which would only write a useless delete log there).  `keys_cache`: the keys of each
+    (partition, file id) already read (a streamed write tags many chunks against one snapshot)."""
     if config.bucket_index:
         return _tag_buckets(config, rows, groups_by_partition)
-    out: list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]] = []
+    out: list[Tagged] = []
     parts = rows.column(PARTITION_PATH).combine_chunks()
     for partition in sorted(pc.unique(parts).to_pylist()):
         prow = rows.filter(pc.equal(parts, partition))
         existing = {g.file_id: g for g in groups_by_partition.get(partition, [])}
-        # key-lookup index: each existing group takes the keys it holds, new keys go to new groups
-        keys = prow.column(RECORD_KEY).combine_chunks()
-        assigned = np.zeros(len(keys), dtype=bool)
-        for fid, grp in sorted(existing.items()):
-            stored = slice_keys(grp.latest, ctx) if ctx is not None else pa.array([], pa.string())
-            hit = pc.is_in(keys, value_set=stored).to_numpy(zero_copy_only=False) & ~assigned
-            if hit.any():
-                out.append((partition, fid, prow.filter(pa.array(hit)), grp.latest, stored))
-                assigned |= hit
-        fresh = prow.filter(pa.array(~assigned))
+        hits, fresh = _existing_hits(partition, prow, existing, ctx, keys_cache)
+        out.extend(hits)
         if op == "delete":
             continue
         small = smallfiles.SmallFileConfig.from_props(config.props)
@@ -210,8 +213,44 @@ def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list
     return out
 
 
+def split_existing(rows: pa.Table, groups_by_partition: dict[str, list[FileGroup]], ctx: ReadContext,
+                   keys_cache: dict[tuple[str, str], pa.Array] | None = None) -> tuple[list[Tagged], pa.Table]:
+    """Key-lookup tagging's first step alone: (the rows each existing file group holds the key of, the rest).
+
+    A streamed write (filegroup/stream_write.py) sends the rest, the new keys, to file groups at the end."""
+    hits: list[Tagged] = []
+    fresh: list[pa.Table] = []
+    parts = rows.column(PARTITION_PATH).combine_chunks()
+    for partition in sorted(pc.unique(parts).to_pylist()):
+        prow = rows.filter(pc.equal(parts, partition))
+        existing = {g.file_id: g for g in groups_by_partition.get(partition, [])}
+        found, rest = _existing_hits(partition, prow, existing, ctx, keys_cache)
+        hits.extend(found)
+        fresh.append(rest)
+    return hits, (pa.concat_tables(fresh) if fresh else rows.slice(0, 0))
+
+
+def _existing_hits(partition: str, prow: pa.Table, existing: dict[str, FileGroup], ctx: ReadContext | None,
+                   keys_cache: dict[tuple[str, str], pa.Array] | None) -> tuple[list[Tagged], pa.Table]:
+    """Key-lookup index: each existing group takes the keys it holds; returns those and the rows of new keys."""
+    out: list[Tagged] = []
+    keys = prow.column(RECORD_KEY).combine_chunks()
+    assigned = np.zeros(len(keys), dtype=bool)
+    for fid, grp in sorted(existing.items()):
+        stored = keys_cache.get((partition, fid)) if keys_cache is not None else None
+        if stored is None:
+            stored = slice_keys(grp.latest, ctx) if ctx is not None else pa.array([], pa.string())
+            if keys_cache is not None:
+                keys_cache[(partition, fid)] = stored
+        hit = pc.is_in(keys, value_set=stored).to_numpy(zero_copy_only=False) & ~assigned
+        if hit.any():
+            out.append((partition, fid, prow.filter(pa.array(hit)), grp.latest, stored))
+            assigned |= hit
+    return out, prow.filter(pa.array(~assigned))
+
+
 def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list[FileGroup]]
-                 ) -> list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]]:
+                 ) -> list[Tagged]:
     """`tag` for bucket tables: one hash of the batch, one grouping sort, one take per column.
 
     Groups come partition by partition, buckets ascending; an lsm_tree group's rows come sorted by

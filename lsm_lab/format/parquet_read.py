@@ -44,6 +44,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lsm_lab import arrowlit
 from lsm_lab.errors import CorruptTableError
 from lsm_lab.format.footercheck import check_footer
 from lsm_lab.format.parquet_footer import (
@@ -194,12 +195,12 @@ def read_parquet(path: str | os.PathLike[str] | StoragePath, columns: list[str] 
     for c in cols:
         field = schema.field(c)
         if c in constants:
-            value = pa.scalar(constants[c], field.type)
+            value = arrowlit.text([constants[c]], field.type)  # not pa.scalar: no pandas import (arrowlit)
             if c in read_dictionary:  # as the caller asked: one dictionary entry, every index 0
-                array: Any = pa.DictionaryArray.from_arrays(pa.repeat(pa.scalar(0, pa.int32()), n), pa.repeat(value, 1))
+                array: Any = pa.DictionaryArray.from_arrays(arrowlit.int32_zeros(n), value)
                 field = field.with_type(array.type)
             else:
-                array = pa.repeat(value, n)
+                array = pa.repeat(value[0], n)
         else:
             array = by_name[c]
             field = table.schema.field(c)

@@ -5,12 +5,17 @@ Every chapter runs twice in its life: under `make test` (nbmake sets
 learner's Jupyter (full size).  `size(full, test)` picks the number to use.
 
     scratch("07_compaction")   a fresh, empty folder for the chapter's tables; emptied again on the
-                               next run of the chapter, removed when the kernel exits under test
+                               next run of the chapter, removed when the kernel exits (the tables are
+                               there while the kernel runs; LSM_LAB_KEEP_TABLES=1 keeps them afterwards)
     cache("10_runs")           a folder that survives re-runs: data that is slow to make and never changes
+    measured("spark_linear")   a record of the README's generated Measured section (docs/measured/), for
+                               figures a chapter quotes but cannot re-run
 
 Both live in the repository's own ignored `.scratch/` folder when lsm_lab runs from a
 checkout (so nothing piles up in the system temp folder), else under the temp folder.
 `LSM_LAB_SCRATCH=DIR` puts them elsewhere; `LSM_LAB_SMALL=1` gives test sizes outside pytest.
+Tables are removed when the chapter's kernel exits because nothing after the chapter reads them
+(a series run left 625 MB of them before; the caches, which a re-run does read, stay).
 
 Taught in: every chapter (notebooks/00_why_lsm.ipynb … notebooks/13_change_data_capture.ipynb)
 """
@@ -18,11 +23,12 @@ Taught in: every chapter (notebooks/00_why_lsm.ipynb … notebooks/13_change_dat
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from lsm_lab.interop.hudi_tables import find_shared
 
@@ -51,13 +57,18 @@ def scratch_root() -> Path:
     return Path(tempfile.gettempdir()) / "lsm_lab_scratch"
 
 
+def keep_tables() -> bool:
+    """True with LSM_LAB_KEEP_TABLES=1 (outside pytest): a chapter's tables outlive its kernel."""
+    return os.environ.get("LSM_LAB_KEEP_TABLES") == "1" and "PYTEST_CURRENT_TEST" not in os.environ
+
+
 def scratch(name: str) -> Path:
-    """A fresh, empty folder for a chapter's tables (removed at kernel exit when under test)."""
+    """A fresh, empty folder for a chapter's tables, removed at kernel exit unless `keep_tables()`."""
     root = scratch_root() / "notebooks" / name
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    if under_test():
+    if not keep_tables():
         atexit.register(shutil.rmtree, root, ignore_errors=True)
     return root
 
@@ -67,6 +78,18 @@ def cache(name: str) -> Path:
     root = scratch_root() / "cache" / name
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def measured(name: str) -> dict[str, Any] | None:
+    """The README's record `docs/measured/<name>.json` (command, date, load, source, results), or None when
+    lsm_lab does not run from a checkout; a chapter quotes figures it cannot re-run from it, never by hand."""
+    path = _REPO / "docs" / "measured" / f"{name}.json"
+    if not path.is_file():
+        return None
+    record: dict[str, Any] = json.loads(path.read_text())
+    if "results_from" in record:
+        record["results"] = json.loads((_REPO / record["results_from"]).read_text())
+    return record
 
 
 def shared_folder() -> Path | None:

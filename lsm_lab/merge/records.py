@@ -5,7 +5,7 @@ Arrow kernels (no per-row Python):
 
     pyarrow.Table | pandas.DataFrame | list[dict]
       │ to_arrow            one Arrow table; `_hoodie_*` columns the caller passed are dropped
-      │ check_schema        same names and types as the table; new nullable columns allowed
+      │ evolve_schema       Hudi's evolution rules: added/left-out nullable columns, promotions (evolution.py)
       │ record_keys         "uuid-1"  or  "id:7,name:x" for composite keys (Hudi's complex keygen)
       │ partition_paths     "chennai" or "city=chennai";  a/b for composite partitions
       │ dedupe              one row per (partition, key): greatest ordering value, ties to the later row
@@ -24,7 +24,7 @@ Taught in: notebooks/03_sorted_writes_and_levels.ipynb
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lsm_lab.errors import InputError, PartitionValueError, SchemaError
+from lsm_lab.merge import evolution
 from lsm_lab.merge.overlay import strictly_sorted
 
 COMMIT_TIME = "_hoodie_commit_time"
@@ -112,34 +113,13 @@ def check_columns(table: pa.Table, needed: Iterable[str], role: str) -> None:
                           f"{', '.join(repr(m) for m in missing)} (columns: {', '.join(table.column_names) or 'none'})")
 
 
-def evolve_schema(current: pa.Schema | None, incoming: pa.Schema, *, partial: bool = False) -> pa.Schema:
-    """The table schema after accepting `incoming` (SchemaError for anything but added nullable columns).
-
-    `partial=True` (deletes) allows the batch to carry only some of the columns.
-    """
-    if current is None:
-        return pa.schema([pa.field(f.name, f.type, True) for f in incoming])
-    fields = list(current)
-    names = set(current.names)
-    for f in incoming:
-        if f.name in names:
-            old = current.field(f.name)
-            if pa.types.is_null(old.type) and not pa.types.is_null(f.type):
-                # a column that held only nulls so far has no type yet: the first real values give it one
-                fields[current.get_field_index(f.name)] = pa.field(f.name, f.type, True)
-            elif old.type != f.type and not pa.types.is_null(f.type):
-                raise SchemaError(f"column '{f.name}' changes type from {old.type} to {f.type}; "
-                                  "lsm_lab only accepts added nullable columns")
-        else:
-            if partial:
-                continue
-            fields.append(pa.field(f.name, f.type, True))
-    if not partial:
-        missing = [n for n in current.names if n not in incoming.names]
-        if missing:
-            raise SchemaError(f"the data lacks column{'s' if len(missing) > 1 else ''} "
-                              f"{', '.join(repr(m) for m in missing)} of the table schema")
-    return pa.schema(fields)
+def evolve_schema(current: pa.Schema | None, incoming: pa.Schema, *, partial: bool = False,
+                  fixed: Collection[str] = ()) -> pa.Schema:
+    """The table schema after accepting `incoming`, by Hudi's schema evolution rules (merge/evolution.py):
+    new nullable columns at the end, nullable columns left out, type promotions; a SchemaError naming the
+    column and the rule for anything else.  `partial=True` (deletes) allows the batch to carry only some
+    of the columns; `fixed` names the key, partition and ordering columns, whose type may not change."""
+    return evolution.evolve_schema(current, incoming, partial=partial, fixed=fixed)
 
 
 def cast_column(col: pa.ChunkedArray | pa.Array, to: pa.DataType, name: str, *,
@@ -148,7 +128,7 @@ def cast_column(col: pa.ChunkedArray | pa.Array, to: pa.DataType, name: str, *,
     if col.type == to:
         return col
     try:
-        return pc.cast(col, to)
+        return evolution.cast_to(col, to)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise SchemaError(f"column '{name}' of type {col.type} does not cast to the table's type {to}: {exc}",
                           path=source) from None

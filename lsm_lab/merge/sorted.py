@@ -266,7 +266,9 @@ def merge_sorted(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSp
                 yield from emit(_resolve(pieces, spec, horizon_bytes))
                 continue
             pending.append(resolver.submit(_resolve, pieces, spec, horizon_bytes))
-            if len(pending) >= ROUNDS_IN_FLIGHT:
+            # hand out every round already resolved (the first batch does not wait for a full queue),
+            # and block on the oldest only when ROUNDS_IN_FLIGHT are in flight
+            while pending and (len(pending) >= ROUNDS_IN_FLIGHT or pending[0].done()):
                 yield from emit(pending.popleft().result())
         while pending:
             yield from emit(pending.popleft().result())

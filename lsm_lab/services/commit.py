@@ -88,18 +88,22 @@ def note_first_write(table: TableState) -> None:
         fsview.mark_first_write(table.path)
 
 
-def run_write(table: TableState, op: str, batch_schema: pa.Schema, write_files: WriteFiles, *,
-              input_rows: int | None = None) -> Instant:
+def run_write(table: TableState, op: str, batch_schema: pa.Schema | Callable[[], pa.Schema], write_files: WriteFiles,
+              *, input_rows: int | Callable[[], int] | None = None) -> Instant:
     """Run one optimistic write of operation `op` whose rows have `batch_schema` (empty: a delete on a table
     without a schema); `write_files(txn)` writes the data files and returns their stats. Returns the
     completed instant (`ConflictError` when another writer won). The caller has called `note_first_write`
     before it checked its input (a rejected first batch must leave the table re-creatable). `input_rows`
-    (the rows handed in) is kept in the commit's `extraMetadata` (`lsm_lab.input.records`) for `describe_write`."""
+    (the rows handed in) is kept in the commit's `extraMetadata` (`lsm_lab.input.records`) for `describe_write`.
+    A streamed write (filegroup/stream_write.py) knows its schema and input rows only once `write_files` has
+    read the stream: it passes both as callables, asked after `write_files`."""
     current = table.schema
     action = DELTA_COMMIT if table.config.is_mor else COMMIT
     with occ.WriteTransaction(table.path, table.active_timeline, action, {"operationType": op.upper()}) as txn:
         txn.begin(table.latest_completion)
         stats = write_files(txn)
+        batch_schema = batch_schema() if callable(batch_schema) else batch_schema
+        input_rows = input_rows() if callable(input_rows) else input_rows
         schema = batch_schema if len(batch_schema) else (current or pa.schema([]))
         with table_lock(table.path):  # the schema committed meanwhile, plus this write's new columns
             if len(schema):

@@ -32,9 +32,10 @@ the next slice (see `layout.fsview`).
 instant appears until after it completed or was rolled back, so another
 process never mistakes a slow writer for a dead one.
 
-**Schema.** A concurrent writer may have added columns: the schema recorded
-at commit is the one completed last plus this writer's new columns; a type
-clash between the two is a `ConflictError`.
+**Schema.** A concurrent writer may have added columns or widened types: the
+schema recorded at commit is the one completed last evolved by this writer's
+(merge/evolution.py: both writers' new columns, the wider of two promoted
+types); a change no evolution rule reconciles is a `ConflictError`.
 
 Simplified compared with Apache Hudi: one conflict resolution strategy
 (Hudi's `SimpleConcurrentFileWritesConflictResolutionStrategy`), no
@@ -53,8 +54,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from lsm_lab.errors import ConflictError, TimelineError
+from lsm_lab.errors import ConflictError, SchemaError, TimelineError
 from lsm_lab.format import keyindex
+from lsm_lab.merge import evolution
 from lsm_lab.services import heartbeat, markers
 from lsm_lab.services.lock import check_table_lock, table_lock
 from lsm_lab.services.rollback import delete_instant_files, rollback_failed_writes, rollback_pending
@@ -100,22 +102,17 @@ def find_conflict(timeline: ActiveTimeline, snapshot: str | None, mine: set[tupl
 
 
 def merge_schemas(committed: pa.Schema | None, mine: pa.Schema) -> pa.Schema:
-    """The schema to record at commit: the committed one plus this writer's new columns."""
+    """The schema to record at commit: the committed one evolved by this writer's schema (merge/evolution.py:
+    its new columns, its promotions; a column a concurrent writer widened keeps the wider type).  Two
+    writers whose changes no evolution rule reconciles: ConflictError."""
     if committed is None or committed.equals(mine):
         return mine
-    fields = list(committed)
-    names = set(committed.names)
-    for f in mine:
-        if f.name in names:
-            other = committed.field(f.name)
-            if pa.types.is_null(other.type) and not pa.types.is_null(f.type):
-                fields[committed.get_field_index(f.name)] = f  # an all-null column gets its first real type
-            elif other.type != f.type and not pa.types.is_null(f.type):
-                raise ConflictError(f"column '{f.name}' was changed to {other.type} by a concurrent writer "
-                                    f"while this write used {f.type}")
-        else:
-            fields.append(f)
-    return pa.schema(fields)
+    try:
+        return evolution.evolve_schema(committed, mine)
+    except SchemaError as exc:
+        raise ConflictError(f"a concurrent writer changed the schema in a way this write cannot follow: {exc}") \
+            from None
+
 
 _UNIQUE_ATTEMPTS = 20
 

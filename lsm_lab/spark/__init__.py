@@ -8,6 +8,8 @@
     cluster_table("/data/trips")                 # plan on the driver, one task per clustering group
     read_table("/data/trips").where("fare > 50").count()   # per-slice merge in tasks → DataFrame
     read_cdc("/data/trips", start=t0).toPandas()  # the change stream after t0, runs of commits in tasks
+    register(spark)                              # spark.read.format("lsm_lab"), df.write.format("lsm_lab"), SQL
+    spark.read.format("lsm_lab").load("/data/trips").where("city = 'pune'")   # filters pushed, a task per slice
 
 Spark moves rows and runs tasks; every file is read and written by the
 library's own functions (write.py, compact.py, read.py explain how).  The
@@ -24,10 +26,11 @@ require("spark", "lsm_lab.spark")  # before the submodules import pyspark: one c
 from lsm_lab.spark.cdc import read_cdc  # noqa: E402
 from lsm_lab.spark.clustering import cluster_table  # noqa: E402
 from lsm_lab.spark.compact import compact_table  # noqa: E402
+from lsm_lab.spark.datasource import register  # noqa: E402
 from lsm_lab.spark.jobs import SparkJobError  # noqa: E402
 from lsm_lab.spark.read import read_table  # noqa: E402
 from lsm_lab.spark.session import SparkSetupError, check_java, spark_session  # noqa: E402
 from lsm_lab.spark.write import write_table  # noqa: E402
 
 __all__ = ["SparkJobError", "SparkSetupError", "check_java", "cluster_table", "compact_table", "read_cdc",
-           "read_table", "spark_session", "write_table"]
+           "read_table", "register", "spark_session", "write_table"]

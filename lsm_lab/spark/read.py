@@ -14,9 +14,14 @@ The DataFrame is lazy but its snapshot is not: the slices are listed when
 `read` is called, so later writes do not show up in it, and a later `clean`
 may delete files it still needs (keep enough commits, or `cache()` it).
 
-Simplified compared with Apache Hudi's Spark datasource: no `spark.read.format("hudi")`
-relation (so no filter or column pushdown from Spark's optimizer beyond the
-`columns` argument), no incremental query type, no file-slice splitting
+**Filters.** `filter=` (what `Table.read` takes: `(column, op, value)` tuples or a pyarrow
+expression) prunes on the driver — partitions, record keys, statistics, as `Table.scan` does — and
+each task applies it to its slice after the merge (a log that changes a base row's value is merged
+before the filter sees it), so the plan needs no Spark `Filter` above `MapInArrow`.  Spark's own
+optimizer pushes filters into `spark.read.format("lsm_lab")` (spark/datasource.py), not here.
+
+Simplified compared with Apache Hudi's Spark datasource: `read_table` is not a relation Spark's
+optimizer sees (`format("lsm_lab")` is), no incremental query type, no file-slice splitting
 into several tasks.
 
 Taught in: notebooks/10_sorted_vs_hash_on_spark.ipynb
@@ -36,6 +41,9 @@ from lsm_lab.filegroup.fsview import FileSlice
 from lsm_lab.filegroup.read import ReadContext, read_slice
 from lsm_lab.spark.jobs import active_session, arrow_schema_for, spark_schema, table_uri
 from lsm_lab.storage import TablePath, is_local
+from lsm_lab.table.predicate import FilterLike
+from lsm_lab.table.scan import plan_scan
+from lsm_lab.table.stream import Scan
 from lsm_lab.timeline.instanttime import TimeLike
 
 MAX_READ_TASKS = 256
@@ -50,22 +58,30 @@ class ReadSliceTask:
     columns: tuple[str, ...]
     engine: str | None
     out_schema: pa.Schema  # what Spark expects back
+    filter: FilterLike | None = None  # applied to each slice after its merge (keys pruned inside it)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for i in batch.column(0).to_pylist():
+                if self.filter is not None:
+                    plan = plan_scan(self.ctx, [self.slices[i]], columns=list(self.columns), filter=self.filter,
+                                     engine=self.engine)
+                    for part in Scan(plan).batches():
+                        yield pa.Table.from_batches([part]).cast(self.out_schema).to_batches()[0]
+                    continue
                 rows = read_slice(self.ctx, self.slices[i], columns=list(self.columns), engine=self.engine)
                 yield from rows.select(list(self.columns)).cast(self.out_schema).to_batches(max_chunksize=65_536)
 
 
 def read_table(path: str | TablePath, spark: Any = None, as_of: TimeLike | None = None,
                columns: Sequence[str] | None = None, *, read_optimized: bool = False, merge: str | None = None,
-               storage_options: Mapping[str, Any] | None = None) -> Any:
+               storage_options: Mapping[str, Any] | None = None, filter: FilterLike | None = None) -> Any:
     """A Spark DataFrame of the table's snapshot (or time travel to `as_of`, read as `Table.read` reads it).
 
     Same rows and columns as `Table.read(as_of=..., columns=...)`
     (`read_optimized=True`: as `Table.read_optimized`). `merge` forces an
-    engine for the per-slice merge. An object-store table's files are read by the tasks through
+    engine for the per-slice merge. `filter` (as `Table.read`'s) prunes the slices on the driver
+    (partitions, keys, statistics) and is applied in each task after the slice's merge. An object-store table's files are read by the tasks through
     lsm_lab's storage layer (Spark's own Parquet reader would need Hadoop's S3 connector).
     """
     table = open_table(path, storage_options)
@@ -80,14 +96,21 @@ def read_table(path: str | TablePath, spark: Any = None, as_of: TimeLike | None 
         raise InputError(f"unknown column{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
                          f"the table has {', '.join(full.names)}")
     struct = spark_schema(pa.schema([full.field(n) for n in out_cols]))
-    slices = table.latest_slices(read_time)
+    if filter is not None:
+        if read_optimized:
+            raise InputError("filter= is for snapshot reads: with read_optimized=True, use .where(...)")
+        planned = table.scan(columns=out_cols, filter=filter, as_of=as_of, merge=merge).plan
+        slices = list(planned.slices)
+        ctx = planned.ctx
+    else:
+        slices = table.latest_slices(read_time)
     if read_optimized and is_local(table.path):
         return _read_optimized(spark, slices, out_cols, struct)
     if read_optimized:  # base files only, read by the tasks through the storage layer
         slices = [replace(s, log_files=()) for s in slices if s.base_file is not None]
     if not slices:
         return spark.createDataFrame([], struct)
-    task = ReadSliceTask(ctx, tuple(slices), tuple(out_cols), merge, arrow_schema_for(struct))
+    task = ReadSliceTask(ctx, tuple(slices), tuple(out_cols), merge, arrow_schema_for(struct), filter)
     n = len(slices)
     return spark.range(0, n, 1, min(n, MAX_READ_TASKS)).mapInArrow(task, struct)
 

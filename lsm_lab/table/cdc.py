@@ -36,9 +36,13 @@ folder (cleaned with its slice) is not trusted: that instant is inferred, which
 raises the same error when its snapshots are gone too.  A damaged CDC log is a
 `CorruptFileError` naming the file.
 
+`Table.scan_cdc` (`ChangeScan`) hands the same rows out as a stream, instant by
+instant (`to_reader()`, the Arrow stream protocol, `to_polars()`, ...): memory holds one
+instant's changes, not the window's.
+
 Simplified compared with Apache Hudi: images are Arrow structs (upstream's
 Spark reader gives JSON strings); `ts_ms` is the completion time (upstream
-stores the instant time in the log and reports it); no streaming source.
+stores the instant time in the log and reports it); no Spark streaming source.
 
 Taught in: notebooks/13_change_data_capture.ipynb
 """
@@ -48,7 +52,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -64,6 +68,7 @@ from lsm_lab.merge.records import COMMIT_TIME, PARTITION_PATH, RECORD_KEY
 from lsm_lab.storage import paths
 from lsm_lab.table import scan
 from lsm_lab.table.state import TableState
+from lsm_lab.table.stream import ArrowStream, check_batch_size
 from lsm_lab.timeline.instant import CLEAN, CLUSTERING, COMPACTION, LOG_COMPACTION, Instant, normalize_time
 from lsm_lab.timeline.instanttime import TimeLike, completion_time
 from lsm_lab.timeline.metadata import iter_write_stats
@@ -91,42 +96,80 @@ def is_change(state: TableState, instant: Instant) -> bool:
 
 def read_cdc(state: TableState, start: TimeLike | None, end: TimeLike | None = None, *, columns: Sequence[str] | None = None) -> pa.Table:
     """The change stream of instants completed in (start, end]; see the module docstring."""
-    columns = checks.columns_arg(columns)
-    lo = state.resolve_time(start)
-    hi = state.resolve_time(end) or state.latest_completion()
-    schema = state.schema or pa.schema([])
-    full = state.read_context().full_schema
-    if columns is None:
-        image = schema
-    else:
-        unknown = [c for c in columns if c not in full.names]
-        if unknown:
-            raise InputError(f"unknown column{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
-                             f"the table has {', '.join(full.names)}")
-        image = pa.schema([full.field(c) for c in columns])
-    out_schema = result_schema(image)
-    writes = state.completed_writes()
-    pieces: list[pa.Table] = []
-    inferred: list[str] = []
-    prev: Instant | None = None
-    snap = _Snapshots(state)  # the snapshot after one instant is the one before the next: read once
-    for inst in writes:
-        done = normalize_time(inst.completion_time or inst.begin_time)
-        if hi is not None and done > normalize_time(hi):
-            break
-        if (lo is None or done > normalize_time(lo)) and is_change(state, inst):
-            snap.keep({prev.completion_time if prev is not None else None, inst.completion_time})
-            try:
-                rows, was_inferred = _instant_changes(state, inst, prev, image, snap)
-            except (CorruptTableError, RetentionError) as exc:
-                raise _past_cleaner(state, inst, exc) or exc from None
-            if was_inferred:
-                inferred.append(inst.begin_time)
-            if rows.num_rows:
-                pieces.append(rows)
-        prev = inst
-    out = pa.concat_tables(pieces) if pieces else out_schema.empty_table()
-    return out.replace_schema_metadata({INFERRED_KEY: json.dumps(inferred)})
+    return ChangeScan(state, start, end, columns=columns).to_table()
+
+
+class ChangeScan(ArrowStream):
+    """`Table.scan_cdc`: the change stream handed out instant by instant (`read_cdc` is its `to_table()`).
+
+    The bounds and columns are checked when it is made; the instants are read when it is consumed,
+    one at a time, so memory holds one instant's changes (and the snapshots of the file groups that
+    instant wrote), whatever the window.  Batches hold at most `batch_size` rows.  Which instants were
+    inferred is known only as they are read: `inferred` after a consumption (and the `inferred`
+    column of every row; `to_table()` also puts it in the schema metadata, as `read_cdc`)."""
+
+    def __init__(self, state: TableState, start: TimeLike | None, end: TimeLike | None = None, *,
+                 columns: Sequence[str] | None = None, batch_size: int = 65_536) -> None:
+        self.batch_size = check_batch_size(batch_size)
+        columns = checks.columns_arg(columns)
+        self.state = state
+        self.lo = state.resolve_time(start)
+        self.hi = state.resolve_time(end) or state.latest_completion()
+        schema = state.schema or pa.schema([])
+        full = state.read_context().full_schema
+        if columns is None:
+            self.image = schema
+        else:
+            unknown = [c for c in columns if c not in full.names]
+            if unknown:
+                raise InputError(f"unknown column{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                                 f"the table has {', '.join(full.names)}")
+            self.image = pa.schema([full.field(c) for c in columns])
+        self.inferred: list[str] = []
+
+    def __repr__(self) -> str:
+        return f"ChangeScan(start={self.lo!r}, end={self.hi!r}, columns={self.image.names})"
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The schema of every batch (`result_schema` of the image columns)."""
+        return result_schema(self.image)
+
+    def instant_tables(self) -> Iterator[pa.Table]:
+        """The changes of each instant in (start, end], in completion order (instants with none skipped)."""
+        state, lo, hi, image = self.state, self.lo, self.hi, self.image
+        self.inferred = []
+        prev: Instant | None = None
+        snap = _Snapshots(state)  # the snapshot after one instant is the one before the next: read once
+        for inst in state.completed_writes():
+            done = normalize_time(inst.completion_time or inst.begin_time)
+            if hi is not None and done > normalize_time(hi):
+                break
+            if (lo is None or done > normalize_time(lo)) and is_change(state, inst):
+                snap.keep({prev.completion_time if prev is not None else None, inst.completion_time})
+                try:
+                    rows, was_inferred = _instant_changes(state, inst, prev, image, snap)
+                except (CorruptTableError, RetentionError) as exc:
+                    raise _past_cleaner(state, inst, exc) or exc from None
+                if was_inferred:
+                    self.inferred.append(inst.begin_time)
+                if rows.num_rows:
+                    yield rows
+            prev = inst
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """The change rows in `read_cdc`'s order, at most `batch_size` per batch."""
+        schema = self.schema
+        for rows in self.instant_tables():
+            for batch in rows.cast(schema).to_batches(max_chunksize=self.batch_size):
+                if batch.num_rows:
+                    yield batch
+
+    def to_table(self) -> pa.Table:
+        """Every change in one `pyarrow.Table`: `read_cdc`."""
+        pieces = list(self.instant_tables())
+        out = pa.concat_tables(pieces) if pieces else self.schema.empty_table()
+        return out.replace_schema_metadata({INFERRED_KEY: json.dumps(self.inferred)})
 
 
 # --------------------------------------------------------------------------- one instant
@@ -405,4 +448,4 @@ def _identity(rows: pa.Table) -> pa.Array:
                                        rows.column(RECORD_KEY).combine_chunks(), _SEP)
 
 
-__all__ = ["INFERRED_KEY", "is_change", "read_cdc", "result_schema"]
+__all__ = ["INFERRED_KEY", "ChangeScan", "is_change", "read_cdc", "result_schema"]

@@ -282,16 +282,37 @@ class TableState:
     def schema(self) -> pa.Schema | None:
         """The table's user columns (no meta columns), or None before the first write."""
         for inst in reversed(self.completed_writes()):
-            extra = self.instant_metadata(inst).get("extraMetadata") or {}
-            text = extra.get(writer.SCHEMA_KEY)
-            if text:
-                return writer.schema_from_text(text)
-            if extra.get("schema"):
-                return _schema_from_avro(extra["schema"])
+            found = self.instant_schema(inst)
+            if found is not None:
+                return found
         create = self.config.props.get("hoodie.table.create.schema")
         if create:
             return _schema_from_avro(create)
         return None
+
+    def instant_schema(self, inst: Instant) -> pa.Schema | None:
+        """The table schema a completed write recorded in its `extraMetadata` (lsm_lab's Arrow schema, else
+        the Avro `schema` Hudi writers put there); None when it recorded none."""
+        extra = self.instant_metadata(inst).get("extraMetadata") or {}
+        text = extra.get(writer.SCHEMA_KEY)
+        if text:
+            return writer.schema_from_text(text)
+        if extra.get("schema"):
+            return _schema_from_avro(extra["schema"])
+        return None
+
+    def schema_at(self, read_time: TimeLike | None) -> pa.Schema | None:
+        """The schema a read at `read_time` uses: that of the latest visible write that recorded one, as
+        upstream's time travel reads with `TableSchemaResolver.getTableSchema(timestamp)` (columns added
+        later are absent, promoted columns have their older type); the latest schema when no visible write
+        recorded one (a read before the first write)."""
+        if read_time is None:
+            return self.schema
+        for inst in reversed(self.visible_writes(read_time)):
+            found = self.instant_schema(inst)
+            if found is not None:
+                return found
+        return self.schema
 
     def read_context(self, read_time: TimeLike | None = None) -> reader.ReadContext:
         """What a slice reader needs to merge this table as of `read_time` (None: now).
@@ -299,10 +320,10 @@ class TableState:
         The `ReadContext` is plain data (path, config, schema, begin → completion
         times), so Spark ships it to its tasks; `filegroup/read.py`'s `read_slice`,
         `load_sources` and `iter_sources` take it with a `FileSlice`."""
-        schema = self.schema
+        at = self.resolve_time(read_time)
+        schema = self.schema_at(at)
         if schema is None:
             schema = self._schema_from_files()
-        at = self.resolve_time(read_time)
         # the visible instants are completion_of's keys; a completion-time read also bounds v1 log blocks by it
         return reader.ReadContext(self.path, self.config, schema or pa.schema([]), self.completion_map(at),
                                   at if is_completion_time(at) else None, strict=self.strict)

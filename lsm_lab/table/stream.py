@@ -64,36 +64,30 @@ BATCH_ROWS = 65_536
 SLICES_AHEAD = 1
 
 
-class Scan:
-    """A planned read of a table: consume it as a stream (`to_reader`, `__arrow_c_stream__`) or whole.
+def check_batch_size(batch_size: Any) -> int:
+    """`batch_size` as given, or `InputError` unless it is a positive integer."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
+    return batch_size
 
-    Made by `Table.scan`; the plan (slices, columns, filter) is fixed when it is made, the files are
-    read each time it is consumed."""
 
-    def __init__(self, plan: ScanPlan, *, batch_size: int = BATCH_ROWS, empty_columns: bool = False) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
-        self.plan = plan
-        self.batch_size = batch_size
-        self._empty_columns = empty_columns  # columns=[]: rows of no column (the key read to count them)
+class ArrowStream:
+    """What every streamed read hands to engines, given `schema`, `batches()` and `to_table()`.
 
-    def __repr__(self) -> str:
-        return (f"Scan({len(self.plan.slices)} file slices, {self.plan.skipped} skipped by statistics, "
-                f"columns={list(self.schema.names)}, batch_size={self.batch_size})")
+    Subclasses: `Scan` (snapshot, read-optimized, incremental reads) and `table.cdc.ChangeScan`."""
 
     @property
     def schema(self) -> pa.Schema:
         """The schema of every batch."""
-        return pa.schema([]) if self._empty_columns else self.plan.schema
+        raise NotImplementedError
 
-    # ------------------------------------------------------------------ whole
-    def to_table(self, *, progress: bool = False) -> pa.Table:
-        """Every row in one `pyarrow.Table` (slices merged in memory, several at once): `Table.read`.
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """The rows, batch by batch, read as they are asked for."""
+        raise NotImplementedError
 
-        `progress`: a bar by slice (shown after a second on a terminal or in Jupyter)."""
-        shown = (lambda s: show_progress(s, desc="read", unit="slice", min_items=1)) if progress else None
-        table = read_plan(self.plan, progress=shown)
-        return table.select([]) if self._empty_columns else table
+    def to_table(self) -> pa.Table:
+        """Every row in one `pyarrow.Table`."""
+        raise NotImplementedError
 
     def to_pandas(self, **kwargs: Any) -> pd.DataFrame:
         """`to_table().to_pandas(**kwargs)`."""
@@ -114,14 +108,42 @@ class Scan:
         con.register(name, self.to_reader())
         return con.table(name)
 
-    # ------------------------------------------------------------------ streams
     def to_reader(self) -> pa.RecordBatchReader:
-        """A `pyarrow.RecordBatchReader` that reads, merges and filters slice after slice as it is read."""
+        """A `pyarrow.RecordBatchReader` that reads the rows as it is read."""
         return pa.RecordBatchReader.from_batches(self.schema, self.batches())
 
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
-        """The Arrow PyCapsule stream protocol: engines read the scan as a stream of batches."""
+        """The Arrow PyCapsule stream protocol: engines read it as a stream of batches."""
         return self.to_reader().__arrow_c_stream__(requested_schema)
+
+
+class Scan(ArrowStream):
+    """A planned read of a table: consume it as a stream (`to_reader`, `__arrow_c_stream__`) or whole.
+
+    Made by `Table.scan`; the plan (slices, columns, filter) is fixed when it is made, the files are
+    read each time it is consumed."""
+
+    def __init__(self, plan: ScanPlan, *, batch_size: int = BATCH_ROWS, empty_columns: bool = False) -> None:
+        self.plan = plan
+        self.batch_size = check_batch_size(batch_size)
+        self._empty_columns = empty_columns  # columns=[]: rows of no column (the key read to count them)
+
+    def __repr__(self) -> str:
+        return (f"Scan({len(self.plan.slices)} file slices, {self.plan.skipped} skipped by statistics, "
+                f"columns={list(self.schema.names)}, batch_size={self.batch_size})")
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The schema of every batch."""
+        return pa.schema([]) if self._empty_columns else self.plan.schema
+
+    def to_table(self, *, progress: bool = False) -> pa.Table:
+        """Every row in one `pyarrow.Table` (slices merged in memory, several at once): `Table.read`.
+
+        `progress`: a bar by slice (shown after a second on a terminal or in Jupyter)."""
+        shown = (lambda s: show_progress(s, desc="read", unit="slice", min_items=1)) if progress else None
+        table = read_plan(self.plan, progress=shown)
+        return table.select([]) if self._empty_columns else table
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         """The scan's batches (at most `batch_size` rows, never empty), slice after slice."""
@@ -216,4 +238,4 @@ def _stream_slice(plan: ScanPlan, fs: FileSlice, batch_size: int) -> Iterator[pa
         yield _in_memory(plan, fs)
 
 
-__all__ = ["BATCH_ROWS", "SLICES_AHEAD", "Scan", "streams"]
+__all__ = ["BATCH_ROWS", "SLICES_AHEAD", "ArrowStream", "Scan", "check_batch_size", "streams"]

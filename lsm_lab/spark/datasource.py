@@ -1,0 +1,351 @@
+"""`spark.read.format("lsm_lab")`, `df.write.format("lsm_lab")` and SQL: a PySpark 4 Python Data Source.
+
+    register(spark)           spark.dataSource.register(LsmLabDataSource) + filter pushdown turned on
+    SQL                       CREATE TEMPORARY VIEW trips USING lsm_lab OPTIONS (path '/data/trips');
+                              SELECT ... FROM trips WHERE ...; INSERT INTO trips (id, city, ...) SELECT ...
+
+    read                                               write (mode "append")
+    ────                                               ─────────────────────
+    driver: pushFilters(filters)                       driver: writer(schema) — table opened, operation checked
+      (col = v, <, <=, >, >=, in, <>) on a string,     tasks:  write(batches) ─► staged Arrow IPC files
+      integer or boolean column: kept → tuples;                <table>/.lsm_lab_staging/<job>/part-<p>-<attempt>-…
+      the rest returned: Spark filters after the scan  driver: commit(messages) ─► Table.<operation>(staged rows)
+    driver: partitions() = Table.scan(filter=tuples)            = one lsm_lab commit (services/commit.py:
+      → one InputPartition per file slice left after              inflight → files → completed; a crash leaves
+        partition, key and statistics pruning                     an inflight the next write rolls back)
+    tasks:  read(slice) = the scan of that slice                staging folder deleted
+      (key pruning inside it, the tuples applied       driver: abort(messages) ─► staging folder deleted,
+       after the merge: MOR-safe) ─► Arrow batches              nothing committed
+
+**Filters.**  A filter is accepted only when Arrow evaluates it on the merged rows exactly as Spark would:
+comparisons and `IN` with a string, integer or boolean literal on a column of that kind (nulls drop out in
+both).  Floating-point columns stay with Spark (Spark orders NaN above every number, Arrow's comparisons
+say false), as do null tests, `LIKE`, `<=>`, `NOT IN` and anything on dates or timestamps.  An accepted
+filter is applied after each slice's merge (`ScanPlan.finish`), so a log that changes a base row's value
+is seen before the filter is: no Spark `Filter` is needed above the scan for correctness.
+
+**Columns.**  PySpark's Python Data Source API (4.3) has no column pruning hook: Spark reads every column
+of the source and drops the others.  `.option("columns", "a,b")` narrows the source itself.
+
+**Options.**  read: `as_of` (an instant time: writes that began at or before it), `as_of_completion` (a
+completion time: writes completed at or before it), `columns`, `merge`; write: `operation` (upsert, the
+default, insert, bulk_insert, delete).  A table that does not exist yet is created by the first write when
+`record_key` is given (with `partition_by`, `ordering_field`, `table_type`, `layout`, `name`).  Options
+named `storage.<key>` are the `storage_options` of an object-store table.
+
+Simplified compared with Apache Hudi's Spark datasource: the rows a job writes are staged by the tasks and
+written into file groups by the driver's `commit` (one `Table` write: the Python Data Source API has no
+shuffle before its write tasks, and lsm_lab routes every key to one file group — `write_table` is the
+distributed writer), so the driver holds the job's rows in memory as `Table.upsert` does, and a driver
+that dies between the tasks and the commit leaves its staging folder behind (hidden: readers and
+listings skip it; the table still reads its last commit); SQL through a temporary view only (PySpark 4.3 gives a Python data source of a
+catalog table, `CREATE TABLE ... USING lsm_lab LOCATION ...`, none of its options); `mode("overwrite")` is refused (lsm_lab has no insert_overwrite operation); no
+streaming source or sink; no incremental or CDC query type through `format("lsm_lab")` (`read_cdc`).
+
+Taught in: no chapter (README, "Reading an lsm_lab table from other engines")
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    WriterCommitMessage,
+)
+
+from lsm_lab.api import Table, create_table, open_table
+from lsm_lab.errors import InputError, TableNotFoundError
+from lsm_lab.filegroup import write as writer
+from lsm_lab.filegroup.fsview import FileSlice
+from lsm_lab.filegroup.read import ReadContext
+from lsm_lab.merge.records import META_COLUMNS
+from lsm_lab.spark.jobs import arrow_schema_for, spark_schema
+from lsm_lab.storage import StoragePath, TablePath, open_read
+from lsm_lab.storage.atomic import create_file
+from lsm_lab.table.scan import plan_scan
+from lsm_lab.table.stream import Scan
+from lsm_lab.timeline.instanttime import CompletionTime, TimeLike
+
+#: the name in `spark.read.format(...)` and `USING ...`
+FORMAT = "lsm_lab"
+#: hidden folder of the table (listings skip it) where write tasks stage their rows until the commit
+STAGING = ".lsm_lab_staging"
+#: Spark's switch for `DataSourceReader.pushFilters` (without it a reader that implements it is refused)
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+_COMPARISONS: dict[type, str] = {EqualTo: "=", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<",
+                                 LessThanOrEqual: "<="}
+
+
+def register(spark: Any) -> None:
+    """Make `format("lsm_lab")` and `USING lsm_lab` known to `spark` and turn on Python filter pushdown."""
+    spark.conf.set(PUSHDOWN_CONF, "true")
+    spark.dataSource.register(LsmLabDataSource)
+
+
+# --------------------------------------------------------------------------- options
+@dataclass(frozen=True)
+class SourceOptions:
+    """The options of one read or write, checked."""
+
+    path: str
+    storage_options: dict[str, str] | None
+    as_of: TimeLike | None
+    columns: tuple[str, ...] | None
+    merge: str | None
+    operation: str
+    create: dict[str, Any]
+
+    @classmethod
+    def of(cls, options: Mapping[str, str]) -> SourceOptions:
+        opts = {str(k).lower(): str(v) for k, v in options.items()}
+        path = opts.get("path")
+        if not path and not opts:
+            raise InputError("lsm_lab got no options: PySpark (4.3) hands a Python data source of a catalog table "
+                             "(CREATE TABLE ... USING lsm_lab) none of its options or location; use "
+                             "CREATE TEMPORARY VIEW name USING lsm_lab OPTIONS (path '...') instead")
+        if not path:
+            raise InputError('format("lsm_lab") needs a table path: .load(path), .save(path) or '
+                             "OPTIONS (path '...')")
+        storage = {k[len("storage."):]: v for k, v in opts.items() if k.startswith("storage.")} or None
+        if "as_of" in opts and "as_of_completion" in opts:
+            raise InputError("give as_of or as_of_completion, not both")
+        as_of: TimeLike | None = opts.get("as_of")
+        if "as_of_completion" in opts:
+            as_of = CompletionTime(opts["as_of_completion"])
+        columns = tuple(c.strip() for c in opts["columns"].split(",") if c.strip()) if "columns" in opts else None
+        operation = opts.get("operation", "upsert").lower()
+        if operation not in writer.OPERATIONS:
+            raise InputError(f"option operation: unknown operation {operation!r} "
+                             f"(expected one of {', '.join(writer.OPERATIONS)})")
+        create: dict[str, Any] = {}
+        for key in ("record_key", "partition_by", "ordering_field", "table_type", "layout", "name"):
+            if key in opts:
+                value: Any = opts[key]
+                if key in ("record_key", "partition_by") and "," in value:
+                    value = [v.strip() for v in value.split(",")]
+                create[key] = value
+        return cls(path, storage, as_of, columns, opts.get("merge"), operation, create)
+
+    def open(self) -> Table:
+        return open_table(self.path, self.storage_options)
+
+
+# --------------------------------------------------------------------------- the source
+class LsmLabDataSource(DataSource):
+    """`spark.read.format("lsm_lab").load(path)`, `df.write.format("lsm_lab").save(path)`, `USING lsm_lab`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> Any:
+        opts = SourceOptions.of(self.options)
+        table = opts.open()
+        full = table.read_context(table.resolve_time(opts.as_of)).full_schema
+        cols = list(opts.columns) if opts.columns is not None else list(full.names)
+        unknown = [c for c in cols if c not in full.names]
+        if unknown:
+            raise InputError(f"option columns: unknown column{'s' if len(unknown) > 1 else ''} "
+                             f"{', '.join(map(repr, unknown))}; the table has {', '.join(full.names)}")
+        return spark_schema(pa.schema([full.field(c) for c in cols]))
+
+    def reader(self, schema: Any) -> SliceReader:
+        return SliceReader(SourceOptions.of(self.options), schema)
+
+    def writer(self, schema: Any, overwrite: bool) -> StagedWriter:
+        opts = SourceOptions.of(self.options)
+        if overwrite:
+            raise InputError('mode("overwrite") is not supported: lsm_lab has no insert_overwrite operation; '
+                             'use mode("append") with option operation upsert (or delete, then insert)')
+        return StagedWriter(opts, uuid.uuid4().hex)
+
+
+# --------------------------------------------------------------------------- read
+class SlicePartition(InputPartition):
+    """One file slice of the scan and the read context it is read with (None: nothing to read).
+
+    Everything a task needs travels in the partition: Spark pickles the reader's `read` before it asks
+    for `partitions()`, so what `partitions()` learns never reaches the tasks through the reader."""
+
+    def __init__(self, index: int, file_slice: FileSlice | None, ctx: ReadContext | None) -> None:
+        super().__init__(index)
+        self.file_slice = file_slice
+        self.ctx = ctx
+
+
+class SliceReader(DataSourceReader):
+    """Plans the scan on the driver (one partition per file slice) and reads one slice per task."""
+
+    def __init__(self, opts: SourceOptions, schema: Any) -> None:
+        self.opts = opts
+        self.columns = tuple(f.name for f in schema.fields)
+        self.out_schema = arrow_schema_for(schema)
+        self.filters: list[tuple[str, str, Any]] = []
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        table_schema = self.opts.open().schema
+        for f in filters:
+            one = filter_tuple(f, table_schema)
+            if one is None:
+                yield f
+            else:
+                self.filters.append(one)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        table = self.opts.open()
+        scan = table.scan(columns=list(self.columns), filter=self.filters or None, as_of=self.opts.as_of,
+                          merge=self.opts.merge)
+        ctx = scan.plan.ctx
+        return [SlicePartition(i, fs, ctx) for i, fs in enumerate(scan.plan.slices)] or [SlicePartition(0, None, None)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        fs, ctx = getattr(partition, "file_slice", None), getattr(partition, "ctx", None)
+        if fs is None or ctx is None:
+            return
+        yield from self.slice_batches(ctx, fs)
+
+    def slice_batches(self, ctx: ReadContext, fs: FileSlice) -> Iterator[pa.RecordBatch]:
+        """The merged, filtered rows of one slice, with Spark's Arrow types."""
+        plan = plan_scan(ctx, [fs], columns=list(self.columns), filter=self.filters or None, engine=self.opts.merge)
+        for batch in Scan(plan).batches():
+            yield pa.Table.from_batches([batch]).cast(self.out_schema).to_batches()[0]
+
+
+def filter_tuple(f: Filter, schema: pa.Schema) -> tuple[str, str, Any] | None:
+    """The `(column, op, value)` tuple meaning exactly what Spark's filter means, or None (Spark keeps it)."""
+    negated = isinstance(f, Not)
+    inner = f.child if isinstance(f, Not) else f
+    attribute = getattr(inner, "attribute", None)
+    if not (isinstance(attribute, tuple) and len(attribute) == 1) or attribute[0] not in schema.names:
+        return None
+    col = attribute[0]
+    typ = schema.field(col).type
+    if isinstance(inner, In) and not negated:
+        values = list(inner.value)
+        return (col, "in", values) if values and all(_fits(typ, v) for v in values) else None
+    op = _COMPARISONS.get(type(inner))
+    if op is None or (negated and op != "="):
+        return None
+    value = getattr(inner, "value", None)
+    if not _fits(typ, value) or (pa.types.is_boolean(typ) and op not in ("=",)):
+        return None
+    return (col, "!=" if negated else op, value)
+
+
+def _fits(typ: pa.DataType, value: Any) -> bool:
+    if value is None:
+        return False
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        return isinstance(value, str)
+    if pa.types.is_boolean(typ):
+        return isinstance(value, bool)
+    if pa.types.is_integer(typ):
+        return isinstance(value, int) and not isinstance(value, bool)
+    return False  # floats (NaN), dates, timestamps, decimals, binary: Spark evaluates them
+
+
+# --------------------------------------------------------------------------- write
+@dataclass
+class StagedFiles(WriterCommitMessage):
+    """What one write task staged: file names inside the job's staging folder, and the rows."""
+
+    names: list[str]
+    rows: int
+
+
+class StagedWriter(DataSourceArrowWriter):
+    """Write tasks stage Arrow IPC files; the driver's commit writes them as one lsm_lab commit."""
+
+    def __init__(self, opts: SourceOptions, job: str) -> None:
+        self.opts = opts
+        self.job = job
+        table = self._table(create=True)
+        table.check_writable()
+        self.root: TablePath = table.path
+
+    def _table(self, *, create: bool = False) -> Table:
+        try:
+            return self.opts.open()
+        except TableNotFoundError:
+            if not (create and self.opts.create.get("record_key")):
+                raise
+        kw = dict(self.opts.create)
+        kw.setdefault("name", "t")
+        return create_table(self.opts.path, storage_options=self.opts.storage_options, **kw)
+
+    def _folder(self) -> TablePath:
+        return self.root / STAGING / self.job
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedFiles:
+        from pyspark import TaskContext
+
+        task = TaskContext.get()
+        who = f"{task.partitionId()}-{task.attemptNumber()}" if task is not None else "0-0"
+        sink = io.BytesIO()
+        rows = 0
+        writer_: pa.ipc.RecordBatchStreamWriter | None = None
+        for batch in iterator:
+            keep = [i for i, n in enumerate(batch.schema.names) if n not in META_COLUMNS]
+            if len(keep) != batch.num_columns:  # SQL INSERT INTO t (cols) fills the meta columns with nulls
+                batch = pa.RecordBatch.from_arrays([batch.column(i) for i in keep],
+                                                   names=[batch.schema.names[i] for i in keep])
+            if writer_ is None:
+                writer_ = pa.ipc.new_stream(sink, batch.schema)
+            writer_.write_batch(batch)
+            rows += batch.num_rows
+        if writer_ is None or rows == 0:
+            return StagedFiles([], 0)
+        writer_.close()
+        name = f"part-{who}-{uuid.uuid4().hex[:8]}.arrow"
+        create_file(self._folder() / name, sink.getvalue(), mkdir=True)
+        return StagedFiles([name], rows)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        try:
+            names = [n for m in messages if isinstance(m, StagedFiles) for n in m.names]
+            parts = []
+            for name in names:
+                with open_read(self._folder() / name) as fh:
+                    parts.append(pa.ipc.open_stream(fh).read_all())
+            if parts:
+                rows = pa.concat_tables(parts, promote_options="permissive")
+                table = self._table()
+                getattr(table, self.opts.operation)(rows)
+        finally:
+            self._drop_staging()
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        self._drop_staging()
+
+    def _drop_staging(self) -> None:
+        folder = self._folder()
+        if isinstance(folder, StoragePath):
+            folder.rmtree()
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+            try:
+                (folder.parent).rmdir()  # only when no other job stages there
+            except OSError:
+                pass
+
+
+__all__ = ["FORMAT", "LsmLabDataSource", "SliceReader", "SourceOptions", "StagedWriter", "filter_tuple", "register"]
