@@ -233,6 +233,8 @@ def test_benchmark_runs_small(tmp_path: Path) -> None:
     assert row["v1_data_bytes"] > 0 and row["v2_data_bytes"] > 0 and row["data_ratio"] > 0
     m = report["mor_read"]
     assert m["snapshot_rows"] > 0 and m["v2_table_same_keys"]
+    # each table holds the log format it is named for (a version 9 default-layout table keeps v1 blocks)
+    assert m["table_v1_log_bytes"] > 0 and m["table_v2_log_bytes"] > 0
     assert m["lsm_lab_v1_read_cpu_s"] > 0 and m["lsm_lab_v2_read_cpu_s"] > 0
     if hudi_available():
         assert m["hudi_rs_same_keys"] and m["hudi_rs_v1_read_cpu_s"] > 0

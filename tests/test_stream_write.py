@@ -173,10 +173,11 @@ def test_bad_streams_are_typed_errors_and_roll_back(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="buffer_rows must be a positive integer"):
         t.upsert(iter([pa.table({"id": ["b"], "ts": [1], "v": ["y"]})]), buffer_rows=0)
 
-    def bad() -> Iterator[pa.Table]:  # the third chunk changes a column's type: the write fails and rolls back
+    def bad() -> Iterator[pa.Table]:  # the third chunk changes a column's type in a way no rule allows (string →
+        # list): the write fails and rolls back
         yield pa.table({"id": ["b"], "ts": [2], "v": ["y"]})
         yield pa.table({"id": ["c"], "ts": [2], "v": ["z"]})
-        yield pa.table({"id": ["d"], "ts": [2], "v": [3.5]})
+        yield pa.table({"id": ["d"], "ts": [2], "v": [[3, 5]]})
 
     with pytest.raises(SchemaError):
         t.upsert(bad(), buffer_rows=1)

@@ -14,22 +14,26 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
-from lsm_lab.api import open_table
 from lsm_lab.cli.console import as_of_arg, print_frame
+
+if TYPE_CHECKING:  # start-up: pyarrow and the table layer load when the command runs
+    import pyarrow as pa
 
 
 def schema_frame(schema: pa.Schema) -> pa.Table:
     """One row per column of `schema`: column, type, nullable."""
+    import pyarrow as pa  # start-up: on first use
+
     return pa.table({"column": pa.array(schema.names, pa.string()),
                      "type": pa.array([str(f.type) for f in schema], pa.string()),
                      "nullable": pa.array([f.nullable for f in schema], pa.bool_())})
 
 
 def show_schema(args: argparse.Namespace) -> int:
+    from lsm_lab.api import open_table  # start-up: on first use
+
     table = open_table(args.path)
     if getattr(args, "history", False):
         history = table.schema_history()
