@@ -53,7 +53,7 @@ from lsm_lab.progress import bar
 from lsm_lab.services import archiver, clean, clustering, commit, compaction, occ, savepoint, upgrade
 from lsm_lab.services import rollback as rb
 from lsm_lab.services.lock import table_lock
-from lsm_lab.storage import StoragePath, as_path, paths
+from lsm_lab.storage import StoragePath, as_path, paths, request_scope
 from lsm_lab.table import cdc, inspect, scan, schema_history, stream
 from lsm_lab.table import lookup as key_lookup
 from lsm_lab.table.metadata_table import MetadataTable, open_metadata_table
@@ -76,7 +76,17 @@ def _one_listing(method: F) -> F:
     """Run a read with the timeline and the data files listed once (`TableState.pinned`)."""
     @functools.wraps(method)
     def wrapper(self: Table, *args: Any, **kwargs: Any) -> Any:
-        with self.pinned():
+        with request_scope(), self.pinned():
+            return method(self, *args, **kwargs)
+    return wrapper  # type: ignore[return-value]
+
+
+def _one_operation(method: F) -> F:
+    """Run a write or a table service in one request scope (`storage.scope`): on an object store each
+    listing and small object is requested once, and again after the table lock is taken."""
+    @functools.wraps(method)
+    def wrapper(self: Table, *args: Any, **kwargs: Any) -> Any:
+        with request_scope():
             return method(self, *args, **kwargs)
     return wrapper  # type: ignore[return-value]
 
@@ -183,6 +193,7 @@ class Table(TableState):
         upgrade.upgrade_to_v10(self)
         return open_table(self.path)
 
+    @_one_operation
     def _write(self, data: Any, op: str, buffer_rows: int | None = None) -> Instant:
         """One optimistic write (services.commit): files written without the lock, conflicts checked at commit."""
         if stream_write.is_stream(data):
@@ -454,6 +465,7 @@ class Table(TableState):
         return open_metadata_table(self)
 
     # ------------------------------------------------------------------ table services (lsm_lab.services)
+    @_one_operation
     def compact(self, strategy: str = "hybrid", merge: str | None = None, plan_only: bool = False, *,
                 options: Mapping[str, str] | None = None, progress: bool | None = None) -> Instant | None:
         """Compact file groups: `hybrid` (FULL or LOG per file group), `full` (L0+L1 → L1) or `log` (L0 → L0).
@@ -469,6 +481,7 @@ class Table(TableState):
         return compaction.compact(self, strategy=strategy, merge=merge, plan_only=plan_only, options=options,
                                   progress=progress)
 
+    @_one_operation
     def cluster(self, plan_only: bool = False, *, options: Mapping[str, str] | None = None,
                 merge: str | None = None) -> Instant | None:
         """Rewrite small file groups of each partition as fewer key-sorted ones (a `replacecommit`).
@@ -491,6 +504,7 @@ class Table(TableState):
 
         return compaction.plans(self, include_completed=include_completed)
 
+    @_one_operation
     def clean(self, policy: str | None = None, retained: int | None = None) -> Instant | None:
         """Delete files no retained snapshot needs (KEEP_LATEST_COMMITS or KEEP_LATEST_FILE_VERSIONS)."""
 
@@ -548,6 +562,7 @@ class Table(TableState):
 
         return savepoint.restore(self, instant)
 
+    @_one_operation
     def archive(self, keep: int | None = None) -> list[Instant]:
         """Move old completed instants into the LSM timeline (`.hoodie/timeline/history/`)."""
 

@@ -214,8 +214,8 @@ def test_every_feature_command_is_registered() -> None:
     top = choices(build_parser())
     assert {"demo", "create", "write", "read", "show", "merge", "bench", "compact", "clean", "rollback",
             "savepoint", "restore", "archive", "lookup", "spark"} <= set(top)
-    assert set(choices(top["bench"])) == {"merge", "interop", "lookup", "compaction", "peers", "storage", "cdc", "scan",
-                                          "startup", "scale", "write-stream"}
+    assert set(choices(top["bench"])) == {"merge", "interop", "lookup", "compaction", "peers", "storage", "latency",
+                                          "cdc", "scan", "startup", "scale", "write-stream"}
 
 
 def _tree(root: Path) -> dict[str, bytes]:

@@ -81,10 +81,13 @@ def register_args_bench(bench_subparsers: Any, name: str, summary: str, module: 
 
 
 def register_bench(bench_subparsers: Any) -> None:
-    """`lsm-lab bench storage`, `cdc`, `scan`, `startup`, `scale` and `write-stream`."""
+    """`lsm-lab bench storage`, `latency`, `cdc`, `scan`, `startup`, `scale` and `write-stream`."""
     register_module_bench(bench_subparsers, "storage",
                           "a table on local disk vs on a local S3 server (moto): seconds and requests per operation",
                           "lsm_lab.bench.storage")
+    register_module_bench(bench_subparsers, "latency",
+                          "lsm_lab vs hudi-rs reading from a local S3 server behind a per-request latency (a proxy)",
+                          "lsm_lab.bench.latency", extra_args=("latency_ms",))
     register_module_bench(bench_subparsers, "cdc",
                           "CDC log bytes per logging mode, write time with/without CDC, read_cdc from logs vs inference",
                           "lsm_lab.bench.cdc")

@@ -60,7 +60,7 @@ from lsm_lab.merge import evolution
 from lsm_lab.services import heartbeat, markers, mdt_write
 from lsm_lab.services.lock import check_table_lock, table_lock
 from lsm_lab.services.rollback import delete_instant_files, rollback_failed_writes, rollback_pending
-from lsm_lab.storage import TablePath
+from lsm_lab.storage import TablePath, is_local, list_names
 from lsm_lab.timeline.active import ActiveTimeline, InstantExistsError
 from lsm_lab.timeline.instant import CLUSTERING, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant, normalize_time
 from lsm_lab.timeline.metadata import iter_write_stats
@@ -80,15 +80,21 @@ def touched_file_groups(metadata: Mapping[str, Any]) -> set[tuple[str, str]]:
 
 
 def find_conflict(timeline: ActiveTimeline, snapshot: str | None, mine: set[tuple[str, str]],
-                  own_instant: str) -> Instant | None:
-    """The first write completed after `snapshot` that touched one of `mine`, or None."""
+                  own_instant: str, *, seen: frozenset[str] | None = None) -> Instant | None:
+    """The first write completed after `snapshot` that touched one of `mine`, or None.
+
+    With `seen` (the begin times of the instants completed in the listing the snapshot came from) a write is
+    "after the snapshot" when it is not among them, whatever its completion time says (no clock involved)."""
     if not mine:
         return None
     limit = normalize_time(snapshot) if snapshot else None
     for inst in timeline.completed(CONFLICTING_ACTIONS):
         if inst.begin_time == own_instant or inst.completion_time is None:
             continue
-        if limit is not None and normalize_time(inst.completion_time) <= limit:
+        if seen is not None:
+            if inst.begin_time in seen:
+                continue
+        elif limit is not None and normalize_time(inst.completion_time) <= limit:
             continue
         if touched_file_groups(timeline.read_content(inst)) & mine:
             return inst
@@ -122,6 +128,8 @@ class WriteTransaction:
     instant: Instant | None = None
     snapshot: str | None = None
     heartbeat: heartbeat.Heartbeat | None = None
+    #: begin times of the instants completed in the listing the snapshot was taken from (the conflict check)
+    seen: frozenset[str] | None = None
     _closed: bool = False
 
     @property
@@ -130,11 +138,26 @@ class WriteTransaction:
             raise TimelineError("the write transaction has not begun")
         return self.instant.begin_time
 
+    def _cleanup_due(self) -> bool:
+        """Whether dead writers may have left something to roll back or sweep: a pending instant, a marker
+        folder or a heartbeat (on an object store all three come from one kept listing of .hoodie/)."""
+        meta = self.base_path / ".hoodie"
+        return bool(self.timeline.pending() or list_names(meta / markers.TEMP_FOLDER)
+                    or list_names(meta / heartbeat.HEARTBEAT_FOLDER))
+
     def begin(self, latest_completion: Callable[[], str | None]) -> WriteTransaction:
-        """Under the table lock: clean up dead writers, take a snapshot, create the inflight instant."""
-        with table_lock(self.base_path):
-            rollback_failed_writes(self.base_path, self.timeline)
+        """Clean up dead writers (under the table lock), take a snapshot, create the inflight instant.
+
+        On an object store the lock is taken only when something may need cleaning up: the conflict check
+        compares against the instants the snapshot saw (`seen`), not against a time, so no writer can
+        complete unseen between the snapshot and the inflight instant, and the heartbeat is written before
+        the requested instant, so a cleaner never takes this write for a dead one."""
+        locked = is_local(self.base_path) or self._cleanup_due()
+        with table_lock(self.base_path) if locked else contextlib.nullcontext():
+            if locked:
+                rollback_failed_writes(self.base_path, self.timeline)
             self.snapshot = latest_completion()
+            self.seen = frozenset(i.begin_time for i in self.timeline.completed())
             for attempt in range(_UNIQUE_ATTEMPTS):
                 begin = self.timeline.new_instant_time()
                 self.heartbeat = heartbeat.Heartbeat(self.base_path, begin).start()
@@ -164,7 +187,7 @@ class WriteTransaction:
         with table_lock(self.base_path):
             if check_conflicts:
                 conflict = find_conflict(self.timeline, self.snapshot, touched_file_groups(metadata),
-                                         self.begin_time)
+                                         self.begin_time, seen=self.seen)
                 if conflict is not None:
                     rollback_pending(self.base_path, self.timeline, self.instant, check_heartbeat=False)
                     self._finish()

@@ -213,6 +213,11 @@ class Storage(ABC):
         key = clean_key(key)
         return f"{root.rstrip('/')}/{key}" if key else root
 
+    def prefetch(self, prefix: str) -> bool:
+        """Object stores in a request scope: list the folder `prefix` once, recursively, so that later
+        listings below it need no request (`storage.scope`).  Elsewhere nothing to do: False."""
+        return False
+
     def walk_keys(self, prefix: str = "") -> Iterator[str]:
         """Every key below `prefix` (recursive listing)."""
         for info in self.list_files(prefix, recursive=True):

@@ -333,6 +333,12 @@ def list_names(folder: TablePath) -> list[str]:
         return []
 
 
+def prefetch(folder: TablePath) -> bool:
+    """On an object store inside a request scope (`storage.scope`): one recursive LIST of `folder` answers
+    the later listings below it; locally, and outside a scope, nothing is done (False)."""
+    return isinstance(folder, StoragePath) and folder.storage.prefetch(folder.key)
+
+
 def walk_sized(folder: TablePath) -> list[tuple[str, str, int | None]]:
     """(relative folder, file name, size or None) of every file below `folder`, hidden folders (a name
     starting with `.`, like `.hoodie`) skipped.
@@ -371,5 +377,5 @@ def walk_files(folder: TablePath) -> list[tuple[str, str]]:
 
 
 __all__ = ["StoragePath", "StorageStat", "TablePath", "as_path", "create_bytes", "file_stamp", "is_local",
-           "list_names", "list_stamped", "open_read", "path_of", "storage_of", "temp_leftovers", "walk_files",
+           "list_names", "list_stamped", "open_read", "path_of", "prefetch", "storage_of", "temp_leftovers", "walk_files",
            "walk_sized"]

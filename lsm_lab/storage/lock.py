@@ -9,6 +9,7 @@ object whose every change is a conditional write:
     acquire:  GET lock ── absent?              ── create (If-None-Match: *) ──┐
                         ├─ expired or stale?   ── replace (If-Match: etag) ───┤ 412 → someone else won: wait, retry
                         └─ held by a live owner ── wait, retry                 │
+              this process released it last? replace (If-Match: the etag it left), no GET ┘
                                                                                ▼
     hold:     a heartbeat thread re-writes validUntil = now + validity every `heartbeat` seconds (If-Match)
     release:  replace with "expired": true (If-Match); stop the heartbeat
@@ -66,6 +67,11 @@ class LockState:
         return self.expired or self.valid_until_ms + CLOCK_DRIFT_MS < now_ms
 
 
+#: lock URL → the version this process left when it released the lock: while the object still has that
+#: version (a conditional PUT checks it), nobody took the lock since, so it is free without a GET
+_released: dict[str, ObjectInfo] = {}
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -102,6 +108,16 @@ class StorageLock:
         if self._depth:
             self._depth += 1
             return True
+        left = _released.get(self.storage.url(self.key))
+        if left is not None:  # this process released it last: one conditional PUT, no GET (412: look again)
+            try:
+                self._info = self.storage.replace(self.key, self._state(), expected=left)
+            except (_StorageConflict, FileNotFoundError):
+                _released.pop(self.storage.url(self.key), None)
+            else:
+                self._depth, self._lost = 1, False
+                self._start_heartbeat()
+                return True
         try:
             data, info = self.storage.read_versioned(self.key)
         except FileNotFoundError:
@@ -148,7 +164,8 @@ class StorageLock:
         with self._mutex:
             if not self._lost and self._info is not None:
                 try:
-                    self.storage.replace(self.key, LockState(self.owner, _now_ms(), True).encode(), expected=self._info)
+                    _released[self.storage.url(self.key)] = self.storage.replace(
+                        self.key, LockState(self.owner, _now_ms(), True).encode(), expected=self._info)
                 except (_StorageConflict, FileNotFoundError):
                     pass  # taken over meanwhile: nothing of ours to release
             self._info = None

@@ -39,15 +39,18 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import obstore
 import obstore.exceptions as obx
 import pyarrow.fs
 
+from lsm_lab.storage import scope as scopes
 from lsm_lab.storage.base import (
     NO_CREDENTIALS,
     AlreadyExistsError,
+    ConflictError,
     ObjectInfo,
     RequestCounts,
     Storage,
@@ -55,6 +58,7 @@ from lsm_lab.storage.base import (
     VersionMismatchError,
     clean_key,
 )
+from lsm_lab.storage.scope import ABSENT
 
 T = TypeVar("T")
 LIST_PAGE = 1000  # keys per LIST response (S3, GCS and Azure all use 1,000 by default)
@@ -175,38 +179,105 @@ class ObjectStorage(Storage):
                           meta.get("last_modified"))
 
     # -- reads -----------------------------------------------------------------------------
-    def list_files(self, prefix: str = "", *, recursive: bool = False) -> list[ObjectInfo]:
+    def _sid(self) -> int:
+        return id(self.store)
+
+    def _tree(self, prefix: str) -> list[Any]:
+        """Metadata of every object below `prefix` (one LIST per 1,000 keys; kept in a request scope)."""
         full = self._key(prefix)
-        if recursive:
-            def run() -> list[ObjectInfo]:
-                return [self._info(m) for page in obstore.list(self.store, full + "/" if full else None) for m in page]
-            infos = self._call("LIST", prefix, run)
-            extra_pages = (len(infos) - 1) // LIST_PAGE  # the store answers LIST with pages of 1,000 keys
-            if extra_pages > 0:
-                self.counts.add("LIST", extra_pages)
-        else:
+        scope = scopes.current()
+        kept = scope.get_list(self._sid(), "tree", full) if scope is not None else None
+        if kept is None and scope is not None:
+            kept = scope.tree_from_tree(self._sid(), full)
+        if kept is not None:
+            return list(kept)
+        metas = self._call("LIST", prefix, lambda: [dict(m) for page in obstore.list(self.store, full + "/" if full else None)
+                                                    for m in page])
+        extra_pages = (len(metas) - 1) // LIST_PAGE  # the store answers LIST with pages of 1,000 keys
+        if extra_pages > 0:
+            self.counts.add("LIST", extra_pages)
+        if scope is not None:
+            scope.put_list(self._sid(), "tree", full, metas)
+        return list(metas)
+
+    def _dir(self, prefix: str) -> tuple[list[Any], list[str]]:
+        """(metadata of the objects, full folder keys) directly below `prefix`: one LIST, kept in a request scope."""
+        full = self._key(prefix)
+        scope = scopes.current()
+        kept = scope.get_list(self._sid(), "dir", full) if scope is not None else None
+        if kept is None and scope is not None:
+            kept = scope.dir_from_tree(self._sid(), full)
+        if kept is None:
             result = self._call("LIST", prefix, lambda: obstore.list_with_delimiter(self.store, full or None))
-            infos = [self._info(m) for m in result["objects"]]
+            kept = ([dict(m) for m in result["objects"]], [str(p).rstrip("/") for p in result["common_prefixes"]])
+            if scope is not None:
+                scope.put_list(self._sid(), "dir", full, kept)
+        return list(kept[0]), list(kept[1])
+
+    def prefetch(self, prefix: str) -> bool:
+        """In a request scope, one recursive LIST of the folder `prefix` answers every later LIST of a folder
+        below it (and HEADs and GETs of absent keys); a folder of 1,000 keys or more is left to its LISTs.
+        True when the folder is kept."""
+        full = self._key(prefix)
+        scope = scopes.current()
+        if scope is None or (self._sid(), full) in scope.too_big:
+            return False
+        if scope.get_list(self._sid(), "tree", full) is not None or scope.dir_from_tree(self._sid(), full):
+            return True
+
+        def run() -> list[dict[str, Any]]:
+            out: list[dict[str, Any]] = []
+            for page in obstore.list(self.store, full + "/" if full else None, chunk_size=LIST_PAGE):
+                out.extend(dict(m) for m in page)
+                if len(out) >= LIST_PAGE:  # more than one response: not worth it, stop reading
+                    break
+            return out
+
+        metas = self._call("LIST", prefix, run)
+        if len(metas) >= LIST_PAGE:
+            scope.too_big.add((self._sid(), full))
+            return False
+        scope.put_list(self._sid(), "tree", full, metas)
+        return True
+
+    def list_files(self, prefix: str = "", *, recursive: bool = False) -> list[ObjectInfo]:
+        infos = [self._info(m) for m in (self._tree(prefix) if recursive else self._dir(prefix)[0])]
         # folder markers ("p/" objects that some tools create, pyarrow's create_dir among them) are not files
         base = clean_key(prefix)
         return sorted((i for i in infos if i.key and i.key != base and not i.key.endswith("/")), key=lambda i: i.key)
 
     def list_folders(self, prefix: str = "") -> list[str]:
-        full = self._key(prefix)
-        result = self._call("LIST", prefix, lambda: obstore.list_with_delimiter(self.store, full or None))
-        return sorted(self._rel(str(p).rstrip("/")) for p in result["common_prefixes"])
+        return sorted(self._rel(p) for p in self._dir(prefix)[1])
 
     def list_dir(self, prefix: str = "") -> tuple[list[ObjectInfo], list[str]]:
-        full = self._key(prefix)
-        result = self._call("LIST", prefix, lambda: obstore.list_with_delimiter(self.store, full or None))
+        metas, folders = self._dir(prefix)
         base = clean_key(prefix)
-        files = sorted((i for i in (self._info(m) for m in result["objects"])
+        files = sorted((i for i in (self._info(m) for m in metas)
                         if i.key and i.key != base and not i.key.endswith("/")), key=lambda i: i.key)
-        return files, sorted(self._rel(str(p).rstrip("/")) for p in result["common_prefixes"])
+        return files, sorted(self._rel(p) for p in folders)
 
     def read(self, key: str) -> bytes:
         full = self._key(key)
-        return self._call("GET", key, lambda: bytes(obstore.get(self.store, full).bytes()))
+        scope = scopes.current()
+        if scope is not None:
+            kept = scope.get_object(self._sid(), full)
+            if kept is ABSENT:
+                raise FileNotFoundError(self.url(key))
+            if kept is not None:
+                return bytes(kept)
+            if not scopes.is_liveness(full):
+                listed = scope.covering(self._sid(), full)
+                if listed is not None and not any(str(m["path"]) == full for m in listed):
+                    raise FileNotFoundError(self.url(key))  # a kept listing of its folder says it is absent
+        try:
+            data = self._call("GET", key, lambda: bytes(obstore.get(self.store, full).bytes()))
+        except FileNotFoundError:
+            if scope is not None:
+                scope.put_object(self._sid(), full, ABSENT)  # this GET's answer, until our write or the lock
+            raise
+        if scope is not None:
+            scope.put_object(self._sid(), full, data)
+        return data
 
     def read_versioned(self, key: str) -> tuple[bytes, ObjectInfo]:
         full = self._key(key)
@@ -236,6 +307,11 @@ class ObjectStorage(Storage):
 
     def head(self, key: str) -> ObjectInfo | None:
         full = self._key(key)
+        scope = scopes.current()
+        listed = scope.covering(self._sid(), full) if scope is not None else None
+        if listed is not None:  # a kept listing of an enclosing folder answers (our own writes dropped it)
+            found = [m for m in listed if str(m["path"]) == full]
+            return self._info(found[0]) if found else None
         try:
             meta = self._call("HEAD", key, lambda: obstore.head(self.store, full))
         except FileNotFoundError:
@@ -245,7 +321,15 @@ class ObjectStorage(Storage):
     # -- writes ----------------------------------------------------------------------------
     def _put(self, key: str, data: bytes, mode: Any) -> ObjectInfo:
         full = self._key(key)
-        result = self._call("PUT", key, lambda: obstore.put(self.store, full, data, mode=mode))
+        try:
+            result = self._call("PUT", key, lambda: obstore.put(self.store, full, data, mode=mode))
+        except ConflictError:
+            raise  # a conditional PUT refused: nothing changed
+        except BaseException:
+            scopes.changed(self._sid(), full)  # it may or may not have been written: forget both
+            raise
+        scopes.changed(self._sid(), full, {"path": full, "size": len(data), "e_tag": result.get("e_tag"),
+                                           "last_modified": datetime.now(UTC)})
         return ObjectInfo(clean_key(key), len(data), str(result.get("e_tag") or ""))
 
     def write(self, key: str, data: bytes) -> ObjectInfo:
@@ -263,6 +347,8 @@ class ObjectStorage(Storage):
             self._call("DELETE", key, lambda: obstore.delete(self.store, full))
         except FileNotFoundError:
             pass
+        finally:
+            scopes.changed(self._sid(), full)
 
     def delete_many(self, keys: list[str]) -> None:
         """On S3 one bulk DELETE (`DeleteObjects`) per 1,000 keys; elsewhere one DELETE per key."""
@@ -272,7 +358,11 @@ class ObjectStorage(Storage):
         full = [self._key(k) for k in keys]
         for start in range(0, len(full), BULK_DELETE):
             chunk = full[start:start + BULK_DELETE]
+            for k in chunk:
+                scopes.changed(self._sid(), k)
             self._call("DELETE", keys[start], lambda chunk=chunk: obstore.delete(self.store, chunk))  # type: ignore[misc]
+            for k in chunk:
+                scopes.changed(self._sid(), k)
 
     def delete_prefix(self, prefix: str) -> int:
         """Remove every object below the folder `prefix`: one LIST, then `delete_many` (S3: one request

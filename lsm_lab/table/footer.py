@@ -225,6 +225,15 @@ class FooterCache:
             self._shrink()
         return info
 
+    def has(self, path: TablePath, size: int | None = None) -> bool:
+        """Whether the footer of `path` is cached (asks a local file's stat; an object with a size: nothing)."""
+        try:
+            size, stamp = file_stamp(path, size)
+        except FileNotFoundError:
+            return False
+        with self._lock:
+            return (str(path), size, stamp) in self._items
+
     def _shrink(self) -> None:
         total = sum(i.cost() for i in self._items.values())
         while self._items and total > self.max_bytes and len(self._items) > 1:

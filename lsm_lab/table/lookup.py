@@ -79,7 +79,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -272,16 +272,20 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
         options["pre_buffer"] = False  # local reads of one or two chunks: no pre-buffering
     source: Any = info.source if info.source is not None else info.path
     if isinstance(source, StoragePath) and info.size and len(plan) > 1:
-        # the row groups to read, fetched with one ranged GET from the first to the last when that span is at
-        # most twice their bytes (rows spread over a file: the groups between cost less than a request each)
+        # the row groups to read, coalesced: one ranged GET from the first to the last when that span is at
+        # most twice their bytes or at most ranged.WHOLE_MAX (8 MiB: the bytes between cost less than a request
+        # each), else windows of up to 8 MiB of consecutive row groups, one GET each
         rg_spans = ranged.row_group_spans(info.metadata)
         hit_spans = [rg_spans[rg] for rg, _ in plan if rg < len(rg_spans)]
         if len(hit_spans) == len(plan):
             first = min(a for a, _ in hit_spans)
             last = max(b for _, b in hit_spans)
-            if last - first <= 2 * sum(b - a for a, b in hit_spans):
-                source = pa.PythonFile(ranged.WindowedObject(source, info.size, b"", rg_spans, window=last - first,
-                                                             keep=1), mode="r")
+            if last - first <= max(2 * sum(b - a for a, b in hit_spans), ranged.WHOLE_MAX):
+                window, keep = last - first, 1
+            else:
+                window, keep = ranged.WHOLE_MAX, 2
+            source = pa.PythonFile(ranged.WindowedObject(source, info.size, b"", rg_spans, window=window, keep=keep),
+                                   mode="r")
     try:
         pf = parquet_read.open_parquet(source, metadata=info.metadata, size=info.size, **options)
     except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: a column name that is not UTF-8
@@ -541,6 +545,55 @@ class PrunedReader:
                 return full
             return full.filter(pa.array(pred.mask(_as_string_array(full.column(RECORD_KEY)))))
 
+    def whole_batches(self, slices: Sequence[FileSlice]) -> Iterator[tuple[list[FileSlice], list[StoragePath]]]:
+        """The slices in batches, each with the object-store files to fetch whole before probing it
+        (`ranged.whole_objects`): files of at most `ranged.WHOLE_MAX` bytes whose footer is not cached and
+        that the key index (checked for the whole key set, as cheap as it is) cannot rule out; a batch
+        holds at most `ranged.WHOLE_BUDGET` bytes of them.  Locally: one batch, nothing to fetch."""
+        batch: list[FileSlice] = []
+        fetch: list[StoragePath] = []
+        held = 0
+        pred = self.pred
+        for fs in slices:
+            wanted: list[tuple[StoragePath, int]] = []
+            narrowed = None if pred.is_empty else self._narrow(fs)
+            try:
+                files = self.facts.files(fs) if narrowed is not None else []
+            except _Fallback:  # (read in full by `read_slice`: nothing to fetch ahead)
+                files = []
+            if narrowed is not None:
+                for f in files:
+                    if not isinstance(f.path, StoragePath) or not f.size or f.size > ranged.WHOLE_MAX \
+                            or f.name.ext != "parquet" or self.footers.has(f.path, f.size):
+                        continue
+                    entry = self.index.entry(f.path.name, f.size) if self.index is not None else None
+                    if entry is not None and self._index_rules_out_quietly(entry, *narrowed):
+                        continue
+                    wanted.append((f.path, f.size))
+            size = sum(n for _, n in wanted)
+            if batch and held + size > ranged.WHOLE_BUDGET:
+                yield batch, fetch
+                batch, fetch, held = [], [], 0
+            batch.append(fs)
+            fetch.extend(p for p, _ in wanted)
+            held += size
+        if batch:
+            yield batch, fetch
+
+    def _index_rules_out_quietly(self, entry: keyindex.IndexEntry, pred: KeyPredicate,
+                                 hashes: tuple[np.ndarray, np.ndarray] | None) -> bool:
+        """`_index_rules_out` for the whole key set, counting nothing (a prefetch decision only)."""
+        if pred.keys is None:
+            return not pred.overlaps(entry.min_key, entry.max_key)
+        a, b = pred.keys_between(entry.min_key, entry.max_key)
+        if a >= b:
+            return True
+        bloom = entry.bloom() if self.use_bloom else None
+        if bloom is None:
+            return False
+        h1, h2 = hashes if hashes is not None else key_hashes(pred.keys)
+        return not bool(bloom.contains_hashes(h1[a:b], h2[a:b]).any())
+
     def _index_rules_out(self, entry: keyindex.IndexEntry, f: DataFile, pred: KeyPredicate,
                          hashes: tuple[np.ndarray, np.ndarray] | None) -> bool:
         """True when the key index proves the file holds none of the keys (its footer is then never read)."""
@@ -684,7 +737,11 @@ def lookup_slices(ctx: ReadContext, slices: Iterable[FileSlice], pred: KeyPredic
         needed = [*needed, PARTITION_PATH]  # for the output order
     plan = facts.columns(needed)
     pruned = PrunedReader(ctx, pred, columns=needed, engine=engine, stats=stats, facts=facts, **options)
-    pieces = [p for p in (pruned.read_slice(fs) for fs in slices) if p.num_rows]
+    slices = list(slices)
+    pieces: list[pa.Table] = []
+    for batch, fetch in pruned.whole_batches(slices):  # object stores: small files in one GET each, in parallel
+        with ranged.whole_objects(fetch):
+            pieces.extend(p for p in (pruned.read_slice(fs) for fs in batch) if p.num_rows)
     if not pieces:
         return plan.empty.select(out_cols)
     schema = plan.out_schema

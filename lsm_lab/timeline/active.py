@@ -32,12 +32,24 @@ Taught in: notebooks/02_timeline.ipynb
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lsm_lab.errors import ConflictError, CorruptTableError, TimelineError
-from lsm_lab.storage import StoragePath, TablePath, as_path, atomic, is_local, list_names, paths
+from lsm_lab.storage import (
+    StoragePath,
+    TablePath,
+    as_path,
+    atomic,
+    is_local,
+    list_names,
+    paths,
+    prefetch,
+    recall_kept,
+    remember_kept,
+)
 from lsm_lab.timeline import clock
 from lsm_lab.timeline.config import TableConfig
 from lsm_lab.timeline.instant import (
@@ -113,6 +125,9 @@ class ActiveTimeline:
                                         ".hoodie/timeline/ (version 8 and later)", path=self.meta_folder / "hoodie.properties",
                                         field="hoodie.table.version")
         states: dict[str, dict[State, tuple[str, str | None, str]]] = {}
+        # an object store in a request scope: one LIST of .hoodie/ answers this listing and the later ones of
+        # the markers, heartbeats and archive (storage.scope); elsewhere a no-op
+        prefetch(self.meta_folder)
         for name in list_names(self.folder):  # one LIST on an object store; a missing folder is empty
             parsed = parse_file_name(name)
             if parsed is None:
@@ -161,13 +176,20 @@ class ActiveTimeline:
             timeline_layout=self.config.timeline_layout,
         )
         path = self.folder / name
+        pending = (state or instant.state) is not State.COMPLETED
+        # every instant file is created once (create-if-absent) and never rewritten: on an object store one GET
+        # per operation, even past the table lock (storage.scope); a file written by this operation, none
+        kept = recall_kept(str(path)) if isinstance(path, StoragePath) else None
+        if kept is not None:
+            return copy.deepcopy(kept)
         try:
             data = path.read_bytes()
         except FileNotFoundError:
             raise TimelineError(f"instant file {name} is missing", path=self.folder) from None
         content = decode_instant_content(data, path=str(path))
-        pending = (state or instant.state) is not State.COMPLETED
         check_paths(content, action=instant.action, requested=pending, path=str(path))  # the path guard
+        if isinstance(path, StoragePath):
+            remember_kept(str(path), copy.deepcopy(content))
         return content
 
     # ------------------------------------------------------------------ transitions
@@ -180,7 +202,10 @@ class ActiveTimeline:
         name = file_name_for(begin, action, state, completion, timeline_layout=self.config.timeline_layout)
         data = content if isinstance(content, bytes) else (self._encode(action, state, content) if content else b"")
         paths.make_folders(self.folder)
-        atomic_create(self.folder / name, data)
+        path = self.folder / name
+        atomic_create(path, data)
+        if isinstance(path, StoragePath) and data and isinstance(content, Mapping):
+            remember_kept(str(path), decode_instant_content(data, path=str(path)))  # read back: no GET
         return Instant.make(begin, action, state, completion, name)
 
     def _encode(self, action: str, state: State, content: Mapping[str, Any]) -> bytes:
