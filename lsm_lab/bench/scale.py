@@ -41,7 +41,6 @@ import math
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +48,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from lsm_lab.bench.child import print_result, run_child
 from lsm_lab.errors import InputError
 
 OPS = ("bulk_insert", "upsert", "read", "compaction")
@@ -125,29 +125,13 @@ def child_main(job_json: str) -> None:
     else:
         raise InputError(f"bench scale: unknown operation {op!r}; choose one of {', '.join(OPS)}")
     seconds = time.perf_counter() - started
-    print("RESULT " + json.dumps({"seconds": seconds, "rows": rows, "peak_rss_bytes": peak_rss_bytes()}),
-          flush=True)
-
-
-def _pythonpath() -> str:
-    root = str(Path(__file__).resolve().parents[2])
-    old = os.environ.get("PYTHONPATH")
-    return root if not old else f"{root}{os.pathsep}{old}"
+    print_result({"seconds": seconds, "rows": rows, "peak_rss_bytes": peak_rss_bytes()})
 
 
 def run_op(op: str, table: Path, inputs: dict[str, Path], *, timeout: float = 7200) -> dict[str, Any]:
     """One operation in a fresh Python process (the command's allocator, lsm_lab/allocator.py)."""
-    from lsm_lab.allocator import command_env  # start-up: on first use
-
     job = {"op": op, "table": str(table), "input": str(inputs[op]) if op in inputs else None}
-    load = os.getloadavg()[0]
-    proc = subprocess.run([sys.executable, "-m", "lsm_lab.bench.scale", "--child", json.dumps(job)],
-                          capture_output=True, text=True, timeout=timeout, check=False,
-                          env=command_env({**os.environ, "PYTHONPATH": _pythonpath()}))
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    if proc.returncode != 0 or not lines:
-        raise InputError(f"bench scale: the {op} child failed: {(proc.stderr or proc.stdout).strip()[-1000:]}")
-    return {"load_1m_before": round(load, 2), **json.loads(lines[-1][len("RESULT "):])}
+    return run_child("lsm_lab.bench.scale", job, what=f"bench scale: the {op} child", timeout=timeout)
 
 
 def run(rows: Sequence[int] = DEFAULT_ROWS, repeats: int = 1, log: Callable[[str], None] = print,

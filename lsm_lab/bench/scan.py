@@ -34,7 +34,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,8 +41,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lsm_lab.allocator import command_env
 from lsm_lab.api import create_table, open_table
+from lsm_lab.bench.child import print_result, run_child
 from lsm_lab.bench.merge import peak_rss_bytes
 from lsm_lab.errors import InputError
 from lsm_lab.lab.datagen import TripsGenerator
@@ -98,28 +97,14 @@ def child_main(job_json: str) -> None:
     else:
         t.scan()
     seconds = time.perf_counter() - started
-    print("RESULT " + json.dumps({"seconds": seconds, "first_batch_seconds": first, "rows": rows,
-                                  "peak_rss_bytes": peak_rss_bytes()}), flush=True)
-
-
-def _pythonpath() -> str:
-    root = str(Path(__file__).resolve().parents[2])
-    old = os.environ.get("PYTHONPATH")
-    return root if not old else f"{root}{os.pathsep}{old}"
+    print_result({"seconds": seconds, "first_batch_seconds": first, "rows": rows, "peak_rss_bytes": peak_rss_bytes()})
 
 
 def run_contender(contender: str, path: Path, batch_size: int, *, timeout: float = 3600) -> dict[str, Any]:
     """One contender in a fresh Python process."""
     job = {"contender": contender, "path": str(path), "batch_size": batch_size}
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    proc = subprocess.run([sys.executable, "-m", "lsm_lab.bench.scan", "--child", json.dumps(job)],
-                          capture_output=True, text=True, timeout=timeout,
-                          env=command_env({**os.environ, "PYTHONPATH": _pythonpath()}))
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    if proc.returncode != 0 or not lines:
-        raise InputError(f"bench scan: the {contender} child failed: "
-                         f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
-    return {"contender": contender, "load_1m_before": load, **json.loads(lines[-1][len("RESULT "):])}
+    return {"contender": contender, **run_child("lsm_lab.bench.scan", job, what=f"bench scan: the {contender} child",
+                                                timeout=timeout)}
 
 
 def hudi_available() -> bool:

@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,8 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lsm_lab.allocator import command_env
 from lsm_lab.api import create_table, open_table
+from lsm_lab.bench.child import print_result, run_child
 from lsm_lab.bench.merge import peak_rss_bytes
 from lsm_lab.errors import InputError
 from lsm_lab.filegroup.stream_write import DEFAULT_BUFFER_ROWS
@@ -88,26 +87,13 @@ def child_main(job_json: str) -> None:
         instant = getattr(t, job["op"])(reader, buffer_rows=job["buffer_rows"])
         report = describe_write(t.instant_metadata(instant))
     seconds = time.perf_counter() - started
-    print("RESULT " + json.dumps({"seconds": seconds, "report": report, "peak_rss_bytes": peak_rss_bytes()}),
-          flush=True)
-
-
-def _pythonpath() -> str:
-    root = str(Path(__file__).resolve().parents[2])
-    old = os.environ.get("PYTHONPATH")
-    return root if not old else f"{root}{os.pathsep}{old}"
+    print_result({"seconds": seconds, "report": report, "peak_rss_bytes": peak_rss_bytes()})
 
 
 def run_contender(job: dict[str, Any], *, timeout: float = 7200) -> dict[str, Any]:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    proc = subprocess.run([sys.executable, "-m", "lsm_lab.bench.write_stream", "--child", json.dumps(job)],
-                          capture_output=True, text=True, timeout=timeout,
-                          env=command_env({**os.environ, "PYTHONPATH": _pythonpath(), "TQDM_DISABLE": "1"}))
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    if proc.returncode != 0 or not lines:
-        raise InputError(f"bench write-stream: the {job['contender']} child failed: "
-                         f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
-    return {"contender": job["contender"], "load_1m_before": load, **json.loads(lines[-1][len("RESULT "):])}
+    return {"contender": job["contender"], **run_child("lsm_lab.bench.write_stream", job, timeout=timeout,
+                                                       what=f"bench write-stream: the {job['contender']} child",
+                                                       env={"TQDM_DISABLE": "1"})}
 
 
 def run(rows: int = 1_000_000, repeats: int = 1, buffer_rows: int = DEFAULT_BUFFER_ROWS, op: str = "insert",
