@@ -68,14 +68,16 @@ def register_module_bench(bench_subparsers: Any, name: str, summary: str, module
     add_lazy_parser(bench_subparsers, name, fill, help=summary, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
-def register_args_bench(bench_subparsers: Any, name: str, summary: str, module: str) -> None:
+def register_args_bench(bench_subparsers: Any, name: str, summary: str, module: str,
+                        run_from_args: Callable[[argparse.Namespace], int] | None = None) -> None:
     """``lsm-lab bench NAME`` for the bench module `module` with options of its own: its `__doc__`,
-    `add_arguments(parser)` and `run_from_args(args) -> exit code`, imported when the bench is chosen."""
+    `add_arguments(parser)` and `run_from_args(args) -> exit code` (or the one given), imported when the
+    bench is chosen."""
     def fill(p: argparse.ArgumentParser) -> None:
         mod = importlib.import_module(module)
-        p.description = mod.__doc__
+        p.description = mod.__doc__ or summary
         mod.add_arguments(p)
-        p.set_defaults(func=mod.run_from_args)
+        p.set_defaults(func=run_from_args or mod.run_from_args)
 
     add_lazy_parser(bench_subparsers, name, fill, help=summary, formatter_class=argparse.RawDescriptionHelpFormatter)
 

@@ -24,7 +24,8 @@ import argparse
 import sys
 from typing import Any
 
-from lsm_lab.cli.console import TABLE_HELP, add_as_of, add_lazy_parser, as_of_arg, print_frame
+from lsm_lab.cli.bench import register_args_bench
+from lsm_lab.cli.console import TABLE_HELP, add_as_of, as_of_arg, print_frame
 from lsm_lab.errors import CorruptFileError
 
 # start-up: the library (lsm_lab.api, the table layer, the lookup bench) is imported by the command that runs
@@ -114,16 +115,7 @@ def register_bench(bench_subparsers: Any) -> None:
     """Add `lookup` under `lsm-lab bench`."""
     summary = "point lookups: lsm_tree (sorted, bucketed) against the default layout, same data"
 
-    def fill(p: argparse.ArgumentParser) -> None:  # when `bench lookup` is chosen: its options live in the bench
-        from lsm_lab.bench.lookup import __doc__ as bench_doc  # start-up: on first use
-        from lsm_lab.bench.lookup import add_arguments  # start-up: on first use
-
-        p.description = bench_doc or summary
-        add_arguments(p)
-        p.set_defaults(func=_run_bench)
-
-    add_lazy_parser(bench_subparsers, "lookup", fill, help=summary,
-                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    register_args_bench(bench_subparsers, "lookup", summary, "lsm_lab.bench.lookup", _run_bench)  # its options live in the bench
 
 
 __all__ = ["SHOW", "bloom_lines", "register", "register_bench"]

@@ -17,7 +17,8 @@ import argparse
 import json
 from typing import Any
 
-from lsm_lab.cli.console import ENGINES, add_lazy_parser, source_constant
+from lsm_lab.cli.bench import register_args_bench
+from lsm_lab.cli.console import ENGINES, source_constant
 
 # start-up: the merge engines and the merge bench are imported by the command that runs;
 # the default batch is read from lsm_lab/merge/files.py's source (importing it loads pyarrow)
@@ -82,13 +83,4 @@ def register_bench(bench_subparsers: Any) -> None:
     """Add ``merge [--rows N] [--k K ...] [--overlap F] [--json OUT]`` under ``lsm-lab bench``."""
     summary = "benchmark merging k sorted Parquet runs against DuckDB, pyarrow and the I/O floor"
 
-    def fill(p: argparse.ArgumentParser) -> None:  # when `bench merge` is chosen: its options live in the bench
-        from lsm_lab.bench.merge import __doc__ as bench_doc  # start-up: on first use
-        from lsm_lab.bench.merge import add_arguments  # start-up: on first use
-
-        p.description = bench_doc or summary
-        add_arguments(p)
-        p.set_defaults(func=_run_bench)
-
-    add_lazy_parser(bench_subparsers, "merge", fill, help=summary,
-                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    register_args_bench(bench_subparsers, "merge", summary, "lsm_lab.bench.merge", _run_bench)  # its options live in the bench
