@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,15 @@ PREFIX = "RESULT "
 def print_result(result: dict[str, Any]) -> None:
     """Inside the child: hand the contender's figures to the parent."""
     print(PREFIX + json.dumps(result), flush=True)
+
+
+def child_entry(argv: list[str], child_main: Callable[[str], None], command: str) -> None:
+    """The `if __name__ == "__main__"` of a bench module: run `child_main(JOB)` for `--child JOB`, else usage."""
+    if len(argv) == 3 and argv[1] == "--child":
+        child_main(argv[2])
+        return
+    print(f"usage: … --child JOB_JSON: the child process of `{command}` (run that command instead)", file=sys.stderr)
+    sys.exit(2)
 
 
 def pythonpath() -> str:

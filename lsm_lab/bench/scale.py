@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from lsm_lab.bench.child import print_result, run_child
+from lsm_lab.bench.child import child_entry, print_result, run_child
 from lsm_lab.errors import InputError
 
 OPS = ("bulk_insert", "upsert", "read", "compaction")
@@ -281,11 +281,4 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":  # the child process of run_op
-    if len(sys.argv) == 3 and sys.argv[1] == "--child":
-        child_main(sys.argv[2])
-    else:
-        print("usage: python -m lsm_lab.bench.scale --child JOB_JSON (run by `lsm-lab bench scale`)", file=sys.stderr)
-        sys.exit(2)
-
-
-__all__ = ["OPS", "add_arguments", "fit_exponent", "plot", "report", "run", "run_from_args", "write_inputs"]
+    child_entry(sys.argv, child_main, "lsm-lab bench scale")

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from lsm_lab.api import create_table, open_table
-from lsm_lab.bench.child import print_result, run_child
+from lsm_lab.bench.child import child_entry, print_result, run_child
 from lsm_lab.bench.merge import peak_rss_bytes
 from lsm_lab.errors import InputError
 from lsm_lab.lab.datagen import TripsGenerator
@@ -193,8 +193,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 if __name__ == "__main__":  # the child process of run_contender
-    if len(sys.argv) == 3 and sys.argv[1] == "--child":
-        child_main(sys.argv[2])
-    else:
-        print("usage: python -m lsm_lab.bench.scan --child JOB_JSON (run by `lsm-lab bench scan`)", file=sys.stderr)
-        sys.exit(2)
+    child_entry(sys.argv, child_main, "lsm-lab bench scan")

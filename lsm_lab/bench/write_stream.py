@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lsm_lab.api import create_table, open_table
-from lsm_lab.bench.child import print_result, run_child
+from lsm_lab.bench.child import child_entry, print_result, run_child
 from lsm_lab.bench.merge import peak_rss_bytes
 from lsm_lab.errors import InputError
 from lsm_lab.filegroup.stream_write import DEFAULT_BUFFER_ROWS
@@ -175,9 +175,4 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":  # the child process of run_contender
-    if len(sys.argv) == 3 and sys.argv[1] == "--child":
-        child_main(sys.argv[2])
-    else:
-        print("usage: python -m lsm_lab.bench.write_stream --child JOB_JSON (run by `lsm-lab bench write-stream`)",
-              file=sys.stderr)
-        sys.exit(2)
+    child_entry(sys.argv, child_main, "lsm-lab bench write-stream")

@@ -187,11 +187,7 @@ def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list
     if config.bucket_index:
         return _tag_buckets(config, rows, groups_by_partition)
     out: list[Tagged] = []
-    parts = rows.column(PARTITION_PATH).combine_chunks()
-    for partition in sorted(pc.unique(parts).to_pylist()):
-        prow = rows.filter(pc.equal(parts, partition))
-        existing = {g.file_id: g for g in groups_by_partition.get(partition, [])}
-        hits, fresh = _existing_hits(partition, prow, existing, ctx, keys_cache)
+    for partition, existing, hits, fresh in _hits_by_partition(rows, groups_by_partition, ctx, keys_cache):
         out.extend(hits)
         if op == "delete":
             continue
@@ -220,14 +216,22 @@ def split_existing(rows: pa.Table, groups_by_partition: dict[str, list[FileGroup
     A streamed write (filegroup/stream_write.py) sends the rest, the new keys, to file groups at the end."""
     hits: list[Tagged] = []
     fresh: list[pa.Table] = []
+    for _, _, found, rest in _hits_by_partition(rows, groups_by_partition, ctx, keys_cache):
+        hits.extend(found)
+        fresh.append(rest)
+    return hits, (pa.concat_tables(fresh) if fresh else rows.slice(0, 0))
+
+
+def _hits_by_partition(rows: pa.Table, groups_by_partition: dict[str, list[FileGroup]], ctx: ReadContext | None,
+                       keys_cache: dict[tuple[str, str], pa.Array] | None
+                       ) -> Iterator[tuple[str, dict[str, FileGroup], list[Tagged], pa.Table]]:
+    """Per partition (in order): its existing file groups, the rows each holds the key of, and the new keys."""
     parts = rows.column(PARTITION_PATH).combine_chunks()
     for partition in sorted(pc.unique(parts).to_pylist()):
         prow = rows.filter(pc.equal(parts, partition))
         existing = {g.file_id: g for g in groups_by_partition.get(partition, [])}
         found, rest = _existing_hits(partition, prow, existing, ctx, keys_cache)
-        hits.extend(found)
-        fresh.append(rest)
-    return hits, (pa.concat_tables(fresh) if fresh else rows.slice(0, 0))
+        yield partition, existing, found, rest
 
 
 def _existing_hits(partition: str, prow: pa.Table, existing: dict[str, FileGroup], ctx: ReadContext | None,
