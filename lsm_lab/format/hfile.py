@@ -52,7 +52,7 @@ NONE and GZIP (Python's zlib), BZIP2 (Python's bz2); LZO, SNAPPY, LZ4 and ZSTD r
 block checksums are not verified (Hudi's own reader does not either, and writes checksum type 0);
 meta blocks (the key bloom filter) are listed, not decoded.
 
-Taught in: no chapter (the metadata-table chapter comes with the rest of issue 32; docs/FORMAT.md, "The metadata table (read)")
+Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata table (read)")
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ check); one index level, as upstream's writer (`TODO(HUDI-9464)`).  The "previou
 of a data block is written as upstream writes it (-1 for the first block, then the offset the
 new block starts at), not as HBase defines it; no reader uses it.
 
-Taught in: no chapter (the metadata-table chapter comes with the rest of issue 32; docs/FORMAT.md, "The metadata table (write)")
+Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata table (write)")
 """
 
 from __future__ import annotations

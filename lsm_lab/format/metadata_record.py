@@ -48,7 +48,7 @@ Simplified compared with Apache Hudi: expression index and vector index records 
 (their types are reported as they are); the column-stats `valueType` is not interpreted — min and
 max are unwrapped from their wrapper record, whose name says the type.
 
-Taught in: no chapter (the metadata-table chapter comes with the rest of issue 32; docs/FORMAT.md, "The metadata table (read)")
+Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata table (read)")
 """
 
 from __future__ import annotations

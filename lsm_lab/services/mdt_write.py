@@ -53,7 +53,7 @@ a new log file (lsm_lab never appends); the MDT is written only for table versio
 without it are unchanged); a table that gets the option after writes is initialised from a
 listing of its committed files.
 
-Taught in: no chapter (the metadata-table chapter comes with the rest of issue 32; docs/FORMAT.md, "The metadata table (write)")
+Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata table (write)")
 """
 
 from __future__ import annotations

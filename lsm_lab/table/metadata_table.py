@@ -45,7 +45,7 @@ of now (no time travel of the index); `bloom_filter` returns the stored filter's
 (lsm_lab has no reader of Hudi's Java-serialised bloom filters, and finds the record by
 scanning, since its key is a hash lsm_lab does not compute); expression indexes are not read.
 
-Taught in: no chapter (the metadata-table chapter comes with the rest of issue 32; docs/FORMAT.md, "The metadata table (read)")
+Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata table (read)")
 """
 
 from __future__ import annotations
