@@ -117,7 +117,7 @@ class Replacement:
         ctx = self.table.read_context(snapshot)
         full = ctx.full_schema
         if schema is not None and len(schema):  # the schema after this write (new columns included)
-            full = pa.schema(list(full.field(n) for n in full.names if n.startswith("_hoodie_"))
+            full = pa.schema([full.field(n) for n in full.names if n.startswith("_hoodie_")]
                              + [f for f in schema if not f.name.startswith("_hoodie_")])
         out = []
         for task, g in enumerate(groups, start=1 << 16):  # tokens apart from the writing tasks'
