@@ -3,7 +3,7 @@
     create_table(path, name=…, record_key=…)          open_table(path)
                  │                                          │
                  └──────────────► Table ◄───────────────────┘
-        writes:  insert · upsert · delete · bulk_insert      → completed Instant
+        writes:  insert · upsert · delete · bulk_insert · insert_overwrite[_table]  → completed Instant
         reads:   read(as_of, columns, filter, merge) · lookup(keys) · read_optimized · read_incremental · read_cdc
                  scan(…) · scan_optimized · scan_incremental · scan_cdc: the same reads as Arrow streams (table/stream.py)
                  as_of: an instant time T (completed writes begun by T, as Hudi) or a CompletionTime / Instant

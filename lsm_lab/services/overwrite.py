@@ -41,7 +41,7 @@ Simplified compared with Apache Hudi: no `hoodie.datasource.write.operation=inse
 dynamic vs static partition modes (Spark SQL's `INSERT OVERWRITE ... PARTITION (p=v)`): the partitions
 replaced are those the rows go to, or all of them; no `delete_partition` operation.
 
-Taught in: no chapter (README "Writing"; docs/FORMAT.md "Insert overwrite")
+Taught in: no chapter (README "Streaming writes", "Overwriting"; docs/FORMAT.md "Insert overwrite")
 """
 
 from __future__ import annotations

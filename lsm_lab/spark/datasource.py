@@ -1,21 +1,24 @@
 """`spark.read.format("lsm_lab")`, `df.write.format("lsm_lab")` and SQL: a PySpark 4 Python Data Source.
 
     register(spark)           spark.dataSource.register(LsmLabDataSource) + filter pushdown turned on
-    SQL                       CREATE TEMPORARY VIEW trips USING lsm_lab OPTIONS (path '/data/trips');
-                              SELECT ... FROM trips WHERE ...; INSERT INTO trips (id, city, ...) SELECT ...
+    SQL                       CREATE TABLE trips USING lsm_lab LOCATION '/data/trips';   (or OPTIONS (path '...'),
+                              or CREATE TEMPORARY VIEW trips USING lsm_lab OPTIONS (path '/data/trips'))
+                              SELECT ... FROM trips WHERE ...; INSERT INTO trips (id, city, ...) SELECT ...;
+                              INSERT OVERWRITE trips SELECT ...
 
-    read                                               write (mode "append")
+    read                                               write (mode "append"; "overwrite": insert_overwrite_table)
     ────                                               ─────────────────────
-    driver: pushFilters(filters)                       driver: writer(schema) — table opened, operation checked
-      (col = v, <, <=, >, >=, in, <>) on a string,     tasks:  write(batches) ─► staged Arrow IPC files
-      integer or boolean column: kept → tuples;                <table>/.lsm_lab_staging/<job>/part-<p>-<attempt>-…
-      the rest returned: Spark filters after the scan  driver: commit(messages) ─► Table.<operation>(staged rows)
-    driver: partitions() = Table.scan(filter=tuples)            = one lsm_lab commit (services/commit.py:
-      → one InputPartition per file slice left after              inflight → files → completed; a crash leaves
-        partition, key and statistics pruning                     an inflight the next write rolls back)
-    tasks:  read(slice) = the scan of that slice                staging folder deleted
-      (key pruning inside it, the tuples applied       driver: abort(messages) ─► staging folder deleted,
-       after the merge: MOR-safe) ─► Arrow batches              nothing committed
+    driver: pushFilters(filters)                       driver: writer(schema) — table opened, operation checked,
+      (col = v, <, <=, >, >=, in, <>) on a string,             dead jobs' staging folders swept, a beat
+      integer or boolean column: kept → tuples;        tasks:  write(batches) ─► staged Arrow IPC files
+      the rest returned: Spark filters after the scan          <table>/.lsm_lab_staging/<job>/part-<p>-<attempt>-…
+    driver: partitions() = Table.scan(filter=tuples)   driver: commit(messages) ─► Table.<operation>(staged rows)
+      → one InputPartition per file slice left after            = one lsm_lab commit (services/commit.py:
+        partition, key and statistics pruning                     inflight → files → completed; a crash leaves
+    tasks:  read(slice) = the scan of that slice                  an inflight the next write rolls back)
+      (key pruning inside it, the tuples applied                staging folder deleted
+       after the merge: MOR-safe) ─► Arrow batches     driver: abort(messages) ─► staging folder deleted,
+                                                                nothing committed
 
 **Filters.**  A filter is accepted only when Arrow evaluates it on the merged rows exactly as Spark would:
 comparisons and `IN` with a string, integer or boolean literal on a column of that kind (nulls drop out in
@@ -29,19 +32,43 @@ of the source and drops the others.  `.option("columns", "a,b")` narrows the sou
 
 **Options.**  read: `as_of` (an instant time: writes that began at or before it), `as_of_completion` (a
 completion time: writes completed at or before it), `columns`, `merge`; write: `operation` (upsert, the
-default, insert, bulk_insert, delete).  A table that does not exist yet is created by the first write when
-`record_key` is given (with `partition_by`, `ordering_field`, `table_type`, `layout`, `name`).  Options
-named `storage.<key>` are the `storage_options` of an object-store table.
+default, insert, bulk_insert, delete, insert_overwrite, insert_overwrite_table).  A table that does not
+exist yet is created by the first write when `record_key` is given (with `partition_by`, `ordering_field`,
+`table_type`, `layout`, `name`).  Options named `storage.<key>` are the `storage_options` of an
+object-store table.
+
+**Overwrite.**  `mode("overwrite")` (and SQL `INSERT OVERWRITE`, which PySpark hands the writer as
+`overwrite=True`) makes the rows the whole table: insert_overwrite_table, one replacecommit
+(services/overwrite.py).  Hudi's datasource gets the same table differently: `HoodieSparkSqlWriter
+.handleSaveModes` deletes the table folder for SaveMode.Overwrite unless the operation is
+INSERT_OVERWRITE_TABLE (a TODO there, HUDI-6286, says it should not delete) — lsm_lab always takes
+the replacecommit: crash-safe, and time travel still reads the rows it replaced.  For a partition
+overwrite use `option("operation", "insert_overwrite")` with mode("append"), as with Hudi.  A delete
+takes mode("append") only, as upstream.
+
+**SQL tables.**  Measured on the installed PySpark 4.3: `CREATE TABLE t USING lsm_lab LOCATION '...'` and
+`... OPTIONS (path '...')` call the source's `schema()` once, with the options {path, location, owner,
+provider}; every later `SELECT`/`INSERT` builds the reader and writer with NO option (the JVM's
+`PythonDataSourceV2.getTable(schema, partitioning, properties)` builds `PythonTable(ds, shortName,
+schema)` and drops `properties`; `PythonTable.newScanBuilder(options)` / `newWriteBuilder(info)` pass
+only the statement's own options, empty for SQL, to `create_data_source.py`).  What Spark does keep and
+hand back is the table's schema, with field metadata: so `schema()` of a catalog table (options holding
+`location`) puts the path and the read/write options (never `storage.*`, which may hold credentials)
+in the first field's metadata (`LOCATION_METADATA`), and the reader and writer read them from the schema
+they are given.  A table created with a column list (`CREATE TABLE t (a INT, ...) USING lsm_lab ...`)
+never calls `schema()` and so has no path: its reads and writes fail with an `InputError` that says so.
+
+**Staging.**  A job's staged rows live in a hidden folder kept alive by beats (services/staging.py); a
+driver that dies between its tasks and the end of its commit leaves it behind (the table still reads its
+last commit), and the next table write or Spark write job removes it once it has had no beat for
+`lsm_lab.staging.max.age.s` (default an hour) — never the folder of a job still working.
 
 Simplified compared with Apache Hudi's Spark datasource: the rows a job writes are staged by the tasks and
 written into file groups by the driver's `commit` (one `Table` write: the Python Data Source API has no
 shuffle before its write tasks, and lsm_lab routes every key to one file group — `write_table` is the
 distributed writer), so the driver streams the staged files into that one write (`filegroup/stream_write.py`:
-memory bounded by its buffer and one task's rows, not the job's), and a driver
-that dies between the tasks and the commit leaves its staging folder behind (hidden: readers and
-listings skip it; the table still reads its last commit); SQL through a temporary view only (PySpark 4.3 gives a Python data source of a
-catalog table, `CREATE TABLE ... USING lsm_lab LOCATION ...`, none of its options); `mode("overwrite")` is refused (lsm_lab has no insert_overwrite operation); no
-streaming source or sink; no incremental or CDC query type through `format("lsm_lab")` (`read_cdc`).
+memory bounded by its buffer and one task's rows, not the job's); no streaming source or sink; no
+incremental or CDC query type through `format("lsm_lab")` (`read_cdc`); no `INSERT OVERWRITE ... PARTITION`.
 
 Taught in: no chapter (README, "Reading an lsm_lab table from other engines")
 """
