@@ -98,6 +98,11 @@ def test_random_sequences_match_the_dict_model(tmp_path_factory: pytest.TempPath
             meta = t.instant_metadata(done)
             assert meta["operationType"] == op.upper() and "partitionToReplaceFileIds" in meta
         assert _read(t) == model, (i, op)
+        names = sorted({f"k{k}" for _, k in keys} | {"k0", "k5"})  # point lookups see the same (key index, blooms)
+        found = t.lookup(names, columns=["p", "id", "v"]) if model else None
+        if found is not None:
+            assert {(p, k): v for p, k, v in zip(*(found.column(c).to_pylist() for c in ("p", "id", "v")))} == \
+                {pk: v for pk, v in model.items() if pk[1] in names}, (i, op)
         history.append((done, dict(model)))
         if service == "compact" and t.config.is_mor:
             t.compact(strategy="full")
