@@ -64,17 +64,17 @@ def max_age_of(props: Mapping[str, str]) -> float:
     return value
 
 
-def job_folder(root: TablePath, job: str) -> TablePath:
-    return root / STAGING / paths.name(job, field="staging job")
+def job_folder(base_path: TablePath, job: str) -> TablePath:
+    return base_path / STAGING / paths.name(job, field="staging job")
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def beat(root: TablePath, job: str) -> None:
+def beat(base_path: TablePath, job: str) -> None:
     """Record that job `job` is alive now (creates its folder)."""
-    path = job_folder(root, job) / BEAT
+    path = job_folder(base_path, job) / BEAT
     data = str(_now_ms()).encode("ascii")
     if isinstance(path, StoragePath):
         path.write_bytes(data)
@@ -83,20 +83,20 @@ def beat(root: TablePath, job: str) -> None:
 
 
 class Beating:
-    """`with Beating(root, job):` beats every `interval` seconds from a thread (a commit that takes long)."""
+    """`with Beating(base_path, job):` beats every `interval` seconds from a thread (a commit that takes long)."""
 
-    def __init__(self, root: TablePath, job: str, interval: float = BEAT_INTERVAL) -> None:
-        self.root, self.job, self.interval = root, job, interval
+    def __init__(self, base_path: TablePath, job: str, interval: float = BEAT_INTERVAL) -> None:
+        self.base_path, self.job, self.interval = base_path, job, interval
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Beating:
-        beat(self.root, self.job)
+        beat(self.base_path, self.job)
 
         def run() -> None:
             while not self._stop.wait(self.interval):
                 try:
-                    beat(self.root, self.job)
+                    beat(self.base_path, self.job)
                 except Exception:  # noqa: BLE001 - a failed beat: try again at the next one
                     continue
 
@@ -130,9 +130,9 @@ def age_s(folder: TablePath) -> float | None:
     return None if newest is None else time.time() - newest
 
 
-def sweep(root: TablePath, props: Mapping[str, str], *, keep: Collection[str] = ()) -> list[str]:
+def sweep(base_path: TablePath, props: Mapping[str, str], *, keep: Collection[str] = ()) -> list[str]:
     """Remove the staging folders of dead jobs (all but `keep`); returns the jobs removed."""
-    top = root / STAGING
+    top = base_path / STAGING
     names = list_names(top)
     if not names:
         return []
@@ -145,21 +145,21 @@ def sweep(root: TablePath, props: Mapping[str, str], *, keep: Collection[str] = 
         age = age_s(folder)
         if age is not None and age < limit:
             continue  # a live job (or one dead for less than the limit)
-        remove(root, job)
+        remove(base_path, job)
         gone.append(job)
     return gone
 
 
-def remove(root: TablePath, job: str) -> None:
+def remove(base_path: TablePath, job: str) -> None:
     """Remove job `job`'s staging folder, and the staging folder itself once no job is left in it.
 
     Locally only a real folder directly inside a real `<table>/.lsm_lab_staging` goes (never a link, nor
     anything through one)."""
-    folder = job_folder(root, job)
+    folder = job_folder(base_path, job)
     if isinstance(folder, StoragePath):
         folder.rmtree()
         return
-    top, local = Path(str(root)) / STAGING, Path(str(folder))
+    top, local = Path(str(base_path)) / STAGING, Path(str(folder))
     if top.is_symlink() or local.is_symlink() or not local.is_dir():
         return
     shutil.rmtree(local, ignore_errors=True)
