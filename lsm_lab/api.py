@@ -3,7 +3,7 @@
     create_table(path, name=…, record_key=…)          open_table(path)
                  │                                          │
                  └──────────────► Table ◄───────────────────┘
-        writes:  insert · upsert · delete · bulk_insert      → completed Instant
+        writes:  insert · upsert · delete · bulk_insert · insert_overwrite[_table]  → completed Instant
         reads:   read(as_of, columns, filter, merge) · lookup(keys) · read_optimized · read_incremental · read_cdc
                  scan(…) · scan_optimized · scan_incremental · scan_cdc: the same reads as Arrow streams (table/stream.py)
                  as_of: an instant time T (completed writes begun by T, as Hudi) or a CompletionTime / Instant
@@ -50,7 +50,7 @@ from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.format import naming
 from lsm_lab.merge import records
 from lsm_lab.progress import bar
-from lsm_lab.services import archiver, clean, clustering, commit, compaction, occ, savepoint, upgrade
+from lsm_lab.services import archiver, clean, clustering, commit, compaction, occ, overwrite, savepoint, upgrade
 from lsm_lab.services import rollback as rb
 from lsm_lab.services.lock import table_lock
 from lsm_lab.storage import StoragePath, as_path, paths, request_scope
@@ -185,6 +185,17 @@ class Table(TableState):
         a stream of such rows as `insert`'s."""
         return self._write(keys_or_data, "delete", buffer_rows)
 
+    def insert_overwrite(self, data: Any, *, buffer_rows: int | None = None) -> Instant:
+        """Replace the partitions the rows go to: their file groups are replaced by new ones holding only
+        these rows (one `replacecommit`, operation INSERT_OVERWRITE; partitions the rows do not touch keep
+        theirs).  `data` and `buffer_rows` as `insert`'s; see lsm_lab/services/overwrite.py."""
+        return self._write(data, overwrite.INSERT_OVERWRITE, buffer_rows)
+
+    def insert_overwrite_table(self, data: Any, *, buffer_rows: int | None = None) -> Instant:
+        """Replace the whole table by these rows: every file group is replaced (one `replacecommit`, operation
+        INSERT_OVERWRITE_TABLE; no rows: the table reads empty).  `data` and `buffer_rows` as `insert`'s."""
+        return self._write(data, overwrite.INSERT_OVERWRITE_TABLE, buffer_rows)
+
     def upgrade(self) -> Table:
         """Rewrite this lsm_lab table to Apache Hudi's table version 10 in place (one replacecommit, crash-safe).
 
@@ -202,9 +213,20 @@ class Table(TableState):
             stream_write.buffer_rows_of(self.config.props, buffer_rows)  # a bad value is an error, even unused
         self.check_writable()
         commit.note_first_write(self)  # before the input is checked: a rejected first batch must not block create
-        batch = writer.prepare(self.config, self.schema, data, op)
-        done = commit.run_write(self, op, batch.schema, lambda txn: self._write_files(
-            batch, txn.begin_time, op, snapshot=txn.snapshot, txn=txn), input_rows=batch.input_rows)
+        over = overwrite.Replacement(self, op) if overwrite.is_overwrite(op) else None
+        wop = "insert" if over is not None else op  # an overwrite writes its rows as an insert into new groups
+        batch = writer.prepare(self.config, self.schema, data, wop)
+
+        def write_files(txn: occ.WriteTransaction) -> list[WriteStat]:
+            stats = self._write_files(batch, txn.begin_time, wop, snapshot=txn.snapshot, txn=txn,
+                                      fresh=over is not None)
+            if over is None:
+                return stats
+            return over.finish(stats, instant=txn.begin_time, snapshot=txn.snapshot, mark=txn.mark,
+                               schema=batch.schema)
+
+        done = commit.run_write(self, op, batch.schema, write_files, input_rows=batch.input_rows,
+                                replaced=(lambda: over.replaced) if over is not None else None)
         commit.after_write(self)
         return done
 
@@ -222,6 +244,9 @@ class Table(TableState):
         head = [first, second]  # handed over once, never held by this frame while the stream is read
         del first, second
         state: stream_write.StreamWrite | None = None
+        over = overwrite.Replacement(self, op) if overwrite.is_overwrite(op) else None
+        wop = "insert" if over is not None else op  # an overwrite writes its rows as an insert into new groups
+        config = overwrite.write_config(self.config) if over is not None else self.config
 
         def write_files(txn: occ.WriteTransaction) -> list[WriteStat]:
             nonlocal state
@@ -229,18 +254,24 @@ class Table(TableState):
             completion = self.completion_map(snapshot)
 
             def groups_of(parts: Sequence[str]) -> list[FileGroup]:
-                return [] if snapshot is None else self.file_groups(as_of=snapshot, partitions=list(parts))
+                if snapshot is None or over is not None:  # (an overwrite: new file groups only)
+                    return []
+                return self.file_groups(as_of=snapshot, partitions=list(parts))
 
             def ctx_of(schema: pa.Schema) -> reader.ReadContext:
-                return reader.ReadContext(self.path, self.config, schema if len(schema) else (self.schema or schema),
+                return reader.ReadContext(self.path, config, schema if len(schema) else (self.schema or schema),
                                           completion, snapshot)
 
             with bar(total=None, desc=f"{op} {txn.begin_time} (stream)", unit="row", unit_scale=True) as b:
                 state = stream_write.StreamWrite(
-                    base_path=self.path, config=self.config, schema=self.schema, op=op, instant=txn.begin_time,
+                    base_path=self.path, config=config, schema=self.schema, op=wop, instant=txn.begin_time,
                     groups_of=groups_of, ctx_of=ctx_of, mark=txn.mark, buffer_rows=limit,
                     on_rows=b.update if b is not None else None)
-                return state.run(itertools.chain(_drain(head), chunks))
+                stats = state.run(itertools.chain(_drain(head), chunks))
+            if over is None:
+                return stats
+            return over.finish(stats, instant=txn.begin_time, snapshot=txn.snapshot, mark=txn.mark,
+                               schema=state.batch_schema)
 
         def final_schema() -> pa.Schema:
             return state.batch_schema if state is not None else pa.schema([])
@@ -248,13 +279,18 @@ class Table(TableState):
         def input_rows() -> int:
             return state.input_rows if state is not None else 0
 
-        done = commit.run_write(self, op, final_schema, write_files, input_rows=input_rows)
+        done = commit.run_write(self, op, final_schema, write_files, input_rows=input_rows,
+                                replaced=(lambda: over.replaced) if over is not None else None)
         commit.after_write(self)
         return done
 
     def _write_files(self, batch: writer.PreparedBatch, instant: str, op: str, *, snapshot: str | None = None,
-                     txn: occ.WriteTransaction | None = None) -> list[WriteStat]:
-        """Tag the batch against the snapshot the write started from and write one file per file group."""
+                     txn: occ.WriteTransaction | None = None, fresh: bool = False) -> list[WriteStat]:
+        """Tag the batch against the snapshot the write started from and write one file per file group.
+
+        `fresh` (an overwrite): every row goes to a new file group (or a new slice of its bucket's group),
+        none is tagged against the snapshot's groups, and no CDC log is written."""
+        config = overwrite.write_config(self.config) if fresh else self.config
         rows = batch.rows
         if rows.num_rows == 0:
             return []
@@ -262,26 +298,26 @@ class Table(TableState):
         for p in parts:
             records.check_partition_path(p)
         snapshot = completion_time(snapshot)  # the table as the last write before this one completed
-        if txn is not None and snapshot is None:
-            groups: list[FileGroup] = []  # the table was empty when this write started
+        if (txn is not None and snapshot is None) or fresh:
+            groups: list[FileGroup] = []  # the table was empty when this write started (or is overwritten)
         else:
             groups = self.file_groups(as_of=snapshot, partitions=parts)
         by_partition: dict[str, list[FileGroup]] = {}
         for g in groups:
             by_partition.setdefault(g.partition, []).append(g)
         schema = batch.schema if len(batch.schema) else (self.schema or pa.schema([]))
-        ctx = reader.ReadContext(self.path, self.config, schema, self.completion_map(snapshot), snapshot)
-        tagged = writer.tag(self.config, rows, by_partition, ctx, op=op)
+        ctx = reader.ReadContext(self.path, config, schema, self.completion_map(snapshot), snapshot)
+        tagged = writer.tag(config, rows, by_partition, ctx, op=op)
         writer.write_partition_metadata(self.path, parts, instant)
         if txn is not None:  # every marker before any data file: a crash leaves nothing unmarked
             for task, (partition, file_id, _, latest, _) in enumerate(tagged):
                 token = naming.write_token(task, 0, 0)
-                for name, io_type in [*writer.planned_files(self.config, self.path, partition, file_id, latest,
+                for name, io_type in [*writer.planned_files(config, self.path, partition, file_id, latest,
                                                             instant, op, token),
-                                      *cdclog.planned(self.config, file_id, token, instant)]:
+                                      *cdclog.planned(config, file_id, token, instant)]:
                     txn.mark(partition, name, io_type)
         calls = [functools.partial(
-            writer.write_file_group, base_path=self.path, config=self.config, ctx=ctx, partition=partition,
+            writer.write_file_group, base_path=self.path, config=config, ctx=ctx, partition=partition,
             file_id=file_id, rows=group_rows, latest=latest, existing_keys=keys, instant=instant, op=op, task=task)
             for task, (partition, file_id, group_rows, latest, keys) in enumerate(tagged)]
         stats: list[WriteStat] = []

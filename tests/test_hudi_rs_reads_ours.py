@@ -60,6 +60,7 @@ def _steps(t: lsm_lab.Table) -> list[tuple[str, Callable[[], object]]]:
         ("compact", lambda: t.compact(strategy="full") if t.config.is_mor else None),
         ("upsert again", lambda: t.upsert(_rows(range(3, 45, 6), 9, 7.0))),
         ("cluster", lambda: t.cluster()),
+        ("insert_overwrite", lambda: t.insert_overwrite(_rows(range(0, 60, 5), 15, 2.0))),
         ("clean", lambda: t.clean(retained=1)),
         ("savepoint", lambda: t.savepoint()),
         ("upsert after savepoint", lambda: t.upsert(_rows(range(0, 12, 2), 12, -1.0))),

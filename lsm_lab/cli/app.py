@@ -281,8 +281,11 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
                        description="Write the records of FILE (.parquet, .csv, .jsonl) into the table at PATH.")
     p.add_argument("path", help=TABLE_HELP)
     p.add_argument("file", help="input file (.parquet, .csv, .jsonl)")
-    p.add_argument("--op", default="upsert", choices=["upsert", "insert", "delete", "bulk_insert"],
-                   help="write operation (default upsert); for delete the file holds the keys")
+    p.add_argument("--op", "--operation", dest="op", default="upsert",
+                   choices=["upsert", "insert", "delete", "bulk_insert", "insert_overwrite", "insert_overwrite_table"],
+                   help="write operation (default upsert); for delete the file holds the keys; insert_overwrite "
+                        "replaces the partitions the rows go to, insert_overwrite_table the whole table (a "
+                        "replacecommit)")
     p.add_argument("--buffer-rows", type=int, metavar="N",
                    help="rows read and routed at a time: the file is streamed and written as one commit in bounded "
                         "memory (default: the table property lsm_lab.write.buffer.rows, else 250,000)")

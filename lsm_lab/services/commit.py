@@ -34,7 +34,7 @@ from lsm_lab.services import archiver, clean, compaction, occ
 from lsm_lab.services.compaction import OperationRunner
 from lsm_lab.services.lock import table_lock
 from lsm_lab.table.state import TableState
-from lsm_lab.timeline.instant import COMMIT, DELTA_COMMIT, Instant
+from lsm_lab.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant
 from lsm_lab.timeline.metadata import WriteStat, commit_metadata, summarize
 
 WriteFiles = Callable[[occ.WriteTransaction], list[WriteStat]]
@@ -71,6 +71,9 @@ def describe_write(metadata: Mapping[str, Any]) -> str:
     text = f"{inserted:,} inserted, {updated:,} updated"
     if totals["records_deleted"]:
         text += f", {totals['records_deleted']:,} deleted"
+    replaced = sum(len(ids or []) for ids in (metadata.get("partitionToReplaceFileIds") or {}).values())
+    if replaced:  # an overwrite (services/overwrite.py): the old rows went with their file groups
+        text += f", {replaced:,} file group{'s' if replaced != 1 else ''} replaced"
     if given is None:
         return f"{op}: {text}"
     text = f"{op}: {given:,} row{'s' if given != 1 else ''} in → {text}"
@@ -89,16 +92,19 @@ def note_first_write(table: TableState) -> None:
 
 
 def run_write(table: TableState, op: str, batch_schema: pa.Schema | Callable[[], pa.Schema], write_files: WriteFiles,
-              *, input_rows: int | Callable[[], int] | None = None) -> Instant:
+              *, input_rows: int | Callable[[], int] | None = None,
+              replaced: Callable[[], Mapping[str, list[str]]] | None = None) -> Instant:
     """Run one optimistic write of operation `op` whose rows have `batch_schema` (empty: a delete on a table
     without a schema); `write_files(txn)` writes the data files and returns their stats. Returns the
     completed instant (`ConflictError` when another writer won). The caller has called `note_first_write`
     before it checked its input (a rejected first batch must leave the table re-creatable). `input_rows`
     (the rows handed in) is kept in the commit's `extraMetadata` (`lsm_lab.input.records`) for `describe_write`.
     A streamed write (filegroup/stream_write.py) knows its schema and input rows only once `write_files` has
-    read the stream: it passes both as callables, asked after `write_files`."""
+    read the stream: it passes both as callables, asked after `write_files`.  `replaced` (an overwrite,
+    services/overwrite.py) makes the instant a `replacecommit` whose `partitionToReplaceFileIds` it gives,
+    asked after `write_files`."""
     current = table.schema
-    action = DELTA_COMMIT if table.config.is_mor else COMMIT
+    action = REPLACE_COMMIT if replaced is not None else DELTA_COMMIT if table.config.is_mor else COMMIT
     with occ.WriteTransaction(table.path, table.active_timeline, action, {"operationType": op.upper()}) as txn:
         txn.begin(table.latest_completion)
         stats = write_files(txn)
@@ -111,7 +117,10 @@ def run_write(table: TableState, op: str, batch_schema: pa.Schema | Callable[[],
             extra = {writer.SCHEMA_KEY: writer.schema_to_text(schema)} if len(schema) else {}
             if input_rows is not None:
                 extra[INPUT_RECORDS_KEY] = str(input_rows)
-            return txn.commit(commit_metadata(stats, operation=op, extra=extra))
+            meta = commit_metadata(stats, operation=op, extra=extra)
+            if replaced is not None:
+                meta["partitionToReplaceFileIds"] = {p: list(ids) for p, ids in replaced().items()}
+            return txn.commit(meta)
 
 
 def after_write(table: TableState, *, runner: OperationRunner | None = None, progress: bool | None = None,

@@ -56,7 +56,7 @@ from lsm_lab.errors import ConflictError, InputError, LsmLabError
 from lsm_lab.filegroup.fsview import list_data_files
 from lsm_lab.filegroup.planner import pending_plans
 from lsm_lab.format import keyindex, naming
-from lsm_lab.services import heartbeat, markers, mdt_write
+from lsm_lab.services import heartbeat, markers, mdt_write, staging
 from lsm_lab.storage import TablePath, as_path, list_names, paths, temp_leftovers
 from lsm_lab.timeline import visibility
 from lsm_lab.timeline.active import ActiveTimeline
@@ -114,7 +114,8 @@ def delete_instant_files(base_path: TablePath, begin_time: str) -> list[str]:
 
 
 def sweep(base_path: TablePath, timeline: ActiveTimeline) -> None:
-    """Remove marker folders and heartbeat files that no pending instant owns (left by a kill after commit)."""
+    """Remove marker folders and heartbeat files that no pending instant owns (left by a kill after commit), and
+    the staging folders of dead write jobs (services/staging.py)."""
     base_path = as_path(base_path)
     pending = {i.begin_time for i in timeline.pending()}
     for folder, remove in ((base_path / ".hoodie" / markers.TEMP_FOLDER, markers.delete_markers),
@@ -122,6 +123,7 @@ def sweep(base_path: TablePath, timeline: ActiveTimeline) -> None:
         for entry in list_names(folder):  # (a missing folder lists empty)
             if paths.is_instant_time(entry) and entry not in pending and not heartbeat.is_alive(base_path, entry):
                 remove(base_path, entry)
+    staging.sweep(base_path, timeline.config.props)  # a dead Spark job's staged rows (services/staging.py)
 
 
 def remove_timeline_files(timeline: ActiveTimeline, begin_time: str, *, keep_requested: bool = False,

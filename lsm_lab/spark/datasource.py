@@ -1,21 +1,24 @@
 """`spark.read.format("lsm_lab")`, `df.write.format("lsm_lab")` and SQL: a PySpark 4 Python Data Source.
 
     register(spark)           spark.dataSource.register(LsmLabDataSource) + filter pushdown turned on
-    SQL                       CREATE TEMPORARY VIEW trips USING lsm_lab OPTIONS (path '/data/trips');
-                              SELECT ... FROM trips WHERE ...; INSERT INTO trips (id, city, ...) SELECT ...
+    SQL                       CREATE TABLE trips USING lsm_lab LOCATION '/data/trips';   (or OPTIONS (path '...'),
+                              or CREATE TEMPORARY VIEW trips USING lsm_lab OPTIONS (path '/data/trips'))
+                              SELECT ... FROM trips WHERE ...; INSERT INTO trips (id, city, ...) SELECT ...;
+                              INSERT OVERWRITE trips SELECT ...
 
-    read                                               write (mode "append")
+    read                                               write (mode "append"; "overwrite": insert_overwrite_table)
     ────                                               ─────────────────────
-    driver: pushFilters(filters)                       driver: writer(schema) — table opened, operation checked
-      (col = v, <, <=, >, >=, in, <>) on a string,     tasks:  write(batches) ─► staged Arrow IPC files
-      integer or boolean column: kept → tuples;                <table>/.lsm_lab_staging/<job>/part-<p>-<attempt>-…
-      the rest returned: Spark filters after the scan  driver: commit(messages) ─► Table.<operation>(staged rows)
-    driver: partitions() = Table.scan(filter=tuples)            = one lsm_lab commit (services/commit.py:
-      → one InputPartition per file slice left after              inflight → files → completed; a crash leaves
-        partition, key and statistics pruning                     an inflight the next write rolls back)
-    tasks:  read(slice) = the scan of that slice                staging folder deleted
-      (key pruning inside it, the tuples applied       driver: abort(messages) ─► staging folder deleted,
-       after the merge: MOR-safe) ─► Arrow batches              nothing committed
+    driver: pushFilters(filters)                       driver: writer(schema) — table opened, operation checked,
+      (col = v, <, <=, >, >=, in, <>) on a string,             dead jobs' staging folders swept, a beat
+      integer or boolean column: kept → tuples;        tasks:  write(batches) ─► staged Arrow IPC files
+      the rest returned: Spark filters after the scan          <table>/.lsm_lab_staging/<job>/part-<p>-<attempt>-…
+    driver: partitions() = Table.scan(filter=tuples)   driver: commit(messages) ─► Table.<operation>(staged rows)
+      → one InputPartition per file slice left after            = one lsm_lab commit (services/commit.py:
+        partition, key and statistics pruning                     inflight → files → completed; a crash leaves
+    tasks:  read(slice) = the scan of that slice                  an inflight the next write rolls back)
+      (key pruning inside it, the tuples applied                staging folder deleted
+       after the merge: MOR-safe) ─► Arrow batches     driver: abort(messages) ─► staging folder deleted,
+                                                                nothing committed
 
 **Filters.**  A filter is accepted only when Arrow evaluates it on the merged rows exactly as Spark would:
 comparisons and `IN` with a string, integer or boolean literal on a column of that kind (nulls drop out in
@@ -29,27 +32,53 @@ of the source and drops the others.  `.option("columns", "a,b")` narrows the sou
 
 **Options.**  read: `as_of` (an instant time: writes that began at or before it), `as_of_completion` (a
 completion time: writes completed at or before it), `columns`, `merge`; write: `operation` (upsert, the
-default, insert, bulk_insert, delete).  A table that does not exist yet is created by the first write when
-`record_key` is given (with `partition_by`, `ordering_field`, `table_type`, `layout`, `name`).  Options
-named `storage.<key>` are the `storage_options` of an object-store table.
+default, insert, bulk_insert, delete, insert_overwrite, insert_overwrite_table).  A table that does not
+exist yet is created by the first write when `record_key` is given (with `partition_by`, `ordering_field`,
+`table_type`, `layout`, `name`).  Options named `storage.<key>` are the `storage_options` of an
+object-store table.
+
+**Overwrite.**  `mode("overwrite")` (and SQL `INSERT OVERWRITE`, which PySpark hands the writer as
+`overwrite=True`) makes the rows the whole table: insert_overwrite_table, one replacecommit
+(services/overwrite.py).  Hudi's datasource gets the same table differently: `HoodieSparkSqlWriter
+.handleSaveModes` deletes the table folder for SaveMode.Overwrite unless the operation is
+INSERT_OVERWRITE_TABLE (a TODO there, HUDI-6286, says it should not delete) — lsm_lab always takes
+the replacecommit: crash-safe, and time travel still reads the rows it replaced.  For a partition
+overwrite use `option("operation", "insert_overwrite")` with mode("append"), as with Hudi.  A delete
+takes mode("append") only, as upstream.
+
+**SQL tables.**  Measured on the installed PySpark 4.3: `CREATE TABLE t USING lsm_lab LOCATION '...'` and
+`... OPTIONS (path '...')` call the source's `schema()` once, with the options {path, location, owner,
+provider}; every later `SELECT`/`INSERT` builds the reader and writer with NO option (the JVM's
+`PythonDataSourceV2.getTable(schema, partitioning, properties)` builds `PythonTable(ds, shortName,
+schema)` and drops `properties`; `PythonTable.newScanBuilder(options)` / `newWriteBuilder(info)` pass
+only the statement's own options, empty for SQL, to `create_data_source.py`).  What Spark does keep and
+hand back is the table's schema, with field metadata: so `schema()` of a catalog table (options holding
+`location`) puts the path and the read/write options (never `storage.*`, which may hold credentials)
+in the first field's metadata (`LOCATION_METADATA`), and the reader and writer read them from the schema
+they are given.  A table created with a column list (`CREATE TABLE t (a INT, ...) USING lsm_lab ...`)
+never calls `schema()` and so has no path: its reads and writes fail with an `InputError` that says so.
+
+**Staging.**  A job's staged rows live in a hidden folder kept alive by beats (services/staging.py); a
+driver that dies between its tasks and the end of its commit leaves it behind (the table still reads its
+last commit), and the next table write or Spark write job removes it once it has had no beat for
+`lsm_lab.staging.max.age.s` (default an hour) — never the folder of a job still working.
 
 Simplified compared with Apache Hudi's Spark datasource: the rows a job writes are staged by the tasks and
 written into file groups by the driver's `commit` (one `Table` write: the Python Data Source API has no
 shuffle before its write tasks, and lsm_lab routes every key to one file group — `write_table` is the
 distributed writer), so the driver streams the staged files into that one write (`filegroup/stream_write.py`:
-memory bounded by its buffer and one task's rows, not the job's), and a driver
-that dies between the tasks and the commit leaves its staging folder behind (hidden: readers and
-listings skip it; the table still reads its last commit); SQL through a temporary view only (PySpark 4.3 gives a Python data source of a
-catalog table, `CREATE TABLE ... USING lsm_lab LOCATION ...`, none of its options); `mode("overwrite")` is refused (lsm_lab has no insert_overwrite operation); no
-streaming source or sink; no incremental or CDC query type through `format("lsm_lab")` (`read_cdc`).
+memory bounded by its buffer and one task's rows, not the job's); no streaming source or sink; no
+incremental or CDC query type through `format("lsm_lab")` (`read_cdc`); no `INSERT OVERWRITE ... PARTITION`.
 
 Taught in: no chapter (README, "Reading an lsm_lab table from other engines")
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
-import shutil
+import json
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -78,8 +107,10 @@ from lsm_lab.filegroup import write as writer
 from lsm_lab.filegroup.fsview import FileSlice
 from lsm_lab.filegroup.read import ReadContext
 from lsm_lab.merge.records import META_COLUMNS
+from lsm_lab.services import overwrite as overwrite_op
+from lsm_lab.services import staging
 from lsm_lab.spark.jobs import arrow_schema_for, spark_schema
-from lsm_lab.storage import StoragePath, TablePath, open_read
+from lsm_lab.storage import TablePath, open_read
 from lsm_lab.storage.atomic import create_file
 from lsm_lab.table.scan import plan_scan
 from lsm_lab.table.stream import Scan
@@ -88,7 +119,11 @@ from lsm_lab.timeline.instanttime import CompletionTime, TimeLike
 #: the name in `spark.read.format(...)` and `USING ...`
 FORMAT = "lsm_lab"
 #: hidden folder of the table (listings skip it) where write tasks stage their rows until the commit
-STAGING = ".lsm_lab_staging"
+STAGING = staging.STAGING
+#: field metadata in which a catalog table's schema carries its location (PySpark hands its reader no option)
+LOCATION_METADATA = "lsm_lab.location"
+#: every `operation` option a write takes
+WRITE_OPERATIONS = (*writer.OPERATIONS, *overwrite_op.OPERATIONS)
 #: Spark's switch for `DataSourceReader.pushFilters` (without it a reader that implements it is refused)
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
@@ -116,13 +151,19 @@ class SourceOptions:
     create: dict[str, Any]
 
     @classmethod
-    def of(cls, options: Mapping[str, str]) -> SourceOptions:
+    def of(cls, options: Mapping[str, str], schema: Any = None) -> SourceOptions:
+        """`options` checked; with no `path` among them (a catalog table: PySpark hands its reader and writer
+        no option), the path the table's `schema` carries (`LOCATION_METADATA`, see "SQL tables")."""
         opts = {str(k).lower(): str(v) for k, v in options.items()}
+        if not opts.get("path") and schema is not None:
+            opts.update(location_of(schema))
         path = opts.get("path")
         if not path and not opts:
-            raise InputError("lsm_lab got no options: PySpark (4.3) hands a Python data source of a catalog table "
-                             "(CREATE TABLE ... USING lsm_lab) none of its options or location; use "
-                             "CREATE TEMPORARY VIEW name USING lsm_lab OPTIONS (path '...') instead")
+            raise InputError("lsm_lab got no options: PySpark (4.3) hands the reader and writer of a catalog table "
+                             "(CREATE TABLE ... USING lsm_lab) none of its options, and this table's schema carries "
+                             "no location (a table created with a column list, or by another version); create it "
+                             "as CREATE TABLE name USING lsm_lab LOCATION '...' (no columns), or use CREATE "
+                             "TEMPORARY VIEW name USING lsm_lab OPTIONS (path '...')")
         if not path:
             raise InputError('format("lsm_lab") needs a table path: .load(path), .save(path) or '
                              "OPTIONS (path '...')")
@@ -134,9 +175,9 @@ class SourceOptions:
             as_of = CompletionTime(opts["as_of_completion"])
         columns = tuple(c.strip() for c in opts["columns"].split(",") if c.strip()) if "columns" in opts else None
         operation = opts.get("operation", "upsert").lower()
-        if operation not in writer.OPERATIONS:
+        if operation not in WRITE_OPERATIONS:
             raise InputError(f"option operation: unknown operation {operation!r} "
-                             f"(expected one of {', '.join(writer.OPERATIONS)})")
+                             f"(expected one of {', '.join(WRITE_OPERATIONS)})")
         create: dict[str, Any] = {}
         for key in ("record_key", "partition_by", "ordering_field", "table_type", "layout", "name"):
             if key in opts:
@@ -167,17 +208,26 @@ class LsmLabDataSource(DataSource):
         if unknown:
             raise InputError(f"option columns: unknown column{'s' if len(unknown) > 1 else ''} "
                              f"{', '.join(map(repr, unknown))}; the table has {', '.join(full.names)}")
-        return spark_schema(pa.schema([full.field(c) for c in cols]))
+        out = spark_schema(pa.schema([full.field(c) for c in cols]))
+        if "location" in {str(k).lower() for k in self.options}:  # CREATE TABLE: the catalog keeps the schema
+            out = with_location(out, self.options)
+        return out
 
     def reader(self, schema: Any) -> SliceReader:
-        return SliceReader(SourceOptions.of(self.options), schema)
+        return SliceReader(SourceOptions.of(self.options, schema), schema)
 
     def writer(self, schema: Any, overwrite: bool) -> StagedWriter:
-        opts = SourceOptions.of(self.options)
+        """`overwrite` (mode "overwrite", SQL `INSERT OVERWRITE`): the rows replace the whole table, as
+        Hudi's datasource (`HoodieSparkSqlWriter.handleSaveModes`) leaves it — there by deleting the table
+        folder, unless the operation is INSERT_OVERWRITE_TABLE; here always as insert_overwrite_table (one
+        replacecommit: crash-safe, time travel keeps the old rows).  A delete takes mode "append" only."""
+        opts = SourceOptions.of(self.options, schema)
         if overwrite:
-            raise InputError('mode("overwrite") is not supported: lsm_lab has no insert_overwrite operation; '
-                             'use mode("append") with option operation upsert (or delete, then insert)')
-        return StagedWriter(opts, uuid.uuid4().hex)
+            if opts.operation == "delete":
+                raise InputError('mode("overwrite") with operation delete: a delete takes mode("append") only '
+                                 "(as Hudi's datasource)")
+            opts = dataclasses.replace(opts, operation=overwrite_op.INSERT_OVERWRITE_TABLE)
+        return StagedWriter(opts, f"{int(time.time() * 1000)}-{uuid.uuid4().hex[:12]}")
 
 
 # --------------------------------------------------------------------------- read
@@ -231,6 +281,36 @@ class SliceReader(DataSourceReader):
             yield pa.Table.from_batches([batch]).cast(self.out_schema).to_batches()[0]
 
 
+def with_location(schema: Any, options: Mapping[str, str]) -> Any:
+    """`schema` whose first field's metadata carries the table's path and its read/write options (not its
+    `storage.*` ones, which may hold credentials): what a catalog table's reader and writer read back."""
+    from pyspark.sql.types import StructField, StructType
+
+    keep = {str(k).lower(): str(v) for k, v in options.items()
+            if str(k).lower() not in ("owner", "provider", "location") and not str(k).lower().startswith("storage.")}
+    keep["path"] = str(options.get("path") or options.get("location") or keep.get("path", ""))
+    fields = list(schema.fields)
+    first = fields[0]
+    fields[0] = StructField(first.name, first.dataType, first.nullable,
+                            {**(first.metadata or {}), LOCATION_METADATA: json.dumps(keep, sort_keys=True)})
+    return StructType(fields)
+
+
+def location_of(schema: Any) -> dict[str, str]:
+    """The options `with_location` put in a catalog table's schema ({} when it has none)."""
+    for f in getattr(schema, "fields", None) or []:
+        raw = (f.metadata or {}).get(LOCATION_METADATA)
+        if raw:
+            try:
+                found = json.loads(raw)
+            except ValueError:
+                raise InputError(f"the schema of this catalog table carries a damaged {LOCATION_METADATA}: "
+                                 f"{str(raw)[:200]!r}") from None
+            if isinstance(found, dict):
+                return {str(k).lower(): str(v) for k, v in found.items()}
+    return {}
+
+
 def filter_tuple(f: Filter, schema: pa.Schema) -> tuple[str, str, Any] | None:
     """The `(column, op, value)` tuple meaning exactly what Spark's filter means, or None (Spark keeps it)."""
     negated = isinstance(f, Not)
@@ -274,7 +354,11 @@ class StagedFiles(WriterCommitMessage):
 
 
 class StagedWriter(DataSourceArrowWriter):
-    """Write tasks stage Arrow IPC files; the driver's commit writes them as one lsm_lab commit."""
+    """Write tasks stage Arrow IPC files; the driver's commit writes them as one lsm_lab commit.
+
+    The job keeps its staging folder alive with beats (services/staging.py): `writer()` on the driver,
+    the tasks while rows come, the commit while the table write runs.  A new job first removes the
+    staging folders of dead jobs (no beat for `lsm_lab.staging.max.age.s`), never a live one's."""
 
     def __init__(self, opts: SourceOptions, job: str) -> None:
         self.opts = opts
@@ -282,6 +366,8 @@ class StagedWriter(DataSourceArrowWriter):
         table = self._table(create=True)
         table.check_writable()
         self.root: TablePath = table.path
+        staging.sweep(self.root, table.config.props, keep=(job,))  # what dead drivers left behind
+        staging.beat(self.root, job)
 
     def _table(self, *, create: bool = False) -> Table:
         try:
@@ -294,7 +380,7 @@ class StagedWriter(DataSourceArrowWriter):
         return create_table(self.opts.path, storage_options=self.opts.storage_options, **kw)
 
     def _folder(self) -> TablePath:
-        return self.root / STAGING / self.job
+        return staging.job_folder(self.root, self.job)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedFiles:
         from pyspark import TaskContext
@@ -304,6 +390,7 @@ class StagedWriter(DataSourceArrowWriter):
         sink = io.BytesIO()
         rows = 0
         writer_: pa.ipc.RecordBatchStreamWriter | None = None
+        last_beat = time.monotonic()
         for batch in iterator:
             keep = [i for i, n in enumerate(batch.schema.names) if n not in META_COLUMNS]
             if len(keep) != batch.num_columns:  # SQL INSERT INTO t (cols) fills the meta columns with nulls
@@ -313,25 +400,38 @@ class StagedWriter(DataSourceArrowWriter):
                 writer_ = pa.ipc.new_stream(sink, batch.schema)
             writer_.write_batch(batch)
             rows += batch.num_rows
+            if time.monotonic() - last_beat > staging.BEAT_INTERVAL:  # a long task keeps its job alive
+                staging.beat(self.root, self.job)
+                last_beat = time.monotonic()
         if writer_ is None or rows == 0:
             return StagedFiles([], 0)
         writer_.close()
         name = f"part-{who}-{uuid.uuid4().hex[:8]}.arrow"
         create_file(self._folder() / name, sink.getvalue(), mkdir=True)
+        staging.beat(self.root, self.job)
         return StagedFiles([name], rows)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         try:
             names = [n for m in messages if isinstance(m, StagedFiles) for n in m.names]
+            overwriting = overwrite_op.is_overwrite(self.opts.operation)
 
             def staged() -> Iterator[pa.Table]:  # one task's rows at a time: the write streams them
                 for name in names:
-                    with open_read(self._folder() / name) as fh:
-                        yield pa.ipc.open_stream(fh).read_all()
+                    try:
+                        with open_read(self._folder() / name) as fh:
+                            yield pa.ipc.open_stream(fh).read_all()
+                    except FileNotFoundError:
+                        raise InputError(
+                            f"the rows a write task staged are gone ({name}): the staging folder was removed as "
+                            f"a dead job's (no beat for {staging.MAX_AGE_PROPERTY} seconds); nothing was committed "
+                            "— write again, with a larger limit for jobs whose tasks wait that long",
+                            path=self._folder()) from None
 
-            if names:
+            if names or overwriting:  # an overwrite with no rows still replaces (an empty table)
                 table = self._table()
-                getattr(table, self.opts.operation)(staged())  # one commit, in bounded memory (stream_write)
+                with staging.Beating(self.root, self.job):
+                    getattr(table, self.opts.operation)(staged() if names else [])  # one commit, bounded memory
         finally:
             self._drop_staging()
 
@@ -339,15 +439,7 @@ class StagedWriter(DataSourceArrowWriter):
         self._drop_staging()
 
     def _drop_staging(self) -> None:
-        folder = self._folder()
-        if isinstance(folder, StoragePath):
-            folder.rmtree()
-        else:
-            shutil.rmtree(folder, ignore_errors=True)
-            try:
-                (folder.parent).rmdir()  # only when no other job stages there
-            except OSError:
-                pass
+        staging.remove(self.root, self.job)
 
 
 __all__ = ["FORMAT", "LsmLabDataSource", "SliceReader", "SourceOptions", "StagedWriter", "filter_tuple", "register"]

@@ -40,6 +40,11 @@ raises the same error when its snapshots are gone too.  A damaged CDC log is a
 instant (`to_reader()`, the Arrow stream protocol, `to_polars()`, ...): memory holds one
 instant's changes, not the window's.
 
+**Schema evolution.**  Every image is given in the table's latest schema (or `columns` of it):
+a before image of a row written under an older schema — from a CDC log or a snapshot — is cast by
+Hudi's evolution rules (merge/evolution.py `cast_to`: promotions, nested fields added, columns added
+later null), as a snapshot read casts older files.
+
 Simplified compared with Apache Hudi: images are Arrow structs (upstream's
 Spark reader gives JSON strings); `ts_ms` is the completion time (upstream
 stores the instant time in the log and reports it); no Spark streaming source.
@@ -63,7 +68,7 @@ from lsm_lab.errors import CorruptFileError, CorruptTableError, InputError, Rete
 from lsm_lab.filegroup.fsview import FileSlice
 from lsm_lab.filegroup.read import ReadContext
 from lsm_lab.format import cdc, naming
-from lsm_lab.merge import records
+from lsm_lab.merge import evolution, records
 from lsm_lab.merge.records import COMMIT_TIME, PARTITION_PATH, RECORD_KEY
 from lsm_lab.storage import paths
 from lsm_lab.table import scan
@@ -215,7 +220,9 @@ def _images(arr: pa.ChunkedArray | pa.Array, image: pa.Schema) -> pa.Array:
     for f in image:
         if f.name in names:
             child = pc.struct_field(arr, [names.index(f.name)])
-            children.append(child.cast(f.type) if child.type != f.type else child)
+            # written under an older schema: read in the latest one by Hudi's evolution rules (a long beyond
+            # 2^53 as a double rounds as Java's readers do, a struct gains fields, ...: merge/evolution.py)
+            children.append(evolution.cast_to(child, f.type) if child.type != f.type else child)
         else:
             children.append(pa.nulls(len(arr), f.type))
     if not children:

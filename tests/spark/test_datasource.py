@@ -1,5 +1,6 @@
 """`format("lsm_lab")`: Spark reads with filter pushdown and one partition per file slice, writes committed
-once (an aborted job commits nothing), SQL through a temporary view, and `read_table(filter=)`.
+once (an aborted job commits nothing), mode("overwrite"), SQL through a temporary view and catalog tables,
+dead jobs' staging folders swept, and `read_table(filter=)`.
 
 Results equal `Table.read` with the same filter; pushdown is shown by the partitions Spark plans (one per
 file slice left after pruning) and, for the reader run in this process, by the data files it opens.
@@ -200,9 +201,23 @@ def test_writes_commit_once_and_an_aborted_job_commits_nothing(lsm_spark: Any,
     assert [tuple(r) for r in lsm_spark.sql("SELECT id, v FROM w WHERE id = 'sql1'").collect()] == [("sql1", 7)]
     assert len(t.completed_writes()) == before + 2
 
-    with pytest.raises(Exception, match="overwrite"):
-        frame.write.format("lsm_lab").mode("overwrite").save(str(t.path))
-    assert len(t.completed_writes()) == before + 2
+    # mode("overwrite"): the rows replace the table (insert_overwrite_table, one replacecommit), as Hudi's
+    # datasource leaves it; the old rows stay readable by time travel
+    kept = t.read()
+    frame.write.format("lsm_lab").mode("overwrite").save(str(t.path))
+    t = lsm_lab.open_table(t.path)
+    assert len(t.completed_writes()) == before + 3
+    last = t.completed_writes()[-1]
+    assert last.action == "replacecommit" and t.instant_metadata(last)["operationType"] == "INSERT_OVERWRITE_TABLE"
+    assert _rows(t.read().to_pylist()) == _rows(frame.collect())
+    assert _rows(t.read(as_of=t.completed_writes()[-2]).to_pylist()) == _rows(kept.to_pylist())
+    # option operation insert_overwrite with mode("append"): only the partitions the rows go to are replaced
+    frame.where("city = 'delhi'").write.format("lsm_lab").option("operation", "insert_overwrite") \
+        .mode("append").save(str(t.path))
+    assert _rows(t.read().to_pylist()) == _rows(frame.collect())
+    with pytest.raises(Exception, match="append"):
+        frame.write.format("lsm_lab").option("operation", "delete").mode("overwrite").save(str(t.path))
+    assert not (Path(str(t.path)) / STAGING).exists()
 
 
 def _data_files(t: lsm_lab.Table) -> list[Path]:
@@ -270,5 +285,69 @@ def test_options_time_travel_and_typed_errors(tmp_table: Callable[..., lsm_lab.T
         with pytest.raises(lsm_lab.InputError):
             source = LsmLabDataSource(bad)
             source.schema() if "operation" not in bad else source.writer(source.schema(), False)
-    with pytest.raises(lsm_lab.InputError, match="overwrite"):
-        LsmLabDataSource({"path": str(t.path)}).writer(None, True)
+    with pytest.raises(lsm_lab.InputError, match="append"):
+        LsmLabDataSource({"path": str(t.path), "operation": "delete"}).writer(None, True)
+    assert LsmLabDataSource({"path": str(t.path)}).writer(None, True).opts.operation == "insert_overwrite_table"
+    with pytest.raises(lsm_lab.InputError, match="LOCATION"):  # a catalog table whose schema carries no path
+        LsmLabDataSource({}).reader(None)
+
+
+def test_sql_catalog_tables(lsm_spark: Any, tmp_table: Callable[..., lsm_lab.Table]) -> None:
+    """CREATE TABLE ... USING lsm_lab LOCATION / OPTIONS (path): PySpark (4.3) hands the reader and writer of
+    a catalog table no option, so the path travels in the schema the catalog keeps (datasource.py, "SQL
+    tables"); SELECT with a pushed filter, INSERT INTO, INSERT OVERWRITE all reach the table."""
+    t = tmp_table(ordering_field="ts", partition_by="city")
+    t.insert(pa.table({"id": ["a", "b"], "city": ["pune", "delhi"], "v": [1, 2], "ts": [0, 0]}))
+    lsm_spark.sql("DROP TABLE IF EXISTS cat_loc")
+    lsm_spark.sql("DROP TABLE IF EXISTS cat_opt")
+    lsm_spark.sql(f"CREATE TABLE cat_loc USING lsm_lab LOCATION '{t.path}'")
+    lsm_spark.sql(f"CREATE TABLE cat_opt USING lsm_lab OPTIONS (path '{t.path}')")
+    try:
+        lsm_spark.sql("INSERT INTO cat_loc (id, city, v, ts) SELECT 'c', 'pune', 3L, 1L")
+        assert sorted(tuple(r) for r in lsm_spark.sql("SELECT id, v FROM cat_opt").collect()) == \
+            [("a", 1), ("b", 2), ("c", 3)]
+        assert [tuple(r) for r in lsm_spark.sql("SELECT id FROM cat_loc WHERE city = 'delhi'").collect()] == [("b",)]
+        lsm_spark.sql("INSERT OVERWRITE cat_opt SELECT NULL, NULL, NULL, NULL, NULL, 'z', 'pune', 9L, 2L")
+        assert [tuple(r) for r in lsm_spark.sql("SELECT id, v FROM cat_loc").collect()] == [("z", 9)]
+        assert t.completed_writes()[-1].action == "replacecommit"
+        assert sorted(t.read().column("id").to_pylist()) == ["z"]
+    finally:
+        lsm_spark.sql("DROP TABLE IF EXISTS cat_loc")
+        lsm_spark.sql("DROP TABLE IF EXISTS cat_opt")
+    assert (Path(str(t.path)) / ".hoodie").is_dir()  # DROP TABLE of an external table leaves the data
+
+
+def test_a_dead_jobs_staging_is_swept_but_never_a_live_ones(tmp_table: Callable[..., lsm_lab.Table]) -> None:
+    """services/staging.py: a job whose beat is older than lsm_lab.staging.max.age.s is dead; its folder goes
+    at the next table write or Spark write job; a live job's (a fresh beat) stays, and so does the job's own."""
+    import time
+
+    from lsm_lab.services import staging
+
+    t = tmp_table(ordering_field="ts")
+    t.insert(pa.table({"id": ["a"], "v": [1], "ts": [0]}))
+    root = t.path
+    top = Path(str(root)) / STAGING
+    for job in ("dead", "live", "old-no-beat"):
+        staging.beat(root, job)
+        (top / job / "part-0-0-x.arrow").write_bytes(b"rows")
+    (top / "old-no-beat" / staging.BEAT).unlink()
+    long_ago = time.time() - 2 * staging.DEFAULT_MAX_AGE
+    os.utime(top / "old-no-beat" / "part-0-0-x.arrow", (long_ago, long_ago))
+    (top / "dead" / staging.BEAT).write_text(str(int(long_ago * 1000)))
+    t.upsert(pa.table({"id": ["b"], "v": [2], "ts": [0]}))  # the next writer cleans up after dead writers
+    assert sorted(p.name for p in top.iterdir()) == ["live"]
+    # a Spark job starting sweeps too, keeps its own, and commits the rows it staged
+    (top / "live" / staging.BEAT).write_text(str(int(long_ago * 1000)))
+    w = LsmLabDataSource({"path": str(root), "operation": "upsert"}).writer(None, False)
+    assert sorted(p.name for p in top.iterdir()) == [w.job]
+    staged = w.write(iter([pa.record_batch({"id": ["c"], "v": [3], "ts": [1]})]))
+    w.commit([staged])
+    assert not top.exists() and sorted(t.read().column("id").to_pylist()) == ["a", "b", "c"]
+    # a job whose staged rows were swept away (it looked dead) commits nothing and says why
+    w = LsmLabDataSource({"path": str(root), "operation": "upsert"}).writer(None, False)
+    staged = w.write(iter([pa.record_batch({"id": ["d"], "v": [4], "ts": [1]})]))
+    staging.remove(root, w.job)
+    with pytest.raises(lsm_lab.InputError, match="staged are gone"):
+        w.commit([staged])
+    assert sorted(t.read().column("id").to_pylist()) == ["a", "b", "c"]
