@@ -51,14 +51,16 @@ _NO_DELETE = "__lsm_lab_delete__"
 #: 32,768 merged 16M rows (k = 8) with a peak RSS of 353 MiB instead of 509 MiB at the same speed (+-4%, within
 #: the noise; 16,384: 273 MiB, ~10% more CPU).  benchmarks/merge_memory.py, docs/PERFORMANCE.md.
 MERGE_BATCH_ROWS = 32_768
-#: while merging files, Arrow's memory pool gives its freed pages back to the system (`release_unused()`;
+#: while merging files, Arrow's memory pool can give its freed pages back to the system (`release_unused()`;
 #: on the C library's allocator, the `lsm-lab` command's (lsm_lab.allocator), that is `malloc_trim(0)`)
-#: whenever the process's RSS has grown by this many MiB since the last time.  glibc otherwise keeps the pages
-#: of freed batches resident in the heaps of the reader, resolver and encoder threads, and the peak RSS crept
-#: up with N (k = 8, 32,768-row batches: 253 MiB at 1M rows, 355-389 at 16M).  A trim costs the page faults
-#: of touching those pages again, so it runs only when they have piled up (RSS is read every
-#: `RELEASE_CHECK` output batches from /proc/self/statm; elsewhere nothing is done).  docs/PERFORMANCE.md.
-RELEASE_MIB = 32
+#: whenever the process's RSS has grown by `release_mib` MiB since the last time (RSS read every
+#: `RELEASE_CHECK` output batches from /proc/self/statm; elsewhere nothing is done).  glibc keeps the pages of
+#: freed batches resident in the heaps of the reader, resolver and encoder threads, so without it the peak
+#: RSS creeps up with N (k = 8, 32,768-row batches: ~250 MiB at 1M rows, 370-384 at 16M, 1.5x); with 32 MiB
+#: it is 1.16x (281 MiB) but costs ~1.2x the CPU: the pages given back are faulted in again at once (58
+#: trims of ~32 MiB at 16M rows).  Off by default (the CPU bar was 1.1x); `LSM_LAB_MERGE_RELEASE_MIB` or
+#: `release_mib=` turn it on.  benchmarks/merge_memory.py, docs/PERFORMANCE.md.
+RELEASE_MIB = 0
 RELEASE_CHECK = 8
 _SOURCE_RE = re.compile(r"^source (\d+): ")
 
@@ -176,9 +178,10 @@ def merge_parquet_files(out_path: str | os.PathLike[str], input_paths: Sequence[
     the later file); without it the later file wins. With `delete_column`,
     rows flagged True are deletes and that column is not written. Returns
     stats: rows in/out, row groups, seconds, engine counters.
-    `release_mib`: give freed memory back to the system when the RSS grew by
-    this many MiB (0: never; default `RELEASE_MIB`, or the environment's
-    `LSM_LAB_MERGE_RELEASE_MIB`).
+    `release_mib`: give freed memory back to the system whenever the RSS grew
+    by this many MiB (0: never; default the environment's
+    `LSM_LAB_MERGE_RELEASE_MIB`, else `RELEASE_MIB`, off): a flatter peak
+    RSS against N for more CPU (see `RELEASE_MIB`).
     """
     if engine not in ENGINES:
         raise InputError(f"unknown merge engine {engine!r}; choose one of: {', '.join(ENGINES)}")
