@@ -519,3 +519,41 @@ def _data_names(table: lsm_lab.Table) -> list[str]:
     from lsm_lab.storage import walk_sized
 
     return [n for _, n, _ in walk_sized(table.path)]
+
+
+def test_lookup_hits_with_one_window_between_them_are_one_get(s3_table: MakeTable, tmp_table: MakeTable,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys in the first and the last row group of a large file: when the bytes between the hits are at most
+    `ranged.WHOLE_MAX`, the footer GET and one ranged GET from the first hit to the last (not two windows)."""
+    from lsm_lab.format import parquet_write, ranged
+    from lsm_lab.format.parquet_read import read_parquet
+
+    monkeypatch.setattr(parquet_write, "SORTED_ROW_GROUP_BYTES", 16 * 1024)  # row groups of ~1,024 rows
+    kw: dict[str, Any] = {"ordering_field": "ts", "table_type": "MERGE_ON_READ", "layout": "lsm_tree"}
+    remote, local = s3_table(**kw), tmp_table(**kw)
+    data = [{"id": f"k{i:06d}", "ts": 1, "v": i, "s": f"text-{i % 97}"} for i in range(20_000)]
+    for t in (remote, local):
+        t.bulk_insert(data)
+    target = max((f for s in remote.latest_slices() for f in s.files), key=lambda f: f.size)
+    md = parquet_footer.read_footer(target.path)[0]
+    spans = ranged.row_group_spans(md)
+    assert len(spans) >= 4
+    ids = read_parquet(target.path, ["id"]).column(0)
+    keys = [ids[0].as_py(), ids[len(ids) - 1].as_py()]  # (a sorted file: in its first and last row group)
+    hit = (spans[0][1] - spans[0][0]) + (spans[-1][1] - spans[-1][0])
+    between = spans[-1][1] - spans[0][0] - hit
+    assert between > hit  # twice the hits' bytes would not cover the span
+    monkeypatch.setattr(ranged, "WHOLE_MAX", between)  # exactly one window between the hits; the file is larger
+    assert target.size > ranged.WHOLE_MAX
+    reads: list[str] = []
+    real_range = ObjectStorage.read_range
+
+    def read_range(self: ObjectStorage, key: str, start: int, end: int) -> bytes:
+        reads.append(key)
+        return real_range(self, key, start, end)
+
+    monkeypatch.setattr(ObjectStorage, "read_range", read_range)
+    got = remote.lookup(keys)
+    assert rows(got) == rows(local.lookup(keys)) and got.num_rows == 2
+    on_target = [k for k in reads if k.endswith(target.path.name)]
+    assert len(on_target) <= 2, on_target  # (the footer, unless cached) and one GET for both row groups
