@@ -57,7 +57,7 @@ MERGE_BATCH_ROWS = 32_768
 #: `RELEASE_CHECK` output batches from /proc/self/statm; elsewhere nothing is done).  glibc keeps the pages of
 #: freed batches resident in the heaps of the reader, resolver and encoder threads, so without it the peak
 #: RSS creeps up with N (k = 8, 32,768-row batches: ~250 MiB at 1M rows, 370-384 at 16M, 1.5x); with 32 MiB
-#: it is 1.16x (281 MiB) but costs ~1.2x the CPU: the pages given back are faulted in again at once (58
+#: it is 1.16-1.23x (281-293 MiB) but costs 1.2-1.3x the CPU: the pages given back are faulted in again (58
 #: trims of ~32 MiB at 16M rows).  Off by default (the CPU bar was 1.1x); `LSM_LAB_MERGE_RELEASE_MIB` or
 #: `release_mib=` turn it on.  benchmarks/merge_memory.py, docs/PERFORMANCE.md.
 RELEASE_MIB = 0
