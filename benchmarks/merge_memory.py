@@ -2,6 +2,7 @@
 
     python benchmarks/merge_memory.py [--rows 1000000 4000000 16000000] [--k 8] [--batch 32768 65536 16384]
                                       [--contenders sorted hash duckdb] [--mmap-threshold 262144]
+                                      [--env VAR=VALUE[,VAR=VALUE] ...]
                                       [--plot memory.png] [--json OUT]
 
 Each (N, contender, batch) runs in its own process, as `lsm-lab bench merge` runs its
@@ -16,6 +17,10 @@ of the log records (O(N)); DuckDB sorts, spilling past its memory limit.
 such knob: they run once).  `--mmap-threshold BYTES` adds a run of the sorted engine with
 glibc's `MALLOC_MMAP_THRESHOLD_` fixed at BYTES (buffers that large are mapped and unmapped,
 never kept in the heap): what the RSS is once the C library keeps no freed batches.
+`--env VAR=VALUE[,VAR=VALUE]` (repeatable) adds a run of the sorted engine at the first batch with
+those variables set, e.g. `ARROW_DEFAULT_MEMORY_POOL=jemalloc` (Arrow's other pools shipped in the
+wheel) or `MALLOC_ARENA_MAX=1`; the contenders of one N run one after another, so a busy minute
+falls on each alike.
 The last column is the peak over the peak at the smallest N (the issue's target for the
 sorted engine: <= 1.2 at the largest N).  `--plot FILE` draws peak RSS against N (matplotlib).
 
@@ -39,8 +44,20 @@ from lsm_lab.merge.files import MERGE_BATCH_ROWS
 CONTENDERS = ("sorted", "hash", "duckdb")
 
 
+def parse_env(spec: str) -> dict[str, str]:
+    """`VAR=VALUE[,VAR=VALUE]` -> {VAR: VALUE}."""
+    out: dict[str, str] = {}
+    for part in spec.split(","):
+        name, eq, value = part.partition("=")
+        if not eq or not name:
+            raise SystemExit(f"--env: expected VAR=VALUE, got {part!r}")
+        out[name] = value
+    return out
+
+
 def run(rows: Sequence[int], k: int, batches: Sequence[int], contenders: Sequence[str], *,
-        mmap_threshold: int | None, data_dir: str, overlap: float = 0.3) -> list[dict[str, Any]]:
+        mmap_threshold: int | None, data_dir: str, overlap: float = 0.3,
+        envs: Sequence[dict[str, str]] = ()) -> list[dict[str, Any]]:
     out_dir = Path(tempfile.mkdtemp(prefix="lsm_lab_merge_memory_"))
     records: list[dict[str, Any]] = []
     for n in rows:
@@ -52,6 +69,9 @@ def run(rows: Sequence[int], k: int, batches: Sequence[int], contenders: Sequenc
                 if mmap_threshold:
                     jobs.append(("sorted", batches[0], {"MALLOC_MMAP_THRESHOLD_": str(mmap_threshold)},
                                  f"sorted b={batches[0]} mmap>={mmap_threshold}"))
+                for extra in envs:
+                    jobs.append(("sorted", batches[0], extra,
+                                 f"sorted b={batches[0]} " + ",".join(f"{k_}={v_}" for k_, v_ in extra.items())))
             else:
                 jobs.append((c, None, None, c))
         for contender, batch, env, label in jobs:
@@ -63,15 +83,15 @@ def run(rows: Sequence[int], k: int, batches: Sequence[int], contenders: Sequenc
 
 
 def table(records: Sequence[dict[str, Any]]) -> str:
-    lines = [f"{'contender':<32}{'N':>12}{'seconds':>9}{'cpu s':>8}{'peak MiB':>10}{'/ first N':>10}{'load':>6}"]
+    lines = [f"{'contender':<48}{'N':>12}{'seconds':>9}{'cpu s':>8}{'peak MiB':>10}{'/ first N':>10}{'load':>6}"]
     first: dict[str, float] = {}
     for r in records:
         if "error" in r:
-            lines.append(f"{r['label']:<32}{r['rows']:>12,}  error: {r['error']}")
+            lines.append(f"{r['label']:<48}{r['rows']:>12,}  error: {r['error']}")
             continue
         mib = r["peak_rss_bytes"] / 2**20
         base = first.setdefault(r["label"], mib)
-        lines.append(f"{r['label']:<32}{r['rows']:>12,}{r['seconds']:>9.2f}{r['cpu_seconds']:>8.2f}{mib:>10.0f}"
+        lines.append(f"{r['label']:<48}{r['rows']:>12,}{r['seconds']:>9.2f}{r['cpu_seconds']:>8.2f}{mib:>10.0f}"
                      f"{mib / base:>10.2f}{r['load_1m_before']:>6.1f}")
     return "\n".join(lines)
 
@@ -106,12 +126,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--contenders", nargs="+", default=list(CONTENDERS), choices=CONTENDERS)
     p.add_argument("--mmap-threshold", type=int, default=None, metavar="BYTES",
                    help="also run sorted with glibc's MALLOC_MMAP_THRESHOLD_ fixed at BYTES")
+    p.add_argument("--env", action="append", default=[], metavar="VAR=VALUE[,VAR=VALUE]",
+                   help="also run sorted (first batch) with these variables set; repeatable")
     p.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(), "lsm_lab_bench"))
     p.add_argument("--plot", metavar="FILE", help="write a plot of peak RSS against N")
     p.add_argument("--json", metavar="OUT")
     args = p.parse_args(argv)
     records = run(args.rows, args.k, args.batch, args.contenders, mmap_threshold=args.mmap_threshold,
-                  data_dir=args.data_dir)
+                  data_dir=args.data_dir, envs=[parse_env(e) for e in args.env])
     print(f"merge memory: k={args.k}, overlap 0.3, cores={os.cpu_count()}")
     print(table(records))
     if args.plot:

@@ -152,3 +152,22 @@ def test_command_merges_and_reports_errors(tmp_path: Path, capsys: pytest.Captur
     assert {r["id"]: r for r in pq.read_table(out).to_pylist()} == expected(paths, "ts", True)
     code = command_main(["merge", str(out), str(tmp_path / "missing.parquet"), "--key", "id", "-q"])
     assert code == 2 and "does not exist" in capsys.readouterr().err
+
+
+def test_memory_release_while_merging_keeps_the_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`release_mib`: the pool gives freed pages back when the RSS grew that much; the output is the same."""
+    from lsm_lab.merge import files
+
+    paths = write_runs(tmp_path, n=2000)
+    plain = merge_parquet_files(tmp_path / "a.parquet", paths, key="id", ordering="ts", delete_column="del",
+                                batch_size=64)
+    assert plain["memory_releases"] == 0  # off by default
+    grown = iter(range(0, 1 << 40, 2 << 20))  # a process whose RSS grows 2 MiB between two reads
+    monkeypatch.setattr(files._Releaser, "_rss", lambda self: next(grown) if self.fd is not None else 0)
+    released = merge_parquet_files(tmp_path / "b.parquet", paths, key="id", ordering="ts", delete_column="del",
+                                   batch_size=64, release_mib=1)
+    assert released["memory_releases"] > 0 or files._Releaser(1 << 20).fd is None  # (no /proc: nothing done)
+    assert pq.read_table(tmp_path / "b.parquet").equals(pq.read_table(tmp_path / "a.parquet"))
+    monkeypatch.setenv("LSM_LAB_MERGE_RELEASE_MIB", "lots")
+    with pytest.raises(InputError, match="LSM_LAB_MERGE_RELEASE_MIB"):
+        merge_parquet_files(tmp_path / "c.parquet", paths, key="id", ordering="ts", delete_column="del")

@@ -417,3 +417,143 @@ def test_lookup_on_s3_reads_a_file_once_after_its_footer(s3_table: MakeTable, tm
     # the timeline and the key index (≤ 5), per file one footer and one GET for its row groups (before: a footer
     # and two GETs per row group hit: 5 + 4 + 2 x 29)
     assert cost["GET"] <= 5 + 2 * len(files) and cost["HEAD"] == 0, (cost, len(files))
+
+
+def test_a_footer_larger_than_the_first_guess_is_one_get_once_seen(s3_server: S3Server, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tail GET asks for the largest footer seen so far: a second file like the first costs one GET, not two."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lsm_lab.format import ranged
+
+    cols = {f"c{j}": [f"{j}-{i:06d}" for i in range(6_000)] for j in range(8)}
+    local = tmp_path / "f.parquet"
+    pq.write_table(pa.table(cols), local, row_group_size=50)  # 120 row groups x 8 columns: a large footer
+    data = local.read_bytes()
+    footer = int.from_bytes(data[-8:-4], "little") + 8
+    assert footer > ranged.FOOTER_GUESS and len(data) // ranged.FOOTER_SHARE < footer  # the size alone is no help
+    storage = open_storage(f"s3://{s3_server.new_bucket()}", s3_server.options())
+    storage.write("a.parquet", data)
+    storage.write("b.parquet", data)
+    monkeypatch.setattr(ranged, "_largest_footer", [0])
+    before = storage.counts.snapshot()
+    first = ranged.tail_bytes(StoragePath(storage, "a.parquet"), len(data))
+    assert storage.counts.since(before)["GET"] == 2  # the guess, then the whole footer
+    before = storage.counts.snapshot()
+    second = ranged.tail_bytes(StoragePath(storage, "b.parquet"), len(data))
+    assert storage.counts.since(before)["GET"] == 1
+    assert first.endswith(data[-footer:]) and second.endswith(data[-footer:])
+    assert ranged.footer_guess(32 << 20) >= (32 << 20) // ranged.FOOTER_SHARE  # and it grows with the object
+
+
+def test_markers_this_process_wrote_are_deleted_without_a_listing(s3_server: S3Server) -> None:
+    from lsm_lab.services import markers
+
+    storage = open_storage(f"s3://{s3_server.new_bucket()}", s3_server.options())
+    base = StoragePath(storage, "t")
+    for i in range(3):
+        markers.create_marker(base, "20240101000000000", "p", f"f{i}.parquet", "CREATE")
+    before = storage.counts.snapshot()
+    markers.delete_markers(base, "20240101000000000", mine_only=True)
+    assert storage.counts.since(before) == {"LIST": 0, "GET": 0, "HEAD": 0, "PUT": 0, "DELETE": 1}
+    assert markers.marked_files(base, "20240101000000000") == []
+    # markers another process wrote (none recorded here): the folder is listed, as before
+    storage.write("t/.hoodie/.temp/20240101000000001/p/g.parquet.marker.CREATE", b"")
+    before = storage.counts.snapshot()
+    markers.delete_markers(base, "20240101000000001", mine_only=True)
+    assert storage.counts.since(before)["LIST"] == 1
+    assert markers.marked_files(base, "20240101000000001") == []
+
+
+def test_clean_on_s3_runs_in_one_lock_hold_without_a_heartbeat(s3_table: MakeTable, tmp_table: MakeTable,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plan, instants, one bulk DELETE (the emptied key index sidecars with the files) and the completion under
+    one lock hold; a clean killed before its completion is resumed by the next one."""
+    from lsm_lab.format import keyindex, naming
+    from lsm_lab.timeline.active import ActiveTimeline
+
+    remote, local = s3_table(partition_by="p"), tmp_table(partition_by="p")
+    for t in (remote, local):
+        t.upsert([{"id": f"k{i}", "p": "ab"[i % 2], "v": i} for i in range(20)])
+        t.upsert([{"id": f"k{i}", "p": "ab"[i % 2], "v": -i} for i in range(0, 20, 2)])
+        t.compact(strategy="full")
+    before_sidecars = keyindex.sidecar_instants(remote.path)
+    before = remote.storage.counts.snapshot()
+    done = remote.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=1)
+    cost = remote.storage.counts.since(before)
+    assert done is not None
+    # LIST .hoodie + LIST of the data files; lock PUT, 3 instant PUTs, release PUT; one DeleteObjects
+    assert cost == {"LIST": 2, "GET": 0, "HEAD": 0, "PUT": 5, "DELETE": 1}, cost
+    live = {p.instant for p in (naming.parse(n) for n in _data_names(remote)) if p is not None}
+    after_sidecars = keyindex.sidecar_instants(remote.path)
+    assert set(after_sidecars) <= live and set(after_sidecars) < set(before_sidecars)
+    local.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=1)
+    assert rows(remote.read()) == rows(local.read())
+    assert rows(remote.lookup(["k3", "k4"])) == rows(local.lookup(["k3", "k4"]))
+
+    # killed before its completion: pending, no heartbeat; the next clean resumes it
+    for t in (remote, local):
+        t.upsert([{"id": f"k{i}", "p": "ab"[i % 2], "v": 100 + i} for i in range(20)])
+        t.compact(strategy="full")
+    real_complete = ActiveTimeline.complete
+
+    def killed(self: ActiveTimeline, instant: Any, *a: Any, **kw: Any) -> Any:
+        if instant.action == "clean":
+            raise RuntimeError("killed")
+        return real_complete(self, instant, *a, **kw)
+
+    monkeypatch.setattr(ActiveTimeline, "complete", killed)
+    with pytest.raises(RuntimeError):
+        remote.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=1)
+    monkeypatch.setattr(ActiveTimeline, "complete", real_complete)
+    reopened = lsm_lab.open_table(remote.path)
+    assert [i.action for i in reopened.active_timeline.pending()] == ["clean"]
+    assert reopened.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=1) is not None
+    assert reopened.active_timeline.pending() == []
+    local.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=1)
+    assert rows(reopened.read()) == rows(local.read())
+
+
+def _data_names(table: lsm_lab.Table) -> list[str]:
+    from lsm_lab.storage import walk_sized
+
+    return [n for _, n, _ in walk_sized(table.path)]
+
+
+def test_lookup_hits_with_one_window_between_them_are_one_get(s3_table: MakeTable, tmp_table: MakeTable,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys in the first and the last row group of a large file: when the bytes between the hits are at most
+    `ranged.WHOLE_MAX`, the footer GET and one ranged GET from the first hit to the last (not two windows)."""
+    from lsm_lab.format import parquet_write, ranged
+    from lsm_lab.format.parquet_read import read_parquet
+
+    monkeypatch.setattr(parquet_write, "SORTED_ROW_GROUP_BYTES", 16 * 1024)  # row groups of ~1,024 rows
+    kw: dict[str, Any] = {"ordering_field": "ts", "table_type": "MERGE_ON_READ", "layout": "lsm_tree"}
+    remote, local = s3_table(**kw), tmp_table(**kw)
+    data = [{"id": f"k{i:06d}", "ts": 1, "v": i, "s": f"text-{i % 97}"} for i in range(20_000)]
+    for t in (remote, local):
+        t.bulk_insert(data)
+    target = max((f for s in remote.latest_slices() for f in s.files), key=lambda f: f.size)
+    md = parquet_footer.read_footer(target.path)[0]
+    spans = ranged.row_group_spans(md)
+    assert len(spans) >= 4
+    ids = read_parquet(target.path, ["id"]).column(0)
+    keys = [ids[0].as_py(), ids[len(ids) - 1].as_py()]  # (a sorted file: in its first and last row group)
+    hit = (spans[0][1] - spans[0][0]) + (spans[-1][1] - spans[-1][0])
+    between = spans[-1][1] - spans[0][0] - hit
+    assert between > hit  # twice the hits' bytes would not cover the span
+    monkeypatch.setattr(ranged, "WHOLE_MAX", between)  # exactly one window between the hits; the file is larger
+    assert target.size > ranged.WHOLE_MAX
+    reads: list[str] = []
+    real_range = ObjectStorage.read_range
+
+    def read_range(self: ObjectStorage, key: str, start: int, end: int) -> bytes:
+        reads.append(key)
+        return real_range(self, key, start, end)
+
+    monkeypatch.setattr(ObjectStorage, "read_range", read_range)
+    got = remote.lookup(keys)
+    assert rows(got) == rows(local.lookup(keys)) and got.num_rows == 2
+    on_target = [k for k in reads if k.endswith(target.path.name)]
+    assert len(on_target) <= 2, on_target  # (the footer, unless cached) and one GET for both row groups

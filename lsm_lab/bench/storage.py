@@ -45,7 +45,15 @@ release of `services.lock` makes most of those free).  A lookup's key index side
 are not counted either.  What lsm_lab does to come near them: `storage.scope` (each listing and small object
 once per operation, one LIST of `.hoodie/` for the timeline, markers, heartbeats and archive, asked again
 under the lock), one conditional PUT to take a lock this process released last, no lock at a write's start
-when nothing needs cleaning up, and a lookup's small files fetched whole, in parallel (`ranged.whole_objects`).
+when nothing needs cleaning up, and a lookup's small files fetched whole, in parallel (`ranged.whole_objects`);
+a footer's tail GET sized to the object (`ranged.footer_guess`: a large base file's footer in one GET), the
+markers of a service deleted by key with no LIST (`markers.delete_markers(mine_only=True)`), and a clean run in
+one lock hold with no heartbeat, the key index sidecars it empties deleted in its bulk DELETE
+(`services.clean`).  What stays above the minimum on purpose: a table service's heartbeat (PUT, DELETE; its
+execution runs without the lock, so a concurrent runner must see it alive), its second lock hold for the
+commit, its key index sidecar PUT and the `.hoodie/` LIST under its claim (the rollback of dead writers must
+see the current timeline); a lookup's sidecar GETs, and a footer GET plus ranged GETs for a file larger than
+`ranged.WHOLE_MAX` (fetching it whole would be one request but many more bytes).
 
 Taught in: notebooks/12_object_storage.ipynb
 """

@@ -258,6 +258,26 @@ def prune_sidecars(base_path: str | os.PathLike[str] | StoragePath,
     return gone
 
 
+def sidecars_left_without_files(base_path: StoragePath, sidecars: Iterable[str],
+                                data_file_names: Iterable[str], deleting: Iterable[str]) -> list[str]:
+    """Object stores: the keys of the sidecars (of `sidecars`, their instants) that a deletion of the data
+    files named in `deleting` leaves without any data file, to be deleted in the same bulk DELETE.
+
+    `sidecars` must have been listed before `data_file_names` (as for `prune_sidecars`).  A sidecar deleted
+    while its files stay (a DELETE that fails half way) costs lookups a footer read each, never a wrong
+    answer: a file without an index entry is looked up through its footer."""
+    going = set(deleting)
+    live = {p.instant for p in (naming.parse(n) for n in data_file_names if n not in going) if p is not None}
+    keys = []
+    for instant in sidecars:
+        if instant not in live:
+            path = sidecar_path(base_path, instant)
+            _CACHE.forget(str(path))
+            if isinstance(path, StoragePath):
+                keys.append(path.key)
+    return keys
+
+
 # --------------------------------------------------------------------------- reading
 class _Reader:
     """Bounds-checked reads from a sidecar's bytes (any overrun: `CorruptFileError`)."""
@@ -438,5 +458,6 @@ __all__ = [
     "remove_sidecar",
     "sidecar_instants",
     "sidecar_path",
+    "sidecars_left_without_files",
     "write_sidecar",
 ]

@@ -7,8 +7,9 @@ by what the read needs:
     whole read (a scan, a merge)       one GET of the object ─► pa.BufferReader      (object_source)
     a few row groups (a point lookup)  ranged GETs, one per read ─► RangedObject      (object_source(ranged=True))
     a lookup's small files (≤ 8 MiB)   one GET each, in parallel, held for the lookup ─► whole_objects
-    only the footer                    one GET of the last 64 KiB ─► tail_bytes       (a second GET
-                                       when the footer is larger: its length is in the last 8 bytes)
+    only the footer                    one GET of the tail ─► tail_bytes              (a second GET
+                                       when the footer is larger: its length is in the last 8 bytes;
+                                       the tail asked for grows with the object, `footer_guess`)
 
 `RangedObject` is a read-only file whose every `read` is one counted request
 (`storage.counts`); pyarrow's `pre_buffer` coalesces the column chunks a read needs into few of
@@ -154,6 +155,34 @@ def whole_objects(paths: Sequence[StoragePath]) -> Iterator[None]:
 #: holds at most two windows per open file, so a k-way merge of objects holds 2k windows.
 STREAM_WINDOW = 8 << 20
 
+#: the tail GET of an object whose size is known asks for `size / FOOTER_SHARE` bytes, at least
+#: `FOOTER_GUESS` and at most `FOOTER_MAX` (and at least the largest footer seen so far): a footer grows
+#: with row groups x columns, so a fixed 64 KiB guess missed the footer of an 11 MB base file (181 KiB,
+#: page index and bloom filters before it) and every such file cost a second tail GET.  Up to 1/32 of a
+#: file's bytes read for nothing is cheaper than a round trip and a second request.
+FOOTER_GUESS = 64 * 1024
+FOOTER_SHARE = 32
+FOOTER_MAX = 1 << 20
+_largest_footer = [0]  # the largest footer (bytes, with its 8-byte trailer) this process has read
+
+
+def footer_guess(size: int | None) -> int:
+    """How many tail bytes to ask for to get an object's Parquet footer in one GET (see `FOOTER_SHARE`)."""
+    guess = max(FOOTER_GUESS, min(_largest_footer[0] + _largest_footer[0] // 4, FOOTER_MAX))
+    if size is not None:
+        guess = max(guess, min(size // FOOTER_SHARE, FOOTER_MAX))
+    return guess
+
+
+def _footer_length(tail: bytes) -> int:
+    """The length of the footer `tail` ends with (0: not a Parquet tail), remembered for `footer_guess`."""
+    if len(tail) < 8 or tail[-4:] != b"PAR1":
+        return 0
+    need = int.from_bytes(tail[-8:-4], "little") + 8
+    if need > _largest_footer[0]:
+        _largest_footer[0] = need
+    return need
+
 
 def row_group_spans(md: pq.FileMetaData) -> list[tuple[int, int]]:
     """[start, end) byte range of each row group's column chunks (the file offsets, in file order)."""
@@ -246,12 +275,12 @@ def stream_source(path: StoragePath, size: int | None = None,
     if size is not None and size <= window:
         data = path.read_bytes()
         return pa.BufferReader(data), data
-    guess = 64 * 1024
+    guess = footer_guess(size)
     if size is None:
         tail, size = path.storage.read_suffix(path.key, guess)  # one GET, and the size with it
         if len(tail) >= size:  # the whole object came back
             return pa.BufferReader(tail), tail
-        need = int.from_bytes(tail[-8:-4], "little") + 8 if len(tail) >= 8 and tail[-4:] == b"PAR1" else 0
+        need = _footer_length(tail)
         if len(tail) < need <= size:
             tail = path.storage.read_range(path.key, size - need, size)
     else:
@@ -260,28 +289,41 @@ def stream_source(path: StoragePath, size: int | None = None,
     return pa.PythonFile(WindowedObject(path, size, tail, row_group_spans(md), window), mode="r"), tail
 
 
-def tail_bytes(path: StoragePath, size: int | None = None, guess: int = 64 * 1024) -> bytes:
+def tail_bytes(path: StoragePath, size: int | None = None, guess: int | None = None) -> bytes:
     """The last bytes of an object, its whole Parquet footer included: one ranged GET (two when the
-    footer is larger than `guess`)."""
+    footer is larger than `guess`, by default `footer_guess(size)`)."""
     storage = path.storage
     held = _held.get(str(path))
     if held is not None:  # fetched whole by `whole_objects`: the footer is in memory
         return held
+    if guess is None:
+        guess = footer_guess(size)
     if size is None:
         tail, size = storage.read_suffix(path.key, guess)  # one GET, no HEAD
     else:
         tail = storage.read_range(path.key, max(0, size - guess), size)
-    if len(tail) >= 8 and tail[-4:] == b"PAR1":
-        need = int.from_bytes(tail[-8:-4], "little") + 8
-        if need > len(tail) and need <= size:
-            tail = storage.read_range(path.key, size - need, size)
+    need = _footer_length(tail)
+    if need > len(tail) and need <= size:
+        tail = storage.read_range(path.key, size - need, size)
     return tail
 
 
-def read_tail(path: StoragePath, size: int | None = None, guess: int = 64 * 1024) -> pq.FileMetaData:
+def read_tail(path: StoragePath, size: int | None = None, guess: int | None = None) -> pq.FileMetaData:
     """The Parquet footer of an object with one ranged GET (two when the footer is larger than `guess`)."""
     return pq.read_metadata(pa.BufferReader(tail_bytes(path, size, guess)))
 
 
-__all__ = ["STREAM_WINDOW", "RangedObject", "WindowedObject", "object_source", "read_tail", "row_group_spans",
-           "stream_source", "tail_bytes"]
+__all__ = [
+    "FOOTER_GUESS",
+    "FOOTER_MAX",
+    "FOOTER_SHARE",
+    "STREAM_WINDOW",
+    "RangedObject",
+    "WindowedObject",
+    "footer_guess",
+    "object_source",
+    "read_tail",
+    "row_group_spans",
+    "stream_source",
+    "tail_bytes",
+]

@@ -51,7 +51,59 @@ _NO_DELETE = "__lsm_lab_delete__"
 #: 32,768 merged 16M rows (k = 8) with a peak RSS of 353 MiB instead of 509 MiB at the same speed (+-4%, within
 #: the noise; 16,384: 273 MiB, ~10% more CPU).  benchmarks/merge_memory.py, docs/PERFORMANCE.md.
 MERGE_BATCH_ROWS = 32_768
+#: while merging files, Arrow's memory pool can give its freed pages back to the system (`release_unused()`;
+#: on the C library's allocator, the `lsm-lab` command's (lsm_lab.allocator), that is `malloc_trim(0)`)
+#: whenever the process's RSS has grown by `release_mib` MiB since the last time (RSS read every
+#: `RELEASE_CHECK` output batches from /proc/self/statm; elsewhere nothing is done).  glibc keeps the pages of
+#: freed batches resident in the heaps of the reader, resolver and encoder threads, so without it the peak
+#: RSS creeps up with N (k = 8, 32,768-row batches: ~250 MiB at 1M rows, 370-384 at 16M, 1.5x); with 32 MiB
+#: it is 1.16-1.23x (281-293 MiB) but costs 1.2-1.3x the CPU: the pages given back are faulted in again (58
+#: trims of ~32 MiB at 16M rows).  Off by default (the CPU bar was 1.1x); `LSM_LAB_MERGE_RELEASE_MIB` or
+#: `release_mib=` turn it on.  benchmarks/merge_memory.py, docs/PERFORMANCE.md.
+RELEASE_MIB = 0
+RELEASE_CHECK = 8
 _SOURCE_RE = re.compile(r"^source (\d+): ")
+
+
+def _release_mib() -> int:
+    text = os.environ.get("LSM_LAB_MERGE_RELEASE_MIB")
+    try:
+        return max(0, int(text)) if text else RELEASE_MIB
+    except ValueError:
+        raise InputError(f"LSM_LAB_MERGE_RELEASE_MIB must be a whole number of MiB, not {text!r}") from None
+
+
+class _Releaser:
+    """Calls `pool.release_unused()` when the RSS has grown `slack` bytes since the last call (see RELEASE_MIB)."""
+
+    def __init__(self, slack: int) -> None:
+        self.pool = pa.default_memory_pool()
+        self.slack = slack
+        self.page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+        self.fd: int | None = None
+        if slack > 0:
+            try:
+                self.fd = os.open("/proc/self/statm", os.O_RDONLY)
+            except OSError:
+                self.fd = None  # not Linux: nothing to read, nothing done
+        self.floor = self._rss()
+        self.releases = 0
+
+    def _rss(self) -> int:
+        if self.fd is None:
+            return 0
+        return int(os.pread(self.fd, 128, 0).split()[1]) * self.page
+
+    def check(self) -> None:
+        if self.fd is not None and self._rss() > self.floor + self.slack:
+            self.pool.release_unused()
+            self.releases += 1
+            self.floor = self._rss()
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def _open(path: Path, buffer_size: int) -> pq.ParquetFile:
@@ -118,13 +170,18 @@ def merge_parquet_files(out_path: str | os.PathLike[str], input_paths: Sequence[
                         key: str, ordering: str | None = None, engine: str = "sorted",
                         delete_column: str | None = None, row_group_size: int = 131_072,
                         batch_size: int = MERGE_BATCH_ROWS, read_ahead: bool = True, buffer_size: int = 1 << 18,
-                        count_comparisons: bool = False, progress: bool = False) -> dict[str, Any]:
+                        count_comparisons: bool = False, progress: bool = False,
+                        release_mib: int | None = None) -> dict[str, Any]:
     """Merge sorted Parquet runs (argument order = source order) into one file, one row per key.
 
     With `ordering`, event-time ordering decides (greater value wins, ties to
     the later file); without it the later file wins. With `delete_column`,
     rows flagged True are deletes and that column is not written. Returns
     stats: rows in/out, row groups, seconds, engine counters.
+    `release_mib`: give freed memory back to the system whenever the RSS grew
+    by this many MiB (0: never; default the environment's
+    `LSM_LAB_MERGE_RELEASE_MIB`, else `RELEASE_MIB`, off): a flatter peak
+    RSS against N for more CPU (see `RELEASE_MIB`).
     """
     if engine not in ENGINES:
         raise InputError(f"unknown merge engine {engine!r}; choose one of: {', '.join(ENGINES)}")
@@ -151,6 +208,7 @@ def merge_parquet_files(out_path: str | os.PathLike[str], input_paths: Sequence[
     stats: dict[str, Any] = {}
     started = time.perf_counter()
     writer: parquet_write.ParquetFileWriter | None = None
+    releaser = _Releaser((release_mib if release_mib is not None else _release_mib()) << 20)
     try:
         sources = [_batches(pf, schema, batch_size, add_delete, bar) for pf in files]
         out_schema, batches = open_merge(sources, spec, engine=engine, batch_size=batch_size,
@@ -158,8 +216,10 @@ def merge_parquet_files(out_path: str | os.PathLike[str], input_paths: Sequence[
                                          count_comparisons=count_comparisons, stats=stats)
         assert out_schema is not None
         writer = output_writer(out, out_schema, key=key, row_group_size=row_group_size)
-        for batch in batches:
+        for i, batch in enumerate(batches, 1):
             writer.write(batch)
+            if i % RELEASE_CHECK == 0:
+                releaser.check()  # the allocator's freed pages back to the system when they piled up
         writer.close()
     except LsmLabError as exc:
         _discard(writer)
@@ -168,6 +228,7 @@ def merge_parquet_files(out_path: str | os.PathLike[str], input_paths: Sequence[
         _discard(writer)
         raise
     finally:
+        releaser.close()
         if bar is not None:
             bar.close()
     assert writer is not None
@@ -179,6 +240,7 @@ def merge_parquet_files(out_path: str | os.PathLike[str], input_paths: Sequence[
         "row_groups": writer.row_groups,
         "seconds": time.perf_counter() - started,
         "output": str(out),
+        "memory_releases": releaser.releases,
         **stats,
     }
 
@@ -196,4 +258,4 @@ def _discard(writer: parquet_write.ParquetFileWriter | None) -> None:
         writer.abort()
 
 
-__all__ = ["MERGE_BATCH_ROWS", "merge_parquet_files", "output_writer"]
+__all__ = ["MERGE_BATCH_ROWS", "RELEASE_CHECK", "RELEASE_MIB", "merge_parquet_files", "output_writer"]

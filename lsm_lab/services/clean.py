@@ -28,7 +28,8 @@ The clean is an instant like any other:
 
     <t>.clean.requested   HoodieCleanerPlan  {"earliestInstantToRetain": {...}, "policy": ...,
                                               "filePathsToBeDeletedPerPartition": {p: [{"filePath": ...}]}}
-    <t>.clean.inflight    (files being deleted, heartbeat held)
+    <t>.clean.inflight    (files being deleted, heartbeat held; on an object store the
+                          whole clean runs in one hold of the table lock instead, `_run_held`)
     <t>_<c>.clean         HoodieCleanMetadata {"totalFilesDeleted": n, "partitionMetadata": {...}}
 
 A cleaner killed half way leaves the plan pending; the next `clean` finishes
@@ -53,7 +54,7 @@ from lsm_lab.filegroup import fsview
 from lsm_lab.filegroup.planner import pending_plans
 from lsm_lab.format import keyindex, naming
 from lsm_lab.services import heartbeat, mdt_write
-from lsm_lab.services.lock import table_lock
+from lsm_lab.services.lock import check_table_lock, table_lock
 from lsm_lab.services.rollback import rollback_failed_writes
 from lsm_lab.storage import StoragePath, TablePath, paths
 from lsm_lab.table.state import TableState
@@ -145,9 +146,10 @@ class _Views:
         return {f.path for g in self.groups(read_time) for f in g.latest.files}
 
 
-def plan_clean(table: TableState, policy: str, retained: int) -> dict[str, Any]:
-    """A `HoodieCleanerPlan` dict: the files the policy lets go (possibly none)."""
-    views = _Views(table)
+def plan_clean(table: TableState, policy: str, retained: int, *, views: _Views | None = None) -> dict[str, Any]:
+    """A `HoodieCleanerPlan` dict: the files the policy lets go (possibly none); `views`: of a listing made
+    by the caller (else one is made)."""
+    views = views if views is not None else _Views(table)
     writes = views.writes
     needed = views.snapshot_files(None)
     earliest: Instant | None = None
@@ -207,7 +209,11 @@ def files_in_plan(plan: Mapping[str, Any]) -> list[str]:
 
 
 # --------------------------------------------------------------------------- running a plan
-def _execute(table: TableState, inflight: Instant, plan: Mapping[str, Any], started: float) -> Instant:
+def _execute(table: TableState, inflight: Instant, plan: Mapping[str, Any], started: float,
+             sidecar_keys: list[str] | None = None) -> Instant:
+    """Delete the plan's files and complete the clean.  `sidecar_keys` (object stores, a clean planned in
+    this lock hold): the key index sidecars the deletion leaves without files, deleted in the same bulk
+    DELETE; without them the sidecars are pruned after the completion from a new listing."""
     deleted: dict[str, list[str]] = {}
     failed: dict[str, list[str]] = {}
     remote: list[tuple[str, str, StoragePath]] = []
@@ -228,9 +234,14 @@ def _execute(table: TableState, inflight: Instant, plan: Mapping[str, Any], star
                 deleted.setdefault(partition, []).append(entry["filePath"])  # an earlier attempt got it
             except OSError:
                 failed.setdefault(partition, []).append(entry["filePath"])
+    pruned = False  # the sidecars went with the data files
     if remote:  # an object store answers a DELETE of a missing key as done: no HEAD is needed to know
         try:
-            remote[0][2].storage.delete_many([path.key for _, _, path in remote])
+            store = remote[0][2].storage
+            together = sidecar_keys if sidecar_keys and isinstance(table.path, StoragePath) \
+                and table.path.storage is store else []
+            store.delete_many([path.key for _, _, path in remote] + together)
+            pruned = sidecar_keys is not None and len(together) == len(sidecar_keys)
             for partition, rel, _ in remote:
                 deleted.setdefault(partition, []).append(rel)
         except (OSError, StorageError):
@@ -250,8 +261,11 @@ def _execute(table: TableState, inflight: Instant, plan: Mapping[str, Any], star
         "version": PLAN_VERSION,
     }
     with table_lock(table.path):
+        check_table_lock(table.path)  # object stores: the lease is still ours (else the next cleaner resumes it)
         mdt_write.update(table.path, inflight, meta, config=table.config)  # the metadata table first, as upstream
         done = table.active_timeline.complete(inflight, meta)
+    if pruned:
+        return done
     # key index sidecars of instants whose files are all gone (listed after the sidecars: see prune_sidecars)
     keyindex.prune_sidecars(table.path, (path.name for _, path, _ in fsview.list_data_files(table.path)))
     return done
@@ -297,10 +311,16 @@ def _clean_once(table: TableState, chosen: str, n: int) -> tuple[Instant | None,
                 pending = True
                 break
         else:
-            plan = plan_clean(table, chosen, n)
+            remote = isinstance(table.path, StoragePath)
+            # the sidecars, listed before the data files (as keyindex.prune_sidecars needs)
+            sidecars = keyindex.sidecar_instants(table.path) if remote else []
+            views = _Views(table)
+            plan = plan_clean(table, chosen, n, views=views)
             if not files_in_plan(plan):
                 return None, False
             begin = timeline.new_instant_time()
+            if remote:
+                return _run_held(table, plan, begin, sidecars, [path.name for _, path, _ in views.files]), False
             hb = heartbeat.Heartbeat(table.path, begin).start()
             try:
                 target = timeline.request(CLEAN, plan, begin_time=begin)
@@ -308,6 +328,26 @@ def _clean_once(table: TableState, chosen: str, n: int) -> tuple[Instant | None,
                 hb.stop()
                 raise
     return _run(table, target, hb), pending
+
+
+def _run_held(table: TableState, plan: dict[str, Any], begin: str, sidecars: list[str],
+              listed: list[str]) -> Instant:
+    """Object stores: request, run and complete a new clean inside the lock hold that planned it.
+
+    No heartbeat (its GET, PUT and DELETE): another process judges a pending clean only under the table
+    lock, which this one holds from the plan to the completion, so while it lives nobody sees the clean
+    pending; if it dies, the lock's lease runs out and the next cleaner finds a pending clean without a
+    heartbeat and resumes it, as it would after a dead heartbeat.  A lease lost while alive (its renewal
+    failed) is caught before the completion (`check_table_lock`); a second cleaner that resumed the plan
+    meanwhile deletes the same files, which is harmless.  The deletion is one bulk DELETE per 1,000 keys,
+    the sidecars the deletion empties included (`listed`: the data files of the plan's listing)."""
+    started = time.monotonic()
+    timeline = table.active_timeline
+    inflight = timeline.start(timeline.request(CLEAN, plan, begin_time=begin))
+    going = [rel.rsplit("/", 1)[-1] for rel in files_in_plan(plan)]
+    assert isinstance(table.path, StoragePath)
+    keys = keyindex.sidecars_left_without_files(table.path, sidecars, listed, going)
+    return _execute(table, inflight, plan, started, sidecar_keys=keys)
 
 
 def maybe_clean(table: TableState) -> Instant | None:

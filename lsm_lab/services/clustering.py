@@ -556,7 +556,7 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
                     "was rolled back — plan it again")
             mdt_write.update(table.path, inflight, meta, config=timeline.config)  # the metadata table first, as upstream
             done = timeline.complete(inflight, meta)
-            markers.delete_markers(table.path, begin)
+            markers.delete_markers(table.path, begin, mine_only=True)
         return done
     except ConflictError:
         raise

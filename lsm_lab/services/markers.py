@@ -11,6 +11,15 @@ orphan.  Either way `rollback` deletes what the markers name (plus, as a safety
 net, any data file carrying the instant in its name), and the marker folder
 goes when the instant completes or is rolled back.
 
+On an object store a process remembers the markers it created (`_created`), so
+the one that completes an instant deletes its markers with one bulk DELETE and
+no LIST of the folder first (`delete_markers(..., mine_only=True)`).  That is
+complete when this process wrote every marker of the attempt: a table service
+removes a dead earlier attempt's markers when it claims the plan, a write's
+instant is new.  When it is not (a Spark runner's tasks wrote markers in other
+processes), what is left is a marker folder of a completed instant, which the
+next writer's sweep removes (`rollback.sweep`): garbage, never a lost file.
+
 Markers are never written through a symbolic link out of the table: a linked
 `.hoodie/.temp`, `.hoodie/.temp/<instant>` or marker raises `UnsafePathError`
 (`paths.make_folders`, `paths.touch`), and `delete_markers` removes only a real
@@ -26,6 +35,7 @@ Taught in: notebooks/01_build_a_table.ipynb
 from __future__ import annotations
 
 import os
+import threading
 from typing import cast
 
 from lsm_lab.storage import StoragePath, TablePath, path_of, paths, walk_files
@@ -33,6 +43,9 @@ from lsm_lab.storage import StoragePath, TablePath, path_of, paths, walk_files
 TEMP_FOLDER = ".temp"
 IO_TYPES = ("CREATE", "MERGE", "APPEND")
 _SUFFIX = ".marker."
+#: object stores: marker folder (its URI) → the markers this process created in it (by URI)
+_created: dict[str, dict[str, StoragePath]] = {}
+_guard = threading.Lock()
 
 
 def marker_folder(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> TablePath:
@@ -48,6 +61,9 @@ def create_marker(base_path: str | os.PathLike[str] | StoragePath, instant: str,
     if partition:
         folder = folder / partition
     path = folder / f"{file_name}{_SUFFIX}{io_type}"
+    if isinstance(path, StoragePath):  # noted before the PUT: a PUT that fails half way may still have written it
+        with _guard:
+            _created.setdefault(str(marker_folder(base_path, instant)), {})[str(path)] = path
     paths.make_folders(folder)  # never through a link out of the table (.hoodie/.temp -> elsewhere)
     return cast("TablePath", paths.touch(path))  # O_NOFOLLOW: a link as marker is refused, its target never touched (a store: a PUT)
 
@@ -64,6 +80,20 @@ def marked_files(base_path: str | os.PathLike[str] | StoragePath, instant: str) 
     return sorted(out)
 
 
-def delete_markers(base_path: str | os.PathLike[str] | StoragePath, instant: str) -> None:
+def delete_markers(base_path: str | os.PathLike[str] | StoragePath, instant: str, *, mine_only: bool = False) -> None:
+    """Remove the marker folder of `instant`.
+
+    `mine_only` (object stores, the completion of an attempt this process ran): delete the markers this
+    process created, with no LIST of the folder; without a record of any, list the folder as usual."""
+    folder = marker_folder(base_path, instant)
+    with _guard:
+        mine = _created.pop(str(folder), None)
+    if mine_only and mine and isinstance(folder, StoragePath):
+        by_store: dict[int, list[StoragePath]] = {}
+        for path in mine.values():
+            by_store.setdefault(id(path.storage), []).append(path)
+        for group in by_store.values():  # (one store in practice: S3 takes 1,000 keys per request)
+            group[0].storage.delete_many(sorted(p.key for p in group))
+        return
     # only a real folder lsm_lab made under .hoodie/.temp, never a symlink out (a store: the keys below it)
-    paths.remove_tree(base_path, marker_folder(base_path, instant), parent=TEMP_FOLDER)
+    paths.remove_tree(base_path, folder, parent=TEMP_FOLDER)

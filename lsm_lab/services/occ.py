@@ -198,7 +198,7 @@ class WriteTransaction:
             check_table_lock(self.base_path)  # object stores: the lease is still ours right before the commit
             mdt_write.update(self.base_path, self.instant, metadata, config=self.timeline.config)  # the metadata table first, as upstream
             done = self.timeline.complete(self.instant, metadata)
-            markers.delete_markers(self.base_path, self.begin_time)
+            markers.delete_markers(self.base_path, self.begin_time, mine_only=True)
         self._finish()
         return done
 

@@ -82,12 +82,14 @@ def _table_version(base_path: TablePath) -> int:
         return 9
 
 
-def files_of_instant(base_path: TablePath, begin_time: str) -> list[Any]:
-    """Data files an instant wrote: those its markers name plus any file carrying its time in the name."""
+def files_of_instant(base_path: TablePath, begin_time: str, *, table_version: int | None = None) -> list[Any]:
+    """Data files an instant wrote: those its markers name plus any file carrying its time in the name.
+
+    `table_version`: the table's version when the caller has read `hoodie.properties` already (else read)."""
     base_path = as_path(base_path)
     # In table version 6 a v1 log is named for its *base* instant, not for the instant that wrote it
     # (a log written during a pending compaction c is even named for c): only markers identify it.
-    v1_named_for_writer = _table_version(base_path) >= 8
+    v1_named_for_writer = (table_version if table_version is not None else _table_version(base_path)) >= 8
     found: set[Any] = {path for _, path, name in list_data_files(base_path)
              if name.instant == begin_time and (v1_named_for_writer or name.log_format != 1)}
     for partition, file_name, _ in markers.marked_files(base_path, begin_time):
@@ -97,15 +99,17 @@ def files_of_instant(base_path: TablePath, begin_time: str) -> list[Any]:
     return sorted(found)
 
 
-def delete_instant_files(base_path: TablePath, begin_time: str) -> list[str]:
-    """Delete an instant's data files (and temp files of marked ones); returns paths relative to the table."""
+def delete_instant_files(base_path: TablePath, begin_time: str, *, table_version: int | None = None) -> list[str]:
+    """Delete an instant's data files (and temp files of marked ones); returns paths relative to the table.
+
+    `table_version`: as for `files_of_instant`."""
     base_path = as_path(base_path)
     deleted = []
     for partition, file_name, _ in markers.marked_files(base_path, begin_time):
         folder = base_path / partition if partition else base_path
         for tmp in temp_leftovers(folder, file_name):  # a writer killed inside write_parquet (a store has none)
             paths.unlink(tmp)  # never through a partition folder linked out of the table
-    for path in files_of_instant(base_path, begin_time):
+    for path in files_of_instant(base_path, begin_time, table_version=table_version):
         if not paths.unlink(path, missing_ok=True):
             continue
         deleted.append(path.relative_to(base_path).as_posix())

@@ -273,14 +273,16 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
     source: Any = info.source if info.source is not None else info.path
     if isinstance(source, StoragePath) and info.size and len(plan) > 1:
         # the row groups to read, coalesced: one ranged GET from the first to the last when that span is at
-        # most twice their bytes or at most ranged.WHOLE_MAX (8 MiB: the bytes between cost less than a request
-        # each), else windows of up to 8 MiB of consecutive row groups, one GET each
+        # most twice their bytes or holds at most ranged.WHOLE_MAX (8 MiB) between them (the bytes between
+        # cost less than a request; two 8 MiB windows held as much), else windows of up to 8 MiB of
+        # consecutive row groups, one GET each
         rg_spans = ranged.row_group_spans(info.metadata)
         hit_spans = [rg_spans[rg] for rg, _ in plan if rg < len(rg_spans)]
         if len(hit_spans) == len(plan):
             first = min(a for a, _ in hit_spans)
             last = max(b for _, b in hit_spans)
-            if last - first <= max(2 * sum(b - a for a, b in hit_spans), ranged.WHOLE_MAX):
+            hit = sum(b - a for a, b in hit_spans)
+            if last - first <= max(2 * hit, hit + ranged.WHOLE_MAX):
                 window, keep = last - first, 1
             else:
                 window, keep = ranged.WHOLE_MAX, 2
