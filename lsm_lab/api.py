@@ -54,7 +54,7 @@ from lsm_lab.services import archiver, clean, clustering, commit, compaction, oc
 from lsm_lab.services import rollback as rb
 from lsm_lab.services.lock import table_lock
 from lsm_lab.storage import StoragePath, as_path, paths, request_scope
-from lsm_lab.table import cdc, inspect, scan, schema_history, stream
+from lsm_lab.table import cdc, inspect, mdt_use, scan, schema_history, stream
 from lsm_lab.table import lookup as key_lookup
 from lsm_lab.table.metadata_table import MetadataTable, open_metadata_table
 from lsm_lab.table.predicate import FilterLike
@@ -297,7 +297,8 @@ class Table(TableState):
     # ------------------------------------------------------------------ reads
     @_one_listing
     def read(self, *, as_of: TimeLike | None = None, columns: Sequence[str] | None = None, filter: FilterLike | None = None,
-             merge: str | None = None, strict: bool | None = None, positions: bool = True) -> pa.Table:
+             merge: str | None = None, strict: bool | None = None, positions: bool = True,
+             indexes: bool = True) -> pa.Table:
         """Snapshot read, or time travel with `as_of`.
 
         `as_of=T` (a string yyyyMMddHHmmss[SSS], an int, a datetime, an `InstantTime`) is an *instant
@@ -317,16 +318,19 @@ class Table(TableState):
         block instead of skipping it as Hudi does (default: the table's, see `open_table`);
         `positions=False`: merge every file slice by key, ignoring the logs' RECORD_POSITIONS
         (the same rows; filegroup/posmerge.py), e.g. to measure what merging by position saves.
+        `indexes=False`: do not use the metadata table's indexes (column statistics, record and secondary
+        indexes skip file slices that cannot match a filter; table/mdt_use.py) — the same rows.
         What the read skipped is in `self.last_read_stats` (a `ReadStats`: `corrupt_blocks_skipped`, each
-        also logged as a warning on the `lsm_lab.v1` logger).
+        also logged as a warning on the `lsm_lab.v1` logger; `files_skipped_column_stats`,
+        `slices_skipped_index`, `indexes_used`).
         """
         return self.scan(as_of=as_of, columns=columns, filter=filter, merge=merge, strict=strict,
-                         positions=positions).to_table(progress=True)
+                         positions=positions, indexes=indexes).to_table(progress=True)
 
     @_one_listing
     def scan(self, *, columns: Sequence[str] | None = None, filter: FilterLike | None = None,
              as_of: TimeLike | None = None, batch_size: int = stream.BATCH_ROWS, merge: str | None = None,
-             strict: bool | None = None, positions: bool = True) -> stream.Scan:
+             strict: bool | None = None, positions: bool = True, indexes: bool = True) -> stream.Scan:
         """A planned snapshot (or time-travel) read to consume as a stream or whole (table/stream.py).
 
         The arguments are `read`'s (`as_of`, `filter`, `merge`, … mean the same and are checked now);
@@ -338,7 +342,8 @@ class Table(TableState):
 
         A filter never gives a wrong row on MERGE_ON_READ: it is applied after the merge; before it,
         statistics skip a file slice only when no data file of it can hold a matching row version
-        (`scan.stats_prune`), and record-key conditions prune as a lookup does."""
+        (`scan.stats_prune`), and record-key conditions prune as a lookup does.  On a table with a
+        metadata table, its indexes skip slices first (`indexes=False` turns it off; table/mdt_use.py)."""
         columns = checks.columns_arg(columns)
         empty = columns == []
         if empty:  # N rows of no columns: read one (the key) to count them, then drop it
@@ -353,12 +358,15 @@ class Table(TableState):
         self.last_read_stats = ctx.stats  # corrupt v1 blocks skipped (filegroup/readstats.py)
         parts = scan.prune_partitions(self.config, ctx.schema, self.partitions(), filter)
         slices = self.latest_slices(read_time, partitions=parts)
+        if checks.bool_arg(indexes, "indexes") and filter is not None:
+            slices = mdt_use.prune_with_indexes(self, ctx.full_schema, slices, filter,
+                                                latest=self._is_latest(read_time), stats=ctx.stats)
         plan = scan.plan_scan(ctx, slices, columns=columns, filter=filter, engine=merge)
         return stream.Scan(plan, batch_size=batch_size, empty_columns=empty)
 
     @_one_listing
     def lookup(self, keys: str | Iterable[str], *, as_of: TimeLike | None = None, columns: Sequence[str] | None = None,
-               stats: LookupStats | None = None) -> pa.Table:
+               stats: LookupStats | None = None, indexes: bool = True) -> pa.Table:
         """Rows with the given record keys (composite keys as `f1:v1,f2:v2`), as of `as_of` (times as in `read`).
 
         Equals `read(as_of=as_of, columns=columns)` filtered to those keys (rows
@@ -366,12 +374,35 @@ class Table(TableState):
         files by key range and bloom filter, row groups by statistics, rows by
         binary search in sorted files (lsm_lab/table/lookup.py).  Pass a
         `lsm_lab.table.lookup.LookupStats` as `stats` to count what was read.
+        On a table with a current, global record index in its metadata table, only the file groups
+        the index names for the keys are read (`indexes=False`: not; table/mdt_use.py).
         """
 
         columns = checks.columns_arg(columns)
-        reader = key_lookup.open_lookup(self, as_of=as_of)
+        wanted = key_lookup.as_keys(keys)
+        read_time = self.resolve_time(as_of)
+        self.check_retained(read_time)  # a pending commit or the cleaner's retention: refused, as read
+        ctx = self.read_context(read_time)
+        slices = self.latest_slices(read_time)
+        if checks.bool_arg(indexes, "indexes") and self._is_latest(read_time):
+            narrowed = mdt_use.record_index_slices(mdt_use.Indexes(self, latest=True), slices, wanted)
+            if narrowed is not None:
+                if stats is not None:
+                    stats.slices_pruned_record_index += len(slices) - len(narrowed)
+                ctx.stats.slices_skipped_index += len(slices) - len(narrowed)
+                ctx.stats.use_index(mdt_use.RECORD_INDEX)
+                slices = narrowed
+        reader = key_lookup.KeyLookup(ctx, slices)
         self.last_read_stats = reader.ctx.stats  # corrupt v1 blocks a lookup's fallback read skipped
-        return reader.lookup(keys, columns=columns, stats=stats)
+        return reader.lookup(wanted, columns=columns, stats=stats)
+
+    def _is_latest(self, read_time: TimeLike | None) -> bool:
+        """Whether a read at `read_time` sees every completed write (the record and secondary indexes hold
+        only the latest state)."""
+        if read_time is None:
+            return True
+        seen = {i.begin_time for i in self.visible_writes(read_time)}
+        return seen == {i.begin_time for i in self.completed_writes()}
 
     @_one_listing
     def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: TimeLike | None = None) -> pa.Table:
