@@ -50,7 +50,7 @@ from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.format import naming
 from lsm_lab.merge import records
 from lsm_lab.progress import bar
-from lsm_lab.services import archiver, clean, clustering, commit, compaction, occ, savepoint, upgrade
+from lsm_lab.services import archiver, clean, clustering, commit, compaction, mdt_maintained, occ, savepoint, upgrade
 from lsm_lab.services import rollback as rb
 from lsm_lab.services.lock import table_lock
 from lsm_lab.storage import StoragePath, as_path, paths, request_scope
@@ -271,7 +271,11 @@ class Table(TableState):
             by_partition.setdefault(g.partition, []).append(g)
         schema = batch.schema if len(batch.schema) else (self.schema or pa.schema([]))
         ctx = reader.ReadContext(self.path, self.config, schema, self.completion_map(snapshot), snapshot)
-        tagged = writer.tag(self.config, rows, by_partition, ctx, op=op)
+        # the record index tags existing keys only when this writer keeps it current (services/mdt_maintained.py);
+        # otherwise it would be stale after this write, and the keys of the partition's file groups are read
+        locate = None if op == "delete" else mdt_use.record_index_locator(
+            self, mdt_maintained.maintained_partitions(self.config))
+        tagged = writer.tag(self.config, rows, by_partition, ctx, op=op, locate=locate)
         writer.write_partition_metadata(self.path, parts, instant)
         if txn is not None:  # every marker before any data file: a crash leaves nothing unmarked
             for task, (partition, file_id, _, latest, _) in enumerate(tagged):

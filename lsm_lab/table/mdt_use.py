@@ -29,6 +29,10 @@ hold the rows it wants, then reads only those, and still applies the whole filte
   Hudi table whose MDT it does not maintain) makes it stale, and the read falls back to scanning.
 * the record index is used only when it is global (`isPartitioned` false in the index
   definitions): a partitioned one keys the same record key once per partition.
+* the record index holds one location per key (the invariant upstream's writers keep): a table that
+  holds a key in two file groups anyway (the shipped `v9_nonpartitioned_rollback` holds TXN-002 twice,
+  after a rollback) reads that key from the indexed group only, as upstream's `RecordLevelIndexSupport`
+  does; `indexes=False` reads both.
 * a secondary index is used for `=` / `in` on the one column its definition names (identity
   function), for string, integer and date columns, whose stored text lsm_lab reproduces (dates
   as days since 1970, as the shipped tables store them).
@@ -63,7 +67,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lsm_lab.errors import LsmLabError
+from lsm_lab.errors import LsmLabError, UnsupportedFeatureError
 from lsm_lab.filegroup.fsview import FileSlice
 from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.merge.records import RECORD_KEY
@@ -402,14 +406,18 @@ def prune_with_indexes(table: TableState, schema: pa.Schema, slices: Sequence[Fi
 
 # --------------------------------------------------------------------------- upsert tagging
 def record_index_locator(table: TableState, maintained: Iterable[str]
-                         ) -> Callable[[pa.Array], tuple[pa.Array, pa.Array]] | None:
-    """keys → (partition, file id) arrays (null where the index has no entry), for the writer's tagging
-    (filegroup/write.py `tag`); None when the record index must not be used:
+                         ) -> Callable[[pa.Array, str], tuple[pa.Array, pa.Array]] | None:
+    """(keys, their partition) → (partition, file id) arrays (null where the index has no entry), for the
+    writer's tagging (filegroup/write.py `tag`); None when the record index must not be used:
 
     * `hoodie.index.type` is not a record-index type (RECORD_INDEX, RECORD_LEVEL_INDEX, GLOBAL_RECORD_LEVEL_INDEX);
     * the writer does not keep `record_index` up to date (`maintained`, services/mdt_maintained.py): the index
       would go stale after this very write, and a later upsert tagged from it would miss the keys written now;
-    * the table declares no record index, or it is not current (a write it does not know about)."""
+    * the table declares no record index, or it is not current (a write it does not know about).
+
+    A global index type (RECORD_INDEX, GLOBAL_RECORD_LEVEL_INDEX) keeps a key in one partition: a batch row
+    whose key the index places in another partition is refused (`UnsupportedFeatureError`): upstream moves
+    it (`hoodie.record.index.update.partition.path`) or updates it in place, lsm_lab does neither yet."""
     index_type = table.config.props.get("hoodie.index.type", "").strip().upper()
     if index_type not in RECORD_INDEX_TYPES or RECORD_INDEX not in set(maintained):
         return None
@@ -417,11 +425,21 @@ def record_index_locator(table: TableState, maintained: Iterable[str]
     if idx.mdt is None or RECORD_INDEX not in idx.partitions or not idx.current():
         return None
     mdt = idx.mdt
+    is_global = index_type in GLOBAL_RECORD_INDEX_TYPES
 
-    def locate(keys: pa.Array) -> tuple[pa.Array, pa.Array]:
+    def locate(keys: pa.Array, partition: str) -> tuple[pa.Array, pa.Array]:
         loc = mdt.record_index(keys.to_pylist())
         at = pc.index_in(keys, value_set=loc.column("record_key"))
-        return loc.column("partition").take(at), loc.column("file_id").take(at)
+        where, fids = loc.column("partition").take(at), loc.column("file_id").take(at)
+        if is_global:
+            moved = pc.fill_null(pc.not_equal(where, partition), False)
+            if pc.any(moved).as_py():
+                key = keys.filter(moved)[0].as_py()
+                raise UnsupportedFeatureError(
+                    f"record key {key!r} is in partition {where.filter(moved)[0].as_py()!r} by the global record "
+                    f"index (hoodie.index.type={index_type}), the batch puts it in {partition!r}: moving a key "
+                    "between partitions is not supported", path=table.path)
+        return where, fids
 
     return locate
 
