@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -298,3 +299,20 @@ def test_index_definitions_and_typed_bounds(real_table: Callable[[str], Path], t
                                          pa.timestamp("us", tz="UTC")))).as_py()
     days = mdt_use.typed_bounds(["19737", "2024-01-15", "x"], ["int", "date", "int"], pa.date32())
     assert days.to_pylist() == [dt.date(2024, 1, 15), dt.date(2024, 1, 15), None]
+
+
+def test_cli_read_and_lookup_report_the_indexes(real_table: Callable[[str], Path],
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from lsm_lab.cli.app import main as cli_main
+
+    path = str(real_table("v9_txns_simple_meta"))
+    assert cli_main(["read", path, "--filter", "merchant_name = 'Amazon'", "--columns", "txn_id", "--json"]) == 0
+    out = capsys.readouterr()
+    assert "secondary_index_merchant_idx" in out.err and "4 slices by the record index" in out.err
+    assert [r["txn_id"] for r in json.loads(out.out)] == ["TXN-001"]
+    assert cli_main(["read", path, "--filter", "merchant_name = 'Amazon'", "--no-indexes", "--json"]) == 0
+    assert "indexes:" not in capsys.readouterr().err
+    assert cli_main(["lookup", path, "TXN-001", "--columns", "txn_id"]) == 0
+    assert "record index: 4 file slice(s) skipped" in capsys.readouterr().err
+    assert cli_main(["lookup", path, "TXN-001", "--no-indexes"]) == 0
+    assert "record index" not in capsys.readouterr().err

@@ -71,7 +71,7 @@ from lsm_lab.errors import LsmLabError, UnsupportedFeatureError
 from lsm_lab.filegroup.fsview import FileSlice
 from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.merge.records import RECORD_KEY
-from lsm_lab.table.metadata_table import SECONDARY_PREFIX, MetadataTable, open_metadata_table
+from lsm_lab.table.metadata_table import PROPERTY_PARTITIONS, SECONDARY_PREFIX, MetadataTable, open_metadata_table
 from lsm_lab.table.predicate import FilterLike
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.instant import DELTA_COMMIT, WRITE_ACTIONS, State
@@ -126,12 +126,37 @@ def index_is_current(m: MetadataTable) -> bool:
                if i.state == State.COMPLETED and i.action in WRITE_ACTIONS and i.begin_time >= first)
 
 
+#: merged metadata tables kept per process, by path and both timelines (a later read of an unchanged table
+#: reuses the merged MDT partitions instead of decoding them again): at most this many
+_CACHE_SIZE = 8
+_CACHE: dict[tuple[str, tuple[tuple[str, str, str], ...], tuple[tuple[str, str, str], ...]], MetadataTable] = {}
+
+
+def _shared(m: MetadataTable) -> MetadataTable:
+    """`m`, or the instance already opened on the same metadata table in the same state (its merges cached).
+
+    Both timelines are in the key: a new MDT deltacommit, compaction or rollback, or a new data instant
+    (valid instants), opens it afresh; MDT files change only with MDT instants."""
+    def sig(state: TableState) -> tuple[tuple[str, str, str], ...]:
+        return tuple((i.begin_time, i.action, i.state.name) for i in state.instants())
+
+    key = (str(m.mdt.path), sig(m.mdt), sig(m.data))
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = m
+    return m
+
+
 class Indexes:
     """The metadata table of one read, with what it offers (opened once per read; None-safe helpers)."""
 
     def __init__(self, table: TableState, *, latest: bool) -> None:
         self.table = table
-        self.mdt = open_metadata_table(table)
+        opened = open_metadata_table(table)
+        self.mdt = _shared(opened) if opened is not None else None
         self.partitions = set(self.mdt.partitions()) if self.mdt is not None else set()
         self._defs: dict[str, dict[str, Any]] | None = None
         self._current: bool | None = None
@@ -381,7 +406,8 @@ def prune_with_indexes(table: TableState, schema: pa.Schema, slices: Sequence[Fi
     """A read's slices after the metadata table's indexes (module docstring): secondary index and record keys of
     the filter through the record index, then column statistics.  The slices a plain read would use otherwise."""
     items = list(slices)
-    if filter is None:
+    declared = {p.strip() for p in table.config.props.get(PROPERTY_PARTITIONS, "").split(",")}
+    if filter is None or not (declared & {COLUMN_STATS, RECORD_INDEX}):  # (the `files` listing alone: nothing to use)
         return items
     idx = Indexes(table, latest=latest)
     if idx.mdt is None:
