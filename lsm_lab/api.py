@@ -388,7 +388,8 @@ class Table(TableState):
         self.check_retained(read_time)  # a pending commit or the cleaner's retention: refused, as read
         ctx = self.read_context(read_time)
         slices = self.latest_slices(read_time)
-        if checks.bool_arg(indexes, "indexes") and self._is_latest(read_time):
+        if checks.bool_arg(indexes, "indexes") and mdt_use.declares(self, mdt_use.RECORD_INDEX) \
+                and self._is_latest(read_time):
             narrowed = mdt_use.record_index_slices(mdt_use.Indexes(self, latest=True), slices, wanted)
             if narrowed is not None:
                 if stats is not None:

@@ -114,6 +114,13 @@ def index_definitions(table: TableState) -> dict[str, dict[str, Any]]:
     return {str(k): v for k, v in defs.items() if isinstance(v, dict)}
 
 
+def declares(table: TableState, *names: str) -> bool:
+    """Whether the table declares any of these MDT partitions (`hoodie.table.metadata.partitions`), without
+    opening the metadata table (a table whose MDT keeps only `files` offers no index to read with)."""
+    declared = {p.strip() for p in table.config.props.get(PROPERTY_PARTITIONS, "").split(",")}
+    return bool(declared & set(names))
+
+
 def index_is_current(m: MetadataTable) -> bool:
     """Whether every completed data write after the MDT's first deltacommit has its completed MDT deltacommit
     (upstream writes the MDT deltacommit of instant t before t completes); an index built later by an
@@ -406,8 +413,7 @@ def prune_with_indexes(table: TableState, schema: pa.Schema, slices: Sequence[Fi
     """A read's slices after the metadata table's indexes (module docstring): secondary index and record keys of
     the filter through the record index, then column statistics.  The slices a plain read would use otherwise."""
     items = list(slices)
-    declared = {p.strip() for p in table.config.props.get(PROPERTY_PARTITIONS, "").split(",")}
-    if filter is None or not (declared & {COLUMN_STATS, RECORD_INDEX}):  # (the `files` listing alone: nothing to use)
+    if filter is None or not declares(table, COLUMN_STATS, RECORD_INDEX):  # (`files` alone: nothing to use)
         return items
     idx = Indexes(table, latest=latest)
     if idx.mdt is None:
@@ -445,7 +451,7 @@ def record_index_locator(table: TableState, maintained: Iterable[str]
     whose key the index places in another partition is refused (`UnsupportedFeatureError`): upstream moves
     it (`hoodie.record.index.update.partition.path`) or updates it in place, lsm_lab does neither yet."""
     index_type = table.config.props.get("hoodie.index.type", "").strip().upper()
-    if index_type not in RECORD_INDEX_TYPES or RECORD_INDEX not in set(maintained):
+    if index_type not in RECORD_INDEX_TYPES or RECORD_INDEX not in set(maintained) or not declares(table, RECORD_INDEX):
         return None
     idx = Indexes(table, latest=True)
     if idx.mdt is None or RECORD_INDEX not in idx.partitions or not idx.current():
@@ -470,6 +476,7 @@ def record_index_locator(table: TableState, maintained: Iterable[str]
     return locate
 
 
-__all__ = ["GLOBAL_RECORD_INDEX_TYPES", "RECORD_INDEX_TYPES", "Indexes", "column_stats_prune", "filter_record_keys",
+__all__ = ["GLOBAL_RECORD_INDEX_TYPES", "RECORD_INDEX_TYPES", "Indexes", "column_stats_prune", "declares",
+           "filter_record_keys",
            "index_definitions", "index_is_current", "prune_with_indexes", "record_index_locator",
            "record_index_slices", "secondary_keys", "typed_bounds"]
