@@ -410,15 +410,19 @@ class Table(TableState):
         return seen == {i.begin_time for i in self.completed_writes()}
 
     @_one_listing
-    def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: TimeLike | None = None) -> pa.Table:
+    def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: TimeLike | None = None,
+                       filter: FilterLike | None = None, indexes: bool = True) -> pa.Table:
         """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table.
 
-        `as_of`: the base files of the slices a `read(as_of=...)` would use (times as in `read`)."""
-        return self.scan_optimized(columns=columns, as_of=as_of).to_table()
+        `as_of`: the base files of the slices a `read(as_of=...)` would use (times as in `read`);
+        `filter`: as `read`'s, applied to the base files' rows; base files the metadata table's column
+        statistics rule out are not read (`indexes=False`: they are; table/mdt_use.py)."""
+        return self.scan_optimized(columns=columns, as_of=as_of, filter=filter, indexes=indexes).to_table()
 
     @_one_listing
     def scan_optimized(self, *, columns: Sequence[str] | None = None, as_of: TimeLike | None = None,
-                       batch_size: int = stream.BATCH_ROWS) -> stream.Scan:
+                       batch_size: int = stream.BATCH_ROWS, filter: FilterLike | None = None,
+                       indexes: bool = True) -> stream.Scan:
         """`read_optimized` as a `Scan` (table/stream.py): the base file of every slice, one after another."""
         columns = checks.columns_arg(columns)
         empty = columns == []
@@ -427,9 +431,19 @@ class Table(TableState):
         read_time = self.resolve_time(as_of)
         self.check_retained(read_time)
         ctx = self.read_context(read_time)
+        self.last_read_stats = ctx.stats
         only_base = [FileSlice(fs.partition, fs.file_id, fs.base_instant, fs.base_file, ())
                      for fs in self.latest_slices(read_time) if fs.base_file is not None]
-        plan = scan.plan_scan(ctx, only_base, columns=columns, engine="hash")
+        if filter is not None:
+            kept = set(scan.prune_partitions(self.config, ctx.schema, sorted({f.partition for f in only_base}), filter))
+            only_base = [fs for fs in only_base if fs.partition in kept]
+        if checks.bool_arg(indexes, "indexes") and filter is not None \
+                and mdt_use.declares(self, mdt_use.COLUMN_STATS):
+            # column statistics only: every slice here is a base file alone, judged by its own statistics; the
+            # record and secondary indexes hold the latest values (logs included), not the base files' ones
+            only_base = mdt_use.column_stats_prune(mdt_use.Indexes(self, latest=self._is_latest(read_time)),
+                                                   ctx.full_schema, only_base, filter, ctx.stats)
+        plan = scan.plan_scan(ctx, only_base, columns=columns, filter=filter, engine="hash")
         return stream.Scan(plan, batch_size=batch_size, empty_columns=empty)
 
     @_one_listing

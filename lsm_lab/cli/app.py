@@ -163,9 +163,9 @@ def cmd_read(args: argparse.Namespace) -> int:
     lookup_stats = None
     if not args.cdc and (args.start is not None or args.end is not None):
         raise InputError("--start and --end bound a change stream: add --cdc")
-    if args.filter is not None and (args.cdc or args.key or args.read_optimized):
-        raise InputError("--filter applies to snapshot and time-travel reads; it cannot be combined with --cdc, "
-                         "--key or --read-optimized")
+    if args.filter is not None and (args.cdc or args.key):
+        raise InputError("--filter applies to snapshot, time-travel and read-optimized reads; it cannot be combined "
+                         "with --cdc or --key")
     if not (args.cdc or args.key or args.read_optimized):
         return _read_streaming(args, table, columns)
     if args.cdc:
@@ -185,7 +185,10 @@ def cmd_read(args: argparse.Namespace) -> int:
         result = table.lookup(args.key, as_of=as_of_arg(args), columns=columns, stats=lookup_stats,
                               indexes=not args.no_indexes)
     else:
-        result = table.read_optimized(columns=columns, as_of=as_of_arg(args))
+        from lsm_lab.table.filtertext import parse_filter  # start-up: on first use
+
+        result = table.read_optimized(columns=columns, as_of=as_of_arg(args), indexes=not args.no_indexes,
+                                      filter=parse_filter(args.filter) if args.filter is not None else None)
     if lookup_stats is not None:
         print(f"lookup: {lookup_stats.summary()}", file=sys.stderr)
         print(f"lookup: {lookup_stats.index_summary()}", file=sys.stderr)
