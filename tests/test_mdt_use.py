@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -31,6 +32,7 @@ from hypothesis import strategies as st
 
 import lsm_lab
 from lsm_lab.errors import LsmLabError, UnsupportedFeatureError
+from lsm_lab.filegroup import index
 from lsm_lab.filegroup import write as writer
 from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.services import mdt_maintained
@@ -169,9 +171,9 @@ def test_secondary_index_filters(real_table: Callable[[str], Path], name: str) -
         ([("txn_date", "=", dates[-1])], "secondary_index_txn_date_idx"),
         ([("txn_date", "in", dates[:2]), ("amount", ">", decimal.Decimal("50"))], "secondary_index_txn_date_idx"),
     ]
-    for filter, index in cases:
+    for filter, index_name in cases:
         stats = _same(t, filter)
-        assert index in stats.indexes_used and "record_index" in stats.indexes_used, filter
+        assert index_name in stats.indexes_used and "record_index" in stats.indexes_used, filter
         assert stats.slices_skipped_index > 0, filter
     # time travel: the record and secondary indexes hold the latest state only, so they are not used
     old = t.completed_writes()[-3].begin_time
@@ -346,3 +348,29 @@ def test_cli_read_optimized_filter(real_table: Callable[[str], Path], capsys: py
     path = str(real_table("v9_txns_simple_meta"))
     assert cli_main(["read", path, "--read-optimized", "--filter", "merchant_name = 'Amazon'", "--json"]) == 0
     assert [r["txn_id"] for r in json.loads(capsys.readouterr().out)] == ["TXN-001"]
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_record_index_merges_only_the_shards_of_the_keys(real_table: Callable[[str], Path], name: str) -> None:
+    t = lsm_lab.open_table(real_table(name))
+    keys = sorted(set(t.read(columns=[KEY]).column(KEY).to_pylist()))
+    whole = t.metadata_table()
+    assert whole is not None
+    everything = whole.records("record_index")
+    expected = whole.record_index([*keys, "no-such-key"]).to_pylist()
+    m = t.metadata_table()
+    assert m is not None
+    one = m.record_index(keys[:1]).to_pylist()
+    assert one == [r for r in expected if r["record_key"] == keys[0]]
+    assert m.record_index([*keys, "no-such-key"]).to_pylist() == expected
+    slices = sorted(m.mdt.latest_slices(partitions=["record_index"]), key=lambda fs: fs.file_id)
+    if m._shards:  # upstream's layout (record-index-0000-0 … in sequence): each key sits in the shard it hashes to
+        assert len(m._shards) < len(slices) or len(keys) >= len(slices)
+        for i, shard in m._shards.items():
+            assert slices[i].file_id == f"record-index-{i:04d}-0"
+            for key in shard:
+                h = int(np.int32(np.uint32(index.java_string_hashes(pa.array([key]))[0])))
+                assert abs(h) % len(slices) == i, key
+        assert sorted(k for shard in m._shards.values() for k in shard) == sorted(everything)
+    else:  # another layout (a file group missing): the whole partition is merged
+        assert "record_index" in m._cache
