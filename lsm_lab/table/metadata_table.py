@@ -112,6 +112,7 @@ class MetadataTable:
         self.declared = list(declared)
         self._cache: dict[str, dict[str, mr.MetadataValue]] = {}
         self._shards: dict[int, dict[str, mr.MetadataValue]] = {}  # merged record_index shards (`_record_shards`)
+        self._shard_slices: list[Any] | None = None
         self._valid: set[str] | None = None
 
     def __repr__(self) -> str:
@@ -309,7 +310,9 @@ class MetadataTable:
         if whole is not None:
             return whole
         with self.mdt.pinned():
-            slices = sorted(self.mdt.latest_slices(partitions=[part]), key=lambda fs: fs.file_id)
+            if self._shard_slices is None:  # listed once per instance (an instance reads the MDT as of one state)
+                self._shard_slices = sorted(self.mdt.latest_slices(partitions=[part]), key=lambda fs: fs.file_id)
+            slices = self._shard_slices
             n = len(slices)
             if n == 0 or [fs.file_id for fs in slices] != [f"record-index-{i:04d}-0" for i in range(n)]:
                 return self.records(part)
@@ -317,7 +320,7 @@ class MetadataTable:
             signed = np.where(signed >= 1 << 31, signed - (1 << 32), signed)
             shards = sorted({int(x) for x in np.abs(signed) % n})
             out: dict[str, mr.MetadataValue] = {}
-            completion = self.mdt.completion_map()
+            completion = self.mdt.completion_map() if any(i not in self._shards for i in shards) else {}
             valid = self.valid_instants()
             for i in shards:
                 merged = self._shards.get(i)
