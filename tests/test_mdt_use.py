@@ -374,3 +374,29 @@ def test_record_index_merges_only_the_shards_of_the_keys(real_table: Callable[[s
         assert sorted(k for shard in m._shards.values() for k in shard) == sorted(everything)
     else:  # another layout (a file group missing): the whole partition is merged
         assert "record_index" in m._cache
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_record_key_filters_through_the_record_index(real_table: Callable[[str], Path], name: str) -> None:
+    t = lsm_lab.open_table(real_table(name))
+    snap = t.read(columns=[KEY, "_hoodie_file_name"]).to_pylist()
+    homes: dict[str, set[str]] = {}
+    for r in snap:
+        homes.setdefault(r[KEY], set()).add(r["_hoodie_file_name"].split("_")[0])
+    single = sorted(k for k, v in homes.items() if len(v) == 1)  # (a key twice: see the lookup test)
+    data = t.read()
+    lows = {c: min(v) for c in _user_columns(t)
+            if (v := [x for x in data.column(c).to_pylist() if x is not None]) and not isinstance(v[0], bool)}
+    others = sorted(lows)
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(st.sampled_from([*single, "no-such-key"]), min_size=1, max_size=4, unique=True),
+           st.booleans(), st.sampled_from(others))
+    def check(keys: list[str], as_in: bool, column: str) -> None:
+        filter: list[Any] = [(KEY, "in", keys)] if as_in or len(keys) > 1 else [(KEY, "=", keys[0])]
+        stats = _same(t, filter)
+        assert "record_index" in stats.indexes_used
+        both = _same(t, [*filter, (column, ">=", lows[column])])  # and a conjunct on another column
+        assert "record_index" in both.indexes_used
+
+    check()
