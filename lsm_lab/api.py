@@ -21,8 +21,10 @@ lsm_lab.services: the services take a `TableState`, and `Table` calls them.
       └─────► filegroup/write.py, table/scan.py, table/lookup.py ─────────────────► TableState
 
 Simplified compared with Apache Hudi: no write client / table service client
-split, no metadata table, no schema registry: the table schema is kept in the
-latest commit's `extraMetadata`, as Hudi does.
+split, no schema registry: the table schema is kept in the latest commit's
+`extraMetadata`, as Hudi does.  A metadata table is read (`metadata_table()`), its
+indexes used by reads and lookups (table/mdt_use.py), and its `files` partition written
+when the table asks for it (services/mdt_write.py).
 
 Taught in: notebooks/00_why_lsm.ipynb, notebooks/01_build_a_table.ipynb
 """
