@@ -400,3 +400,20 @@ def test_record_key_filters_through_the_record_index(real_table: Callable[[str],
         assert "record_index" in both.indexes_used
 
     check()
+
+
+def test_bench_functions_count_what_the_indexes_save(real_table: Callable[[str], Path], tmp_path: Path) -> None:
+    from lsm_lab.bench import metadata_index as bench
+
+    path = real_table("v9_txns_simple_meta")
+    r = bench.column_stats_files(path, [("amount", "<", decimal.Decimal("100"))], repeats=1)
+    assert r["slices_opened_with_stats"] < r["slices_opened_without"] == r["slices"] == 5
+    assert r["files_read_with_stats"] == r["files_read_without"] and "column_stats" in r["indexes_used"]
+    k = bench.record_index_lookup(path, ["TXN-001"], repeats=1)
+    assert k["rows"] == 1 and k["slices_pruned_record_index"] == 4 and k["files_with_index"] < k["files_without_index"]
+    assert "record index" in bench.report([r, k])
+    t = bench.synthetic_cow(tmp_path / "syn", files=5, rows_per_file=4)
+    assert len(t.latest_slices()) == 5 and bench.has_index(path, "column_stats")
+    assert not bench.has_index(real_table("v9_nonpartitioned_rollback"), "partition_stats")
+    r = bench.column_stats_files(t.path, [("value", "<", 4)], repeats=1)
+    assert r["rows"] == 4 and r["files_read_with_stats"] == 1  # (footer statistics; column_stats once written)
