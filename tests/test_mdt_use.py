@@ -415,5 +415,5 @@ def test_bench_functions_count_what_the_indexes_save(real_table: Callable[[str],
     t = bench.synthetic_cow(tmp_path / "syn", files=5, rows_per_file=4)
     assert len(t.latest_slices()) == 5 and bench.has_index(path, "column_stats")
     assert not bench.has_index(real_table("v9_nonpartitioned_rollback"), "partition_stats")
-    r = bench.column_stats_files(t.path, [("value", "<", 4)], repeats=1)
+    r = bench.column_stats_files(tmp_path / "syn", [("value", "<", 4)], repeats=1)
     assert r["rows"] == 4 and r["files_read_with_stats"] == 1  # (footer statistics; column_stats once written)
