@@ -417,3 +417,11 @@ def test_bench_functions_count_what_the_indexes_save(real_table: Callable[[str],
     assert not bench.has_index(real_table("v9_nonpartitioned_rollback"), "partition_stats")
     r = bench.column_stats_files(tmp_path / "syn", [("value", "<", 4)], repeats=1)
     assert r["rows"] == 4 and r["files_read_with_stats"] == 1  # (footer statistics; column_stats once written)
+
+
+def test_a_filter_the_table_cannot_apply_fails_the_same_with_indexes(real_table: Callable[[str], Path]) -> None:
+    t = lsm_lab.open_table(real_table("v9_txns_simple_meta"))
+    for filter in ([("txn_datetime", ">", "2030-01-01")], [("amount", ">", "5")], [("merchant_name", "=", 5)]):
+        for indexes in (True, False):
+            with pytest.raises(lsm_lab.LsmLabError, match="cannot apply the filter"):
+                t.read(filter=filter, indexes=indexes)

@@ -265,6 +265,10 @@ def _scalar(value: Any, typ: pa.DataType) -> pa.Scalar | None:
         return None
     try:
         s = value if isinstance(value, pa.Scalar) else pa.scalar(value)
+        texts = (pa.types.is_string(s.type) or pa.types.is_large_string(s.type),
+                 pa.types.is_string(typ) or pa.types.is_large_string(typ))
+        if texts[0] != texts[1]:  # text against a non-text column (or the reverse): the filter itself decides
+            return None
         return s.cast(typ) if s.type != typ else s
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, OverflowError):
         return None
