@@ -21,8 +21,10 @@ lsm_lab.services: the services take a `TableState`, and `Table` calls them.
       └─────► filegroup/write.py, table/scan.py, table/lookup.py ─────────────────► TableState
 
 Simplified compared with Apache Hudi: no write client / table service client
-split, no metadata table, no schema registry: the table schema is kept in the
-latest commit's `extraMetadata`, as Hudi does.
+split, no schema registry: the table schema is kept in the latest commit's
+`extraMetadata`, as Hudi does.  A metadata table is read (`metadata_table()`), its
+indexes used by reads and lookups (table/mdt_use.py), and its `files` partition written
+when the table asks for it (services/mdt_write.py).
 
 Taught in: notebooks/00_why_lsm.ipynb, notebooks/01_build_a_table.ipynb
 """
@@ -50,11 +52,22 @@ from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.format import naming
 from lsm_lab.merge import records
 from lsm_lab.progress import bar
-from lsm_lab.services import archiver, clean, clustering, commit, compaction, occ, overwrite, savepoint, upgrade
+from lsm_lab.services import (
+    archiver,
+    clean,
+    clustering,
+    commit,
+    compaction,
+    mdt_maintained,
+    occ,
+    overwrite,
+    savepoint,
+    upgrade,
+)
 from lsm_lab.services import rollback as rb
 from lsm_lab.services.lock import table_lock
 from lsm_lab.storage import StoragePath, as_path, paths, request_scope
-from lsm_lab.table import cdc, inspect, scan, schema_history, stream
+from lsm_lab.table import cdc, inspect, mdt_use, scan, schema_history, stream
 from lsm_lab.table import lookup as key_lookup
 from lsm_lab.table.metadata_table import MetadataTable, open_metadata_table
 from lsm_lab.table.predicate import FilterLike
@@ -307,7 +320,12 @@ class Table(TableState):
             by_partition.setdefault(g.partition, []).append(g)
         schema = batch.schema if len(batch.schema) else (self.schema or pa.schema([]))
         ctx = reader.ReadContext(self.path, config, schema, self.completion_map(snapshot), snapshot)
-        tagged = writer.tag(config, rows, by_partition, ctx, op=op)
+        # the record index tags existing keys only when this writer keeps it current (services/mdt_maintained.py);
+        # otherwise it would be stale after this write, and the keys of the partition's file groups are read.
+        # An overwrite tags nothing (its rows go to new file groups).
+        locate = None if op == "delete" or fresh else mdt_use.record_index_locator(
+            self, mdt_maintained.maintained_partitions(config))
+        tagged = writer.tag(config, rows, by_partition, ctx, op=op, locate=locate)
         writer.write_partition_metadata(self.path, parts, instant)
         if txn is not None:  # every marker before any data file: a crash leaves nothing unmarked
             for task, (partition, file_id, _, latest, _) in enumerate(tagged):
@@ -333,7 +351,8 @@ class Table(TableState):
     # ------------------------------------------------------------------ reads
     @_one_listing
     def read(self, *, as_of: TimeLike | None = None, columns: Sequence[str] | None = None, filter: FilterLike | None = None,
-             merge: str | None = None, strict: bool | None = None, positions: bool = True) -> pa.Table:
+             merge: str | None = None, strict: bool | None = None, positions: bool = True,
+             indexes: bool = True) -> pa.Table:
         """Snapshot read, or time travel with `as_of`.
 
         `as_of=T` (a string yyyyMMddHHmmss[SSS], an int, a datetime, an `InstantTime`) is an *instant
@@ -353,16 +372,19 @@ class Table(TableState):
         block instead of skipping it as Hudi does (default: the table's, see `open_table`);
         `positions=False`: merge every file slice by key, ignoring the logs' RECORD_POSITIONS
         (the same rows; filegroup/posmerge.py), e.g. to measure what merging by position saves.
+        `indexes=False`: do not use the metadata table's indexes (column statistics, record and secondary
+        indexes skip file slices that cannot match a filter; table/mdt_use.py) — the same rows.
         What the read skipped is in `self.last_read_stats` (a `ReadStats`: `corrupt_blocks_skipped`, each
-        also logged as a warning on the `lsm_lab.v1` logger).
+        also logged as a warning on the `lsm_lab.v1` logger; `files_skipped_column_stats`,
+        `slices_skipped_index`, `indexes_used`).
         """
         return self.scan(as_of=as_of, columns=columns, filter=filter, merge=merge, strict=strict,
-                         positions=positions).to_table(progress=True)
+                         positions=positions, indexes=indexes).to_table(progress=True)
 
     @_one_listing
     def scan(self, *, columns: Sequence[str] | None = None, filter: FilterLike | None = None,
              as_of: TimeLike | None = None, batch_size: int = stream.BATCH_ROWS, merge: str | None = None,
-             strict: bool | None = None, positions: bool = True) -> stream.Scan:
+             strict: bool | None = None, positions: bool = True, indexes: bool = True) -> stream.Scan:
         """A planned snapshot (or time-travel) read to consume as a stream or whole (table/stream.py).
 
         The arguments are `read`'s (`as_of`, `filter`, `merge`, … mean the same and are checked now);
@@ -374,7 +396,8 @@ class Table(TableState):
 
         A filter never gives a wrong row on MERGE_ON_READ: it is applied after the merge; before it,
         statistics skip a file slice only when no data file of it can hold a matching row version
-        (`scan.stats_prune`), and record-key conditions prune as a lookup does."""
+        (`scan.stats_prune`), and record-key conditions prune as a lookup does.  On a table with a
+        metadata table, its indexes skip slices first (`indexes=False` turns it off; table/mdt_use.py)."""
         columns = checks.columns_arg(columns)
         empty = columns == []
         if empty:  # N rows of no columns: read one (the key) to count them, then drop it
@@ -389,12 +412,15 @@ class Table(TableState):
         self.last_read_stats = ctx.stats  # corrupt v1 blocks skipped (filegroup/readstats.py)
         parts = scan.prune_partitions(self.config, ctx.schema, self.partitions(), filter)
         slices = self.latest_slices(read_time, partitions=parts)
+        if checks.bool_arg(indexes, "indexes") and filter is not None:
+            slices = mdt_use.prune_with_indexes(self, ctx.full_schema, slices, filter,
+                                                latest=self._is_latest(read_time), stats=ctx.stats)
         plan = scan.plan_scan(ctx, slices, columns=columns, filter=filter, engine=merge)
         return stream.Scan(plan, batch_size=batch_size, empty_columns=empty)
 
     @_one_listing
     def lookup(self, keys: str | Iterable[str], *, as_of: TimeLike | None = None, columns: Sequence[str] | None = None,
-               stats: LookupStats | None = None) -> pa.Table:
+               stats: LookupStats | None = None, indexes: bool = True) -> pa.Table:
         """Rows with the given record keys (composite keys as `f1:v1,f2:v2`), as of `as_of` (times as in `read`).
 
         Equals `read(as_of=as_of, columns=columns)` filtered to those keys (rows
@@ -402,23 +428,51 @@ class Table(TableState):
         files by key range and bloom filter, row groups by statistics, rows by
         binary search in sorted files (lsm_lab/table/lookup.py).  Pass a
         `lsm_lab.table.lookup.LookupStats` as `stats` to count what was read.
+        On a table with a current, global record index in its metadata table, only the file groups
+        the index names for the keys are read (`indexes=False`: not; table/mdt_use.py).
         """
 
         columns = checks.columns_arg(columns)
-        reader = key_lookup.open_lookup(self, as_of=as_of)
+        wanted = key_lookup.as_keys(keys)
+        read_time = self.resolve_time(as_of)
+        self.check_retained(read_time)  # a pending commit or the cleaner's retention: refused, as read
+        ctx = self.read_context(read_time)
+        slices = self.latest_slices(read_time)
+        if checks.bool_arg(indexes, "indexes") and mdt_use.declares(self, mdt_use.RECORD_INDEX) \
+                and self._is_latest(read_time):
+            narrowed = mdt_use.record_index_slices(mdt_use.Indexes(self, latest=True), slices, wanted)
+            if narrowed is not None:
+                if stats is not None:
+                    stats.slices_pruned_record_index += len(slices) - len(narrowed)
+                ctx.stats.slices_skipped_index += len(slices) - len(narrowed)
+                ctx.stats.use_index(mdt_use.RECORD_INDEX)
+                slices = narrowed
+        reader = key_lookup.KeyLookup(ctx, slices)
         self.last_read_stats = reader.ctx.stats  # corrupt v1 blocks a lookup's fallback read skipped
-        return reader.lookup(keys, columns=columns, stats=stats)
+        return reader.lookup(wanted, columns=columns, stats=stats)
+
+    def _is_latest(self, read_time: TimeLike | None) -> bool:
+        """Whether a read at `read_time` sees every completed write (the record and secondary indexes hold
+        only the latest state)."""
+        if read_time is None:
+            return True
+        seen = {i.begin_time for i in self.visible_writes(read_time)}
+        return seen == {i.begin_time for i in self.completed_writes()}
 
     @_one_listing
-    def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: TimeLike | None = None) -> pa.Table:
+    def read_optimized(self, *, columns: Sequence[str] | None = None, as_of: TimeLike | None = None,
+                       filter: FilterLike | None = None, indexes: bool = True) -> pa.Table:
         """Base files only (L1): fast, but misses updates still in log files of a MERGE_ON_READ table.
 
-        `as_of`: the base files of the slices a `read(as_of=...)` would use (times as in `read`)."""
-        return self.scan_optimized(columns=columns, as_of=as_of).to_table()
+        `as_of`: the base files of the slices a `read(as_of=...)` would use (times as in `read`);
+        `filter`: as `read`'s, applied to the base files' rows; base files the metadata table's column
+        statistics rule out are not read (`indexes=False`: they are; table/mdt_use.py)."""
+        return self.scan_optimized(columns=columns, as_of=as_of, filter=filter, indexes=indexes).to_table()
 
     @_one_listing
     def scan_optimized(self, *, columns: Sequence[str] | None = None, as_of: TimeLike | None = None,
-                       batch_size: int = stream.BATCH_ROWS) -> stream.Scan:
+                       batch_size: int = stream.BATCH_ROWS, filter: FilterLike | None = None,
+                       indexes: bool = True) -> stream.Scan:
         """`read_optimized` as a `Scan` (table/stream.py): the base file of every slice, one after another."""
         columns = checks.columns_arg(columns)
         empty = columns == []
@@ -427,9 +481,19 @@ class Table(TableState):
         read_time = self.resolve_time(as_of)
         self.check_retained(read_time)
         ctx = self.read_context(read_time)
+        self.last_read_stats = ctx.stats
         only_base = [FileSlice(fs.partition, fs.file_id, fs.base_instant, fs.base_file, ())
                      for fs in self.latest_slices(read_time) if fs.base_file is not None]
-        plan = scan.plan_scan(ctx, only_base, columns=columns, engine="hash")
+        if filter is not None:
+            kept = set(scan.prune_partitions(self.config, ctx.schema, sorted({f.partition for f in only_base}), filter))
+            only_base = [fs for fs in only_base if fs.partition in kept]
+        if checks.bool_arg(indexes, "indexes") and filter is not None \
+                and mdt_use.declares(self, mdt_use.COLUMN_STATS):
+            # column statistics only: every slice here is a base file alone, judged by its own statistics; the
+            # record and secondary indexes hold the latest values (logs included), not the base files' ones
+            only_base = mdt_use.column_stats_prune(mdt_use.Indexes(self, latest=self._is_latest(read_time)),
+                                                   ctx.full_schema, only_base, filter, ctx.stats)
+        plan = scan.plan_scan(ctx, only_base, columns=columns, filter=filter, engine="hash")
         return stream.Scan(plan, batch_size=batch_size, empty_columns=empty)
 
     @_one_listing

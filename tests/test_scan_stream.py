@@ -259,8 +259,9 @@ def test_cli_filter_and_streamed_output(tmp_table: Callable[..., lsm_lab.Table],
                      ("city > 5", "cannot apply the filter")]:
         assert main(["read", str(t.path), "--filter", bad]) == 2
         assert why in capsys.readouterr().err
-    assert main(["read", str(t.path), "--filter", "fare > 1", "--read-optimized"]) == 2
+    assert main(["read", str(t.path), "--filter", "fare > 1", "--cdc", "--start", "0"]) == 2
     assert "--filter applies to snapshot" in capsys.readouterr().err
+    assert main(["read", str(t.path), "--filter", "fare > 1", "--read-optimized"]) == 0  # base files, filtered
 
 
 def test_read_optimized_and_incremental_scans(tmp_table: Callable[..., lsm_lab.Table]) -> None:

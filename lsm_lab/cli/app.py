@@ -116,7 +116,12 @@ def _read_streaming(args: argparse.Namespace, table: lsm_lab.Table, columns: lis
     flt = parse_filter(args.filter) if args.filter is not None else None
     batch = PRINT_CHUNK_ROWS if args.limit == 0 or args.limit > PRINT_CHUNK_ROWS else max(1, args.limit)
     scan = table.scan(as_of=as_of_arg(args), columns=columns, filter=flt, merge=args.merge,
-                      batch_size=batch if not args.out else stream.BATCH_ROWS)
+                      batch_size=batch if not args.out else stream.BATCH_ROWS, indexes=not args.no_indexes)
+    used = table.last_read_stats
+    if used is not None and used.indexes_used:  # the metadata table's indexes (table/mdt_use.py)
+        print(f"indexes: {', '.join(used.indexes_used)}: {used.files_skipped_column_stats} of "
+              f"{used.files_judged_column_stats} base-only slices skipped by column stats, "
+              f"{used.slices_skipped_index} slices by the record index", file=sys.stderr)
     reader = scan.to_reader()
     if args.out:
         rows = write_output_stream(reader, args.out)
@@ -158,9 +163,9 @@ def cmd_read(args: argparse.Namespace) -> int:
     lookup_stats = None
     if not args.cdc and (args.start is not None or args.end is not None):
         raise InputError("--start and --end bound a change stream: add --cdc")
-    if args.filter is not None and (args.cdc or args.key or args.read_optimized):
-        raise InputError("--filter applies to snapshot and time-travel reads; it cannot be combined with --cdc, "
-                         "--key or --read-optimized")
+    if args.filter is not None and (args.cdc or args.key):
+        raise InputError("--filter applies to snapshot, time-travel and read-optimized reads; it cannot be combined "
+                         "with --cdc or --key")
     if not (args.cdc or args.key or args.read_optimized):
         return _read_streaming(args, table, columns)
     if args.cdc:
@@ -177,9 +182,13 @@ def cmd_read(args: argparse.Namespace) -> int:
             raise InputError("--key looks keys up in the snapshot; it cannot be combined with --read-optimized")
 
         lookup_stats = LookupStats()
-        result = table.lookup(args.key, as_of=as_of_arg(args), columns=columns, stats=lookup_stats)
+        result = table.lookup(args.key, as_of=as_of_arg(args), columns=columns, stats=lookup_stats,
+                              indexes=not args.no_indexes)
     else:
-        result = table.read_optimized(columns=columns, as_of=as_of_arg(args))
+        from lsm_lab.table.filtertext import parse_filter  # start-up: on first use
+
+        result = table.read_optimized(columns=columns, as_of=as_of_arg(args), indexes=not args.no_indexes,
+                                      filter=parse_filter(args.filter) if args.filter is not None else None)
     if lookup_stats is not None:
         print(f"lookup: {lookup_stats.summary()}", file=sys.stderr)
         print(f"lookup: {lookup_stats.index_summary()}", file=sys.stderr)
@@ -300,6 +309,9 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
                         "ops = != < <= > >= in (...) not in (...); values 'text', numbers, true, false. Prunes "
                         "partitions, keys and (MOR-safe) file slices by statistics")
     p.add_argument("--merge", choices=ENGINES, help="force a merge engine")
+    p.add_argument("--no-indexes", action="store_true",
+                   help="do not use the metadata table's column stats, record and secondary indexes to skip "
+                        "file slices (the same rows)")
     p.add_argument("--read-optimized", action="store_true", help="base files only")
     p.add_argument("--strict", action="store_true",
                    help="fail on a corrupt block in a v1 (#HUDI#) log instead of skipping it as Hudi's reader does")

@@ -38,12 +38,15 @@ def cmd_lookup(args: argparse.Namespace) -> int:
     table = open_table(args.path)
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     stats = LookupStats(trace=[] if args.explain else None)
-    result = table.lookup(args.keys, as_of=as_of_arg(args), columns=columns, stats=stats)
+    result = table.lookup(args.keys, as_of=as_of_arg(args), columns=columns, stats=stats,
+                          indexes=not args.no_indexes)
     print_frame(result.to_pandas(), args.json)
     if stats.trace:
         print("\n".join(stats.trace), file=sys.stderr)
     print(f"({result.num_rows} rows) {stats.summary()}", file=sys.stderr)
     print(stats.index_summary(), file=sys.stderr)
+    if stats.slices_pruned_record_index:
+        print(f"record index: {stats.slices_pruned_record_index} file slice(s) skipped", file=sys.stderr)
     return 0
 
 
@@ -101,6 +104,8 @@ def register(sub: Any) -> None:
     add_as_of(p)
     p.add_argument("--columns", help="comma separated columns")
     p.add_argument("--explain", action="store_true", help="print every pruning decision (stderr)")
+    p.add_argument("--no-indexes", action="store_true",
+                   help="do not use the metadata table's record index (read every file slice's keys)")
     p.add_argument("--json", action="store_true", help="print JSON records")
     p.set_defaults(func=cmd_lookup)
 

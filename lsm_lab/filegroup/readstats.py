@@ -30,9 +30,17 @@ LOG = logging.getLogger("lsm_lab.v1")
 
 @dataclass
 class ReadStats:
-    """What one read skipped: the corrupt v1 log blocks, as (file, byte offset, why)."""
+    """What one read skipped: the corrupt v1 log blocks, as (file, byte offset, why), and what the metadata
+    table's indexes let it skip (table/mdt_use.py)."""
 
     corrupt_blocks: list[tuple[str, int, str]] = field(default_factory=list)
+    #: base files the metadata table's column statistics ruled out (table/mdt_use.py), of those judged
+    files_skipped_column_stats: int = 0
+    files_judged_column_stats: int = 0
+    #: file slices the record index (directly, or behind a secondary index) ruled out
+    slices_skipped_index: int = 0
+    #: the metadata-table indexes the read used (`column_stats`, `record_index`, `secondary_index_<name>`)
+    indexes_used: list[str] = field(default_factory=list)
 
     @property
     def corrupt_blocks_skipped(self) -> int:
@@ -46,6 +54,10 @@ class ReadStats:
         self.corrupt_blocks.append(entry)
         LOG.warning("skipped a corrupt v1 log block at byte %d of %s (%s); its rows, if any, are not read "
                     "(as Hudi does; read(strict=True) raises instead)", offset, path, detail)
+
+    def use_index(self, name: str) -> None:
+        if name not in self.indexes_used:
+            self.indexes_used.append(name)
 
     def as_dict(self) -> dict[str, int]:
         return {"corrupt_blocks_skipped": self.corrupt_blocks_skipped}

@@ -172,22 +172,27 @@ def planned_files(config: TableConfig, base_path: TablePath, partition: str, fil
 # --------------------------------------------------------------------------- tagging
 Tagged = tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]
 """(partition, file id, the group's rows, its latest slice or None for a new group, the keys it holds or None)"""
+Locator = Callable[[pa.Array, str], tuple[pa.Array, pa.Array]]
+"""(keys, their partition) → (partition, file id) per key, null where unknown: a record index (table/mdt_use.py)"""
 
 
 def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list[FileGroup]],
         ctx: ReadContext | None, *, max_records_per_group: int = DEFAULT_MAX_RECORDS_PER_GROUP,
-        op: str = "upsert", keys_cache: dict[tuple[str, str], pa.Array] | None = None) -> list[Tagged]:
+        op: str = "upsert", keys_cache: dict[tuple[str, str], pa.Array] | None = None,
+        locate: Locator | None = None) -> list[Tagged]:
     """Assign rows to file groups: (partition, file id, rows, latest slice, existing keys).
 
     The rows keep the batch's order (sorted by key unless the batch was bucket-placed, see `prepare`);
     a bucket-placed lsm_tree group's rows come sorted by key, repeated keys kept (`_one_per_key`).
     A delete's keys that no file group holds delete nothing: they go to no group (never packed into a
     small one, which would only write a useless delete log there).  `keys_cache`: the keys of each
-    (partition, file id) already read (a streamed write tags many chunks against one snapshot)."""
+    (partition, file id) already read (a streamed write tags many chunks against one snapshot).
+    `locate`: keys → (partition, file id) from a record index (table/mdt_use.py `record_index_locator`):
+    existing keys are tagged from it, and no file group's keys are read."""
     if config.bucket_index:
         return _tag_buckets(config, rows, groups_by_partition)
     out: list[Tagged] = []
-    for partition, existing, hits, fresh in _hits_by_partition(rows, groups_by_partition, ctx, keys_cache):
+    for partition, existing, hits, fresh in _hits_by_partition(rows, groups_by_partition, ctx, keys_cache, locate):
         out.extend(hits)
         if op == "delete":
             continue
@@ -223,15 +228,37 @@ def split_existing(rows: pa.Table, groups_by_partition: dict[str, list[FileGroup
 
 
 def _hits_by_partition(rows: pa.Table, groups_by_partition: dict[str, list[FileGroup]], ctx: ReadContext | None,
-                       keys_cache: dict[tuple[str, str], pa.Array] | None
+                       keys_cache: dict[tuple[str, str], pa.Array] | None, locate: Locator | None = None
                        ) -> Iterator[tuple[str, dict[str, FileGroup], list[Tagged], pa.Table]]:
     """Per partition (in order): its existing file groups, the rows each holds the key of, and the new keys."""
     parts = rows.column(PARTITION_PATH).combine_chunks()
     for partition in sorted(pc.unique(parts).to_pylist()):
         prow = rows.filter(pc.equal(parts, partition))
         existing = {g.file_id: g for g in groups_by_partition.get(partition, [])}
-        found, rest = _existing_hits(partition, prow, existing, ctx, keys_cache)
+        if locate is not None:
+            found, rest = _located_hits(partition, prow, existing, locate)
+        else:
+            found, rest = _existing_hits(partition, prow, existing, ctx, keys_cache)
         yield partition, existing, found, rest
+
+
+def _located_hits(partition: str, prow: pa.Table, existing: dict[str, FileGroup], locate: Locator
+                  ) -> tuple[list[Tagged], pa.Table]:
+    """Record-index tagging: each key the index places in one of the partition's existing file groups goes there
+    (its stored keys left unknown: the write counts its updates on that group alone); the others are new.
+    A key the index places in another partition is a new key of this one (keys are unique per partition,
+    as the key-lookup index keeps them); the locator of a global index refuses such a batch."""
+    keys = prow.column(RECORD_KEY).combine_chunks()
+    where, fids = locate(keys, partition)
+    here = pc.fill_null(pc.equal(where, partition), False)
+    out: list[Tagged] = []
+    assigned = np.zeros(len(keys), dtype=bool)
+    for fid, grp in sorted(existing.items()):
+        hit = np.asarray(pc.and_(here, pc.fill_null(pc.equal(fids, fid), False)), dtype=bool) & ~assigned
+        if hit.any():
+            out.append((partition, fid, prow.filter(pa.array(hit)), grp.latest, None))
+            assigned |= hit
+    return out, prow.filter(pa.array(~assigned))
 
 
 def _existing_hits(partition: str, prow: pa.Table, existing: dict[str, FileGroup], ctx: ReadContext | None,

@@ -702,7 +702,7 @@ class PrunedReader:
 
 
 # --------------------------------------------------------------------------- many slices
-def _as_keys(keys: str | Iterable[str] | pa.Array | pa.ChunkedArray) -> list[str]:
+def as_keys(keys: str | Iterable[str] | pa.Array | pa.ChunkedArray) -> list[str]:
     if isinstance(keys, str):
         return [keys]
     if isinstance(keys, Mapping):  # its keys? its values? a dict is not a list of record keys
@@ -790,7 +790,7 @@ class KeyLookup:
                stats: LookupStats | None = None, engine: str | None = None, use_index: bool = True,
                **options: Any) -> pa.Table:
         """Rows with the given keys; `use_index=False` ignores the key index (every candidate footer is read)."""
-        pred = KeyPredicate.of_keys(_as_keys(keys))
+        pred = KeyPredicate.of_keys(as_keys(keys))
         index = self.index if use_index else None
         if stats is not None and index is not None:
             stats.index_sidecars += index.sidecars_loaded
@@ -820,6 +820,7 @@ __all__ = [
     "KeyPredicate",
     "LookupStats",
     "PrunedReader",
+    "as_keys",
     "clear_footer_cache",
     "key_predicate",
     "load_index",

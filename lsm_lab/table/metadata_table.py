@@ -39,8 +39,9 @@ parsed in the writer's time zone; `record_index` maps it back to the data table'
 time, read in some whole-quarter-hour UTC offset, is that millisecond (one offset per table, the
 first that matches), else formats it in UTC.
 
-Simplified compared with Apache Hudi: every read merges the whole MDT partition it needs
-(no point lookups by HFile seek, no key-prefix scans, no spillable map); the MDT is read as
+Simplified compared with Apache Hudi: every read merges the whole MDT partition it needs — except
+`record_index(keys)`, which merges only the shards (file groups) the keys hash to — (no point lookups
+by HFile seek, no key-prefix scans, no spillable map); the MDT is read as
 of now (no time travel of the index); `bloom_filter` returns the stored filter's bytes and type
 (lsm_lab has no reader of Hudi's Java-serialised bloom filters, and finds the record by
 scanning, since its key is a hash lsm_lab does not compute); expression indexes are not read.
@@ -54,10 +55,11 @@ import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from lsm_lab.errors import LsmLabError
-from lsm_lab.filegroup import v1read
+from lsm_lab.filegroup import index, v1read
 from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.format import hfile
 from lsm_lab.format import log_v1 as v1
@@ -109,6 +111,8 @@ class MetadataTable:
         self.mdt = mdt
         self.declared = list(declared)
         self._cache: dict[str, dict[str, mr.MetadataValue]] = {}
+        self._shards: dict[int, dict[str, mr.MetadataValue]] = {}  # merged record_index shards (`_record_shards`)
+        self._shard_slices: list[Any] | None = None
         self._valid: set[str] | None = None
 
     def __repr__(self) -> str:
@@ -277,11 +281,15 @@ class MetadataTable:
 
     # ------------------------------------------------------------------ indexes
     def record_index(self, keys: Iterable[str]) -> pa.Table:
-        """`record_key, partition, file_id, instant_time` of each key the record index holds (others left out)."""
-        recs = self.records(self._require("record_index"))
+        """`record_key, partition, file_id, instant_time` of each key the record index holds (others left out).
+
+        Only the shards (MDT file groups) that can hold the keys are merged (`_record_shards`), unless the
+        whole partition is merged already."""
+        wanted = list(dict.fromkeys(str(k) for k in keys))
+        recs = self._record_shards(wanted)
         resolve = _InstantResolver(self.data)
         rows = []
-        for key in dict.fromkeys(str(k) for k in keys):
+        for key in wanted:
             rec = recs.get(key)
             if rec is None:
                 continue
@@ -291,6 +299,36 @@ class MetadataTable:
                          "partition": pa.array([r[1] for r in rows], pa.string()),
                          "file_id": pa.array([r[2] for r in rows], pa.string()),
                          "instant_time": pa.array([r[3] for r in rows], pa.string())})
+
+    def _record_shards(self, keys: Sequence[str]) -> Mapping[str, mr.MetadataValue]:
+        """The live `record_index` records of the shards that hold `keys`: upstream's
+        `HoodieTableMetadataUtil.mapRecordKeyToFileGroupIndex` (|Java String.hashCode| mod the number of file
+        groups, in file-id order) picks the shard; each merged shard is kept.  Falls back to the whole partition
+        when the file groups are not upstream's `record-index-0000-0` … in sequence (another layout)."""
+        part = self._require("record_index")
+        whole = self._cache.get(part)
+        if whole is not None:
+            return whole
+        with self.mdt.pinned():
+            if self._shard_slices is None:  # listed once per instance (an instance reads the MDT as of one state)
+                self._shard_slices = sorted(self.mdt.latest_slices(partitions=[part]), key=lambda fs: fs.file_id)
+            slices = self._shard_slices
+            n = len(slices)
+            if n == 0 or [fs.file_id for fs in slices] != [f"record-index-{i:04d}-0" for i in range(n)]:
+                return self.records(part)
+            signed = index.java_string_hashes(pa.array(list(keys), pa.string())).astype(np.int64)
+            signed = np.where(signed >= 1 << 31, signed - (1 << 32), signed)
+            shards = sorted({int(x) for x in np.abs(signed) % n})
+            out: dict[str, mr.MetadataValue] = {}
+            completion = self.mdt.completion_map() if any(i not in self._shards for i in shards) else {}
+            valid = self.valid_instants()
+            for i in shards:
+                merged = self._shards.get(i)
+                if merged is None:
+                    merged = {k: v for k, v in self._merge_slice(slices[i], completion, valid).items() if not v.deleted}
+                    self._shards[i] = merged
+                out.update(merged)
+        return out
 
     def record_keys(self) -> list[str]:
         """Every key the record index holds."""

@@ -15,9 +15,11 @@ returned.
 This module sits above both filegroup/read.py (one slice) and table/lookup.py
 (key pruning), which itself reads slices through filegroup/read.py.
 
+The metadata table's indexes (column stats, record and secondary indexes) skip
+slices before this module sees them (`Table.scan` calls table/mdt_use.py first).
+
 Simplified compared with Apache Hudi: partition pruning understands filters on
-partition columns given as `(column, op, value)` tuples only; no column-stats
-index, no expression index.
+partition columns given as `(column, op, value)` tuples only; no expression index.
 
 Taught in: notebooks/06_merge_semantics.ipynb
 """

@@ -30,6 +30,7 @@ class LookupStats:
 
     slices: int = 0
     slices_pruned_bucket: int = 0
+    slices_pruned_record_index: int = 0  # ruled out by the metadata table's record index (table/mdt_use.py)
     slices_fallback: int = 0
     files: int = 0
     files_pruned_range: int = 0
