@@ -691,17 +691,23 @@ def create_table(
 
 
 def open_table(path: str | os.PathLike[str] | StoragePath, storage_options: Mapping[str, Any] | None = None, *,
-               strict: bool = False) -> Table:
+               strict: bool = False, use_metadata: bool | None = None) -> Table:
     """Open an existing table (lsm_lab's or Apache Hudi's) at `path` (a folder or an object-store URI).
 
     A corrupt block in a v1 (#HUDI#) log file is skipped by reads, as Hudi's
     log reader does (a torn append leaves one); `strict=True` makes such a read
     raise `CorruptFileError` instead.
+    A table that declares its metadata table's `files` partition is listed from it (no LIST of the
+    data folders; table/mdt_listing.py); `use_metadata=False` lists the folders instead (default None:
+    on, unless the environment variable LSM_LAB_METADATA_LISTING=0).
     """
     if not isinstance(path, StoragePath):
         checks.path_arg(path)
     base_path = as_path(path, storage_options)
-    return Table(base_path, cfg.read_config(base_path), strict=checks.bool_arg(strict, "strict"))
+    if use_metadata is not None:
+        use_metadata = checks.bool_arg(use_metadata, "use_metadata")
+    return Table(base_path, cfg.read_config(base_path), strict=checks.bool_arg(strict, "strict"),
+                 use_metadata=use_metadata)
 
 
 __all__ = ["Table", "create_table", "open_table"]
