@@ -76,8 +76,11 @@ def _one_listing(method: F) -> F:
     """Run a read with the timeline and the data files listed once (`TableState.pinned`)."""
     @functools.wraps(method)
     def wrapper(self: Table, *args: Any, **kwargs: Any) -> Any:
-        with request_scope(), self.pinned():
-            return method(self, *args, **kwargs)
+        try:
+            with request_scope(), self.pinned():
+                return method(self, *args, **kwargs)
+        except FileNotFoundError as exc:
+            raise _missing_file(self, exc) from None
     return wrapper  # type: ignore[return-value]
 
 
@@ -86,9 +89,25 @@ def _one_operation(method: F) -> F:
     listing and small object is requested once, and again after the table lock is taken."""
     @functools.wraps(method)
     def wrapper(self: Table, *args: Any, **kwargs: Any) -> Any:
-        with request_scope():
-            return method(self, *args, **kwargs)
+        try:
+            with request_scope():
+                return method(self, *args, **kwargs)
+        except FileNotFoundError as exc:
+            raise _missing_file(self, exc) from None
     return wrapper  # type: ignore[return-value]
+
+
+def _missing_file(table: Table, exc: FileNotFoundError) -> Exception:
+    """Fsview rule 5 for a table listed from its metadata table: the plan names the files the MDT lists
+    (no LIST of the folders to compare with), so a data file deleted by hand is found missing when the
+    read opens it — the same `CorruptTableError` a listing gives, else the error as it was."""
+    missing = str(exc.filename or (exc.args[0] if exc.args else ""))
+    name = naming.parse(missing.replace("\\", "/").rsplit("/", 1)[-1]) if missing else None
+    if name is None or not table.lists_from_metadata():
+        return exc
+    return CorruptTableError(f"the metadata table lists the data file {missing}, which is missing from the table "
+                             "folder (deleted by hand? its rows would silently be lost)", path=missing,
+                             field=fsview.MISSING_FIELD)
 
 
 def _drain(items: list[Any]) -> Iterable[Any]:
