@@ -288,3 +288,19 @@ def test_no_list_of_the_data_on_the_s3_server(s3_table: Any) -> None:
     assert [k for k in runs[False][1] if not k.startswith(".hoodie")]  # (the listing does list them)
     mdt_gets = [k for kind, k in runs[True][2] if kind == "GET" and "/.hoodie/metadata/" in k]
     assert 2 <= len(mdt_gets) <= 5  # the MDT's properties, its base HFile, a log per deltacommit (2 here)
+
+
+def test_cli_read_with_and_without_the_mdt(real_table: Callable[[str], Path], capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from lsm_lab.cli.app import main as cli_main
+
+    path = real_table("v9_txns_simple_meta")
+    with _no_data_listing(path):
+        assert cli_main(["read", str(path), "--columns", "txn_id,amount"]) == 0
+    with_mdt = capsys.readouterr().out
+    calls: list[str] = []
+    real = fsview.list_data_files_sized
+    monkeypatch.setattr(fsview, "list_data_files_sized", lambda p: calls.append(str(p)) or real(p))
+    assert cli_main(["read", str(path), "--columns", "txn_id,amount", "--no-metadata"]) == 0
+    assert capsys.readouterr().out == with_mdt and "txn_id" in with_mdt
+    assert str(path) in calls  # --no-metadata listed the folders
