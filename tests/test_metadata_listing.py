@@ -15,6 +15,7 @@ folders.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -29,7 +30,7 @@ import pytest
 from test_metadata_write import _CRASH, _failed_write, _make, _rows
 
 import lsm_lab
-from lsm_lab.errors import CorruptTableError, LsmLabError
+from lsm_lab.errors import CorruptFileError, CorruptTableError, LsmLabError
 from lsm_lab.filegroup import fsview
 from lsm_lab.services import clean, clustering, compaction, mdt_write
 from lsm_lab.storage import request_scope
@@ -83,8 +84,18 @@ def _plans(t: lsm_lab.Table) -> list[Any]:
            _outcome(lambda: repr(clean.plan_clean(t, "KEEP_LATEST_COMMITS", 1))),
            _outcome(lambda: repr(clean.plan_clean(t, "KEEP_LATEST_FILE_VERSIONS", 1)))]
     if t.config.is_mor:
-        out += [_outcome(lambda s=s: repr(compaction.plan(t, strategy=s))) for s in ("full", "log", "hybrid")]
+        out += [_outcome(functools.partial(_compaction_plan, t, s)) for s in ("full", "log", "hybrid")]
     return out
+
+
+def _compaction_plan(t: lsm_lab.Table, strategy: str) -> str:
+    return repr(compaction.plan(t, strategy=strategy))
+
+
+def _travel(t: lsm_lab.Table) -> list[tuple[Any, Any]]:
+    """Time travel to every completed write: by its instant time and by its completion time."""
+    return [(_outcome(functools.partial(t.read, as_of=i.begin_time)), _outcome(functools.partial(t.read, as_of=i)))
+            for i in t.completed_writes()]
 
 
 def _both(path: Path) -> tuple[lsm_lab.Table, lsm_lab.Table]:
@@ -101,15 +112,13 @@ def _reads_agree(path: Path, keys: list[str]) -> pa.Table:
         incremental = _outcome(lambda: a.read_incremental(None))
         found = _outcome(lambda: a.lookup(keys))
         plans = _plans(a)
-        travel = [(_outcome(lambda i=i: a.read(as_of=i.begin_time)), _outcome(lambda i=i: a.read(as_of=i)))
-                  for i in b.completed_writes()]
+        travel = _travel(a)
     assert _sorted(snap).equals(_sorted(b.read()))
     assert slices == _slices(b)
     assert incremental == _outcome(lambda: b.read_incremental(None))
     assert found == _outcome(lambda: b.lookup(keys))
     assert plans == _plans(b)
-    assert travel == [(_outcome(lambda i=i: b.read(as_of=i.begin_time)), _outcome(lambda i=i: b.read(as_of=i)))
-                      for i in b.completed_writes()]
+    assert travel == _travel(b)
     return snap
 
 
@@ -205,7 +214,7 @@ def test_lsm_lab_tables_read_the_same_from_the_mdt(tmp_path: Path, version: int,
     a, _ = _both(path)
     for inst in a.completed_writes():  # time travel to every instant kept: the model as it was then
         if inst.begin_time in history:
-            got = _outcome(lambda i=inst: a.read(as_of=i.begin_time))
+            got = _outcome(functools.partial(a.read, as_of=inst.begin_time))
             if not isinstance(got, tuple):
                 assert got.select(["id", "city", "ts", "fare"]).sort_by("id").equals(
                     _model_table(history[inst.begin_time])), inst
@@ -261,9 +270,8 @@ def test_switches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         lsm_lab.open_table(path, use_metadata="yes")  # type: ignore[arg-type]
     monkeypatch.delenv(mdt_listing.ENV_SWITCH)
     mdt_write.drop(path)  # declared in a stale config, but gone: list the folders
-    stale = lsm_lab.open_table(path)
-    stale.config.props["hoodie.table.metadata.partitions"] = "files"
-    assert stale.data_files() == lsm_lab.open_table(path, use_metadata=False).data_files()
+    with mock.patch.object(mdt_listing, "declared", return_value=["files"]):
+        assert lsm_lab.open_table(path).data_files() == lsm_lab.open_table(path, use_metadata=False).data_files()
 
 
 # ----------------------------------------------------------------------------------------- object store
@@ -300,7 +308,22 @@ def test_cli_read_with_and_without_the_mdt(real_table: Callable[[str], Path], ca
     with_mdt = capsys.readouterr().out
     calls: list[str] = []
     real = fsview.list_data_files_sized
-    monkeypatch.setattr(fsview, "list_data_files_sized", lambda p: calls.append(str(p)) or real(p))
+    def spy(p: Any) -> Any:
+        calls.append(str(p))
+        return real(p)
+
+    monkeypatch.setattr(fsview, "list_data_files_sized", spy)
     assert cli_main(["read", str(path), "--columns", "txn_id,amount", "--no-metadata"]) == 0
     assert capsys.readouterr().out == with_mdt and "txn_id" in with_mdt
     assert str(path) in calls  # --no-metadata listed the folders
+
+
+def test_a_damaged_mdt_file_is_an_error_not_a_silent_fallback(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    t = _make(path, 9, "COPY_ON_WRITE")
+    t.insert(_rows(range(6), 1, 0.0))
+    base = next((path / ".hoodie" / "metadata" / "files").glob("*.hfile"))
+    base.write_bytes(base.read_bytes()[:40])
+    with pytest.raises(CorruptFileError):
+        lsm_lab.open_table(path).read()
+    assert lsm_lab.open_table(path, use_metadata=False).read().num_rows == 6  # the switch reads by listing

@@ -25,8 +25,9 @@ What keeps listing the folders (the MDT cannot show them, as upstream, where rol
 markers or a listing and `FileSystemBackedTableMetadata` remains for the rest):
 - files of writes that never completed (`TableState.uncommitted_files`, inspection, rollback of a
   failed write, `lost_commits` when a pending write left no markers);
-- a table whose MDT is absent or unreadable (`files` not declared, no `.hoodie/metadata/`):
-  `list_from_metadata` returns None and the caller lists.
+- a table whose MDT is absent (`files` not declared, no `.hoodie/metadata/`, or dropped while this
+  reader held an older hoodie.properties — a file of it vanishes under the read): `list_from_metadata`
+  returns None and the caller lists.  A damaged MDT file (present, unreadable) is an error.
 
 A data file deleted by hand stays in the MDT: the plan still names it and the read that opens it
 raises `CorruptTableError` (fsview rule 5 moves from the plan to the read).  A file replaced by
@@ -50,7 +51,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from lsm_lab.errors import LsmLabError, TableNotFoundError
+from lsm_lab.errors import CorruptFileError, LsmLabError, TableConfigError, TableNotFoundError
 from lsm_lab.filegroup import fsview, v1read
 from lsm_lab.filegroup.fsview import FileSlice
 from lsm_lab.filegroup.readstats import ReadStats
@@ -206,10 +207,20 @@ def list_from_metadata(data: DataState, open_mdt: Callable[[TablePath, TableConf
         return None
     folder = metadata_path(data.path)
     try:
-        mdt_config = read_config(folder)
-    except TableNotFoundError:
-        return None  # declared, but dropped meanwhile (services/mdt_write.drop) or never made: list instead
-    mdt = open_mdt(folder, mdt_config)
+        return _listing(data, open_mdt, folder)
+    except (TableNotFoundError, TableConfigError, FileNotFoundError):
+        # declared, but never made or dropped meanwhile (services/mdt_write.drop undeclares it, then deletes
+        # it: a reader that read hoodie.properties before may find it gone or half gone): list instead
+        return None
+    except CorruptFileError:
+        if (folder / ".hoodie" / "hoodie.properties").exists():
+            raise  # damaged, not vanished: say so
+        return None
+
+
+def _listing(data: DataState, open_mdt: Callable[[TablePath, TableConfig], MdtState],
+             folder: TablePath) -> list[Listed]:
+    mdt = open_mdt(folder, read_config(folder))
     writes = mdt.completed_writes()
     completion = {i.begin_time: i.completion_time or i.begin_time for i in writes}
     compactions = {i.begin_time for i in writes if i.action in (COMPACTION, LOG_COMPACTION)}
