@@ -39,6 +39,9 @@ parsed in the writer's time zone; `record_index` maps it back to the data table'
 time, read in some whole-quarter-hour UTC offset, is that millisecond (one offset per table, the
 first that matches), else formats it in UTC.
 
+The valid-instant rule and the slice merge live in `table/mdt_listing.py`, which also lists the
+data table from the `files` partition for `TableState.data_files()`.
+
 Simplified compared with Apache Hudi: every read merges the whole MDT partition it needs
 (no point lookups by HFile seek, no key-prefix scans, no spillable map); the MDT is read as
 of now (no time travel of the index); `bloom_filter` returns the stored filter's bytes and type

@@ -4,7 +4,8 @@
      timeline    instants · completed_writes · instant_metadata · completion_map · savepoints
      time        resolve_time(as_of) · visible_writes(read_time) · check_retained(read_time)
      schema      schema (latest commit's extraMetadata, else hoodie.properties, else a base file)
-     files       partitions · file_groups(as_of) · latest_slices(as_of)
+     files       data_files (the MDT's `files` partition, else a listing) · folder_files · partitions ·
+                 file_groups(as_of) · latest_slices(as_of)
      reading     read_context(read_time) → ReadContext for filegroup/read.py's slice readers
      writing     check_writable()
 
@@ -15,11 +16,17 @@ never import the facade, so the layers stay one-way:
     Table (api.py) ──► services/* ──► TableState (this module) ──► timeline, layout
 
 A `TableState` holds no cached state that could go stale: every call lists the
-timeline and the folder again.
+timeline and the data files again (within `pinned()`, once per operation).
+`data_files()` is the one place the data files are listed: from the metadata
+table's `files` partition when the table declares it (no LIST of the data
+folders: table/mdt_listing.py; `use_metadata=False` or LSM_LAB_METADATA_LISTING=0
+switch it off), else by listing the folders (`folder_files()`, which is also
+what sees the files of writes that never completed: `uncommitted_files`).
 
 Simplified compared with Apache Hudi: one object plays `HoodieTableMetaClient`,
-the file-system view and the schema resolver; there is no metadata table, and
-the schema is kept in the latest commit's `extraMetadata`, as Hudi does.
+the file-system view (over `HoodieBackedTableMetadata` or
+`FileSystemBackedTableMetadata`) and the schema resolver; the schema is kept in
+the latest commit's `extraMetadata`, as Hudi does.
 
 Taught in: notebooks/02_timeline.ipynb, notebooks/06_merge_semantics.ipynb
 """
