@@ -281,7 +281,9 @@ def test_no_list_of_the_data_on_the_s3_server(s3_table: Any) -> None:
     t.insert(_rows(range(30), 1, 0.0))
     t.upsert(_rows(range(0, 30, 3), 2, 1.0))
     runs = {}
-    for use in (True, False):
+    for use, forget in ((True, True), (True, False), (False, False)):
+        if forget:
+            mdt_listing.forget()
         u = lsm_lab.open_table(t.path, use_metadata=use)
         counts = u.storage.counts
         counts.trace = []
@@ -290,12 +292,20 @@ def test_no_list_of_the_data_on_the_s3_server(s3_table: Any) -> None:
         trace, counts.trace = counts.trace, None
         root = u.storage._key("")  # type: ignore[attr-defined]
         lists = [k[len(root):].lstrip("/") for kind, k in trace if kind == "LIST"]
-        runs[use] = (slices, lists, trace)
-    assert runs[True][0] == runs[False][0]
-    assert not [k for k in runs[True][1] if not k.startswith(".hoodie")]  # no LIST of the table or a partition
-    assert [k for k in runs[False][1] if not k.startswith(".hoodie")]  # (the listing does list them)
-    mdt_gets = [k for kind, k in runs[True][2] if kind == "GET" and "/.hoodie/metadata/" in k]
-    assert 2 <= len(mdt_gets) <= 5  # the MDT's properties, its base HFile, a log per deltacommit (2 here)
+        runs[(use, forget)] = (slices, lists, trace)
+    cold, warm, listing = runs[(True, True)], runs[(True, False)], runs[(False, False)]
+    assert cold[0] == warm[0] == listing[0]
+    for r in (cold, warm):
+        assert not [k for k in r[1] if not k.startswith(".hoodie")]  # no LIST of the table or a partition
+    assert [k for k in listing[1] if not k.startswith(".hoodie")]  # (the listing does list them)
+
+    def mdt_gets(r: Any) -> list[str]:
+        return sorted(k.rsplit("/", 1)[-1] for kind, k in r[2] if kind == "GET" and "/.hoodie/metadata/" in k)
+
+    logs = [n for n in mdt_gets(cold) if ".log." in n]
+    assert len(logs) == 2  # a log per deltacommit (insert, upsert)
+    assert mdt_gets(cold) == sorted([*logs, "hoodie.properties", "files-0000-0_0-0-0_00000000000000000.hfile"])
+    assert mdt_gets(warm) == logs  # the process keeps the MDT's properties and base file
 
 
 def test_cli_read_with_and_without_the_mdt(real_table: Callable[[str], Path], capsys: pytest.CaptureFixture[str],

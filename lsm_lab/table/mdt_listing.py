@@ -6,10 +6,11 @@ one request per 1,000 keys).  When the table declares the MDT's `files` partitio
 (`hoodie.table.metadata.partitions` contains `files`), `TableState` asks this module instead:
 
     data timeline (listed anyway) ──────────────┐ valid instants (getValidInstantTimestamps)
-    .hoodie/metadata/.hoodie/hoodie.properties ─┤ 1 GET
+    .hoodie/metadata/.hoodie/hoodie.properties ─┤ 1 GET (once per process and version of the file)
     .hoodie/metadata/.hoodie/timeline/ ─────────┤ completion times (in the names, v8+)
     .hoodie/metadata/files/   (1 LIST)  ────────┤ latest slice of files-0000-0
-    base HFile + its log files (1 GET each) ────┘ merged cells, valid blocks only
+    base HFile (1 GET, once per process) ───────┤ merged cells, valid blocks only
+    its log files (1 GET each) ─────────────────┘
           │
           ▼
     [(partition, path, FileName, size)]   the same tuples a folder listing gives; sizes from the MDT
@@ -38,9 +39,13 @@ Switches: `open_table(..., use_metadata=False)` (or `TableState(..., use_metadat
 environment variable `LSM_LAB_METADATA_LISTING=0`, list the folders; the default is on when the
 table declares `files`, as upstream 1.x readers (`HoodieMetadataConfig.DEFAULT_METADATA_ENABLE_FOR_READERS`).
 
+A process keeps the MDT's config and its base file's decoded cells (keyed by the stamp of the MDT's
+hoodie.properties, which a LIST of `.hoodie/` gives): a long-lived reader then sends one GET per MDT
+log file since the last MDT compaction, and nothing else beyond the timeline.
+
 Simplified compared with Apache Hudi (`HoodieBackedTableMetadata.getAllFilesInPartition`): the
-whole `files` partition is merged per plan (no HFile point lookups by partition key, no reader
-kept open between calls), and the MDT is read as of now.
+whole `files` partition is merged per plan (no HFile point lookups by partition key, no log
+reader kept open between calls), and the MDT is read as of now.
 
 Taught in: no chapter (the metadata-table chapter comes with the rest of issue 32; docs/FORMAT.md, "The metadata table (use): listing")
 """
@@ -53,17 +58,21 @@ from typing import Any, Protocol
 
 from lsm_lab.errors import CorruptFileError, LsmLabError, TableConfigError, TableNotFoundError
 from lsm_lab.filegroup import fsview, v1read
-from lsm_lab.filegroup.fsview import FileSlice
+from lsm_lab.filegroup.fsview import DataFile, FileSlice
 from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.format import hfile, naming
 from lsm_lab.format import log_v1 as v1
 from lsm_lab.format import metadata_record as mr
 from lsm_lab.format.naming import FileName
-from lsm_lab.storage import TablePath
+from lsm_lab.storage import TablePath, list_stamped
 from lsm_lab.timeline.config import TableConfig, read_config
 from lsm_lab.timeline.instant import COMPACTION, DELTA_COMMIT, LOG_COMPACTION, ROLLBACK, Instant, State
 
 RESTORE = "restore"
+_CACHE_MAX = 64
+#: (MDT folder, stamp of its hoodie.properties) → its config; (base file, size, that stamp) → its cells
+_CONFIG_CACHE: dict[tuple[str, str], TableConfig] = {}
+_BASE_CACHE: dict[tuple[str, int, str], dict[str, mr.MetadataValue]] = {}
 #: `HoodieTimeline.SOLO_COMMIT_TIMESTAMP`: the MDT's initialising deltacommits start with it
 SOLO_COMMIT_TIMESTAMP = "00000000000000"
 PROPERTY_PARTITIONS = "hoodie.table.metadata.partitions"
@@ -160,21 +169,42 @@ def rolled_back(data: DataState, inst: Instant) -> set[str]:
     return {str(x) for x in out}
 
 
+def base_cells(f: DataFile) -> dict[str, mr.MetadataValue]:
+    """The decoded cells of an MDT base HFile."""
+    if f.name.ext != "hfile":
+        raise LsmLabError(f"metadata table base file {f.path.name} is not an HFile", path=f.path)
+    h = hfile.read_hfile(f.path)
+    schema = h.avro_schema
+    source = str(f.path)
+    out: dict[str, mr.MetadataValue] = {}
+    for key, value in h.items():
+        k = key.decode("utf-8", "replace")
+        out[k] = mr.decode_value(k, value, schema, source=source)
+    return out
+
+
+def _cached_base_cells(f: DataFile, generation: str) -> dict[str, mr.MetadataValue]:
+    """`base_cells`, kept per process: a base file is never changed once written (its name carries its
+    instant), and `generation` (the stamp of the MDT's hoodie.properties, rewritten when an MDT is made
+    again under the same names) tells a rebuilt MDT's files apart."""
+    key = (str(f.path), f.size, generation)
+    hit = _BASE_CACHE.get(key)
+    if hit is None:
+        hit = base_cells(f)
+        if len(_BASE_CACHE) >= _CACHE_MAX:
+            _BASE_CACHE.clear()
+        _BASE_CACHE[key] = hit
+    return hit
+
+
 def merge_slice(fs: FileSlice, completion: Mapping[str, str], valid: set[str], *,
-                strict: bool = False) -> dict[str, mr.MetadataValue]:
+                strict: bool = False, generation: str | None = None) -> dict[str, mr.MetadataValue]:
     """The records of one MDT file slice: base HFile cells, then the valid log blocks in completion order
-    (rollback blocks applied), combined per key (`HoodieMetadataPayload.preCombine`); tombstones kept."""
+    (rollback blocks applied), combined per key (`HoodieMetadataPayload.preCombine`); tombstones kept.
+    With `generation`, the base file's cells are kept in the process (`_cached_base_cells`)."""
     out: dict[str, mr.MetadataValue] = {}
     if fs.base_file is not None:
-        if fs.base_file.name.ext != "hfile":
-            raise LsmLabError(f"metadata table base file {fs.base_file.path.name} is not an HFile",
-                              path=fs.base_file.path)
-        h = hfile.read_hfile(fs.base_file.path)
-        schema = h.avro_schema
-        source = str(fs.base_file.path)
-        for key, value in h.items():
-            k = key.decode("utf-8", "replace")
-            out[k] = mr.decode_value(k, value, schema, source=source)
+        out.update(base_cells(fs.base_file) if generation is None else _cached_base_cells(fs.base_file, generation))
     stats = ReadStats()
     for unit in v1read.ordered_units(dict(completion), None, fs, strict=strict, stats=stats):
         block = unit.block
@@ -197,6 +227,12 @@ def merge_slice(fs: FileSlice, completion: Mapping[str, str], valid: set[str], *
 
 
 # ------------------------------------------------------------------------------------- the listing
+def forget() -> None:
+    """Drop what the process keeps of metadata tables (a cold reader's requests: `lsm-lab bench metadata`)."""
+    _CONFIG_CACHE.clear()
+    _BASE_CACHE.clear()
+
+
 def list_from_metadata(data: DataState, open_mdt: Callable[[TablePath, TableConfig], MdtState]) -> list[Listed] | None:
     """The data files the MDT's `files` partition lists, as `fsview.list_data_files_sized` tuples (sizes
     from the MDT), or None when the table has no readable MDT with a `files` partition (list instead).
@@ -219,8 +255,19 @@ def list_from_metadata(data: DataState, open_mdt: Callable[[TablePath, TableConf
 
 
 def _listing(data: DataState, open_mdt: Callable[[TablePath, TableConfig], MdtState],
-             folder: TablePath) -> list[Listed]:
-    mdt = open_mdt(folder, read_config(folder))
+             folder: TablePath) -> list[Listed] | None:
+    stamp = list_stamped(folder / ".hoodie").get("hoodie.properties")  # from the kept LIST of .hoodie/, if any
+    if stamp is None:
+        return None
+    generation = f"{stamp[0]}:{stamp[1]}"
+    ckey = (str(folder), generation)
+    config = _CONFIG_CACHE.get(ckey)
+    if config is None:
+        config = read_config(folder)
+        if len(_CONFIG_CACHE) >= _CACHE_MAX:
+            _CONFIG_CACHE.clear()
+        _CONFIG_CACHE[ckey] = config
+    mdt = open_mdt(folder, config)
     writes = mdt.completed_writes()
     completion = {i.begin_time: i.completion_time or i.begin_time for i in writes}
     compactions = {i.begin_time for i in writes if i.action in (COMPACTION, LOG_COMPACTION)}
@@ -230,7 +277,7 @@ def _listing(data: DataState, open_mdt: Callable[[TablePath, TableConfig], MdtSt
     valid = valid_instants(data, mdt.instants())
     merged: dict[str, mr.MetadataValue] = {}
     for g in groups:
-        merged.update(merge_slice(g.latest, completion, valid, strict=data.strict))
+        merged.update(merge_slice(g.latest, completion, valid, strict=data.strict, generation=generation))
     out: list[Listed] = []
     for key, rec in sorted(merged.items()):
         if rec.deleted or rec.type != mr.TYPE_FILE_LIST:
@@ -245,5 +292,5 @@ def _listing(data: DataState, open_mdt: Callable[[TablePath, TableConfig], MdtSt
     return out
 
 
-__all__ = ["ENV_SWITCH", "DataState", "Listed", "MdtState", "declared", "list_from_metadata", "merge_slice",
-           "metadata_path", "rolled_back", "switched_on", "valid_instants"]
+__all__ = ["ENV_SWITCH", "DataState", "Listed", "MdtState", "base_cells", "declared", "forget", "list_from_metadata",
+           "merge_slice", "metadata_path", "rolled_back", "switched_on", "valid_instants"]
