@@ -337,3 +337,17 @@ def test_a_damaged_mdt_file_is_an_error_not_a_silent_fallback(tmp_path: Path) ->
     with pytest.raises(CorruptFileError):
         lsm_lab.open_table(path).read()
     assert lsm_lab.open_table(path, use_metadata=False).read().num_rows == 6  # the switch reads by listing
+
+
+def test_a_scheduled_compaction_needs_no_listing(tmp_path: Path) -> None:
+    """A requested plan has written nothing: the lost-commit check lists no folder for it."""
+    path = tmp_path / "t"
+    t = _make(path, 9, "MERGE_ON_READ")
+    t.insert(_rows(range(30), 1, 10.0))
+    t.upsert(_rows(range(0, 30, 3), 2, 1.0))
+    assert t.compact(strategy="full", plan_only=True) is not None
+    a, b = _both(path)
+    assert [i for i in a.instants() if not i.is_completed]  # the requested compaction
+    with _no_data_listing(path):
+        got = _sorted(a.read())
+    assert got.equals(_sorted(b.read()))

@@ -25,7 +25,7 @@ equals the committed files on disk.
 What keeps listing the folders (the MDT cannot show them, as upstream, where rollback uses
 markers or a listing and `FileSystemBackedTableMetadata` remains for the rest):
 - files of writes that never completed (`TableState.uncommitted_files`, inspection, rollback of a
-  failed write, `lost_commits` when a pending write left no markers);
+  failed write, `lost_commits` when an inflight write left no markers: a requested plan has written nothing);
 - a table whose MDT is absent (`files` not declared, no `.hoodie/metadata/`, or dropped while this
   reader held an older hoodie.properties — a file of it vanishes under the read): `list_from_metadata`
   returns None and the caller lists.  A damaged MDT file (present, unreadable) is an error.

@@ -159,12 +159,14 @@ class TableState:
 
     def _lost_commit_files(self) -> list[tuple[str, Any, Any, int | None]]:
         """The listing `check_lost_commits` judges pending writes by.  From the MDT it holds no pending
-        write's files, so when a pending write left no markers (the one case `lost_commits` reports) the
-        folders are listed; otherwise (no pending write, or each has markers) nothing needs listing."""
+        write's files, so when an inflight write left no markers (the one case `lost_commits` reports: a
+        writer marks a file before it writes it, and a lost completed instant file leaves the inflight one)
+        the folders are listed; otherwise (no inflight write, or each has markers) nothing needs listing.
+        A requested plan (a scheduled compaction or clustering) has written nothing yet."""
         files = self.data_files()
         if self._pin is None or not self._pin.get("from_metadata"):
             return files
-        pending = [i for i in self.active_timeline.instants() if not i.is_completed and i.action in WRITE_ACTIONS]
+        pending = [i for i in self.active_timeline.instants() if i.state is State.INFLIGHT and i.action in WRITE_ACTIONS]
         if all(visibility.has_markers(self.path, i.begin_time) for i in pending):
             return []
         return self.folder_files()
