@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lsm_lab import checks
-from lsm_lab.errors import CorruptTableError, InputError, TableConfigError, UnsupportedFeatureError
+from lsm_lab.errors import CorruptTableError, InputError, LsmLabError, TableConfigError, UnsupportedFeatureError
 from lsm_lab.filegroup import cdclog, compat, fsview, stream_write
 from lsm_lab.filegroup import read as reader
 from lsm_lab.filegroup import write as writer
@@ -101,6 +101,8 @@ def _missing_file(table: Table, exc: FileNotFoundError) -> Exception:
     """Fsview rule 5 for a table listed from its metadata table: the plan names the files the MDT lists
     (no LIST of the folders to compare with), so a data file deleted by hand is found missing when the
     read opens it — the same `CorruptTableError` a listing gives, else the error as it was."""
+    if isinstance(exc, LsmLabError):  # a typed error already (TableNotFoundError is a FileNotFoundError)
+        return exc
     missing = str(exc.filename or (exc.args[0] if exc.args else ""))
     name = naming.parse(missing.replace("\\", "/").rsplit("/", 1)[-1]) if missing else None
     if name is None or not table.lists_from_metadata():
