@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lsm_lab import checks
-from lsm_lab.errors import CorruptTableError, InputError, TableConfigError, UnsupportedFeatureError
+from lsm_lab.errors import CorruptTableError, InputError, LsmLabError, TableConfigError, UnsupportedFeatureError
 from lsm_lab.filegroup import cdclog, compat, fsview, stream_write
 from lsm_lab.filegroup import read as reader
 from lsm_lab.filegroup import write as writer
@@ -89,8 +89,11 @@ def _one_listing(method: F) -> F:
     """Run a read with the timeline and the data files listed once (`TableState.pinned`)."""
     @functools.wraps(method)
     def wrapper(self: Table, *args: Any, **kwargs: Any) -> Any:
-        with request_scope(), self.pinned():
-            return method(self, *args, **kwargs)
+        try:
+            with request_scope(), self.pinned():
+                return method(self, *args, **kwargs)
+        except FileNotFoundError as exc:
+            raise _missing_file(self, exc) from None
     return wrapper  # type: ignore[return-value]
 
 
@@ -99,9 +102,27 @@ def _one_operation(method: F) -> F:
     listing and small object is requested once, and again after the table lock is taken."""
     @functools.wraps(method)
     def wrapper(self: Table, *args: Any, **kwargs: Any) -> Any:
-        with request_scope():
-            return method(self, *args, **kwargs)
+        try:
+            with request_scope():
+                return method(self, *args, **kwargs)
+        except FileNotFoundError as exc:
+            raise _missing_file(self, exc) from None
     return wrapper  # type: ignore[return-value]
+
+
+def _missing_file(table: Table, exc: FileNotFoundError) -> Exception:
+    """Fsview rule 5 for a table listed from its metadata table: the plan names the files the MDT lists
+    (no LIST of the folders to compare with), so a data file deleted by hand is found missing when the
+    read opens it — the same `CorruptTableError` a listing gives, else the error as it was."""
+    if isinstance(exc, LsmLabError):  # a typed error already (TableNotFoundError is a FileNotFoundError)
+        return exc
+    missing = str(exc.filename or (exc.args[0] if exc.args else ""))
+    name = naming.parse(missing.replace("\\", "/").rsplit("/", 1)[-1]) if missing else None
+    if name is None or not table.lists_from_metadata():
+        return exc
+    return CorruptTableError(f"the metadata table lists the data file {missing}, which is missing from the table "
+                             "folder (deleted by hand? its rows would silently be lost)", path=missing,
+                             field=fsview.MISSING_FIELD)
 
 
 def _drain(items: list[Any]) -> Iterable[Any]:
@@ -791,17 +812,23 @@ def create_table(
 
 
 def open_table(path: str | os.PathLike[str] | StoragePath, storage_options: Mapping[str, Any] | None = None, *,
-               strict: bool = False) -> Table:
+               strict: bool = False, use_metadata: bool | None = None) -> Table:
     """Open an existing table (lsm_lab's or Apache Hudi's) at `path` (a folder or an object-store URI).
 
     A corrupt block in a v1 (#HUDI#) log file is skipped by reads, as Hudi's
     log reader does (a torn append leaves one); `strict=True` makes such a read
     raise `CorruptFileError` instead.
+    A table that declares its metadata table's `files` partition is listed from it (no LIST of the
+    data folders; table/mdt_listing.py); `use_metadata=False` lists the folders instead (default None:
+    on, unless the environment variable LSM_LAB_METADATA_LISTING=0).
     """
     if not isinstance(path, StoragePath):
         checks.path_arg(path)
     base_path = as_path(path, storage_options)
-    return Table(base_path, cfg.read_config(base_path), strict=checks.bool_arg(strict, "strict"))
+    if use_metadata is not None:
+        use_metadata = checks.bool_arg(use_metadata, "use_metadata")
+    return Table(base_path, cfg.read_config(base_path), strict=checks.bool_arg(strict, "strict"),
+                 use_metadata=use_metadata)
 
 
 __all__ = ["Table", "create_table", "open_table"]

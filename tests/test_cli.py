@@ -215,7 +215,7 @@ def test_every_feature_command_is_registered() -> None:
     assert {"demo", "create", "write", "read", "show", "merge", "bench", "compact", "clean", "rollback",
             "savepoint", "restore", "archive", "lookup", "spark"} <= set(top)
     assert set(choices(top["bench"])) == {"merge", "interop", "lookup", "compaction", "peers", "storage", "latency",
-                                          "cdc", "scan", "startup", "scale", "write-stream"}
+                                          "cdc", "scan", "startup", "scale", "write-stream", "metadata"}
 
 
 def _tree(root: Path) -> dict[str, bytes]:

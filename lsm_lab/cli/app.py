@@ -158,7 +158,7 @@ def cmd_read(args: argparse.Namespace) -> int:
 
     if args.limit < 0:
         raise InputError(f"--limit must be 0 (every row) or more, not {args.limit}")
-    table = open_table(args.path, strict=args.strict)
+    table = open_table(args.path, strict=args.strict, use_metadata=False if args.no_metadata else None)
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     lookup_stats = None
     if not args.cdc and (args.start is not None or args.end is not None):
@@ -315,6 +315,9 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--read-optimized", action="store_true", help="base files only")
     p.add_argument("--strict", action="store_true",
                    help="fail on a corrupt block in a v1 (#HUDI#) log instead of skipping it as Hudi's reader does")
+    p.add_argument("--no-metadata", action="store_true",
+                   help="list the data folders even when the table's metadata table lists its files "
+                        "(also: LSM_LAB_METADATA_LISTING=0)")
     p.add_argument("--cdc", action="store_true",
                    help="the change stream of the instants completed in (--start, --end]: op, ts_ms, commit_time, "
                         "record_key, before, after, inferred")

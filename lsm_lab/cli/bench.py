@@ -83,7 +83,7 @@ def register_args_bench(bench_subparsers: Any, name: str, summary: str, module: 
 
 
 def register_bench(bench_subparsers: Any) -> None:
-    """`lsm-lab bench storage`, `latency`, `cdc`, `scan`, `startup`, `scale` and `write-stream`."""
+    """`lsm-lab bench storage`, `latency`, `cdc`, `scan`, `startup`, `scale`, `write-stream` and `metadata`."""
     register_module_bench(bench_subparsers, "storage",
                           "a table on local disk vs on a local S3 server (moto): seconds and requests per operation",
                           "lsm_lab.bench.storage")
@@ -105,6 +105,9 @@ def register_bench(bench_subparsers: Any) -> None:
     register_args_bench(bench_subparsers, "write-stream",
                         "writing N rows from a RecordBatchReader vs from one in-memory table: peak RSS and time, each "
                         "in its own process", "lsm_lab.bench.write_stream")
+    register_args_bench(bench_subparsers, "metadata",
+                        "the metadata table on a local S3 server: requests (LIST, GET, HEAD) and time to plan a "
+                        "snapshot of 2,000+ data files from the MDT vs by listing", "lsm_lab.bench.metadata")
 
 
 __all__ = ["register_args_bench", "register_bench", "register_module_bench", "register_report_bench"]

@@ -68,9 +68,10 @@ How the view is built (reader rules, format page section 6):
 CDC logs (`….cdc.parquet`, format/cdc.py) join slices by rule 3 but are kept
 apart in `FileSlice.cdc_files`: they hold change history, not rows to merge.
 
-Simplified compared with Apache Hudi: the view is rebuilt by listing the folder
-on every call (no metadata table, no incremental sync), and bootstrap/external
-files are not supported.
+Simplified compared with Apache Hudi: the view is rebuilt on every call from the
+files it is given (`files=`: `TableState.data_files()`, the metadata table's
+`files` partition or a folder listing; no incremental sync), and
+bootstrap/external files are not supported.
 
 Taught in: notebooks/01_build_a_table.ipynb, notebooks/07_compaction.ipynb
 """

@@ -124,7 +124,7 @@ class _Views:
 
     def __init__(self, table: TableState) -> None:
         self.table = table
-        self.sized = fsview.list_data_files_sized(table.path)  # sizes from the listing: no HEAD per file
+        self.sized = table.data_files()  # the MDT's or a listing's, with sizes: no HEAD per file
         self.files = [(p, path, name) for p, path, name, _ in self.sized]
         self.writes = table.completed_writes()
         self.completion = {i.begin_time: i.completion_time or i.begin_time for i in self.writes}

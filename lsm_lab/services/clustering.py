@@ -529,7 +529,7 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
         ctx = ReadContext(table.path, table.config, schema or pa.schema([]), completion, None)
         sizes = None if is_local(table.path) else {  # one LIST instead of a HEAD per input file
             f"{part}/{fn.name}" if part else fn.name: size
-            for part, fn, _, size in fsview.list_data_files_sized(table.path) if size is not None}
+            for part, fn, _, size in table.data_files() if size is not None}
         compactions = frozenset(i.begin_time for i in writes if i.action in (COMPACTION, LOG_COMPACTION))
         cctx = ClusteringContext(table.path, begin, ctx, merge, plan.same_file_ids, sizes, compactions,
                                  table.log_compactions(writes))

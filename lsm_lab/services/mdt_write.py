@@ -2,7 +2,7 @@
 
 A table of version 8 or 9 with `hoodie.metadata.enable=true` keeps, under `.hoodie/metadata/`,
 a MOR table whose `files` partition lists every data file of every partition
-(`table/metadata_table.py` reads it; hudi-rs lists the table from it).  lsm_lab writes it as
+(`table/metadata_table.py` reads it; lsm_lab and hudi-rs list the table from it: table/mdt_listing.py).  lsm_lab writes it as
 upstream's `HoodieBackedTableMetadataWriter` does:
 
     first write of the table with the option on (initialisation, once):

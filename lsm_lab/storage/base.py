@@ -86,11 +86,16 @@ class RequestCounts:
     HEAD: int = 0
     PUT: int = 0
     DELETE: int = 0
+    #: when a list, every request is also recorded in it as (kind, full key): which objects and folders
+    #: an operation asked for (`lsm-lab bench metadata` tells a LIST of the timeline from one of the data)
+    trace: list[tuple[str, str]] | None = field(default=None, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def add(self, kind: str, n: int = 1) -> None:
+    def add(self, kind: str, n: int = 1, key: str | None = None) -> None:
         with self._lock:
             setattr(self, kind, getattr(self, kind) + n)
+            if self.trace is not None:
+                self.trace.extend([(kind, key or "")] * n)
 
     def snapshot(self) -> dict[str, int]:
         with self._lock:

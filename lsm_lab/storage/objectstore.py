@@ -141,7 +141,7 @@ class ObjectStorage(Storage):
 
     def _call(self, kind: str, key: str, fn: Callable[[], T]) -> T:
         """Send one request, counting it and turning store errors into typed ones."""
-        self.counts.add(kind)
+        self.counts.add(kind, key=self._key(key))
         try:
             return fn()
         except (obx.BaseError, OSError, ValueError) as exc:  # obstore raises the builtin for a missing object
@@ -195,7 +195,7 @@ class ObjectStorage(Storage):
                                                     for m in page])
         extra_pages = (len(metas) - 1) // LIST_PAGE  # the store answers LIST with pages of 1,000 keys
         if extra_pages > 0:
-            self.counts.add("LIST", extra_pages)
+            self.counts.add("LIST", extra_pages, key=full)
         if scope is not None:
             scope.put_list(self._sid(), "tree", full, metas)
         return list(metas)

@@ -32,9 +32,9 @@ to the store.  Outside a scope nothing is kept, so two operations never share
 an answer.
 
 Simplified compared with Apache Hudi: Hudi keeps a timeline and a file-system
-view per `HoodieTableMetaClient` (refreshed with `reloadActiveTimeline`) and,
-on a real deployment, serves listings from its metadata table; lsm_lab keeps
-the raw answers of one operation instead.
+view per `HoodieTableMetaClient` (refreshed with `reloadActiveTimeline`) and
+serves listings from its metadata table (so does lsm_lab when the table has one:
+table/mdt_listing.py); lsm_lab keeps the raw answers of one operation.
 
 Taught in: no chapter (it changes how many requests chapter 12 counts, not what it teaches; docs/PERFORMANCE.md)
 """

@@ -39,6 +39,9 @@ parsed in the writer's time zone; `record_index` maps it back to the data table'
 time, read in some whole-quarter-hour UTC offset, is that millisecond (one offset per table, the
 first that matches), else formats it in UTC.
 
+The valid-instant rule and the slice merge live in `table/mdt_listing.py`, which also lists the
+data table from the `files` partition for `TableState.data_files()`.
+
 Simplified compared with Apache Hudi: every read merges the whole MDT partition it needs — except
 `record_index(keys)`, which merges only the shards (file groups) the keys hash to — (no point lookups
 by HFile seek, no key-prefix scans, no spillable map); the MDT is read as
@@ -59,20 +62,14 @@ import numpy as np
 import pyarrow as pa
 
 from lsm_lab.errors import LsmLabError
-from lsm_lab.filegroup import index, v1read
-from lsm_lab.filegroup.readstats import ReadStats
-from lsm_lab.format import hfile
-from lsm_lab.format import log_v1 as v1
+from lsm_lab.filegroup import index
 from lsm_lab.format import metadata_record as mr
 from lsm_lab.storage import TablePath
+from lsm_lab.table import mdt_listing
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.config import read_config
-from lsm_lab.timeline.instant import DELTA_COMMIT, ROLLBACK, Instant, State
 
-RESTORE = "restore"
-#: `HoodieTimeline.SOLO_COMMIT_TIMESTAMP`: the MDT's initialising deltacommits start with it
-SOLO_COMMIT_TIMESTAMP = "00000000000000"
-PROPERTY_PARTITIONS = "hoodie.table.metadata.partitions"
+PROPERTY_PARTITIONS = mdt_listing.PROPERTY_PARTITIONS
 SECONDARY_PREFIX = "secondary_index_"
 #: how the shipped tables' secondary indexes store a null value (a lone NUL character)
 NULL_SECONDARY = "\x00"
@@ -132,23 +129,10 @@ class MetadataTable:
 
     # ------------------------------------------------------------------ the merge
     def valid_instants(self) -> set[str]:
-        """`HoodieTableMetadataUtil.getValidInstantTimestamps` (module docstring)."""
-        if self._valid is not None:
-            return self._valid
-        data_instants = self.data.instants()
-        pending = {i.begin_time for i in data_instants if i.state != State.COMPLETED}
-        valid = {i.begin_time for i in data_instants if i.state == State.COMPLETED}
-        mdt_instants = [i for i in self.mdt.instants() if i.state == State.COMPLETED]
-        valid |= {i.begin_time for i in mdt_instants if i.action == DELTA_COMMIT and i.begin_time not in pending}
-        earliest = min(valid) if valid else SOLO_COMMIT_TIMESTAMP
-        for inst in data_instants:
-            if inst.state == State.COMPLETED and inst.action in (ROLLBACK, RESTORE) and inst.begin_time > earliest:
-                valid |= _rolled_back(self.data, inst)
-        valid |= {i.begin_time for i in mdt_instants if i.action in (ROLLBACK, RESTORE)}
-        valid |= {i.begin_time for i in mdt_instants
-                  if i.action == DELTA_COMMIT and i.begin_time.startswith(SOLO_COMMIT_TIMESTAMP)}
-        self._valid = valid
-        return valid
+        """`HoodieTableMetadataUtil.getValidInstantTimestamps` (module docstring; `mdt_listing.valid_instants`)."""
+        if self._valid is None:
+            self._valid = mdt_listing.valid_instants(self.data, self.mdt.instants())
+        return self._valid
 
     def records(self, partition: str) -> dict[str, mr.MetadataValue]:
         """The live records of one MDT partition: key → value (merged, tombstones dropped)."""
@@ -167,36 +151,7 @@ class MetadataTable:
         return live
 
     def _merge_slice(self, fs: Any, completion: Mapping[str, str], valid: set[str]) -> dict[str, mr.MetadataValue]:
-        out: dict[str, mr.MetadataValue] = {}
-        if fs.base_file is not None:
-            if fs.base_file.name.ext != "hfile":
-                raise LsmLabError(f"metadata table base file {fs.base_file.path.name} is not an HFile",
-                                  path=fs.base_file.path)
-            h = hfile.read_hfile(fs.base_file.path)
-            schema = h.avro_schema
-            source = str(fs.base_file.path)
-            for key, value in h.items():
-                k = key.decode("utf-8", "replace")
-                out[k] = mr.decode_value(k, value, schema, source=source)
-        stats = ReadStats()
-        for unit in v1read.ordered_units(dict(completion), None, fs, strict=self.mdt.strict, stats=stats):
-            block = unit.block
-            if block is None or block.instant_time not in valid or block.records is None:
-                continue
-            if block.is_delete:
-                for key in block.records.column("record_key").to_pylist():
-                    out[key] = mr.tombstone(key)
-                continue
-            if block.block_type != v1.BlockType.HFILE:
-                raise LsmLabError(f"{block.block_type.name} block at offset {block.offset} in the metadata table "
-                                  "(expected HFile data blocks)", path=unit.file.path)
-            schema = block.header.get("SCHEMA")
-            source = str(unit.file.path)
-            keys = block.records.column("key").to_pylist()
-            values = block.records.column("value").to_pylist()
-            for k, v in zip(keys, values, strict=True):
-                out[k] = mr.combine(out.get(k), mr.decode_value(k, v, schema, source=source))
-        return out
+        return mdt_listing.merge_slice(fs, completion, valid, strict=self.mdt.strict)
 
     # ------------------------------------------------------------------ files
     def files(self, partition: str | None = None) -> pa.Table:
@@ -363,19 +318,6 @@ class MetadataTable:
             counts.append(len(self.records(p)))
         return pa.table({"partition": pa.array(names, pa.string()), "file_groups": pa.array(groups, pa.int64()),
                          "records": pa.array(counts, pa.int64())})
-
-
-def _rolled_back(data: TableState, inst: Instant) -> set[str]:
-    """The instants a completed rollback or restore rolled back (`getRollbackedCommits`)."""
-    try:
-        meta = data.instant_metadata(inst)
-    except LsmLabError:
-        return set()
-    out = set(meta.get("commitsRollback") or [])
-    for group in (meta.get("hoodieRestoreMetadata") or {}).values():
-        for rm in group or []:
-            out |= set((rm or {}).get("commitsRollback") or [])
-    return {str(x) for x in out}
 
 
 def _stats_row(partition: str | None, cs: Mapping[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,8 @@
      timeline    instants · completed_writes · instant_metadata · completion_map · savepoints
      time        resolve_time(as_of) · visible_writes(read_time) · check_retained(read_time)
      schema      schema (latest commit's extraMetadata, else hoodie.properties, else a base file)
-     files       partitions · file_groups(as_of) · latest_slices(as_of)
+     files       data_files (the MDT's `files` partition, else a listing) · folder_files · partitions ·
+                 file_groups(as_of) · latest_slices(as_of)
      reading     read_context(read_time) → ReadContext for filegroup/read.py's slice readers
      writing     check_writable()
 
@@ -15,11 +16,17 @@ never import the facade, so the layers stay one-way:
     Table (api.py) ──► services/* ──► TableState (this module) ──► timeline, layout
 
 A `TableState` holds no cached state that could go stale: every call lists the
-timeline and the folder again.
+timeline and the data files again (within `pinned()`, once per operation).
+`data_files()` is the one place the data files are listed: from the metadata
+table's `files` partition when the table declares it (no LIST of the data
+folders: table/mdt_listing.py; `use_metadata=False` or LSM_LAB_METADATA_LISTING=0
+switch it off), else by listing the folders (`folder_files()`, which is also
+what sees the files of writes that never completed: `uncommitted_files`).
 
 Simplified compared with Apache Hudi: one object plays `HoodieTableMetaClient`,
-the file-system view and the schema resolver; there is no metadata table, and
-the schema is kept in the latest commit's `extraMetadata`, as Hudi does.
+the file-system view (over `HoodieBackedTableMetadata` or
+`FileSystemBackedTableMetadata`) and the schema resolver; the schema is kept in
+the latest commit's `extraMetadata`, as Hudi does.
 
 Taught in: notebooks/02_timeline.ipynb, notebooks/06_merge_semantics.ipynb
 """
@@ -51,6 +58,7 @@ from lsm_lab.filegroup.fsview import DataFile, FileGroup, FileSlice
 from lsm_lab.format import naming, parquet_footer
 from lsm_lab.merge import records
 from lsm_lab.storage import Storage, StoragePath, TablePath, as_path, storage_of
+from lsm_lab.table import mdt_listing
 from lsm_lab.timeline import visibility
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.archive import ArchivedTimeline, is_archived
@@ -80,7 +88,8 @@ class TableState:
     """A table's timeline, schema and files as stored now (or as of a time); read-only."""
 
     def __init__(self, path: str | os.PathLike[str] | Storage | StoragePath, config: TableConfig,
-                 storage_options: Mapping[str, Any] | None = None, *, strict: bool = False) -> None:
+                 storage_options: Mapping[str, Any] | None = None, *, strict: bool = False,
+                 use_metadata: bool | None = None) -> None:
         #: the table root: a local `Path`, or a `StoragePath` on an object store (storage/handle.py)
         self.path: TablePath = as_path(path, storage_options)
         #: the `Storage` of the root; `storage.counts` counts an object store's requests
@@ -88,6 +97,9 @@ class TableState:
         self.config = config
         self.strict = strict  # corrupt v1 log blocks raise instead of being skipped as Hudi does
         self.active_timeline = ActiveTimeline(self.path, config)
+        #: list the data files from the metadata table's `files` partition when the table declares it
+        #: (None: yes, unless the environment variable LSM_LAB_METADATA_LISTING=0; see table/mdt_listing.py)
+        self.use_metadata = use_metadata
         self._pin: dict[str, Any] | None = None
 
     @contextlib.contextmanager
@@ -108,12 +120,56 @@ class TableState:
             self._pin = None
             self.active_timeline.pinned = None
 
-    def _data_files(self) -> list[tuple[str, Any, Any, int | None]]:
+    def data_files(self) -> list[tuple[str, Any, Any, int | None]]:
+        """The table's data files: (partition, path, parsed name, size or None), as `fsview.list_data_files_sized`.
+
+        THE one place a table's data files are listed: from the metadata table's `files` partition when the
+        table declares it and `use_metadata` allows it (no LIST of the data folders: table/mdt_listing.py),
+        else by listing the folders.  The MDT holds only files of completed writes; what must see the others
+        (`uncommitted_files`, rollback, inspection) lists the folders (`folder_files`).  Listed once per
+        `pinned()` operation."""
+        if self._pin is None:
+            return self._list_data_files()
+        if "files" not in self._pin:
+            self._pin["files"] = self._list_data_files()
+        return list(self._pin["files"])
+
+    def folder_files(self) -> list[tuple[str, Any, Any, int | None]]:
+        """The data files found by listing the folders (committed or not); once per `pinned()` operation."""
         if self._pin is None:
             return fsview.list_data_files_sized(self.path)
-        if "files" not in self._pin:
-            self._pin["files"] = fsview.list_data_files_sized(self.path)
-        return list(self._pin["files"])
+        if "folders" not in self._pin:
+            self._pin["folders"] = fsview.list_data_files_sized(self.path)
+        return list(self._pin["folders"])
+
+    def lists_from_metadata(self) -> bool:
+        """Whether `data_files` comes from the metadata table (it declares `files`; not switched off)."""
+        if not mdt_listing.switched_on(self.use_metadata):
+            return False
+        return mdt_listing.FILES in mdt_listing.declared(self.config, self.path)
+
+    def _list_data_files(self) -> list[tuple[str, Any, Any, int | None]]:
+        if mdt_listing.switched_on(self.use_metadata):
+            listed = mdt_listing.list_from_metadata(self, _mdt_state)
+            if listed is not None:
+                if self._pin is not None:
+                    self._pin["from_metadata"] = True
+                return listed
+        return self.folder_files()
+
+    def _lost_commit_files(self) -> list[tuple[str, Any, Any, int | None]]:
+        """The listing `check_lost_commits` judges pending writes by.  From the MDT it holds no pending
+        write's files, so when an inflight write left no markers (the one case `lost_commits` reports: a
+        writer marks a file before it writes it, and a lost completed instant file leaves the inflight one)
+        the folders are listed; otherwise (no inflight write, or each has markers) nothing needs listing.
+        A requested plan (a scheduled compaction or clustering) has written nothing yet."""
+        files = self.data_files()
+        if self._pin is None or not self._pin.get("from_metadata"):
+            return files
+        pending = [i for i in self.active_timeline.instants() if i.state is State.INFLIGHT and i.action in WRITE_ACTIONS]
+        if all(visibility.has_markers(self.path, i.begin_time) for i in pending):
+            return []
+        return self.folder_files()
 
     # ------------------------------------------------------------------ basics
     @property
@@ -337,19 +393,28 @@ class TableState:
 
     # ------------------------------------------------------------------ file system view
     def file_groups(self, as_of: TimeLike | None = None, partitions: Iterable[str] | None = None,
-                    ignored: list[DataFile] | None = None) -> list[FileGroup]:
+                    ignored: list[DataFile] | None = None, *, folders: bool = False) -> list[FileGroup]:
         """File groups with their slices, as visible at `as_of` (default: now; times as in `resolve_time`).
 
         An instant time T is cut as upstream's time travel cuts it (fsview rule 8): the slices
         of the whole completed timeline, each group's latest with base instant <= T, its logs
         those of the completed writes begun at or before T.  A `CompletionTime` C builds the
         view of the writes completed by C alone.
-        `ignored` receives the listed data files no completed instant committed (fsview rule 6)."""
+        `ignored` receives the listed data files no completed instant committed (fsview rule 6).
+        The files come from `data_files()` (the metadata table when the table has one), or from a
+        listing of the folders with `folders=True` (what sees files of writes that never completed)."""
         read_time = self.resolve_time(as_of)
+        with self.pinned():
+            return self._file_groups(read_time, partitions, ignored, folders=folders)
+
+    def _file_groups(self, read_time: InstantTime | None, partitions: Iterable[str] | None,
+                     ignored: list[DataFile] | None, *, folders: bool) -> list[FileGroup]:
         writes = self.visible_writes(read_time)
         by_instant = read_time is not None and not is_completion_time(read_time)
         formed = self.completed_writes() if by_instant else writes  # the instants the slices are cut from
-        visibility.check_lost_commits(self.path, self.active_timeline, self._data_files(), read_time)
+        files = self.folder_files() if folders else self.data_files()
+        visibility.check_lost_commits(self.path, self.active_timeline,
+                                      files if folders else self._lost_commit_files(), read_time)
         completion = {i.begin_time: i.completion_time or i.begin_time for i in formed}
         replaced = fsview.replaced_file_groups(writes, self.instant_metadata)
         compactions = {i.begin_time for i in writes if i.action in (COMPACTION, LOG_COMPACTION)}
@@ -360,7 +425,7 @@ class TableState:
             return fsview.build_file_groups(
                 self.path, completion, read_time=None if by_instant else read_time, replaced=replaced,
                 v1_logs_by_base_instant=self.config.version < 8, partitions=partitions,
-                compaction_instants=compactions, files=self._data_files(), committed=committed,
+                compaction_instants=compactions, files=files, committed=committed,
                 log_compactions=self.log_compactions(writes), committed_sizes=sizes, ignored=ignored,
                 own_files=self.own_files, as_of_instant=read_time if by_instant else None,
                 visible={i.begin_time for i in writes} if by_instant else None,
@@ -410,11 +475,11 @@ class TableState:
         A copied partition folder, a file dropped in by hand, or the files of a write still in
         flight or never rolled back; reads ignore them (fsview rule 6)."""
         ignored: list[DataFile] = []
-        self.file_groups(ignored=ignored)
+        self.file_groups(ignored=ignored, folders=True)  # the MDT lists committed files only
         pending = {i.begin_time for i in self.instants() if not i.is_completed}
         listed = {(f.partition, f.name.name) for f in ignored}
         done = set(self.completion_map())
-        extra = [DataFile(p, path, name, size or 0, "") for p, path, name, size in self._data_files()
+        extra = [DataFile(p, path, name, size or 0, "") for p, path, name, size in self.folder_files()
                  if (p, name.name) not in listed and name.instant not in done and name.instant not in pending
                  and not (self.config.version < 8 and name.is_log and name.log_format == 1)]
         return sorted([*ignored, *extra], key=lambda f: f.relative)
@@ -470,7 +535,7 @@ class TableState:
         write add the listed folders (commits archived in a form lsm_lab cannot read)."""
         committed = committed_files(str(self.path), self.completed_writes(), self.instant_metadata,
                                     timeline_folder=_local(self.active_timeline.folder))
-        listed = set() if self.own_files else {p for p, _, _, _ in self._data_files()}
+        listed = set() if self.own_files else {p for p, _, _, _ in self.data_files()}
         return sorted(listed | {p for p, _ in committed})
 
     def check_writable(self) -> None:
@@ -499,6 +564,11 @@ def list_savepoints(timeline: ActiveTimeline) -> list[dict[str, Any]]:
                     "savepointedBy": meta.get("savepointedBy"), "comments": meta.get("comments"),
                     "savepointedAt": meta.get("savepointedAt"), "files": files})
     return out
+
+
+def _mdt_state(path: TablePath, config: TableConfig) -> TableState:
+    """The metadata table's own state (it has no metadata table of its own: listed by folders)."""
+    return TableState(path, config, use_metadata=False)
 
 
 def _local(folder: TablePath) -> Path | None:

@@ -17,8 +17,9 @@ Only the *latest* slice of each file group (the one a snapshot read, a write or
 a compaction uses) must be complete: older slices lose files to the cleaner by
 design.
 
-Simplified compared with Apache Hudi: Hudi's metadata table lists the files of
-each partition; lsm_lab derives the same list from the commit metadata.
+Simplified compared with Apache Hudi: Hudi checks neither; lsm_lab derives the
+committed files from the commit metadata, whether the listing it compares them with
+comes from the folders or from the metadata table (table/mdt_listing.py).
 
 Taught in: notebooks/02_timeline.ipynb
 """
