@@ -105,8 +105,8 @@ def test_cells_sit_in_upstreams_file_groups(real_table: Callable[[str], Path], n
             assert groups
 
 
-def _names(folder: Path) -> list[str]:
-    return [p.name for p in folder.iterdir() if naming.parse(p.name) is not None]
+def _names(folder: Any) -> list[str]:
+    return [p.name for p in Path(str(folder)).iterdir() if naming.parse(p.name) is not None]
 
 
 @pytest.mark.parametrize("name", ["v9_txns_simple_meta", "v9_txns_complex_meta"])
@@ -287,10 +287,10 @@ def test_create_index_bad_input(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------------------- a model
 _OPS = st.lists(st.tuples(st.sampled_from(["insert", "upsert", "delete", "compact", "clean"]),
-                          st.sets(st.integers(0, 24), min_size=1, max_size=8)), min_size=1, max_size=6)
+                          st.sets(st.integers(0, 24), min_size=1, max_size=8)), min_size=1, max_size=5)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=_OPS, mor=st.booleans())
 def test_record_index_against_a_dict_model(tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[str, set[int]]],
                                            mor: bool) -> None:
@@ -301,7 +301,7 @@ def test_record_index_against_a_dict_model(tmp_path_factory: pytest.TempPathFact
                                          "hoodie.metadata.compact.max.delta.commits": "2"})
     model: dict[str, str] = {}
     for step, (op, ids) in enumerate(ops):
-        rows = [{"id": f"k{i:02d}", "p": f"p{i % 3}", "ts": step} for i in sorted(ids)]
+        rows: list[dict[str, Any]] = [{"id": f"k{i:02d}", "p": f"p{i % 3}", "ts": step} for i in sorted(ids)]
         if op in ("insert", "upsert"):
             batch = rows if op == "upsert" else [r for r in rows if r["id"] not in model]
             if not batch:
@@ -320,5 +320,6 @@ def test_record_index_against_a_dict_model(tmp_path_factory: pytest.TempPathFact
         m = t.metadata_table()
         if m is None:
             continue
-        got = {r["record_key"]: r["partition"] for r in m.record_index(sorted(model) + ["k99"]).to_pylist()}
+        got = {r["record_key"]: r["partition"].split("=")[-1]  # "p=p0" on a hive-style table
+               for r in m.record_index([*sorted(model), "k99"]).to_pylist()}
         assert got == model and sorted(m.record_keys()) == sorted(model)

@@ -378,15 +378,15 @@ def test_killed_mdt_rollback_is_finished_before_the_instant_is_written_again(tmp
     t.upsert(_rows(range(0, 30, 4), 5, 100.0))
     from lsm_lab.storage import list_names as real_list
     real_update = mdt_write.update
-    calls = {"n": 0}
+    calls = {"n": 0, "armed": 0}
 
     def update_then_die(*a: Any, **kw: Any) -> Any:
         real_update(*a, **kw)
-        calls["n"] = 0  # count the listings of the MDT rollback only
+        calls["armed"] = 1  # count the listings of the MDT rollback only
         raise _Killed
 
     def list_then_die(folder: Any) -> Any:  # the MDT rollback: its completed-file removal lists, then the files
-        calls["n"] += 1
+        calls["n"] += calls["armed"]
         if calls["n"] == 2:
             raise _Killed
         return real_list(folder)

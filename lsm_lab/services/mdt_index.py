@@ -72,10 +72,10 @@ import fastavro
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from lsm_lab.errors import CorruptFileError, InputError
 from lsm_lab.format import metadata_record as mr
+from lsm_lab.format.parquet_footer import read_footer
 from lsm_lab.storage import TablePath, atomic
 from lsm_lab.timeline.config import TableConfig
 
@@ -412,12 +412,8 @@ def _raw(v: Any, t: pa.DataType, v2: bool) -> Any:
 
 def file_column_stats(path: Any, file_name: str, columns: Sequence[str], version: int) -> list[dict[str, Any]]:
     """`HoodieMetadataColumnStats` of each indexed column of one Parquet base file, from its footer."""
-    try:
-        pf = pq.ParquetFile(path)
-    except (OSError, pa.ArrowException) as exc:
-        raise CorruptFileError(f"cannot read the Parquet footer ({exc})", path=path) from None
-    md = pf.metadata
-    schema = pf.schema_arrow
+    md = read_footer(path)[0]  # on an object store: one ranged GET of the tail
+    schema = md.schema.to_arrow_schema()
     paths = {md.schema.column(j).path: j for j in range(md.num_columns)}
     v2 = version >= 2
     out = []

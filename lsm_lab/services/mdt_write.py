@@ -62,9 +62,9 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from lsm_lab.errors import InputError, LsmLabError
 from lsm_lab.filegroup import fsview
@@ -73,6 +73,8 @@ from lsm_lab.format import hfile_write, naming
 from lsm_lab.format import log_v1 as v1
 from lsm_lab.format import metadata_record as mr
 from lsm_lab.format.log_v1.deletes import encode_delete_records
+from lsm_lab.format.parquet_footer import read_footer
+from lsm_lab.format.parquet_read import open_parquet
 from lsm_lab.services import markers
 from lsm_lab.services import mdt_index as mi
 from lsm_lab.services.mdt_index import SCHEMA_TEXT, record_schema
@@ -314,12 +316,24 @@ def initialise_partition(base_path: TablePath, config: TableConfig, timeline: Ac
 
 
 def _shard(spec: mi.PartitionSpec, config: TableConfig, cells: Cells, out: dict[str, Cells]) -> None:
+    """Split cells by file group (`mapRecordKeyToFileGroupIndex`, vectorised; one sort, no per-key lookup)."""
     if not cells:
         return
     keys = list(cells)
     groups = spec.groups_of(keys, index_version=mi.index_version(config))
-    for key, g in zip(keys, groups.tolist(), strict=True):
-        out.setdefault(spec.file_id(g), {})[key] = cells[key]
+    order = np.argsort(groups, kind="stable")
+    counts = np.bincount(groups, minlength=spec.groups)
+    karr = np.empty(len(keys), dtype=object)
+    karr[:] = keys
+    varr = np.empty(len(keys), dtype=object)
+    varr[:] = list(cells.values())
+    karr, varr = karr[order], varr[order]
+    start = 0
+    for g, c in enumerate(counts.tolist()):
+        if c:
+            out.setdefault(spec.file_id(g), {}).update(zip(karr[start:start + c].tolist(),
+                                                           varr[start:start + c].tolist(), strict=True))
+            start += c
 
 
 def _initial_cells(base_path: TablePath, config: TableConfig, data: TableState, name: str) -> list[Cells]:
@@ -365,7 +379,7 @@ def _is_base(fname: str) -> bool:
 
 
 def _columns(config: TableConfig, path: Any) -> list[str]:
-    return mi.columns_to_index(config, pq.read_schema(path))
+    return mi.columns_to_index(config, read_footer(path)[0].schema.to_arrow_schema())
 
 
 # ------------------------------------------------------------------------------------- one instant's cells
@@ -418,8 +432,9 @@ def _key_column(table: pa.Table, config: TableConfig) -> pa.ChunkedArray:
 
 
 def _read_columns(path: Any, columns: list[str]) -> pa.Table:
-    names = pq.read_schema(path).names
-    return pq.read_table(path, columns=[c for c in columns if c in names])
+    pf = open_parquet(path)
+    names = pf.schema_arrow.names
+    return pf.read(columns=[c for c in columns if c in names])
 
 
 def _prev_base(base_path: TablePath, partition: str, file_id: str, prev: str) -> Any:
@@ -437,7 +452,7 @@ def _log_rows(path: Any, t: str, columns: list[str]) -> tuple[list[pa.Table], li
     """(data-block rows, deleted keys) the log file `path` holds for instant `t`."""
     tables: list[pa.Table] = []
     gone: list[str] = []
-    for block in v1.read_log_file(path):
+    for block in v1.iter_blocks(path):
         if block.instant_time != t or block.records is None:
             continue
         if block.is_delete:
