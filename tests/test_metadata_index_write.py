@@ -323,3 +323,15 @@ def test_record_index_against_a_dict_model(tmp_path_factory: pytest.TempPathFact
         got = {r["record_key"]: r["partition"].split("=")[-1]  # "p=p0" on a hive-style table
                for r in m.record_index([*sorted(model), "k99"]).to_pylist()}
         assert got == model and sorted(m.record_keys()) == sorted(model)
+
+
+def test_cli_create_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lsm_lab.cli.app import main as cli_main
+    t = _make(tmp_path / "t", 8, "MERGE_ON_READ")
+    t.insert(_rows(range(10), 1, 0.0))
+    assert cli_main(["create-index", str(tmp_path / "t"), "merchant_idx", "merchant"]) == 0
+    assert "secondary_index_merchant_idx" in capsys.readouterr().out
+    assert cli_main(["show", "metadata", str(tmp_path / "t"), "--partition", "secondary_index_merchant_idx",
+                     "--json"]) == 0
+    assert "id003" in capsys.readouterr().out
+    check_indexes(tmp_path / "t")

@@ -311,8 +311,8 @@ def wanted_partitions(config: TableConfig) -> list[str]:
     out = [FILES]
     if _flag(config, PROP_COLSTATS):
         out.append(COLUMN_STATS)
-    if _flag(config, PROP_BLOOM):
-        out.append(BLOOM_FILTERS)
+    # bloom_filters (PROP_BLOOM) is not written: its values are Java-serialised Hadoop bloom filters, which
+    # lsm_lab does not produce (format/bloom.py is its own filter) — the option is ignored
     if _flag(config, PROP_RECORD_INDEX) or config.props.get(PROP_INDEX_TYPE, "").strip().upper() == "RECORD_INDEX":
         out.append(RECORD_INDEX)
     if _flag(config, PROP_PARTSTATS):

@@ -219,10 +219,18 @@ def _write_stat(partition: str, file_id: str, name: str, size: int, records: int
                      baseFile=base, logFiles=[name] if name != base else [])
 
 
-def _hfile(cells: list[tuple[bytes, bytes]]) -> bytes:
-    return hfile_write.write_hfile(cells, file_info={
-        b"schema": SCHEMA_TEXT.encode(), b"minRecordKey": cells[0][0] if cells else b"",
-        b"maxRecordKey": cells[-1][0] if cells else b""})
+def _hfile(cells: Cells, *, base: bool = True) -> tuple[bytes, int]:
+    """(HFile bytes, cell count) of cells in key order, laid out by `hfile_write.write_hfile_arrays` (Arrow
+    sorts the keys, NumPy lays out the cells); a base file also records its min and max key."""
+    keys = pa.array(list(cells), pa.string()).cast(pa.binary())
+    values = pa.array(list(cells.values()), pa.binary())
+    order = pc.sort_indices(keys)
+    keys, values = keys.take(order), values.take(order)
+    info = {b"schema": SCHEMA_TEXT.encode()}
+    if base:
+        info[b"minRecordKey"] = keys[0].as_py() if len(keys) else b""
+        info[b"maxRecordKey"] = keys[-1].as_py() if len(keys) else b""
+    return hfile_write.write_hfile_arrays(keys, values, file_info=info), len(keys)
 
 
 def _initialise(base_path: TablePath, config: TableConfig) -> ActiveTimeline:
@@ -252,12 +260,11 @@ def _write_initial(base_path: TablePath, timeline: ActiveTimeline, spec: mi.Part
     stats = []
     for i in range(spec.groups):
         fid = spec.file_id(i)
-        cells = sorted((k.encode(), v) for k, v in groups.get(fid, {}).items())
-        data = _hfile(cells)
+        data, count = _hfile(groups.get(fid, {}))
         name = f"{fid}_{WRITE_TOKEN}_{t}.hfile"
         markers.create_marker(folder, t, spec.name, name, "CREATE")
         atomic.create_file(part / name, data)
-        stats.append(_write_stat(spec.name, fid, name, len(data), len(cells), name, prev=t))
+        stats.append(_write_stat(spec.name, fid, name, len(data), count, name, prev=t))
     timeline.complete(inflight, commit_metadata(stats, operation="bulk_insert"))
     markers.delete_markers(folder, t)
 
@@ -620,8 +627,7 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
             blocks.append(v1.encode_block(v1.BlockType.DELETE, {v1.HeaderKey.INSTANT_TIME: t},
                                           encode_delete_records(pa.table({"record_key": pa.array(gone, pa.string())}))))
         if cells:
-            blocks.append(v1.encode_block(v1.BlockType.HFILE, header, hfile_write.write_hfile(
-                sorted((k.encode(), v) for k, v in cells.items()), file_info={b"schema": SCHEMA_TEXT.encode()})))
+            blocks.append(v1.encode_block(v1.BlockType.HFILE, header, _hfile(cells, base=False)[0]))
         name = naming.v1_log_file_name(fid, t, 1, WRITE_TOKEN)
         markers.create_marker(folder, t, spec.name, name, "APPEND")  # a kill before the MDT commit: a failed write
         size = v1.write_log_file(folder / spec.name / name, blocks)
@@ -664,7 +670,7 @@ def compact_if_due(base_path: TablePath, config: TableConfig, timeline: ActiveTi
     declared = [p for p in _declared(config) if (folder / p).exists()]
     view = MetadataTable(data, mdt, declared)
     ops: list[Operation] = []
-    outputs: list[tuple[mi.PartitionSpec, str, list[tuple[bytes, bytes]]]] = []
+    outputs: list[tuple[mi.PartitionSpec, str, Cells]] = []
     for name in declared:
         spec = _spec(base_path, config, name)
         per: dict[str, Cells] = {}
@@ -681,17 +687,17 @@ def compact_if_due(base_path: TablePath, config: TableConfig, timeline: ActiveTi
                 base_instant=current.base_file.name.instant if current and current.base_file else INIT_INSTANT,
                 base_file=current.base_file.path.name if current and current.base_file else None,
                 log_files=tuple(f.path.name for f in (current.log_files if current else ())), operation_type=FULL))
-            outputs.append((spec, fid, sorted((k.encode(), v) for k, v in per.get(fid, {}).items())))
+            outputs.append((spec, fid, per.get(fid, {})))
     begin = ActiveTimeline(base_path, config).new_instant_time()
     inflight = timeline.start(timeline.request(COMPACTION, CompactionPlan(operations=tuple(ops), strategy="full").to_json(),
                                                begin_time=begin))
     stats = []
-    for spec, fid, cells_sorted in outputs:
-        data_bytes = _hfile(cells_sorted)
+    for spec, fid, group_cells in outputs:
+        data_bytes, count = _hfile(group_cells)
         name = f"{fid}_{WRITE_TOKEN}_{begin}.hfile"
         markers.create_marker(folder, begin, spec.name, name, "CREATE")
         atomic.create_file(folder / spec.name / name, data_bytes)
-        stats.append(_write_stat(spec.name, fid, name, len(data_bytes), len(cells_sorted), name))
+        stats.append(_write_stat(spec.name, fid, name, len(data_bytes), count, name))
     done = timeline.complete(inflight, commit_metadata(stats, operation="compact", compacted=True))
     markers.delete_markers(folder, begin)
     return done
