@@ -10,7 +10,8 @@ and Hudi itself read them:
     column_stats         col-stats-000N-0              (2)     b64 xxh64(column) + b64 xxh64(partition) + b64 md5(file)
                                                                (ColumnIndexID, PartitionIndexID, FileIndexID)
     partition_stats      partition-stats-0000-0        (1)     b64 xxh64(column) + b64 xxh64(partition)
-    bloom_filters        bloom-filters-000N-0          (4)     b64 xxh64(partition) + b64 md5(file)
+    bloom_filters        bloom-filters-000N-0          (4)     b64 xxh64(partition) + b64 md5(file)   (key only:
+                                                               the partition is not written, see mdt_write.py)
     record_index         record-index-000N-0          (10+)    the record key
     secondary_index_<n>  secondary-index-<n>-000N-0   (10+)    escape(value) + "$" + escape(record key)
 
@@ -41,7 +42,16 @@ initial ones (built from every committed file) are tight.
 Record index (`HoodieMetadataPayload.createRecordIndexUpdate` / `createRecordIndexDelete`): a key →
 partition, file id as two longs + index (`fileIdEncoding` 0, or the text with encoding 1 when the id
 is no `<uuid>-<n>`), the instant in epoch ms; all cells of one (partition, file id, instant) share one
-value, encoded once.  A deleted key is a delete-block entry.
+value, encoded once.  A deleted key is a delete-block entry.  Which keys: a COW base file's keys not in
+the file it replaces (same file group, `prevCommit`) are new, the replaced file's keys not in it are
+deleted; a clustering's new files move all their keys; a MOR log's data-block keys point to its file
+group, its delete-block keys are deleted; compaction and clean move no key.  Keys are read back from
+the written files with Arrow (`_hoodie_record_key`), diffed with `pyarrow.compute.is_in`.
+Secondary index (`SecondaryIndexKeyUtils`, `HoodieMetadataPayload.createSecondaryIndexRecord`): the
+(value, key) pairs a write adds become cells, the pairs it replaces become `isDeleted` cells (COW: the
+diff of the old and new base file; MOR: a log's rows against the values the index holds now).
+Definitions live where upstream keeps them, `.hoodie/.index_defs/index.json` (`HoodieIndexMetadata`,
+property `hoodie.table.index.defs.path`).
 
 Simplified compared with Apache Hudi: column statistics of log files are not written (only Parquet
 base files'; upstream also indexes MOR log files); partition statistics are not re-tightened by MDT

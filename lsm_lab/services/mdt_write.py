@@ -1,24 +1,29 @@
-"""Writing Hudi's metadata table (its `files` partition) in the same commit protocol as upstream.
+"""Writing Hudi's metadata table (MDT) in the same commit protocol as upstream: every partition, every file group.
 
 A table of version 8 or 9 with `hoodie.metadata.enable=true` keeps, under `.hoodie/metadata/`,
-a MOR table whose `files` partition lists every data file of every partition
-(`table/metadata_table.py` reads it; hudi-rs lists the table from it).  lsm_lab writes it as
+a MOR table whose partitions index the data table: `files` (the listing; hudi-rs lists the table
+from it), `column_stats` and `partition_stats` (on by default, as upstream's `HoodieMetadataConfig`),
+`record_index` (`hoodie.metadata.record.index.enable=true` or `hoodie.index.type=RECORD_INDEX`) and
+`secondary_index_<name>` (`Table.create_index`).  This module is the protocol; which cells each
+partition gets, its file groups and keys are `services/mdt_index.py`'s.  lsm_lab writes it as
 upstream's `HoodieBackedTableMetadataWriter` does:
 
-    first write of the table with the option on (initialisation, once):
+    first write of the table with the option on (initialisation, once per partition):
       .hoodie/metadata/.hoodie/hoodie.properties      MOR, HFILE base files, key field `key`
-      .hoodie/metadata/files/.hoodie_partition_metadata
+      .hoodie/metadata/<partition>/.hoodie_partition_metadata
       .hoodie/metadata/files/files-0000-0_0-0-0_00000000000000000.hfile
-                    the committed files found by listing (none on a new table) + __all_partitions__
-      .hoodie/metadata/.hoodie/timeline/00000000000000000[_<c>].deltacommit   (the "000" init family)
-      data hoodie.properties: hoodie.table.metadata.partitions=files        ← only now: MDT usable
+      .hoodie/metadata/column_stats/col-stats-000N-0_0-0-0_00000000000000001.hfile   (one per file group)
+      ...                          each built from the committed data (listing, footers, latest slices)
+      .hoodie/metadata/.hoodie/timeline/000000000000000NN[_<c>].deltacommit   (one per partition)
+      data hoodie.properties: hoodie.table.metadata.partitions=files,...   ← each only once built
 
     every data instant t that adds or removes files (commit, deltacommit, compaction,
     clustering, clean), under the table lock, after the conflict check, BEFORE t completes:
-      MDT t.deltacommit.requested → .inflight, a marker in the MDT's .hoodie/.temp/t/
-      .hoodie/metadata/files/.files-0000-0_<t>.log.1_0-0-0   one HFILE_DATA_BLOCK (INSTANT_TIME t,
-          SCHEMA HoodieMetadataRecord): a cell per touched partition (type 2: file → size, or
-          isDeleted for a cleaned file) and `__all_partitions__` (type 1)
+      MDT t.deltacommit.requested → .inflight, markers in the MDT's .hoodie/.temp/t/
+      .hoodie/metadata/<partition>/.<fileId>_<t>.log.1_0-0-0   per TOUCHED file group: a delete block
+          (record-index keys removed) and/or one HFILE_DATA_BLOCK (INSTANT_TIME t, SCHEMA
+          HoodieMetadataRecord) of the group's cells — a key goes to group
+          mapRecordKeyToFileGroupIndex(key, N)
       MDT t_<c>.deltacommit
     then the data instant t completes.
 
@@ -38,20 +43,22 @@ deltacommit, as upstream does for an MDT instant that already exists.
 
 **MDT compaction.** Before a deltacommit, when `hoodie.metadata.compact.max.delta.commits` (upstream's
 `HoodieMetadataConfig.COMPACT_NUM_DELTA_COMMITS`, default 10) deltacommits completed since the last
-one and none of them belongs to a pending data instant, the merged `files` records become a new
-base file `files-0000-0_0-0-0_<c>.hfile` (`<c>.compaction.requested` → `.inflight` → `<c>_<d>.commit`);
+one and none of them belongs to a pending data instant, the merged records of every partition become
+a new base file per file group `<fileId>_0-0-0_<c>.hfile` (`<c>.compaction.requested` → `.inflight` →
+`<c>_<d>.commit`, one plan operation per file group);
 the deltacommit written next completes after `c` and starts the new slice.  A rollback of a
 deltacommit the MDT already compacted cannot delete its records (upstream refuses it in
 `validateRollback`): lsm_lab then drops the MDT, and the next write builds it again from a listing.
 
-Simplified compared with Apache Hudi: only the `files` partition (no column_stats,
-partition_stats, bloom_filters, record_index, secondary or expression indexes); the MDT is
-compacted but never cleaned or archived (old slices stay on disk; readers read the latest); no
-empty initial log file with a delete block next to the base file; each MDT deltacommit writes
-a new log file (lsm_lab never appends); the MDT is written only for table versions 8 and 9
-(upstream's default for them is on; lsm_lab's is off — an opt-in table property, so tables
-without it are unchanged); a table that gets the option after writes is initialised from a
-listing of its committed files.
+Simplified compared with Apache Hudi: no `bloom_filters` partition (its values are Java-serialised
+Hadoop filters; `hoodie.metadata.index.bloom.filter.enable` is ignored) and no expression indexes (see
+mdt_index.py for what each index simplifies); the MDT is compacted but never cleaned or archived (old
+slices stay on disk; readers read the latest); no empty initial log file with a delete block next to
+the base files; each MDT deltacommit writes new log files (lsm_lab never appends); the MDT is written
+only for table versions 8 and 9 (upstream's default for them is on; lsm_lab's is off — an opt-in table
+property, so tables without it are unchanged); a partition enabled after writes is built from the
+committed data under the next write's (or `create_index`'s) lock, with the next free
+`000000000000000NN` instant.
 
 Taught in: no chapter (the metadata-table chapter comes with the rest of issue 32; docs/FORMAT.md, "The metadata table (write)")
 """
