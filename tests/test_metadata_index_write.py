@@ -335,3 +335,41 @@ def test_cli_create_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
                      "--json"]) == 0
     assert "id003" in capsys.readouterr().out
     check_indexes(tmp_path / "t")
+
+
+_CRASH = """
+import os, signal, sys
+import lsm_lab
+from lsm_lab.services import mdt_write
+real = mdt_write.update
+def die(*a, **kw):
+    real(*a, **kw)
+    os.kill(os.getpid(), signal.SIGKILL)   # after the MDT deltacommit (every partition), before the data commit
+mdt_write.update = die
+t = lsm_lab.open_table(sys.argv[1])
+t.upsert([{"id": f"id{i:03d}", "city": ("sf", "nyc", "chennai")[i % 3], "ts": 50, "fare": -9.0, "merchant": "z"}
+          for i in list(range(0, 30, 2)) + list(range(100, 110))])
+"""
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_sigkill_after_the_mdt_deltacommit_leaves_every_index_right(tmp_path: Path, table_type: str) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[1]
+    path = tmp_path / "t"
+    t = _make(path, 9, table_type, compact_every=100)
+    t.insert(_rows(range(30), 1, 10.0))
+    t.create_index("merchant_idx", "merchant")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", _CRASH, str(path)], env=env, capture_output=True, timeout=180)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
+    t = lsm_lab.open_table(path)
+    assert [i for i in t.instants() if not i.is_completed]  # the data commit never happened
+    check_indexes(path)  # the pending instant's MDT blocks are not valid: every index as before
+    t.upsert(_rows(range(3), 60, 0.0))  # the next writer rolls the dead one back, in both tables
+    check_indexes(path)
+    m = lsm_lab.open_table(path).metadata_table()
+    assert m is not None and any(i.action == "rollback" for i in m.mdt.instants())
