@@ -244,6 +244,11 @@ def test_every_index_follows_every_step(tmp_path: Path, version: int, table_type
     assert m.partitions() == ["column_stats", "files", "partition_stats", "record_index",
                               "secondary_index_merchant_idx"]
     assert any(i.action == "compaction" for i in m.mdt.instants())
+    # index definitions as the shipped tables hold them (version 8: no `version` field, no record_index entry)
+    defs = mi.index_definitions(path)
+    assert defs["secondary_index_merchant_idx"]["sourceFields"] == ["merchant"]
+    assert defs["column_stats"]["sourceFields"] == [*mi.META_INDEXED, "id", "city", "ts", "fare", "merchant"]
+    assert ("version" in defs["column_stats"]) == ("record_index" in defs) == (version >= 9)
     assert {r["partition"]: r["file_groups"] for r in m.summary().to_pylist()} == {
         "column_stats": 2, "files": 1, "partition_stats": 1, "record_index": 10, "secondary_index_merchant_idx": 10}
     if hudi_available():

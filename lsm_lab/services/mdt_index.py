@@ -589,18 +589,37 @@ def secondary_definitions(base_path: TablePath) -> dict[str, str]:
     return out
 
 
-def define_secondary_index(base_path: TablePath, name: str, column: str) -> str:
-    """Add `secondary_index_<name>` on `column` to index.json (upstream `HoodieIndexDefinition`, version V2
-    — V1 on version 8 tables); returns the partition name."""
+def define_index(base_path: TablePath, name: str, definition: Mapping[str, Any], *, replace: bool = False) -> bool:
+    """Add one `HoodieIndexDefinition` to index.json (and point `hoodie.table.index.defs.path` at it, as
+    upstream's `HoodieTableMetaClient.buildIndexDefinition` does); False when it is there already and
+    `replace` is off."""
+    defs = index_definitions(base_path)
+    if name in defs and not replace:
+        return False
+    defs[name] = dict(definition)
+    atomic.replace_file(_defs_path(base_path), json.dumps({"indexDefinitions": defs}, indent=2).encode(), mkdir=True)
+    return True
+
+
+def index_definition(name: str, index_type: str, function: str, fields: Sequence[str], table_version: int, *,
+                     options: Mapping[str, str] | None = None, version: str | None = None) -> dict[str, Any]:
+    """An index definition as the shipped tables hold it: version 8 tables without `version`, version 9
+    with it (`HoodieIndexVersion`: V2 for column stats and secondary indexes, V1 for the record index)."""
+    out: dict[str, Any] = {"indexName": name, "indexType": index_type, "indexFunction": function,
+                           "sourceFields": list(fields), "indexOptions": dict(options or {})}
+    if table_version >= 9:
+        out["version"] = version or "V2"
+    return out
+
+
+def define_secondary_index(base_path: TablePath, name: str, column: str, table_version: int) -> str:
+    """Add `secondary_index_<name>` on `column` to index.json; returns the partition name."""
     part = name if name.startswith(SECONDARY_PREFIX) else SECONDARY_PREFIX + name
     if not part[len(SECONDARY_PREFIX):] or not all(c.isalnum() or c == "_" for c in part):
         raise InputError(f"bad index name {name!r}: letters, digits and _ only")
-    defs = index_definitions(base_path)
-    if part in defs:
+    if not define_index(base_path, part, index_definition(part, "secondary_index", "identity", [column],
+                                                          table_version)):
         raise InputError(f"the table already has an index {part!r}", path=_defs_path(base_path))
-    defs[part] = {"indexName": part, "indexType": "secondary_index", "indexFunction": "identity",
-                  "sourceFields": [column], "indexOptions": {}, "version": "V2"}
-    atomic.replace_file(_defs_path(base_path), json.dumps({"indexDefinitions": defs}, indent=2).encode(), mkdir=True)
     return part
 
 

@@ -326,7 +326,30 @@ def initialise_partition(base_path: TablePath, config: TableConfig, timeline: Ac
     for cells in built:
         _shard(spec, config, cells, per_group)
     _write_initial(base_path, timeline, spec, _next_init_instant(timeline), per_group)
+    if name == mi.COLUMN_STATS:  # upstream records the indexed columns (index.json), the shipped tables show it
+        schema = data.schema
+        fields = _indexed_columns(config, schema) if schema is not None else []
+        mi.define_index(base_path, name, mi.index_definition(name, name, name, fields, config.version))
+        _point_at_index_defs(base_path)
+    elif name == mi.RECORD_INDEX and config.version >= 9:
+        mi.define_index(base_path, name, mi.index_definition(name, name, "", [], config.version,
+                                                             options={"isPartitioned": "false"}, version="V1"))
+        _point_at_index_defs(base_path)
     _declare(base_path, name)
+
+
+def _point_at_index_defs(base_path: TablePath) -> None:
+    config = read_config(base_path)
+    if config.props.get(mi.PROP_INDEX_DEFS) != "/".join(mi.INDEX_DEFS):
+        write_config(base_path, {**config.props, mi.PROP_INDEX_DEFS: "/".join(mi.INDEX_DEFS)}, create=False)
+
+
+def _indexed_columns(config: TableConfig, schema: pa.Schema) -> list[str]:
+    """The columns column_stats indexes, given the table's user schema (the meta columns first, unless listed)."""
+    columns = mi.columns_to_index(config, schema)
+    if not config.props.get(mi.PROP_COLUMN_LIST, "").strip():
+        columns = [*mi.META_INDEXED, *columns]
+    return columns
 
 
 def _shard(spec: mi.PartitionSpec, config: TableConfig, cells: Cells, out: dict[str, Cells]) -> None:
@@ -414,6 +437,12 @@ def _instant_cells(base_path: TablePath, config: TableConfig, instant: Instant, 
                         mi.file_column_stats(path, fname, _columns(config, path), version))
         if name == mi.PARTITION_STATS:
             return mi.partition_stats_cells(per, tight=False), []
+        indexed = list(dict.fromkeys(st["columnName"] for stats in per.values() for st in stats))
+        if indexed and (mi.index_definitions(base_path).get(name) or {}).get("sourceFields") != indexed:
+            # the definition follows the indexed columns (the first write, a schema change)
+            mi.define_index(base_path, name, mi.index_definition(name, name, name, indexed, config.version),
+                            replace=True)
+            _point_at_index_defs(base_path)
         cells: Cells = {}
         for p, stats in per.items():
             cells.update(mi.column_stats_cells(p, stats))
@@ -421,10 +450,7 @@ def _instant_cells(base_path: TablePath, config: TableConfig, instant: Instant, 
         for partition, gone_names in deleted.items():
             for fname in gone_names:
                 if _is_base(fname) and schema is not None:
-                    columns = mi.columns_to_index(config, schema)
-                    if not config.props.get(mi.PROP_COLUMN_LIST, "").strip():
-                        columns = [*mi.META_INDEXED, *columns]
-                    cells.update(mi.column_stats_tombstones(partition, fname, columns))
+                    cells.update(mi.column_stats_tombstones(partition, fname, _indexed_columns(config, schema)))
         return cells, []
     if name == mi.RECORD_INDEX:
         return _record_index_cells(base_path, config, instant, metadata)
@@ -753,10 +779,8 @@ def create_index(base_path: TablePath, name: str, column: str) -> str:
     schema = TableState(base_path, config).schema
     if schema is not None and column not in schema.names:
         raise InputError(f"the table has no column {column!r}", path=base_path)
-    part = mi.define_secondary_index(base_path, name, column)
-    props = dict(config.props)
-    props.setdefault(mi.PROP_INDEX_DEFS, "/".join(mi.INDEX_DEFS))
-    write_config(base_path, props, create=False)
+    part = mi.define_secondary_index(base_path, name, column, config.version)
+    _point_at_index_defs(base_path)
     _timeline(base_path, read_config(base_path))  # builds every defined partition not yet declared
     return part
 
