@@ -282,19 +282,16 @@ def _next_init_instant(timeline: ActiveTimeline) -> str:
     return f"{SOLO}{max(used, default=0) + 1:03d}"
 
 
-def _groups_on_disk(base_path: TablePath, name: str) -> int:
-    ids = set()
+def _groups_on_disk(base_path: TablePath, name: str, names: list[str] | None = None) -> int:
+    """How many file groups MDT partition `name` has (its file names: `names`, else one listing)."""
     part = metadata_folder(base_path) / name
-    if part.exists():
-        for fname in list_names(part):
-            parsed = naming.parse(fname)
-            if parsed is not None:
-                ids.add(parsed.file_id)
-    return len(ids)
+    if names is None:
+        names = list_names(part) if part.exists() else []
+    return len({parsed.file_id for parsed in map(naming.parse, names) if parsed is not None})
 
 
-def _spec(base_path: TablePath, config: TableConfig, name: str) -> mi.PartitionSpec:
-    return mi.spec_for(name, config, groups=_groups_on_disk(base_path, name) or None)
+def _spec(base_path: TablePath, config: TableConfig, name: str, names: list[str] | None = None) -> mi.PartitionSpec:
+    return mi.spec_for(name, config, groups=_groups_on_disk(base_path, name, names) or None)
 
 
 def _timeline(base_path: TablePath, config: TableConfig) -> ActiveTimeline:
@@ -634,13 +631,16 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
         _rollback_mdt(base_path, config, timeline, t)
     compact_if_due(base_path, config, timeline)
     groups: list[tuple[mi.PartitionSpec, str, Cells, list[str]]] = []
+    listing: dict[str, list[str]] = {}
     for name in _declared(config):
         if name not in mi.ORDER and not name.startswith(mi.SECONDARY_PREFIX):
             continue
         cells, gone = _instant_cells(base_path, config, instant, metadata, name, added, deleted)
         if not cells and not gone:
             continue
-        spec = _spec(base_path, config, name)
+        part = metadata_folder(base_path) / name
+        listing[name] = list_names(part) if part.exists() else []  # one listing per partition and instant
+        spec = _spec(base_path, config, name, listing[name])
         per: dict[str, Cells] = {}
         _shard(spec, config, cells, per)
         per_gone: dict[str, list[str]] = {}
@@ -664,16 +664,16 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
         name = naming.v1_log_file_name(fid, t, 1, WRITE_TOKEN)
         markers.create_marker(folder, t, spec.name, name, "APPEND")  # a kill before the MDT commit: a failed write
         size = v1.write_log_file(folder / spec.name / name, blocks)
-        stats.append(_write_stat(spec.name, fid, name, size, len(cells) + len(gone), _base_name(base_path, spec, fid)))
+        stats.append(_write_stat(spec.name, fid, name, size, len(cells) + len(gone), _base_name(listing[spec.name], fid)))
     done = timeline.complete(inflight, commit_metadata(stats, operation="upsert_prepped"))
     markers.delete_markers(folder, t)
     return done
 
 
-def _base_name(base_path: TablePath, spec: mi.PartitionSpec, fid: str) -> str:
-    names = sorted(n for n in list_names(metadata_folder(base_path) / spec.name)
-                   if n.startswith(fid + "_") and n.endswith(".hfile"))
-    return names[-1] if names else ""
+def _base_name(names: list[str], fid: str) -> str:
+    """The latest base file of file group `fid` among an MDT partition's file names."""
+    bases = sorted(n for n in names if n.startswith(fid + "_") and n.endswith(".hfile"))
+    return bases[-1] if bases else ""
 
 
 def compact_if_due(base_path: TablePath, config: TableConfig, timeline: ActiveTimeline) -> Instant | None:
