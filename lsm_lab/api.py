@@ -59,6 +59,7 @@ from lsm_lab.services import (
     commit,
     compaction,
     mdt_maintained,
+    mdt_write,
     occ,
     overwrite,
     savepoint,
@@ -584,6 +585,14 @@ class Table(TableState):
         """Hudi's metadata table of this table (`.hoodie/metadata/`), read as of now; None when the table
         has none (`hoodie.table.metadata.partitions` empty or no folder).  See table/metadata_table.py."""
         return open_metadata_table(self)
+
+    def create_index(self, name: str, column: str) -> str:
+        """A secondary index `secondary_index_<name>` on `column`, kept in the metadata table (Hudi's
+        `CREATE INDEX name ON t (column)`): built now from the committed rows, then kept up to date by every
+        write.  The table needs `hoodie.metadata.enable=true`.  Returns the index's MDT partition name;
+        read it with `t.metadata_table().secondary_index(name, values)`."""
+        with table_lock(self.path):
+            return mdt_write.create_index(self.path, name, column)
 
     # ------------------------------------------------------------------ table services (lsm_lab.services)
     @_one_operation

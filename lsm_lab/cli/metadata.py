@@ -7,16 +7,19 @@ name, size; `column_stats` / `partition_stats` → min, max and counts per colum
 → where every key lives; `secondary_index_<name>` → value, record key; `bloom_filters` → the
 filter records.  A table without a metadata table prints one line saying so.
 
-`lsm_lab/cli/app.py` registers `SHOW` under `lsm-lab show`.
+`lsm-lab create-index PATH NAME COLUMN`: a secondary index `secondary_index_NAME` on COLUMN, built in
+the metadata table and kept by later writes (`Table.create_index`, services/mdt_write.py).
 
-Taught in: no chapter (README, "What the Hudi world reads of lsm_lab's tables"; docs/FORMAT.md, "The metadata table (read)")
+`lsm_lab/cli/app.py` registers `SHOW` under `lsm-lab show`, and `register` adds `create-index`.
+
+Taught in: no chapter (README, "What the Hudi world reads of lsm_lab's tables"; docs/FORMAT.md, "The metadata table (read)" and "(write)")
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lsm_lab.cli.console import print_frame
 
@@ -70,4 +73,27 @@ def show_metadata(args: argparse.Namespace) -> int:
 
 SHOW = {"metadata": show_metadata}
 
-__all__ = ["SHOW", "metadata_frame", "show_metadata"]
+
+def cmd_create_index(args: argparse.Namespace) -> int:
+    from lsm_lab.api import open_table  # start-up: on first use
+
+    part = open_table(args.path).create_index(args.name, args.column)
+    print(f"{args.path}: secondary index {part} on {args.column} built in the metadata table")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add `create-index` to the `lsm-lab` command parser."""
+    p = sub.add_parser("create-index", help="a secondary index on a column, kept in the metadata table",
+                       description="Define secondary_index_NAME on COLUMN (.hoodie/.index_defs/index.json) and "
+                                   "build it in the metadata table from the committed rows, as Hudi's "
+                                   "CREATE INDEX does; later writes keep it up to date. The table needs "
+                                   "hoodie.metadata.enable=true. Read it with `lsm-lab show metadata PATH "
+                                   "--partition secondary_index_NAME`.")
+    p.add_argument("path", help="table folder or URL")
+    p.add_argument("name", help="index name (letters, digits, _)")
+    p.add_argument("column", help="the indexed column")
+    p.set_defaults(func=cmd_create_index)
+
+
+__all__ = ["SHOW", "cmd_create_index", "metadata_frame", "register", "show_metadata"]

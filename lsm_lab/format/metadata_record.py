@@ -9,7 +9,7 @@ one Avro-encoded `HoodieMetadataRecord`; its `type` says which index it belongs 
     3     column_stats                  b64(col hash)+b64(part hash)+b64(file)  ColumnStatsMetadata
     4     bloom_filters                 b64(part hash)+b64(file hash)            BloomFilterMetadata
     5     record_index                  the record key                          recordIndexMetadata
-    6     partition_stats               b64(part hash)+b64(col hash)             ColumnStatsMetadata (fileName = partition)
+    6     partition_stats               b64(col hash)+b64(part hash)             ColumnStatsMetadata (fileName = partition)
     7     secondary_index_<name>        escaped value + "$" + escaped record key SecondaryIndexMetadata (isDeleted)
 
     value bytes ──fastavro, writer schema (HFile file info "schema" / log block SCHEMA header)──► dict

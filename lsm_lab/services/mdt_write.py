@@ -1,24 +1,29 @@
-"""Writing Hudi's metadata table (its `files` partition) in the same commit protocol as upstream.
+"""Writing Hudi's metadata table (MDT) in the same commit protocol as upstream: every partition, every file group.
 
 A table of version 8 or 9 with `hoodie.metadata.enable=true` keeps, under `.hoodie/metadata/`,
-a MOR table whose `files` partition lists every data file of every partition
-(`table/metadata_table.py` reads it; lsm_lab and hudi-rs list the table from it: table/mdt_listing.py).  lsm_lab writes it as
+a MOR table whose partitions index the data table: `files` (the listing; lsm_lab (table/mdt_listing.py) and hudi-rs list the
+table from it), `column_stats` and `partition_stats` (on by default, as upstream's `HoodieMetadataConfig`),
+`record_index` (`hoodie.metadata.record.index.enable=true` or `hoodie.index.type=RECORD_INDEX`) and
+`secondary_index_<name>` (`Table.create_index`).  This module is the protocol; which cells each
+partition gets, its file groups and keys are `services/mdt_index.py`'s.  lsm_lab writes it as
 upstream's `HoodieBackedTableMetadataWriter` does:
 
-    first write of the table with the option on (initialisation, once):
+    first write of the table with the option on (initialisation, once per partition):
       .hoodie/metadata/.hoodie/hoodie.properties      MOR, HFILE base files, key field `key`
-      .hoodie/metadata/files/.hoodie_partition_metadata
+      .hoodie/metadata/<partition>/.hoodie_partition_metadata
       .hoodie/metadata/files/files-0000-0_0-0-0_00000000000000000.hfile
-                    the committed files found by listing (none on a new table) + __all_partitions__
-      .hoodie/metadata/.hoodie/timeline/00000000000000000[_<c>].deltacommit   (the "000" init family)
-      data hoodie.properties: hoodie.table.metadata.partitions=files        ← only now: MDT usable
+      .hoodie/metadata/column_stats/col-stats-000N-0_0-0-0_00000000000000001.hfile   (one per file group)
+      ...                          each built from the committed data (listing, footers, latest slices)
+      .hoodie/metadata/.hoodie/timeline/000000000000000NN[_<c>].deltacommit   (one per partition)
+      data hoodie.properties: hoodie.table.metadata.partitions=files,...   ← each only once built
 
     every data instant t that adds or removes files (commit, deltacommit, compaction,
     clustering, clean), under the table lock, after the conflict check, BEFORE t completes:
-      MDT t.deltacommit.requested → .inflight, a marker in the MDT's .hoodie/.temp/t/
-      .hoodie/metadata/files/.files-0000-0_<t>.log.1_0-0-0   one HFILE_DATA_BLOCK (INSTANT_TIME t,
-          SCHEMA HoodieMetadataRecord): a cell per touched partition (type 2: file → size, or
-          isDeleted for a cleaned file) and `__all_partitions__` (type 1)
+      MDT t.deltacommit.requested → .inflight, markers in the MDT's .hoodie/.temp/t/
+      .hoodie/metadata/<partition>/.<fileId>_<t>.log.1_0-0-0   per TOUCHED file group: a delete block
+          (record-index keys removed) and/or one HFILE_DATA_BLOCK (INSTANT_TIME t, SCHEMA
+          HoodieMetadataRecord) of the group's cells — a key goes to group
+          mapRecordKeyToFileGroupIndex(key, N)
       MDT t_<c>.deltacommit
     then the data instant t completes.
 
@@ -38,47 +43,65 @@ deltacommit, as upstream does for an MDT instant that already exists.
 
 **MDT compaction.** Before a deltacommit, when `hoodie.metadata.compact.max.delta.commits` (upstream's
 `HoodieMetadataConfig.COMPACT_NUM_DELTA_COMMITS`, default 10) deltacommits completed since the last
-one and none of them belongs to a pending data instant, the merged `files` records become a new
-base file `files-0000-0_0-0-0_<c>.hfile` (`<c>.compaction.requested` → `.inflight` → `<c>_<d>.commit`);
+one and none of them belongs to a pending data instant, the merged records of every partition become
+a new base file per file group `<fileId>_0-0-0_<c>.hfile` (`<c>.compaction.requested` → `.inflight` →
+`<c>_<d>.commit`, one plan operation per file group);
 the deltacommit written next completes after `c` and starts the new slice.  A rollback of a
 deltacommit the MDT already compacted cannot delete its records (upstream refuses it in
 `validateRollback`): lsm_lab then drops the MDT, and the next write builds it again from a listing.
 
-Simplified compared with Apache Hudi: only the `files` partition (no column_stats,
-partition_stats, bloom_filters, record_index, secondary or expression indexes); the MDT is
-compacted but never cleaned or archived (old slices stay on disk; readers read the latest); no
-empty initial log file with a delete block next to the base file; each MDT deltacommit writes
-a new log file (lsm_lab never appends); the MDT is written only for table versions 8 and 9
-(upstream's default for them is on; lsm_lab's is off — an opt-in table property, so tables
-without it are unchanged); a table that gets the option after writes is initialised from a
-listing of its committed files.
+Simplified compared with Apache Hudi: no `bloom_filters` partition (its values are Java-serialised
+Hadoop filters; `hoodie.metadata.index.bloom.filter.enable` is ignored) and no expression indexes (see
+mdt_index.py for what each index simplifies); the MDT is compacted but never cleaned or archived (old
+slices stay on disk; readers read the latest); no empty initial log file with a delete block next to
+the base files; each MDT deltacommit writes new log files (lsm_lab never appends); the MDT is written
+only for table versions 8 and 9 (upstream's default for them is on; lsm_lab's is off — an opt-in table
+property, so tables without it are unchanged); a partition enabled after writes is built from the
+committed data under the next write's (or `create_index`'s) lock, with the next free
+`000000000000000NN` instant.
 
 Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata table (write)")
 """
 
 from __future__ import annotations
 
-import io
-import json
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import fastavro
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from lsm_lab.errors import LsmLabError
+from lsm_lab.errors import InputError, LsmLabError
 from lsm_lab.filegroup import fsview
 from lsm_lab.filegroup.planner import FULL, CompactionPlan, Operation
 from lsm_lab.format import hfile_write, naming
 from lsm_lab.format import log_v1 as v1
 from lsm_lab.format import metadata_record as mr
+from lsm_lab.format.log_v1.deletes import encode_delete_records
+from lsm_lab.format.parquet_footer import read_footer
+from lsm_lab.format.parquet_read import open_parquet
 from lsm_lab.services import markers
+from lsm_lab.services import mdt_index as mi
+from lsm_lab.services.mdt_index import SCHEMA_TEXT, record_schema
 from lsm_lab.storage import TablePath, as_path, atomic, list_names, paths
+from lsm_lab.table import scan as scan_mod
 from lsm_lab.table.metadata_table import MetadataTable
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.config import TableConfig, read_config, table_checksum, write_config
-from lsm_lab.timeline.instant import CLEAN, COMMIT, COMPACTION, DELTA_COMMIT, ROLLBACK, Instant, State, parse_file_name
+from lsm_lab.timeline.instant import (
+    CLEAN,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    ROLLBACK,
+    Instant,
+    State,
+    parse_file_name,
+)
 from lsm_lab.timeline.metadata import WriteStat, commit_metadata, iter_write_stats
 
 PROP_ENABLE = "hoodie.metadata.enable"
@@ -93,10 +116,11 @@ FILE_ID = "files-0000-0"
 #: `HoodieTimeline.SOLO_COMMIT_TIMESTAMP` + the partition's ordinal ("000": files), upstream's
 #: `HoodieTableMetadataUtil.createIndexInitTimestamp`
 INIT_INSTANT = "00000000000000000"
+SOLO = INIT_INSTANT[:14]
 WRITE_TOKEN = "0-0-0"
 VERSIONS = (8, 9)
-_META_FIELDS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
-                "_hoodie_file_name")
+#: a group's cells (key → value) and the keys its delete block removes
+Cells = dict[str, bytes]
 
 
 def metadata_folder(base_path: TablePath) -> TablePath:
@@ -104,35 +128,35 @@ def metadata_folder(base_path: TablePath) -> TablePath:
 
 
 def enabled(config: TableConfig) -> bool:
-    """Does this table keep a metadata table lsm_lab writes (`hoodie.metadata.enable=true`, version 8 or 9)?"""
-    return config.version in VERSIONS and config.props.get(PROP_ENABLE, "false").strip().lower() == "true"
+    """Does this table keep a metadata table lsm_lab writes?  Version 8 or 9 and `hoodie.metadata.enable=true`
+    — or the option absent on a table that declares `files`: upstream's writer default is on
+    (`HoodieMetadataConfig.ENABLE`), so a table Apache Hudi wrote with its MDT keeps it; leaving it
+    unwritten would make it stale for every reader that lists from it (lsm_lab and hudi-rs)."""
+    if config.version not in VERSIONS:
+        return False
+    value = config.props.get(PROP_ENABLE)
+    if value is None:
+        return FILES in _declared(config)
+    return value.strip().lower() == "true"
 
 
-# ------------------------------------------------------------------------------------- the values
-def record_schema() -> dict[str, Any]:
-    """The writer schema of the values: Hudi's five meta fields, then `HoodieMetadataRecord`'s fields
-    (as `HoodieHFileDataBlock` writes them: `HoodieAvroUtils.addMetadataFields` of the avsc)."""
-    meta = [{"name": n, "type": ["null", "string"], "doc": "", "default": None} for n in _META_FIELDS]
-    return {**mr.HOODIE_METADATA_RECORD, "fields": meta + list(mr.HOODIE_METADATA_RECORD["fields"])}
+def maintainable(name: str) -> bool:
+    """Whether lsm_lab's writer keeps this MDT partition current: `files`, the statistics, the record index
+    and secondary indexes (not `bloom_filters`, whose values are Java-serialised filters, nor expression indexes)."""
+    return name in (FILES, mi.COLUMN_STATS, mi.PARTITION_STATS, mi.RECORD_INDEX) or name.startswith(mi.SECONDARY_PREFIX)
 
 
-_SCHEMA = record_schema()
-_PARSED = fastavro.parse_schema(_SCHEMA)
-SCHEMA_TEXT = json.dumps(_SCHEMA, separators=(",", ":"))
+def maintained_partitions(config: TableConfig) -> frozenset[str]:
+    """The MDT partitions lsm_lab's writes keep current on a table of this configuration (empty: none).
+    `services/mdt_maintained.py` asks this before an upsert trusts the record index."""
+    if not enabled(config):
+        return frozenset()
+    return frozenset(n for n in (set(_declared(config)) | set(mi.wanted_partitions(config))) if maintainable(n))
 
 
 def _value(kind: int, files: Mapping[str, tuple[int, bool]]) -> bytes:
-    """One `HoodieMetadataRecord` value; the key is left empty, as upstream's HFile writer stores it
-    (the cell's key holds it)."""
-    rec: dict[str, Any] = dict.fromkeys(_META_FIELDS)
-    rec.update({"key": "", "type": kind,
-                "filesystemMetadata": {name: {"size": int(size), "isDeleted": bool(deleted)}
-                                       for name, (size, deleted) in sorted(files.items())},
-                "BloomFilterMetadata": None, "ColumnStatsMetadata": None, "recordIndexMetadata": None,
-                "SecondaryIndexMetadata": None})
-    buf = io.BytesIO()
-    fastavro.schemaless_writer(buf, _PARSED, rec)
-    return buf.getvalue()
+    return mi.encode_value(kind, filesystemMetadata={name: {"size": int(size), "isDeleted": bool(deleted)}
+                                                      for name, (size, deleted) in sorted(files.items())})
 
 
 def _key(partition: str) -> str:
@@ -197,6 +221,30 @@ def _declared(config: TableConfig) -> list[str]:
     return [p.strip() for p in config.props.get(PROP_PARTITIONS, "").split(",") if p.strip()]
 
 
+def _declare(base_path: TablePath, name: str) -> TableConfig:
+    config = read_config(base_path)
+    props = dict(config.props)
+    props[PROP_PARTITIONS] = ",".join(sorted(set(_declared(config)) | {name}))
+    props.setdefault(PROP_INFLIGHT, "")
+    write_config(base_path, props, create=False)
+    return read_config(base_path)
+
+
+def _undeclare(base_path: TablePath, names: Iterable[str]) -> TableConfig:
+    """Stop declaring MDT partitions this writer does not keep (readers then ignore them), then remove their
+    folders — upstream's `HoodieTableMetadataUtil.deleteMetadataTablePartition` for a disabled index."""
+    gone = set(names)
+    config = read_config(base_path)
+    props = dict(config.props)
+    props[PROP_PARTITIONS] = ",".join(n for n in _declared(config) if n not in gone)
+    write_config(base_path, props, create=False)
+    for name in sorted(gone):
+        folder = metadata_folder(base_path) / name
+        if folder.exists():
+            paths.remove_tree(base_path, folder, parent="metadata")
+    return read_config(base_path)
+
+
 def _committed_listing(base_path: TablePath, config: TableConfig) -> dict[str, dict[str, int]]:
     """Data files present now, minus those of pending instants (the write being committed among them)."""
     pending = {i.begin_time for i in ActiveTimeline(base_path, config).pending()}
@@ -208,10 +256,25 @@ def _committed_listing(base_path: TablePath, config: TableConfig) -> dict[str, d
     return out
 
 
-def _write_stat(rel: str, name: str, size: int, records: int, base: str) -> WriteStat:
-    return WriteStat(partitionPath=FILES, fileId=FILE_ID, path=f"{FILES}/{name}", prevCommit=INIT_INSTANT,
+def _write_stat(partition: str, file_id: str, name: str, size: int, records: int, base: str,
+                prev: str = INIT_INSTANT) -> WriteStat:
+    return WriteStat(partitionPath=partition, fileId=file_id, path=f"{partition}/{name}", prevCommit=prev,
                      numWrites=records, numInserts=records, totalWriteBytes=size, fileSizeInBytes=size,
                      baseFile=base, logFiles=[name] if name != base else [])
+
+
+def _hfile(cells: Cells, *, base: bool = True) -> tuple[bytes, int]:
+    """(HFile bytes, cell count) of cells in key order, laid out by `hfile_write.write_hfile_arrays` (Arrow
+    sorts the keys, NumPy lays out the cells); a base file also records its min and max key."""
+    keys = pa.array(list(cells), pa.string()).cast(pa.binary())
+    values = pa.array(list(cells.values()), pa.binary())
+    order = pc.sort_indices(keys)
+    keys, values = keys.take(order), values.take(order)
+    info = {b"schema": SCHEMA_TEXT.encode()}
+    if base:
+        info[b"minRecordKey"] = keys[0].as_py() if len(keys) else b""
+        info[b"maxRecordKey"] = keys[-1].as_py() if len(keys) else b""
+    return hfile_write.write_hfile_arrays(keys, values, file_info=info), len(keys)
 
 
 def _initialise(base_path: TablePath, config: TableConfig) -> ActiveTimeline:
@@ -220,33 +283,365 @@ def _initialise(base_path: TablePath, config: TableConfig) -> ActiveTimeline:
     if (folder / ".hoodie").exists() or (folder / FILES).exists():  # a half-made one: start again
         paths.remove_tree(base_path, folder, parent="")
     mdt_config = write_config(folder, _mdt_props(config), create=True)
-    part = folder / FILES
-    atomic.create_file(part / ".hoodie_partition_metadata",
-                       f"#partition metadata\ncommitTime={INIT_INSTANT}\npartitionDepth=1\n".encode(), mkdir=True)
-    listing = _committed_listing(base_path, config)
-    cells = files_cells(listing, {})
-    data = hfile_write.write_hfile(cells, file_info={
-        b"schema": SCHEMA_TEXT.encode(), b"minRecordKey": cells[0][0], b"maxRecordKey": cells[-1][0]})
-    base_name = f"{FILE_ID}_{WRITE_TOKEN}_{INIT_INSTANT}.hfile"
     timeline = ActiveTimeline(folder, mdt_config)
-    inflight = timeline.start(timeline.request(DELTA_COMMIT, None, begin_time=INIT_INSTANT))
-    markers.create_marker(folder, INIT_INSTANT, FILES, base_name, "CREATE")
-    atomic.create_file(part / base_name, data)
-    stat = _write_stat(FILES, base_name, len(data), len(cells), base_name)
-    timeline.complete(inflight, commit_metadata([stat], operation="bulk_insert"))
-    markers.delete_markers(folder, INIT_INSTANT)
-    props = dict(config.props)
-    props[PROP_PARTITIONS] = ",".join(sorted(set(_declared(config)) | {FILES}))
-    props.setdefault(PROP_INFLIGHT, "")
-    write_config(base_path, props, create=False)
+    listing = _committed_listing(base_path, config)
+    _write_initial(base_path, timeline, mi.spec_for(FILES, config), INIT_INSTANT,
+                   {FILE_ID: {k.decode(): v for k, v in files_cells(listing, {})}})
+    _declare(base_path, FILES)
     return timeline
+
+
+def _write_initial(base_path: TablePath, timeline: ActiveTimeline, spec: mi.PartitionSpec, t: str,
+                   groups: Mapping[str, Cells]) -> None:
+    """One partition's initial deltacommit `t`: a base HFile per file group (upstream's bulk insert)."""
+    folder = metadata_folder(base_path)
+    part = folder / spec.name
+    if part.exists():  # a half-made one from a killed initialisation
+        paths.remove_tree(base_path, part, parent="")
+    atomic.create_file(part / ".hoodie_partition_metadata",
+                       f"#partition metadata\ncommitTime={t}\npartitionDepth=1\n".encode(), mkdir=True)
+    inflight = timeline.start(timeline.request(DELTA_COMMIT, None, begin_time=t))
+    stats = []
+    for i in range(spec.groups):
+        fid = spec.file_id(i)
+        data, count = _hfile(groups.get(fid, {}))
+        name = f"{fid}_{WRITE_TOKEN}_{t}.hfile"
+        markers.create_marker(folder, t, spec.name, name, "CREATE")
+        atomic.create_file(part / name, data)
+        stats.append(_write_stat(spec.name, fid, name, len(data), count, name, prev=t))
+    timeline.complete(inflight, commit_metadata(stats, operation="bulk_insert"))
+    markers.delete_markers(folder, t)
+
+
+def _next_init_instant(timeline: ActiveTimeline) -> str:
+    used = [int(i.begin_time[14:]) for i in timeline.instants() if i.begin_time.startswith(SOLO)
+            and len(i.begin_time) == 17 and i.begin_time[14:].isdigit()]
+    return f"{SOLO}{max(used, default=0) + 1:03d}"
+
+
+def _groups_on_disk(base_path: TablePath, name: str, names: list[str] | None = None) -> int:
+    """How many file groups MDT partition `name` has (its file names: `names`, else one listing)."""
+    part = metadata_folder(base_path) / name
+    if names is None:
+        names = list_names(part) if part.exists() else []
+    return len({parsed.file_id for parsed in map(naming.parse, names) if parsed is not None})
+
+
+def _spec(base_path: TablePath, config: TableConfig, name: str, names: list[str] | None = None) -> mi.PartitionSpec:
+    return mi.spec_for(name, config, groups=_groups_on_disk(base_path, name, names) or None)
 
 
 def _timeline(base_path: TablePath, config: TableConfig) -> ActiveTimeline:
     folder = metadata_folder(base_path)
     if FILES in _declared(config) and (folder / ".hoodie" / "hoodie.properties").exists():
-        return ActiveTimeline(folder, read_config(folder))
-    return _initialise(base_path, config)
+        timeline = ActiveTimeline(folder, read_config(folder))
+    else:
+        timeline = _initialise(base_path, config)
+    config = read_config(base_path)
+    for name in [*mi.wanted_partitions(config), *mi.secondary_definitions(base_path)]:
+        if name not in _declared(config):
+            initialise_partition(base_path, read_config(base_path), timeline, name)
+    return timeline
+
+
+def initialise_partition(base_path: TablePath, config: TableConfig, timeline: ActiveTimeline, name: str) -> None:
+    """Build one index partition from the committed data (upstream `initializeFromFilesystem` for it), then
+    declare it: a crash before that leaves a partition nobody reads, made again by the next write."""
+    for inst in timeline.pending():  # a killed initialisation's deltacommit: it never completes
+        if inst.action == DELTA_COMMIT and inst.begin_time.startswith(SOLO):
+            _remove_timeline_files(timeline, inst.begin_time, states=(State.INFLIGHT, State.REQUESTED))
+    data = TableState(base_path, config)
+    built = _initial_cells(base_path, config, data, name)
+    records = sum(len(c) for c in built)
+    groups = mi.estimate_groups(records, config) if name == mi.RECORD_INDEX or name.startswith(
+        mi.SECONDARY_PREFIX) else None
+    spec = mi.spec_for(name, config, groups=groups)
+    per_group: dict[str, Cells] = {}
+    for cells in built:
+        _shard(spec, config, cells, per_group)
+    _write_initial(base_path, timeline, spec, _next_init_instant(timeline), per_group)
+    if name == mi.COLUMN_STATS:  # upstream records the indexed columns (index.json), the shipped tables show it
+        schema = data.schema
+        fields = _indexed_columns(config, schema) if schema is not None else []
+        mi.define_index(base_path, name, mi.index_definition(name, name, name, fields, config.version))
+        _point_at_index_defs(base_path)
+    elif name == mi.RECORD_INDEX and config.version >= 9:
+        mi.define_index(base_path, name, mi.index_definition(name, name, "", [], config.version,
+                                                             options={"isPartitioned": "false"}, version="V1"))
+        _point_at_index_defs(base_path)
+    _declare(base_path, name)
+
+
+def _point_at_index_defs(base_path: TablePath) -> None:
+    config = read_config(base_path)
+    if config.props.get(mi.PROP_INDEX_DEFS) != "/".join(mi.INDEX_DEFS):
+        write_config(base_path, {**config.props, mi.PROP_INDEX_DEFS: "/".join(mi.INDEX_DEFS)}, create=False)
+
+
+def _indexed_columns(config: TableConfig, schema: pa.Schema) -> list[str]:
+    """The columns column_stats indexes, given the table's user schema (the meta columns first, unless listed)."""
+    columns = mi.columns_to_index(config, schema)
+    if not config.props.get(mi.PROP_COLUMN_LIST, "").strip():
+        columns = [*mi.META_INDEXED, *columns]
+    return columns
+
+
+def _shard(spec: mi.PartitionSpec, config: TableConfig, cells: Cells, out: dict[str, Cells]) -> None:
+    """Split cells by file group (`mapRecordKeyToFileGroupIndex`, vectorised; one sort, no per-key lookup)."""
+    if not cells:
+        return
+    keys = list(cells)
+    groups = spec.groups_of(keys, index_version=mi.index_version(config))
+    order = np.argsort(groups, kind="stable")
+    counts = np.bincount(groups, minlength=spec.groups)
+    karr = np.empty(len(keys), dtype=object)
+    karr[:] = keys
+    varr = np.empty(len(keys), dtype=object)
+    varr[:] = list(cells.values())
+    karr, varr = karr[order], varr[order]
+    start = 0
+    for g, c in enumerate(counts.tolist()):
+        if c:
+            out.setdefault(spec.file_id(g), {}).update(zip(karr[start:start + c].tolist(),
+                                                           varr[start:start + c].tolist(), strict=True))
+            start += c
+
+
+def _initial_cells(base_path: TablePath, config: TableConfig, data: TableState, name: str) -> list[Cells]:
+    if name in (mi.COLUMN_STATS, mi.PARTITION_STATS):
+        listing = _committed_listing(base_path, config)
+        version = mi.index_version(config)
+        per: dict[str, list[dict[str, Any]]] = {}
+        for partition, names in listing.items():
+            for fname in names:
+                if _is_base(fname):
+                    path = base_path / partition / fname if partition else base_path / fname
+                    per.setdefault(partition, []).extend(
+                        mi.file_column_stats(path, fname, _columns(config, path), version))
+        if name == mi.COLUMN_STATS:
+            return [mi.column_stats_cells(p, stats) for p, stats in per.items()]
+        return [mi.partition_stats_cells(per, tight=True)]
+    if name == mi.RECORD_INDEX or name.startswith(mi.SECONDARY_PREFIX):
+        column = mi.secondary_definitions(base_path).get(name) if name != mi.RECORD_INDEX else None
+        ctx = data.read_context()
+        out = []
+        for fs in data.latest_slices():
+            cols = ["_hoodie_record_key"] + ([column] if column else [])
+            rows = scan_mod.snapshot(ctx, [fs], columns=cols)
+            if rows.num_rows == 0:
+                continue
+            keys = rows.column("_hoodie_record_key")
+            if column is None:
+                base_instant = fs.base_file.name.instant if fs.base_file is not None else (
+                    fs.log_files[0].name.instant if fs.log_files else "")
+                value = mi.record_index_value(fs.partition, fs.file_id, mi.instant_millis(base_instant, config))
+                out.append(dict.fromkeys(keys.to_pylist(), value))
+            else:
+                cell = mi.secondary_cell_value()
+                out.append({mi.secondary_key(v, k): cell for k, v in zip(
+                    keys.to_pylist(), mi.secondary_value_text(rows.column(column)), strict=True)})
+        return out
+    raise LsmLabError(f"lsm_lab does not write the metadata table partition {name!r}")
+
+
+def _is_base(fname: str) -> bool:
+    parsed = naming.parse(fname)
+    return parsed is not None and parsed.kind == "base" and parsed.ext == "parquet" and parsed.content == "data"
+
+
+def _columns(config: TableConfig, path: Any) -> list[str]:
+    return mi.columns_to_index(config, read_footer(path)[0].schema.to_arrow_schema())
+
+
+# ------------------------------------------------------------------------------------- one instant's cells
+def _instant_cells(base_path: TablePath, config: TableConfig, instant: Instant, metadata: Mapping[str, Any],
+                   name: str, added: Mapping[str, Mapping[str, int]], deleted: Mapping[str, list[str]]
+                   ) -> tuple[Cells, list[str]]:
+    """(cells, deleted keys) data instant `instant` adds to MDT partition `name` (module docstring)."""
+    version = mi.index_version(config)
+    if name == FILES:
+        return {k.decode(): v for k, v in files_cells(added, deleted, all_partitions=instant.action != CLEAN)}, []
+    if name in (mi.COLUMN_STATS, mi.PARTITION_STATS):
+        per: dict[str, list[dict[str, Any]]] = {}
+        for partition, names in added.items():
+            for fname in names:
+                if _is_base(fname):
+                    path = base_path / partition / fname if partition else base_path / fname
+                    per.setdefault(partition, []).extend(
+                        mi.file_column_stats(path, fname, _columns(config, path), version))
+        if name == mi.PARTITION_STATS:
+            return mi.partition_stats_cells(per, tight=False), []
+        indexed = list(dict.fromkeys(st["columnName"] for stats in per.values() for st in stats))
+        if indexed and (mi.index_definitions(base_path).get(name) or {}).get("sourceFields") != indexed:
+            # the definition follows the indexed columns (the first write, a schema change)
+            mi.define_index(base_path, name, mi.index_definition(name, name, name, indexed, config.version),
+                            replace=True)
+            _point_at_index_defs(base_path)
+        cells: Cells = {}
+        for p, stats in per.items():
+            cells.update(mi.column_stats_cells(p, stats))
+        schema = TableState(base_path, config).schema if deleted else None
+        for partition, gone_names in deleted.items():
+            for fname in gone_names:
+                if _is_base(fname) and schema is not None:
+                    cells.update(mi.column_stats_tombstones(partition, fname, _indexed_columns(config, schema)))
+        return cells, []
+    if name == mi.RECORD_INDEX:
+        return _record_index_cells(base_path, config, instant, metadata)
+    if name.startswith(mi.SECONDARY_PREFIX):
+        column = mi.secondary_definitions(base_path).get(name)
+        if column is None:
+            return {}, []
+        return _secondary_cells(base_path, config, instant, metadata, column)
+    return {}, []
+
+
+def _key_column(table: pa.Table, config: TableConfig) -> pa.ChunkedArray:
+    if "_hoodie_record_key" in table.column_names:
+        return table.column("_hoodie_record_key")
+    fields = [f.strip() for f in config.props.get("hoodie.table.recordkey.fields", "").split(",") if f.strip()]
+    if len(fields) == 1 and fields[0] in table.column_names:
+        return table.column(fields[0]).cast(pa.string())
+    raise LsmLabError("the record index needs the _hoodie_record_key column (or a one-field record key)")
+
+
+def _read_columns(path: Any, columns: list[str]) -> pa.Table:
+    pf = open_parquet(path)
+    names = pf.schema_arrow.names
+    return pf.read(columns=[c for c in columns if c in names])
+
+
+def _prev_base(base_path: TablePath, partition: str, file_id: str, prev: str) -> Any:
+    if not prev or prev == "null":
+        return None
+    folder = base_path / partition if partition else base_path
+    for fname in list_names(folder):
+        parsed = naming.parse(fname)
+        if parsed is not None and parsed.kind == "base" and parsed.file_id == file_id and parsed.instant == prev:
+            return folder / fname
+    return None
+
+
+def _log_rows(path: Any, t: str, columns: list[str]) -> tuple[list[pa.Table], list[str]]:
+    """(data-block rows, deleted keys) the log file `path` holds for instant `t`."""
+    tables: list[pa.Table] = []
+    gone: list[str] = []
+    for block in v1.iter_blocks(path):
+        if block.instant_time != t or block.records is None:
+            continue
+        if block.is_delete:
+            gone.extend(str(k) for k in block.records.column("record_key").to_pylist())
+        elif block.is_data:
+            tables.append(block.records.select([c for c in columns if c in block.records.column_names]))
+    return tables, gone
+
+
+def _record_index_cells(base_path: TablePath, config: TableConfig, instant: Instant,
+                        metadata: Mapping[str, Any]) -> tuple[Cells, list[str]]:
+    """Keys that moved or arrived → their file group; keys deleted → the delete block (module docstring)."""
+    if instant.action in (CLEAN, COMPACTION):  # a compaction keeps every key in its file group
+        return {}, []
+    t = instant.begin_time
+    millis = mi.instant_millis(t, config)
+    cells: Cells = {}
+    gone: list[str] = []
+    key_cols = ["_hoodie_record_key", *[f.strip() for f in config.props.get(
+        "hoodie.table.recordkey.fields", "").split(",") if f.strip()]]
+    for stat in iter_write_stats(metadata):
+        rel = str(stat.get("path") or "")
+        if not rel:
+            continue
+        partition = str(stat.get("partitionPath") or "")
+        file_id = str(stat.get("fileId") or "")
+        path = base_path / rel
+        value = mi.record_index_value(partition, file_id, millis)
+        if _is_base(os.path.basename(rel)):
+            keys = _key_column(_read_columns(path, key_cols), config)
+            prev = _prev_base(base_path, partition, file_id, str(stat.get("prevCommit") or ""))
+            if prev is not None and instant.action != REPLACE_COMMIT:
+                old = _key_column(_read_columns(prev, key_cols), config)
+                new_keys = pc.filter(keys, pc.invert(pc.is_in(keys, value_set=old.combine_chunks())))
+                gone.extend(pc.filter(old, pc.invert(pc.is_in(old, value_set=keys.combine_chunks()))).to_pylist())
+                keys = new_keys
+            cells.update(dict.fromkeys(keys.to_pylist(), value))
+        elif ".log." in rel:
+            tables, deleted = _log_rows(path, t, key_cols)
+            gone.extend(deleted)
+            for tb in tables:
+                cells.update(dict.fromkeys(_key_column(tb, config).to_pylist(), value))
+    return cells, [k for k in dict.fromkeys(gone) if k not in cells]
+
+
+def _secondary_cells(base_path: TablePath, config: TableConfig, instant: Instant, metadata: Mapping[str, Any],
+                     column: str) -> tuple[Cells, list[str]]:
+    """(value, key) pairs a write adds become cells; pairs it removes become `isDeleted` cells
+    (`HoodieMetadataPayload.createSecondaryIndexRecord(..., isDeleted)`)."""
+    if instant.action in (CLEAN, COMPACTION):
+        return {}, []
+    t = instant.begin_time
+    key_cols = ["_hoodie_record_key", *[f.strip() for f in config.props.get(
+        "hoodie.table.recordkey.fields", "").split(",") if f.strip()], column]
+    live, dead = mi.secondary_cell_value(), mi.secondary_cell_value(deleted=True)
+    added: dict[str, str | None] = {}
+    removed: dict[str, str | None] = {}
+    current: dict[str, str | None] | None = None
+    for stat in iter_write_stats(metadata):
+        rel = str(stat.get("path") or "")
+        if not rel:
+            continue
+        path = base_path / rel
+        partition = str(stat.get("partitionPath") or "")
+        if _is_base(os.path.basename(rel)):
+            rows = _read_columns(path, key_cols)
+            now = dict(zip(_key_column(rows, config).to_pylist(), mi.secondary_value_text(rows.column(column)),
+                           strict=True))
+            prev = _prev_base(base_path, partition, str(stat.get("fileId") or ""), str(stat.get("prevCommit") or ""))
+            before: dict[str, str | None] = {}
+            if prev is not None and instant.action != REPLACE_COMMIT:
+                old = _read_columns(prev, key_cols)
+                before = dict(zip(_key_column(old, config).to_pylist(), mi.secondary_value_text(old.column(column)),
+                                  strict=True))
+            for k, v in before.items():
+                if k not in now or now[k] != v:
+                    removed[k] = v
+            for k, v in now.items():
+                if k not in before or before[k] != v:
+                    added[k] = v
+        elif ".log." in rel:
+            tables, deleted = _log_rows(path, t, key_cols)
+            if current is None:
+                current = _secondary_now(base_path, config, column)
+            for k in deleted:
+                if k in current:
+                    removed[k] = current[k]
+            for tb in tables:
+                if column not in tb.column_names:
+                    continue
+                for k, v in zip(_key_column(tb, config).to_pylist(), mi.secondary_value_text(tb.column(column)),
+                                strict=True):
+                    if current.get(k, "\x01absent") != v:
+                        if k in current:
+                            removed[k] = current[k]
+                        added[k] = v
+    cells: Cells = {mi.secondary_key(v, k): dead for k, v in removed.items()}
+    cells.update({mi.secondary_key(v, k): live for k, v in added.items()})
+    return cells, []
+
+
+def _secondary_now(base_path: TablePath, config: TableConfig, column: str) -> dict[str, str | None]:
+    """record key → secondary value as the index holds it now (the MOR path: a log upsert does not say the
+    old value, upstream looks it up in the index too)."""
+    name = next((n for n, c in mi.secondary_definitions(base_path).items() if c == column), None)
+    if name is None:
+        return {}
+    data = TableState(base_path, config)
+    m = MetadataTable(data, TableState(metadata_folder(base_path), read_config(metadata_folder(base_path))),
+                      _declared(config))
+    out: dict[str, str | None] = {}
+    for key in m.records(name):
+        value, record_key = mr.split_secondary_key(key)
+        out[record_key] = None if value == "\x00" else value
+    return out
 
 
 # ------------------------------------------------------------------------------------- the hooks
@@ -257,42 +652,76 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
     config (saves a read of hoodie.properties when the table keeps no metadata table)."""
     base_path = as_path(base_path)
     config = config if config is not None else read_config(base_path)
-    if config.version not in VERSIONS:
-        return None
     if not enabled(config):
-        if config.props.get(PROP_ENABLE, "").strip().lower() == "false" and FILES in _declared(config):
+        # a declared MDT this writer will not keep (the option turned off, or a table version lsm_lab does not
+        # write it for) would be stale after this write: removed, as upstream deletes a disabled MDT
+        if _declared(config):
             drop(base_path)
         return None
     config = read_config(base_path)  # as on disk now: the MDT may have been declared since the caller read it
+    unkept = [n for n in _declared(config) if not maintainable(n)]
+    if unkept:  # partitions lsm_lab does not write (bloom_filters, expression indexes): undeclared, then removed
+        config = _undeclare(base_path, unkept)
     added, deleted = changes_of(instant, metadata)
     timeline = _timeline(base_path, config)
+    config = read_config(base_path)
     _resume_rollbacks(base_path, config, timeline)
     t = instant.begin_time
     if any(i.begin_time == t and i.action == DELTA_COMMIT for i in timeline.instants()):  # an earlier attempt
         _rollback_mdt(base_path, config, timeline, t)
     compact_if_due(base_path, config, timeline)
-    cells = files_cells(added, deleted, all_partitions=instant.action != CLEAN)
-    hdata = hfile_write.write_hfile(cells, file_info={b"schema": SCHEMA_TEXT.encode()})
-    block = v1.encode_block(v1.BlockType.HFILE, {v1.HeaderKey.INSTANT_TIME: t, v1.HeaderKey.SCHEMA: SCHEMA_TEXT},
-                            hdata)
+    groups: list[tuple[mi.PartitionSpec, str, Cells, list[str]]] = []
+    listing: dict[str, list[str]] = {}
+    for name in _declared(config):
+        if name not in mi.ORDER and not name.startswith(mi.SECONDARY_PREFIX):
+            continue
+        cells, gone = _instant_cells(base_path, config, instant, metadata, name, added, deleted)
+        if not cells and not gone:
+            continue
+        part = metadata_folder(base_path) / name
+        listing[name] = list_names(part) if part.exists() else []  # one listing per partition and instant
+        spec = _spec(base_path, config, name, listing[name])
+        per: dict[str, Cells] = {}
+        _shard(spec, config, cells, per)
+        per_gone: dict[str, list[str]] = {}
+        if gone:
+            gidx = spec.groups_of(gone, index_version=mi.index_version(config))
+            for k, g in zip(gone, gidx.tolist(), strict=True):
+                per_gone.setdefault(spec.file_id(g), []).append(k)
+        for fid in sorted(set(per) | set(per_gone)):
+            groups.append((spec, fid, per.get(fid, {}), per_gone.get(fid, [])))
     inflight = timeline.start(timeline.request(DELTA_COMMIT, None, begin_time=t))
-    name = naming.v1_log_file_name(FILE_ID, t, 1, WRITE_TOKEN)
     folder = metadata_folder(base_path)
-    markers.create_marker(folder, t, FILES, name, "APPEND")  # a kill before the MDT commit: a failed write
-    size = v1.write_log_file(folder / FILES / name, [block])
-    base = f"{FILE_ID}_{WRITE_TOKEN}_{INIT_INSTANT}.hfile"
-    stat = _write_stat(FILES, name, size, len(cells), base)
-    done = timeline.complete(inflight, commit_metadata([stat], operation="upsert_prepped"))
+    stats = []
+    header = {v1.HeaderKey.INSTANT_TIME: t, v1.HeaderKey.SCHEMA: SCHEMA_TEXT}
+    for spec, fid, cells, gone in groups:
+        blocks = []
+        if gone:  # upstream's record-index delete: the key in a delete block
+            blocks.append(v1.encode_block(v1.BlockType.DELETE, {v1.HeaderKey.INSTANT_TIME: t},
+                                          encode_delete_records(pa.table({"record_key": pa.array(gone, pa.string())}))))
+        if cells:
+            blocks.append(v1.encode_block(v1.BlockType.HFILE, header, _hfile(cells, base=False)[0]))
+        name = naming.v1_log_file_name(fid, t, 1, WRITE_TOKEN)
+        markers.create_marker(folder, t, spec.name, name, "APPEND")  # a kill before the MDT commit: a failed write
+        size = v1.write_log_file(folder / spec.name / name, blocks)
+        stats.append(_write_stat(spec.name, fid, name, size, len(cells) + len(gone), _base_name(listing[spec.name], fid)))
+    done = timeline.complete(inflight, commit_metadata(stats, operation="upsert_prepped"))
     markers.delete_markers(folder, t)
     return done
 
 
+def _base_name(names: list[str], fid: str) -> str:
+    """The latest base file of file group `fid` among an MDT partition's file names."""
+    bases = sorted(n for n in names if n.startswith(fid + "_") and n.endswith(".hfile"))
+    return bases[-1] if bases else ""
+
+
 def compact_if_due(base_path: TablePath, config: TableConfig, timeline: ActiveTimeline) -> Instant | None:
-    """Compact the MDT's `files` file group when `hoodie.metadata.compact.max.delta.commits` deltacommits
-    completed since its last compaction and every one of them is valid — no data instant is pending with
-    an MDT deltacommit of its own (upstream waits the same way: a compaction must not take in a block that
-    may still be rolled back).  Called before the new instant's deltacommit, whose log file then completes
-    after the compaction and belongs to the new slice (slicing by completion time, table versions 8+)."""
+    """Compact every file group of every MDT partition when `hoodie.metadata.compact.max.delta.commits`
+    deltacommits completed since the last MDT compaction and every one of them is valid — no data instant is
+    pending with an MDT deltacommit of its own (upstream waits the same way: a compaction must not take in a
+    block that may still be rolled back).  Called before the new instant's deltacommit, whose log files then
+    complete after the compaction and belong to the new slices (slicing by completion time, table versions 8+)."""
     try:
         every = int(config.props.get(PROP_COMPACT_DELTAS, DEFAULT_COMPACT_DELTAS))
     except ValueError:
@@ -301,7 +730,7 @@ def compact_if_due(base_path: TablePath, config: TableConfig, timeline: ActiveTi
     if every < 1 or any(not i.is_completed for i in instants):
         return None
     last = max((i.begin_time for i in instants if i.action in (COMMIT, COMPACTION)), default=INIT_INSTANT)
-    deltas = [i for i in instants if i.action == DELTA_COMMIT and not i.begin_time.startswith(INIT_INSTANT[:14])
+    deltas = [i for i in instants if i.action == DELTA_COMMIT and not i.begin_time.startswith(SOLO)
               and (i.completion_time or i.begin_time) > last]
     if len(deltas) < every:
         return None
@@ -311,34 +740,89 @@ def compact_if_due(base_path: TablePath, config: TableConfig, timeline: ActiveTi
         return None
     folder = metadata_folder(base_path)
     mdt = TableState(folder, read_config(folder))
-    view = MetadataTable(data, mdt, [FILES])
-    records = view.records(FILES)
-    cells = []
-    for key, rec in records.items():
-        files = {n: (int(v.get("size") or 0), False)
-                 for n, v in (rec.payload.get("filesystemMetadata") or {}).items() if not v.get("isDeleted")}
-        cells.append((key.encode(), _value(rec.type, files)))
-    cells.sort()
-    slices = mdt.latest_slices(partitions=[FILES])
-    current = slices[0] if slices else None
-    op = Operation(partition=FILES, file_id=FILE_ID,
-                   base_instant=current.base_file.name.instant if current and current.base_file else INIT_INSTANT,
-                   base_file=current.base_file.path.name if current and current.base_file else None,
-                   log_files=tuple(f.path.name for f in (current.log_files if current else ())),
-                   operation_type=FULL)
+    declared = [p for p in _declared(config) if (folder / p).exists()]
+    view = MetadataTable(data, mdt, declared)
+    ops: list[Operation] = []
+    outputs: list[tuple[mi.PartitionSpec, str, Cells]] = []
+    for name in declared:
+        spec = _spec(base_path, config, name)
+        per: dict[str, Cells] = {}
+        cells = {}
+        for key, rec in view.records(name).items():
+            cells[key] = _encode_record(rec)
+        _shard(spec, config, cells, per)
+        slices = {s.file_id: s for s in mdt.latest_slices(partitions=[name])}
+        for i in range(spec.groups):
+            fid = spec.file_id(i)
+            current = slices.get(fid)
+            ops.append(Operation(
+                partition=name, file_id=fid,
+                base_instant=current.base_file.name.instant if current and current.base_file else INIT_INSTANT,
+                base_file=current.base_file.path.name if current and current.base_file else None,
+                log_files=tuple(f.path.name for f in (current.log_files if current else ())), operation_type=FULL))
+            outputs.append((spec, fid, per.get(fid, {})))
     begin = ActiveTimeline(base_path, config).new_instant_time()
-    inflight = timeline.start(timeline.request(COMPACTION, CompactionPlan(operations=(op,), strategy="full").to_json(),
+    inflight = timeline.start(timeline.request(COMPACTION, CompactionPlan(operations=tuple(ops), strategy="full").to_json(),
                                                begin_time=begin))
-    data_bytes = hfile_write.write_hfile(cells, file_info={
-        b"schema": SCHEMA_TEXT.encode(), b"minRecordKey": cells[0][0] if cells else b"",
-        b"maxRecordKey": cells[-1][0] if cells else b""})
-    name = f"{FILE_ID}_{WRITE_TOKEN}_{begin}.hfile"
-    markers.create_marker(folder, begin, FILES, name, "CREATE")
-    atomic.create_file(folder / FILES / name, data_bytes)
-    stat = _write_stat(FILES, name, len(data_bytes), len(cells), name)
-    done = timeline.complete(inflight, commit_metadata([stat], operation="compact", compacted=True))
+    stats = []
+    for spec, fid, group_cells in outputs:
+        data_bytes, count = _hfile(group_cells)
+        name = f"{fid}_{WRITE_TOKEN}_{begin}.hfile"
+        markers.create_marker(folder, begin, spec.name, name, "CREATE")
+        atomic.create_file(folder / spec.name / name, data_bytes)
+        stats.append(_write_stat(spec.name, fid, name, len(data_bytes), count, name))
+    done = timeline.complete(inflight, commit_metadata(stats, operation="compact", compacted=True))
     markers.delete_markers(folder, begin)
     return done
+
+
+def _encode_record(rec: mr.MetadataValue) -> bytes:
+    """A merged live record, encoded again for an MDT base file (file lists without their tombstones)."""
+    p = rec.payload
+    if rec.type in (mr.TYPE_FILE_LIST, mr.TYPE_PARTITION_LIST):
+        return _value(rec.type, {n: (int(v.get("size") or 0), False)
+                                 for n, v in (p.get("filesystemMetadata") or {}).items() if not v.get("isDeleted")})
+    if rec.type in (mr.TYPE_COLUMN_STATS, mr.TYPE_PARTITION_STATS):
+        cs = dict(p.get("ColumnStatsMetadata") or {})
+        for side in ("minValue", "maxValue"):
+            w = cs.get(side)
+            if isinstance(w, dict) and "__wrapper__" in w:
+                kind = str(w["__wrapper__"])
+                cs[side] = (f"org.apache.hudi.avro.model.{_WRAPPER_NAMES.get(kind, kind)}", {"value": w["value"]})
+        return mi.encode_value(rec.type, ColumnStatsMetadata=cs)
+    if rec.type == mr.TYPE_RECORD_INDEX:
+        return mi.encode_value(rec.type, recordIndexMetadata=dict(p.get("recordIndexMetadata") or {}))
+    if rec.type == mr.TYPE_SECONDARY_INDEX:
+        return mi.secondary_cell_value()
+    if rec.type == mr.TYPE_BLOOM_FILTER:
+        return mi.encode_value(rec.type, BloomFilterMetadata=dict(p.get("BloomFilterMetadata") or {}))
+    raise LsmLabError(f"metadata record {rec.key!r} of type {rec.type} cannot be compacted by lsm_lab")
+
+
+#: `metadata_record.wrapper_of`'s lower-case kind → the wrapper record's name
+_WRAPPER_NAMES = {"boolean": "BooleanWrapper", "int": "IntWrapper", "long": "LongWrapper", "float": "FloatWrapper",
+                  "double": "DoubleWrapper", "bytes": "BytesWrapper", "string": "StringWrapper",
+                  "date": "DateWrapper", "decimal": "DecimalWrapper", "timemicros": "TimeMicrosWrapper",
+                  "timestampmicros": "TimestampMicrosWrapper", "localdate": "LocalDateWrapper"}
+
+
+def create_index(base_path: TablePath, name: str, column: str) -> str:
+    """`CREATE INDEX name ON t (column)`: define `secondary_index_<name>` in `.hoodie/.index_defs/index.json`
+    and build its MDT partition from the committed rows (upstream `HoodieIndexDefinition` +
+    `initializeFromFilesystem` of a SECONDARY_INDEX partition); later writes keep it up to date.  Call with
+    the table lock held; the table must keep a metadata table (`hoodie.metadata.enable=true`)."""
+    base_path = as_path(base_path)
+    config = read_config(base_path)
+    if not enabled(config):
+        raise InputError("a secondary index lives in the metadata table: the table needs "
+                         "hoodie.metadata.enable=true and version 8 or 9", path=base_path)
+    schema = TableState(base_path, config).schema
+    if schema is not None and column not in schema.names:
+        raise InputError(f"the table has no column {column!r}", path=base_path)
+    part = mi.define_secondary_index(base_path, name, column, config.version)
+    _point_at_index_defs(base_path)
+    _timeline(base_path, read_config(base_path))  # builds every defined partition not yet declared
+    return part
 
 
 def rollback(base_path: TablePath, rolled_back: str, *, config: TableConfig | None = None) -> Instant | None:
@@ -394,9 +878,12 @@ def _resume_rollbacks(base_path: TablePath, config: TableConfig, timeline: Activ
     for inst in timeline.pending():
         if inst.action == COMPACTION:
             folder = metadata_folder(base_path)
-            for _, fname, _ in markers.marked_files(folder, inst.begin_time):
-                paths.unlink(folder / FILES / fname, missing_ok=True)
-            paths.unlink(folder / FILES / f"{FILE_ID}_{WRITE_TOKEN}_{inst.begin_time}.hfile", missing_ok=True)
+            for partition in list_names(folder):
+                if partition.startswith(".") or not (folder / partition).is_dir():
+                    continue
+                for fname in list_names(folder / partition):
+                    if fname.endswith(f"_{WRITE_TOKEN}_{inst.begin_time}.hfile"):
+                        paths.unlink(folder / partition / fname, missing_ok=True)
             _remove_timeline_files(timeline, inst.begin_time, states=(State.INFLIGHT, State.REQUESTED))
             markers.delete_markers(folder, inst.begin_time)
             continue
@@ -427,7 +914,7 @@ def _rollback_mdt(base_path: TablePath, config: TableConfig, timeline: ActiveTim
     _remove_timeline_files(timeline, t, states=(State.COMPLETED,))  # invisible first
     deleted: list[str] = []
     for partition in list_names(folder):
-        if partition.startswith("."):
+        if partition.startswith(".") or not (folder / partition).is_dir():
             continue
         for fname in list_names(folder / partition):
             parsed = naming.parse(fname)
@@ -436,8 +923,8 @@ def _rollback_mdt(base_path: TablePath, config: TableConfig, timeline: ActiveTim
     done = timeline.complete(inflight, {
         "startRollbackTime": inflight.begin_time, "timeTakenInMillis": 0, "totalFilesDeleted": len(deleted),
         "commitsRollback": [t], "instantsRollback": [{"commitTime": t, "action": action}],
-        "partitionMetadata": {FILES: {"partitionPath": FILES, "successDeleteFiles": deleted,
-                                      "failedDeleteFiles": []}} if deleted else {},
+        "partitionMetadata": {p: {"partitionPath": p, "successDeleteFiles": [d for d in deleted if d.startswith(p + "/")],
+                                  "failedDeleteFiles": []} for p in sorted({d.split("/")[0] for d in deleted})},
         "version": 1})
     _remove_timeline_files(timeline, t, states=(State.INFLIGHT, State.REQUESTED))
     markers.delete_markers(folder, t)
@@ -454,5 +941,5 @@ def _remove_timeline_files(timeline: ActiveTimeline, t: str, *, states: tuple[St
                 paths.unlink(timeline.folder / name)
 
 
-__all__ = ["FILES", "FILE_ID", "INIT_INSTANT", "changes_of", "compact_if_due", "drop", "enabled", "files_cells", "metadata_folder",
-           "record_schema", "rollback", "update"]
+__all__ = ["FILES", "FILE_ID", "INIT_INSTANT", "SCHEMA_TEXT", "changes_of", "compact_if_due", "create_index", "drop",
+           "enabled", "files_cells", "initialise_partition", "metadata_folder", "record_schema", "rollback", "update"]
