@@ -199,11 +199,24 @@ def _changed(t: lsm_lab.Table, n: int, merchant: str) -> pa.Table:
     return rows.set_column(rows.schema.get_field_index("txn_ts"), "txn_ts", pa.array([2 * 10**12] * n, pa.int64()))
 
 
-def test_a_stale_index_is_not_used(real_table: Callable[[str], Path], tmp_path: Path) -> None:
+def test_an_index_lsm_lab_keeps_is_used_and_a_stale_one_is_not(real_table: Callable[[str], Path],
+                                                                 tmp_path: Path) -> None:
     t = lsm_lab.open_table(_copy(real_table, "v9_txns_simple_meta", tmp_path))
     m = t.metadata_table()
     assert m is not None and mdt_use.index_is_current(m)
-    t.upsert(_changed(t, 2, "Zeta"))  # lsm_lab does not maintain this table's MDT
+    t.upsert(_changed(t, 2, "Zeta"))  # lsm_lab keeps a declared MDT (upstream's writer default): still current
+    m = t.metadata_table()
+    assert m is not None and mdt_use.index_is_current(m)
+    got = t.read(filter=[("merchant_name", "=", "Zeta")])
+    assert got.num_rows == 2
+    assert t.last_read_stats is not None and "record_index" in t.last_read_stats.indexes_used
+    # an MDT that missed a data write (its deltacommit lost, as a writer with the MDT off would leave it) is stale
+    last = t.completed_writes()[-1].begin_time
+    timeline = t.path / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    for f in timeline.iterdir():
+        if f.name.startswith(last):
+            f.unlink()
+    t = lsm_lab.open_table(t.path, use_metadata=False)
     m = t.metadata_table()
     assert m is not None and not mdt_use.index_is_current(m)
     got = t.read(filter=[("merchant_name", "=", "Zeta")])
@@ -225,8 +238,8 @@ def _model(before: pa.Table, rows: pa.Table, key: str) -> dict[str, dict[str, An
 def test_upsert_tags_existing_keys_through_the_record_index(real_table: Callable[[str], Path], tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch, index_type: str) -> None:
     t = lsm_lab.open_table(_copy(real_table, "v9_txns_simple_meta", tmp_path, index_type))
-    # as the MDT writer will say once it maintains the record index (services/mdt_maintained.py)
-    monkeypatch.setattr(mdt_maintained, "maintained_partitions", lambda config: frozenset({"files", "record_index"}))
+    # lsm_lab keeps the record index of a table that declares it (services/mdt_write.maintained_partitions)
+    assert "record_index" in mdt_maintained.maintained_partitions(t.config)
     located: list[str] = []
     real = writer._located_hits
 
@@ -261,7 +274,10 @@ def test_upsert_tags_existing_keys_through_the_record_index(real_table: Callable
 
 def test_upsert_falls_back_when_the_writer_does_not_keep_the_index(real_table: Callable[[str], Path],
                                                                    tmp_path: Path) -> None:
-    t = lsm_lab.open_table(_copy(real_table, "v9_txns_simple_meta", tmp_path, "RECORD_INDEX"))
+    path = _copy(real_table, "v9_txns_simple_meta", tmp_path, "RECORD_INDEX")
+    with open(path / ".hoodie" / "hoodie.properties", "a") as f:
+        f.write("hoodie.metadata.enable=false\n")  # the writer keeps no MDT: the first write drops it
+    t = lsm_lab.open_table(path)
     assert "record_index" not in mdt_maintained.maintained_partitions(t.config)
     assert mdt_use.record_index_locator(t, mdt_maintained.maintained_partitions(t.config)) is None
     before = t.read()
@@ -277,7 +293,7 @@ def test_upsert_falls_back_when_the_writer_does_not_keep_the_index(real_table: C
 def test_a_global_record_index_refuses_to_move_a_key(real_table: Callable[[str], Path], tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     t = lsm_lab.open_table(_copy(real_table, "v9_txns_simple_meta", tmp_path, "RECORD_INDEX"))
-    monkeypatch.setattr(mdt_maintained, "maintained_partitions", lambda config: frozenset({"files", "record_index"}))
+    assert "record_index" in mdt_maintained.maintained_partitions(t.config)
     rows = _changed(t, 1, "Moved")
     region = rows.column("region")[0].as_py()
     rows = rows.set_column(rows.schema.get_field_index("region"), "region",
