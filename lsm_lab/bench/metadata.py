@@ -30,7 +30,7 @@ Sections: `listing_section` is this measurement; the record-index upsert and the
 pruning of issue 32 are meant to be added as functions of the same shape (a table, a baseline
 and the indexed run, a dict of figures) and listed in `SECTIONS`.
 
-Taught in: no chapter (the metadata-table chapter comes with the rest of issue 32)
+Taught in: notebooks/14_metadata_table.ipynb (the requests of a plan with and without the MDT; README, *Measured*)
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ compaction; the record index is sized once (`estimateFileGroupCount` at initiali
 the record index's key of a MOR log upsert is re-written with the log's instant (upstream keeps the
 insert's); expression indexes are not written.
 
-Taught in: no chapter (the metadata-table chapter comes with the rest of issue 32; docs/FORMAT.md, "The metadata table (write)")
+Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata table (write)")
 """
 
 from __future__ import annotations

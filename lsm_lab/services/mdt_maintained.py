@@ -9,13 +9,13 @@ An index the writer does not update goes stale with the write that reads it: an 
 the record index writes new keys the index never hears of, and the next upsert of those keys,
 tagged from the same index, would put a second version into a new file group.  So the writer may
 trust an index only when it maintains it.  `services/mdt_write.py` writes the MDT partitions lsm_lab
-keeps (`files` today); this module asks it, and when it exposes `maintained_partitions(config)`
-(the writer of the other MDT partitions does) that answer is taken as it is.
+keeps (`files`, the statistics, `record_index`, secondary indexes) and answers
+`maintained_partitions(config)`; this module asks it.
 
 Simplified compared with Apache Hudi: upstream's writer always maintains every enabled MDT partition
 (`HoodieBackedTableMetadataWriter`), so the question does not arise there.
 
-Taught in: no chapter (the metadata-table chapter comes with the rest of issue 32; docs/FORMAT.md, "The metadata table (use)")
+Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata table (use)")
 """
 
 from __future__ import annotations
@@ -23,15 +23,10 @@ from __future__ import annotations
 from lsm_lab.services import mdt_write
 from lsm_lab.timeline.config import TableConfig
 
-FILES = "files"
-
 
 def maintained_partitions(config: TableConfig) -> frozenset[str]:
     """The MDT partitions lsm_lab's writes keep current on a table of this configuration (empty: none)."""
-    ask = getattr(mdt_write, "maintained_partitions", None)
-    if callable(ask):  # the MDT writer says itself what it maintains
-        return frozenset(str(p) for p in ask(config))
-    return frozenset({FILES}) if mdt_write.enabled(config) else frozenset()
+    return mdt_write.maintained_partitions(config)
 
 
 __all__ = ["maintained_partitions"]

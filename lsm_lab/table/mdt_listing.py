@@ -47,7 +47,7 @@ Simplified compared with Apache Hudi (`HoodieBackedTableMetadata.getAllFilesInPa
 whole `files` partition is merged per plan (no HFile point lookups by partition key, no log
 reader kept open between calls), and the MDT is read as of now.
 
-Taught in: no chapter (the metadata-table chapter comes with the rest of issue 32; docs/FORMAT.md, "The metadata table (use): listing")
+Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata table (use): listing")
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ and `SecondaryIndexSupport` read only the needed MDT shards; lsm_lab understands
 needs in full (table/metadata_table.py).  No partition-stats pruning (partition folders are pruned
 by value already), no expression indexes, no bloom_filters partition.
 
-Taught in: no chapter (the metadata-table chapter comes with the rest of issue 32; docs/FORMAT.md, "The metadata table (use)")
+Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata table (use)")
 """
 
 from __future__ import annotations
