@@ -71,7 +71,8 @@ from lsm_lab.errors import LsmLabError, UnsupportedFeatureError
 from lsm_lab.filegroup.fsview import FileSlice
 from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.merge.records import RECORD_KEY
-from lsm_lab.table.metadata_table import PROPERTY_PARTITIONS, SECONDARY_PREFIX, MetadataTable, open_metadata_table
+from lsm_lab.table import mdt_listing
+from lsm_lab.table.metadata_table import SECONDARY_PREFIX, MetadataTable, open_metadata_table
 from lsm_lab.table.predicate import FilterLike
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.instant import DELTA_COMMIT, WRITE_ACTIONS, State
@@ -117,8 +118,9 @@ def index_definitions(table: TableState) -> dict[str, dict[str, Any]]:
 def declares(table: TableState, *names: str) -> bool:
     """Whether the table declares any of these MDT partitions (`hoodie.table.metadata.partitions`), without
     opening the metadata table (a table whose MDT keeps only `files` offers no index to read with)."""
-    declared = {p.strip() for p in table.config.props.get(PROPERTY_PARTITIONS, "").split(",")}
-    return bool(declared & set(names))
+    # `mdt_listing.declared` reads hoodie.properties again when the option is on and nothing is declared yet:
+    # the Table that made the table's first write read its config before the writer declared the MDT
+    return bool(set(mdt_listing.declared(table.config, table.path)) & set(names))
 
 
 def index_is_current(m: MetadataTable) -> bool:
