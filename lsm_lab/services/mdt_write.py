@@ -82,7 +82,7 @@ from lsm_lab.format import metadata_record as mr
 from lsm_lab.format.log_v1.deletes import encode_delete_records
 from lsm_lab.format.parquet_footer import read_footer
 from lsm_lab.format.parquet_read import open_parquet
-from lsm_lab.services import markers
+from lsm_lab.services import markers, mdt_services
 from lsm_lab.services import mdt_index as mi
 from lsm_lab.services.mdt_index import SCHEMA_TEXT, record_schema
 from lsm_lab.storage import TablePath, as_path, atomic, list_names, paths
@@ -666,10 +666,14 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
     timeline = _timeline(base_path, config)
     config = read_config(base_path)
     _resume_rollbacks(base_path, config, timeline)
+    mdt_services.resume_cleans(metadata_folder(base_path), timeline)  # a killed MDT clean: finished first
     t = instant.begin_time
     if any(i.begin_time == t and i.action == DELTA_COMMIT for i in timeline.instants()):  # an earlier attempt
         _rollback_mdt(base_path, config, timeline, t)
+    # the MDT's own table services, in upstream's `performTableServices` order: clean, compaction, archival
+    mdt_services.clean_if_due(base_path, config, metadata_folder(base_path))
     compact_if_due(base_path, config, timeline)
+    mdt_services.archive_if_due(base_path, config, metadata_folder(base_path))
     groups: list[tuple[mi.PartitionSpec, str, Cells, list[str]]] = []
     listing: dict[str, list[str]] = {}
     for name in _declared(config):
