@@ -38,10 +38,10 @@ LSM timeline (`.hoodie/metadata/.hoodie/timeline/history/`, `timeline/archive.py
 active files are removed, as the data table's archival does (`services/archiver.py`).
 
 Simplified compared with Apache Hudi: no KEEP_LATEST_BY_HOURS; the clean and archive times come from
-the data table's clock (upstream: the data instant's time with a `002` suffix); archival runs in the
-write that finds it due, and the data table's own archival is not yet bounded by the MDT's latest
-compaction (upstream's `HoodieTimelineArchiver` rule: lsm_lab's reader does not need it, since a
-completed MDT deltacommit counts as valid on its own).
+the data table's clock (upstream: the data instant's time with a `002` suffix); the archival runs in the
+write that finds it due.  The other direction is upstream's too: the data table's archival
+(`services/archiver.py`) stops before the MDT's latest compaction (`data_archival_barrier`), so every
+MDT log block still in a latest slice keeps its data instant active.
 
 Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata table (write)")
 """
@@ -240,6 +240,18 @@ def archive_if_due(base_path: TablePath, data_config: TableConfig, folder: Table
     return chosen
 
 
+def data_archival_barrier(base_path: TablePath, data_config: TableConfig) -> str | None:
+    """Where the data table's own archival must stop for its MDT (upstream `HoodieTimelineArchiver`: "limiting
+    archiving of instants to latest compaction on metadata table"): the begin time of the MDT's latest
+    completed compaction, "" when it has none (nothing is archived), None when the table has no MDT."""
+    folder = base_path / ".hoodie" / "metadata"
+    declared = [p.strip() for p in data_config.props.get("hoodie.table.metadata.partitions", "").split(",")]
+    if "files" not in declared or not (folder / ".hoodie" / "hoodie.properties").exists():
+        return None
+    last = _last_compaction(ActiveTimeline(folder, read_config(folder)).instants())
+    return normalize_time(last.begin_time) if last is not None else ""
+
+
 def view_files(folder: TablePath) -> dict[str, list[str]]:
     """MDT partition → its file names on disk (tests and `show`: what the MDT clean left)."""
     out: dict[str, list[str]] = {}
@@ -260,4 +272,4 @@ def describe(data_config: TableConfig) -> dict[str, Any]:
 
 
 __all__ = ["DEFAULT_RETAINED", "GRACE_INSTANTS", "PROP_RETAINED", "archive_barriers", "archive_if_due", "clean_if_due",
-           "clean_policy", "describe", "resume_cleans", "view_files"]
+           "clean_policy", "data_archival_barrier", "describe", "resume_cleans", "view_files"]
