@@ -46,14 +46,17 @@ deltacommit, as upstream does for an MDT instant that already exists.
 one and none of them belongs to a pending data instant, the merged records of every partition become
 a new base file per file group `<fileId>_0-0-0_<c>.hfile` (`<c>.compaction.requested` → `.inflight` →
 `<c>_<d>.commit`, one plan operation per file group);
-the deltacommit written next completes after `c` and starts the new slice.  A rollback of a
+the deltacommit written next completes after `c` and starts the new slice.  Before the compaction the
+MDT's clean, after it the MDT's archival (`services/mdt_services.py`, upstream's `performTableServices`
+order) delete the slices no retained MDT commit reads and move old MDT instants to its LSM timeline.  A rollback of a
 deltacommit the MDT already compacted cannot delete its records (upstream refuses it in
 `validateRollback`): lsm_lab then drops the MDT, and the next write builds it again from a listing.
 
 Simplified compared with Apache Hudi: no `bloom_filters` partition (its values are Java-serialised
 Hadoop filters; `hoodie.metadata.index.bloom.filter.enable` is ignored) and no expression indexes (see
-mdt_index.py for what each index simplifies); the MDT is compacted but never cleaned or archived (old
-slices stay on disk; readers read the latest); no empty initial log file with a delete block next to
+mdt_index.py for what each index simplifies); the MDT's compaction, clean and archival
+(`services/mdt_services.py`, upstream's retention and barriers) run inline, before the deltacommit of the
+write that finds them due, with fresh times from the data table's clock; no empty initial log file with a delete block next to
 the base files; each MDT deltacommit writes new log files (lsm_lab never appends); the MDT is written
 only for table versions 8 and 9 (upstream's default for them is on; lsm_lab's is off — an opt-in table
 property, so tables without it are unchanged); a partition enabled after writes is built from the
