@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from test_metadata_index_write import _rows, check_indexes
@@ -162,16 +161,8 @@ def test_clean_policy_follows_upstream_derivation() -> None:
     for bad in ("x", "0"):
         with pytest.raises(InputError, match=mdt_services.PROP_RETAINED):
             mdt_services.clean_policy({mdt_services.PROP_RETAINED: bad})
-    d = mdt_services.describe(read_config_props({"hoodie.keep.min.commits": "4", "hoodie.keep.max.commits": "6"}))
-    assert (d["keep_min"], d["keep_max"]) == (5, 7)
-
-
-def read_config_props(props: dict[str, str]) -> Any:
-    class _C:
-        pass
-    c = _C()
-    c.props = props  # type: ignore[attr-defined]
-    return c
+    d = mdt_services.describe({"hoodie.keep.min.commits": "4", "hoodie.keep.max.commits": "6"})
+    assert (d["keep_min"], d["keep_max"], d["retained"]) == (5, 7, 20)
 
 
 _CRASH = """

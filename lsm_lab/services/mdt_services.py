@@ -262,12 +262,12 @@ def view_files(folder: TablePath) -> dict[str, list[str]]:
     return out
 
 
-def describe(data_config: TableConfig) -> dict[str, Any]:
-    """The MDT services' settings for a data table (policy, retention, archival bounds)."""
-    policy, retained = clean_policy(data_config.props)
-    keep_min = _int(data_config.props, "hoodie.keep.min.commits", 20) + 1
+def describe(data_props: Mapping[str, str]) -> dict[str, Any]:
+    """The MDT services' settings for a data table's properties (policy, retention, archival bounds)."""
+    policy, retained = clean_policy(data_props)
+    keep_min = _int(data_props, "hoodie.keep.min.commits", 20) + 1
     return {"clean_policy": policy, "retained": retained, "keep_min": keep_min,
-            "keep_max": max(keep_min, _int(data_config.props, "hoodie.keep.max.commits", 30) + 1),
+            "keep_max": max(keep_min, _int(data_props, "hoodie.keep.max.commits", 30) + 1),
             "grace_instants": GRACE_INSTANTS}
 
 
