@@ -24,7 +24,8 @@ import lsm_lab
 from lsm_lab.errors import InputError
 from lsm_lab.format import naming
 from lsm_lab.interop.hudi_tables import hudi_available
-from lsm_lab.services import mdt_services
+from lsm_lab.services import clean_plan, mdt_services
+from lsm_lab.table.state import TableState
 from lsm_lab.timeline.archive import ArchivedTimeline
 from lsm_lab.timeline.config import read_config
 
@@ -94,11 +95,14 @@ def test_old_mdt_slices_are_cleaned(tmp_path: Path, version: int, table_type: st
     initial = {f for f in _mdt_files(path) if f.endswith(".hfile")}
     assert initial
     ever: set[str] = set(_mdt_files(path))
+    skipped = 0  # (retained 2: a compaction is nearly always inside the window, the shortcut rarely applies)
     for step in range(12):
         _write(t, model, step)
         ever |= _mdt_files(path)
         m = lsm_lab.open_table(path).metadata_table()
         assert m is not None and all(i.is_completed for i in m.mdt.instants())
+        # the shortcut that skips planning never skips a plan that would delete something
+        skipped += _shortcut_is_safe(path, 2)
     _model_check(path, model)
     check_indexes(path)
     m = lsm_lab.open_table(path).metadata_table()
@@ -126,6 +130,32 @@ def test_old_mdt_slices_are_cleaned(tmp_path: Path, version: int, table_type: st
     assert per_group and max(len(v) for v in per_group.values()) <= 3
     if hudi_available():
         _hudi_rs_check(path)
+
+
+def _shortcut_is_safe(path: Path, retained: int) -> int:
+    """1 when the shortcut that skips planning applies now (and then a full plan deletes nothing), else 0."""
+    mdt = TableState(_mdt(path), read_config(_mdt(path)))
+    if not mdt_services._nothing_new(mdt.active_timeline, mdt.active_timeline.instants(), "KEEP_LATEST_COMMITS",
+                                     retained):
+        return 0
+    assert clean_plan.files_in_plan(clean_plan.plan_clean(mdt, "KEEP_LATEST_COMMITS", retained)) == []
+    return 1
+
+
+def test_the_planning_shortcut_never_skips_a_clean(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    t = _make(path, 9, "COPY_ON_WRITE", **{"hoodie.metadata.record.index.enable": "false",
+                                          mdt_services.PROP_RETAINED: "6"})
+    t.insert(_rows(range(10), 1, 0.0))
+    model = {f"id{i:03d}": float(i) for i in range(10)}
+    skipped = 0
+    for step in range(18):
+        _write(t, model, step)
+        skipped += _shortcut_is_safe(path, 6)
+    m = lsm_lab.open_table(path).metadata_table()
+    assert m is not None and any(i.action == "clean" for i in m.mdt.instants())
+    assert skipped  # it did apply, and each time a full plan agreed
+    _model_check(path, model)
 
 
 def test_mdt_clean_waits_for_grace_instants_after_a_compaction(tmp_path: Path) -> None:
@@ -168,7 +198,8 @@ def test_clean_policy_follows_upstream_derivation() -> None:
 _CRASH = """
 import os, signal, sys
 import lsm_lab
-from lsm_lab.services import mdt_services
+from lsm_lab.services import clean_plan, mdt_services
+from lsm_lab.table.state import TableState
 from lsm_lab.storage import paths
 calls = []
 class _Paths:

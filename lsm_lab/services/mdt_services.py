@@ -125,11 +125,34 @@ def clean_if_due(base_path: TablePath, data_config: TableConfig, folder: TablePa
     if sum(1 for i in instants if i.begin_time > last.begin_time) < GRACE_INSTANTS:
         return None
     policy, retained = clean_policy(data_config.props)
+    if _nothing_new(timeline, instants, policy, retained):
+        return None
     plan = clean_plan.plan_clean(mdt, policy, retained)
     if not clean_plan.files_in_plan(plan):
         return None
     begin = ActiveTimeline(base_path, data_config).new_instant_time()
     return _run(folder, timeline, timeline.request(CLEAN, plan, begin_time=begin))
+
+
+def _nothing_new(timeline: ActiveTimeline, instants: list[Instant], policy: str, retained: int) -> bool:
+    """True when a KEEP_LATEST_COMMITS plan certainly finds nothing the last MDT clean left: a slice stops
+    being read once the next slice's compaction completed at or before the oldest retained commit, so files
+    become cleanable only when that commit passes a compaction.  Saves the plan (a listing and one view per
+    retained commit) in most writes; any doubt (no clean yet, its retention archived) plans."""
+    if policy != clean_plan.KEEP_LATEST_COMMITS:
+        return False
+    cleans = [i for i in instants if i.action == CLEAN and i.is_completed]
+    writes = [i for i in instants if i.is_completed and i.action in (DELTA_COMMIT, COMMIT, COMPACTION)]
+    if not cleans:
+        return len(writes) <= retained
+    if len(writes) <= retained:
+        return True
+    done = {i.begin_time: normalize_time(i.completion_time or i.begin_time) for i in writes}
+    earliest = (timeline.read_content(cleans[-1], State.REQUESTED).get("earliestInstantToRetain") or {}).get("timestamp")
+    if not earliest or str(earliest) not in done:
+        return False
+    lo, hi = done[str(earliest)], done[writes[-retained].begin_time]
+    return not any(i.action in (COMMIT, COMPACTION) and lo < done[i.begin_time] <= hi for i in writes)
 
 
 def _run(folder: TablePath, timeline: ActiveTimeline, inst: Instant) -> Instant:
