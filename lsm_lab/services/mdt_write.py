@@ -52,8 +52,9 @@ order) delete the slices no retained MDT commit reads and move old MDT instants 
 deltacommit the MDT already compacted cannot delete its records (upstream refuses it in
 `validateRollback`): lsm_lab then drops the MDT, and the next write builds it again from a listing.
 
-Simplified compared with Apache Hudi: no `bloom_filters` partition (its values are Java-serialised
-Hadoop filters; `hoodie.metadata.index.bloom.filter.enable` is ignored) and no expression indexes (see
+Simplified compared with Apache Hudi: no `bloom_filters` partition (upstream's value is the base
+file's own `org.apache.hudi.bloomfilter` footer filter, a Hadoop `Writable`; lsm_lab's files carry their own
+`lsm_lab.bloom` instead, docs/FORMAT.md; `hoodie.metadata.index.bloom.filter.enable` is ignored) and no expression indexes (see
 mdt_index.py for what each index simplifies); the MDT's compaction, clean and archival
 (`services/mdt_services.py`, upstream's retention and barriers) run inline, before the deltacommit of the
 write that finds them due, with fresh times from the data table's clock; no empty initial log file with a delete block next to
