@@ -6,7 +6,10 @@ every index (files, column and partition stats, record index, secondary index) s
 hudi-rs reads the same rows listing from the MDT.  A writer SIGKILLed half way through an MDT clean leaves
 readers unaffected and the next write finishes that clean.  The MDT's archival moves its oldest instants to
 its LSM timeline but never one at or after the data table's first active commit or the MDT's latest
-compaction, and the data table's archival stops before the MDT's latest compaction.  The retention follows upstream's derivation from the data table's cleaner policy.
+compaction, and the data table's archival stops before the MDT's latest compaction.  The retention follows
+upstream's derivation from the data table's cleaner policy.  The shortcut that skips planning never skips a
+plan that would delete something, and tests/test_crash.py's SIGKILL harness runs on a table whose MDT
+compacts, cleans and archives every few writes.
 """
 
 from __future__ import annotations
