@@ -15,8 +15,8 @@ does the same from `mdt_write.update`, under the data table's lock, before the i
                                           clean's earliestInstantToRetain, the last min+1 instants
 
 **Clean** (`HoodieBackedTableMetadataWriter.cleanIfNecessary`): only once at least 3 MDT instants
-completed after the last MDT compaction (upstream's grace for readers that opened the previous slice
-just before the compaction), with the data table's policy scaled as the newest upstream's
+follow the last MDT compaction (by begin time, the deltacommit about to be written included, as upstream
+counts after it; upstream's grace for readers that opened the previous slice just before the compaction), with the data table's policy scaled as the newest upstream's
 `HoodieMetadataWriteUtils.createMetadataWriteConfig` scales it: KEEP_LATEST_COMMITS keeps
 max(`HoodieMetadataConfig.DEFAULT_METADATA_CLEANER_COMMITS_RETAINED` = 20, 1.2 × the data table's
 `hoodie.cleaner.commits.retained`) MDT commits; KEEP_LATEST_FILE_VERSIONS keeps ⌈1.2 × n⌉ versions.
@@ -38,10 +38,13 @@ LSM timeline (`.hoodie/metadata/.hoodie/timeline/history/`, `timeline/archive.py
 active files are removed, as the data table's archival does (`services/archiver.py`).
 
 Simplified compared with Apache Hudi: no KEEP_LATEST_BY_HOURS; the clean and archive times come from
-the data table's clock (upstream: the data instant's time with a `002` suffix); the archival runs in the
-write that finds it due.  The other direction is upstream's too: the data table's archival
-(`services/archiver.py`) stops before the MDT's latest compaction (`data_archival_barrier`), so every
-MDT log block still in a latest slice keeps its data instant active.
+the data table's clock (upstream: the data instant's time with a `002` suffix); the three services run
+before the instant's MDT deltacommit (upstream: after it); the clean deletes one file per request on an
+object store (no bulk DELETE).
+
+The other direction is upstream's too: the data table's archival (`services/archiver.py`) stops before
+the MDT's latest compaction (`data_archival_barrier`), so every MDT log block still in a latest slice
+keeps its data instant active.
 
 Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata table (write)")
 """
@@ -122,7 +125,8 @@ def clean_if_due(base_path: TablePath, data_config: TableConfig, folder: TablePa
     last = _last_compaction(instants)
     if last is None:  # one slice per file group: nothing is old yet
         return None
-    if sum(1 for i in instants if i.begin_time > last.begin_time) < GRACE_INSTANTS:
+    # upstream counts after the instant's deltacommit; lsm_lab runs before it, so that one counts as well
+    if sum(1 for i in instants if i.begin_time > last.begin_time) + 1 < GRACE_INSTANTS:
         return None
     policy, retained = clean_policy(data_config.props)
     if _nothing_new(timeline, instants, policy, retained):
