@@ -16,6 +16,9 @@ these barriers:
 * the oldest savepointed instant (a savepoint pins its instant and
   everything after it, so that `restore` finds them);
 * the cleaner's `earliestInstantToRetain` (the last completed clean plan);
+* on a table with a metadata table, its latest completed compaction (upstream's
+  `HoodieTimelineArchiver`: an MDT log block not yet compacted keeps its data
+  instant active; no MDT compaction yet, nothing is archived);
 * the last `keep` completed instants.
 
 Data files are never touched: archiving is about timeline files only.
@@ -28,8 +31,9 @@ archives down to `hoodie.keep.min.commits` (20); a level of the LSM timeline
 is compacted once it holds `hoodie.timeline.compaction.batch.size` (10) files.
 
 Simplified compared with Apache Hudi: Hudi also keeps the instants needed by
-the metadata table's compaction and by incremental cleaning; lsm_lab has
-neither, and it does not archive table version 6 timelines.
+incremental cleaning, which lsm_lab does not have, and lsm_lab does not archive
+table version 6 timelines.  The metadata table's own timeline is archived by
+`services/mdt_services.py` with upstream's rules for it.
 
 Taught in: notebooks/02_timeline.ipynb
 """
@@ -40,6 +44,7 @@ from collections.abc import Mapping
 
 from lsm_lab import checks
 from lsm_lab.errors import InputError, UnsupportedFeatureError
+from lsm_lab.services import mdt_services
 from lsm_lab.services.lock import table_lock
 from lsm_lab.services.rollback import remove_timeline_files
 from lsm_lab.table.state import TableState
@@ -76,6 +81,9 @@ def barriers(table: TableState) -> dict[str, str]:
         earliest = (plan.get("earliestInstantToRetain") or {}).get("timestamp")
         if earliest:
             out["clean retention"] = normalize_time(str(earliest))
+    mdt = mdt_services.data_archival_barrier(table.path, table.config)
+    if mdt is not None:
+        out["metadata table compaction"] = mdt
     return out
 
 

@@ -46,14 +46,18 @@ deltacommit, as upstream does for an MDT instant that already exists.
 one and none of them belongs to a pending data instant, the merged records of every partition become
 a new base file per file group `<fileId>_0-0-0_<c>.hfile` (`<c>.compaction.requested` → `.inflight` →
 `<c>_<d>.commit`, one plan operation per file group);
-the deltacommit written next completes after `c` and starts the new slice.  A rollback of a
+the deltacommit written next completes after `c` and starts the new slice.  Before the compaction the
+MDT's clean, after it the MDT's archival (`services/mdt_services.py`, upstream's `performTableServices`
+order) delete the slices no retained MDT commit reads and move old MDT instants to its LSM timeline.  A rollback of a
 deltacommit the MDT already compacted cannot delete its records (upstream refuses it in
 `validateRollback`): lsm_lab then drops the MDT, and the next write builds it again from a listing.
 
-Simplified compared with Apache Hudi: no `bloom_filters` partition (its values are Java-serialised
-Hadoop filters; `hoodie.metadata.index.bloom.filter.enable` is ignored) and no expression indexes (see
-mdt_index.py for what each index simplifies); the MDT is compacted but never cleaned or archived (old
-slices stay on disk; readers read the latest); no empty initial log file with a delete block next to
+Simplified compared with Apache Hudi: no `bloom_filters` partition (upstream's value is the base
+file's own `org.apache.hudi.bloomfilter` footer filter, a Hadoop `Writable`; lsm_lab's files carry their own
+`lsm_lab.bloom` instead, docs/FORMAT.md; `hoodie.metadata.index.bloom.filter.enable` is ignored) and no expression indexes (see
+mdt_index.py for what each index simplifies); the MDT's compaction, clean and archival
+(`services/mdt_services.py`, upstream's retention and barriers) run inline, before the deltacommit of the
+write that finds them due, with fresh times from the data table's clock; no empty initial log file with a delete block next to
 the base files; each MDT deltacommit writes new log files (lsm_lab never appends); the MDT is written
 only for table versions 8 and 9 (upstream's default for them is on; lsm_lab's is off — an opt-in table
 property, so tables without it are unchanged); a partition enabled after writes is built from the
@@ -82,7 +86,7 @@ from lsm_lab.format import metadata_record as mr
 from lsm_lab.format.log_v1.deletes import encode_delete_records
 from lsm_lab.format.parquet_footer import read_footer
 from lsm_lab.format.parquet_read import open_parquet
-from lsm_lab.services import markers
+from lsm_lab.services import markers, mdt_services
 from lsm_lab.services import mdt_index as mi
 from lsm_lab.services.mdt_index import SCHEMA_TEXT, record_schema
 from lsm_lab.storage import TablePath, as_path, atomic, list_names, paths
@@ -666,10 +670,14 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
     timeline = _timeline(base_path, config)
     config = read_config(base_path)
     _resume_rollbacks(base_path, config, timeline)
+    mdt_services.resume_cleans(metadata_folder(base_path), timeline)  # a killed MDT clean: finished first
     t = instant.begin_time
     if any(i.begin_time == t and i.action == DELTA_COMMIT for i in timeline.instants()):  # an earlier attempt
         _rollback_mdt(base_path, config, timeline, t)
+    # the MDT's own table services, in upstream's `performTableServices` order: clean, compaction, archival
+    mdt_services.clean_if_due(base_path, config, metadata_folder(base_path))
     compact_if_due(base_path, config, timeline)
+    mdt_services.archive_if_due(base_path, config, metadata_folder(base_path))
     groups: list[tuple[mi.PartitionSpec, str, Cells, list[str]]] = []
     listing: dict[str, list[str]] = {}
     for name in _declared(config):
