@@ -2,8 +2,8 @@
 
 A Spark write through `format("lsm_lab")` (spark/datasource.py) stages its rows before the commit:
 
-    <table>/.lsm_lab_staging/<job>/_beat                    the job's last sign of life (ms since the epoch)
-    <table>/.lsm_lab_staging/<job>/part-<p>-<attempt>-….arrow   one file per write task
+    <table>/.hoodie/.lsm_lab_staging/<job>/_beat                 the job's last sign of life (ms since the epoch)
+    <table>/.hoodie/.lsm_lab_staging/<job>/part-<p>-<attempt>-….arrow   one file per write task
 
     driver  writer()   ─► _beat                 (the job exists)
     tasks   write()    ─► _beat every BEAT_INTERVAL while rows come, then the staged file, then _beat
@@ -44,6 +44,13 @@ from lsm_lab.storage import StoragePath, TablePath, atomic, list_names, open_rea
 
 #: hidden folder of the table (listings skip it) where write jobs stage their rows until the commit
 STAGING = ".lsm_lab_staging"
+
+
+def staging_root(base_path: TablePath) -> TablePath:
+    """`<table>/.hoodie/.lsm_lab_staging`: inside `.hoodie/`, so the LIST of `.hoodie/` every operation makes (its
+    timeline) also shows whether any job stages rows — the sweep costs no request of its own on an object
+    store (storage/scope.py) — and readers of the data folders never see it."""
+    return base_path / ".hoodie" / STAGING
 #: the file holding a job's last beat
 BEAT = "_beat"
 #: table property: seconds without a beat after which a staging folder belongs to a dead job
@@ -65,7 +72,7 @@ def max_age_of(props: Mapping[str, str]) -> float:
 
 
 def job_folder(base_path: TablePath, job: str) -> TablePath:
-    return base_path / STAGING / paths.name(job, field="staging job")
+    return staging_root(base_path) / paths.name(job, field="staging job")
 
 
 def _now_ms() -> int:
@@ -132,7 +139,7 @@ def age_s(folder: TablePath) -> float | None:
 
 def sweep(base_path: TablePath, props: Mapping[str, str], *, keep: Collection[str] = ()) -> list[str]:
     """Remove the staging folders of dead jobs (all but `keep`); returns the jobs removed."""
-    top = base_path / STAGING
+    top = staging_root(base_path)
     names = list_names(top)
     if not names:
         return []
@@ -153,13 +160,13 @@ def sweep(base_path: TablePath, props: Mapping[str, str], *, keep: Collection[st
 def remove(base_path: TablePath, job: str) -> None:
     """Remove job `job`'s staging folder, and the staging folder itself once no job is left in it.
 
-    Locally only a real folder directly inside a real `<table>/.lsm_lab_staging` goes (never a link, nor
+    Locally only a real folder directly inside a real `<table>/.hoodie/.lsm_lab_staging` goes (never a link, nor
     anything through one)."""
     folder = job_folder(base_path, job)
     if isinstance(folder, StoragePath):
         folder.rmtree()
         return
-    top, local = Path(str(base_path)) / STAGING, Path(str(folder))
+    top, local = Path(str(staging_root(base_path))), Path(str(folder))
     if top.is_symlink() or local.is_symlink() or not local.is_dir():
         return
     shutil.rmtree(local, ignore_errors=True)
@@ -169,5 +176,18 @@ def remove(base_path: TablePath, job: str) -> None:
         pass
 
 
-__all__ = ["BEAT", "BEAT_INTERVAL", "DEFAULT_MAX_AGE", "MAX_AGE_PROPERTY", "STAGING", "Beating", "age_s", "beat",
-           "job_folder", "max_age_of", "remove", "sweep"]
+__all__ = [
+    "BEAT",
+    "BEAT_INTERVAL",
+    "DEFAULT_MAX_AGE",
+    "MAX_AGE_PROPERTY",
+    "STAGING",
+    "Beating",
+    "age_s",
+    "beat",
+    "job_folder",
+    "max_age_of",
+    "remove",
+    "staging_root",
+    "sweep",
+]

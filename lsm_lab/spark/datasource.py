@@ -11,7 +11,7 @@
     driver: pushFilters(filters)                       driver: writer(schema) — table opened, operation checked,
       (col = v, <, <=, >, >=, in, <>) on a string,             dead jobs' staging folders swept, a beat
       integer or boolean column: kept → tuples;        tasks:  write(batches) ─► staged Arrow IPC files
-      the rest returned: Spark filters after the scan          <table>/.lsm_lab_staging/<job>/part-<p>-<attempt>-…
+      the rest returned: Spark filters after the scan          <table>/.hoodie/.lsm_lab_staging/<job>/part-…
     driver: partitions() = Table.scan(filter=tuples)   driver: commit(messages) ─► Table.<operation>(staged rows)
       → one InputPartition per file slice left after            = one lsm_lab commit (services/commit.py:
         partition, key and statistics pruning                     inflight → files → completed; a crash leaves

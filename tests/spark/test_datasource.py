@@ -182,7 +182,7 @@ def test_writes_commit_once_and_an_aborted_job_commits_nothing(lsm_spark: Any,
     frame.write.format("lsm_lab").option("operation", "upsert").mode("append").save(str(t.path))
     assert len(t.completed_writes()) == before + 1  # three write tasks, one commit
     assert _want(t) == _want(local)
-    assert not (Path(str(t.path)) / STAGING).exists()
+    assert not (Path(str(t.path)) / ".hoodie" / STAGING).exists()
 
     # a task fails on every attempt: abort() drops what the others staged; the table reads its last commit
     from pyspark.sql import functions as F
@@ -192,7 +192,7 @@ def test_writes_commit_once_and_an_aborted_job_commits_nothing(lsm_spark: Any,
     with pytest.raises(Exception, match="injected"):
         boom.write.format("lsm_lab").option("operation", "upsert").mode("append").save(str(t.path))
     assert len(t.completed_writes()) == before + 1 and _want(t) == snapshot
-    assert not (Path(str(t.path)) / STAGING).exists()
+    assert not (Path(str(t.path)) / ".hoodie" / STAGING).exists()
 
     # SQL: INSERT INTO a temporary view (the meta columns are left out), then a filtered SELECT
     lsm_spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW w USING lsm_lab OPTIONS (path '{t.path}')")
@@ -217,7 +217,7 @@ def test_writes_commit_once_and_an_aborted_job_commits_nothing(lsm_spark: Any,
     assert _rows(t.read().to_pylist()) == _rows(frame.collect())
     with pytest.raises(Exception, match="append"):
         frame.write.format("lsm_lab").option("operation", "delete").mode("overwrite").save(str(t.path))
-    assert not (Path(str(t.path)) / STAGING).exists()
+    assert not (Path(str(t.path)) / ".hoodie" / STAGING).exists()
 
 
 def _data_files(t: lsm_lab.Table) -> list[Path]:
@@ -327,7 +327,7 @@ def test_a_dead_jobs_staging_is_swept_but_never_a_live_ones(tmp_table: Callable[
     t = tmp_table(ordering_field="ts")
     t.insert(pa.table({"id": ["a"], "v": [1], "ts": [0]}))
     root = t.path
-    top = Path(str(root)) / STAGING
+    top = Path(str(root)) / ".hoodie" / STAGING
     for job in ("dead", "live", "old-no-beat"):
         staging.beat(root, job)
         (top / job / "part-0-0-x.arrow").write_bytes(b"rows")
