@@ -46,7 +46,8 @@ index, file info), `HFileTrailer`, `HFileBlock` (header layout, checksum size), 
 (GZIP and NONE only).
 
 Simplified compared with Apache Hudi: the whole file is read into memory and every cell decoded
-(no block cache, no seek cursor; `get` binary-searches the index and scans one block); codecs:
+(no block cache, no seek cursor; `get` / `block_of` binary-search the index, and only the block read is
+decompressed and parsed — the record index's point lookups, `table/mdt_lookup.py`); codecs:
 NONE and GZIP (Python's zlib), BZIP2 (Python's bz2); LZO, SNAPPY, LZ4 and ZSTD raise
 `UnsupportedFeatureError` (hudi-rs reads GZIP and NONE only, Hudi writes GZIP by default);
 block checksums are not verified (Hudi's own reader does not either, and writes checksum type 0);
@@ -165,7 +166,7 @@ class HFile:
 
     def get(self, key: bytes) -> bytes | None:
         """The value of `key`, or None: the block index picks the one block that may hold it."""
-        i = bisect.bisect_right(self._first_keys, key) - 1
+        i = self.block_of(key)
         if i < 0:
             return None
         for k, v in self._block_cells(i):
@@ -174,6 +175,17 @@ class HFile:
             if k > key:
                 break
         return None
+
+    def block_of(self, key: bytes) -> int:
+        """The data block that may hold `key` (the last whose first key is ≤ it), -1 before the first block:
+        the seek of upstream's `HFileReaderImpl.seekTo` on the block index, no data block read."""
+        return bisect.bisect_right(self._first_keys, key) - 1
+
+    def block_cells(self, i: int) -> list[tuple[bytes, bytes]]:
+        """The (key, value) cells of data block `i` (decompressed and parsed: one block read)."""
+        if not 0 <= i < len(self.data_index):
+            raise IndexError(f"data block {i} of {len(self.data_index)}")
+        return self._block_cells(i)
 
     def to_table(self) -> pa.Table:
         """The cells as an Arrow table: `key` (string), `value` (binary)."""
@@ -442,21 +454,32 @@ def _key_content(key: bytes, what: str) -> bytes:
     return key[2 : 2 + n]
 
 
+_CELL_HEAD = struct.Struct(">iih")
+
+
 def _cells(payload: bytes) -> list[tuple[bytes, bytes]]:
+    """The cells of a data block, every length checked (one tight loop: this is the cost of reading an HFile)."""
     out: list[tuple[bytes, bytes]] = []
+    append = out.append
+    head = _CELL_HEAD.unpack_from
     pos = 0
     n = len(payload)
     while pos < n:
-        if pos + 8 > n:
+        if pos + 10 > n:
             raise _Bad(f"cell at {pos} runs past the block")
-        klen, vlen = struct.unpack_from(">ii", payload, pos)
-        if klen < 2 or vlen < 0 or pos + 8 + klen + vlen + 1 > n:
+        klen, vlen, rlen = head(payload, pos)
+        start = pos + 8
+        stop = start + klen
+        if klen < 2 or vlen < 0 or stop + vlen + 1 > n:
             raise _Bad(f"cell at {pos}: key length {klen}, value length {vlen} run past the block ({n} bytes)")
-        key = _key_content(payload[pos + 8 : pos + 8 + klen], "cell")
-        value = payload[pos + 8 + klen : pos + 8 + klen + vlen]
-        pos += 8 + klen + vlen
-        _, pos = _varint(payload, pos, n)  # the MVCC version (Hudi writes 0)
-        out.append((key, value))
+        if rlen < 0 or 2 + rlen > klen:
+            raise _Bad(f"cell: row length {rlen} runs past the key ({klen} bytes)")
+        append((payload[start + 2 : start + 2 + rlen], payload[stop : stop + vlen]))
+        pos = stop + vlen
+        if payload[pos] < 0x80:  # the MVCC version (Hudi writes 0): a one-byte varint
+            pos += 1
+        else:
+            _, pos = _varint(payload, pos, n)
     return out
 
 
