@@ -125,3 +125,21 @@ def test_the_rule_merges_a_shard_whole_for_many_keys(written: Path) -> None:
     assert m.lookup_counts.shards_merged == 1 and list(m._shards) == [0]  # all of them: merged whole, kept
     m.record_index(keys[:5])
     assert m.lookup_counts.shards_sought == 1 and m.lookup_counts.shards_merged == 1  # served from the kept merge
+
+
+@settings(max_examples=40, deadline=None)
+@given(cells=st.lists(st.tuples(st.text(min_size=0, max_size=12), st.binary(max_size=30)), max_size=300,
+                      unique_by=lambda c: c[0]),
+       uniform=st.booleans(), block=st.sampled_from([64, 512, 65536]))
+def test_hfile_to_table_is_the_cells(cells: list[tuple[str, bytes]], uniform: bool, block: int) -> None:
+    """The vectorised `to_table` (uniform blocks by stride, others by a loop over cell starts) == `items()`."""
+    from lsm_lab.format import hfile_write
+
+    if uniform:  # fixed-length keys and values: the stride path
+        cells = [(f"{i:06d}", bytes([i % 256]) * 7) for i in range(len(cells))]
+    encoded = sorted((k.encode(), v) for k, v in cells)
+    written = hfile_write.write_hfile(encoded, block_size=block)
+    h = hfile.parse_hfile(written[0] if isinstance(written, tuple) else written)
+    t = h.to_table()
+    assert t.column("key").to_pylist() == [k.decode() for k, _ in h.items()] == [k.decode() for k, _ in encoded]
+    assert t.column("value").to_pylist() == [v for _, v in encoded]
