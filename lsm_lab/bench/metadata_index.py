@@ -24,8 +24,9 @@ them (`synthetic_cow` asks for them with upstream's properties; `has_index` tell
 Not registered as a CLI command of its own: `lsm-lab bench metadata --sections record_index,column_stats`
 runs the sections (bench/metadata.py).
 
-Simplified compared with Apache Hudi's figures: local files, small tables, no Spark; the MDT is read
-whole per read (table/metadata_table.py), so its cost is in the times.
+Simplified compared with Apache Hudi's figures: local files, no Spark; the MDT partitions other than the
+record index are read whole per read (table/metadata_table.py), so their cost is in the times; record-index
+lookups read only the blocks and log cells of the keys (table/mdt_lookup.py).
 
 Taught in: no chapter (docs/FORMAT.md, "The metadata table (use)")
 """
