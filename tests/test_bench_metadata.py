@@ -35,3 +35,32 @@ def test_bench_metadata_small(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert cold["by_part"]["mdt"]["GET"] == 5 and cold["by_part"]["data"]["LIST"] == 0
     assert mdt["requests"]["LIST"] == mdt["by_part"]["timeline"]["LIST"] + mdt["by_part"]["mdt"]["LIST"]
     assert "metadata vs listing: 0 data LIST" in printed
+
+
+def test_bench_metadata_index_sections_small(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "i.json"
+    assert cli.main(["bench", "metadata", "--sections", "record_index,column_stats", "--keys", "3000", "--share",
+                     "0.01", "--files", "12", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    r = json.loads(out.read_text())
+    assert set(r) == {"record_index", "column_stats"}
+    ri = r["record_index"]
+    assert ri["keys"] == 3000 and ri["upsert_keys"] == 30
+    assert not ri["simple"]["mdt_compacted_during_upsert"] and not ri["record_index"]["mdt_compacted_during_upsert"]
+    lk = ri["record_index"]["lookup"]
+    # every key asked is sought in its shard (30 keys over 10 shards of ~300 cells: fewer than 1/4 of the cells)
+    assert lk["keys"] == 30 and lk["shards_merged"] == 0 and lk["values_decoded"] == 30
+    assert lk["blocks_per_key"] <= 2 and ri["record_index"]["lookup_one_key"]["shards_sought"] == 1
+    assert ri["upsert_ratio_simple_over_record_index"] > 0
+    cs = r["column_stats"]
+    assert cs["slices"] == 12 and cs["rows"] == 20  # one file's range of `value`
+    assert cs["slices_opened_with_stats"] == 1 < cs["slices_opened_without"] == 12
+    assert cs["files_read_with_stats"] <= cs["files_read_without"]
+    assert "RECORD_INDEX" in printed and "with column stats" in printed
+
+
+def test_bench_metadata_unknown_section() -> None:
+    from lsm_lab.errors import InputError
+
+    with pytest.raises(InputError, match="nope"):
+        bench.run(sections=["nope"])

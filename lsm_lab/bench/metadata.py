@@ -1,6 +1,7 @@
 """What the metadata table saves: the requests to plan a snapshot, with the MDT and by listing.
 
-    lsm-lab bench metadata [--partitions 40] [--groups 25] [--commits 2] [--repeats 3] [--json OUT]
+    lsm-lab bench metadata [--sections listing,record_index,column_stats] [--partitions 40] [--groups 25]
+                           [--commits 2] [--repeats 3] [--keys 1000000] [--share 0.01] [--files 1000] [--json OUT]
 
 On the local S3 server (`lsm_lab.lab.s3local`) one table with `hoodie.metadata.enable=true` is
 written: `partitions` × `groups` file groups (bulk insert, tiny rows), then `commits` upserts
@@ -26,9 +27,14 @@ median of `repeats`.  Both modes are measured with the process's cache of commit
 (`timeline.committed`: an instant file never changes, a long-lived reader reads each once; one
 uncounted plan first); a cold process adds one timeline GET per commit to either mode.
 
-Sections: `listing_section` is this measurement; the record-index upsert and the column-stats
-pruning of issue 32 are meant to be added as functions of the same shape (a table, a baseline
-and the indexed run, a dict of figures) and listed in `SECTIONS`.
+Sections (`SECTIONS`, `--sections`; the JSON has one key per section run):
+
+    listing        the measurement above (local S3 server)
+    record_index   an upsert of `--share` (1%) of a `--keys`-key COW table without the bucket index: tagged
+                   through the record index (RECORD_INDEX) vs by reading every file's keys (SIMPLE), same run;
+                   and what the record-index lookups read (blocks per key: table/mdt_lookup.py)
+    column_stats   a filter on a non-key column of a `--files`-file COW table: files read with the MDT's
+                   column stats vs without (bench/metadata_index.py)
 
 Taught in: notebooks/14_metadata_table.ipynb (the requests of a plan with and without the MDT; README, *Measured*)
 """
@@ -38,14 +44,17 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from lsm_lab.api import Table, create_table, open_table
+from lsm_lab.bench import metadata_index
+from lsm_lab.errors import InputError
 from lsm_lab.lab.s3local import LocalS3
 from lsm_lab.storage import request_scope
 from lsm_lab.table import mdt_listing
@@ -132,17 +141,70 @@ def listing_section(s3: LocalS3, partitions: int = 40, groups: int = 25, commits
     return out
 
 
-SECTIONS: dict[str, Callable[..., dict[str, Any]]] = {"listing": listing_section}
+def record_index_section(keys: int = 1_000_000, share: float = 0.01, log: Callable[[str], None] = print,
+                         **_: Any) -> dict[str, Any]:
+    """`metadata_index.record_index_upsert` in a temporary folder."""
+    with tempfile.TemporaryDirectory(prefix="lsm_lab_mdt_ri_") as root:
+        return metadata_index.record_index_upsert(root, keys, share=share, log=log)
+
+
+def column_stats_section(files: int = 1000, log: Callable[[str], None] = print, **_: Any) -> dict[str, Any]:
+    """`metadata_index.column_stats_section` in a temporary folder."""
+    with tempfile.TemporaryDirectory(prefix="lsm_lab_mdt_cs_") as root:
+        return metadata_index.column_stats_section(root, files, log=log)
+
+
+def _listing(partitions: int = 40, groups: int = 25, commits: int = 2, repeats: int = 3,
+             log: Callable[[str], None] = print, **_: Any) -> dict[str, Any]:
+    with LocalS3() as s3:
+        return listing_section(s3, partitions, groups, commits, repeats, log)
+
+
+#: section name → function of the run's options (keyword arguments; each takes what it needs)
+SECTIONS: dict[str, Callable[..., dict[str, Any]]] = {"listing": _listing, "record_index": record_index_section,
+                                                      "column_stats": column_stats_section}
 
 
 def run(partitions: int = 40, groups: int = 25, commits: int = 2, repeats: int = 3,
-        log: Callable[[str], None] = print) -> dict[str, Any]:
-    with LocalS3() as s3:
-        return {"listing": listing_section(s3, partitions, groups, commits, repeats, log)}
+        log: Callable[[str], None] = print, *, sections: Sequence[str] = ("listing",), keys: int = 1_000_000,
+        share: float = 0.01, files: int = 1000) -> dict[str, Any]:
+    unknown = [s for s in sections if s not in SECTIONS]
+    if unknown:
+        raise InputError(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
+    options = {"partitions": partitions, "groups": groups, "commits": commits, "repeats": repeats, "keys": keys,
+               "share": share, "files": files, "log": log}
+    return {name: SECTIONS[name](**options) for name in sections}
 
 
 def report(result: dict[str, Any]) -> str:
-    r = result["listing"]
+    parts = []
+    if "listing" in result:
+        parts.append(_report_listing(result["listing"]))
+    if "record_index" in result:
+        r = result["record_index"]
+        a, b = r["simple"], r["record_index"]
+        lk, one = b["lookup"], b["lookup_one_key"]
+        parts.append("\n".join([
+            f"upsert of {r['upsert_keys']:,} keys ({r['upsert_keys'] / r['keys']:.0%}) of a {r['keys']:,}-key COW table "
+            f"({r['partitions']} partitions, no bucket index; load {r['load_1m']})",
+            f"  SIMPLE index (tagging reads every file's keys)  {a['upsert_seconds']:>8.3f} s",
+            f"  RECORD_INDEX ({b['shards']} shards)                   {b['upsert_seconds']:>8.3f} s   "
+            f"ratio SIMPLE / RECORD_INDEX {r['upsert_ratio_simple_over_record_index']}",
+            f"  the same keys looked up alone: {b['lookup_seconds']:.3f} s; shards sought {lk['shards_sought']}, "
+            f"merged {lk['shards_merged']}; base blocks touched per key {lk['blocks_per_key']}, log blocks read "
+            f"{lk['log_blocks_read']} ({lk['log_blocks_read'] / max(1, r['upsert_keys']):.4f} per key)",
+            f"  one key: base blocks touched {one['base_blocks_touched']}, log blocks read {one['log_blocks_read']}",
+        ]))
+    if "column_stats" in result:
+        r = result["column_stats"]
+        parts.append(f"filter {r['filter']} on a {r['slices']:,}-file COW table: files read "
+                     f"{r['files_read_with_stats']} with column stats, {r['files_read_without']} without "
+                     f"(slices opened {r['slices_opened_with_stats']} / {r['slices_opened_without']}; "
+                     f"time ratio {r['time_ratio']}, load {r['load_1m']})")
+    return "\n\n".join(parts)
+
+
+def _report_listing(r: dict[str, Any]) -> str:
     lines = [f"snapshot plan of {r['data_files']:,} data files ({r['partitions']} partitions, "
              f"{r['file_groups']:,} file groups, {r['slices']:,} slices) on the local S3 server",
              f"{'':<14}{'LIST':>6}{'GET':>6}{'HEAD':>6}   {'data LIST':>9} {'timeline L/G':>13} "
@@ -164,7 +226,9 @@ def report(result: dict[str, Any]) -> str:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    result = run(args.partitions, args.groups, args.commits, args.repeats)
+    sections = [x.strip() for x in args.sections.split(",") if x.strip()]
+    result = run(args.partitions, args.groups, args.commits, args.repeats, sections=sections, keys=args.keys,
+                 share=args.share, files=args.files)
     print(report(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
@@ -177,7 +241,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--commits", type=int, default=2, help="upserts after the bulk insert: one log per group each "
                                                           "(default 2: 40 x 25 x 3 = 3,000 data files)")
     p.add_argument("--repeats", type=int, default=3, help="plans per mode, median time reported (default 3)")
+    p.add_argument("--sections", default="listing",
+                   help=f"comma-separated sections to run, of {', '.join(SECTIONS)} (default listing)")
+    p.add_argument("--keys", type=int, default=1_000_000, help="record_index: keys in the table (default 1,000,000)")
+    p.add_argument("--share", type=float, default=0.01, help="record_index: share of the keys upserted (default 0.01)")
+    p.add_argument("--files", type=int, default=1000, help="column_stats: base files of the COW table (default 1,000)")
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
 
 
-__all__ = ["SECTIONS", "add_arguments", "build", "classify", "listing_section", "report", "run", "run_from_args"]
+__all__ = ["SECTIONS", "add_arguments", "build", "classify", "column_stats_section", "listing_section",
+           "record_index_section", "report", "run", "run_from_args"]

@@ -17,10 +17,16 @@ A table needs a `column_stats` / `record_index` partition in its metadata table 
 the shipped Hudi tables have them; a table lsm_lab writes has them once its metadata-table writer keeps
 them (`synthetic_cow` asks for them with upstream's properties; `has_index` tells whether it got them).
 
-Not registered as a CLI command: these functions are what `lsm-lab bench metadata` reports (issue 32).
+    record_index_upsert(root, keys)      an upsert of 1% of the keys: RECORD_INDEX vs SIMPLE (tagging reads every
+                                           file's keys), and what the record-index lookups read
+    column_stats_section(root, files)    synthetic_cow + column_stats_files
 
-Simplified compared with Apache Hudi's figures: local files, small tables, no Spark; the MDT is read
-whole per read (table/metadata_table.py), so its cost is in the times.
+Not registered as a CLI command of its own: `lsm-lab bench metadata --sections record_index,column_stats`
+runs the sections (bench/metadata.py).
+
+Simplified compared with Apache Hudi's figures: local files, no Spark; the MDT partitions other than the
+record index are read whole per read (table/metadata_table.py), so their cost is in the times; record-index
+lookups read only the blocks and log cells of the keys (table/mdt_lookup.py).
 
 Taught in: no chapter (docs/FORMAT.md, "The metadata table (use)")
 """
@@ -128,6 +134,86 @@ def synthetic_cow(path: str | Path, *, files: int = 1000, rows_per_file: int = 2
     return t
 
 
+def _keys_batch(ids: np.ndarray, partitions: int, ts: int) -> pa.Table:
+    return pa.table({"id": pa.array([f"k{i:09d}" for i in ids.tolist()]),
+                     "p": pa.array([f"p{i}" for i in (ids % partitions).tolist()]),
+                     "ts": pa.array(np.full(len(ids), ts, dtype=np.int64)), "v": pa.array(ids.astype(np.float64))})
+
+
+def _mdt_compactions(t: lsm_lab.Table) -> int:
+    m = t.metadata_table()
+    return 0 if m is None else sum(1 for i in m.mdt.instants() if i.action in ("commit", "compaction"))
+
+
+def record_index_upsert(root: str | Path, keys: int, *, share: float = 0.01, partitions: int = 4,
+                        seed: int = 7, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Upsert of `share` of the keys of a `keys`-key COW table, tagged through the record index vs by reading
+    every file's keys (`hoodie.index.type=SIMPLE`, the default without the bucket index).
+
+    Two tables get the same bulk insert (both keep a metadata table, upstream's default MDT compaction
+    every 10 deltacommits; one declares `RECORD_INDEX`), then the same upsert (random existing keys) is
+    timed on each (`mdt_compacted_during_upsert` says whether an MDT compaction fell in it: it does not at
+    this point, so the record index's shards are still log blocks: the lookups read each shard's log block
+    once and filter it, no base-file seek).  After it, the same keys are looked up on a fresh
+    `MetadataTable` to count what the tagging reads (`mdt_lookup.LookupCounts`), and one key alone."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, Any] = {"keys": keys, "upsert_keys": max(1, int(keys * share)), "partitions": partitions}
+    ids = np.arange(keys)
+    picked = np.sort(rng.choice(keys, size=out["upsert_keys"], replace=False))
+    for name, props in (("simple", {"hoodie.index.type": "SIMPLE"}),
+                        ("record_index", {"hoodie.index.type": "RECORD_INDEX",
+                                          "hoodie.metadata.record.index.enable": "true"})):
+        path = Path(root) / name
+        t = lsm_lab.create_table(path, name="ri", record_key="id", ordering_field="ts", partition_by="p",
+                                 layout="default", table_version=9, table_type="COPY_ON_WRITE",
+                                 properties={"hoodie.metadata.enable": "true", **props})
+        log(f"{name}: bulk insert of {keys:,} keys ...")
+        t0 = time.perf_counter()
+        t.bulk_insert(_keys_batch(ids, partitions, 0))
+        insert_s = time.perf_counter() - t0
+        batch = _keys_batch(picked, partitions, 2)
+        t = lsm_lab.open_table(path)
+        compactions = _mdt_compactions(t)
+        log(f"{name}: upsert of {len(picked):,} keys ...")
+        t0 = time.perf_counter()
+        t.upsert(batch)
+        out[name] = {"insert_seconds": round(insert_s, 3), "upsert_seconds": round(time.perf_counter() - t0, 3),
+                     "data_files": len(t.latest_slices()),
+                     "mdt_compacted_during_upsert": _mdt_compactions(lsm_lab.open_table(path)) > compactions}
+        if name == "record_index":
+            m = lsm_lab.open_table(path).metadata_table()
+            if m is None or "record_index" not in m.partitions():
+                raise AssertionError(f"{path}: no record index was written")
+            t0 = time.perf_counter()
+            found = m.record_index(batch.column("id").to_pylist()).num_rows
+            out[name]["lookup_seconds"] = round(time.perf_counter() - t0, 3)
+            if found != len(picked):
+                raise AssertionError(f"{path}: the record index finds {found} of {len(picked)} keys")
+            out[name]["lookup"] = m.lookup_counts.as_dict()
+            one = lsm_lab.open_table(path).metadata_table()
+            assert one is not None
+            one.record_index([f"k{int(picked[0]):09d}"])
+            out[name]["lookup_one_key"] = one.lookup_counts.as_dict()
+            out[name]["shards"] = len(m.mdt.latest_slices(partitions=["record_index"]))
+    a, b = out["simple"]["upsert_seconds"], out["record_index"]["upsert_seconds"]
+    out["upsert_ratio_simple_over_record_index"] = round(a / b, 3) if b else None
+    out["load_1m"] = _load()
+    return out
+
+
+def column_stats_section(root: str | Path, files: int = 1000, rows_per_file: int = 20,
+                         log: Callable[[str], None] = print) -> dict[str, Any]:
+    """`synthetic_cow(files)` then a filter on the non-key column `value` (one file's range): files read with
+    the metadata table's column stats vs without (`column_stats_files`)."""
+    path = Path(root) / "cow"
+    log(f"column_stats: a COW table of {files:,} files ...")
+    synthetic_cow(path, files=files, rows_per_file=rows_per_file)
+    if not has_index(path, "column_stats"):
+        raise AssertionError(f"{path}: no column_stats partition was written")
+    lo = (files // 2) * rows_per_file
+    return column_stats_files(path, [("value", ">=", lo), ("value", "<", lo + rows_per_file)], repeats=1)
+
+
 def report(results: Sequence[dict[str, Any]]) -> str:
     """One line per figure."""
     lines = []
@@ -144,4 +230,5 @@ def report(results: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["column_stats_files", "has_index", "record_index_lookup", "report", "synthetic_cow"]
+__all__ = ["column_stats_files", "column_stats_section", "has_index", "record_index_lookup", "record_index_upsert",
+           "report", "synthetic_cow"]

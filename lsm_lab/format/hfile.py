@@ -46,7 +46,8 @@ index, file info), `HFileTrailer`, `HFileBlock` (header layout, checksum size), 
 (GZIP and NONE only).
 
 Simplified compared with Apache Hudi: the whole file is read into memory and every cell decoded
-(no block cache, no seek cursor; `get` binary-searches the index and scans one block); codecs:
+(no block cache, no seek cursor; `get` / `block_of` binary-search the index, and only the block read is
+decompressed and parsed — the record index's point lookups, `table/mdt_lookup.py`); codecs:
 NONE and GZIP (Python's zlib), BZIP2 (Python's bz2); LZO, SNAPPY, LZ4 and ZSTD raise
 `UnsupportedFeatureError` (hudi-rs reads GZIP and NONE only, Hudi writes GZIP by default);
 block checksums are not verified (Hudi's own reader does not either, and writes checksum type 0);
@@ -65,7 +66,9 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lsm_lab.errors import CorruptFileError, UnsupportedFeatureError
 from lsm_lab.storage import StoragePath, path_of
@@ -165,7 +168,7 @@ class HFile:
 
     def get(self, key: bytes) -> bytes | None:
         """The value of `key`, or None: the block index picks the one block that may hold it."""
-        i = bisect.bisect_right(self._first_keys, key) - 1
+        i = self.block_of(key)
         if i < 0:
             return None
         for k, v in self._block_cells(i):
@@ -175,17 +178,66 @@ class HFile:
                 break
         return None
 
+    def block_of(self, key: bytes) -> int:
+        """The data block that may hold `key` (the last whose first key is ≤ it), -1 before the first block:
+        the seek of upstream's `HFileReaderImpl.seekTo` on the block index, no data block read."""
+        return bisect.bisect_right(self._first_keys, key) - 1
+
+    def block_cells(self, i: int) -> list[tuple[bytes, bytes]]:
+        """The (key, value) cells of data block `i` (decompressed and parsed: one block read)."""
+        if not 0 <= i < len(self.data_index):
+            raise IndexError(f"data block {i} of {len(self.data_index)}")
+        return self._block_cells(i)
+
     def to_table(self) -> pa.Table:
-        """The cells as an Arrow table: `key` (string), `value` (binary)."""
-        keys: list[str] = []
-        values: list[bytes] = []
-        for k, v in self.items():
+        """The cells as an Arrow table: `key` (string), `value` (binary).
+
+        Per block, one loop finds where the cells start (`_cell_starts`); the keys' and values' bytes are then
+        gathered with NumPy into Arrow buffers (no Python object per cell); order, count and UTF-8 are checked."""
+        key_parts: list[np.ndarray] = []
+        key_lens: list[np.ndarray] = []
+        value_parts: list[np.ndarray] = []
+        value_lens: list[np.ndarray] = []
+        for i, entry in enumerate(self.data_index):
             try:
-                keys.append(k.decode("utf-8"))
-            except UnicodeDecodeError:
-                raise CorruptFileError(f"key {k[:40]!r} is not UTF-8", path=self.source) from None
-            values.append(v)
-        return pa.table({"key": pa.array(keys, pa.string()), "value": pa.array(values, pa.binary())})
+                payload = _read_block(self.data, entry.offset, DATA_MAGIC, self.trailer.codec, limit=entry.size)
+                kd, kl, vd, vl = _cell_columns(payload)
+            except _Bad as exc:
+                raise CorruptFileError(f"data block {i} at offset {entry.offset}: {exc}", path=self.source) from None
+            key_parts.append(kd)
+            key_lens.append(kl)
+            value_parts.append(vd)
+            value_lens.append(vl)
+        klens = np.concatenate(key_lens) if key_lens else np.zeros(0, np.int64)
+        vlens = np.concatenate(value_lens) if value_lens else np.zeros(0, np.int64)
+        count = len(klens)
+        if count != self.trailer.entry_count:
+            raise CorruptFileError(f"the trailer counts {self.trailer.entry_count} cells, the data blocks hold {count}",
+                                   path=self.source)
+        kdata = np.concatenate(key_parts) if key_parts else np.zeros(0, np.uint8)
+        vdata = np.concatenate(value_parts) if value_parts else np.zeros(0, np.uint8)
+        koff = np.concatenate([[0], np.cumsum(klens)])
+        voff = np.concatenate([[0], np.cumsum(vlens)])
+        big = koff[-1] >= 2**31 or voff[-1] >= 2**31
+        ktype, vtype, otype = (pa.large_string(), pa.large_binary(), np.int64) if big else (pa.string(), pa.binary(), np.int32)
+        keys = pa.Array.from_buffers(ktype, count, [None, pa.py_buffer(koff.astype(otype)), pa.py_buffer(kdata)])
+        values = pa.Array.from_buffers(vtype, count, [None, pa.py_buffer(voff.astype(otype)), pa.py_buffer(vdata)])
+        try:
+            keys.validate(full=True)
+        except pa.ArrowInvalid:
+            bad = next(k for k in keys.cast(pa.binary() if not big else pa.large_binary()).to_pylist()
+                       if not _is_utf8(k))
+            raise CorruptFileError(f"key {bad[:40]!r} is not UTF-8", path=self.source) from None
+        if count > 1:
+            kb = keys.cast(pa.large_binary())
+            ordered = pc.less_equal(kb.slice(0, count - 1), kb.slice(1))
+            if not pc.all(ordered).as_py():
+                at = int(pc.index(ordered, False).as_py()) + 1
+                raise CorruptFileError(f"keys out of order: {kb[at].as_py()!r} after {kb[at - 1].as_py()!r}",
+                                       path=self.source)
+        if big:
+            keys, values = keys.cast(pa.string()), values.cast(pa.binary())
+        return pa.table({"key": keys, "value": values})
 
     def _block_cells(self, i: int) -> list[tuple[bytes, bytes]]:
         entry = self.data_index[i]
@@ -442,22 +494,123 @@ def _key_content(key: bytes, what: str) -> bytes:
     return key[2 : 2 + n]
 
 
+_CELL_HEAD = struct.Struct(">iih")
+
+
 def _cells(payload: bytes) -> list[tuple[bytes, bytes]]:
+    """The cells of a data block, every length checked (one tight loop: this is the cost of reading an HFile)."""
     out: list[tuple[bytes, bytes]] = []
+    append = out.append
+    head = _CELL_HEAD.unpack_from
     pos = 0
     n = len(payload)
     while pos < n:
-        if pos + 8 > n:
+        if pos + 10 > n:
             raise _Bad(f"cell at {pos} runs past the block")
-        klen, vlen = struct.unpack_from(">ii", payload, pos)
-        if klen < 2 or vlen < 0 or pos + 8 + klen + vlen + 1 > n:
+        klen, vlen, rlen = head(payload, pos)
+        start = pos + 8
+        stop = start + klen
+        if klen < 2 or vlen < 0 or stop + vlen + 1 > n:
             raise _Bad(f"cell at {pos}: key length {klen}, value length {vlen} run past the block ({n} bytes)")
-        key = _key_content(payload[pos + 8 : pos + 8 + klen], "cell")
-        value = payload[pos + 8 + klen : pos + 8 + klen + vlen]
-        pos += 8 + klen + vlen
-        _, pos = _varint(payload, pos, n)  # the MVCC version (Hudi writes 0)
-        out.append((key, value))
+        if rlen < 0 or 2 + rlen > klen:
+            raise _Bad(f"cell: row length {rlen} runs past the key ({klen} bytes)")
+        append((payload[start + 2 : start + 2 + rlen], payload[stop : stop + vlen]))
+        pos = stop + vlen
+        if payload[pos] < 0x80:  # the MVCC version (Hudi writes 0): a one-byte varint
+            pos += 1
+        else:
+            _, pos = _varint(payload, pos, n)
     return out
+
+
+def _be32(b: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Big-endian int32 at each offset of `at` in the byte array `b` (as int64)."""
+    u = (b[at] << 24) | (b[at + 1] << 16) | (b[at + 2] << 8) | b[at + 3]
+    out: np.ndarray = np.where(u >= 1 << 31, u - (1 << 32), u)
+    return out
+
+
+def _uniform_starts(payload: bytes, b: np.ndarray) -> np.ndarray | None:
+    """The cell starts when every cell of the block has the first cell's key and value lengths (fixed-length
+    record keys and record-index values: the usual case), checked for every cell; else None."""
+    n = len(payload)
+    if n < 10:
+        return None
+    klen, vlen = _CELL_LENGTHS.unpack_from(payload, 0)
+    stride = 9 + klen + vlen
+    if klen < 2 or vlen < 0 or n % stride:
+        return None
+    starts = np.arange(0, n, stride, dtype=np.int64)
+    if (_be32(b, starts) != klen).any() or (_be32(b, starts + 4) != vlen).any() or b[starts + stride - 1].any():
+        return None
+    return starts
+
+
+def _cell_starts(payload: bytes) -> list[int] | None:
+    """Where each cell of a data block starts: the one sequential step (a cell's length is in its header).
+    None when a cell's MVCC version is not the one-byte 0 Hudi writes (then `_cells` parses the block)."""
+    starts: list[int] = []
+    append = starts.append
+    head = _CELL_LENGTHS.unpack_from
+    pos = 0
+    n = len(payload)
+    while pos < n:
+        if pos + 10 > n:
+            raise _Bad(f"cell at {pos} runs past the block")
+        klen, vlen = head(payload, pos)
+        append(pos)
+        pos += 8 + klen + vlen
+        if klen < 2 or vlen < 0 or pos >= n:
+            raise _Bad(f"cell at {starts[-1]}: key length {klen}, value length {vlen} run past the block ({n} bytes)")
+        if payload[pos] != 0:
+            return None
+        pos += 1
+    return starts
+
+
+_CELL_LENGTHS = struct.Struct(">ii")
+
+
+def _gather(buf: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """The bytes of `buf` at [start, start + len) for each pair, concatenated (a run mask, no Python loop).
+    The ranges are disjoint and in order, so the starts are distinct, and so are the ends."""
+    marks = np.zeros(len(buf) + 1, np.int32)
+    marks[starts] += 1
+    marks[starts + lens] -= 1
+    return buf[np.cumsum(marks[:-1]) > 0]
+
+
+def _cell_columns(payload: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(key bytes, key lengths, value bytes, value lengths) of a data block's cells, every length checked."""
+    buf = np.frombuffer(payload, np.uint8)
+    b = buf.astype(np.int64)
+    uniform = _uniform_starts(payload, b)
+    starts_list = _cell_starts(payload) if uniform is None else []
+    if starts_list is None:
+        cells = _cells(payload)
+        keys, values = b"".join(k for k, _ in cells), b"".join(v for _, v in cells)
+        return (np.frombuffer(keys, np.uint8), np.array([len(k) for k, _ in cells], np.int64),
+                np.frombuffer(values, np.uint8), np.array([len(v) for _, v in cells], np.int64))
+    starts = uniform if uniform is not None else np.array(starts_list, np.int64)
+    if not len(starts):
+        empty = np.zeros(0, np.uint8)
+        return empty, np.zeros(0, np.int64), empty, np.zeros(0, np.int64)
+    klen = _be32(b, starts)
+    rlen = (b[starts + 8] << 8) | b[starts + 9]
+    rlen = np.where(rlen >= 1 << 15, rlen - (1 << 16), rlen)  # int16
+    if ((rlen < 0) | (rlen + 2 > klen)).any():
+        at = int(np.argmax((rlen < 0) | (rlen + 2 > klen)))
+        raise _Bad(f"cell: row length {int(rlen[at])} runs past the key ({int(klen[at])} bytes)")
+    vlen = _be32(b, starts + 4)
+    return (_gather(buf, starts + 10, rlen), rlen, _gather(buf, starts + 8 + klen, vlen), vlen)
+
+
+def _is_utf8(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _file_info(block: bytes) -> dict[bytes, bytes]:

@@ -43,8 +43,10 @@ The valid-instant rule and the slice merge live in `table/mdt_listing.py`, which
 data table from the `files` partition for `TableState.data_files()`.
 
 Simplified compared with Apache Hudi: every read merges the whole MDT partition it needs — except
-`record_index(keys)`, which merges only the shards (file groups) the keys hash to — (no point lookups
-by HFile seek, no key-prefix scans, no spillable map); the MDT is read as
+the record index: `record_index(keys)` reads only the shards (file groups) the keys hash to, and in each
+only the base HFile's blocks the keys fall in plus the log blocks filtered to the keys (`table/mdt_lookup.py`,
+upstream's `getRecordsByKeys`), and `record_keys()` decodes no value — (no key-prefix scans, no
+spillable map); the MDT is read as
 of now (no time travel of the index); `bloom_filter` returns the stored filter's bytes and type
 (lsm_lab has no reader of Hudi's Java-serialised bloom filters, and finds the record by
 scanning, since its key is a hash lsm_lab does not compute); expression indexes are not read.
@@ -65,7 +67,7 @@ from lsm_lab.errors import LsmLabError
 from lsm_lab.filegroup import index
 from lsm_lab.format import metadata_record as mr
 from lsm_lab.storage import TablePath
-from lsm_lab.table import mdt_listing
+from lsm_lab.table import mdt_listing, mdt_lookup
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.config import read_config
 
@@ -108,8 +110,11 @@ class MetadataTable:
         self.mdt = mdt
         self.declared = list(declared)
         self._cache: dict[str, dict[str, mr.MetadataValue]] = {}
-        self._shards: dict[int, dict[str, mr.MetadataValue]] = {}  # merged record_index shards (`_record_shards`)
         self._shard_slices: list[Any] | None = None
+        self._readers: list[mdt_lookup.ShardReader] | None = None  # record_index shards (`_shard_readers`)
+        #: what record-index lookups read (`mdt_lookup.LookupCounts`); the seek/whole-merge threshold
+        self.lookup_counts = mdt_lookup.LookupCounts()
+        self.whole_merge_share = mdt_lookup.WHOLE_MERGE_SHARE
         self._valid: set[str] | None = None
 
     def __repr__(self) -> str:
@@ -238,8 +243,8 @@ class MetadataTable:
     def record_index(self, keys: Iterable[str]) -> pa.Table:
         """`record_key, partition, file_id, instant_time` of each key the record index holds (others left out).
 
-        Only the shards (MDT file groups) that can hold the keys are merged (`_record_shards`), unless the
-        whole partition is merged already."""
+        Only the shards (MDT file groups) that can hold the keys are read, and in them only the base file's
+        blocks the keys fall in (`_record_shards`, `table/mdt_lookup.py`); `lookup_counts` says what was read."""
         wanted = list(dict.fromkeys(str(k) for k in keys))
         recs = self._record_shards(wanted)
         resolve = _InstantResolver(self.data)
@@ -256,38 +261,71 @@ class MetadataTable:
                          "instant_time": pa.array([r[3] for r in rows], pa.string())})
 
     def _record_shards(self, keys: Sequence[str]) -> Mapping[str, mr.MetadataValue]:
-        """The live `record_index` records of the shards that hold `keys`: upstream's
-        `HoodieTableMetadataUtil.mapRecordKeyToFileGroupIndex` (|Java String.hashCode| mod the number of file
-        groups, in file-id order) picks the shard; each merged shard is kept.  Falls back to the whole partition
-        when the file groups are not upstream's `record-index-0000-0` … in sequence (another layout)."""
+        """The live `record_index` records of `keys`: upstream's `HoodieTableMetadataUtil.mapRecordKeyToFileGroupIndex`
+        (|Java String.hashCode| mod the number of file groups, in file-id order) picks each key's shard, and the
+        shard's `mdt_lookup.ShardReader` seeks the keys (or merges the shard whole when they are many); only the
+        values found are decoded.  Falls back to the whole partition when the file groups are not upstream's
+        `record-index-0000-0` … in sequence (another layout)."""
         part = self._require("record_index")
         whole = self._cache.get(part)
         if whole is not None:
-            return whole
+            return {k: whole[k] for k in keys if k in whole}
+        readers = self._shard_readers()
+        if readers is None:
+            recs = self.records(part)
+            return {k: recs[k] for k in keys if k in recs}
+        n = len(readers)
+        signed = index.java_string_hashes(pa.array(list(keys), pa.string())).astype(np.int64)
+        signed = np.where(signed >= 1 << 31, signed - (1 << 32), signed)
+        shard_of = (np.abs(signed) % n).tolist() if n else []
+        by_shard: dict[int, list[str]] = {}
+        for key, i in zip(keys, shard_of, strict=True):
+            by_shard.setdefault(int(i), []).append(key)
+        raw: mdt_lookup.Raw = {}
         with self.mdt.pinned():
-            if self._shard_slices is None:  # listed once per instance (an instance reads the MDT as of one state)
-                self._shard_slices = sorted(self.mdt.latest_slices(partitions=[part]), key=lambda fs: fs.file_id)
-            slices = self._shard_slices
-            n = len(slices)
-            if n == 0 or [fs.file_id for fs in slices] != [f"record-index-{i:04d}-0" for i in range(n)]:
-                return self.records(part)
-            signed = index.java_string_hashes(pa.array(list(keys), pa.string())).astype(np.int64)
-            signed = np.where(signed >= 1 << 31, signed - (1 << 32), signed)
-            shards = sorted({int(x) for x in np.abs(signed) % n})
-            out: dict[str, mr.MetadataValue] = {}
-            completion = self.mdt.completion_map() if any(i not in self._shards for i in shards) else {}
-            valid = self.valid_instants()
-            for i in shards:
-                merged = self._shards.get(i)
-                if merged is None:
-                    merged = {k: v for k, v in self._merge_slice(slices[i], completion, valid).items() if not v.deleted}
-                    self._shards[i] = merged
-                out.update(merged)
-        return out
+            for i in sorted(by_shard):
+                raw.update(readers[i].lookup(by_shard[i]))
+        return mdt_lookup.decode(raw, self.lookup_counts)
+
+    def _shard_readers(self) -> list[mdt_lookup.ShardReader] | None:
+        """One reader per record-index shard, made once per instance (it reads the MDT as of one state);
+        None when the file groups are not upstream's `record-index-0000-0` … in sequence."""
+        if self._readers is None:
+            part = self._require("record_index")
+            with self.mdt.pinned():
+                if self._shard_slices is None:
+                    self._shard_slices = sorted(self.mdt.latest_slices(partitions=[part]), key=lambda fs: fs.file_id)
+                slices = self._shard_slices
+                n = len(slices)
+                if n == 0 or [fs.file_id for fs in slices] != [f"record-index-{i:04d}-0" for i in range(n)]:
+                    return None
+                completion = self.mdt.completion_map()
+                valid = self.valid_instants()
+            self._readers = [mdt_lookup.ShardReader(fs, completion, valid, self.lookup_counts, strict=self.mdt.strict,
+                                                    whole_merge_share=self.whole_merge_share) for fs in slices]
+        return self._readers
+
+    @property
+    def _shards(self) -> dict[int, mdt_lookup.Raw]:
+        """The shards merged whole so far: index → raw cells (tombstones as None)."""
+        return {i: r._whole for i, r in enumerate(self._readers or []) if r._whole is not None}
 
     def record_keys(self) -> list[str]:
-        """Every key the record index holds."""
-        return list(self.records(self._require("record_index")))
+        """Every key the record index holds, sorted: the shards' raw cells merged, no value decoded
+        (a record-index record is live unless a delete block's tombstone is its newest entry)."""
+        part = self._require("record_index")
+        cached = self._cache.get(part)
+        if cached is not None:
+            return list(cached)
+        readers = self._shard_readers()
+        if readers is None:
+            return list(self.records(part))
+        keys: list[str] = []
+        with self.mdt.pinned():
+            for r in readers:
+                keys.extend(k for k, cell in r.whole().items() if cell is not None)
+        keys.sort()
+        return keys
 
     def secondary_indexes(self) -> list[str]:
         """Names of the secondary indexes (`secondary_index_<name>` partitions), without the prefix."""
