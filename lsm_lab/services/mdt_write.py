@@ -413,15 +413,7 @@ def _shard(spec: mi.PartitionSpec, config: TableConfig, cells: Cells, out: dict[
 
 def _initial_cells(base_path: TablePath, config: TableConfig, data: TableState, name: str) -> list[Cells]:
     if name in (mi.COLUMN_STATS, mi.PARTITION_STATS):
-        listing = _committed_listing(base_path, config)
-        version = mi.index_version(config)
-        per: dict[str, list[dict[str, Any]]] = {}
-        for partition, names in listing.items():
-            for fname in names:
-                if _is_base(fname):
-                    path = base_path / partition / fname if partition else base_path / fname
-                    per.setdefault(partition, []).extend(
-                        mi.file_column_stats(path, fname, _columns(config, path), version))
+        per = _base_file_stats(base_path, config, _committed_listing(base_path, config))
         if name == mi.COLUMN_STATS:
             return [mi.column_stats_cells(p, stats) for p, stats in per.items()]
         return [mi.partition_stats_cells(per, tight=True)]
@@ -448,6 +440,20 @@ def _initial_cells(base_path: TablePath, config: TableConfig, data: TableState, 
     raise LsmLabError(f"lsm_lab does not write the metadata table partition {name!r}")
 
 
+def _base_file_stats(base_path: TablePath, config: TableConfig, files: Mapping[str, Iterable[str]]
+                     ) -> dict[str, list[dict[str, Any]]]:
+    """partition → the column statistics of its Parquet base files among `files` (partition → names), each
+    file's from its own footer."""
+    version = mi.index_version(config)
+    per: dict[str, list[dict[str, Any]]] = {}
+    for partition, names in files.items():
+        for fname in names:
+            if _is_base(fname):
+                path = base_path / partition / fname if partition else base_path / fname
+                per.setdefault(partition, []).extend(mi.file_column_stats(path, fname, _columns(config, path), version))
+    return per
+
+
 def _is_base(fname: str) -> bool:
     parsed = naming.parse(fname)
     return parsed is not None and parsed.kind == "base" and parsed.ext == "parquet" and parsed.content == "data"
@@ -462,17 +468,10 @@ def _instant_cells(base_path: TablePath, config: TableConfig, instant: Instant, 
                    name: str, added: Mapping[str, Mapping[str, int]], deleted: Mapping[str, list[str]]
                    ) -> tuple[Cells, list[str]]:
     """(cells, deleted keys) data instant `instant` adds to MDT partition `name` (module docstring)."""
-    version = mi.index_version(config)
     if name == FILES:
         return {k.decode(): v for k, v in files_cells(added, deleted, all_partitions=instant.action != CLEAN)}, []
     if name in (mi.COLUMN_STATS, mi.PARTITION_STATS):
-        per: dict[str, list[dict[str, Any]]] = {}
-        for partition, names in added.items():
-            for fname in names:
-                if _is_base(fname):
-                    path = base_path / partition / fname if partition else base_path / fname
-                    per.setdefault(partition, []).extend(
-                        mi.file_column_stats(path, fname, _columns(config, path), version))
+        per = _base_file_stats(base_path, config, added)
         if name == mi.PARTITION_STATS:
             return mi.partition_stats_cells(per, tight=False), []
         indexed = list(dict.fromkeys(st["columnName"] for stats in per.values() for st in stats))
