@@ -51,7 +51,7 @@ from typing import Any
 from lsm_lab.errors import CorruptTableError, StorageError
 from lsm_lab.filegroup import fsview
 from lsm_lab.format import keyindex, naming
-from lsm_lab.services import heartbeat, mdt_write
+from lsm_lab.services import clean_plan, heartbeat, mdt_write
 
 # the planning half lives in clean_plan.py (the metadata table's writer uses it); its names stay importable here
 from lsm_lab.services.clean_plan import KEEP_LATEST_COMMITS as KEEP_LATEST_COMMITS
@@ -113,19 +113,7 @@ def _execute(table: TableState, inflight: Instant, plan: Mapping[str, Any], star
         except (OSError, StorageError):
             for partition, rel, _ in remote:
                 failed.setdefault(partition, []).append(rel)
-    earliest = (plan.get("earliestInstantToRetain") or {}).get("timestamp")
-    partitions = sorted(set(deleted) | set(failed))
-    meta = {
-        "startCleanTime": inflight.begin_time,
-        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
-        "totalFilesDeleted": sum(len(v) for v in deleted.values()),
-        "earliestCommitToRetain": earliest or "",
-        "lastCompletedCommitTimestamp": plan.get("lastCompletedCommitTimestamp") or "",
-        "partitionMetadata": {p: {"partitionPath": p, "policy": plan.get("policy"), "deletePathPatterns": [],
-                                  "successDeleteFiles": deleted.get(p, []), "failedDeleteFiles": failed.get(p, []),
-                                  "isPartitionDeleted": False} for p in partitions},
-        "version": PLAN_VERSION,
-    }
+    meta = clean_plan.completed_metadata(inflight.begin_time, time.monotonic() - started, plan, deleted, failed)
     with table_lock(table.path):
         check_table_lock(table.path)  # object stores: the lease is still ours (else the next cleaner resumes it)
         mdt_write.update(table.path, inflight, meta, config=table.config)  # the metadata table first, as upstream

@@ -168,6 +168,25 @@ def _plan(doomed: dict[str, list[dict[str, Any]]], policy: str, earliest: Instan
     }
 
 
+def completed_metadata(begin_time: str, seconds: float, plan: Mapping[str, Any], deleted: Mapping[str, list[str]],
+                       failed: Mapping[str, list[str]] | None = None) -> dict[str, Any]:
+    """A completed clean's metadata (upstream `HoodieCleanMetadata`): what `plan` deleted per partition, and failed."""
+    failed = failed or {}
+    earliest = (plan.get("earliestInstantToRetain") or {}).get("timestamp")
+    return {
+        "startCleanTime": begin_time,
+        "timeTakenInMillis": int(seconds * 1000),
+        "totalFilesDeleted": sum(len(v) for v in deleted.values()),
+        "earliestCommitToRetain": earliest or "",
+        "lastCompletedCommitTimestamp": plan.get("lastCompletedCommitTimestamp") or "",
+        "partitionMetadata": {p: {"partitionPath": p, "policy": plan.get("policy"), "deletePathPatterns": [],
+                                  "successDeleteFiles": list(deleted.get(p, [])),
+                                  "failedDeleteFiles": list(failed.get(p, [])), "isPartitionDeleted": False}
+                              for p in sorted(set(deleted) | set(failed))},
+        "version": PLAN_VERSION,
+    }
+
+
 def files_in_plan(plan: Mapping[str, Any]) -> list[str]:
     return [e["filePath"] for entries in (plan.get("filePathsToBeDeletedPerPartition") or {}).values()
             for e in entries]

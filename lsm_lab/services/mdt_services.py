@@ -175,18 +175,7 @@ def _run(folder: TablePath, timeline: ActiveTimeline, inst: Instant) -> Instant:
                 raise CorruptTableError(f"{rel!r} is not a metadata table file name", field="filePath", path=source)
             paths.unlink(path, missing_ok=True)  # an earlier attempt may have got it
             deleted.setdefault(str(partition), []).append(rel)
-    earliest = (plan.get("earliestInstantToRetain") or {}).get("timestamp")
-    meta = {
-        "startCleanTime": inflight.begin_time,
-        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
-        "totalFilesDeleted": sum(len(v) for v in deleted.values()),
-        "earliestCommitToRetain": earliest or "",
-        "lastCompletedCommitTimestamp": plan.get("lastCompletedCommitTimestamp") or "",
-        "partitionMetadata": {p: {"partitionPath": p, "policy": plan.get("policy"), "deletePathPatterns": [],
-                                  "successDeleteFiles": v, "failedDeleteFiles": [], "isPartitionDeleted": False}
-                              for p, v in sorted(deleted.items())},
-        "version": clean_plan.PLAN_VERSION,
-    }
+    meta = clean_plan.completed_metadata(inflight.begin_time, time.monotonic() - started, plan, deleted)
     return timeline.complete(inflight, meta)
 
 
