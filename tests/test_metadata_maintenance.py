@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from test_metadata_index_write import _rows, check_indexes
@@ -303,42 +302,11 @@ def test_sigkill_loop_with_mdt_services(tmp_path: Path) -> None:
     commits and archives (the data table archives too): kills at random instants, the MDT's clean and
     archival among them; after every kill the table reads a prefix of the acknowledged batches and the MDT
     lists exactly the committed files (plus those a pending data clean already deleted)."""
-    from unittest import mock
+    from test_metadata_write import sigkill_loop_with_mdt
 
-    from test_crash import load_harness
-    from test_metadata_write import listed, model
-
-    from lsm_lab.timeline.instant import CLEAN, State
-    harness = load_harness()
-
-    def create(path: Any, layout: str = "lsm_tree") -> None:
-        lsm_lab.create_table(path, name="crash", record_key="id", partition_by="p", ordering_field="ts",
-                             layout="default", table_version=9,
-                             properties={"hoodie.keep.min.commits": "3", "hoodie.keep.max.commits": "4",
-                                         "hoodie.compaction.hybrid.log.file.num.threshold": "2",
-                                         "hoodie.metadata.enable": "true",
-                                         "hoodie.metadata.compact.max.delta.commits": "4",
-                                         mdt_services.PROP_RETAINED: "2"})
-
-    checked = []
-    check_files = harness._check_files
-
-    def check(table: Any) -> None:
-        check_files(table)
-        path = Path(table.path)
-        want = model(path)
-        if lsm_lab.open_table(path).metadata_table() is None:  # killed inside the MDT's initialisation
-            assert want == {}
-            return
-        got = listed(path)
-        cleaning = {os.path.basename(f) for i in table.instants() if i.action == CLEAN and not i.is_completed
-                    for f in clean_plan.files_in_plan(table.active_timeline.read_content(i, State.REQUESTED))}
-        assert {k: v for k, v in got.items() if k in want} == want
-        assert {name for _, name in set(got) - set(want)} <= cleaning
-        checked.append(len(want))
-
-    with mock.patch.object(harness, "create", create), mock.patch.object(harness, "_check_files", check):
-        stats = harness.run(6, workdir=tmp_path, seed=11, max_delay=2.0, verbose=False, layout="default")
-    assert stats["kills"] == 6 and len(checked) >= 6 and max(checked) > 0
+    sigkill_loop_with_mdt(tmp_path, table_version=9, seed=11,
+                          properties={"hoodie.keep.min.commits": "3", "hoodie.keep.max.commits": "4",
+                                      "hoodie.metadata.compact.max.delta.commits": "4",
+                                      mdt_services.PROP_RETAINED: "2"})
     m = lsm_lab.open_table(tmp_path / "table").metadata_table()
     assert m is not None  # (how many MDT cleans ran depends on the random kill times: the test above kills one)

@@ -342,16 +342,23 @@ def test_sigkill_loop_with_the_mdt(tmp_path: Path) -> None:
     cleans and archivals killed at random; after every kill the table reads a prefix of the acknowledged
     batches (the harness's check) and the MDT lists exactly the committed files — plus, while a clean is
     pending, the files it already deleted (upstream's MDT shows them too until the clean completes)."""
+    sigkill_loop_with_mdt(tmp_path, table_version=8, seed=5,
+                          properties={"hoodie.keep.min.commits": "6", "hoodie.keep.max.commits": "9"})
+
+
+def sigkill_loop_with_mdt(tmp_path: Path, *, table_version: int, seed: int, properties: dict[str, str]) -> None:
+    """Six random kills of the crash harness on a default-layout table with the MDT on (plus `properties`);
+    after each, the harness's own check and: the MDT lists the committed files, and beyond them only files a
+    pending data clean already deleted (tests/test_metadata_maintenance.py runs it with the MDT's services)."""
     from lsm_lab.services.clean import files_in_plan
     from lsm_lab.timeline.instant import CLEAN
     harness = load_harness()
 
     def create(path: Any, layout: str = "lsm_tree") -> None:
         lsm_lab.create_table(path, name="crash", record_key="id", partition_by="p", ordering_field="ts",
-                             layout="default", table_version=8,
-                             properties={"hoodie.keep.min.commits": "6", "hoodie.keep.max.commits": "9",
-                                         "hoodie.compaction.hybrid.log.file.num.threshold": "2",
-                                         "hoodie.metadata.enable": "true"})
+                             layout="default", table_version=table_version,
+                             properties={"hoodie.compaction.hybrid.log.file.num.threshold": "2",
+                                         "hoodie.metadata.enable": "true", **properties})
 
     checked = []
     check_files = harness._check_files
@@ -371,7 +378,7 @@ def test_sigkill_loop_with_the_mdt(tmp_path: Path) -> None:
         checked.append(len(want))
 
     with mock.patch.object(harness, "create", create), mock.patch.object(harness, "_check_files", check):
-        stats = harness.run(6, workdir=tmp_path, seed=5, max_delay=2.0, verbose=False, layout="default")
+        stats = harness.run(6, workdir=tmp_path, seed=seed, max_delay=2.0, verbose=False, layout="default")
     assert stats["kills"] == 6 and len(checked) >= 6 and max(checked) > 0
 
 
