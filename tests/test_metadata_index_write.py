@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_metadata_write import _failed_write
 
 import lsm_lab
 from lsm_lab.errors import InputError
@@ -28,7 +28,6 @@ from lsm_lab.format import metadata_record as mr
 from lsm_lab.format import naming
 from lsm_lab.interop.hudi_tables import compare_rows, hudi_available
 from lsm_lab.services import mdt_index as mi
-from lsm_lab.services import mdt_write
 from lsm_lab.table.metadata_table import MetadataTable
 from lsm_lab.timeline.config import read_config
 
@@ -196,21 +195,6 @@ def check_indexes(path: Path) -> None:
             assert typed(p["min"]) <= lo and typed(p["max"]) >= hi, p
 
 
-class _Killed(BaseException):
-    pass
-
-
-def _failed_write(t: lsm_lab.Table) -> None:
-    real = mdt_write.update
-
-    def die(*a: Any, **kw: Any) -> Any:
-        real(*a, **kw)
-        raise _Killed
-
-    with mock.patch.object(mdt_write, "update", die), pytest.raises(_Killed):
-        t.upsert(_rows(range(0, 30, 3), 30, 99.0))
-
-
 @pytest.mark.parametrize(("version", "table_type"), [(8, "MERGE_ON_READ"), (9, "COPY_ON_WRITE"), (9, "MERGE_ON_READ"),
                                                      (8, "COPY_ON_WRITE")])
 def test_every_index_follows_every_step(tmp_path: Path, version: int, table_type: str) -> None:
@@ -225,7 +209,7 @@ def test_every_index_follows_every_step(tmp_path: Path, version: int, table_type
         ("cluster", lambda: t.cluster()),
         ("upsert again", lambda: t.upsert(_rows(range(3, 45, 6), 9, 7.0))),
         ("clean", lambda: t.clean(retained=1)),
-        ("failed write", lambda: _failed_write(t)),
+        ("failed write", lambda: _failed_write(t, _rows(range(0, 30, 3), 30, 99.0))),
         ("upsert after", lambda: t.upsert(_rows(range(0, 12, 2), 12, -1.0))),
         ("rollback latest", lambda: t.rollback()),
         ("insert more", lambda: t.insert(_rows(range(50, 60), 13, 0.0))),

@@ -136,8 +136,9 @@ class _Killed(BaseException):
     pass
 
 
-def _failed_write(t: lsm_lab.Table) -> None:
-    """An upsert that dies right after its MDT deltacommit, before the data commit (its own abort runs)."""
+def _failed_write(t: lsm_lab.Table, rows: list[dict[str, Any]] | None = None) -> None:
+    """An upsert (of `rows`, else this file's rows) that dies right after its MDT deltacommit, before the data
+    commit (its own abort runs)."""
     real = mdt_write.update
 
     def die(*a: Any, **kw: Any) -> Any:
@@ -145,7 +146,7 @@ def _failed_write(t: lsm_lab.Table) -> None:
         raise _Killed
 
     with mock.patch.object(mdt_write, "update", die), pytest.raises(_Killed):
-        t.upsert(_rows(range(0, 30, 3), 30, 99.0))
+        t.upsert(rows if rows is not None else _rows(range(0, 30, 3), 30, 99.0))
 
 
 def _steps(t: lsm_lab.Table) -> list[tuple[str, Any]]:
