@@ -7,6 +7,9 @@ warning: a Parquet reader pointed at the table folder returns wrong rows.
 
 from __future__ import annotations
 
+import gc
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -110,7 +113,45 @@ def test_stream_stops_early(tmp_table: Callable[..., lsm_lab.Table]) -> None:
     t = _mor(tmp_table)
     reader = t.scan(batch_size=100).to_reader()
     assert reader.read_next_batch().num_rows <= 100
+    assert any(th.name == "lsm_lab-scan" for th in threading.enumerate())  # the next slice is merged ahead
     reader.close()
+    del reader
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while any(th.name == "lsm_lab-scan" for th in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not any(th.name == "lsm_lab-scan" for th in threading.enumerate())
+
+
+def test_slices_merged_ahead_keep_their_order_and_their_errors(tmp_table: Callable[..., lsm_lab.Table]) -> None:
+    """Slices are merged on threads, one ahead, but handed out in plan order, each in key order; a file
+    that breaks in a later slice raises a typed error when the reader gets there, never a hang."""
+    t = _mor(tmp_table)
+    scan = t.scan(batch_size=300)
+    slices = scan.plan.slices
+    assert len(slices) >= 3
+    batches = list(scan.to_reader())
+    where = [(b.column("_hoodie_partition_path")[0].as_py(), b.column("_hoodie_file_name")[0].as_py().split("_")[0])
+             for b in batches]
+    order = [(fs.partition, fs.file_id) for fs in slices]
+    seen = list(dict.fromkeys(where))
+    assert seen == [o for o in order if o in seen]  # each slice's batches together, slices in plan order
+    for name in dict.fromkeys(w for w in where):
+        keys = [k for b, w in zip(batches, where) if w == name for k in b.column(KEY).to_pylist()]
+        assert keys == sorted(keys)
+    last = slices[-1]
+    victim = last.log_files[0].path
+    Path(victim).write_bytes(Path(victim).read_bytes()[:-40])  # a torn footer in the last slice
+    with pytest.raises(lsm_lab.LsmLabError, match=Path(victim).name):
+        for _ in t.scan(batch_size=300).to_reader():
+            pass
+
+
+@pytest.mark.parametrize(("batch", "files", "rows"), [(65_536, 2, 65_536), (65_536, 3, 65_536), (65_536, 11, 17_873),
+                                                      (65_536, 200, 4_096), (1_000, 50, 1_000), (100, 3, 100)])
+def test_source_rows_share_a_budget(batch: int, files: int, rows: int) -> None:
+    """A streamed slice of many logs reads fewer rows per file at a time: about SOURCE_BATCHES batches in all."""
+    assert stream.source_rows(batch, files) == rows
 
 
 # --------------------------------------------------------------------------- engines
