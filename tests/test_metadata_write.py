@@ -2,11 +2,12 @@
 
 HFile: random cells round-trip through lsm_lab's strict reader (GZIP and NONE, tiny and default block
 sizes), a real Hudi HFile's cells re-written give the same uncompressed data block, and bad input is a
-typed error.  The MDT: on version 8 and 9 tables (COW and MOR) with `hoodie.metadata.enable=true`,
+typed error.  The MDT: on version 8, 9 and 10 tables (COW and MOR) with `hoodie.metadata.enable=true`,
 after every step of insert, upsert, delete, compaction, clustering, clean, a failed write, a rollback of
 the latest commit and a restore — with the MDT compacted every 3 deltacommits or never —
 `t.metadata_table().files()` equals the model (the data files on disk minus those of pending instants,
-with their sizes), and at the end hudi-rs reads the same rows as lsm_lab and provably lists from the
+with their sizes), a version 10 MDT's logs are native HFile logs decoded by upstream's rules, and at the
+end (versions 8 and 9; hudi-rs refuses version 10) hudi-rs reads the same rows as lsm_lab and provably lists from the
 MDT (hiding the last MDT deltacommit changes what it reads).  Crashes: a writer SIGKILLed right after
 its MDT deltacommit, one killed inside an MDT compaction, an MDT rollback killed half way, and
 tests/test_crash.py's SIGKILL loop with the MDT on: the table reads a prefix of its commits and the MDT
@@ -168,7 +169,7 @@ def _steps(t: lsm_lab.Table) -> list[tuple[str, Any]]:
     ]
 
 
-@pytest.mark.parametrize("version", [8, 9])
+@pytest.mark.parametrize("version", [8, 9, 10])
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 @pytest.mark.parametrize("compact_every", [3, 100])
 def test_files_partition_follows_every_step(tmp_path: Path, version: int, table_type: str, compact_every: int) -> None:
@@ -199,8 +200,48 @@ def test_files_partition_follows_every_step(tmp_path: Path, version: int, table_
     assert compacted == (compact_every == 3) and dropped <= compacted
     if compact_every == 100:
         assert any(i.action == "rollback" for i in mdt.instants())  # the failed write / rollback / restore
-    if hudi_available():
+    if version == 10:
+        native_hfile_logs(path)
+    elif hudi_available():  # hudi-rs 0.5 refuses table version 10 ("Only support table version 6, 8, and 9")
         _hudi_rs_reads_through_the_mdt(path)
+
+
+def native_hfile_logs(path: Path) -> None:
+    """A version 10 MDT's logs are upstream's native HFile logs (`FileNameParser.NATIVE_LOG_FILE_PATTERN`,
+    `.log.hfile` / `.deletes.hfile`), decoded here by upstream's rules without lsm_lab's MDT reader: a whole
+    HFile whose file info holds `hudi.log.format.metadata` (one JSON map, VERSION first, INSTANT_TIME the
+    name's instant) and whose cells are Avro values of the file info's `schema` (`HoodieMetadataRecord`, or
+    `hudi_delete_log_record` {_hoodie_record_key = the cell key} in a delete log); no `#HUDI#` log anywhere."""
+    import io
+    import json
+    import re
+
+    import fastavro
+
+    pattern = re.compile(r"^([^._]+)_(\d+-\d+-\d+)_([^_]+)_(\d+)\.(log|deletes|cdc)\.([^.]+)$")
+    mdt = path / ".hoodie" / "metadata"
+    seen = 0
+    for part in (d for d in mdt.iterdir() if d.is_dir() and not d.name.startswith(".")):
+        for name in os.listdir(part):
+            assert not (name.startswith(".") and ".log." in name), name  # no v1 log
+            if not (".log." in name or ".deletes." in name):
+                continue
+            m = pattern.match(name)
+            assert m is not None and m.group(6) == "hfile" and m.group(5) in ("log", "deletes"), name
+            h = hfile.read_hfile(part / name)
+            header = json.loads(h.file_info[b"hudi.log.format.metadata"])
+            assert next(iter(header)) == "VERSION" and header["VERSION"] == "2" and header["INSTANT_TIME"] == m.group(3)
+            assert "SCHEMA" in header
+            schema = fastavro.parse_schema(json.loads(h.file_info[b"schema"]))
+            for key, value in h.items():
+                rec = fastavro.schemaless_reader(io.BytesIO(value), schema, schema)
+                assert isinstance(rec, dict)
+                if m.group(5) == "deletes":
+                    assert rec == {"_hoodie_record_key": key.decode()}
+                else:
+                    assert rec["type"] in (1, 2, 3, 5, 6, 7), rec
+            seen += 1
+    assert seen
 
 
 def _hudi_rs_reads_through_the_mdt(path: Path) -> None:
@@ -270,7 +311,7 @@ _CRASH = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("version", [8, 9])
+@pytest.mark.parametrize("version", [8, 9, 10])
 def test_sigkill_after_the_mdt_deltacommit(tmp_path: Path, version: int) -> None:
     path = tmp_path / "t"
     t = _make(path, version, "MERGE_ON_READ")
@@ -291,7 +332,7 @@ def test_sigkill_after_the_mdt_deltacommit(tmp_path: Path, version: int) -> None
     assert not [i for i in t.instants() if not i.is_completed and i.is_write]
     assert not [i for i in t.metadata_table().mdt.instants() if i.begin_time == pending[0].begin_time]  # type: ignore[union-attr]
     assert listed(path) == model(path)
-    if hudi_available():
+    if hudi_available() and version < 10:
         _hudi_rs_reads_through_the_mdt(path)
 
 
@@ -310,7 +351,7 @@ def test_option_turned_off_drops_the_mdt(tmp_path: Path) -> None:
     assert t.read().num_rows == 6
 
 
-@pytest.mark.parametrize("version", [8, 9])
+@pytest.mark.parametrize("version", [8, 9, 10])
 def test_not_partitioned(tmp_path: Path, version: int) -> None:
     """The table root is the `files` key "." (upstream's identifier of the non-partitioned partition)."""
     path = tmp_path / "t"
@@ -326,6 +367,10 @@ def test_not_partitioned(tmp_path: Path, version: int) -> None:
     assert listed(path) == model(path) and {p for p, _ in listed(path)} == {""}
     m = lsm_lab.open_table(path).metadata_table()
     assert m is not None and m.all_partitions() == [""]
+    if version == 10:  # a native HFile log: the whole file is the HFile
+        first = sorted((path / ".hoodie" / "metadata" / "files").glob("files-0000-0_0-0-0_*_1.log.hfile"))[0]
+        assert [k for k, _ in hfile.read_hfile(first).items()] == [b".", b"__all_partitions__"]
+        return
     first_log = sorted((path / ".hoodie" / "metadata" / "files").glob(".files-0000-0_*.log.1_0-0-0"))[0]
     blocks = v1.read_log_file(first_log)
     assert [b.block_type for b in blocks] == [v1.BlockType.HFILE]

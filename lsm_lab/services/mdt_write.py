@@ -80,8 +80,9 @@ import pyarrow.compute as pc
 from lsm_lab.errors import InputError, LsmLabError
 from lsm_lab.filegroup import fsview
 from lsm_lab.filegroup.planner import FULL, CompactionPlan, Operation
-from lsm_lab.format import hfile_write, naming
+from lsm_lab.format import hfile_log, hfile_write, naming
 from lsm_lab.format import log_v1 as v1
+from lsm_lab.format import log_v2 as v2
 from lsm_lab.format import metadata_record as mr
 from lsm_lab.format.log_v1.deletes import encode_delete_records
 from lsm_lab.format.parquet_footer import read_footer
@@ -122,7 +123,9 @@ FILE_ID = "files-0000-0"
 INIT_INSTANT = "00000000000000000"
 SOLO = INIT_INSTANT[:14]
 WRITE_TOKEN = "0-0-0"
-VERSIONS = (8, 9)
+VERSIONS = (8, 9, 10)
+#: table versions whose MDT logs are upstream's native HFile logs (`CommonClientUtils.shouldWriteNativeLogs`)
+NATIVE_LOGS_FROM = 10
 #: a group's cells (key → value) and the keys its delete block removes
 Cells = dict[str, bytes]
 
@@ -525,10 +528,25 @@ def _prev_base(base_path: TablePath, partition: str, file_id: str, prev: str) ->
     return None
 
 
+def _is_change_log(fname: str) -> bool:
+    """A data or delete log of the data table (v1 `#HUDI#`, draft v2 or native): not a CDC log, not a base file."""
+    parsed = naming.parse(fname)
+    return parsed is not None and parsed.is_log and parsed.content != "cdc"
+
+
 def _log_rows(path: Any, t: str, columns: list[str]) -> tuple[list[pa.Table], list[str]]:
-    """(data-block rows, deleted keys) the log file `path` holds for instant `t`."""
+    """(data-block rows, deleted keys) the log file `path` holds for instant `t`: the blocks of a v1 log, or a
+    whole v2 log (a data log's columns, a delete log's key column)."""
     tables: list[pa.Table] = []
     gone: list[str] = []
+    parsed = naming.parse(os.path.basename(str(path)))
+    if parsed is not None and parsed.log_format == 2:
+        if parsed.instant != t:
+            return tables, gone
+        if parsed.is_delete:
+            keys = _read_columns(path, [v2.delete_key_column(open_parquet(path).schema_arrow)])
+            return tables, [str(k) for k in keys.column(0).to_pylist()]
+        return [_read_columns(path, columns)], gone
     for block in v1.iter_blocks(path):
         if block.instant_time != t or block.records is None:
             continue
@@ -567,7 +585,7 @@ def _record_index_cells(base_path: TablePath, config: TableConfig, instant: Inst
                 gone.extend(pc.filter(old, pc.invert(pc.is_in(old, value_set=keys.combine_chunks()))).to_pylist())
                 keys = new_keys
             cells.update(dict.fromkeys(keys.to_pylist(), value))
-        elif ".log." in rel:
+        elif _is_change_log(os.path.basename(rel)):
             tables, deleted = _log_rows(path, t, key_cols)
             gone.extend(deleted)
             for tb in tables:
@@ -610,7 +628,7 @@ def _secondary_cells(base_path: TablePath, config: TableConfig, instant: Instant
             for k, v in now.items():
                 if k not in before or before[k] != v:
                     added[k] = v
-        elif ".log." in rel:
+        elif _is_change_log(os.path.basename(rel)):
             tables, deleted = _log_rows(path, t, key_cols)
             if current is None:
                 current = _secondary_now(base_path, config, column)
@@ -702,6 +720,9 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
     stats = []
     header = {v1.HeaderKey.INSTANT_TIME: t, v1.HeaderKey.SCHEMA: SCHEMA_TEXT}
     for spec, fid, cells, gone in groups:
+        if config.version >= NATIVE_LOGS_FROM:  # upstream's native HFile logs (format/hfile_log.py)
+            stats.extend(_write_native_logs(folder, spec.name, fid, t, cells, gone, _base_name(listing[spec.name], fid)))
+            continue
         blocks = []
         if gone:  # upstream's record-index delete: the key in a delete block
             blocks.append(v1.encode_block(v1.BlockType.DELETE, {v1.HeaderKey.INSTANT_TIME: t},
@@ -717,9 +738,39 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
     return done
 
 
+def _write_native_logs(folder: TablePath, partition: str, fid: str, t: str, cells: Cells, gone: list[str],
+                       base: str) -> list[WriteStat]:
+    """A version 10 MDT deltacommit's files for one file group (`format/hfile_log.py`): the cells as
+    `<fid>_0-0-0_<t>_1.log.hfile`, the removed keys as `<fid>_0-0-0_<t>_1.deletes.hfile` — one write stat per
+    physical file, as upstream's `HoodieNativeLogAppendHandle`.  A key the instant both removes and writes
+    keeps only its cell (the two files share an instant and version, so no order between them may matter)."""
+    header = {v1.HeaderKey.INSTANT_TIME.name: t, v1.HeaderKey.SCHEMA.name: SCHEMA_TEXT}
+    gone = [k for k in gone if k not in cells]
+    out: list[WriteStat] = []
+    if cells:
+        keys = pa.array(list(cells), pa.string()).cast(pa.binary())
+        values = pa.array(list(cells.values()), pa.binary())
+        order = pc.sort_indices(keys)
+        payload = hfile_log.data_log(keys.take(order), values.take(order), header, SCHEMA_TEXT)
+        out.append(_native_file(folder, partition, fid, t, naming.NATIVE_DATA, payload, len(cells), base))
+    if gone:
+        payload = hfile_log.delete_log(gone, header)
+        out.append(_native_file(folder, partition, fid, t, naming.NATIVE_DELETES, payload, len(gone), base))
+    return out
+
+
+def _native_file(folder: TablePath, partition: str, fid: str, t: str, kind: str, payload: bytes, records: int,
+                 base: str) -> WriteStat:
+    name = naming.native_log_file_name(fid, WRITE_TOKEN, t, 1, kind, hfile_log.FORMAT)
+    markers.create_marker(folder, t, partition, name, "APPEND")  # a kill before the MDT commit: a failed write
+    atomic.create_file(folder / partition / name, payload)
+    return _write_stat(partition, fid, name, len(payload), records, base)
+
+
 def _base_name(names: list[str], fid: str) -> str:
     """The latest base file of file group `fid` among an MDT partition's file names."""
-    bases = sorted(n for n in names if n.startswith(fid + "_") and n.endswith(".hfile"))
+    parsed = (naming.parse(n) for n in names)
+    bases = sorted(p.name for p in parsed if p is not None and p.is_base and p.file_id == fid and p.ext == "hfile")
     return bases[-1] if bases else ""
 
 
@@ -822,7 +873,7 @@ def create_index(base_path: TablePath, name: str, column: str) -> str:
     config = read_config(base_path)
     if not enabled(config):
         raise InputError("a secondary index lives in the metadata table: the table needs "
-                         "hoodie.metadata.enable=true and version 8 or 9", path=base_path)
+                         "hoodie.metadata.enable=true and version 8, 9 or 10", path=base_path)
     schema = TableState(base_path, config).schema
     if schema is not None and column not in schema.names:
         raise InputError(f"the table has no column {column!r}", path=base_path)

@@ -54,13 +54,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
+
+import pyarrow as pa
 
 from lsm_lab.errors import CorruptFileError, LsmLabError, TableConfigError, TableNotFoundError
 from lsm_lab.filegroup import fsview, v1read
 from lsm_lab.filegroup.fsview import DataFile, FileSlice
 from lsm_lab.filegroup.readstats import ReadStats
-from lsm_lab.format import hfile, naming
+from lsm_lab.format import hfile, hfile_log, naming
 from lsm_lab.format import log_v1 as v1
 from lsm_lab.format import metadata_record as mr
 from lsm_lab.format.naming import FileName
@@ -197,32 +200,60 @@ def _cached_base_cells(f: DataFile, generation: str) -> dict[str, mr.MetadataVal
     return hit
 
 
-def merge_slice(fs: FileSlice, completion: Mapping[str, str], valid: set[str], *,
-                strict: bool = False, generation: str | None = None) -> dict[str, mr.MetadataValue]:
-    """The records of one MDT file slice: base HFile cells, then the valid log blocks in completion order
-    (rollback blocks applied), combined per key (`HoodieMetadataPayload.preCombine`); tombstones kept.
-    With `generation`, the base file's cells are kept in the process (`_cached_base_cells`)."""
-    out: dict[str, mr.MetadataValue] = {}
-    if fs.base_file is not None:
-        out.update(base_cells(fs.base_file) if generation is None else _cached_base_cells(fs.base_file, generation))
-    stats = ReadStats()
-    for unit in v1read.ordered_units(dict(completion), None, fs, strict=strict, stats=stats):
+@dataclass(frozen=True)
+class LogPart:
+    """One valid change set of an MDT file slice, in merge order: a v1 log's block, or a whole native HFile log
+    (table version 10, `format/hfile_log.py`).  `values` None: a delete (its keys are tombstones)."""
+
+    keys: pa.Array
+    values: pa.Array | None
+    schema: str | None
+    source: str
+
+
+def log_parts(fs: FileSlice, completion: Mapping[str, str], valid: set[str], *,
+              strict: bool = False) -> list[LogPart]:
+    """The slice's log changes that count: v1 HFILE_DATA_BLOCKs and delete blocks, and native `.log.hfile` /
+    `.deletes.hfile` files, in completion order (`v1read.ordered_units`: rollback blocks applied), each kept
+    only if its instant is valid (`valid_instants`)."""
+    parts: list[LogPart] = []
+    for unit in v1read.ordered_units(dict(completion), None, fs, strict=strict, stats=ReadStats()):
         block = unit.block
-        if block is None or block.instant_time not in valid or block.records is None:
+        source = str(unit.file.path)
+        if block is None:  # a native log (version 10): the whole file is one change set
+            native = hfile_log.read(unit.file.path, unit.file.name)
+            if native.instant_time in valid:
+                parts.append(LogPart(native.keys, native.values, native.schema, source))
+            continue
+        if block.instant_time not in valid or block.records is None:
             continue
         if block.is_delete:
-            for key in block.records.column("record_key").to_pylist():
-                out[key] = mr.tombstone(key)
+            parts.append(LogPart(block.records.column("record_key").combine_chunks(), None, None, source))
             continue
         if block.block_type != v1.BlockType.HFILE:
             raise LsmLabError(f"{block.block_type.name} block at offset {block.offset} in the metadata table "
                               "(expected HFile data blocks)", path=unit.file.path)
-        schema = block.header.get("SCHEMA")
-        source = str(unit.file.path)
-        keys = block.records.column("key").to_pylist()
-        values = block.records.column("value").to_pylist()
-        for k, v in zip(keys, values, strict=True):
-            out[k] = mr.combine(out.get(k), mr.decode_value(k, v, schema, source=source))
+        parts.append(LogPart(block.records.column("key").combine_chunks(), block.records.column("value").combine_chunks(),
+                             block.header.get("SCHEMA"), source))
+    return parts
+
+
+def merge_slice(fs: FileSlice, completion: Mapping[str, str], valid: set[str], *,
+                strict: bool = False, generation: str | None = None) -> dict[str, mr.MetadataValue]:
+    """The records of one MDT file slice: base HFile cells, then the valid log changes in completion order
+    (`log_parts`), combined per key (`HoodieMetadataPayload.preCombine`); tombstones kept.
+    With `generation`, the base file's cells are kept in the process (`_cached_base_cells`)."""
+    out: dict[str, mr.MetadataValue] = {}
+    if fs.base_file is not None:
+        out.update(base_cells(fs.base_file) if generation is None else _cached_base_cells(fs.base_file, generation))
+    for part in log_parts(fs, completion, valid, strict=strict):
+        keys = part.keys.to_pylist()
+        if part.values is None:
+            for key in keys:
+                out[key] = mr.tombstone(key)
+            continue
+        for k, v in zip(keys, part.values.to_pylist(), strict=True):
+            out[k] = mr.combine(out.get(k), mr.decode_value(k, v, part.schema, source=part.source))
     return out
 
 
@@ -292,5 +323,5 @@ def _listing(data: DataState, open_mdt: Callable[[TablePath, TableConfig], MdtSt
     return out
 
 
-__all__ = ["ENV_SWITCH", "DataState", "Listed", "MdtState", "base_cells", "declared", "forget", "list_from_metadata",
-           "merge_slice", "metadata_path", "rolled_back", "switched_on", "valid_instants"]
+__all__ = ["ENV_SWITCH", "DataState", "Listed", "LogPart", "MdtState", "base_cells", "declared", "forget",
+           "list_from_metadata", "log_parts", "merge_slice", "metadata_path", "rolled_back", "switched_on", "valid_instants"]
