@@ -458,15 +458,21 @@ def test_a_version_10_table_uses_its_own_indexes(tmp_path: Path, monkeypatch: py
     model: dict[str, dict[str, Any]] = {}
 
     def write(op: str, ids: range, ts: int) -> None:
-        rows = [{"id": f"k{i:03d}", "p": f"p{i % 3}", "ts": ts, "amount": 10 * i + ts, "m": f"m{i % 5}"} for i in ids]
+        rows: list[dict[str, Any]] = [{"id": f"k{i:03d}", "p": f"p{i % 3}", "ts": ts, "amount": 10 * i + ts,
+                                       "m": f"m{i % 5}"} for i in ids]
         getattr(t, op)(rows)
-        model.update({r["id"]: r for r in rows})
+        model.update({str(r["id"]): r for r in rows})
 
     write("insert", range(60), 1)
     assert t.create_index("m_idx", "m") == "secondary_index_m_idx"
     read_keys: list[Any] = []
     real = writer.slice_keys
-    monkeypatch.setattr(writer, "slice_keys", lambda *a: read_keys.append(a) or real(*a))
+
+    def spy(*a: Any) -> Any:
+        read_keys.append(a)
+        return real(*a)
+
+    monkeypatch.setattr(writer, "slice_keys", spy)
     for step, ids in enumerate((range(0, 60, 4), range(1, 70, 7), range(2, 60, 5))):
         write("upsert", ids, step + 2)
     assert not read_keys  # tagged from the record index

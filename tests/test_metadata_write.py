@@ -535,3 +535,22 @@ def test_sigkill_inside_the_mdt_compaction(tmp_path: Path) -> None:
     assert [i.action for i in m.mdt.instants()].count("compaction") >= 1
     if hudi_available():
         _hudi_rs_reads_through_the_mdt(path)
+
+
+def test_upgrade_to_version_10_builds_the_mdt_again(tmp_path: Path) -> None:
+    """`Table.upgrade()` rewrites a version 9 table's files as version 10; the next write finds the MDT at the old
+    version and builds it again at 10 (native HFile logs from then on), listing exactly the committed files."""
+    path = tmp_path / "t"
+    t = _make(path, 9, "MERGE_ON_READ")
+    t.insert(_rows(range(30), 1, 10.0))
+    t.upsert(_rows(range(0, 30, 4), 2, 1.0))
+    t = t.upgrade()
+    assert t.config.version == 10
+    t.upsert(_rows(range(0, 30, 5), 3, 2.0))
+    t = lsm_lab.open_table(path)
+    m = t.metadata_table()
+    assert m is not None and m.mdt.config.version == 10
+    assert listed(path) == model(path)
+    native_hfile_logs(path)
+    got = {r["id"]: r["fare"] for r in t.read(columns=["id", "fare"]).to_pylist()}
+    assert got == {f"id{i:03d}": (2.0 + i if i % 5 == 0 else 1.0 + i if i % 4 == 0 else 10.0 + i) for i in range(30)}

@@ -1,6 +1,6 @@
 """Writing Hudi's metadata table (MDT) in the same commit protocol as upstream: every partition, every file group.
 
-A table of version 8 or 9 with `hoodie.metadata.enable=true` keeps, under `.hoodie/metadata/`,
+A table of version 8, 9 or 10 with `hoodie.metadata.enable=true` keeps, under `.hoodie/metadata/`,
 a MOR table whose partitions index the data table: `files` (the listing; lsm_lab (table/mdt_listing.py) and hudi-rs list the
 table from it), `column_stats` and `partition_stats` (on by default, as upstream's `HoodieMetadataConfig`),
 `record_index` (`hoodie.metadata.record.index.enable=true` or `hoodie.index.type=RECORD_INDEX`) and
@@ -24,6 +24,8 @@ upstream's `HoodieBackedTableMetadataWriter` does:
           (record-index keys removed) and/or one HFILE_DATA_BLOCK (INSTANT_TIME t, SCHEMA
           HoodieMetadataRecord) of the group's cells — a key goes to group
           mapRecordKeyToFileGroupIndex(key, N)
+          (version 10: upstream's native logs instead, `<fileId>_0-0-0_<t>_1.log.hfile` of the cells and
+          `<fileId>_0-0-0_<t>_1.deletes.hfile` of the removed keys, whole HFiles: format/hfile_log.py)
       MDT t_<c>.deltacommit
     then the data instant t completes.
 
@@ -59,8 +61,9 @@ mdt_index.py for what each index simplifies); the MDT's compaction, clean and ar
 (`services/mdt_services.py`, upstream's retention and barriers) run inline, before the deltacommit of the
 write that finds them due, with fresh times from the data table's clock; no empty initial log file with a delete block next to
 the base files; each MDT deltacommit writes new log files (lsm_lab never appends); the MDT is written
-only for table versions 8 and 9 (upstream's default for them is on; lsm_lab's is off — an opt-in table
-property, so tables without it are unchanged); a partition enabled after writes is built from the
+for table versions 8, 9 and 10 (upstream's default for them is on; lsm_lab's is off — an opt-in table
+property, so tables without it are unchanged), and an MDT of an older version than its table (after
+`Table.upgrade()`) is built again rather than upgraded in place; a partition enabled after writes is built from the
 committed data under the next write's (or `create_index`'s) lock, with the next free
 `000000000000000NN` instant.
 
@@ -91,11 +94,12 @@ from lsm_lab.services import markers, mdt_services
 from lsm_lab.services import mdt_index as mi
 from lsm_lab.services.mdt_index import SCHEMA_TEXT, record_schema
 from lsm_lab.storage import TablePath, as_path, atomic, list_names, paths
+from lsm_lab.table import mdt_listing
 from lsm_lab.table import scan as scan_mod
 from lsm_lab.table.metadata_table import MetadataTable
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.active import ActiveTimeline
-from lsm_lab.timeline.config import TableConfig, read_config, table_checksum, write_config
+from lsm_lab.timeline.config import TableConfig, read_config, write_config
 from lsm_lab.timeline.instant import (
     CLEAN,
     COMMIT,
@@ -135,7 +139,7 @@ def metadata_folder(base_path: TablePath) -> TablePath:
 
 
 def enabled(config: TableConfig) -> bool:
-    """Does this table keep a metadata table lsm_lab writes?  Version 8 or 9 and `hoodie.metadata.enable=true`
+    """Does this table keep a metadata table lsm_lab writes?  Version 8, 9 or 10 and `hoodie.metadata.enable=true`
     — or the option absent on a table that declares `files`: upstream's writer default is on
     (`HoodieMetadataConfig.ENABLE`), so a table Apache Hudi wrote with its MDT keeps it; leaving it
     unwritten would make it stale for every reader that lists from it (lsm_lab and hudi-rs)."""
@@ -207,21 +211,8 @@ def changes_of(instant: Instant, metadata: Mapping[str, Any]) -> tuple[dict[str,
 
 # ------------------------------------------------------------------------------------- initialisation
 def _mdt_props(config: TableConfig) -> dict[str, str]:
-    name = f"{config.name}_metadata"
-    database = config.props.get("hoodie.database.name", "")
-    return {
-        "hoodie.table.name": name, "hoodie.table.type": "MERGE_ON_READ",
-        "hoodie.table.version": str(config.version), "hoodie.table.initial.version": str(config.version),
-        "hoodie.table.recordkey.fields": "key", "hoodie.table.base.file.format": "HFILE",
-        "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
-        "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
-        "hoodie.populate.meta.fields": "false", "hoodie.record.merge.mode": "CUSTOM",
-        "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
-        "hoodie.timeline.layout.version": "2", "hoodie.timeline.path": "timeline",
-        "hoodie.timeline.history.path": "history", "hoodie.archivelog.folder": "history",
-        "hoodie.datasource.write.drop.partition.columns": "false",
-        "hoodie.table.checksum": str(table_checksum(database, name)),
-    }
+    """The MDT's hoodie.properties (`table/mdt_listing.metadata_table_props`: readers derive them too)."""
+    return mdt_listing.metadata_table_props(config)
 
 
 def _declared(config: TableConfig) -> list[str]:
@@ -340,9 +331,15 @@ def _spec(base_path: TablePath, config: TableConfig, name: str, names: list[str]
 
 def _timeline(base_path: TablePath, config: TableConfig) -> ActiveTimeline:
     folder = metadata_folder(base_path)
+    timeline: ActiveTimeline | None = None
     if FILES in _declared(config) and (folder / ".hoodie" / "hoodie.properties").exists():
-        timeline = ActiveTimeline(folder, read_config(folder))
-    else:
+        mdt_config = read_config(folder)
+        if mdt_config.version == config.version:
+            timeline = ActiveTimeline(folder, mdt_config)
+        else:  # the data table was upgraded (services/upgrade.py rewrote every file): the MDT is built again
+            drop(base_path)  # at the table's version, as upstream's upgrade handlers upgrade the MDT with it
+            config = read_config(base_path)
+    if timeline is None:
         timeline = _initialise(base_path, config)
     config = read_config(base_path)
     for name in [*mi.wanted_partitions(config), *mi.secondary_definitions(base_path)]:

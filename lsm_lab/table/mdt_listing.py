@@ -6,7 +6,8 @@ one request per 1,000 keys).  When the table declares the MDT's `files` partitio
 (`hoodie.table.metadata.partitions` contains `files`), `TableState` asks this module instead:
 
     data timeline (listed anyway) ──────────────┐ valid instants (getValidInstantTimestamps)
-    .hoodie/metadata/.hoodie/hoodie.properties ─┤ 1 GET (once per process and version of the file)
+    .hoodie/metadata/.hoodie/hoodie.properties ─┤ not read: derived from the data table's (v8+; 1 GET
+                                                │ once per process for older tables or another layout)
     .hoodie/metadata/.hoodie/timeline/ ─────────┤ completion times (in the names, v8+)
     .hoodie/metadata/files/   (1 LIST)  ────────┤ latest slice of files-0000-0
     base HFile (1 GET, once per process) ───────┤ merged cells, valid blocks only
@@ -41,7 +42,12 @@ table declares `files`, as upstream 1.x readers (`HoodieMetadataConfig.DEFAULT_M
 
 A process keeps the MDT's config and its base file's decoded cells (keyed by the stamp of the MDT's
 hoodie.properties, which a LIST of `.hoodie/` gives): a long-lived reader then sends one GET per MDT
-log file since the last MDT compaction, and nothing else beyond the timeline.
+log file since the last MDT compaction, and nothing else beyond the timeline; a cold one adds the base
+file's GET.  The MDT's hoodie.properties is not read for a data table of version 8 or later: upstream
+fixes every property a plan needs (`metadata_table_props`, `derived_config`; an MDT whose timeline is not
+where they say is read after all).
+
+Version 10 MDTs keep native HFile logs (`format/hfile_log.py`); `log_parts` reads them and v1 blocks alike.
 
 Simplified compared with Apache Hudi (`HoodieBackedTableMetadata.getAllFilesInPartition`): the
 whole `files` partition is merged per plan (no HFile point lookups by partition key, no log
@@ -68,7 +74,7 @@ from lsm_lab.format import log_v1 as v1
 from lsm_lab.format import metadata_record as mr
 from lsm_lab.format.naming import FileName
 from lsm_lab.storage import TablePath, list_stamped
-from lsm_lab.timeline.config import TableConfig, read_config
+from lsm_lab.timeline.config import TableConfig, read_config, table_checksum
 from lsm_lab.timeline.instant import COMPACTION, DELTA_COMMIT, LOG_COMPACTION, ROLLBACK, Instant, State
 
 RESTORE = "restore"
@@ -136,6 +142,43 @@ def switched_on(use_metadata: bool | None) -> bool:
     if use_metadata is not None:
         return use_metadata
     return os.environ.get(ENV_SWITCH, "").strip().lower() not in ("0", "false", "off", "no")
+
+
+# ------------------------------------------------------------------------------------- the MDT's properties
+#: data table versions whose MDT a reader opens without reading its hoodie.properties (`derived_config`)
+DERIVED_FROM = 8
+
+
+def metadata_table_props(data: TableConfig) -> dict[str, str]:
+    """The MDT's hoodie.properties as upstream writes them for a data table of this config
+    (`HoodieBackedTableMetadataWriter` initialising it with `HoodieMetadataWriteUtils.createMetadataWriteConfig`:
+    MERGE_ON_READ, HFILE base files, key field `key`, the metadata payload, no meta fields, CUSTOM merge mode,
+    timeline layout 2 under `timeline/`, the data table's version) — the same keys and values as the shipped
+    Hudi tables' MDTs.  services/mdt_write.py writes them; `derived_config` reads them without a GET."""
+    name = f"{data.name}_metadata"
+    database = data.props.get("hoodie.database.name", "")
+    return {
+        "hoodie.table.name": name, "hoodie.table.type": "MERGE_ON_READ",
+        "hoodie.table.version": str(data.version), "hoodie.table.initial.version": str(data.version),
+        "hoodie.table.recordkey.fields": "key", "hoodie.table.base.file.format": "HFILE",
+        "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
+        "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
+        "hoodie.populate.meta.fields": "false", "hoodie.record.merge.mode": "CUSTOM",
+        "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+        "hoodie.timeline.layout.version": "2", "hoodie.timeline.path": "timeline",
+        "hoodie.timeline.history.path": "history", "hoodie.archivelog.folder": "history",
+        "hoodie.datasource.write.drop.partition.columns": "false",
+        "hoodie.table.checksum": str(table_checksum(database, name)),
+    }
+
+
+def derived_config(data: TableConfig, folder: TablePath) -> TableConfig:
+    """The MDT's config without a GET of its hoodie.properties: what a plan reads of it (table type, timeline
+    layout and folders, base file format) is fixed by upstream for a data table of version 8 or later
+    (`metadata_table_props`); `_listing` checks the timeline it points at is there (else it reads the file).
+    Upstream's `HoodieBackedTableMetadata` reads the file (its meta client's `HoodieTableConfig`): a cold
+    reader here saves that GET."""
+    return TableConfig.from_props(metadata_table_props(data), path=str(folder / ".hoodie" / "hoodie.properties"))
 
 
 # ------------------------------------------------------------------------------------- the merge
@@ -293,12 +336,19 @@ def _listing(data: DataState, open_mdt: Callable[[TablePath, TableConfig], MdtSt
     generation = f"{stamp[0]}:{stamp[1]}"
     ckey = (str(folder), generation)
     config = _CONFIG_CACHE.get(ckey)
+    derived = config is None and data.config.version >= DERIVED_FROM
     if config is None:
+        config = derived_config(data.config, folder) if derived else read_config(folder)
+    mdt = open_mdt(folder, config)
+    if derived and not mdt.instants():
+        # every MDT has its initialising deltacommit: an empty timeline means the MDT is not where upstream's fixed
+        # properties put it (another timeline path): read its hoodie.properties after all
         config = read_config(folder)
+        mdt = open_mdt(folder, config)
+    if _CONFIG_CACHE.get(ckey) is not config:
         if len(_CONFIG_CACHE) >= _CACHE_MAX:
             _CONFIG_CACHE.clear()
         _CONFIG_CACHE[ckey] = config
-    mdt = open_mdt(folder, config)
     writes = mdt.completed_writes()
     completion = {i.begin_time: i.completion_time or i.begin_time for i in writes}
     compactions = {i.begin_time for i in writes if i.action in (COMPACTION, LOG_COMPACTION)}
@@ -323,5 +373,22 @@ def _listing(data: DataState, open_mdt: Callable[[TablePath, TableConfig], MdtSt
     return out
 
 
-__all__ = ["ENV_SWITCH", "DataState", "Listed", "LogPart", "MdtState", "base_cells", "declared", "forget",
-           "list_from_metadata", "log_parts", "merge_slice", "metadata_path", "rolled_back", "switched_on", "valid_instants"]
+__all__ = [
+    "ENV_SWITCH",
+    "DataState",
+    "Listed",
+    "LogPart",
+    "MdtState",
+    "base_cells",
+    "declared",
+    "derived_config",
+    "forget",
+    "list_from_metadata",
+    "log_parts",
+    "merge_slice",
+    "metadata_path",
+    "metadata_table_props",
+    "rolled_back",
+    "switched_on",
+    "valid_instants",
+]
