@@ -383,12 +383,14 @@ def test_not_partitioned(tmp_path: Path, version: int) -> None:
         assert compare_rows(lsm_lab.open_table(path).read(), theirs, ["id"], columns=["id", "ts", "fare"]) == []
 
 
-def test_sigkill_loop_with_the_mdt(tmp_path: Path) -> None:
-    """tests/test_crash.py's harness on a version-8 table keeping the MDT: writes, compactions, clusterings,
+@pytest.mark.parametrize(("version", "seed"), [(8, 5), (10, 7)])
+def test_sigkill_loop_with_the_mdt(tmp_path: Path, version: int, seed: int) -> None:
+    """tests/test_crash.py's harness on a version-8 and a version-10 table (native HFile MDT logs) keeping the MDT:
+    writes, compactions, clusterings,
     cleans and archivals killed at random; after every kill the table reads a prefix of the acknowledged
     batches (the harness's check) and the MDT lists exactly the committed files — plus, while a clean is
     pending, the files it already deleted (upstream's MDT shows them too until the clean completes)."""
-    sigkill_loop_with_mdt(tmp_path, table_version=8, seed=5,
+    sigkill_loop_with_mdt(tmp_path, table_version=version, seed=seed,
                           properties={"hoodie.keep.min.commits": "6", "hoodie.keep.max.commits": "9"})
 
 

@@ -10,7 +10,8 @@ seeks) reads only the blocks that can hold the keys; so does this module:
       │
       ├─► base HFile: root index (first key per data block) ──bisect──► the blocks the keys fall in
       │       each such block decompressed and parsed once (kept by the `ShardReader`), the keys looked up
-      ├─► log blocks (valid instants, completion order, rollbacks applied: `v1read.ordered_units`),
+      ├─► log blocks (valid instants, completion order, rollbacks applied: `mdt_listing.log_parts`; a
+      │       version 10 MDT's native `.log.hfile` / `.deletes.hfile` is one block each),
       │       read once per reader and kept as Arrow (key, value) columns; each filtered to the keys
       │       with one `is_in` kernel; delete blocks → tombstones
       ▼
