@@ -10,6 +10,7 @@ On the four shipped Hudi tables with a metadata table:
   staleness        after a write that does not maintain the MDT, the indexes are not used (a new value is found)
   upsert tagging   through the record index (when the writer maintains it) lands keys in their file groups,
                    the table equals a dict model; a global index refuses to move a key between partitions
+And on a version 10 table lsm_lab writes (native HFile MDT logs): tagging and every index used, as a model says.
 """
 
 from __future__ import annotations
@@ -442,3 +443,48 @@ def test_a_filter_the_table_cannot_apply_fails_the_same_with_indexes(real_table:
         for indexes in (True, False):
             with pytest.raises(lsm_lab.LsmLabError, match="cannot apply the filter"):
                 t.read(filter=filter, indexes=indexes)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_a_version_10_table_uses_its_own_indexes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 table_type: str) -> None:
+    """A version 10 table lsm_lab writes (native HFile MDT logs): upserts are tagged through its record index
+    (no file group's keys read), filters use its column stats, record and secondary indexes, and every result
+    equals a dict model and the same read without the indexes."""
+    t = lsm_lab.create_table(tmp_path / "t", name="v10", record_key="id", ordering_field="ts", partition_by="p",
+                             table_type=table_type, layout="default", table_version=10,
+                             properties={"hoodie.metadata.enable": "true", "hoodie.index.type": "RECORD_INDEX",
+                                         "hoodie.metadata.compact.max.delta.commits": "3"})
+    model: dict[str, dict[str, Any]] = {}
+
+    def write(op: str, ids: range, ts: int) -> None:
+        rows: list[dict[str, Any]] = [{"id": f"k{i:03d}", "p": f"p{i % 3}", "ts": ts, "amount": 10 * i + ts,
+                                       "m": f"m{i % 5}"} for i in ids]
+        getattr(t, op)(rows)
+        model.update({str(r["id"]): r for r in rows})
+
+    write("insert", range(60), 1)
+    assert t.create_index("m_idx", "m") == "secondary_index_m_idx"
+    read_keys: list[Any] = []
+    real = writer.slice_keys
+
+    def spy(*a: Any) -> Any:
+        read_keys.append(a)
+        return real(*a)
+
+    monkeypatch.setattr(writer, "slice_keys", spy)
+    for step, ids in enumerate((range(0, 60, 4), range(1, 70, 7), range(2, 60, 5))):
+        write("upsert", ids, step + 2)
+    assert not read_keys  # tagged from the record index
+    assert t.metadata_table() is not None
+    names = [n for d in (t.path / ".hoodie" / "metadata").iterdir() if d.is_dir() for n in d.iterdir()]
+    assert any(n.name.endswith(".log.hfile") for n in names)
+    got = {r["id"]: {c: r[c] for c in ("id", "p", "ts", "amount", "m")} for r in t.read().to_pylist()}
+    assert got == model
+    for flt, used in (([("m", "=", "m3")], "secondary_index_m_idx"), ([(KEY, "in", ["k004", "k063"])], "record_index"),
+                      ([("amount", "<", 40)], "column_stats" if table_type == "COPY_ON_WRITE" else None)):
+        stats = _same(t, flt)
+        if used is not None:
+            assert used in stats.indexes_used, (flt, stats.indexes_used)
+    want = sorted(k for k, v in model.items() if v["m"] == "m3")
+    assert sorted(t.read(filter=[("m", "=", "m3")]).column(KEY).to_pylist()) == want

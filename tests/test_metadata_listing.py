@@ -275,9 +275,13 @@ def test_switches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # ----------------------------------------------------------------------------------------- object store
-def test_no_list_of_the_data_on_the_s3_server(s3_table: Any) -> None:
+@pytest.mark.parametrize("version", [9, 10])
+def test_no_list_of_the_data_on_the_s3_server(s3_table: Any, version: int) -> None:
+    """Requests of a snapshot plan in a fresh Table object: a cold process (nothing of the MDT kept) sends 0 LIST
+    of the data and, beyond the timeline, a GET of the MDT's base HFile and one per MDT log — not its
+    hoodie.properties (`mdt_listing.derived_config`); a warm one only the logs."""
     t = s3_table(name="trips", record_key="id", ordering_field="ts", partition_by="city", layout="default",
-                 table_type="MERGE_ON_READ", table_version=9, properties={"hoodie.metadata.enable": "true"})
+                 table_type="MERGE_ON_READ", table_version=version, properties={"hoodie.metadata.enable": "true"})
     t.insert(_rows(range(30), 1, 0.0))
     t.upsert(_rows(range(0, 30, 3), 2, 1.0))
     runs = {}
@@ -304,8 +308,20 @@ def test_no_list_of_the_data_on_the_s3_server(s3_table: Any) -> None:
 
     logs = [n for n in mdt_gets(cold) if ".log." in n]
     assert len(logs) == 2  # a log per deltacommit (insert, upsert)
-    assert mdt_gets(cold) == sorted([*logs, "hoodie.properties", "files-0000-0_0-0-0_00000000000000000.hfile"])
-    assert mdt_gets(warm) == logs  # the process keeps the MDT's properties and base file
+    assert all(n.endswith(".log.hfile") for n in logs) == (version == 10)  # native HFile logs on version 10
+    assert mdt_gets(cold) == sorted([*logs, "files-0000-0_0-0-0_00000000000000000.hfile"])  # no hoodie.properties
+    assert mdt_gets(warm) == logs  # the process keeps the MDT's config and base file
+    # an MDT whose timeline is not where upstream's fixed properties put it: its hoodie.properties is read after all
+    mdt_listing.forget()
+    wrong = {**mdt_listing.metadata_table_props(t.config), "hoodie.timeline.path": "elsewhere"}
+    with mock.patch.object(mdt_listing, "metadata_table_props", return_value=wrong):
+        u = lsm_lab.open_table(t.path)
+        counts = u.storage.counts
+        counts.trace = []
+        with request_scope(), u.pinned():
+            assert _slices(u) == cold[0]
+        trace, counts.trace = counts.trace, None
+    assert "hoodie.properties" in mdt_gets((None, None, trace))
 
 
 def test_cli_read_with_and_without_the_mdt(real_table: Callable[[str], Path], capsys: pytest.CaptureFixture[str],

@@ -2,11 +2,12 @@
 
 HFile: random cells round-trip through lsm_lab's strict reader (GZIP and NONE, tiny and default block
 sizes), a real Hudi HFile's cells re-written give the same uncompressed data block, and bad input is a
-typed error.  The MDT: on version 8 and 9 tables (COW and MOR) with `hoodie.metadata.enable=true`,
+typed error.  The MDT: on version 8, 9 and 10 tables (COW and MOR) with `hoodie.metadata.enable=true`,
 after every step of insert, upsert, delete, compaction, clustering, clean, a failed write, a rollback of
 the latest commit and a restore — with the MDT compacted every 3 deltacommits or never —
 `t.metadata_table().files()` equals the model (the data files on disk minus those of pending instants,
-with their sizes), and at the end hudi-rs reads the same rows as lsm_lab and provably lists from the
+with their sizes), a version 10 MDT's logs are native HFile logs decoded by upstream's rules, and at the
+end (versions 8 and 9; hudi-rs refuses version 10) hudi-rs reads the same rows as lsm_lab and provably lists from the
 MDT (hiding the last MDT deltacommit changes what it reads).  Crashes: a writer SIGKILLed right after
 its MDT deltacommit, one killed inside an MDT compaction, an MDT rollback killed half way, and
 tests/test_crash.py's SIGKILL loop with the MDT on: the table reads a prefix of its commits and the MDT
@@ -104,6 +105,75 @@ def test_hfile_bad_input() -> None:
     assert list(hfile.parse_hfile(hfile_write.write_hfile([])).items()) == []
 
 
+@settings(max_examples=30, deadline=None)
+@given(cells=st.dictionaries(st.text(min_size=1, max_size=90), st.binary(max_size=200), max_size=80),
+       gone=st.lists(st.text(min_size=1, max_size=300), max_size=60))
+def test_native_hfile_log_round_trip(tmp_path_factory: pytest.TempPathFactory, cells: dict[str, bytes],
+                                     gone: list[str]) -> None:
+    """A version 10 MDT log (`format/hfile_log.py`): cells and removed keys read back as written, the delete
+    values are the Avro `hudi_delete_log_record` of their key (checked with fastavro, keys of any length: the
+    vectorised varint), and the header is upstream's one JSON map."""
+    import io
+    import json
+
+    import fastavro
+    import pyarrow as pa
+
+    from lsm_lab.format import hfile_log, naming
+
+    folder = tmp_path_factory.mktemp("native")
+    t = "20261129120000123"
+    header = {"INSTANT_TIME": t, "SCHEMA": "{}"}
+    keys = pa.array(sorted(k.encode() for k in cells), pa.binary())
+    values = pa.array([cells[k.decode()] for k in keys.to_pylist()], pa.binary())
+    data_name = naming.native_log_file_name("files-0000-0", "0-0-0", t, 1, naming.NATIVE_DATA, "hfile")
+    (folder / data_name).write_bytes(hfile_log.data_log(keys, values, header, mdt_write.SCHEMA_TEXT))
+    parsed = naming.parse(data_name)
+    assert parsed is not None and parsed.log_format == 2 and parsed.ext == "hfile" and not parsed.is_delete
+    log = hfile_log.read(folder / data_name, parsed)
+    assert not log.is_delete and log.instant_time == t and log.schema == mdt_write.SCHEMA_TEXT
+    assert dict(zip(log.keys.to_pylist(), log.values.to_pylist() if log.values is not None else [], strict=True)) == cells
+    assert next(iter(json.loads(hfile.read_hfile(folder / data_name).file_info[b"hudi.log.format.metadata"]))) == "VERSION"
+    if gone:
+        del_name = naming.native_log_file_name("files-0000-0", "0-0-0", t, 1, naming.NATIVE_DELETES, "hfile")
+        (folder / del_name).write_bytes(hfile_log.delete_log(gone, header))
+        parsed_del = naming.parse(del_name)
+        assert parsed_del is not None and parsed_del.is_delete
+        dlog = hfile_log.read(folder / del_name, parsed_del)
+        assert dlog.is_delete and dlog.values is None and dlog.keys.to_pylist() == sorted(set(gone), key=str.encode)
+        h = hfile.read_hfile(folder / del_name)
+        schema = fastavro.parse_schema(json.loads(h.file_info[b"schema"]))
+        for key, value in h.items():
+            assert fastavro.schemaless_reader(io.BytesIO(value), schema, schema) == {"_hoodie_record_key": key.decode()}
+
+
+def test_native_hfile_log_bad_input(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from lsm_lab.errors import CorruptFileError, UnsupportedFeatureError
+    from lsm_lab.format import hfile_log, naming
+
+    t = "20261129120000123"
+    name = naming.native_log_file_name("files-0000-0", "0-0-0", t, 1, naming.NATIVE_DATA, "hfile")
+    parsed = naming.parse(name)
+    assert parsed is not None
+    (tmp_path / name).write_bytes(hfile_write.write_hfile([(b"k", b"v")]))  # an HFile without the header entry
+    with pytest.raises(CorruptFileError, match="hudi.log.format.metadata"):
+        hfile_log.read(tmp_path / name, parsed)
+    keys, values = pa.array([b"k"], pa.binary()), pa.array([b"v"], pa.binary())
+    (tmp_path / name).write_bytes(hfile_log.data_log(keys, values, {"INSTANT_TIME": "20261129120000999"}, "{}"))
+    with pytest.raises(CorruptFileError, match="INSTANT_TIME"):
+        hfile_log.read(tmp_path / name, parsed)
+    (tmp_path / name).write_bytes(b"not an hfile")
+    with pytest.raises(CorruptFileError):
+        hfile_log.read(tmp_path / name, parsed)
+    pq_name = naming.native_log_file_name("files-0000-0", "0-0-0", t, 1, naming.NATIVE_DATA, "parquet")
+    pq_parsed = naming.parse(pq_name)
+    assert pq_parsed is not None
+    with pytest.raises(UnsupportedFeatureError, match="HFiles"):
+        hfile_log.read(tmp_path / pq_name, pq_parsed)
+
+
 # ----------------------------------------------------------------------------------------- the MDT
 def _rows(ids: Any, ts: int, fare: float) -> list[dict[str, Any]]:
     return [{"id": f"id{i:03d}", "city": ("sf", "nyc", "chennai")[i % 3], "ts": ts, "fare": fare + i} for i in ids]
@@ -168,7 +238,7 @@ def _steps(t: lsm_lab.Table) -> list[tuple[str, Any]]:
     ]
 
 
-@pytest.mark.parametrize("version", [8, 9])
+@pytest.mark.parametrize("version", [8, 9, 10])
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 @pytest.mark.parametrize("compact_every", [3, 100])
 def test_files_partition_follows_every_step(tmp_path: Path, version: int, table_type: str, compact_every: int) -> None:
@@ -199,8 +269,48 @@ def test_files_partition_follows_every_step(tmp_path: Path, version: int, table_
     assert compacted == (compact_every == 3) and dropped <= compacted
     if compact_every == 100:
         assert any(i.action == "rollback" for i in mdt.instants())  # the failed write / rollback / restore
-    if hudi_available():
+    if version == 10:
+        native_hfile_logs(path)
+    elif hudi_available():  # hudi-rs 0.5 refuses table version 10 ("Only support table version 6, 8, and 9")
         _hudi_rs_reads_through_the_mdt(path)
+
+
+def native_hfile_logs(path: Path) -> None:
+    """A version 10 MDT's logs are upstream's native HFile logs (`FileNameParser.NATIVE_LOG_FILE_PATTERN`,
+    `.log.hfile` / `.deletes.hfile`), decoded here by upstream's rules without lsm_lab's MDT reader: a whole
+    HFile whose file info holds `hudi.log.format.metadata` (one JSON map, VERSION first, INSTANT_TIME the
+    name's instant) and whose cells are Avro values of the file info's `schema` (`HoodieMetadataRecord`, or
+    `hudi_delete_log_record` {_hoodie_record_key = the cell key} in a delete log); no `#HUDI#` log anywhere."""
+    import io
+    import json
+    import re
+
+    import fastavro
+
+    pattern = re.compile(r"^([^._]+)_(\d+-\d+-\d+)_([^_]+)_(\d+)\.(log|deletes|cdc)\.([^.]+)$")
+    mdt = path / ".hoodie" / "metadata"
+    seen = 0
+    for part in (d for d in mdt.iterdir() if d.is_dir() and not d.name.startswith(".")):
+        for name in os.listdir(part):
+            assert not (name.startswith(".") and ".log." in name), name  # no v1 log
+            if not (".log." in name or ".deletes." in name):
+                continue
+            m = pattern.match(name)
+            assert m is not None and m.group(6) == "hfile" and m.group(5) in ("log", "deletes"), name
+            h = hfile.read_hfile(part / name)
+            header = json.loads(h.file_info[b"hudi.log.format.metadata"])
+            assert next(iter(header)) == "VERSION" and header["VERSION"] == "2" and header["INSTANT_TIME"] == m.group(3)
+            assert "SCHEMA" in header
+            schema = fastavro.parse_schema(json.loads(h.file_info[b"schema"]))
+            for key, value in h.items():
+                rec = fastavro.schemaless_reader(io.BytesIO(value), schema, schema)
+                assert isinstance(rec, dict)
+                if m.group(5) == "deletes":
+                    assert rec == {"_hoodie_record_key": key.decode()}
+                else:
+                    assert rec["type"] in (1, 2, 3, 5, 6, 7), rec
+            seen += 1
+    assert seen
 
 
 def _hudi_rs_reads_through_the_mdt(path: Path) -> None:
@@ -270,7 +380,7 @@ _CRASH = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("version", [8, 9])
+@pytest.mark.parametrize("version", [8, 9, 10])
 def test_sigkill_after_the_mdt_deltacommit(tmp_path: Path, version: int) -> None:
     path = tmp_path / "t"
     t = _make(path, version, "MERGE_ON_READ")
@@ -291,7 +401,7 @@ def test_sigkill_after_the_mdt_deltacommit(tmp_path: Path, version: int) -> None
     assert not [i for i in t.instants() if not i.is_completed and i.is_write]
     assert not [i for i in t.metadata_table().mdt.instants() if i.begin_time == pending[0].begin_time]  # type: ignore[union-attr]
     assert listed(path) == model(path)
-    if hudi_available():
+    if hudi_available() and version < 10:
         _hudi_rs_reads_through_the_mdt(path)
 
 
@@ -310,7 +420,7 @@ def test_option_turned_off_drops_the_mdt(tmp_path: Path) -> None:
     assert t.read().num_rows == 6
 
 
-@pytest.mark.parametrize("version", [8, 9])
+@pytest.mark.parametrize("version", [8, 9, 10])
 def test_not_partitioned(tmp_path: Path, version: int) -> None:
     """The table root is the `files` key "." (upstream's identifier of the non-partitioned partition)."""
     path = tmp_path / "t"
@@ -326,6 +436,10 @@ def test_not_partitioned(tmp_path: Path, version: int) -> None:
     assert listed(path) == model(path) and {p for p, _ in listed(path)} == {""}
     m = lsm_lab.open_table(path).metadata_table()
     assert m is not None and m.all_partitions() == [""]
+    if version == 10:  # a native HFile log: the whole file is the HFile
+        first = sorted((path / ".hoodie" / "metadata" / "files").glob("files-0000-0_0-0-0_*_1.log.hfile"))[0]
+        assert [k for k, _ in hfile.read_hfile(first).items()] == [b".", b"__all_partitions__"]
+        return
     first_log = sorted((path / ".hoodie" / "metadata" / "files").glob(".files-0000-0_*.log.1_0-0-0"))[0]
     blocks = v1.read_log_file(first_log)
     assert [b.block_type for b in blocks] == [v1.BlockType.HFILE]
@@ -338,12 +452,14 @@ def test_not_partitioned(tmp_path: Path, version: int) -> None:
         assert compare_rows(lsm_lab.open_table(path).read(), theirs, ["id"], columns=["id", "ts", "fare"]) == []
 
 
-def test_sigkill_loop_with_the_mdt(tmp_path: Path) -> None:
-    """tests/test_crash.py's harness on a version-8 table keeping the MDT: writes, compactions, clusterings,
+@pytest.mark.parametrize(("version", "seed"), [(8, 5), (10, 7)])
+def test_sigkill_loop_with_the_mdt(tmp_path: Path, version: int, seed: int) -> None:
+    """tests/test_crash.py's harness on a version-8 and a version-10 table (native HFile MDT logs) keeping the MDT:
+    writes, compactions, clusterings,
     cleans and archivals killed at random; after every kill the table reads a prefix of the acknowledged
     batches (the harness's check) and the MDT lists exactly the committed files — plus, while a clean is
     pending, the files it already deleted (upstream's MDT shows them too until the clean completes)."""
-    sigkill_loop_with_mdt(tmp_path, table_version=8, seed=5,
+    sigkill_loop_with_mdt(tmp_path, table_version=version, seed=seed,
                           properties={"hoodie.keep.min.commits": "6", "hoodie.keep.max.commits": "9"})
 
 
@@ -490,3 +606,22 @@ def test_sigkill_inside_the_mdt_compaction(tmp_path: Path) -> None:
     assert [i.action for i in m.mdt.instants()].count("compaction") >= 1
     if hudi_available():
         _hudi_rs_reads_through_the_mdt(path)
+
+
+def test_upgrade_to_version_10_builds_the_mdt_again(tmp_path: Path) -> None:
+    """`Table.upgrade()` rewrites a version 9 table's files as version 10; the next write finds the MDT at the old
+    version and builds it again at 10 (native HFile logs from then on), listing exactly the committed files."""
+    path = tmp_path / "t"
+    t = _make(path, 9, "MERGE_ON_READ")
+    t.insert(_rows(range(30), 1, 10.0))
+    t.upsert(_rows(range(0, 30, 4), 2, 1.0))
+    t = t.upgrade()
+    assert t.config.version == 10
+    t.upsert(_rows(range(0, 30, 5), 3, 2.0))
+    t = lsm_lab.open_table(path)
+    m = t.metadata_table()
+    assert m is not None and m.mdt.config.version == 10
+    assert listed(path) == model(path)
+    native_hfile_logs(path)
+    got = {r["id"]: r["fare"] for r in t.read(columns=["id", "fare"]).to_pylist()}
+    assert got == {f"id{i:03d}": (2.0 + i if i % 5 == 0 else 1.0 + i if i % 4 == 0 else 10.0 + i) for i in range(30)}

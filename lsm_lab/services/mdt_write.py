@@ -1,6 +1,6 @@
 """Writing Hudi's metadata table (MDT) in the same commit protocol as upstream: every partition, every file group.
 
-A table of version 8 or 9 with `hoodie.metadata.enable=true` keeps, under `.hoodie/metadata/`,
+A table of version 8, 9 or 10 with `hoodie.metadata.enable=true` keeps, under `.hoodie/metadata/`,
 a MOR table whose partitions index the data table: `files` (the listing; lsm_lab (table/mdt_listing.py) and hudi-rs list the
 table from it), `column_stats` and `partition_stats` (on by default, as upstream's `HoodieMetadataConfig`),
 `record_index` (`hoodie.metadata.record.index.enable=true` or `hoodie.index.type=RECORD_INDEX`) and
@@ -24,6 +24,8 @@ upstream's `HoodieBackedTableMetadataWriter` does:
           (record-index keys removed) and/or one HFILE_DATA_BLOCK (INSTANT_TIME t, SCHEMA
           HoodieMetadataRecord) of the group's cells — a key goes to group
           mapRecordKeyToFileGroupIndex(key, N)
+          (version 10: upstream's native logs instead, `<fileId>_0-0-0_<t>_1.log.hfile` of the cells and
+          `<fileId>_0-0-0_<t>_1.deletes.hfile` of the removed keys, whole HFiles: format/hfile_log.py)
       MDT t_<c>.deltacommit
     then the data instant t completes.
 
@@ -59,8 +61,9 @@ mdt_index.py for what each index simplifies); the MDT's compaction, clean and ar
 (`services/mdt_services.py`, upstream's retention and barriers) run inline, before the deltacommit of the
 write that finds them due, with fresh times from the data table's clock; no empty initial log file with a delete block next to
 the base files; each MDT deltacommit writes new log files (lsm_lab never appends); the MDT is written
-only for table versions 8 and 9 (upstream's default for them is on; lsm_lab's is off — an opt-in table
-property, so tables without it are unchanged); a partition enabled after writes is built from the
+for table versions 8, 9 and 10 (upstream's default for them is on; lsm_lab's is off — an opt-in table
+property, so tables without it are unchanged), and an MDT of an older version than its table (after
+`Table.upgrade()`) is built again rather than upgraded in place; a partition enabled after writes is built from the
 committed data under the next write's (or `create_index`'s) lock, with the next free
 `000000000000000NN` instant.
 
@@ -80,8 +83,9 @@ import pyarrow.compute as pc
 from lsm_lab.errors import InputError, LsmLabError
 from lsm_lab.filegroup import fsview
 from lsm_lab.filegroup.planner import FULL, CompactionPlan, Operation
-from lsm_lab.format import hfile_write, naming
+from lsm_lab.format import hfile_log, hfile_write, naming
 from lsm_lab.format import log_v1 as v1
+from lsm_lab.format import log_v2 as v2
 from lsm_lab.format import metadata_record as mr
 from lsm_lab.format.log_v1.deletes import encode_delete_records
 from lsm_lab.format.parquet_footer import read_footer
@@ -90,11 +94,12 @@ from lsm_lab.services import markers, mdt_services
 from lsm_lab.services import mdt_index as mi
 from lsm_lab.services.mdt_index import SCHEMA_TEXT, record_schema
 from lsm_lab.storage import TablePath, as_path, atomic, list_names, paths
+from lsm_lab.table import mdt_listing
 from lsm_lab.table import scan as scan_mod
 from lsm_lab.table.metadata_table import MetadataTable
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.active import ActiveTimeline
-from lsm_lab.timeline.config import TableConfig, read_config, table_checksum, write_config
+from lsm_lab.timeline.config import TableConfig, read_config, write_config
 from lsm_lab.timeline.instant import (
     CLEAN,
     COMMIT,
@@ -122,7 +127,9 @@ FILE_ID = "files-0000-0"
 INIT_INSTANT = "00000000000000000"
 SOLO = INIT_INSTANT[:14]
 WRITE_TOKEN = "0-0-0"
-VERSIONS = (8, 9)
+VERSIONS = (8, 9, 10)
+#: table versions whose MDT logs are upstream's native HFile logs (`CommonClientUtils.shouldWriteNativeLogs`)
+NATIVE_LOGS_FROM = 10
 #: a group's cells (key → value) and the keys its delete block removes
 Cells = dict[str, bytes]
 
@@ -132,7 +139,7 @@ def metadata_folder(base_path: TablePath) -> TablePath:
 
 
 def enabled(config: TableConfig) -> bool:
-    """Does this table keep a metadata table lsm_lab writes?  Version 8 or 9 and `hoodie.metadata.enable=true`
+    """Does this table keep a metadata table lsm_lab writes?  Version 8, 9 or 10 and `hoodie.metadata.enable=true`
     — or the option absent on a table that declares `files`: upstream's writer default is on
     (`HoodieMetadataConfig.ENABLE`), so a table Apache Hudi wrote with its MDT keeps it; leaving it
     unwritten would make it stale for every reader that lists from it (lsm_lab and hudi-rs)."""
@@ -204,21 +211,8 @@ def changes_of(instant: Instant, metadata: Mapping[str, Any]) -> tuple[dict[str,
 
 # ------------------------------------------------------------------------------------- initialisation
 def _mdt_props(config: TableConfig) -> dict[str, str]:
-    name = f"{config.name}_metadata"
-    database = config.props.get("hoodie.database.name", "")
-    return {
-        "hoodie.table.name": name, "hoodie.table.type": "MERGE_ON_READ",
-        "hoodie.table.version": str(config.version), "hoodie.table.initial.version": str(config.version),
-        "hoodie.table.recordkey.fields": "key", "hoodie.table.base.file.format": "HFILE",
-        "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
-        "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
-        "hoodie.populate.meta.fields": "false", "hoodie.record.merge.mode": "CUSTOM",
-        "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
-        "hoodie.timeline.layout.version": "2", "hoodie.timeline.path": "timeline",
-        "hoodie.timeline.history.path": "history", "hoodie.archivelog.folder": "history",
-        "hoodie.datasource.write.drop.partition.columns": "false",
-        "hoodie.table.checksum": str(table_checksum(database, name)),
-    }
+    """The MDT's hoodie.properties (`table/mdt_listing.metadata_table_props`: readers derive them too)."""
+    return mdt_listing.metadata_table_props(config)
 
 
 def _declared(config: TableConfig) -> list[str]:
@@ -337,9 +331,15 @@ def _spec(base_path: TablePath, config: TableConfig, name: str, names: list[str]
 
 def _timeline(base_path: TablePath, config: TableConfig) -> ActiveTimeline:
     folder = metadata_folder(base_path)
+    timeline: ActiveTimeline | None = None
     if FILES in _declared(config) and (folder / ".hoodie" / "hoodie.properties").exists():
-        timeline = ActiveTimeline(folder, read_config(folder))
-    else:
+        mdt_config = read_config(folder)
+        if mdt_config.version == config.version:
+            timeline = ActiveTimeline(folder, mdt_config)
+        else:  # the data table was upgraded (services/upgrade.py rewrote every file): the MDT is built again
+            drop(base_path)  # at the table's version, as upstream's upgrade handlers upgrade the MDT with it
+            config = read_config(base_path)
+    if timeline is None:
         timeline = _initialise(base_path, config)
     config = read_config(base_path)
     for name in [*mi.wanted_partitions(config), *mi.secondary_definitions(base_path)]:
@@ -525,10 +525,25 @@ def _prev_base(base_path: TablePath, partition: str, file_id: str, prev: str) ->
     return None
 
 
+def _is_change_log(fname: str) -> bool:
+    """A data or delete log of the data table (v1 `#HUDI#`, draft v2 or native): not a CDC log, not a base file."""
+    parsed = naming.parse(fname)
+    return parsed is not None and parsed.is_log and parsed.content != "cdc"
+
+
 def _log_rows(path: Any, t: str, columns: list[str]) -> tuple[list[pa.Table], list[str]]:
-    """(data-block rows, deleted keys) the log file `path` holds for instant `t`."""
+    """(data-block rows, deleted keys) the log file `path` holds for instant `t`: the blocks of a v1 log, or a
+    whole v2 log (a data log's columns, a delete log's key column)."""
     tables: list[pa.Table] = []
     gone: list[str] = []
+    parsed = naming.parse(os.path.basename(str(path)))
+    if parsed is not None and parsed.log_format == 2:
+        if parsed.instant != t:
+            return tables, gone
+        if parsed.is_delete:
+            keys = _read_columns(path, [v2.delete_key_column(open_parquet(path).schema_arrow)])
+            return tables, [str(k) for k in keys.column(0).to_pylist()]
+        return [_read_columns(path, columns)], gone
     for block in v1.iter_blocks(path):
         if block.instant_time != t or block.records is None:
             continue
@@ -567,7 +582,7 @@ def _record_index_cells(base_path: TablePath, config: TableConfig, instant: Inst
                 gone.extend(pc.filter(old, pc.invert(pc.is_in(old, value_set=keys.combine_chunks()))).to_pylist())
                 keys = new_keys
             cells.update(dict.fromkeys(keys.to_pylist(), value))
-        elif ".log." in rel:
+        elif _is_change_log(os.path.basename(rel)):
             tables, deleted = _log_rows(path, t, key_cols)
             gone.extend(deleted)
             for tb in tables:
@@ -610,7 +625,7 @@ def _secondary_cells(base_path: TablePath, config: TableConfig, instant: Instant
             for k, v in now.items():
                 if k not in before or before[k] != v:
                     added[k] = v
-        elif ".log." in rel:
+        elif _is_change_log(os.path.basename(rel)):
             tables, deleted = _log_rows(path, t, key_cols)
             if current is None:
                 current = _secondary_now(base_path, config, column)
@@ -702,6 +717,9 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
     stats = []
     header = {v1.HeaderKey.INSTANT_TIME: t, v1.HeaderKey.SCHEMA: SCHEMA_TEXT}
     for spec, fid, cells, gone in groups:
+        if config.version >= NATIVE_LOGS_FROM:  # upstream's native HFile logs (format/hfile_log.py)
+            stats.extend(_write_native_logs(folder, spec.name, fid, t, cells, gone, _base_name(listing[spec.name], fid)))
+            continue
         blocks = []
         if gone:  # upstream's record-index delete: the key in a delete block
             blocks.append(v1.encode_block(v1.BlockType.DELETE, {v1.HeaderKey.INSTANT_TIME: t},
@@ -717,9 +735,39 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
     return done
 
 
+def _write_native_logs(folder: TablePath, partition: str, fid: str, t: str, cells: Cells, gone: list[str],
+                       base: str) -> list[WriteStat]:
+    """A version 10 MDT deltacommit's files for one file group (`format/hfile_log.py`): the cells as
+    `<fid>_0-0-0_<t>_1.log.hfile`, the removed keys as `<fid>_0-0-0_<t>_1.deletes.hfile` — one write stat per
+    physical file, as upstream's `HoodieNativeLogAppendHandle`.  A key the instant both removes and writes
+    keeps only its cell (the two files share an instant and version, so no order between them may matter)."""
+    header = {v1.HeaderKey.INSTANT_TIME.name: t, v1.HeaderKey.SCHEMA.name: SCHEMA_TEXT}
+    gone = [k for k in gone if k not in cells]
+    out: list[WriteStat] = []
+    if cells:
+        keys = pa.array(list(cells), pa.string()).cast(pa.binary())
+        values = pa.array(list(cells.values()), pa.binary())
+        order = pc.sort_indices(keys)
+        payload = hfile_log.data_log(keys.take(order), values.take(order), header, SCHEMA_TEXT)
+        out.append(_native_file(folder, partition, fid, t, naming.NATIVE_DATA, payload, len(cells), base))
+    if gone:
+        payload = hfile_log.delete_log(gone, header)
+        out.append(_native_file(folder, partition, fid, t, naming.NATIVE_DELETES, payload, len(gone), base))
+    return out
+
+
+def _native_file(folder: TablePath, partition: str, fid: str, t: str, kind: str, payload: bytes, records: int,
+                 base: str) -> WriteStat:
+    name = naming.native_log_file_name(fid, WRITE_TOKEN, t, 1, kind, hfile_log.FORMAT)
+    markers.create_marker(folder, t, partition, name, "APPEND")  # a kill before the MDT commit: a failed write
+    atomic.create_file(folder / partition / name, payload)
+    return _write_stat(partition, fid, name, len(payload), records, base)
+
+
 def _base_name(names: list[str], fid: str) -> str:
     """The latest base file of file group `fid` among an MDT partition's file names."""
-    bases = sorted(n for n in names if n.startswith(fid + "_") and n.endswith(".hfile"))
+    parsed = (naming.parse(n) for n in names)
+    bases = sorted(p.name for p in parsed if p is not None and p.is_base and p.file_id == fid and p.ext == "hfile")
     return bases[-1] if bases else ""
 
 
@@ -822,7 +870,7 @@ def create_index(base_path: TablePath, name: str, column: str) -> str:
     config = read_config(base_path)
     if not enabled(config):
         raise InputError("a secondary index lives in the metadata table: the table needs "
-                         "hoodie.metadata.enable=true and version 8 or 9", path=base_path)
+                         "hoodie.metadata.enable=true and version 8, 9 or 10", path=base_path)
     schema = TableState(base_path, config).schema
     if schema is not None and column not in schema.names:
         raise InputError(f"the table has no column {column!r}", path=base_path)

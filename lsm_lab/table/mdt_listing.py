@@ -6,7 +6,8 @@ one request per 1,000 keys).  When the table declares the MDT's `files` partitio
 (`hoodie.table.metadata.partitions` contains `files`), `TableState` asks this module instead:
 
     data timeline (listed anyway) ──────────────┐ valid instants (getValidInstantTimestamps)
-    .hoodie/metadata/.hoodie/hoodie.properties ─┤ 1 GET (once per process and version of the file)
+    .hoodie/metadata/.hoodie/hoodie.properties ─┤ not read: derived from the data table's (v8+; 1 GET
+                                                │ once per process for older tables or another layout)
     .hoodie/metadata/.hoodie/timeline/ ─────────┤ completion times (in the names, v8+)
     .hoodie/metadata/files/   (1 LIST)  ────────┤ latest slice of files-0000-0
     base HFile (1 GET, once per process) ───────┤ merged cells, valid blocks only
@@ -41,7 +42,12 @@ table declares `files`, as upstream 1.x readers (`HoodieMetadataConfig.DEFAULT_M
 
 A process keeps the MDT's config and its base file's decoded cells (keyed by the stamp of the MDT's
 hoodie.properties, which a LIST of `.hoodie/` gives): a long-lived reader then sends one GET per MDT
-log file since the last MDT compaction, and nothing else beyond the timeline.
+log file since the last MDT compaction, and nothing else beyond the timeline; a cold one adds the base
+file's GET.  The MDT's hoodie.properties is not read for a data table of version 8 or later: upstream
+fixes every property a plan needs (`metadata_table_props`, `derived_config`; an MDT whose timeline is not
+where they say is read after all).
+
+Version 10 MDTs keep native HFile logs (`format/hfile_log.py`); `log_parts` reads them and v1 blocks alike.
 
 Simplified compared with Apache Hudi (`HoodieBackedTableMetadata.getAllFilesInPartition`): the
 whole `files` partition is merged per plan (no HFile point lookups by partition key, no log
@@ -54,18 +60,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
+
+import pyarrow as pa
 
 from lsm_lab.errors import CorruptFileError, LsmLabError, TableConfigError, TableNotFoundError
 from lsm_lab.filegroup import fsview, v1read
 from lsm_lab.filegroup.fsview import DataFile, FileSlice
 from lsm_lab.filegroup.readstats import ReadStats
-from lsm_lab.format import hfile, naming
+from lsm_lab.format import hfile, hfile_log, naming
 from lsm_lab.format import log_v1 as v1
 from lsm_lab.format import metadata_record as mr
 from lsm_lab.format.naming import FileName
 from lsm_lab.storage import TablePath, list_stamped
-from lsm_lab.timeline.config import TableConfig, read_config
+from lsm_lab.timeline.config import TableConfig, read_config, table_checksum
 from lsm_lab.timeline.instant import COMPACTION, DELTA_COMMIT, LOG_COMPACTION, ROLLBACK, Instant, State
 
 RESTORE = "restore"
@@ -135,6 +144,43 @@ def switched_on(use_metadata: bool | None) -> bool:
     return os.environ.get(ENV_SWITCH, "").strip().lower() not in ("0", "false", "off", "no")
 
 
+# ------------------------------------------------------------------------------------- the MDT's properties
+#: data table versions whose MDT a reader opens without reading its hoodie.properties (`derived_config`)
+DERIVED_FROM = 8
+
+
+def metadata_table_props(data: TableConfig) -> dict[str, str]:
+    """The MDT's hoodie.properties as upstream writes them for a data table of this config
+    (`HoodieBackedTableMetadataWriter` initialising it with `HoodieMetadataWriteUtils.createMetadataWriteConfig`:
+    MERGE_ON_READ, HFILE base files, key field `key`, the metadata payload, no meta fields, CUSTOM merge mode,
+    timeline layout 2 under `timeline/`, the data table's version) — the same keys and values as the shipped
+    Hudi tables' MDTs.  services/mdt_write.py writes them; `derived_config` reads them without a GET."""
+    name = f"{data.name}_metadata"
+    database = data.props.get("hoodie.database.name", "")
+    return {
+        "hoodie.table.name": name, "hoodie.table.type": "MERGE_ON_READ",
+        "hoodie.table.version": str(data.version), "hoodie.table.initial.version": str(data.version),
+        "hoodie.table.recordkey.fields": "key", "hoodie.table.base.file.format": "HFILE",
+        "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
+        "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
+        "hoodie.populate.meta.fields": "false", "hoodie.record.merge.mode": "CUSTOM",
+        "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+        "hoodie.timeline.layout.version": "2", "hoodie.timeline.path": "timeline",
+        "hoodie.timeline.history.path": "history", "hoodie.archivelog.folder": "history",
+        "hoodie.datasource.write.drop.partition.columns": "false",
+        "hoodie.table.checksum": str(table_checksum(database, name)),
+    }
+
+
+def derived_config(data: TableConfig, folder: TablePath) -> TableConfig:
+    """The MDT's config without a GET of its hoodie.properties: what a plan reads of it (table type, timeline
+    layout and folders, base file format) is fixed by upstream for a data table of version 8 or later
+    (`metadata_table_props`); `_listing` checks the timeline it points at is there (else it reads the file).
+    Upstream's `HoodieBackedTableMetadata` reads the file (its meta client's `HoodieTableConfig`): a cold
+    reader here saves that GET."""
+    return TableConfig.from_props(metadata_table_props(data), path=str(folder / ".hoodie" / "hoodie.properties"))
+
+
 # ------------------------------------------------------------------------------------- the merge
 def valid_instants(data: DataState, mdt_instants: Iterable[Instant]) -> set[str]:
     """`HoodieTableMetadataUtil.getValidInstantTimestamps`: the instants whose MDT log blocks count.
@@ -197,32 +243,60 @@ def _cached_base_cells(f: DataFile, generation: str) -> dict[str, mr.MetadataVal
     return hit
 
 
-def merge_slice(fs: FileSlice, completion: Mapping[str, str], valid: set[str], *,
-                strict: bool = False, generation: str | None = None) -> dict[str, mr.MetadataValue]:
-    """The records of one MDT file slice: base HFile cells, then the valid log blocks in completion order
-    (rollback blocks applied), combined per key (`HoodieMetadataPayload.preCombine`); tombstones kept.
-    With `generation`, the base file's cells are kept in the process (`_cached_base_cells`)."""
-    out: dict[str, mr.MetadataValue] = {}
-    if fs.base_file is not None:
-        out.update(base_cells(fs.base_file) if generation is None else _cached_base_cells(fs.base_file, generation))
-    stats = ReadStats()
-    for unit in v1read.ordered_units(dict(completion), None, fs, strict=strict, stats=stats):
+@dataclass(frozen=True)
+class LogPart:
+    """One valid change set of an MDT file slice, in merge order: a v1 log's block, or a whole native HFile log
+    (table version 10, `format/hfile_log.py`).  `values` None: a delete (its keys are tombstones)."""
+
+    keys: pa.Array
+    values: pa.Array | None
+    schema: str | None
+    source: str
+
+
+def log_parts(fs: FileSlice, completion: Mapping[str, str], valid: set[str], *,
+              strict: bool = False) -> list[LogPart]:
+    """The slice's log changes that count: v1 HFILE_DATA_BLOCKs and delete blocks, and native `.log.hfile` /
+    `.deletes.hfile` files, in completion order (`v1read.ordered_units`: rollback blocks applied), each kept
+    only if its instant is valid (`valid_instants`)."""
+    parts: list[LogPart] = []
+    for unit in v1read.ordered_units(dict(completion), None, fs, strict=strict, stats=ReadStats()):
         block = unit.block
-        if block is None or block.instant_time not in valid or block.records is None:
+        source = str(unit.file.path)
+        if block is None:  # a native log (version 10): the whole file is one change set
+            native = hfile_log.read(unit.file.path, unit.file.name)
+            if native.instant_time in valid:
+                parts.append(LogPart(native.keys, native.values, native.schema, source))
+            continue
+        if block.instant_time not in valid or block.records is None:
             continue
         if block.is_delete:
-            for key in block.records.column("record_key").to_pylist():
-                out[key] = mr.tombstone(key)
+            parts.append(LogPart(block.records.column("record_key").combine_chunks(), None, None, source))
             continue
         if block.block_type != v1.BlockType.HFILE:
             raise LsmLabError(f"{block.block_type.name} block at offset {block.offset} in the metadata table "
                               "(expected HFile data blocks)", path=unit.file.path)
-        schema = block.header.get("SCHEMA")
-        source = str(unit.file.path)
-        keys = block.records.column("key").to_pylist()
-        values = block.records.column("value").to_pylist()
-        for k, v in zip(keys, values, strict=True):
-            out[k] = mr.combine(out.get(k), mr.decode_value(k, v, schema, source=source))
+        parts.append(LogPart(block.records.column("key").combine_chunks(), block.records.column("value").combine_chunks(),
+                             block.header.get("SCHEMA"), source))
+    return parts
+
+
+def merge_slice(fs: FileSlice, completion: Mapping[str, str], valid: set[str], *,
+                strict: bool = False, generation: str | None = None) -> dict[str, mr.MetadataValue]:
+    """The records of one MDT file slice: base HFile cells, then the valid log changes in completion order
+    (`log_parts`), combined per key (`HoodieMetadataPayload.preCombine`); tombstones kept.
+    With `generation`, the base file's cells are kept in the process (`_cached_base_cells`)."""
+    out: dict[str, mr.MetadataValue] = {}
+    if fs.base_file is not None:
+        out.update(base_cells(fs.base_file) if generation is None else _cached_base_cells(fs.base_file, generation))
+    for part in log_parts(fs, completion, valid, strict=strict):
+        keys = part.keys.to_pylist()
+        if part.values is None:
+            for key in keys:
+                out[key] = mr.tombstone(key)
+            continue
+        for k, v in zip(keys, part.values.to_pylist(), strict=True):
+            out[k] = mr.combine(out.get(k), mr.decode_value(k, v, part.schema, source=part.source))
     return out
 
 
@@ -262,12 +336,19 @@ def _listing(data: DataState, open_mdt: Callable[[TablePath, TableConfig], MdtSt
     generation = f"{stamp[0]}:{stamp[1]}"
     ckey = (str(folder), generation)
     config = _CONFIG_CACHE.get(ckey)
+    derived = config is None and data.config.version >= DERIVED_FROM
     if config is None:
+        config = derived_config(data.config, folder) if derived else read_config(folder)
+    mdt = open_mdt(folder, config)
+    if derived and not mdt.instants():
+        # every MDT has its initialising deltacommit: an empty timeline means the MDT is not where upstream's fixed
+        # properties put it (another timeline path): read its hoodie.properties after all
         config = read_config(folder)
+        mdt = open_mdt(folder, config)
+    if _CONFIG_CACHE.get(ckey) is not config:
         if len(_CONFIG_CACHE) >= _CACHE_MAX:
             _CONFIG_CACHE.clear()
         _CONFIG_CACHE[ckey] = config
-    mdt = open_mdt(folder, config)
     writes = mdt.completed_writes()
     completion = {i.begin_time: i.completion_time or i.begin_time for i in writes}
     compactions = {i.begin_time for i in writes if i.action in (COMPACTION, LOG_COMPACTION)}
@@ -292,5 +373,22 @@ def _listing(data: DataState, open_mdt: Callable[[TablePath, TableConfig], MdtSt
     return out
 
 
-__all__ = ["ENV_SWITCH", "DataState", "Listed", "MdtState", "base_cells", "declared", "forget", "list_from_metadata",
-           "merge_slice", "metadata_path", "rolled_back", "switched_on", "valid_instants"]
+__all__ = [
+    "ENV_SWITCH",
+    "DataState",
+    "Listed",
+    "LogPart",
+    "MdtState",
+    "base_cells",
+    "declared",
+    "derived_config",
+    "forget",
+    "list_from_metadata",
+    "log_parts",
+    "merge_slice",
+    "metadata_path",
+    "metadata_table_props",
+    "rolled_back",
+    "switched_on",
+    "valid_instants",
+]

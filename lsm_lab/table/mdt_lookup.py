@@ -10,7 +10,8 @@ seeks) reads only the blocks that can hold the keys; so does this module:
       │
       ├─► base HFile: root index (first key per data block) ──bisect──► the blocks the keys fall in
       │       each such block decompressed and parsed once (kept by the `ShardReader`), the keys looked up
-      ├─► log blocks (valid instants, completion order, rollbacks applied: `v1read.ordered_units`),
+      ├─► log blocks (valid instants, completion order, rollbacks applied: `mdt_listing.log_parts`; a
+      │       version 10 MDT's native `.log.hfile` / `.deletes.hfile` is one block each),
       │       read once per reader and kept as Arrow (key, value) columns; each filtered to the keys
       │       with one `is_in` kernel; delete blocks → tombstones
       ▼
@@ -50,12 +51,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lsm_lab.errors import LsmLabError
-from lsm_lab.filegroup import v1read
 from lsm_lab.filegroup.fsview import FileSlice
-from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.format import hfile
-from lsm_lab.format import log_v1 as v1
 from lsm_lab.format import metadata_record as mr
+from lsm_lab.table import mdt_listing
 
 #: a shard's keys are looked up by seek while fewer than this share of its cells; else merged whole
 WHOLE_MERGE_SHARE = 0.25
@@ -87,14 +86,7 @@ class LookupCounts:
                 "blocks_per_key": round(self.blocks_per_key(), 4)}
 
 
-@dataclass
-class _LogPart:
-    """One valid log block of a shard: its keys and values (None for a delete block), schema, file."""
-
-    keys: pa.Array
-    values: pa.Array | None
-    schema: str | None
-    source: str
+_LogPart = mdt_listing.LogPart
 
 
 @dataclass
@@ -123,21 +115,8 @@ class ShardReader:
 
     def logs(self) -> list[_LogPart]:
         if self._logs is None:
-            parts: list[_LogPart] = []
-            for unit in v1read.ordered_units(dict(self.completion), None, self.fs, strict=self.strict, stats=ReadStats()):
-                block = unit.block
-                if block is None or block.instant_time not in self.valid or block.records is None:
-                    continue
-                self.counts.log_blocks_read += 1
-                source = str(unit.file.path)
-                if block.is_delete:
-                    parts.append(_LogPart(block.records.column("record_key").combine_chunks(), None, None, source))
-                    continue
-                if block.block_type != v1.BlockType.HFILE:
-                    raise LsmLabError(f"{block.block_type.name} block at offset {block.offset} in the metadata table "
-                                      "(expected HFile data blocks)", path=unit.file.path)
-                parts.append(_LogPart(block.records.column("key").combine_chunks(),
-                                      block.records.column("value").combine_chunks(), block.header.get("SCHEMA"), source))
+            parts = mdt_listing.log_parts(self.fs, self.completion, self.valid, strict=self.strict)
+            self.counts.log_blocks_read += len(parts)
             self._logs = parts
         return self._logs
 

@@ -9,6 +9,7 @@ Hudi's payload (`format/metadata_record.py`):
     <table>/.hoodie/metadata/                 a MOR table (TableState; fsview slices it)
     ├── files/            files-0000-0        base  files-0000-0_…_<t0>.hfile      (HFile cells)
     │                                         logs  .files-0000-0_<t1>.log.1_…   (#HUDI# HFILE blocks)
+    │                                               files-0000-0_…_<t1>_1.log.hfile  (version 10: whole HFiles)
     ├── column_stats/     col-stats-000N-0    one cell per (column, partition, file)
     ├── partition_stats/  partition-stats-…   one cell per (partition, column)
     ├── record_index/     record-index-000N-0 one cell per record key → file group
@@ -16,7 +17,8 @@ Hudi's payload (`format/metadata_record.py`):
 
     per MDT partition, latest slice of each file group:
       base HFile cells ──► log blocks in completion order (v1read.ordered_units: rollback blocks
-      applied, only completed MDT instants), keeping a block only if its instant is *valid* ──►
+      applied, only completed MDT instants; a native `.log.hfile` / `.deletes.hfile` of a version 10
+      MDT counts as one block: mdt_listing.log_parts), keeping a block only if its instant is *valid* ──►
       key → combine(older, newer) (HoodieMetadataPayload.preCombine), delete blocks → tombstones
       ──► live records (tombstones and isDeleted entries dropped)
 
