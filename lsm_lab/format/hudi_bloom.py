@@ -88,12 +88,12 @@ CHUNK = 1 << 14
 # --------------------------------------------------------------------------- sizing
 def bit_size(num_entries: int, fpp: float) -> int:
     """`BloomFilterUtils.getBitSize`."""
-    return int(math.ceil(num_entries * (-math.log(fpp) / _LOG2_SQUARED)))
+    return math.ceil(num_entries * (-math.log(fpp) / _LOG2_SQUARED))
 
 
 def num_hashes(bits: int, num_entries: int) -> int:
     """`BloomFilterUtils.getNumHashes`."""
-    return int(math.ceil(math.log(2) * bits / num_entries))
+    return math.ceil(math.log(2) * bits / num_entries)
 
 
 # --------------------------------------------------------------------------- hashing
@@ -405,6 +405,33 @@ class HudiBloomOptions:
         return HudiBloomFilter.create(self.type_code, self.num_entries, self.fpp, self.max_entries)
 
 
+#: the table versions whose base files may carry upstream's filter (lsm_lab writes Hudi's formats for them)
+VERSIONS = (8, 9)
+PROP_MDT_BLOOM = "hoodie.metadata.index.bloom.filter.enable"
+PROP_PARQUET_BLOOM = "hoodie.parquet.bloom.filter.enabled"
+PROP_INDEX_TYPE = "hoodie.index.type"
+
+
+def options_for(props: Mapping[str, str], version: int) -> HudiBloomOptions | None:
+    """Upstream's footer filter for the base files of a table with these properties, or None (not written).
+
+    Upstream writes it on every base file (`HoodieFileWriterFactory.enableBloomFilter`:
+    `hoodie.parquet.bloom.filter.enabled`, default true, or a BLOOM index type).  lsm_lab writes it on version
+    8 and 9 tables only when asked — the metadata table's `bloom_filters` index on
+    (`hoodie.metadata.index.bloom.filter.enable=true`, whose records are these filters), the option
+    `hoodie.parquet.bloom.filter.enabled=true` set on the table, or a BLOOM / GLOBAL_BLOOM `hoodie.index.type` —
+    because at upstream's sizing every file would carry 323 KB of filter, and lsm_lab's lookups use its own."""
+    if version not in VERSIONS:
+        return None
+
+    def on(key: str) -> bool:
+        return props.get(key, "").strip().lower() == "true"
+
+    if on(PROP_MDT_BLOOM) or on(PROP_PARQUET_BLOOM) or "BLOOM" in props.get(PROP_INDEX_TYPE, "").upper():
+        return HudiBloomOptions.from_props(props)
+    return None
+
+
 def footer_values(bloom: HudiBloomFilter) -> dict[str, str]:
     """The footer entries upstream writes for a filter (`HoodieBloomFilterWriteSupport.finalizeMetadata`): the
     text, and the type code only for a dynamic filter."""
@@ -434,11 +461,14 @@ __all__ = [
     "OLD_FOOTER_KEY",
     "PROP_FPP",
     "PROP_MAX_ENTRIES",
+    "PROP_MDT_BLOOM",
     "PROP_NUM_ENTRIES",
+    "PROP_PARQUET_BLOOM",
     "PROP_TYPE",
     "SIMPLE",
     "TYPE_CODES",
     "TYPE_CODE_KEY",
+    "VERSIONS",
     "HudiBloomFilter",
     "HudiBloomOptions",
     "bit_size",
@@ -447,5 +477,6 @@ __all__ = [
     "from_footer",
     "murmur_reference",
     "num_hashes",
+    "options_for",
     "positions_reference",
 ]

@@ -1,0 +1,106 @@
+"""The metadata table's `bloom_filters` partition, written (services/mdt_index.py, format/hudi_bloom.py): with
+`hoodie.metadata.index.bloom.filter.enable=true` every committed base file carries upstream's footer filter and
+the partition holds exactly one live record per committed base file — that very filter, holding every key of the
+file — through inserts, upserts, deletes, compaction, clustering, clean, a failed write, rollback and restore,
+MDT compactions included; hudi-rs still reads the table through its metadata table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from test_metadata_write import _hudi_rs_reads_through_the_mdt, _rows, _steps, model
+
+import lsm_lab
+from lsm_lab.format import hudi_bloom as hb
+from lsm_lab.format import metadata_record as mr
+from lsm_lab.format import naming
+from lsm_lab.interop.hudi_tables import hudi_available
+from lsm_lab.timeline.config import read_config, write_config
+
+BLOOM_ON = {"hoodie.metadata.enable": "true", "hoodie.metadata.index.bloom.filter.enable": "true"}
+
+
+def _base_files(path: Path) -> dict[tuple[str, str], Path]:
+    out = {}
+    for (partition, name) in model(path):
+        parsed = naming.parse(name)
+        if parsed is not None and parsed.kind == "base" and parsed.ext == "parquet" and parsed.content == "data":
+            out[(partition, name)] = path / partition / name if partition else path / name
+    return out
+
+
+def check_blooms(path: Path, *, from_footer: bool = True) -> int:
+    """One live record per committed base file, equal to the file's own filter, holding all its keys."""
+    m = lsm_lab.open_table(path).metadata_table()
+    assert m is not None and "bloom_filters" in m.partitions()
+    files = _base_files(path)
+    live = set(m.records("bloom_filters"))
+    assert live == {mr.bloom_filter_key(p, n) for p, n in files}
+    for (partition, name), file in files.items():
+        bloom = m.bloom_filter(partition, name)
+        assert bloom is not None, name
+        rec = m.bloom_filter_record(partition, name)
+        assert rec is not None and rec["type"] == hb.DYNAMIC_V0 and rec["timestamp"] == naming.parse(name).instant
+        keys = pq.read_table(file, columns=["_hoodie_record_key"]).column(0)
+        assert bloom.might_contain(keys).all(), name
+        footer = pq.read_metadata(file).metadata
+        if from_footer:  # the record is the file's footer value, byte for byte (UTF-8 of the Base64 text)
+            assert footer[hb.TYPE_CODE_KEY.encode()] == b"DYNAMIC_V0"
+            assert rec["bloom_filter"] == footer[hb.FOOTER_KEY.encode()]
+        assert bloom.serialize_to_string() == hb.filter_of_keys(keys).serialize_to_string()
+    return len(files)
+
+
+@pytest.mark.parametrize(("version", "table_type"), [(8, "MERGE_ON_READ"), (9, "COPY_ON_WRITE"), (9, "MERGE_ON_READ")])
+def test_bloom_filters_follow_every_step(tmp_path: Path, version: int, table_type: str) -> None:
+    path = tmp_path / "t"
+    t = lsm_lab.create_table(path, name="trips", record_key="id", ordering_field="ts", partition_by="city",
+                             table_type=table_type, layout="default", table_version=version,
+                             properties={**BLOOM_ON, "hoodie.metadata.compact.max.delta.commits": "3"})
+    counted = 0
+    for step, run in _steps(t):
+        run()
+        t = lsm_lab.open_table(path)
+        if t.metadata_table() is None:  # a rollback of an MDT-compacted instant drops it; the next write rebuilds
+            continue
+        try:
+            counted += check_blooms(path)
+        except AssertionError as exc:
+            raise AssertionError(f"after {step}: {exc}") from exc
+    assert counted > 0
+    props = lsm_lab.open_table(path).config.props
+    assert "bloom_filters" in props["hoodie.table.metadata.partitions"].split(",")
+    if hudi_available():
+        _hudi_rs_reads_through_the_mdt(path)
+
+
+def test_enabled_later_builds_from_the_files_keys(tmp_path: Path) -> None:
+    """Base files written before the index have no footer filter: the partition is built with the filter a Hudi
+    writer would have written from their keys; files written after carry it in their footer."""
+    path = tmp_path / "t"
+    t = lsm_lab.create_table(path, name="trips", record_key="id", partition_by="city", layout="default",
+                             table_version=9, table_type="COPY_ON_WRITE",
+                             properties={"hoodie.metadata.enable": "true"})
+    t.insert(_rows(range(12), 1, 0.0))
+    old = _base_files(path)
+    assert all(hb.FOOTER_KEY.encode() not in (pq.read_metadata(f).metadata or {}) for f in old.values())
+    assert "bloom_filters" not in lsm_lab.open_table(path).metadata_table().partitions()  # type: ignore[union-attr]
+    write_config(path, {**read_config(path).props, "hoodie.metadata.index.bloom.filter.enable": "true"}, create=False)
+    t = lsm_lab.open_table(path)
+    t.insert(_rows(range(100, 103), 2, 1.0))  # new keys: new files beside the old ones
+    check_blooms(path, from_footer=False)
+    new = set(_base_files(path)) - set(old)
+    assert new and all(hb.FOOTER_KEY.encode() in pq.read_metadata(_base_files(path)[k]).metadata for k in new)
+
+
+def test_without_the_option_no_footer_filter(tmp_path: Path) -> None:
+    t = lsm_lab.create_table(tmp_path / "t", name="trips", record_key="id", partition_by="city", layout="default",
+                             table_version=9, properties={"hoodie.metadata.enable": "true"})
+    t.insert(_rows(range(6), 1, 0.0))
+    for f in _base_files(tmp_path / "t").values():
+        assert hb.FOOTER_KEY.encode() not in (pq.read_metadata(f).metadata or {})
+    assert hb.options_for({"hoodie.index.type": "GLOBAL_BLOOM"}, 8) is not None
+    assert hb.options_for({"hoodie.parquet.bloom.filter.enabled": "true"}, 9) is not None
+    assert hb.options_for({"hoodie.metadata.index.bloom.filter.enable": "true"}, 10) is None
