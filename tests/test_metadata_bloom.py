@@ -42,7 +42,9 @@ def check_blooms(path: Path, *, from_footer: bool = True) -> int:
         bloom = m.bloom_filter(partition, name)
         assert bloom is not None, name
         rec = m.bloom_filter_record(partition, name)
-        assert rec is not None and rec["type"] == hb.DYNAMIC_V0 and rec["timestamp"] == naming.parse(name).instant
+        parsed = naming.parse(name)
+        assert rec is not None and parsed is not None
+        assert rec["type"] == hb.DYNAMIC_V0 and rec["timestamp"] == parsed.instant
         keys = pq.read_table(file, columns=["_hoodie_record_key"]).column(0)
         assert bloom.might_contain(keys).all(), name
         footer = pq.read_metadata(file).metadata

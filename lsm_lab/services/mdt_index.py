@@ -10,8 +10,7 @@ and Hudi itself read them:
     column_stats         col-stats-000N-0              (2)     b64 xxh64(column) + b64 xxh64(partition) + b64 md5(file)
                                                                (ColumnIndexID, PartitionIndexID, FileIndexID)
     partition_stats      partition-stats-0000-0        (1)     b64 xxh64(column) + b64 xxh64(partition)
-    bloom_filters        bloom-filters-000N-0          (4)     b64 xxh64(partition) + b64 md5(file)   (key only:
-                                                               the partition is not written, see mdt_write.py)
+    bloom_filters        bloom-filters-000N-0          (4)     b64 xxh64(partition) + b64 md5(file)
     record_index         record-index-000N-0          (10+)    the record key
     secondary_index_<n>  secondary-index-<n>-000N-0   (10+)    escape(value) + "$" + escape(record key)
 
@@ -39,6 +38,12 @@ A cleaned file's entries become tombstones (`isDeleted`).  Partition statistics:
 base files' statistics of each touched partition, `isTightBound=false` — the reader merges them with
 the older record (min of mins, max of maxes, sums), so they stay a bound of every live file; the
 initial ones (built from every committed file) are tight.
+Bloom filters (`HoodieTableMetadataUtil.convertMetadataToBloomFilterRecords`,
+`HoodieMetadataPayload.createBloomFilterMetadataRecord`): per new Parquet base file, {type code, the
+instant that wrote it, the UTF-8 bytes of its footer filter's Base64 text, isDeleted false}; a cleaned
+base file's record is `isDeleted` with an empty type and filter.  The filter is the footer's
+(format/hudi_bloom.py); a file written before the index has none, and gets the one a Hudi writer would
+have written from its keys (upstream skips it).
 Record index (`HoodieMetadataPayload.createRecordIndexUpdate` / `createRecordIndexDelete`): a key →
 partition, file id as two longs + index (`fileIdEncoding` 0, or the text with encoding 1 when the id
 is no `<uuid>-<n>`), the instant in epoch ms; all cells of one (partition, file id, instant) share one
