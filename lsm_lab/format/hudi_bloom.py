@@ -81,8 +81,8 @@ _DYN = struct.Struct(">iii")  # nr, currentNbRecord, rows
 _VERSION = -1
 _M = np.uint32(0x5BD1E995)
 _LOG2_SQUARED = math.log(2) * math.log(2)
-#: keys hashed per vector pass (bounds the (keys × nbHash) position array: 30 hashes × 8 bytes × CHUNK)
-CHUNK = 1 << 14
+#: keys hashed per vector pass (bounds the (keys × nbHash) position array: 30 hashes × 8 bytes × CHUNK = 15 MiB)
+CHUNK = 1 << 16
 
 
 # --------------------------------------------------------------------------- sizing
@@ -176,19 +176,29 @@ def _positions(arr: pa.Array, nb_hash: int, vector_size: int) -> np.ndarray:
             for j in range(left):  # byte length-1 unshifted, length-2 << 8, length-3 << 16
                 tail ^= signed[:, j] << np.int32(8 * (left - 1 - j))
         tail_u = tail.view(np.uint32)
+        kt = np.ascontiguousarray(k.T)  # word j of every key: one contiguous row
+        res = np.empty((nb_hash, len(idx)), dtype=np.uint32)
         seed = np.zeros(len(idx), dtype=np.uint32)
         start = np.uint32(length)
+        size = np.uint32(vector_size)
         for i in range(nb_hash):
             h = seed ^ start
             for j in range(nw):
-                h = (h * _M) ^ k[:, j]
+                h *= _M
+                h ^= kt[j]
             if left:
-                h = (h ^ tail_u) * _M
+                h ^= tail_u
+                h *= _M
             h ^= h >> np.uint32(13)
             h *= _M
             h ^= h >> np.uint32(15)
             seed = h
-            out[idx, i] = np.abs(h.view(np.int32).astype(np.int64)) % vector_size
+            # |h % size| with Java's remainder = |h| % size; abs(INT_MIN) stays INT_MIN, whose uint32 is 2**31
+            np.remainder(np.abs(h.view(np.int32)).view(np.uint32), size, out=res[i])
+        if len(idx) == n:
+            out[:] = res.T
+        else:
+            out[idx] = res.T
     return out
 
 
