@@ -6,6 +6,7 @@ MDT compactions included; hudi-rs still reads the table through its metadata tab
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -13,6 +14,7 @@ import pytest
 from test_metadata_write import _hudi_rs_reads_through_the_mdt, _rows, _steps, model
 
 import lsm_lab
+from lsm_lab.cli.app import main as cli_main
 from lsm_lab.format import hudi_bloom as hb
 from lsm_lab.format import metadata_record as mr
 from lsm_lab.format import naming
@@ -106,3 +108,22 @@ def test_without_the_option_no_footer_filter(tmp_path: Path) -> None:
     assert hb.options_for({"hoodie.index.type": "GLOBAL_BLOOM"}, 8) is not None
     assert hb.options_for({"hoodie.parquet.bloom.filter.enabled": "true"}, 9) is not None
     assert hb.options_for({"hoodie.metadata.index.bloom.filter.enable": "true"}, 10) is None
+
+
+def test_listing_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "t"
+    t = lsm_lab.create_table(path, name="trips", record_key="id", partition_by="city", layout="default",
+                             table_version=8, table_type="MERGE_ON_READ", properties=BLOOM_ON)
+    t.insert(_rows(range(9), 1, 0.0))
+    t.upsert(_rows(range(0, 9, 2), 2, 1.0))  # log files: no new record
+    m = lsm_lab.open_table(path).metadata_table()
+    assert m is not None
+    listing = m.bloom_filters().to_pylist()
+    files = _base_files(path)
+    assert {(r["partition"], r["file_name"]) for r in listing} == set(files)
+    assert all(r["type"] == hb.DYNAMIC_V0 and (r["rows"], r["bits"], r["hashes"]) == (1, 2_587_966, 30)
+               for r in listing)
+    assert m.bloom_filter("nowhere", "x.parquet") is None
+    assert cli_main(["show", "metadata", str(path), "--partition", "bloom_filters", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert sorted((r["partition"], r["file_name"]) for r in rows) == sorted(files)

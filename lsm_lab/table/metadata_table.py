@@ -238,6 +238,31 @@ class MetadataTable:
         return hudi_bloom.HudiBloomFilter.from_string(raw, str(rec["type"] or hudi_bloom.SIMPLE),
                                                      path=self.mdt.path / "bloom_filters")
 
+    def bloom_filters(self) -> pa.Table:
+        """`partition, file_name, type, timestamp, rows, bits, hashes, size` of every live `bloom_filters` record
+        (its file found by computing the key of each file the `files` partition lists; a record no listed file
+        matches gets null partition and file name); `size` = the stored text's bytes."""
+        recs = self.records(self._require("bloom_filters"))
+        where: dict[str, tuple[str | None, str | None]] = {}
+        if "files" in self.declared:
+            f = self.files()
+            for p, n in zip(f.column("partition").to_pylist(), f.column("file_name").to_pylist(), strict=True):
+                where[mr.bloom_filter_key(p, n)] = (p, n)
+        rows: list[dict[str, Any]] = []
+        for key, rec in recs.items():
+            bf = rec.payload.get("BloomFilterMetadata") or {}
+            raw = bf.get("bloomFilter") or b""
+            bloom = hudi_bloom.HudiBloomFilter.from_string(raw, str(bf.get("type") or hudi_bloom.SIMPLE),
+                                                           path=self.mdt.path / "bloom_filters")
+            p, n = where.get(key, (None, None))
+            rows.append({"partition": p, "file_name": n, "type": bf.get("type"), "timestamp": bf.get("timestamp"),
+                         "rows": len(bloom.rows), "bits": bloom.vector_size, "hashes": bloom.nb_hash,
+                         "size": len(raw)})
+        schema = pa.schema([("partition", pa.string()), ("file_name", pa.string()), ("type", pa.string()),
+                            ("timestamp", pa.string()), ("rows", pa.int32()), ("bits", pa.int64()),
+                            ("hashes", pa.int32()), ("size", pa.int64())])
+        return pa.Table.from_pylist(rows, schema=schema)
+
     # ------------------------------------------------------------------ indexes
     def record_index(self, keys: Iterable[str]) -> pa.Table:
         """`record_key, partition, file_id, instant_time` of each key the record index holds (others left out).
