@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -127,3 +128,49 @@ def test_listing_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert cli_main(["show", "metadata", str(path), "--partition", "bloom_filters", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert sorted((r["partition"], r["file_name"]) for r in rows) == sorted(files)
+
+
+def test_sigkill_loop_keeps_the_bloom_filters_right(tmp_path: Path) -> None:
+    """tests/test_crash.py's harness on a version-9 table with the bloom filter index: writes, compactions,
+    clusterings, cleans and archivals killed at random; after every kill, besides the harness's own check, each
+    committed base file has its live record (= its footer filter), and other live records belong only to files
+    a pending clean already deleted."""
+    from test_metadata_write import load_harness
+
+    from lsm_lab.services.clean import files_in_plan
+    from lsm_lab.timeline.instant import CLEAN, State
+    harness = load_harness()
+
+    def create(path: Any, layout: str = "lsm_tree") -> None:
+        lsm_lab.create_table(path, name="crash", record_key="id", partition_by="p", ordering_field="ts",
+                             layout="default", table_version=9,
+                             properties={"hoodie.compaction.hybrid.log.file.num.threshold": "2",
+                                         "hoodie.metadata.compact.max.delta.commits": "4", **BLOOM_ON})
+
+    checked: list[int] = []
+    check_files = harness._check_files
+
+    def check(table: Any) -> None:
+        check_files(table)
+        path = Path(table.path)
+        m = lsm_lab.open_table(path).metadata_table()
+        if m is None or "bloom_filters" not in m.partitions():  # killed inside the MDT's initialisation
+            return
+        files = _base_files(path)
+        cleaning = {Path(f).name for i in table.instants() if i.action == CLEAN and not i.is_completed
+                    for f in files_in_plan(table.active_timeline.read_content(i, State.REQUESTED))}
+        live = set(m.records("bloom_filters"))
+        want = {mr.bloom_filter_key(p, n): (p, n) for p, n in files}
+        assert set(want) <= live
+        extra = live - set(want)
+        assert len(extra) <= len(cleaning)
+        for key, (p, n) in want.items():
+            rec = m.bloom_filter_record(p, n)
+            assert rec is not None
+            assert rec["bloom_filter"] == pq.read_metadata(files[(p, n)]).metadata[hb.FOOTER_KEY.encode()], key
+        checked.append(len(files))
+
+    from unittest import mock
+    with mock.patch.object(harness, "create", create), mock.patch.object(harness, "_check_files", check):
+        stats = harness.run(6, workdir=tmp_path, seed=11, max_delay=2.0, verbose=False, layout="default")
+    assert stats["kills"] == 6 and len(checked) >= 6 and max(checked) > 0
