@@ -158,3 +158,24 @@ def test_damaged_filters_are_typed_errors() -> None:
         hb.HudiBloomFilter.create("BLOOMY")
     with pytest.raises(InputError):
         hb.HudiBloomOptions.from_props({hb.PROP_NUM_ENTRIES: "many"})
+
+
+def test_streamed_writer_footer_equals_the_filter_of_all_keys(tmp_path: Path) -> None:
+    """A file written batch by batch (as compaction streams) gets the filter of all its keys in write order —
+    with options small enough that DYNAMIC_V0 grows rows across batches."""
+    from lsm_lab.format import parquet_write
+    opts = hb.HudiBloomOptions(num_entries=100, fpp=0.01, max_entries=250)
+    keys = [f"key-{i:04d}" for i in range(700)]
+    path = tmp_path / "f.parquet"
+    writer = parquet_write.ParquetFileWriter(path, pa.schema([("_hoodie_record_key", pa.string())]), hudi_bloom=opts)
+    for start in range(0, 700, 130):
+        writer.write(pa.table({"_hoodie_record_key": keys[start: start + 130]}))
+    writer.close()
+    kv = pq.read_metadata(path).metadata
+    got = hb.from_footer(kv)
+    assert got is not None and len(got.rows) == 3 and got.current == 700 - 200
+    assert kv[hb.FOOTER_KEY.encode()].decode() == hb.filter_of_keys(pa.array(keys), opts).serialize_to_string()
+    assert kv[b"hoodie_min_record_key"] == b"key-0000" and kv[b"hoodie_max_record_key"] == b"key-0699"
+    plain = tmp_path / "g.parquet"
+    parquet_write.write_parquet(plain, pa.table({"_hoodie_record_key": keys}))
+    assert hb.FOOTER_KEY.encode() not in pq.read_metadata(plain).metadata  # not asked: not written
