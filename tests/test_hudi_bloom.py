@@ -158,6 +158,10 @@ def test_damaged_filters_are_typed_errors() -> None:
         hb.HudiBloomFilter.create("BLOOMY")
     with pytest.raises(InputError):
         hb.HudiBloomOptions.from_props({hb.PROP_NUM_ENTRIES: "many"})
+    with pytest.raises(InputError, match="hoodie.bloom.index.filter.type"):
+        hb.HudiBloomOptions.from_props({hb.PROP_TYPE: "CUCKOO"})
+    with pytest.raises(InputError, match="hoodie.index.bloom.fpp"):
+        hb.HudiBloomOptions.from_props({hb.PROP_FPP: "2"})
 
 
 def test_streamed_writer_footer_equals_the_filter_of_all_keys(tmp_path: Path) -> None:

@@ -403,13 +403,20 @@ class HudiBloomOptions:
 
     @classmethod
     def from_props(cls, props: Mapping[str, str]) -> HudiBloomOptions:
+        """The table's options (`InputError` naming the option when one is not a valid value)."""
         try:
-            return cls(type_code=props.get(PROP_TYPE, DEFAULT_TYPE).strip().upper() or DEFAULT_TYPE,
-                       num_entries=int(props.get(PROP_NUM_ENTRIES, DEFAULT_NUM_ENTRIES)),
-                       fpp=float(props.get(PROP_FPP, DEFAULT_FPP)),
-                       max_entries=int(props.get(PROP_MAX_ENTRIES, DEFAULT_MAX_ENTRIES)))
+            out = cls(type_code=props.get(PROP_TYPE, DEFAULT_TYPE).strip().upper() or DEFAULT_TYPE,
+                      num_entries=int(props.get(PROP_NUM_ENTRIES, DEFAULT_NUM_ENTRIES)),
+                      fpp=float(props.get(PROP_FPP, DEFAULT_FPP)),
+                      max_entries=int(props.get(PROP_MAX_ENTRIES, DEFAULT_MAX_ENTRIES)))
         except ValueError as exc:
             raise InputError(f"bad Hudi bloom filter option: {exc}") from None
+        if out.type_code not in TYPE_CODES:
+            raise InputError(f"{PROP_TYPE}={out.type_code!r}: expected SIMPLE or DYNAMIC_V0")
+        if out.num_entries < 1 or not 0 < out.fpp < 1:
+            raise InputError(f"{PROP_NUM_ENTRIES} must be >= 1 and {PROP_FPP} within (0, 1), got "
+                             f"{out.num_entries} and {out.fpp}")
+        return out
 
     def new_filter(self) -> HudiBloomFilter:
         return HudiBloomFilter.create(self.type_code, self.num_entries, self.fpp, self.max_entries)
