@@ -174,3 +174,19 @@ def test_sigkill_loop_keeps_the_bloom_filters_right(tmp_path: Path) -> None:
     with mock.patch.object(harness, "create", create), mock.patch.object(harness, "_check_files", check):
         stats = harness.run(6, workdir=tmp_path, seed=11, max_delay=2.0, verbose=False, layout="default")
     assert stats["kills"] == 6 and len(checked) >= 6 and max(checked) > 0
+
+
+def test_a_footer_value_that_does_not_decode_is_rebuilt_from_the_keys(tmp_path: Path) -> None:
+    import types
+
+    import pyarrow as pa
+
+    from lsm_lab.format import parquet_write
+    from lsm_lab.services import mdt_index
+    keys = pa.array([f"k{i}" for i in range(50)])
+    path = tmp_path / "f.parquet"
+    parquet_write.write_parquet(path, pa.table({"_hoodie_record_key": keys}),
+                                metadata={hb.FOOTER_KEY: "not base64!", hb.TYPE_CODE_KEY: hb.DYNAMIC_V0})
+    config: Any = types.SimpleNamespace(props={})
+    got = mdt_index.file_bloom_filter(path, config)
+    assert got.serialize_to_string() == hb.filter_of_keys(keys).serialize_to_string()

@@ -85,7 +85,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lsm_lab.errors import CorruptFileError, InputError
+from lsm_lab.errors import CorruptFileError, InputError, UnsupportedFeatureError
 from lsm_lab.format import hudi_bloom, naming
 from lsm_lab.format import metadata_record as mr
 from lsm_lab.format.parquet_footer import read_footer
@@ -465,8 +465,12 @@ def bloom_filter_value(type_code: str, timestamp: str, text: str | None, *, dele
 def file_bloom_filter(path: Any, config: TableConfig) -> hudi_bloom.HudiBloomFilter:
     """A base file's upstream filter: its footer's (`HoodieFileReader.readBloomFilter`), else — a file written
     before the index was enabled — the filter a Hudi writer would have put there, built from the file's
-    `_hoodie_record_key` column in row order with the table's bloom options."""
-    found = hudi_bloom.from_footer(read_footer(path)[1], path=path)  # on an object store: one GET of the tail
+    `_hoodie_record_key` column in row order with the table's bloom options (so is a footer value that does
+    not decode)."""
+    try:
+        found = hudi_bloom.from_footer(read_footer(path)[1], path=path)  # on an object store: one GET of the tail
+    except (CorruptFileError, UnsupportedFeatureError):  # a damaged (or Jenkins-hashed) value: rebuilt from the keys
+        found = None
     if found is not None:
         return found
     pf = open_parquet(path)
