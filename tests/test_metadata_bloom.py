@@ -34,7 +34,7 @@ def _base_files(path: Path) -> dict[tuple[str, str], Path]:
     return out
 
 
-def check_blooms(path: Path, *, from_footer: bool = True) -> int:
+def check_blooms(path: Path, *, from_footer: bool = True, type_code: str = hb.DYNAMIC_V0) -> int:
     """One live record per committed base file, equal to the file's own filter, holding all its keys."""
     m = lsm_lab.open_table(path).metadata_table()
     assert m is not None and "bloom_filters" in m.partitions()
@@ -47,14 +47,15 @@ def check_blooms(path: Path, *, from_footer: bool = True) -> int:
         rec = m.bloom_filter_record(partition, name)
         parsed = naming.parse(name)
         assert rec is not None and parsed is not None
-        assert rec["type"] == hb.DYNAMIC_V0 and rec["timestamp"] == parsed.instant
+        assert rec["type"] == type_code and rec["timestamp"] == parsed.instant
         keys = pq.read_table(file, columns=["_hoodie_record_key"]).column(0)
         assert bloom.might_contain(keys).all(), name
         footer = pq.read_metadata(file).metadata
         if from_footer:  # the record is the file's footer value, byte for byte (UTF-8 of the Base64 text)
-            assert footer[hb.TYPE_CODE_KEY.encode()] == b"DYNAMIC_V0"
+            assert footer.get(hb.TYPE_CODE_KEY.encode()) == (b"DYNAMIC_V0" if type_code == hb.DYNAMIC_V0 else None)
             assert rec["bloom_filter"] == footer[hb.FOOTER_KEY.encode()]
-        assert bloom.serialize_to_string() == hb.filter_of_keys(keys).serialize_to_string()
+        opts = hb.HudiBloomOptions.from_props(lsm_lab.open_table(path).config.props)
+        assert bloom.serialize_to_string() == hb.filter_of_keys(keys, opts).serialize_to_string()
     return len(files)
 
 
@@ -190,3 +191,20 @@ def test_a_footer_value_that_does_not_decode_is_rebuilt_from_the_keys(tmp_path: 
     config: Any = types.SimpleNamespace(props={})
     got = mdt_index.file_bloom_filter(path, config)
     assert got.serialize_to_string() == hb.filter_of_keys(keys).serialize_to_string()
+
+
+def test_simple_filters_and_the_table_s_sizing(tmp_path: Path) -> None:
+    """`hoodie.bloom.index.filter.type=SIMPLE` and a smaller `hoodie.index.bloom.num_entries`: footers without a type
+    code (upstream writes it only for dynamic filters), records typed SIMPLE, sized as asked."""
+    path = tmp_path / "t"
+    t = lsm_lab.create_table(path, name="trips", record_key="id", partition_by="city", layout="default",
+                             table_version=9, table_type="COPY_ON_WRITE",
+                             properties={**BLOOM_ON, hb.PROP_TYPE: "SIMPLE", hb.PROP_NUM_ENTRIES: "1000",
+                                         hb.PROP_FPP: "0.001"})
+    t.insert(_rows(range(20), 1, 0.0))
+    t.upsert(_rows(range(0, 20, 3), 2, 1.0))
+    assert check_blooms(path, type_code=hb.SIMPLE) > 0
+    m = lsm_lab.open_table(path).metadata_table()
+    assert m is not None
+    assert {(r["type"], r["rows"], r["bits"], r["hashes"]) for r in m.bloom_filters().to_pylist()} == \
+        {(hb.SIMPLE, 1, hb.bit_size(1000, 0.001), hb.num_hashes(hb.bit_size(1000, 0.001), 1000))}
