@@ -4,8 +4,8 @@ Without `--partition`: one row per metadata-table partition (file groups, live r
 data partitions `__all_partitions__` lists.  With it, the partition's records as
 `Table.metadata_table()` returns them (table/metadata_table.py): `files` → partition, file
 name, size; `column_stats` / `partition_stats` → min, max and counts per column; `record_index`
-→ where every key lives; `secondary_index_<name>` → value, record key; `bloom_filters` → the
-filter records.  A table without a metadata table prints one line saying so.
+→ where every key lives; `secondary_index_<name>` → value, record key; `bloom_filters` → per base
+file its decoded filter's shape (type, rows, bits, hashes; format/hudi_bloom.py).  A table without a metadata table prints one line saying so.
 
 `lsm-lab create-index PATH NAME COLUMN`: a secondary index `secondary_index_NAME` on COLUMN, built in
 the metadata table and kept by later writes (`Table.create_index`, services/mdt_write.py).
@@ -47,7 +47,9 @@ def metadata_frame(mdt: MetadataTable, partition: str | None) -> pa.Table:
         return mdt.record_index(mdt.record_keys())
     if partition.startswith(SECONDARY_PREFIX):
         return mdt.secondary_index(partition)
-    recs = mdt.records(partition)  # bloom_filters and any other: raw keys and types (raises for unknown names)
+    if partition == "bloom_filters":
+        return mdt.bloom_filters()
+    recs = mdt.records(partition)  # any other: raw keys and types (raises for unknown names)
     return pa.table({"key": pa.array(list(recs), pa.string()),
                      "type": pa.array([r.type for r in recs.values()], pa.int32())})
 

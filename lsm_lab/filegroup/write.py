@@ -60,8 +60,8 @@ from lsm_lab.filegroup import cdclog, compat, index, posmerge, smallfiles
 from lsm_lab.filegroup.deletes import live_deletes
 from lsm_lab.filegroup.fsview import FileGroup, FileSlice
 from lsm_lab.filegroup.read import ReadContext, load_sources, read_slice
+from lsm_lab.format import hudi_bloom, naming, parquet_write
 from lsm_lab.format import log_v2 as v2
-from lsm_lab.format import naming, parquet_write
 from lsm_lab.merge import merge_to_table, records
 from lsm_lab.merge.records import COMMIT_SEQNO, COMMIT_TIME, DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from lsm_lab.storage import TablePath, atomic, is_local
@@ -543,7 +543,8 @@ def _write_file_group(*, base_path: TablePath, config: TableConfig, ctx: ReadCon
         if latest is None:
             name = naming.base_file_name(file_id, token, instant)
             data = _meta_columns(rows, instant, name, task)
-            size = parquet_write.write_parquet(folder / name, data, is_sorted=lsm)
+            size = parquet_write.write_parquet(folder / name, data, is_sorted=lsm,
+                                               hudi_bloom=hudi_bloom.options_for(config.props, config.version))
             if posmerge.writes_positions(config):  # the next upserts' positions need no read of this base's keys
                 posmerge.remember_base_keys(folder / name, size, data.column(RECORD_KEY))
             return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev, numWrites=n,
@@ -590,7 +591,8 @@ def _write_file_group(*, base_path: TablePath, config: TableConfig, ctx: ReadCon
     deleted = max(0, before - merged.num_rows) if is_delete else 0
     if is_delete and deleted == 0:
         return []
-    size = parquet_write.write_parquet(folder / name, merged, is_sorted=lsm)
+    size = parquet_write.write_parquet(folder / name, merged, is_sorted=lsm,
+                                       hudi_bloom=hudi_bloom.options_for(config.props, config.version))
     written = 0 if is_delete else n
     return [WriteStat(partition, file_id, f"{partition}/{name}" if partition else name, prev,
                       numWrites=merged.num_rows, numInserts=written - num_updates, numUpdateWrites=num_updates,

@@ -7,7 +7,8 @@
     written_facts.py    the key facts of files this process wrote, kept for the commit's key index
     ranged.py           object-store reads: one whole GET, ranged GETs, the footer's tail
     footercheck.py      a Thrift walk of a footer before pyarrow touches it (a damaged footer is an error)
-    bloom.py            Hudi's bloom filter (simple and dynamic), as upstream serialises it
+    bloom.py            lsm_lab's own bloom filter of record keys (footer key lsm_lab.bloom)
+    hudi_bloom.py       Hudi's footer bloom filter (SIMPLE, DYNAMIC_V0): Hadoop Writable + Murmur, read and written
     keyindex.py         the per-instant key index: each new file's key range and bloom
     log_v2.py           RFC-103's native Parquet log files (metadata in the footer)
     log_v1/             Apache Hudi's `#HUDI#` log blocks: read always, written for table versions 6 and 8

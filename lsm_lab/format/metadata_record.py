@@ -53,10 +53,13 @@ Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata 
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import decimal
+import hashlib
 import io
 import json
+import struct
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -373,8 +376,80 @@ def _unescape(text: str) -> str:
     return "".join(out)
 
 
+# ------------------------------------------------------------------------------------- keys (HashID)
+_M64 = (1 << 64) - 1
+_P1, _P2, _P3, _P4, _P5 = (0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x85EBCA77C2B2AE63,
+                           0x27D4EB2F165667C5)
+#: `HashID.HASH_SEED` 0xdabadaba, a Java int: negative, sign-extended to the long seed of XXHash64
+HASH_SEED = 0xDABADABA - (1 << 32)
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & _M64
+
+
+def _round(acc: int, v: int) -> int:
+    return (_rotl((acc + v * _P2) & _M64, 31) * _P1) & _M64
+
+
+def xxh64(data: bytes, seed: int = HASH_SEED) -> int:
+    """XXHash64 (the algorithm of lz4-java's `XXHash64`, used by `HashID`), as an unsigned int."""
+    seed &= _M64
+    n, i = len(data), 0
+    if n >= 32:
+        v = [(seed + _P1 + _P2) & _M64, (seed + _P2) & _M64, seed, (seed - _P1) & _M64]
+        while i + 32 <= n:
+            lanes = struct.unpack_from("<4Q", data, i)
+            v = [_round(a, b) for a, b in zip(v, lanes, strict=True)]
+            i += 32
+        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & _M64
+        for lane in v:
+            h = ((h ^ _round(0, lane)) * _P1 + _P4) & _M64
+    else:
+        h = (seed + _P5) & _M64
+    h = (h + n) & _M64
+    while i + 8 <= n:
+        h ^= _round(0, struct.unpack_from("<Q", data, i)[0])
+        h = (_rotl(h, 27) * _P1 + _P4) & _M64
+        i += 8
+    if i + 4 <= n:
+        h ^= (struct.unpack_from("<I", data, i)[0] * _P1) & _M64
+        h = (_rotl(h, 23) * _P2 + _P3) & _M64
+        i += 4
+    while i < n:
+        h ^= (data[i] * _P5) & _M64
+        h = (_rotl(h, 11) * _P1) & _M64
+        i += 1
+    h ^= h >> 33
+    h = (h * _P2) & _M64
+    h ^= h >> 29
+    h = (h * _P3) & _M64
+    return h ^ (h >> 32)
+
+
+def hash64_id(text: str) -> str:
+    """`HashID.hash(text, BITS_64)` as Base64 (ColumnIndexID, PartitionIndexID)."""
+    return base64.b64encode(struct.pack(">Q", xxh64(text.encode("utf-8")))).decode("ascii")
+
+
+def hash128_id(text: str) -> str:
+    """`HashID.hash(text, BITS_128)` (MD5) as Base64 (FileIndexID)."""
+    return base64.b64encode(hashlib.md5(text.encode("utf-8"), usedforsecurity=False).digest()).decode("ascii")
+
+
+def partition_identifier(partition: str) -> str:
+    """`HoodieTableMetadataUtil.getPartitionIdentifier`: "." for the table root."""
+    return partition if partition else NON_PARTITIONED_KEY
+
+
+def bloom_filter_key(partition: str, file_name: str) -> str:
+    """The `bloom_filters` key of a base file (`HoodieMetadataPayload.getBloomFilterRecordKey`)."""
+    return hash64_id(partition_identifier(partition)) + hash128_id(file_name)
+
+
 __all__ = [
     "ALL_PARTITIONS_KEY",
+    "HASH_SEED",
     "HOODIE_METADATA_RECORD",
     "NON_PARTITIONED_KEY",
     "TYPE_BLOOM_FILTER",
@@ -385,13 +460,18 @@ __all__ = [
     "TYPE_RECORD_INDEX",
     "TYPE_SECONDARY_INDEX",
     "MetadataValue",
+    "bloom_filter_key",
     "combine",
     "combine_file_lists",
     "decode_value",
     "escape_secondary",
+    "hash64_id",
+    "hash128_id",
+    "partition_identifier",
     "record_location",
     "split_secondary_key",
     "stat_text",
     "tombstone",
     "wrapper_of",
+    "xxh64",
 ]

@@ -42,9 +42,13 @@ reader verifies (format/parquet_read.py).
 where the first values repeat, snappy only where it shrinks the first values by a fifth or more; both are
 per column chunk in Parquet, so files written under other choices read the same.
 
-Simplified compared with Apache Hudi: the bloom filter is lsm_lab's own format
-under its own key (Hudi's `org.apache.hudi.bloomfilter` is a Java-serialised
-Hadoop filter); row groups are sized by rows and in-memory bytes, not by
+**Hudi's own footer filter** (`hudi_bloom=HudiBloomOptions`, format/hudi_bloom.py): the base files of a
+table that asks for it also carry upstream's `org.apache.hudi.bloomfilter` (with
+`hoodie_bloom_filter_type_code` for a dynamic filter) over the same key column, built batch by batch.
+
+Simplified compared with Apache Hudi: the filter lookups use is lsm_lab's own format under its own key
+(Hudi's `org.apache.hudi.bloomfilter`, written only when asked, is a fixed-size Hadoop filter — 323 KB a
+file at upstream's defaults); row groups are sized by rows and in-memory bytes, not by
 Parquet's on-disk block size.
 
 Taught in: notebooks/03_sorted_writes_and_levels.ipynb, notebooks/08_point_lookups.ipynb
@@ -65,6 +69,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lsm_lab.errors import LsmLabError
+from lsm_lab.format import hudi_bloom as hb
 from lsm_lab.format.bloom import BloomBuilder, key_states
 from lsm_lab.format.parquet_footer import KEY_BLOOM, KEY_MAX, KEY_MIN, KEY_SORTED, OWN_KEYS, RECORD_KEY
 from lsm_lab.format.written_facts import remember_written
@@ -204,13 +209,15 @@ class ParquetFileWriter:
     file (only for user-named outputs such as ``lsm-lab merge``); `threaded`
     encodes row groups on a background thread while the caller continues (up to
     `ENCODE_QUEUE` queued; an encoder's error reaches the caller at a later `write` or at `close`).
+    `hudi_bloom` (None: not written) adds upstream's footer filter of the key column (format/hudi_bloom.py).
     """
 
     def __init__(self, path: str | os.PathLike[str] | StoragePath, schema: pa.Schema, *,
                  metadata: Mapping[str, str] | None = None, key_column: str | None = RECORD_KEY,
                  is_sorted: bool = False, row_group_size: int = DEFAULT_ROW_GROUP_ROWS,
                  row_group_bytes: int | None = None, bloom_fpp: float | None = BLOOM_FPP,
-                 expected_rows: int | None = None, overwrite: bool = False, threaded: bool = False) -> None:
+                 expected_rows: int | None = None, overwrite: bool = False, threaded: bool = False,
+                 hudi_bloom: hb.HudiBloomOptions | None = None) -> None:
         if row_group_size < 1:
             raise LsmLabError(f"row_group_size must be >= 1, got {row_group_size}", path=path)
         self.path: Path | StoragePath = path if isinstance(path, StoragePath) else Path(path)
@@ -219,7 +226,7 @@ class ParquetFileWriter:
         self._sink: pa.BufferOutputStream | None = pa.BufferOutputStream() if isinstance(path, StoragePath) else None
         self.tmp: Path | None = None if self._sink is not None else atomic.temp_name(Path(path))  # type: ignore[arg-type]  # (not a StoragePath here)
         self._size = 0
-        own = {k.encode() for k in OWN_KEYS}
+        own = {k.encode() for k in (*OWN_KEYS, hb.FOOTER_KEY, hb.TYPE_CODE_KEY)}
         kv = {k: v for k, v in (schema.metadata or {}).items() if k not in own}  # never carry stale facts
         kv.update({k.encode(): v.encode() for k, v in (metadata or {}).items()})
         if is_sorted:
@@ -237,6 +244,9 @@ class ParquetFileWriter:
         self._bloom: BloomBuilder | None = None
         self._bloom_bytes: bytes | None = None  # the finished filter, handed back to the key index
         self._hashes: list[Any] = []  # `key_states` per batch (8 bytes a key) until the filter is sized
+        #: upstream's footer filter (format/hudi_bloom.py), when the table asks for it
+        self._hudi = hudi_bloom.new_filter() if hudi_bloom is not None and self.key_column is not None and _is_text(
+                schema.field(self.key_column).type) else None
         self.rows = 0
         self.row_groups = 0
         self.min_key: str | None = None
@@ -276,6 +286,11 @@ class ParquetFileWriter:
         if lo is not None and hi is not None:
             self.min_key = lo if self.min_key is None or lo < self.min_key else self.min_key
             self.max_key = hi if self.max_key is None or hi > self.max_key else self.max_key
+        if self._hudi is not None:
+            if keys.null_count:  # a filter must hold every key: with a null key, no filter at all
+                self._hudi = None
+            else:
+                self._hudi.add(keys)
         if not self._bloom_ok:
             return
         if keys.null_count:  # a filter must hold every key: with a null key, no filter at all
@@ -332,6 +347,8 @@ class ParquetFileWriter:
             finished = self._bloom.finish()
             out[KEY_BLOOM] = finished.to_base64()
             self._bloom_bytes = finished.to_bytes()
+        if self._hudi is not None:
+            out.update(hb.footer_values(self._hudi))
         return out
 
     def close(self) -> int:
@@ -440,11 +457,12 @@ def write_parquet(
     row_group_size: int = DEFAULT_ROW_GROUP_ROWS,
     row_group_bytes: int | None = None,
     bloom_fpp: float | None = BLOOM_FPP,
+    hudi_bloom: hb.HudiBloomOptions | None = None,
 ) -> int:
     """Write `table` to a new file at `path` (see `ParquetFileWriter`); returns the file size in bytes."""
     writer = ParquetFileWriter(path, table.schema, metadata=metadata, key_column=key_column, is_sorted=is_sorted,
                                row_group_size=row_group_size, row_group_bytes=row_group_bytes, bloom_fpp=bloom_fpp,
-                               expected_rows=table.num_rows)
+                               expected_rows=table.num_rows, hudi_bloom=hudi_bloom)
     with writer:
         writer.write(table)
     return writer._size

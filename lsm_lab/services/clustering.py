@@ -70,7 +70,7 @@ from lsm_lab.filegroup import write as writer
 from lsm_lab.filegroup.fsview import DataFile, FileSlice
 from lsm_lab.filegroup.planner import pending_file_groups
 from lsm_lab.filegroup.read import ReadContext, iter_sources
-from lsm_lab.format import keyindex, naming, parquet_footer, parquet_write
+from lsm_lab.format import hudi_bloom, keyindex, naming, parquet_footer, parquet_write
 from lsm_lab.merge import SORTED_ENGINES, check_engine, choose_engine, fell_back, merge_sources, merge_to_table, records
 from lsm_lab.merge.records import FILE_NAME
 from lsm_lab.services import heartbeat, markers, mdt_write
@@ -451,13 +451,14 @@ def run_group(cctx: ClusteringContext, group: ClusteringGroup, task: int, *, tok
     stats: list[WriteStat] = []
     out: parquet_write.ParquetFileWriter | None = None
     state: dict[str, Any] = {}
+    hudi_opts = hudi_bloom.options_for(ctx.config.props, ctx.config.version)  # upstream's footer filter, if asked
 
     def open_next() -> parquet_write.ParquetFileWriter:
         file_id = group.slices[0].file_id if cctx.same_file_ids else index.new_file_id()
         name = naming.base_file_name(file_id, token, instant)
         markers.create_marker(cctx.base_path, instant, partition, name, "CREATE")
         state.update(file_id=file_id, name=name, rows=0)
-        return parquet_write.ParquetFileWriter(folder / name, out_schema, is_sorted=True)
+        return parquet_write.ParquetFileWriter(folder / name, out_schema, is_sorted=True, hudi_bloom=hudi_opts)
 
     def close(w: parquet_write.ParquetFileWriter) -> None:
         size = w.close()

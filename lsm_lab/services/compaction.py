@@ -88,7 +88,7 @@ from lsm_lab.filegroup.planner import (
     read_plan,
 )
 from lsm_lab.filegroup.read import ReadContext, iter_sources, key_from_field
-from lsm_lab.format import keyindex, naming, parquet_write
+from lsm_lab.format import hudi_bloom, keyindex, naming, parquet_write
 from lsm_lab.format import log_v2 as v2
 from lsm_lab.merge import SORTED_ENGINES, check_engine, choose_engine, fell_back, merge_sources, merge_to_table, records
 from lsm_lab.merge.records import DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
@@ -240,8 +240,9 @@ def run_full(ctx: CompactionContext, op: Operation, task: int, *, token: str | N
             sources, _ = iter_sources(ctx.read, files, read_cols, batch_size=BATCH_ROWS)
     size = rows = 0
     lo = hi = None
+    hudi_opts = hudi_bloom.options_for(ctx.read.config.props, ctx.read.config.version)  # upstream's footer filter
     if chosen in SORTED_ENGINES:
-        out = parquet_write.ParquetFileWriter(folder / name, out_schema, is_sorted=ctx.is_lsm)
+        out = parquet_write.ParquetFileWriter(folder / name, out_schema, is_sorted=ctx.is_lsm, hudi_bloom=hudi_opts)
         merge_spec = replace(spec, key=twin) if twin else spec
         try:
             names = pa.repeat(pa.scalar(name, pa.string()), BATCH_ROWS)  # built once, sliced for every batch
@@ -262,7 +263,8 @@ def run_full(ctx: CompactionContext, op: Operation, task: int, *, token: str | N
         merged = _with_file_name(merged, name, needed)
         if ctx.is_lsm:
             merged = records.sort_by_key(merged)
-        size = parquet_write.write_parquet(folder / name, merged.cast(out_schema), is_sorted=ctx.is_lsm)
+        size = parquet_write.write_parquet(folder / name, merged.cast(out_schema), is_sorted=ctx.is_lsm,
+                                          hudi_bloom=hudi_opts)
         rows = merged.num_rows
         lo, hi = parquet_write.key_range(merged.column(RECORD_KEY))
     return WriteStat(op.partition, op.file_id, _rel(op.partition, name), op.base_instant or "null",

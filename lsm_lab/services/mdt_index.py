@@ -10,8 +10,7 @@ and Hudi itself read them:
     column_stats         col-stats-000N-0              (2)     b64 xxh64(column) + b64 xxh64(partition) + b64 md5(file)
                                                                (ColumnIndexID, PartitionIndexID, FileIndexID)
     partition_stats      partition-stats-0000-0        (1)     b64 xxh64(column) + b64 xxh64(partition)
-    bloom_filters        bloom-filters-000N-0          (4)     b64 xxh64(partition) + b64 md5(file)   (key only:
-                                                               the partition is not written, see mdt_write.py)
+    bloom_filters        bloom-filters-000N-0          (4)     b64 xxh64(partition) + b64 md5(file)
     record_index         record-index-000N-0          (10+)    the record key
     secondary_index_<n>  secondary-index-<n>-000N-0   (10+)    escape(value) + "$" + escape(record key)
 
@@ -39,6 +38,12 @@ A cleaned file's entries become tombstones (`isDeleted`).  Partition statistics:
 base files' statistics of each touched partition, `isTightBound=false` — the reader merges them with
 the older record (min of mins, max of maxes, sums), so they stay a bound of every live file; the
 initial ones (built from every committed file) are tight.
+Bloom filters (`HoodieTableMetadataUtil.convertMetadataToBloomFilterRecords`,
+`HoodieMetadataPayload.createBloomFilterMetadataRecord`): per new Parquet base file, {type code, the
+instant that wrote it, the UTF-8 bytes of its footer filter's Base64 text, isDeleted false}; a cleaned
+base file's record is `isDeleted` with an empty type and filter.  The filter is the footer's
+(format/hudi_bloom.py); a file written before the index has none, and gets the one a Hudi writer would
+have written from its keys (upstream skips it).
 Record index (`HoodieMetadataPayload.createRecordIndexUpdate` / `createRecordIndexDelete`): a key →
 partition, file id as two longs + index (`fileIdEncoding` 0, or the text with encoding 1 when the id
 is no `<uuid>-<n>`), the instant in epoch ms; all cells of one (partition, file id, instant) share one
@@ -64,14 +69,11 @@ Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata 
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import decimal
-import hashlib
 import io
 import json
 import math
-import struct
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -83,9 +85,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lsm_lab.errors import CorruptFileError, InputError
+from lsm_lab.errors import CorruptFileError, InputError, UnsupportedFeatureError
+from lsm_lab.format import hudi_bloom, naming
 from lsm_lab.format import metadata_record as mr
 from lsm_lab.format.parquet_footer import read_footer
+from lsm_lab.format.parquet_read import open_parquet
 from lsm_lab.storage import TablePath, atomic
 from lsm_lab.timeline.config import TableConfig
 
@@ -146,67 +150,9 @@ def encode_value(kind: int, **payload: Any) -> bytes:
 
 # ------------------------------------------------------------------------------------- hashing
 _M64 = (1 << 64) - 1
-_P1, _P2, _P3, _P4, _P5 = (0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x85EBCA77C2B2AE63,
-                           0x27D4EB2F165667C5)
-#: `HashID.HASH_SEED` 0xdabadaba, a Java int: negative, sign-extended to the long seed of XXHash64
-HASH_SEED = 0xDABADABA - (1 << 32)
-
-
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (64 - r))) & _M64
-
-
-def _round(acc: int, v: int) -> int:
-    return (_rotl((acc + v * _P2) & _M64, 31) * _P1) & _M64
-
-
-def xxh64(data: bytes, seed: int = HASH_SEED) -> int:
-    """XXHash64 (the algorithm of lz4-java's `XXHash64`, used by `HashID`), as an unsigned int."""
-    seed &= _M64
-    n, i = len(data), 0
-    if n >= 32:
-        v = [(seed + _P1 + _P2) & _M64, (seed + _P2) & _M64, seed, (seed - _P1) & _M64]
-        while i + 32 <= n:
-            lanes = struct.unpack_from("<4Q", data, i)
-            v = [_round(a, b) for a, b in zip(v, lanes, strict=True)]
-            i += 32
-        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & _M64
-        for lane in v:
-            h = ((h ^ _round(0, lane)) * _P1 + _P4) & _M64
-    else:
-        h = (seed + _P5) & _M64
-    h = (h + n) & _M64
-    while i + 8 <= n:
-        h ^= _round(0, struct.unpack_from("<Q", data, i)[0])
-        h = (_rotl(h, 27) * _P1 + _P4) & _M64
-        i += 8
-    if i + 4 <= n:
-        h ^= (struct.unpack_from("<I", data, i)[0] * _P1) & _M64
-        h = (_rotl(h, 23) * _P2 + _P3) & _M64
-        i += 4
-    while i < n:
-        h ^= (data[i] * _P5) & _M64
-        h = (_rotl(h, 11) * _P1) & _M64
-        i += 1
-    h ^= h >> 33
-    h = (h * _P2) & _M64
-    h ^= h >> 29
-    h = (h * _P3) & _M64
-    return h ^ (h >> 32)
-
-
-def hash64_id(text: str) -> str:
-    """`HashID.hash(text, BITS_64)` as Base64 (ColumnIndexID, PartitionIndexID)."""
-    return base64.b64encode(struct.pack(">Q", xxh64(text.encode("utf-8")))).decode("ascii")
-
-
-def hash128_id(text: str) -> str:
-    """`HashID.hash(text, BITS_128)` (MD5) as Base64 (FileIndexID)."""
-    return base64.b64encode(hashlib.md5(text.encode("utf-8"), usedforsecurity=False).digest()).decode("ascii")
-
-
-def partition_identifier(partition: str) -> str:
-    return partition if partition else mr.NON_PARTITIONED_KEY
+# the keys' hashes (`HashID`) live with the record format: format/metadata_record.py
+HASH_SEED, xxh64, hash64_id, hash128_id = mr.HASH_SEED, mr.xxh64, mr.hash64_id, mr.hash128_id
+partition_identifier, bloom_filter_key = mr.partition_identifier, mr.bloom_filter_key
 
 
 def column_stats_key(column: str, partition: str, file_name: str) -> str:
@@ -215,10 +161,6 @@ def column_stats_key(column: str, partition: str, file_name: str) -> str:
 
 def partition_stats_key(partition: str, column: str) -> str:
     return hash64_id(column) + hash64_id(partition_identifier(partition))
-
-
-def bloom_filter_key(partition: str, file_name: str) -> str:
-    return hash64_id(partition_identifier(partition)) + hash128_id(file_name)
 
 
 def secondary_key(value: str | None, record_key: str) -> str:
@@ -321,8 +263,8 @@ def wanted_partitions(config: TableConfig) -> list[str]:
     out = [FILES]
     if _flag(config, PROP_COLSTATS):
         out.append(COLUMN_STATS)
-    # bloom_filters (PROP_BLOOM) is not written: its values are Java-serialised Hadoop bloom filters, which
-    # lsm_lab does not produce (format/bloom.py is its own filter) — the option is ignored
+    if _flag(config, PROP_BLOOM):  # each base file's own footer filter (format/hudi_bloom.py)
+        out.append(BLOOM_FILTERS)
     if _flag(config, PROP_RECORD_INDEX) or config.props.get(PROP_INDEX_TYPE, "").strip().upper() == "RECORD_INDEX":
         out.append(RECORD_INDEX)
     if _flag(config, PROP_PARTSTATS):
@@ -512,6 +454,59 @@ def partition_stats_cells(per_partition: Mapping[str, Sequence[Mapping[str, Any]
     return cells
 
 
+# ------------------------------------------------------------------------------------- bloom filters
+def bloom_filter_value(type_code: str, timestamp: str, text: str | None, *, deleted: bool = False) -> bytes:
+    """`HoodieMetadataPayload.createBloomFilterMetadataRecord`'s value: the filter's type code, the instant,
+    the UTF-8 bytes of its `serializeToString()` text (the footer's very value), `isDeleted`."""
+    return encode_value(mr.TYPE_BLOOM_FILTER, BloomFilterMetadata={
+        "type": type_code, "timestamp": timestamp, "bloomFilter": (text or "").encode("utf-8"), "isDeleted": deleted})
+
+
+def file_bloom_filter(path: Any, config: TableConfig) -> hudi_bloom.HudiBloomFilter:
+    """A base file's upstream filter: its footer's (`HoodieFileReader.readBloomFilter`), else — a file written
+    before the index was enabled — the filter a Hudi writer would have put there, built from the file's
+    `_hoodie_record_key` column in row order with the table's bloom options (so is a footer value that does
+    not decode)."""
+    try:
+        found = hudi_bloom.from_footer(read_footer(path)[1], path=path)  # on an object store: one GET of the tail
+    except (CorruptFileError, UnsupportedFeatureError):  # a damaged (or Jenkins-hashed) value: rebuilt from the keys
+        found = None
+    if found is not None:
+        return found
+    pf = open_parquet(path)
+    if "_hoodie_record_key" not in pf.schema_arrow.names:
+        raise CorruptFileError("a base file without _hoodie_record_key has no keys for a bloom filter", path=path)
+    keys = pf.read(columns=["_hoodie_record_key"]).column(0)
+    return hudi_bloom.filter_of_keys(keys, hudi_bloom.HudiBloomOptions.from_props(config.props))
+
+
+def _is_base_parquet(name: str) -> bool:
+    parsed = naming.parse(name)
+    return parsed is not None and parsed.kind == "base" and parsed.ext == "parquet" and parsed.content == "data"
+
+
+def bloom_filter_cells(base_path: TablePath, config: TableConfig, added: Mapping[str, Iterable[str]],
+                       deleted: Mapping[str, Iterable[str]] | None = None, *, clean_instant: str = "") -> dict[str, bytes]:
+    """`HoodieTableMetadataUtil.convertMetadataToBloomFilterRecords`: a record per new Parquet base file (log
+    files change no base file's filter), timestamped with the instant that wrote the file; a cleaned base file's
+    record becomes `isDeleted` with an empty type and filter (the clean's `convertMetadataToBloomFilterRecords`)."""
+    cells: dict[str, bytes] = {}
+    for partition, names in added.items():
+        for name in names:
+            if not _is_base_parquet(name):
+                continue
+            path = base_path / partition / name if partition else base_path / name
+            bloom = file_bloom_filter(path, config)
+            parsed = naming.parse(name)
+            cells[bloom_filter_key(partition, name)] = bloom_filter_value(
+                bloom.type_code, parsed.instant if parsed is not None else "", bloom.serialize_to_string())
+    for partition, names in (deleted or {}).items():
+        for name in names:
+            if _is_base_parquet(name):
+                cells[bloom_filter_key(partition, name)] = bloom_filter_value("", clean_instant, None, deleted=True)
+    return cells
+
+
 # ------------------------------------------------------------------------------------- record index
 def instant_millis(instant: str, config: TableConfig) -> int:
     """An instant time as epoch milliseconds, read in the table's timeline zone (UTC or local)."""
@@ -633,7 +628,9 @@ __all__ = [
     "SCHEMA_TEXT",
     "SECONDARY_PREFIX",
     "PartitionSpec",
+    "bloom_filter_cells",
     "bloom_filter_key",
+    "bloom_filter_value",
     "column_stats_cells",
     "column_stats_key",
     "column_stats_tombstones",
@@ -641,6 +638,7 @@ __all__ = [
     "define_secondary_index",
     "encode_value",
     "estimate_groups",
+    "file_bloom_filter",
     "file_column_stats",
     "file_group_index",
     "file_group_indexes",

@@ -3,8 +3,9 @@
 A table of version 8, 9 or 10 with `hoodie.metadata.enable=true` keeps, under `.hoodie/metadata/`,
 a MOR table whose partitions index the data table: `files` (the listing; lsm_lab (table/mdt_listing.py) and hudi-rs list the
 table from it), `column_stats` and `partition_stats` (on by default, as upstream's `HoodieMetadataConfig`),
-`record_index` (`hoodie.metadata.record.index.enable=true` or `hoodie.index.type=RECORD_INDEX`) and
-`secondary_index_<name>` (`Table.create_index`).  This module is the protocol; which cells each
+`record_index` (`hoodie.metadata.record.index.enable=true` or `hoodie.index.type=RECORD_INDEX`),
+`bloom_filters` (`hoodie.metadata.index.bloom.filter.enable=true`: each base file's own footer filter,
+format/hudi_bloom.py) and `secondary_index_<name>` (`Table.create_index`).  This module is the protocol; which cells each
 partition gets, its file groups and keys are `services/mdt_index.py`'s.  lsm_lab writes it as
 upstream's `HoodieBackedTableMetadataWriter` does:
 
@@ -54,9 +55,7 @@ order) delete the slices no retained MDT commit reads and move old MDT instants 
 deltacommit the MDT already compacted cannot delete its records (upstream refuses it in
 `validateRollback`): lsm_lab then drops the MDT, and the next write builds it again from a listing.
 
-Simplified compared with Apache Hudi: no `bloom_filters` partition (upstream's value is the base
-file's own `org.apache.hudi.bloomfilter` footer filter, a Hadoop `Writable`; lsm_lab's files carry their own
-`lsm_lab.bloom` instead, docs/FORMAT.md; `hoodie.metadata.index.bloom.filter.enable` is ignored) and no expression indexes (see
+Simplified compared with Apache Hudi: no expression indexes (see
 mdt_index.py for what each index simplifies); the MDT's compaction, clean and archival
 (`services/mdt_services.py`, upstream's retention and barriers) run inline, before the deltacommit of the
 write that finds them due, with fresh times from the data table's clock; no empty initial log file with a delete block next to
@@ -152,9 +151,10 @@ def enabled(config: TableConfig) -> bool:
 
 
 def maintainable(name: str) -> bool:
-    """Whether lsm_lab's writer keeps this MDT partition current: `files`, the statistics, the record index
-    and secondary indexes (not `bloom_filters`, whose values are Java-serialised filters, nor expression indexes)."""
-    return name in (FILES, mi.COLUMN_STATS, mi.PARTITION_STATS, mi.RECORD_INDEX) or name.startswith(mi.SECONDARY_PREFIX)
+    """Whether lsm_lab's writer keeps this MDT partition current: `files`, the statistics, the bloom filters, the
+    record index and secondary indexes (not expression indexes)."""
+    return name in (FILES, mi.COLUMN_STATS, mi.PARTITION_STATS, mi.BLOOM_FILTERS, mi.RECORD_INDEX) or \
+        name.startswith(mi.SECONDARY_PREFIX)
 
 
 def maintained_partitions(config: TableConfig) -> frozenset[str]:
@@ -417,6 +417,8 @@ def _initial_cells(base_path: TablePath, config: TableConfig, data: TableState, 
         if name == mi.COLUMN_STATS:
             return [mi.column_stats_cells(p, stats) for p, stats in per.items()]
         return [mi.partition_stats_cells(per, tight=True)]
+    if name == mi.BLOOM_FILTERS:
+        return [mi.bloom_filter_cells(base_path, config, _committed_listing(base_path, config))]
     if name == mi.RECORD_INDEX or name.startswith(mi.SECONDARY_PREFIX):
         column = mi.secondary_definitions(base_path).get(name) if name != mi.RECORD_INDEX else None
         ctx = data.read_context()
@@ -489,6 +491,8 @@ def _instant_cells(base_path: TablePath, config: TableConfig, instant: Instant, 
                 if _is_base(fname) and schema is not None:
                     cells.update(mi.column_stats_tombstones(partition, fname, _indexed_columns(config, schema)))
         return cells, []
+    if name == mi.BLOOM_FILTERS:
+        return mi.bloom_filter_cells(base_path, config, added, deleted, clean_instant=instant.begin_time), []
     if name == mi.RECORD_INDEX:
         return _record_index_cells(base_path, config, instant, metadata)
     if name.startswith(mi.SECONDARY_PREFIX):
@@ -678,7 +682,7 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
         return None
     config = read_config(base_path)  # as on disk now: the MDT may have been declared since the caller read it
     unkept = [n for n in _declared(config) if not maintainable(n)]
-    if unkept:  # partitions lsm_lab does not write (bloom_filters, expression indexes): undeclared, then removed
+    if unkept:  # partitions lsm_lab does not write (expression indexes): undeclared, then removed
         config = _undeclare(base_path, unkept)
     added, deleted = changes_of(instant, metadata)
     timeline = _timeline(base_path, config)

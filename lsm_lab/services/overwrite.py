@@ -53,7 +53,7 @@ import pyarrow as pa
 
 from lsm_lab.filegroup import cdclog
 from lsm_lab.filegroup.fsview import FileGroup
-from lsm_lab.format import naming, parquet_write
+from lsm_lab.format import hudi_bloom, naming, parquet_write
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline import config as cfg
 from lsm_lab.timeline.config import TableConfig
@@ -126,7 +126,9 @@ class Replacement:
         for task, g in enumerate(groups, start=1 << 16):
             name = naming.base_file_name(g.file_id, naming.write_token(task, 0, 0), instant)
             folder = self.table.path / g.partition if g.partition else self.table.path
-            size = parquet_write.write_parquet(folder / name, full.empty_table(), is_sorted=self.table.config.is_lsm)
+            size = parquet_write.write_parquet(folder / name, full.empty_table(), is_sorted=self.table.config.is_lsm,
+                                              hudi_bloom=hudi_bloom.options_for(self.table.config.props,
+                                                                                self.table.config.version))
             prev = g.latest.base_instant if g.latest is not None else "null"
             out.append(WriteStat(g.partition, g.file_id, f"{g.partition}/{name}" if g.partition else name, prev,
                                  totalWriteBytes=size, fileSizeInBytes=size, baseFile=name))

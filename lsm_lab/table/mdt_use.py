@@ -51,7 +51,9 @@ translate Spark expressions and look up column stats by HFile key prefix, `Recor
 and `SecondaryIndexSupport` read only the needed MDT shards; lsm_lab understands conjunctive
 `(column, op, value)` tuples with `=`, `in`, `<`, `<=`, `>`, `>=`, and reads each MDT partition it
 needs in full (table/metadata_table.py).  No partition-stats pruning (partition folders are pruned
-by value already), no expression indexes, no bloom_filters partition.
+by value already), no expression indexes; the `bloom_filters` partition (written for Hudi's readers,
+services/mdt_index.py) is not read: lookups already skip files by lsm_lab's own key index and footer blooms
+(table/lookup.py).
 
 Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata table (use)")
 """

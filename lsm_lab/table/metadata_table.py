@@ -49,9 +49,8 @@ the record index: `record_index(keys)` reads only the shards (file groups) the k
 only the base HFile's blocks the keys fall in plus the log blocks filtered to the keys (`table/mdt_lookup.py`,
 upstream's `getRecordsByKeys`), and `record_keys()` decodes no value — (no key-prefix scans, no
 spillable map); the MDT is read as
-of now (no time travel of the index); `bloom_filter` returns the stored filter's bytes and type
-(lsm_lab has no reader of Hudi's Java-serialised bloom filters, and finds the record by
-scanning, since its key is a hash lsm_lab does not compute); expression indexes are not read.
+of now (no time travel of the index); `bloom_filter` decodes the stored filter (format/hudi_bloom.py)
+after merging the whole `bloom_filters` partition; expression indexes are not read.
 
 Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata table (read)")
 """
@@ -67,6 +66,7 @@ import pyarrow as pa
 
 from lsm_lab.errors import LsmLabError
 from lsm_lab.filegroup import index
+from lsm_lab.format import hudi_bloom
 from lsm_lab.format import metadata_record as mr
 from lsm_lab.storage import TablePath
 from lsm_lab.table import mdt_listing, mdt_lookup
@@ -220,26 +220,50 @@ class MetadataTable:
         t = self.files()
         return dict(zip(t.column("file_name").to_pylist(), t.column("partition").to_pylist(), strict=True))
 
-    def bloom_filter(self, partition: str, file_name: str) -> dict[str, Any] | None:
-        """The `bloom_filters` record of a base file: {"type", "timestamp", "bloom_filter" (bytes)}, or None.
+    def bloom_filter_record(self, partition: str, file_name: str) -> dict[str, Any] | None:
+        """The `bloom_filters` record of a base file: {"type", "timestamp", "bloom_filter" (the bytes: UTF-8 of the
+        filter's Base64 text)}, or None.  Its key is computed (`HoodieMetadataPayload.getBloomFilterRecordKey`:
+        XXHash64 of the partition, MD5 of the file name)."""
+        rec = self.records(self._require("bloom_filters")).get(mr.bloom_filter_key(partition, file_name))
+        if rec is None:
+            return None
+        bf = rec.payload.get("BloomFilterMetadata") or {}
+        return {"type": bf.get("type"), "timestamp": bf.get("timestamp"), "bloom_filter": bf.get("bloomFilter")}
 
-        Hudi keys the record by hashes of the partition and file name and keeps neither in the value,
-        so the record is found through the `column_stats` partition's key of the same file (its last
-        24 characters are the same file hash); None when no record matches."""
+    def bloom_filter(self, partition: str, file_name: str) -> hudi_bloom.HudiBloomFilter | None:
+        """The decoded filter of a base file (`HoodieBackedTableMetadata.getBloomFilter`: the record's bytes read
+        with its type code, format/hudi_bloom.py), or None when the partition holds none for it."""
+        rec = self.bloom_filter_record(partition, file_name)
+        if rec is None:
+            return None
+        raw = rec["bloom_filter"] or b""
+        return hudi_bloom.HudiBloomFilter.from_string(raw, str(rec["type"] or hudi_bloom.SIMPLE),
+                                                     path=self.mdt.path / "bloom_filters")
+
+    def bloom_filters(self) -> pa.Table:
+        """`partition, file_name, type, timestamp, rows, bits, hashes, size` of every live `bloom_filters` record
+        (its file found by computing the key of each file the `files` partition lists; a record no listed file
+        matches gets null partition and file name); `size` = the stored text's bytes."""
         recs = self.records(self._require("bloom_filters"))
-        suffix = None
-        if "column_stats" in self.declared:
-            where = self._file_partitions()
-            for key, rec in self.records("column_stats").items():
-                cs = rec.payload.get("ColumnStatsMetadata") or {}
-                if cs.get("fileName") == file_name and where.get(file_name, partition) == partition:
-                    suffix = key[-24:]
-                    break
+        where: dict[str, tuple[str | None, str | None]] = {}
+        if "files" in self.declared:
+            f = self.files()
+            for p, n in zip(f.column("partition").to_pylist(), f.column("file_name").to_pylist(), strict=True):
+                where[mr.bloom_filter_key(p, n)] = (p, n)
+        rows: list[dict[str, Any]] = []
         for key, rec in recs.items():
-            if suffix is not None and key.endswith(suffix):
-                bf = rec.payload.get("BloomFilterMetadata") or {}
-                return {"type": bf.get("type"), "timestamp": bf.get("timestamp"), "bloom_filter": bf.get("bloomFilter")}
-        return None
+            bf = rec.payload.get("BloomFilterMetadata") or {}
+            raw = bf.get("bloomFilter") or b""
+            bloom = hudi_bloom.HudiBloomFilter.from_string(raw, str(bf.get("type") or hudi_bloom.SIMPLE),
+                                                           path=self.mdt.path / "bloom_filters")
+            p, n = where.get(key, (None, None))
+            rows.append({"partition": p, "file_name": n, "type": bf.get("type"), "timestamp": bf.get("timestamp"),
+                         "rows": len(bloom.rows), "bits": bloom.vector_size, "hashes": bloom.nb_hash,
+                         "size": len(raw)})
+        schema = pa.schema([("partition", pa.string()), ("file_name", pa.string()), ("type", pa.string()),
+                            ("timestamp", pa.string()), ("rows", pa.int32()), ("bits", pa.int64()),
+                            ("hashes", pa.int32()), ("size", pa.int64())])
+        return pa.Table.from_pylist(rows, schema=schema)
 
     # ------------------------------------------------------------------ indexes
     def record_index(self, keys: Iterable[str]) -> pa.Table:
