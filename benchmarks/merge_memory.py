@@ -21,6 +21,10 @@ never kept in the heap): what the RSS is once the C library keeps no freed batch
 those variables set, e.g. `ARROW_DEFAULT_MEMORY_POOL=jemalloc` (Arrow's other pools shipped in the
 wheel) or `MALLOC_ARENA_MAX=1`; the contenders of one N run one after another, so a busy minute
 falls on each alike.
+`--heap` instead runs the sorted engine once per N in a child that samples, every 50 ms, Arrow's bytes in
+use and glibc's heap (`mallinfo2`: the bytes its heaps hold, and of them in use), and prints the most of
+each and the heap at the end: what grows with N, live data or memory the C library keeps for reuse (Linux
+with glibc >= 2.33 only).
 The last column is the peak over the peak at the smallest N (the issue's target for the
 sorted engine: <= 1.2 at the largest N).  `--plot FILE` draws peak RSS against N (matplotlib).
 
@@ -30,15 +34,20 @@ Taught in: no chapter (docs/PERFORMANCE.md, "Seventh pass: merge memory and obje
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
+import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lsm_lab.bench.merge import make_runs, run_contender
+from lsm_lab.allocator import command_env
+from lsm_lab.bench.merge import KEY, ORDERING, make_runs, peak_rss_bytes, run_contender
 from lsm_lab.merge.files import MERGE_BATCH_ROWS
 
 CONTENDERS = ("sorted", "hash", "duckdb")
@@ -80,6 +89,76 @@ def run(rows: Sequence[int], k: int, batches: Sequence[int], contenders: Sequenc
             rec.update(rows=ds.rows, label=label)
             records.append(rec)
     return records
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                     "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def heap_child(spec_json: str) -> None:
+    """Inside the child: merge the runs with the sorted engine while a thread samples the memory; print one
+    RESULT line with the sample at the RSS peak and the last one (MiB)."""
+    import pyarrow as pa
+
+    from lsm_lab.merge.files import merge_parquet_files
+
+    job = json.loads(spec_json)
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = _MallInfo2  # glibc >= 2.33 (mallinfo's ints wrap past 2 GiB)
+    page = os.sysconf("SC_PAGE_SIZE")
+    mib = 1 << 20
+    samples: list[dict[str, float]] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        t0 = time.perf_counter()
+        with open("/proc/self/statm", "rb") as statm:
+            while True:
+                statm.seek(0)
+                mi = libc.mallinfo2()  # summed over every arena
+                samples.append({"t": time.perf_counter() - t0, "rss": int(statm.read().split()[1]) * page / mib,
+                                "arrow": pa.total_allocated_bytes() / mib, "heap": (mi.arena + mi.hblkhd) / mib,
+                                "heap_used": (mi.uordblks + mi.hblkhd) / mib, "heap_free": mi.fordblks / mib})
+                if done.wait(0.05):
+                    return
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    merge_parquet_files(job["out"], job["paths"], key=KEY, ordering=ORDERING, engine="sorted",
+                        batch_size=job["batch_size"])
+    done.set()
+    sampler.join()
+    most = {name: max(r[name] for r in samples) for name in ("rss", "arrow", "heap", "heap_used", "heap_free")}
+    print("RESULT " + json.dumps({"max": most, "last": samples[-1], "vmhwm": peak_rss_bytes() / mib,
+                                  "seconds": samples[-1]["t"], "samples": len(samples)}), flush=True)
+
+
+def heap_run(rows: Sequence[int], k: int, batch: int, data_dir: str, overlap: float = 0.3) -> list[dict[str, Any]]:
+    """`--heap`: one sampled sorted merge per N, each in its own process (the `lsm-lab` command's pool)."""
+    out_dir = Path(tempfile.mkdtemp(prefix="lsm_lab_merge_heap_"))
+    records = []
+    for n in rows:
+        ds = make_runs(data_dir, n, k, overlap)
+        job = {"paths": list(ds.paths), "out": str(out_dir / f"heap_{n}.parquet"), "batch_size": batch}
+        print(f"N={n:,} sorted b={batch}, sampled ...", file=sys.stderr, flush=True)
+        proc = subprocess.run([sys.executable, __file__, "--heap-child", json.dumps(job)], capture_output=True,
+                              text=True, env=command_env())
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+        if proc.returncode != 0 or not lines:
+            raise SystemExit(f"N={n}: {(proc.stderr or proc.stdout).strip()[-2000:]}")
+        records.append({"rows": ds.rows, **json.loads(lines[-1][len("RESULT "):])})
+    return records
+
+
+def heap_table(records: Sequence[dict[str, Any]]) -> str:
+    lines = [f"{'N':>12}{'seconds':>9}{'VmHWM':>7} | most while merging: {'Arrow':>6}{'heap used':>10}"
+             f"{'heap':>6} | at the end: {'heap':>5}{'free':>6}   (MiB; glibc's heap: in use + free)"]
+    for r in records:
+        m, e = r["max"], r["last"]
+        lines.append(f"{r['rows']:>12,}{r['seconds']:>9.2f}{r['vmhwm']:>7.0f} | {'':>19}{m['arrow']:>6.0f}"
+                     f"{m['heap_used']:>10.0f}{m['heap']:>6.0f} | {'':>12}{e['heap']:>5.0f}{e['heap_free']:>6.0f}")
+    return "\n".join(lines)
 
 
 def table(records: Sequence[dict[str, Any]]) -> str:
@@ -131,7 +210,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(), "lsm_lab_bench"))
     p.add_argument("--plot", metavar="FILE", help="write a plot of peak RSS against N")
     p.add_argument("--json", metavar="OUT")
+    p.add_argument("--heap", action="store_true",
+                   help="sample the sorted merge's RSS, Arrow bytes and glibc heap (first batch) instead")
+    p.add_argument("--heap-child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.heap_child:
+        heap_child(args.heap_child)
+        return 0
+    if args.heap:
+        heap = heap_run(args.rows, args.k, args.batch[0], args.data_dir)
+        print(f"merge memory, sampled: k={args.k}, overlap 0.3, sorted b={args.batch[0]}")
+        print(heap_table(heap))
+        if args.json:
+            Path(args.json).write_text(json.dumps(heap, indent=2))
+        return 0
     records = run(args.rows, args.k, args.batch, args.contenders, mmap_threshold=args.mmap_threshold,
                   data_dir=args.data_dir, envs=[parse_env(e) for e in args.env])
     print(f"merge memory: k={args.k}, overlap 0.3, cores={os.cpu_count()}")

@@ -7,6 +7,8 @@ by what the read needs:
     whole read (a scan, a merge)       one GET of the object ─► pa.BufferReader      (object_source)
     a few row groups (a point lookup)  ranged GETs, one per read ─► RangedObject      (object_source(ranged=True))
     a lookup's small files (≤ 8 MiB)   one GET each, in parallel, held for the lookup ─► whole_objects
+    (or larger, when its keys would     (`whole_pays`: the bytes a footer GET and a ranged GET would spare
+     read most of the object anyway)     are worth less than the request they cost)
     only the footer                    one GET of the tail ─► tail_bytes              (a second GET
                                        when the footer is larger: its length is in the last 8 bytes;
                                        the tail asked for grows with the object, `footer_guess`)
@@ -111,6 +113,31 @@ def object_source(source: Any, ranged: bool, size: int | None = None) -> Any:
 WHOLE_MAX = 8 << 20
 WHOLE_BUDGET = 64 << 20
 WHOLE_THREADS = 8  # GETs in flight at once (they wait on the network, not on the CPU)
+
+
+
+def whole_pays(size: int, keys: int | None) -> bool:
+    """Whether a lookup of `keys` keys (those the key index cannot rule out) in an object of `size` bytes
+    whose footer is not cached fetches it whole: one GET instead of a footer GET and a ranged GET.
+    `keys` None: not known (no key index entry), so only an object of at most WHOLE_MAX bytes.
+
+        expected ranged bytes   the tail (`footer_guess`) + the span from the first row group hit to the last,
+                                for k keys spread evenly over a sorted file size x (k - 1) / (k + 1)
+        whole                   when size - expected ranged bytes <= WHOLE_MAX, i.e. the bytes a ranged read
+                                would spare are at most what a lookup already gives for one request (the
+                                coalescing of row groups in `probe_file` uses the same exchange rate)
+
+    An 11 MB base file holding 8 of 100 looked-up keys: ranged reads 0.35 MB + ~8.6 MB in two GETs, whole
+    11 MB in one; holding 1 key: 0.35 MB + one row group in two GETs, so ranged.  An unsorted file (every
+    row group a candidate) or keys close together only move the estimate's error to bytes, never to rows.
+    At most WHOLE_BUDGET bytes, the most `whole_objects` holds at once."""
+    if size <= WHOLE_MAX:
+        return True
+    if keys is None or keys <= 0 or size > WHOLE_BUDGET:
+        return False
+    ranged_bytes = footer_guess(size) + size * (keys - 1) // (keys + 1)
+    return size - ranged_bytes <= WHOLE_MAX
+
 
 _held: dict[str, bytes] = {}  # str(StoragePath) → the whole object, while a `whole_objects` block runs
 _held_guard = threading.Lock()
@@ -326,4 +353,5 @@ __all__ = [
     "row_group_spans",
     "stream_source",
     "tail_bytes",
+    "whole_pays",
 ]

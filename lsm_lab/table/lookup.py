@@ -271,11 +271,12 @@ def probe_file(info: FileInfo, key_col: str, pred: KeyPredicate, hashes: tuple[n
     if not isinstance(info.source, StoragePath):
         options["pre_buffer"] = False  # local reads of one or two chunks: no pre-buffering
     source: Any = info.source if info.source is not None else info.path
-    if isinstance(source, StoragePath) and info.size and len(plan) > 1:
+    if isinstance(source, StoragePath) and info.size:
         # the row groups to read, coalesced: one ranged GET from the first to the last when that span is at
         # most twice their bytes or holds at most ranged.WHOLE_MAX (8 MiB) between them (the bytes between
         # cost less than a request; two 8 MiB windows held as much), else windows of up to 8 MiB of
-        # consecutive row groups, one GET each
+        # consecutive row groups, one GET each.  One row group is one GET too: left to pyarrow's pre-buffer,
+        # its key chunk and the other columns wanted were two when unwanted chunks (over 8 KiB) lay between
         rg_spans = ranged.row_group_spans(info.metadata)
         hit_spans = [rg_spans[rg] for rg, _ in plan if rg < len(rg_spans)]
         if len(hit_spans) == len(plan):
@@ -549,9 +550,10 @@ class PrunedReader:
 
     def whole_batches(self, slices: Sequence[FileSlice]) -> Iterator[tuple[list[FileSlice], list[StoragePath]]]:
         """The slices in batches, each with the object-store files to fetch whole before probing it
-        (`ranged.whole_objects`): files of at most `ranged.WHOLE_MAX` bytes whose footer is not cached and
-        that the key index (checked for the whole key set, as cheap as it is) cannot rule out; a batch
-        holds at most `ranged.WHOLE_BUDGET` bytes of them.  Locally: one batch, nothing to fetch."""
+        (`ranged.whole_objects`): files whose footer is not cached and that the key index (checked for the
+        whole key set, as cheap as it is) cannot rule out, of at most `ranged.WHOLE_MAX` bytes, or larger
+        when the keys it admits would read most of the file anyway (`ranged.whole_pays`); a batch holds at
+        most `ranged.WHOLE_BUDGET` bytes of them.  Locally: one batch, nothing to fetch."""
         batch: list[FileSlice] = []
         fetch: list[StoragePath] = []
         held = 0
@@ -565,13 +567,15 @@ class PrunedReader:
                 files = []
             if narrowed is not None:
                 for f in files:
-                    if not isinstance(f.path, StoragePath) or not f.size or f.size > ranged.WHOLE_MAX \
+                    if not isinstance(f.path, StoragePath) or not f.size or f.size > ranged.WHOLE_BUDGET \
                             or f.name.ext != "parquet" or self.footers.has(f.path, f.size):
                         continue
                     entry = self.index.entry(f.path.name, f.size) if self.index is not None else None
-                    if entry is not None and self._index_rules_out_quietly(entry, *narrowed):
+                    admitted = self._index_admits(entry, *narrowed) if entry is not None else None
+                    if admitted == 0:
                         continue
-                    wanted.append((f.path, f.size))
+                    if ranged.whole_pays(f.size, admitted):
+                        wanted.append((f.path, f.size))
             size = sum(n for _, n in wanted)
             if batch and held + size > ranged.WHOLE_BUDGET:
                 yield batch, fetch
@@ -582,19 +586,21 @@ class PrunedReader:
         if batch:
             yield batch, fetch
 
-    def _index_rules_out_quietly(self, entry: keyindex.IndexEntry, pred: KeyPredicate,
-                                 hashes: tuple[np.ndarray, np.ndarray] | None) -> bool:
-        """`_index_rules_out` for the whole key set, counting nothing (a prefetch decision only)."""
+    def _index_admits(self, entry: keyindex.IndexEntry, pred: KeyPredicate,
+                      hashes: tuple[np.ndarray, np.ndarray] | None) -> int | None:
+        """How many of the keys the file's key index entry admits (range, then bloom), counting nothing (a
+        prefetch decision only): 0 when it rules the file out, None for a predicate without keys that it
+        cannot rule out."""
         if pred.keys is None:
-            return not pred.overlaps(entry.min_key, entry.max_key)
+            return None if pred.overlaps(entry.min_key, entry.max_key) else 0
         a, b = pred.keys_between(entry.min_key, entry.max_key)
         if a >= b:
-            return True
+            return 0
         bloom = entry.bloom() if self.use_bloom else None
         if bloom is None:
-            return False
+            return b - a
         h1, h2 = hashes if hashes is not None else key_hashes(pred.keys)
-        return not bool(bloom.contains_hashes(h1[a:b], h2[a:b]).any())
+        return int(np.count_nonzero(bloom.contains_hashes(h1[a:b], h2[a:b])))
 
     def _index_rules_out(self, entry: keyindex.IndexEntry, f: DataFile, pred: KeyPredicate,
                          hashes: tuple[np.ndarray, np.ndarray] | None) -> bool:
