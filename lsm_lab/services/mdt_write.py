@@ -514,10 +514,32 @@ def _read_columns(path: Any, columns: list[str]) -> pa.Table:
     return pf.read(columns=[c for c in columns if c in names])
 
 
-def _prev_base(base_path: TablePath, partition: str, file_id: str, prev: str) -> Any:
+def _prev_base(base_path: TablePath, partition: str, file_id: str, prev: str,
+               written: dict[str, dict[tuple[str, str], str]] | None = None,
+               timeline: ActiveTimeline | None = None) -> Any:
+    """The base file of `file_id` that instant `prev` wrote: named by `prev`'s own commit metadata on the active
+    timeline (no LIST of the partition folder: issue 32, "every plan from the files partition"), else found by
+    listing the folder (an archived `prev`).  `written` caches each instant's base files."""
     if not prev or prev == "null":
         return None
     folder = base_path / partition if partition else base_path
+    if timeline is not None and written is not None:
+        if prev not in written:
+            written[prev] = {}
+            try:
+                inst = timeline.find(prev)
+                if inst.is_completed:
+                    for stat in iter_write_stats(timeline.read_content(inst)):
+                        rel = str(stat.get("path") or "")
+                        if rel and _is_base(os.path.basename(rel)):
+                            written[prev][(str(stat.get("partitionPath") or ""), str(stat.get("fileId") or ""))] = rel
+            except LsmLabError:
+                pass  # archived or unreadable: list the folder
+        known = written[prev].get((partition, file_id))
+        if known is not None:
+            parsed = naming.parse(os.path.basename(known))
+            if parsed is not None and parsed.kind == "base" and parsed.instant == prev and (base_path / known).is_file():
+                return base_path / known
     for fname in list_names(folder):
         parsed = naming.parse(fname)
         if parsed is not None and parsed.kind == "base" and parsed.file_id == file_id and parsed.instant == prev:
@@ -550,6 +572,8 @@ def _record_index_cells(base_path: TablePath, config: TableConfig, instant: Inst
     gone: list[str] = []
     key_cols = ["_hoodie_record_key", *[f.strip() for f in config.props.get(
         "hoodie.table.recordkey.fields", "").split(",") if f.strip()]]
+    written: dict[str, dict[tuple[str, str], str]] = {}
+    timeline = ActiveTimeline(base_path, config)
     for stat in iter_write_stats(metadata):
         rel = str(stat.get("path") or "")
         if not rel:
@@ -560,7 +584,7 @@ def _record_index_cells(base_path: TablePath, config: TableConfig, instant: Inst
         value = mi.record_index_value(partition, file_id, millis)
         if _is_base(os.path.basename(rel)):
             keys = _key_column(_read_columns(path, key_cols), config)
-            prev = _prev_base(base_path, partition, file_id, str(stat.get("prevCommit") or ""))
+            prev = _prev_base(base_path, partition, file_id, str(stat.get("prevCommit") or ""), written, timeline)
             if prev is not None and instant.action != REPLACE_COMMIT:
                 old = _key_column(_read_columns(prev, key_cols), config)
                 new_keys = pc.filter(keys, pc.invert(pc.is_in(keys, value_set=old.combine_chunks())))
@@ -588,6 +612,8 @@ def _secondary_cells(base_path: TablePath, config: TableConfig, instant: Instant
     added: dict[str, str | None] = {}
     removed: dict[str, str | None] = {}
     current: dict[str, str | None] | None = None
+    written: dict[str, dict[tuple[str, str], str]] = {}
+    timeline = ActiveTimeline(base_path, config)
     for stat in iter_write_stats(metadata):
         rel = str(stat.get("path") or "")
         if not rel:
@@ -598,7 +624,8 @@ def _secondary_cells(base_path: TablePath, config: TableConfig, instant: Instant
             rows = _read_columns(path, key_cols)
             now = dict(zip(_key_column(rows, config).to_pylist(), mi.secondary_value_text(rows.column(column)),
                            strict=True))
-            prev = _prev_base(base_path, partition, str(stat.get("fileId") or ""), str(stat.get("prevCommit") or ""))
+            prev = _prev_base(base_path, partition, str(stat.get("fileId") or ""), str(stat.get("prevCommit") or ""),
+                              written, timeline)
             before: dict[str, str | None] = {}
             if prev is not None and instant.action != REPLACE_COMMIT:
                 old = _read_columns(prev, key_cols)
