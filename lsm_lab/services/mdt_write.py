@@ -150,6 +150,13 @@ def maintainable(name: str) -> bool:
     return name in (FILES, mi.COLUMN_STATS, mi.PARTITION_STATS, mi.RECORD_INDEX) or name.startswith(mi.SECONDARY_PREFIX)
 
 
+def partitioned_record_index(base_path: TablePath) -> bool:
+    """Whether the table's record index is upstream 1.1's partitioned one (`isPartitioned` in its index definition),
+    which lsm_lab reads (table/metadata_table.py) but does not write: a write undeclares and removes it."""
+    options = (mi.index_definitions(base_path).get(mi.RECORD_INDEX) or {}).get("indexOptions") or {}
+    return str(options.get("isPartitioned", "false")).strip().lower() == "true"
+
+
 def maintained_partitions(config: TableConfig) -> frozenset[str]:
     """The MDT partitions lsm_lab's writes keep current on a table of this configuration (empty: none).
     `services/mdt_maintained.py` asks this before an upsert trusts the record index."""
@@ -371,7 +378,8 @@ def initialise_partition(base_path: TablePath, config: TableConfig, timeline: Ac
         _point_at_index_defs(base_path)
     elif name == mi.RECORD_INDEX and config.version >= 9:
         mi.define_index(base_path, name, mi.index_definition(name, name, "", [], config.version,
-                                                             options={"isPartitioned": "false"}, version="V1"))
+                                                             options={"isPartitioned": "false"}, version="V1"),
+                        replace=True)  # (over a partitioned one's definition, which a write removed)
         _point_at_index_defs(base_path)
     _declare(base_path, name)
 
@@ -689,8 +697,10 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
             drop(base_path)
         return None
     config = read_config(base_path)  # as on disk now: the MDT may have been declared since the caller read it
-    unkept = [n for n in _declared(config) if not maintainable(n)]
-    if unkept:  # partitions lsm_lab does not write (bloom_filters, expression indexes): undeclared, then removed
+    unkept = [n for n in _declared(config) if not maintainable(n)
+              or (n == mi.RECORD_INDEX and partitioned_record_index(base_path))]
+    if unkept:  # partitions lsm_lab does not write (bloom_filters, expression indexes, a partitioned record
+        # index): undeclared, then removed
         config = _undeclare(base_path, unkept)
     added, deleted = changes_of(instant, metadata)
     timeline = _timeline(base_path, config)
