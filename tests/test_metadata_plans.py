@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -120,3 +121,31 @@ def test_every_plan_lists_no_data_folder_on_s3(s3_table: Callable[..., lsm_lab.T
     step("rollback of the latest write", lambda: t.rollback(done))
     assert step("snapshot at the end", lambda: _model_of(t)) == model
     assert {k: v for k, v in lists.items() if v} == {}
+
+
+def test_a_rollback_killed_after_hiding_the_write_resumes_from_its_plan(tmp_path: Path) -> None:
+    """The rollback of a completed write names its files in its plan (`RollbackRequests`); killed after the
+    write was hidden and before its files went, the next rollback deletes exactly those (no listing needed)."""
+    from lsm_lab.filegroup import fsview
+    from lsm_lab.services import rollback as rb
+    from lsm_lab.timeline.instant import ROLLBACK, State
+
+    t = lsm_lab.create_table(tmp_path / "t", name="trips", record_key="id", ordering_field="ts", partition_by="city",
+                             layout="default", table_type="COPY_ON_WRITE", table_version=9,
+                             properties={"hoodie.metadata.enable": "true"})
+    t.insert(_rows(range(12), 1, 0.0))
+    model = {r["id"]: r["fare"] for r in _rows(range(12), 1, 0.0)}
+    done = t.upsert(_rows(range(0, 12, 2), 2, 50.0))
+    written = {p.name for _, p, n in fsview.list_data_files(t.path) if n.instant == done.begin_time}
+    assert written
+    with mock.patch.object(rb, "delete_instant_files", side_effect=_Killed), pytest.raises(_Killed):
+        t.rollback(done)
+    u = lsm_lab.open_table(t.path)
+    pending = [i for i in u.instants() if i.action == ROLLBACK and not i.is_completed]
+    plan = u.active_timeline.read_content(pending[0], State.REQUESTED)
+    named = {f.rsplit("/", 1)[-1] for r in plan["RollbackRequests"] for f in r["filesToBeDeleted"]}
+    assert named == written
+    assert _model_of(u) == model  # hidden from readers by the pending rollback's plan
+    u.rollback()  # resumes it
+    assert not [p for _, p, n in fsview.list_data_files(t.path) if n.instant == done.begin_time]
+    assert _model_of(lsm_lab.open_table(t.path)) == model
