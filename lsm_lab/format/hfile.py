@@ -38,6 +38,16 @@ a cell running past its block, a decompressed size that differs from the header'
 `CorruptFileError` naming the file and the problem.  The protobuf messages (trailer, file info)
 are decoded field by field from their wire format; nothing is evaluated or unpickled.
 
+**A whole file as Arrow columns** (`HFile.to_table`, what the metadata table's merge and the record index's
+log blocks read): a cell's length is in its own header, so finding where cells start is the one
+sequential step — a struct read and an addition per cell, no object made (`_cell_starts`; one stride for
+a block of equal cells, `_uniform_starts`).  Everything else is NumPy or Arrow over all blocks laid end to
+end: every length and MVCC byte checked at once, then each key and value becomes a 16-byte Arrow *view*
+(length, inline bytes or prefix, offset) into the blocks, and Arrow's cast to string/binary copies the
+bytes out in one C++ pass (and checks UTF-8):
+
+    blocks  | k1 v1 | k2 v2 | k3 v3 |…      starts [0, 57, 114, …] ─► views ─► cast ─► key: string, value: binary
+
 Upstream, read for this module (apache/hudi `hudi-io/src/main/java/org/apache/hudi/io/hfile/`):
 `HFileReaderImpl` / `BaseHFileReaderImpl` (open: trailer, root and multi-level data index, meta
 index, file info), `HFileTrailer`, `HFileBlock` (header layout, checksum size), `HFileDataBlock`
