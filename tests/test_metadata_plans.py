@@ -9,7 +9,8 @@ heartbeats, the MDT's own folders — are the timeline's, not the data's):
     latest completed write
 
 Each result is checked against a plain dict model of the rows (id → fare), so a plan that lists
-nothing but misses a file fails too.
+nothing but misses a file fails too.  A rollback of a completed write killed after hiding it resumes
+from the files its plan names (`RollbackRequests`), which is what lets it skip the listing.
 """
 
 from __future__ import annotations
