@@ -373,9 +373,11 @@ def refuse_lost_commits(base_path: TablePath, timeline: ActiveTimeline, pending:
     hidden = visibility.being_removed(timeline)
     dead = [i for i in pending if i.is_write and i.begin_time not in hidden
             and not heartbeat.is_alive(base_path, i.begin_time)]
-    # a requested plan has written nothing, and a write with markers crashed (it did not lose its commit):
-    # `lost_commits` passes over both, so only the others need the folders listed
-    dead = [i for i in dead if i.state is not State.REQUESTED and not visibility.has_markers(base_path, i.begin_time)]
+    # a requested (log) compaction or clustering plan has written nothing (its runner marks files first), and a
+    # write with markers crashed rather than lost its commit (`lost_commits` passes over those): only the
+    # others need the folders listed
+    dead = [i for i in dead if not (i.state is State.REQUESTED and i.action in (COMPACTION, LOG_COMPACTION, CLUSTERING))
+            and not visibility.has_markers(base_path, i.begin_time)]
     if not dead:
         return
     lost = visibility.lost_commits(base_path, timeline, list_data_files(base_path), candidates=dead)
