@@ -127,3 +127,20 @@ def test_fuzz_flips_and_truncations(column_stats_bytes: bytes, data: st.DataObje
         h.to_table()
     except (CorruptFileError, UnsupportedFeatureError) as exc:
         assert "fuzz.hfile" in str(exc) or isinstance(exc, UnsupportedFeatureError)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cells=st.dictionaries(st.text(min_size=1, max_size=30), st.binary(max_size=40), max_size=300),
+       block_size=st.sampled_from([64, 300, 4096]), codec=st.sampled_from(["NONE", "GZIP"]))
+def test_to_table_equals_the_cells_one_by_one(cells: dict[str, bytes], block_size: int, codec: str) -> None:
+    """The columnar read (`to_table`: every block's cell starts, then Arrow views cast out) equals the cells
+    parsed one at a time (`items`) and a plain dict model, over many blocks and keys/values short enough to be
+    inlined in a view and long enough not to be."""
+    from lsm_lab.format import hfile_write
+
+    model = sorted((k.encode(), v) for k, v in cells.items())
+    h = hfile.parse_hfile(hfile_write.write_hfile(model, codec=codec, block_size=block_size), source="m.hfile")
+    table = h.to_table()
+    assert table.column("key").to_pylist() == [k.decode() for k, _ in model]
+    assert table.column("value").to_pylist() == [v for _, v in model]
+    assert list(h.items()) == model

@@ -38,6 +38,16 @@ a cell running past its block, a decompressed size that differs from the header'
 `CorruptFileError` naming the file and the problem.  The protobuf messages (trailer, file info)
 are decoded field by field from their wire format; nothing is evaluated or unpickled.
 
+**A whole file as Arrow columns** (`HFile.to_table`, what the metadata table's merge and the record index's
+log blocks read): a cell's length is in its own header, so finding where cells start is the one
+sequential step — a struct read and an addition per cell, no object made (`_cell_starts`; one stride for
+a block of equal cells, `_uniform_starts`).  Everything else is NumPy or Arrow over all blocks laid end to
+end: every length and MVCC byte checked at once, then each key and value becomes a 16-byte Arrow *view*
+(length, inline bytes or prefix, offset) into the blocks, and Arrow's cast to string/binary copies the
+bytes out in one C++ pass (and checks UTF-8):
+
+    blocks  | k1 v1 | k2 v2 | k3 v3 |…      starts [0, 57, 114, …] ─► views ─► cast ─► key: string, value: binary
+
 Upstream, read for this module (apache/hudi `hudi-io/src/main/java/org/apache/hudi/io/hfile/`):
 `HFileReaderImpl` / `BaseHFileReaderImpl` (open: trailer, root and multi-level data index, meta
 index, file info), `HFileTrailer`, `HFileBlock` (header layout, checksum size), `HFileDataBlock`
@@ -192,51 +202,52 @@ class HFile:
     def to_table(self) -> pa.Table:
         """The cells as an Arrow table: `key` (string), `value` (binary).
 
-        Per block, one loop finds where the cells start (`_cell_starts`); the keys' and values' bytes are then
-        gathered with NumPy into Arrow buffers (no Python object per cell); order, count and UTF-8 are checked."""
-        key_parts: list[np.ndarray] = []
-        key_lens: list[np.ndarray] = []
-        value_parts: list[np.ndarray] = []
-        value_lens: list[np.ndarray] = []
+        Per block, one loop finds where the cells start (`_cell_starts`: a struct read per cell, no object);
+        the blocks laid end to end, every key's and value's bytes are then gathered by one NumPy index each into
+        Arrow buffers (no Python object per cell); order, count and UTF-8 are checked."""
+        payloads: list[bytes] = []
         for i, entry in enumerate(self.data_index):
             try:
-                payload = _read_block(self.data, entry.offset, DATA_MAGIC, self.trailer.codec, limit=entry.size)
-                kd, kl, vd, vl = _cell_columns(payload)
+                payloads.append(_read_block(self.data, entry.offset, DATA_MAGIC, self.trailer.codec, limit=entry.size))
             except _Bad as exc:
                 raise CorruptFileError(f"data block {i} at offset {entry.offset}: {exc}", path=self.source) from None
-            key_parts.append(kd)
-            key_lens.append(kl)
-            value_parts.append(vd)
-            value_lens.append(vl)
-        klens = np.concatenate(key_lens) if key_lens else np.zeros(0, np.int64)
-        vlens = np.concatenate(value_lens) if value_lens else np.zeros(0, np.int64)
+        try:
+            joined, kstart, klens, vstart, vlens = _blocks_spans(payloads)
+        except _BadBlock as exc:
+            entry = self.data_index[exc.block]
+            raise CorruptFileError(f"data block {exc.block} at offset {entry.offset}: {exc.bad}",
+                                   path=self.source) from None
         count = len(klens)
         if count != self.trailer.entry_count:
             raise CorruptFileError(f"the trailer counts {self.trailer.entry_count} cells, the data blocks hold {count}",
                                    path=self.source)
-        kdata = np.concatenate(key_parts) if key_parts else np.zeros(0, np.uint8)
-        vdata = np.concatenate(value_parts) if value_parts else np.zeros(0, np.uint8)
-        koff = np.concatenate([[0], np.cumsum(klens)])
-        voff = np.concatenate([[0], np.cumsum(vlens)])
-        big = koff[-1] >= 2**31 or voff[-1] >= 2**31
-        ktype, vtype, otype = (pa.large_string(), pa.large_binary(), np.int64) if big else (pa.string(), pa.binary(), np.int32)
-        keys = pa.Array.from_buffers(ktype, count, [None, pa.py_buffer(koff.astype(otype)), pa.py_buffer(kdata)])
-        values = pa.Array.from_buffers(vtype, count, [None, pa.py_buffer(voff.astype(otype)), pa.py_buffer(vdata)])
+        big = len(joined) >= 2**31 or int(klens.sum()) >= 2**31 or int(vlens.sum()) >= 2**31
+        buf = np.frombuffer(joined, np.uint8)
+        if big:  # past int32 offsets: gather the bytes with NumPy into large arrays
+            koff = np.concatenate([[0], np.cumsum(klens)])
+            voff = np.concatenate([[0], np.cumsum(vlens)])
+            raw_keys = pa.Array.from_buffers(pa.large_binary(), count, [None, pa.py_buffer(koff),
+                                                                       pa.py_buffer(_gather(buf, kstart, klens))])
+            values = pa.Array.from_buffers(pa.large_binary(), count, [None, pa.py_buffer(voff),
+                                                                     pa.py_buffer(_gather(buf, vstart, vlens))])
+        else:  # views into the blocks, copied out by Arrow's cast (one C++ pass, no index per byte)
+            raw_keys = _view_array(joined, buf, kstart, klens)
+            values = _view_array(joined, buf, vstart, vlens).cast(pa.binary())
         try:
+            keys = raw_keys.cast(pa.string())
             keys.validate(full=True)
         except pa.ArrowInvalid:
-            bad = next(k for k in keys.cast(pa.binary() if not big else pa.large_binary()).to_pylist()
-                       if not _is_utf8(k))
+            bad = next(k for k in raw_keys.to_pylist() if not _is_utf8(k))
             raise CorruptFileError(f"key {bad[:40]!r} is not UTF-8", path=self.source) from None
         if count > 1:
-            kb = keys.cast(pa.large_binary())
-            ordered = pc.less_equal(kb.slice(0, count - 1), kb.slice(1))
+            ordered = pc.less_equal(keys.slice(0, count - 1), keys.slice(1))  # UTF-8 bytes order = code point order
             if not pc.all(ordered).as_py():
                 at = int(pc.index(ordered, False).as_py()) + 1
+                kb = keys.cast(pa.large_binary())
                 raise CorruptFileError(f"keys out of order: {kb[at].as_py()!r} after {kb[at - 1].as_py()!r}",
                                        path=self.source)
         if big:
-            keys, values = keys.cast(pa.string()), values.cast(pa.binary())
+            values = values.cast(pa.binary())
         return pa.table({"key": keys, "value": values})
 
     def _block_cells(self, i: int) -> list[tuple[bytes, bytes]]:
@@ -524,8 +535,9 @@ def _cells(payload: bytes) -> list[tuple[bytes, bytes]]:
 
 
 def _be32(b: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """Big-endian int32 at each offset of `at` in the byte array `b` (as int64)."""
-    u = (b[at] << 24) | (b[at + 1] << 16) | (b[at + 2] << 8) | b[at + 3]
+    """Big-endian int32 at each offset of `at` in the byte array `b` (as int64; only the bytes read are widened)."""
+    u = (b[at].astype(np.int64) << 24) | (b[at + 1].astype(np.int64) << 16) \
+        | (b[at + 2].astype(np.int64) << 8) | b[at + 3].astype(np.int64)
     out: np.ndarray = np.where(u >= 1 << 31, u - (1 << 32), u)
     return out
 
@@ -547,8 +559,26 @@ def _uniform_starts(payload: bytes, b: np.ndarray) -> np.ndarray | None:
 
 
 def _cell_starts(payload: bytes) -> list[int] | None:
-    """Where each cell of a data block starts: the one sequential step (a cell's length is in its header).
-    None when a cell's MVCC version is not the one-byte 0 Hudi writes (then `_cells` parses the block)."""
+    """Where each cell of a data block starts, unchecked: the one sequential step (a cell's length is in its
+    header), a struct read and an addition per cell.  None when the cells do not end at the block's end.  The
+    caller checks the lengths and the MVCC bytes with NumPy (`_checked_spans`)."""
+    starts: list[int] = []
+    append = starts.append
+    head = _CELL_ULENGTHS.unpack_from
+    pos = 0
+    n = len(payload)
+    try:
+        while pos < n:
+            append(pos)
+            klen, vlen = head(payload, pos)
+            pos += 9 + klen + vlen  # unsigned: always forward
+    except struct.error:
+        return None
+    return starts if pos == n else None
+
+
+def _checked_starts(payload: bytes) -> np.ndarray | None:
+    """`_cell_starts` one checked cell at a time: raises `_Bad` on the first cell that does not fit."""
     starts: list[int] = []
     append = starts.append
     head = _CELL_LENGTHS.unpack_from
@@ -565,44 +595,115 @@ def _cell_starts(payload: bytes) -> list[int] | None:
         if payload[pos] != 0:
             return None
         pos += 1
-    return starts
+    return np.array(starts, np.int64)
 
 
+_CELL_ULENGTHS = struct.Struct(">II")
 _CELL_LENGTHS = struct.Struct(">ii")
 
 
 def _gather(buf: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """The bytes of `buf` at [start, start + len) for each pair, concatenated (a run mask, no Python loop).
-    The ranges are disjoint and in order, so the starts are distinct, and so are the ends."""
-    marks = np.zeros(len(buf) + 1, np.int32)
-    marks[starts] += 1
-    marks[starts + lens] -= 1
-    return buf[np.cumsum(marks[:-1]) > 0]
+    """The bytes of `buf` at [start, start + len) for each pair, concatenated (no Python loop): one index per
+    byte taken, so the cost follows the bytes gathered, not the buffer's size."""
+    total = int(lens.sum())
+    if not total:
+        return np.zeros(0, np.uint8)
+    ends = np.cumsum(lens)
+    index = np.repeat(starts - (ends - lens), lens) + np.arange(total, dtype=np.int64)
+    out: np.ndarray = buf[index]
+    return out
 
 
-def _cell_columns(payload: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(key bytes, key lengths, value bytes, value lengths) of a data block's cells, every length checked."""
-    buf = np.frombuffer(payload, np.uint8)
-    b = buf.astype(np.int64)
-    uniform = _uniform_starts(payload, b)
-    starts_list = _cell_starts(payload) if uniform is None else []
-    if starts_list is None:
-        cells = _cells(payload)
-        keys, values = b"".join(k for k, _ in cells), b"".join(v for _, v in cells)
-        return (np.frombuffer(keys, np.uint8), np.array([len(k) for k, _ in cells], np.int64),
-                np.frombuffer(values, np.uint8), np.array([len(v) for _, v in cells], np.int64))
-    starts = uniform if uniform is not None else np.array(starts_list, np.int64)
+class _BadBlock(Exception):
+    """A damaged data block among several: its number and the problem."""
+
+    def __init__(self, block: int, bad: _Bad) -> None:
+        super().__init__(str(bad))
+        self.block, self.bad = block, bad
+
+
+def _spans_at(buf: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(key starts, key lengths, value starts, value lengths) of the cells starting at `starts` in `buf` (uint8):
+    the key is the cell key's row (Hudi's record key), every length checked against the cell's."""
     if not len(starts):
-        empty = np.zeros(0, np.uint8)
-        return empty, np.zeros(0, np.int64), empty, np.zeros(0, np.int64)
-    klen = _be32(b, starts)
-    rlen = (b[starts + 8] << 8) | b[starts + 9]
+        none = np.zeros(0, np.int64)
+        return none, none, none, none
+    klen = _be32(buf, starts)
+    rlen = (buf[starts + 8].astype(np.int64) << 8) | buf[starts + 9].astype(np.int64)
     rlen = np.where(rlen >= 1 << 15, rlen - (1 << 16), rlen)  # int16
     if ((rlen < 0) | (rlen + 2 > klen)).any():
         at = int(np.argmax((rlen < 0) | (rlen + 2 > klen)))
         raise _Bad(f"cell: row length {int(rlen[at])} runs past the key ({int(klen[at])} bytes)")
-    vlen = _be32(b, starts + 4)
-    return (_gather(buf, starts + 10, rlen), rlen, _gather(buf, starts + 8 + klen, vlen), vlen)
+    return starts + 10, rlen, starts + 8 + klen, _be32(buf, starts + 4)
+
+
+def _blocks_spans(payloads: list[bytes]) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every data block's cells at once: (the blocks laid end to end, key starts, key lengths, value starts, value
+    lengths).  Each block's cell starts (`_uniform_starts`, else `_cell_starts`), then every length and MVCC byte
+    checked at once over all blocks (a block's cells end at its end, so laid end to end each cell's MVCC byte is
+    just before the next start).  If a check fails, each block is parsed again one checked cell at a time
+    (`_checked_starts`): a damaged block is `_BadBlock` naming it; a block whose MVCC versions are not the
+    one-byte 0 is parsed by `_cells`, and the cells are laid out anew."""
+    starts: list[np.ndarray] = []
+    base = 0
+    ok = True
+    for payload in payloads:
+        found: np.ndarray | list[int] | None = _uniform_starts(payload, np.frombuffer(payload, np.uint8))
+        if found is None:
+            found = _cell_starts(payload)
+        if found is None:
+            ok = False
+            break
+        starts.append(np.asarray(found, np.int64) + base)
+        base += len(payload)
+    joined = payloads[0] if len(payloads) == 1 else b"".join(payloads)
+    if ok:
+        at = np.concatenate(starts) if starts else np.zeros(0, np.int64)
+        buf = np.frombuffer(joined, np.uint8)
+        if not len(at) or ((_be32(buf, at) >= 2).all() and (_be32(buf, at + 4) >= 0).all()
+                           and not buf[np.append(at[1:], len(buf)) - 1].any()):
+            try:
+                return (joined, *_spans_at(buf, at))
+            except _Bad:
+                pass
+    parsed = False
+    for i, payload in enumerate(payloads):  # the slow, checked way: find the damaged block, or the MVCC versions
+        try:
+            one = _checked_starts(payload)
+            if one is None:
+                _cells(payload)
+                parsed = True
+            else:
+                _spans_at(np.frombuffer(payload, np.uint8), one)
+        except _Bad as exc:
+            raise _BadBlock(i, exc) from None
+    if not parsed:
+        raise _BadBlock(0, _Bad("cells do not parse"))
+    cells = [c for payload in payloads for c in _cells(payload)]  # laid out key, value, key, value ...
+    lens = np.array([len(x) for c in cells for x in c], np.int64)
+    at = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+    return b"".join(x for c in cells for x in c), at[0::2], lens[0::2], at[1::2], lens[1::2]
+
+
+def _view_array(joined: bytes, buf: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> pa.Array:
+    """A `binary_view` array of the byte ranges [start, start + len) of `joined` (< 2 GiB), built without copying
+    them: Arrow's view layout, 16 bytes per value (its length, then up to 12 bytes inline, or a 4-byte prefix, the
+    buffer's number and the offset).  A cast to binary or string then copies the bytes out in one C++ pass."""
+    count = len(starts)
+    views = np.zeros((count, 16), np.uint8)
+    views[:, 0:4] = lens.astype("<i4").view(np.uint8).reshape(count, 4)
+    short = lens <= 12
+    if short.any():
+        s, n = starts[short], lens[short]
+        inline = buf[np.minimum(s[:, None] + np.arange(12), len(buf) - 1)]
+        inline[np.arange(12)[None, :] >= n[:, None]] = 0  # padded with zeros
+        views[short, 4:16] = inline
+    long = ~short
+    if long.any():
+        s = starts[long]
+        views[long, 4:8] = buf[s[:, None] + np.arange(4)]  # the prefix; buffer number 0
+        views[long, 12:16] = s.astype("<i4").view(np.uint8).reshape(-1, 4)
+    return pa.Array.from_buffers(pa.binary_view(), count, [None, pa.py_buffer(views), pa.py_buffer(joined)])
 
 
 def _is_utf8(b: bytes) -> bool:

@@ -52,7 +52,7 @@ def claim(table: TableState, begin: str, actions: Collection[str],
             # leftovers of a dead earlier attempt; the table's version as this operation read it (no GET of
             # hoodie.properties again): lsm_lab has no downgrade, so a version read earlier is never above
             # the current one, and a lower one only makes `files_of_instant` the more cautious (markers only)
-            delete_instant_files(table.path, begin, table_version=table.config.version)
+            delete_instant_files(table.path, begin, table_version=table.config.version, pending=True)
             markers.delete_markers(table.path, begin)
             inflight = current if current.state is State.INFLIGHT else \
                 timeline.start(requested_instant(current, table.config.timeline_layout))

@@ -455,7 +455,7 @@ def execute(table: TableState, instant: Instant | str, *, merge: str | None = No
         return inflight  # completed already
     try:
         plan = read_plan(timeline, inflight)
-        groups = table.file_groups()
+        groups = table.file_groups(own=begin)
         plancheck.verify(groups, plan.operations, begin,  # the plan still matches the view
                          plan_file=timeline.folder / requested_instant(inflight, table.config.timeline_layout).file_name)
         engine = merge or plan.merge

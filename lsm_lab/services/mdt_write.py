@@ -157,6 +157,13 @@ def maintainable(name: str) -> bool:
         name.startswith(mi.SECONDARY_PREFIX)
 
 
+def partitioned_record_index(base_path: TablePath) -> bool:
+    """Whether the table's record index is upstream 1.1's partitioned one (`isPartitioned` in its index definition),
+    which lsm_lab reads (table/metadata_table.py) but does not write: a write undeclares and removes it."""
+    options = (mi.index_definitions(base_path).get(mi.RECORD_INDEX) or {}).get("indexOptions") or {}
+    return str(options.get("isPartitioned", "false")).strip().lower() == "true"
+
+
 def maintained_partitions(config: TableConfig) -> frozenset[str]:
     """The MDT partitions lsm_lab's writes keep current on a table of this configuration (empty: none).
     `services/mdt_maintained.py` asks this before an upsert trusts the record index."""
@@ -371,7 +378,8 @@ def initialise_partition(base_path: TablePath, config: TableConfig, timeline: Ac
         _point_at_index_defs(base_path)
     elif name == mi.RECORD_INDEX and config.version >= 9:
         mi.define_index(base_path, name, mi.index_definition(name, name, "", [], config.version,
-                                                             options={"isPartitioned": "false"}, version="V1"))
+                                                             options={"isPartitioned": "false"}, version="V1"),
+                        replace=True)  # (over a partitioned one's definition, which a write removed)
         _point_at_index_defs(base_path)
     _declare(base_path, name)
 
@@ -518,10 +526,32 @@ def _read_columns(path: Any, columns: list[str]) -> pa.Table:
     return pf.read(columns=[c for c in columns if c in names])
 
 
-def _prev_base(base_path: TablePath, partition: str, file_id: str, prev: str) -> Any:
+def _prev_base(base_path: TablePath, partition: str, file_id: str, prev: str,
+               written: dict[str, dict[tuple[str, str], str]] | None = None,
+               timeline: ActiveTimeline | None = None) -> Any:
+    """The base file of `file_id` that instant `prev` wrote: named by `prev`'s own commit metadata on the active
+    timeline (no LIST of the partition folder: issue 32, "every plan from the files partition"), else found by
+    listing the folder (an archived `prev`).  `written` caches each instant's base files."""
     if not prev or prev == "null":
         return None
     folder = base_path / partition if partition else base_path
+    if timeline is not None and written is not None:
+        if prev not in written:
+            written[prev] = {}
+            try:
+                inst = timeline.find(prev)
+                if inst.is_completed:
+                    for stat in iter_write_stats(timeline.read_content(inst)):
+                        rel = str(stat.get("path") or "")
+                        if rel and _is_base(os.path.basename(rel)):
+                            written[prev][(str(stat.get("partitionPath") or ""), str(stat.get("fileId") or ""))] = rel
+            except LsmLabError:
+                pass  # archived or unreadable: list the folder
+        known = written[prev].get((partition, file_id))
+        if known is not None:
+            parsed = naming.parse(os.path.basename(known))
+            if parsed is not None and parsed.kind == "base" and parsed.instant == prev and (base_path / known).is_file():
+                return base_path / known
     for fname in list_names(folder):
         parsed = naming.parse(fname)
         if parsed is not None and parsed.kind == "base" and parsed.file_id == file_id and parsed.instant == prev:
@@ -569,6 +599,8 @@ def _record_index_cells(base_path: TablePath, config: TableConfig, instant: Inst
     gone: list[str] = []
     key_cols = ["_hoodie_record_key", *[f.strip() for f in config.props.get(
         "hoodie.table.recordkey.fields", "").split(",") if f.strip()]]
+    written: dict[str, dict[tuple[str, str], str]] = {}
+    timeline = ActiveTimeline(base_path, config)
     for stat in iter_write_stats(metadata):
         rel = str(stat.get("path") or "")
         if not rel:
@@ -579,7 +611,7 @@ def _record_index_cells(base_path: TablePath, config: TableConfig, instant: Inst
         value = mi.record_index_value(partition, file_id, millis)
         if _is_base(os.path.basename(rel)):
             keys = _key_column(_read_columns(path, key_cols), config)
-            prev = _prev_base(base_path, partition, file_id, str(stat.get("prevCommit") or ""))
+            prev = _prev_base(base_path, partition, file_id, str(stat.get("prevCommit") or ""), written, timeline)
             if prev is not None and instant.action != REPLACE_COMMIT:
                 old = _key_column(_read_columns(prev, key_cols), config)
                 new_keys = pc.filter(keys, pc.invert(pc.is_in(keys, value_set=old.combine_chunks())))
@@ -607,6 +639,8 @@ def _secondary_cells(base_path: TablePath, config: TableConfig, instant: Instant
     added: dict[str, str | None] = {}
     removed: dict[str, str | None] = {}
     current: dict[str, str | None] | None = None
+    written: dict[str, dict[tuple[str, str], str]] = {}
+    timeline = ActiveTimeline(base_path, config)
     for stat in iter_write_stats(metadata):
         rel = str(stat.get("path") or "")
         if not rel:
@@ -617,7 +651,8 @@ def _secondary_cells(base_path: TablePath, config: TableConfig, instant: Instant
             rows = _read_columns(path, key_cols)
             now = dict(zip(_key_column(rows, config).to_pylist(), mi.secondary_value_text(rows.column(column)),
                            strict=True))
-            prev = _prev_base(base_path, partition, str(stat.get("fileId") or ""), str(stat.get("prevCommit") or ""))
+            prev = _prev_base(base_path, partition, str(stat.get("fileId") or ""), str(stat.get("prevCommit") or ""),
+                              written, timeline)
             before: dict[str, str | None] = {}
             if prev is not None and instant.action != REPLACE_COMMIT:
                 old = _read_columns(prev, key_cols)
@@ -681,8 +716,10 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
             drop(base_path)
         return None
     config = read_config(base_path)  # as on disk now: the MDT may have been declared since the caller read it
-    unkept = [n for n in _declared(config) if not maintainable(n)]
-    if unkept:  # partitions lsm_lab does not write (expression indexes): undeclared, then removed
+    unkept = [n for n in _declared(config) if not maintainable(n)
+              or (n == mi.RECORD_INDEX and partitioned_record_index(base_path))]
+    if unkept:  # partitions lsm_lab does not write (expression indexes, a partitioned record index):
+        # undeclared, then removed
         config = _undeclare(base_path, unkept)
     added, deleted = changes_of(instant, metadata)
     timeline = _timeline(base_path, config)

@@ -209,7 +209,7 @@ class WriteTransaction:
             return
         with table_lock(self.base_path):
             mdt_write.rollback(self.base_path, self.begin_time, config=self.timeline.config)
-            delete_instant_files(self.base_path, self.begin_time)
+            delete_instant_files(self.base_path, self.begin_time, pending=True)
             with contextlib.suppress(TimelineError):
                 self.timeline.remove_pending(self.instant)
             markers.delete_markers(self.base_path, self.begin_time)

@@ -58,6 +58,7 @@ from lsm_lab.filegroup.planner import pending_plans
 from lsm_lab.format import keyindex, naming
 from lsm_lab.services import heartbeat, markers, mdt_write, staging
 from lsm_lab.storage import TablePath, as_path, list_names, paths, temp_leftovers
+from lsm_lab.table import mdt_listing
 from lsm_lab.timeline import visibility
 from lsm_lab.timeline.active import ActiveTimeline
 from lsm_lab.timeline.config import read_config
@@ -73,6 +74,7 @@ from lsm_lab.timeline.instant import (
     State,
     parse_file_name,
 )
+from lsm_lab.timeline.metadata import iter_write_stats
 
 
 def _table_version(base_path: TablePath) -> int:
@@ -82,39 +84,85 @@ def _table_version(base_path: TablePath) -> int:
         return 9
 
 
-def files_of_instant(base_path: TablePath, begin_time: str, *, table_version: int | None = None) -> list[Any]:
+def _lists_from_metadata(base_path: TablePath) -> bool:
+    """Whether the table's listing comes from its metadata table's `files` partition (table/mdt_listing.py)."""
+    try:
+        config = read_config(base_path)
+    except LsmLabError:
+        return False
+    return mdt_listing.switched_on(None) and mdt_listing.FILES in mdt_listing.declared(config, base_path)
+
+
+def files_of_instant(base_path: TablePath, begin_time: str, *, table_version: int | None = None,
+                     planned: list[str] | None = None, pending: bool = False) -> list[Any]:
     """Data files an instant wrote: those its markers name plus any file carrying its time in the name.
 
-    `table_version`: the table's version when the caller has read `hoodie.properties` already (else read)."""
+    `table_version`: the table's version when the caller has read `hoodie.properties` already (else read).
+    On a table listed from its metadata table (issue 32: no LIST of the data folders) the folders are not
+    listed when the instant's files are known otherwise: a `pending` write's markers name every file it
+    wrote (a writer marks a file before it creates it, so no marker = no file), and a completed instant's
+    rollback plan names the files its commit metadata lists (`planned`, table-relative paths)."""
     base_path = as_path(base_path)
     # In table version 6 a v1 log is named for its *base* instant, not for the instant that wrote it
     # (a log written during a pending compaction c is even named for c): only markers identify it.
     v1_named_for_writer = (table_version if table_version is not None else _table_version(base_path)) >= 8
-    found: set[Any] = {path for _, path, name in list_data_files(base_path)
-             if name.instant == begin_time and (v1_named_for_writer or name.log_format != 1)}
+    found: set[Any] = set()
+    if not ((pending or planned is not None) and _lists_from_metadata(base_path)):
+        found = {path for _, path, name in list_data_files(base_path)
+                 if name.instant == begin_time and (v1_named_for_writer or name.log_format != 1)}
+    for rel in planned or []:
+        path = base_path / rel
+        if path.is_file():
+            found.add(path)
     for partition, file_name, _ in markers.marked_files(base_path, begin_time):
         path = (base_path / partition / file_name) if partition else base_path / file_name
         if path.is_file():
             found.add(path)
-    return sorted(found)
+    return sorted(found, key=str)
 
 
-def delete_instant_files(base_path: TablePath, begin_time: str, *, table_version: int | None = None) -> list[str]:
+def delete_instant_files(base_path: TablePath, begin_time: str, *, table_version: int | None = None,
+                         planned: list[str] | None = None, pending: bool = False) -> list[str]:
     """Delete an instant's data files (and temp files of marked ones); returns paths relative to the table.
 
-    `table_version`: as for `files_of_instant`."""
+    `table_version`, `planned`, `pending`: as for `files_of_instant`."""
     base_path = as_path(base_path)
     deleted = []
     for partition, file_name, _ in markers.marked_files(base_path, begin_time):
         folder = base_path / partition if partition else base_path
         for tmp in temp_leftovers(folder, file_name):  # a writer killed inside write_parquet (a store has none)
             paths.unlink(tmp)  # never through a partition folder linked out of the table
-    for path in files_of_instant(base_path, begin_time, table_version=table_version):
+    for path in files_of_instant(base_path, begin_time, table_version=table_version, planned=planned,
+                                 pending=pending):
         if not paths.unlink(path, missing_ok=True):
             continue
         deleted.append(path.relative_to(base_path).as_posix())
     keyindex.remove_sidecar(base_path, begin_time)  # the key index entries of the files just deleted
     return sorted(deleted)
+
+
+def rollback_requests(timeline: ActiveTimeline, instant: Instant) -> list[dict[str, Any]]:
+    """The rollback plan's `RollbackRequests` (upstream's `HoodieRollbackPlan`) for a completed instant: per file
+    group, the data files its commit metadata lists (`filesToBeDeleted`, table-relative paths).  [] when its
+    metadata cannot be read (the files are then found by listing)."""
+    try:
+        meta = timeline.read_content(instant)
+    except LsmLabError:
+        return []
+    by_group: dict[tuple[str, str], list[str]] = {}
+    for stat in iter_write_stats(meta):
+        rel = str(stat.get("path") or "")
+        if rel:
+            by_group.setdefault((str(stat.get("partitionPath") or ""), str(stat.get("fileId") or "")), []).append(rel)
+    return [{"partitionPath": p, "fileId": f or None, "latestBaseInstant": None, "filesToBeDeleted": sorted(files),
+             "logBlocksToBeDeleted": None} for (p, f), files in sorted(by_group.items())]
+
+
+def planned_files(plan: dict[str, Any]) -> list[str] | None:
+    """The files a rollback plan names (`RollbackRequests` → `filesToBeDeleted`), or None when it names none."""
+    requests = plan.get("RollbackRequests") or []
+    files = [str(f) for r in requests if isinstance(r, dict) for f in (r.get("filesToBeDeleted") or [])]
+    return files or None
 
 
 def sweep(base_path: TablePath, timeline: ActiveTimeline) -> None:
@@ -190,7 +238,7 @@ def rollback_pending(base_path: TablePath, timeline: ActiveTimeline, instant: In
     if check_heartbeat:
         _check_dead(base_path, instant)
     started = time.monotonic()
-    deleted = delete_instant_files(base_path, instant.begin_time)
+    deleted = delete_instant_files(base_path, instant.begin_time, pending=True)
     req = timeline.request(ROLLBACK, {"instantToRollback": {"commitTime": instant.begin_time,
                                                             "action": instant.action}})
     inflight = timeline.start(req)
@@ -209,12 +257,15 @@ def rollback_completed(base_path: TablePath, timeline: ActiveTimeline, instant: 
     if not instant.is_completed:
         raise InputError(f"{instant} is not completed; use rollback_pending")
     started = time.monotonic()
-    req = timeline.request(ROLLBACK, {"instantToRollback": {"commitTime": instant.begin_time,
-                                                            "action": instant.action}})
+    requests = rollback_requests(timeline, instant)  # the files, from its commit metadata (kept in the plan)
+    plan: dict[str, Any] = {"instantToRollback": {"commitTime": instant.begin_time, "action": instant.action}}
+    if requests:
+        plan["RollbackRequests"] = requests
+    req = timeline.request(ROLLBACK, plan)
     inflight = timeline.start(req)
     remove_timeline_files(timeline, instant.begin_time, keep_requested=True)  # invisible from here on
     mdt_write.rollback(base_path, instant.begin_time, config=timeline.config)
-    deleted = delete_instant_files(base_path, instant.begin_time)
+    deleted = delete_instant_files(base_path, instant.begin_time, planned=planned_files(plan))
     done = timeline.complete(inflight, rollback_metadata(instant, deleted, started))
     remove_timeline_files(timeline, instant.begin_time)
     markers.delete_markers(base_path, instant.begin_time)
@@ -231,9 +282,10 @@ def resume_rollback(base_path: TablePath, timeline: ActiveTimeline, instant: Ins
     """
     base_path = as_path(base_path)
     try:
-        target = timeline.read_content(instant, State.REQUESTED).get("instantToRollback")
+        plan = timeline.read_content(instant, State.REQUESTED)
+        target = plan.get("instantToRollback")
     except LsmLabError:
-        target = None
+        plan, target = {}, None
     if not isinstance(target, dict) or not target.get("commitTime"):
         remove_timeline_files(timeline, instant.begin_time)
         return None
@@ -245,7 +297,7 @@ def resume_rollback(base_path: TablePath, timeline: ActiveTimeline, instant: Ins
         instant = timeline.start(instant)
     remove_timeline_files(timeline, begin, keep_requested=True)  # invisible (to readers it is already)
     mdt_write.rollback(base_path, begin, config=timeline.config)
-    deleted = delete_instant_files(base_path, begin)
+    deleted = delete_instant_files(base_path, begin, planned=planned_files(plan))
     done = timeline.complete(instant, rollback_metadata(Instant.make(begin, action, State.COMPLETED, begin),
                                                         deleted, started))
     remove_timeline_files(timeline, begin)
@@ -268,7 +320,7 @@ def reset_compaction(base_path: TablePath, timeline: ActiveTimeline, instant: In
     """An inflight (log) compaction whose runner died: remove its output and go back to requested."""
     base_path = as_path(base_path)
     mdt_write.rollback(base_path, instant.begin_time, config=timeline.config)
-    delete_instant_files(base_path, instant.begin_time)
+    delete_instant_files(base_path, instant.begin_time, pending=True)
     remove_timeline_files(timeline, instant.begin_time, keep_requested=True)
     markers.delete_markers(base_path, instant.begin_time)
     heartbeat.clear(base_path, instant.begin_time)
@@ -321,6 +373,11 @@ def refuse_lost_commits(base_path: TablePath, timeline: ActiveTimeline, pending:
     hidden = visibility.being_removed(timeline)
     dead = [i for i in pending if i.is_write and i.begin_time not in hidden
             and not heartbeat.is_alive(base_path, i.begin_time)]
+    # a requested (log) compaction or clustering plan has written nothing (its runner marks files first), and a
+    # write with markers crashed rather than lost its commit (`lost_commits` passes over those): only the
+    # others need the folders listed
+    dead = [i for i in dead if not (i.state is State.REQUESTED and i.action in (COMPACTION, LOG_COMPACTION, CLUSTERING))
+            and not visibility.has_markers(base_path, i.begin_time)]
     if not dead:
         return
     lost = visibility.lost_commits(base_path, timeline, list_data_files(base_path), candidates=dead)

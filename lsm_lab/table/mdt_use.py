@@ -27,8 +27,12 @@ hold the rows it wants, then reads only those, and still applies the whole filte
   timeline (after the metadata table's first deltacommit) has its completed MDT deltacommit
   (`index_is_current`).  A writer that does not keep the metadata table (an lsm_lab write on a
   Hudi table whose MDT it does not maintain) makes it stale, and the read falls back to scanning.
-* the record index is used only when it is global (`isPartitioned` false in the index
-  definitions): a partitioned one keys the same record key once per partition.
+* the record index may be global or partitioned (upstream 1.1's `isPartitioned`: file groups
+  `record-index-<data partition>-NNNN-0`, a key once per data partition that holds it); a read
+  unions every partition's locations of a key, an upsert of `RECORD_LEVEL_INDEX` tags a key from
+  its own partition's entry.  lsm_lab's writer does not write the partitioned layout: the write
+  that tagged through it then removes it (services/mdt_write.py `partitioned_record_index`) rather
+  than leave it stale, and later upserts find their keys by reading them.
 * the record index holds one location per key (the invariant upstream's writers keep): a table that
   holds a key in two file groups anyway (the shipped `v9_nonpartitioned_rollback` holds TXN-002 twice,
   after a rollback) reads that key from the indexed group only, as upstream's `RecordLevelIndexSupport`
@@ -187,11 +191,9 @@ class Indexes:
         return self.mdt is not None and COLUMN_STATS in self.partitions
 
     def record_index_usable(self) -> bool:
-        """A global record index, current, on a read of the latest snapshot."""
+        """A record index (global, or partitioned: `MetadataTable.record_index` reads either layout), current,
+        on a read of the latest snapshot."""
         if self.mdt is None or RECORD_INDEX not in self.partitions or not self.latest:
-            return False
-        options = (self.defs().get(RECORD_INDEX) or {}).get("indexOptions") or {}
-        if str(options.get("isPartitioned", "false")).lower() == "true":
             return False
         return self.current()
 
@@ -455,7 +457,9 @@ def record_index_locator(table: TableState, maintained: Iterable[str]
       would go stale after this very write, and a later upsert tagged from it would miss the keys written now;
     * the table declares no record index, or it is not current (a write it does not know about).
 
-    A global index type (RECORD_INDEX, GLOBAL_RECORD_LEVEL_INDEX) keeps a key in one partition: a batch row
+    A partitioned record index (`MetadataTable.record_index_partitioned`) answers for a key's own partition
+    (RECORD_LEVEL_INDEX), never for a global index type.  A global index type (RECORD_INDEX,
+    GLOBAL_RECORD_LEVEL_INDEX) keeps a key in one partition: a batch row
     whose key the index places in another partition is refused (`UnsupportedFeatureError`): upstream moves
     it (`hoodie.record.index.update.partition.path`) or updates it in place, lsm_lab does neither yet."""
     index_type = table.config.props.get("hoodie.index.type", "").strip().upper()
@@ -466,9 +470,14 @@ def record_index_locator(table: TableState, maintained: Iterable[str]
         return None
     mdt = idx.mdt
     is_global = index_type in GLOBAL_RECORD_INDEX_TYPES
+    partitioned = mdt.record_index_partitioned()
+    if partitioned and is_global:  # a partitioned index holds a key once per partition: no global answer
+        return None
 
     def locate(keys: pa.Array, partition: str) -> tuple[pa.Array, pa.Array]:
         loc = mdt.record_index(keys.to_pylist())
+        if partitioned:  # this partition's entries only (the key may live in others too)
+            loc = loc.filter(pc.equal(loc.column("partition"), partition))
         at = pc.index_in(keys, value_set=loc.column("record_key"))
         where, fids = loc.column("partition").take(at), loc.column("file_id").take(at)
         if is_global:

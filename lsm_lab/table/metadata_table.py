@@ -58,6 +58,7 @@ Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -104,6 +105,11 @@ def open_metadata_table(data: TableState) -> MetadataTable | None:
     return MetadataTable(data, TableState(path, read_config(path), strict=data.strict), declared)
 
 
+#: a partitioned record index's file id: `record-index-<data partition>-NNNN-0` (upstream 1.1
+#: `HoodieTableMetadataUtil.getFileIDForFileGroup` with a data partition name)
+_PARTITIONED_FILE_ID = re.compile(r"record-index-(.+)-(\d{4})-0")
+
+
 class MetadataTable:
     """Hudi's metadata table of one data table, read as of now (see the module docstring)."""
 
@@ -114,6 +120,8 @@ class MetadataTable:
         self._cache: dict[str, dict[str, mr.MetadataValue]] = {}
         self._shard_slices: list[Any] | None = None
         self._readers: list[mdt_lookup.ShardReader] | None = None  # record_index shards (`_shard_readers`)
+        #: a partitioned record index's shards by data partition ({}: the index is not partitioned)
+        self._by_partition: dict[str, list[mdt_lookup.ShardReader]] | None = None
         #: what record-index lookups read (`mdt_lookup.LookupCounts`); the seek/whole-merge threshold
         self.lookup_counts = mdt_lookup.LookupCounts()
         self.whole_merge_share = mdt_lookup.WHOLE_MERGE_SHARE
@@ -270,21 +278,81 @@ class MetadataTable:
         """`record_key, partition, file_id, instant_time` of each key the record index holds (others left out).
 
         Only the shards (MDT file groups) that can hold the keys are read, and in them only the base file's
-        blocks the keys fall in (`_record_shards`, `table/mdt_lookup.py`); `lookup_counts` says what was read."""
+        blocks the keys fall in (`_record_shards`, `table/mdt_lookup.py`); `lookup_counts` says what was read.
+        A *partitioned* record index (upstream 1.1, `isPartitioned`: its file groups are
+        `record-index-<data partition>-NNNN-0`, a key sharded among its own partition's groups) holds a key
+        once per data partition: one row per partition that holds it (`_partitioned_shards`)."""
         wanted = list(dict.fromkeys(str(k) for k in keys))
-        recs = self._record_shards(wanted)
+        by_partition = self._partitioned_readers()
+        found: list[tuple[str, mr.MetadataValue]]
+        if by_partition is not None:
+            found = self._partitioned_shards(wanted, by_partition)
+        else:
+            recs = self._record_shards(wanted)
+            found = [(key, recs[key]) for key in wanted if key in recs]
         resolve = _InstantResolver(self.data)
         rows = []
-        for key in wanted:
-            rec = recs.get(key)
-            if rec is None:
-                continue
+        for key, rec in found:
             part, file_id, millis = mr.record_location(rec.payload.get("recordIndexMetadata") or {})
             rows.append((key, part, file_id, resolve(millis)))
         return pa.table({"record_key": pa.array([r[0] for r in rows], pa.string()),
                          "partition": pa.array([r[1] for r in rows], pa.string()),
                          "file_id": pa.array([r[2] for r in rows], pa.string()),
                          "instant_time": pa.array([r[3] for r in rows], pa.string())})
+
+    def record_index_partitioned(self) -> bool:
+        """Whether the record index is partitioned (its file groups named per data partition, `record_index`)."""
+        return self._partitioned_readers() is not None
+
+    def _partitioned_readers(self) -> dict[str, list[mdt_lookup.ShardReader]] | None:
+        """A partitioned record index's shard readers by the data-partition text of their file ids (each
+        partition's groups `…-0000-0`, `…-0001-0` … in sequence); None for a global one (or no record index)."""
+        if "record_index" not in self.declared:
+            return None
+        if self._by_partition is None:
+            with self.mdt.pinned():
+                if self._shard_slices is None:
+                    self._shard_slices = sorted(self.mdt.latest_slices(partitions=["record_index"]),
+                                                key=lambda fs: fs.file_id)
+                groups: dict[str, list[Any]] = {}
+                for fs in self._shard_slices:
+                    m = _PARTITIONED_FILE_ID.fullmatch(fs.file_id)
+                    if m is None:
+                        self._by_partition = {}
+                        return None
+                    groups.setdefault(m.group(1), []).append((int(m.group(2)), fs))
+                if not groups or any([i for i, _ in g] != list(range(len(g))) for g in groups.values()):
+                    self._by_partition = {}
+                    return None
+                completion = self.mdt.completion_map()
+                valid = self.valid_instants()
+            self._by_partition = {
+                dp: [mdt_lookup.ShardReader(fs, completion, valid, self.lookup_counts, strict=self.mdt.strict,
+                                            whole_merge_share=self.whole_merge_share) for _, fs in g]
+                for dp, g in sorted(groups.items())}
+        return self._by_partition or None
+
+    def _partitioned_shards(self, keys: Sequence[str], by_partition: Mapping[str, list[mdt_lookup.ShardReader]]
+                            ) -> list[tuple[str, mr.MetadataValue]]:
+        """(key, live record) for every data partition's shard that holds the key: within a partition the shard is
+        upstream's `mapRecordKeyToFileGroupIndex` over that partition's file groups alone."""
+        if not keys:
+            return []
+        signed = index.java_string_hashes(pa.array(list(keys), pa.string())).astype(np.int64)
+        signed = np.abs(np.where(signed >= 1 << 31, signed - (1 << 32), signed))
+        out: list[tuple[str, mr.MetadataValue]] = []
+        with self.mdt.pinned():
+            for _, readers in sorted(by_partition.items()):
+                shard_of = (signed % len(readers)).tolist()
+                by_shard: dict[int, list[str]] = {}
+                for key, i in zip(keys, shard_of, strict=True):
+                    by_shard.setdefault(int(i), []).append(key)
+                raw: mdt_lookup.Raw = {}
+                for i in sorted(by_shard):
+                    raw.update(readers[i].lookup(by_shard[i]))
+                found = mdt_lookup.decode(raw, self.lookup_counts)
+                out.extend((key, found[key]) for key in keys if key in found)
+        return out
 
     def _record_shards(self, keys: Sequence[str]) -> Mapping[str, mr.MetadataValue]:
         """The live `record_index` records of `keys`: upstream's `HoodieTableMetadataUtil.mapRecordKeyToFileGroupIndex`

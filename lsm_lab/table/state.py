@@ -157,16 +157,22 @@ class TableState:
                 return listed
         return self.folder_files()
 
-    def _lost_commit_files(self) -> list[tuple[str, Any, Any, int | None]]:
+    def _lost_commit_files(self, read_time: InstantTime | None = None,
+                           own: str | None = None) -> list[tuple[str, Any, Any, int | None]]:
         """The listing `check_lost_commits` judges pending writes by.  From the MDT it holds no pending
         write's files, so when an inflight write left no markers (the one case `lost_commits` reports: a
         writer marks a file before it writes it, and a lost completed instant file leaves the inflight one)
         the folders are listed; otherwise (no inflight write, or each has markers) nothing needs listing.
-        A requested plan (a scheduled compaction or clustering) has written nothing yet."""
+        A requested plan (a scheduled compaction or clustering) has written nothing yet, and a write begun
+        after `read_time` is not judged by a read as of it (`lost_commits`' own rule): a writer's view of
+        the table as of its snapshot does not list the folders for its own inflight instant, nor does a
+        service for the instant it runs (`own`)."""
         files = self.data_files()
         if self._pin is None or not self._pin.get("from_metadata"):
             return files
-        pending = [i for i in self.active_timeline.instants() if i.state is State.INFLIGHT and i.action in WRITE_ACTIONS]
+        limit = normalize_time(read_time) if read_time is not None else None
+        pending = [i for i in self.active_timeline.instants() if i.state is State.INFLIGHT and i.action in WRITE_ACTIONS
+                   and i.begin_time != own and (limit is None or normalize_time(i.begin_time) <= limit)]
         if all(visibility.has_markers(self.path, i.begin_time) for i in pending):
             return []
         return self.folder_files()
@@ -393,7 +399,8 @@ class TableState:
 
     # ------------------------------------------------------------------ file system view
     def file_groups(self, as_of: TimeLike | None = None, partitions: Iterable[str] | None = None,
-                    ignored: list[DataFile] | None = None, *, folders: bool = False) -> list[FileGroup]:
+                    ignored: list[DataFile] | None = None, *, folders: bool = False,
+                    own: str | None = None) -> list[FileGroup]:
         """File groups with their slices, as visible at `as_of` (default: now; times as in `resolve_time`).
 
         An instant time T is cut as upstream's time travel cuts it (fsview rule 8): the slices
@@ -402,19 +409,21 @@ class TableState:
         view of the writes completed by C alone.
         `ignored` receives the listed data files no completed instant committed (fsview rule 6).
         The files come from `data_files()` (the metadata table when the table has one), or from a
-        listing of the folders with `folders=True` (what sees files of writes that never completed)."""
+        listing of the folders with `folders=True` (what sees files of writes that never completed).
+        `own`: the pending instant the caller itself runs (a compaction or clustering it claimed): not judged
+        as a lost commit (`_lost_commit_files`)."""
         read_time = self.resolve_time(as_of)
         with self.pinned():
-            return self._file_groups(read_time, partitions, ignored, folders=folders)
+            return self._file_groups(read_time, partitions, ignored, folders=folders, own=own)
 
     def _file_groups(self, read_time: InstantTime | None, partitions: Iterable[str] | None,
-                     ignored: list[DataFile] | None, *, folders: bool) -> list[FileGroup]:
+                     ignored: list[DataFile] | None, *, folders: bool, own: str | None = None) -> list[FileGroup]:
         writes = self.visible_writes(read_time)
         by_instant = read_time is not None and not is_completion_time(read_time)
         formed = self.completed_writes() if by_instant else writes  # the instants the slices are cut from
         files = self.folder_files() if folders else self.data_files()
         visibility.check_lost_commits(self.path, self.active_timeline,
-                                      files if folders else self._lost_commit_files(), read_time)
+                                      files if folders else self._lost_commit_files(read_time, own), read_time)
         completion = {i.begin_time: i.completion_time or i.begin_time for i in formed}
         replaced = fsview.replaced_file_groups(writes, self.instant_metadata)
         compactions = {i.begin_time for i in writes if i.action in (COMPACTION, LOG_COMPACTION)}
