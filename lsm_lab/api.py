@@ -76,7 +76,16 @@ from lsm_lab.table.state import TableState
 from lsm_lab.table.stats import LookupStats
 from lsm_lab.timeline import config as cfg
 from lsm_lab.timeline.active import ActiveTimeline
-from lsm_lab.timeline.instant import COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, Instant, normalize_time
+from lsm_lab.timeline.instant import (
+    CLUSTERING,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    LOG_COMPACTION,
+    REPLACE_COMMIT,
+    Instant,
+    normalize_time,
+)
 from lsm_lab.timeline.instanttime import TimeLike, completion_time
 from lsm_lab.timeline.metadata import WriteStat, summarize
 
@@ -641,7 +650,13 @@ class Table(TableState):
         return clean.clean(self, policy=policy, retained=retained)
 
     def rollback(self, instant: Any = None) -> list[Instant]:
-        """Roll back dead pending writes (no argument), or one instant: pending and dead, or the latest write."""
+        """Roll back dead pending writes (no argument), or one instant: pending and dead, or the latest write.
+
+        The latest completed write may be a commit, a deltacommit or a replacecommit (insert_overwrite,
+        insert_overwrite_table, clustering): its files go, and the file groups it replaced are live again
+        (they are replaced only by a *completed* replacecommit's metadata), as upstream's rollback of a
+        completed instant (`CopyOnWriteRollbackActionExecutor`: back to inflight, its files deleted).  A
+        savepointed instant is refused, as upstream."""
 
         with table_lock(self.path):
             if instant is None:
@@ -655,9 +670,13 @@ class Table(TableState):
                     return []
                 return [rb.rollback_pending(self.path, self.active_timeline, current)]
             writes = self.completed_writes()
-            if not writes or writes[-1].begin_time != begin or current.action not in (COMMIT, DELTA_COMMIT):
-                raise InputError(f"only the latest completed write (commit/deltacommit) can be rolled back; "
-                                 f"{current} is not it — use savepoint() and restore() for older instants")
+            if not writes or writes[-1].begin_time != begin or current.action not in (COMMIT, DELTA_COMMIT,
+                                                                                      REPLACE_COMMIT, CLUSTERING):
+                raise InputError(f"only the latest completed write (commit/deltacommit/replacecommit) can be rolled "
+                                 f"back; {current} is not it — use savepoint() and restore() for older instants")
+            if any(sp.get("savepointedInstant") == begin for sp in self.savepoints()):
+                raise InputError(f"{current} is savepointed: delete the savepoint before rolling it back (as "
+                                 "Hudi's BaseRollbackActionExecutor.validateSavepointRollbacks)", path=self.path)
             self._check_state_before(writes)
             rb.drop_plans_reading(self.path, self.active_timeline, begin)
             clustering.drop_plans_reading(self, begin)

@@ -283,3 +283,52 @@ def test_cli_write_operation(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert _read(lsm_lab.open_table(path)) == {("a", "k5"): 5, ("b", "k2"): 2}
     assert main(["write", str(path), str(src), "--op", "insert_overwrite_table"]) == 0
     assert _read(lsm_lab.open_table(path)) == {("a", "k5"): 5}
+
+
+REPLACING = st.sampled_from(["insert_overwrite", "insert_overwrite_table", "cluster"])
+
+
+@pytest.mark.parametrize(("layout", "table_type"), [("lsm_tree", "MERGE_ON_READ"), ("default", "COPY_ON_WRITE")])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.tuples(st.sampled_from(["insert", "upsert", "delete"]), KEYS), min_size=1, max_size=4),
+       replacing=REPLACING, keys=KEYS)
+def test_rolling_back_a_completed_replacecommit_restores_the_replaced_groups(
+        tmp_path_factory: pytest.TempPathFactory, layout: str, table_type: str,
+        steps: list[tuple[str, list[tuple[int, int]]]], replacing: str, keys: list[tuple[int, int]]) -> None:
+    """`Table.rollback` of the latest write when it is a replacecommit (an overwrite, or a clustering): the
+    table reads — and looks keys up — as before it (the dict model), its files are gone, the next write
+    follows the model again."""
+    t = _make(tmp_path_factory.mktemp("t") / "t", layout, table_type)
+    model: Model = {}
+    for i, (op, ks) in enumerate(steps):
+        rows = _batch(ks, ts=i, value=100 * i)
+        getattr(t, op)(rows)
+        _apply(model, op, rows)
+    before = dict(model)
+    if replacing == "cluster":
+        done = t.cluster()
+        if done is None:
+            return  # nothing to cluster
+    else:
+        rows = _batch(keys, ts=50, value=5000)
+        done = getattr(t, replacing)(rows)
+        _apply(model, replacing, rows)
+    assert done.action in ("replacecommit", "clustering")  # (a completed clustering of table version 10)
+    assert t.completed_writes()[-1].begin_time == done.begin_time
+    assert _read(t) == model
+    (rolled,) = t.rollback(done)
+    assert rolled.action == "rollback"
+    assert t.instant_metadata(rolled)["instantsRollback"] == [{"commitTime": done.begin_time,
+                                                               "action": done.action}]
+    t = lsm_lab.open_table(t.path)
+    assert _read(t) == before
+    assert all(n.instant != done.begin_time for _, _, n in fsview.list_data_files(t.path))
+    names = sorted({f"k{k}" for _, k in keys} | {"k0", "k5"})
+    found = t.lookup(names, columns=["p", "id", "v"]) if before else None
+    if found is not None:
+        assert {(p, k): v for p, k, v in zip(*(found.column(c).to_pylist() for c in ("p", "id", "v")))} == \
+            {pk: v for pk, v in before.items() if pk[1] in names}
+    after = _batch([(0, 1), (2, 7)], ts=60, value=600)
+    t.upsert(after)
+    _apply(before, "upsert", after)
+    assert _read(t) == before
