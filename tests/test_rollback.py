@@ -255,3 +255,26 @@ def test_rolling_back_a_write_drops_the_plans_that_read_it(tmp_table: MakeTable)
     assert plan.begin_time not in {i.begin_time for i in table.instants()}
     assert snapshot(table) == [("a", 1)]
     assert table.compact() is None  # only a base file is left: nothing to compact, nothing broken
+
+
+def test_rollback_of_a_completed_overwrite_cli_and_savepoints(tmp_table: MakeTable,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """`lsm-lab rollback PATH --instant t` of the latest write when it is a replacecommit; a savepointed one is
+    refused (as upstream's `validateSavepointRollbacks`), and so is one that is no longer the latest."""
+    table = tmp_table(num_buckets=1, partition_by="p")
+    table.upsert([{"id": "a", "p": "x", "v": 1}, {"id": "b", "p": "y", "v": 2}])
+    over = table.insert_overwrite_table([{"id": "c", "p": "x", "v": 3}])
+    assert snapshot(table) == [("c", 3)]
+    assert main(["rollback", str(table.path), "--instant", over.begin_time]) == 0
+    assert over.begin_time in capsys.readouterr().out
+    assert snapshot(lsm_lab.open_table(table.path)) == [("a", 1), ("b", 2)]
+    table = lsm_lab.open_table(table.path)
+    over = table.insert_overwrite([{"id": "d", "p": "y", "v": 4}])
+    table.savepoint(over)
+    with pytest.raises(lsm_lab.InputError, match="savepointed"):
+        table.rollback(over)
+    table.delete_savepoint(over)
+    table.upsert([{"id": "e", "p": "x", "v": 5}])
+    with pytest.raises(lsm_lab.InputError, match="only the latest"):
+        table.rollback(over)
+    assert snapshot(table) == [("a", 1), ("d", 4), ("e", 5)]

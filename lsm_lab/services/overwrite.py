@@ -37,9 +37,13 @@ snapshots around it (table/cdc.py): a key of a replaced group that is not writte
 written that existed is "u", a new key "i".  (Upstream's `HoodieCDCExtractor` reports a replaced file
 group as deletes of all its rows and the new groups as inserts, so an overwritten key is "d" + "i".)
 
-Simplified compared with Apache Hudi: no `hoodie.datasource.write.operation=insert_overwrite` with
-dynamic vs static partition modes (Spark SQL's `INSERT OVERWRITE ... PARTITION (p=v)`): the partitions
-replaced are those the rows go to, or all of them; no `delete_partition` operation.
+**Undo.**  `Table.rollback(t)` of the latest write when it is an overwrite: its files go, and the groups
+it replaced are live again (services/rollback.py); crash safe as every rollback of a completed instant.
+
+Simplified compared with Apache Hudi: the partitions replaced are those the rows go to, or all of them —
+no static partition spec (`INSERT OVERWRITE ... PARTITION (p = v)`, which PySpark 4.3 cannot hand a Python
+data source: spark/datasource.py, "Overwrite"; its `overwrite_mode` dynamic is insert_overwrite); no
+`delete_partition` operation.
 
 Taught in: no chapter (README "Streaming writes", "Overwriting"; docs/FORMAT.md "Insert overwrite")
 """

@@ -42,6 +42,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from pyspark.sql.types import StructField, StructType
+
 from lsm_lab.api import create_table, open_table
 from lsm_lab.avro_schema import arrow_to_avro_schema, avro_schema_json, hudi_record_names
 from lsm_lab.errors import InputError, LsmLabError, SchemaError, TableNotFoundError
@@ -60,6 +62,8 @@ HUDI_TABLE_TYPES = {"cow": "COPY_ON_WRITE", "mor": "MERGE_ON_READ"}
 CREATE_OPTIONS = ("record_key", "partition_by", "ordering_field", "table_type", "layout", "name")
 #: where the error of a refused table travels in its catalog schema (next to the path)
 ERROR_KEY = "error"
+#: field metadata in which a catalog table's schema carries its location (PySpark hands its reader no option)
+LOCATION_METADATA = "lsm_lab.location"
 
 
 def lsm_options(options: Mapping[str, str]) -> dict[str, str]:
@@ -91,8 +95,6 @@ class SqlTable:
 
     @classmethod
     def of(cls, name: str, columns: Any, options: Mapping[str, str], partition_by: Sequence[str] = ()) -> SqlTable:
-        from pyspark.sql.types import StructType
-
         opts = lsm_options(options)
         path = opts.get("path") or opts.get("location") or ""
         if not path:
@@ -166,14 +168,41 @@ def ensure_table(spec: SqlTable) -> None:
 
 def catalog_schema(spec: SqlTable, error: str | None = None) -> Any:
     """The declared columns, the first carrying the path and options (or the error) for the reader and writer."""
-    from lsm_lab.spark.datasource import with_location
-
     opts: dict[str, str] = {**spec.options, "path": spec.path}
     if spec.partition_by:
         opts["partition_by"] = ",".join(spec.partition_by)
     if error:
         opts[ERROR_KEY] = error
     return with_location(spec.columns, opts)
+
+
+# --------------------------------------------------------------------------- the path in the catalog's schema
+def with_location(schema: Any, options: Mapping[str, str]) -> Any:
+    """`schema` whose first field's metadata carries the table's path and its read/write options (not its
+    `storage.*` ones, which may hold credentials): what a catalog table's reader and writer read back."""
+    keep = {str(k).lower(): str(v) for k, v in options.items()
+            if str(k).lower() not in ("owner", "provider", "location") and not str(k).lower().startswith("storage.")}
+    keep["path"] = str(options.get("path") or options.get("location") or keep.get("path", ""))
+    fields = list(schema.fields)
+    first = fields[0]
+    fields[0] = StructField(first.name, first.dataType, first.nullable,
+                            {**(first.metadata or {}), LOCATION_METADATA: json.dumps(keep, sort_keys=True)})
+    return StructType(fields)
+
+
+def location_of(schema: Any) -> dict[str, str]:
+    """The options `with_location` put in a catalog table's schema ({} when it has none)."""
+    for f in getattr(schema, "fields", None) or []:
+        raw = (f.metadata or {}).get(LOCATION_METADATA)
+        if raw:
+            try:
+                found = json.loads(raw)
+            except ValueError:
+                raise InputError(f"the schema of this catalog table carries a damaged {LOCATION_METADATA}: "
+                                 f"{str(raw)[:200]!r}") from None
+            if isinstance(found, dict):
+                return {str(k).lower(): str(v) for k, v in found.items()}
+    return {}
 
 
 # --------------------------------------------------------------------------- the py4j listener
@@ -192,16 +221,12 @@ class CatalogHook:
             log.exception("lsm_lab: the CREATE TABLE hook failed")
 
     def attach(self, db: str, name: str) -> None:
-        from pyspark.sql.types import StructType
-
         jvm = self.gateway.jvm
         table = self.catalog.getTable(db, name)
         provider = table.provider()
         if not provider.isDefined() or str(provider.get()).lower() != PROVIDER:
             return
         columns = StructType.fromJson(json.loads(table.schema().json()))
-        from lsm_lab.spark.datasource import location_of
-
         if not columns.fields or location_of(columns):
             return  # no column list: the source's schema() put the location there already
         convert = jvm.scala.jdk.javaapi.CollectionConverters
@@ -257,4 +282,5 @@ def install(spark: Any) -> bool:
     return True
 
 
-__all__ = ["CatalogHook", "SqlTable", "ensure_table", "install", "lsm_options"]
+__all__ = ["LOCATION_METADATA", "CatalogHook", "SqlTable", "ensure_table", "install", "location_of", "lsm_options",
+           "with_location"]

@@ -63,7 +63,7 @@ schema)` and drops `properties`; `PythonTable.newScanBuilder(options)` / `newWri
 only the statement's own options, empty for SQL, to `create_data_source.py`).  What Spark does keep and
 hand back is the table's schema, with field metadata: so `schema()` of a catalog table (options holding
 `location`) puts the path and the read/write options (never `storage.*`, which may hold credentials)
-in the first field's metadata (`LOCATION_METADATA`), and the reader and writer read them from the schema
+in the first field's metadata (`catalog.LOCATION_METADATA`), and the reader and writer read them from the schema
 they are given.  A table created with a column list (`CREATE TABLE t (a INT, ...) USING lsm_lab ...`)
 never calls `schema()`: `register(spark)` adds a hook to the driver's catalog that creates the table and
 writes the same metadata into the catalog's schema (spark/catalog.py).  Options given per statement
@@ -89,7 +89,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -122,6 +121,7 @@ from lsm_lab.merge.records import META_COLUMNS
 from lsm_lab.services import overwrite as overwrite_op
 from lsm_lab.services import staging
 from lsm_lab.spark import catalog
+from lsm_lab.spark.catalog import location_of, with_location
 from lsm_lab.spark.jobs import arrow_schema_for, spark_schema
 from lsm_lab.storage import TablePath, open_read
 from lsm_lab.storage.atomic import create_file
@@ -133,8 +133,6 @@ from lsm_lab.timeline.instanttime import CompletionTime, TimeLike
 FORMAT = "lsm_lab"
 #: hidden folder of the table (listings skip it) where write tasks stage their rows until the commit
 STAGING = staging.STAGING
-#: field metadata in which a catalog table's schema carries its location (PySpark hands its reader no option)
-LOCATION_METADATA = "lsm_lab.location"
 #: every `operation` option a write takes
 WRITE_OPERATIONS = (*writer.OPERATIONS, *overwrite_op.OPERATIONS)
 #: Hudi's name of the `overwrite_mode` option (apache/hudi `DataSourceWriteOptions.OVERWRITE_MODE`)
@@ -307,36 +305,6 @@ class SliceReader(DataSourceReader):
         plan = plan_scan(ctx, [fs], columns=list(self.columns), filter=self.filters or None, engine=self.opts.merge)
         for batch in Scan(plan).batches():
             yield pa.Table.from_batches([batch]).cast(self.out_schema).to_batches()[0]
-
-
-def with_location(schema: Any, options: Mapping[str, str]) -> Any:
-    """`schema` whose first field's metadata carries the table's path and its read/write options (not its
-    `storage.*` ones, which may hold credentials): what a catalog table's reader and writer read back."""
-    from pyspark.sql.types import StructField, StructType
-
-    keep = {str(k).lower(): str(v) for k, v in options.items()
-            if str(k).lower() not in ("owner", "provider", "location") and not str(k).lower().startswith("storage.")}
-    keep["path"] = str(options.get("path") or options.get("location") or keep.get("path", ""))
-    fields = list(schema.fields)
-    first = fields[0]
-    fields[0] = StructField(first.name, first.dataType, first.nullable,
-                            {**(first.metadata or {}), LOCATION_METADATA: json.dumps(keep, sort_keys=True)})
-    return StructType(fields)
-
-
-def location_of(schema: Any) -> dict[str, str]:
-    """The options `with_location` put in a catalog table's schema ({} when it has none)."""
-    for f in getattr(schema, "fields", None) or []:
-        raw = (f.metadata or {}).get(LOCATION_METADATA)
-        if raw:
-            try:
-                found = json.loads(raw)
-            except ValueError:
-                raise InputError(f"the schema of this catalog table carries a damaged {LOCATION_METADATA}: "
-                                 f"{str(raw)[:200]!r}") from None
-            if isinstance(found, dict):
-                return {str(k).lower(): str(v) for k, v in found.items()}
-    return {}
 
 
 def filter_tuple(f: Filter, schema: pa.Schema) -> tuple[str, str, Any] | None:
