@@ -21,14 +21,19 @@ Hudi's `CREATE TABLE` does (`CreateHoodieTableCommand`: create or validate the t
 
 Option names: Hudi's SQL names (`HoodieOptionConfig`: `primaryKey`, `preCombineField`, `type` = cow | mor)
 or lsm_lab's (`record_key`, `ordering_field`, `table_type`, `partition_by`, `layout`); `PARTITIONED BY`
-gives the partition columns.  As for every Spark data source table, the catalog lists the partition
-columns last (`ExternalCatalog.alterTableSchema` requires it), so `INSERT INTO t VALUES (...)` gives them last.
+gives the partition columns.  The catalog entry keeps the declared column order and lists no partition
+column (the Python table reports none to Spark anyway; lsm_lab's `hoodie.properties` holds them), so
+`CREATE TABLE ... PARTITIONED BY (...) AS SELECT` and positional `INSERT INTO t VALUES (...)` take the
+columns as declared.  (A catalog whose `alterTable` keeps the schema — Hive's — gets the schema through
+`alterTableSchema`, which wants the partition columns last, as for every Spark data source table.)
 
 Simplified compared with Apache Hudi: Hudi's SQL runs in its own JVM catalog (`HoodieCatalog`) and fails
 the `CREATE TABLE` statement itself; a catalog listener cannot fail the statement (Spark's `ListenerBus`
 logs a listener's exception), so a refused table stays in the catalog, its error is logged on the driver
 and raised, typed, by its first `INSERT`/`SELECT` — `DROP TABLE` it and create it again.  The hook needs
-classic PySpark (py4j); under Spark Connect a table with a column list stays refused as before.  Hudi's
+classic PySpark (py4j); under Spark Connect a table with a column list stays refused as before.  No
+`CREATE TABLE ... AS SELECT`: its writer gets the query's schema, not the catalog's, so no path (the hook
+has created the table by then; `INSERT INTO` it after a plain `CREATE TABLE`).  Hudi's
 SQL defaults `type` to cow; lsm_lab keeps its own default (MERGE_ON_READ) when `type` is not given.
 
 Taught in: no chapter (README, "Reading an lsm_lab table from other engines")
@@ -251,12 +256,31 @@ class CatalogHook:
                 log.error("lsm_lab: CREATE TABLE %s.%s refused: %s", db, name, exc)
                 error = str(exc)
         schema = catalog_schema(spec, error)
+        as_json = jvm.org.apache.spark.sql.types.DataType.fromJson
+        # the declared order, and no partition column for Spark (the Python table reports none anyway;
+        # lsm_lab's hoodie.properties has them): CTAS and positional INSERTs keep the columns where declared
+        self.catalog.alterTable(_copy(table, schema=as_json(schema.json()),
+                                      partitionColumnNames=table.partitionColumnNames().take(0)))
+        if location_of(StructType.fromJson(json.loads(self.catalog.getTable(db, name).schema().json()))):
+            return
+        # a catalog whose alterTable keeps the schema (Hive's): the schema alone, partition columns last
         last = StructType([f for f in schema.fields if f.name not in partition_by]
                           + [f for p in partition_by for f in schema.fields if f.name == p])
-        self.catalog.alterTableSchema(db, name, jvm.org.apache.spark.sql.types.DataType.fromJson(last.json()))
+        self.catalog.alterTableSchema(db, name, as_json(last.json()))
 
     class Java:
         implements: ClassVar[list[str]] = ["org.apache.spark.sql.catalyst.catalog.ExternalCatalogEventListener"]
+
+
+def _copy(product: Any, **changes: Any) -> Any:
+    """A Scala case class instance (through py4j) with some fields changed: `copy` with every other field."""
+    args = []
+    for i in range(product.productArity()):
+        name = str(product.productElementName(i))
+        args.append(changes.pop(name) if name in changes else product.productElement(i))
+    if changes:
+        raise InputError(f"{product.getClass().getName()} has no field {', '.join(changes)} (another Spark version?)")
+    return product.copy(*args)
 
 
 _HOOKED: dict[int, CatalogHook] = {}

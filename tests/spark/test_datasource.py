@@ -374,8 +374,8 @@ def test_sql_create_table_with_columns_creates_the_table(lsm_spark: Any, tmp_pat
         assert (t.config.record_key, t.config.partition_by, t.config.ordering_field) == (("id",), ("city",), "ts")
         assert t.schema is not None and t.schema.names == ["id", "city", "fare", "ts"]
         assert q("SELECT * FROM ct_trips").collect() == []
-        # as for every Spark data source table, the catalog lists the partition column last
-        assert [r["col_name"] for r in q("DESCRIBE ct_trips").collect()][:4] == ["id", "fare", "ts", "city"]
+        # the catalog keeps the declared order (and no partition column: the Python table reports none)
+        assert [r["col_name"] for r in q("DESCRIBE ct_trips").collect()][:4] == ["id", "city", "fare", "ts"]
         model: dict[str, tuple[str, float, int]] = {}
 
         def insert(rows: list[tuple[str, str, float, int]], how: str = "INSERT INTO ct_trips (id, city, fare, ts)",
@@ -388,7 +388,7 @@ def test_sql_create_table_with_columns_creates_the_table(lsm_spark: Any, tmp_pat
                 sorted((k, *v) for k, v in model.items())
 
         first = [("a", "pune", 1.0, 0), ("b", "delhi", 2.0, 0), ("c", "pune", 3.0, 0)]
-        insert(first)
+        insert(first, "INSERT INTO ct_trips")  # positional: the declared order
         model.update({i: (c, f, s) for i, c, f, s in first})
         check()
         later = [("a", "pune", 10.0, 1), ("d", "chennai", 4.0, 0), ("b", "delhi", 99.0, -1)]  # b: older ts loses
@@ -399,7 +399,7 @@ def test_sql_create_table_with_columns_creates_the_table(lsm_spark: Any, tmp_pat
         check()
         assert _sql_rows(lsm_spark, "SELECT id FROM ct_trips WHERE city = 'pune'") == [("a",), ("c",)]
         # dynamic overwrite, per statement: only pune is replaced
-        q("INSERT OVERWRITE ct_trips WITH ('overwrite_mode' = 'dynamic') SELECT 'e', 5.0, 2L, 'pune'")
+        q("INSERT OVERWRITE ct_trips WITH ('overwrite_mode' = 'dynamic') SELECT 'e', 'pune', 5.0, 2L")
         model = {k: v for k, v in model.items() if v[0] != "pune"} | {"e": ("pune", 5.0, 2)}
         check()
         last = t.completed_writes()[-1]
@@ -409,7 +409,7 @@ def test_sql_create_table_with_columns_creates_the_table(lsm_spark: Any, tmp_pat
             q("INSERT OVERWRITE ct_trips PARTITION (city = 'pune') SELECT 'f', 6.0, 3L")
         check()
         # INSERT OVERWRITE (static, no PARTITION clause): the whole table
-        q("INSERT OVERWRITE ct_trips SELECT 'g', 7.0, 3L, 'delhi'")
+        q("INSERT OVERWRITE ct_trips SELECT 'g', 'delhi', 7.0, 3L")
         model = {"g": ("delhi", 7.0, 3)}
         check()
         assert t.instant_metadata(t.completed_writes()[-1])["operationType"] == "INSERT_OVERWRITE_TABLE"
