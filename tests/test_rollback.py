@@ -278,3 +278,9 @@ def test_rollback_of_a_completed_overwrite_cli_and_savepoints(tmp_table: MakeTab
     with pytest.raises(lsm_lab.InputError, match="only the latest"):
         table.rollback(over)
     assert snapshot(table) == [("a", 1), ("d", 4), ("e", 5)]
+    # the cleaner deleted the replaced groups' files: rolling back would leave the table unreadable
+    over = table.insert_overwrite_table([{"id": "f", "p": "x", "v": 6}])
+    assert table.clean(retained=1) is not None
+    with pytest.raises(lsm_lab.InputError, match="no longer whole"):
+        table.rollback(over)
+    assert snapshot(table) == [("f", 6)]

@@ -292,16 +292,22 @@ def install(spark: Any) -> bool:
     sc = getattr(spark, "_sc", None)
     if jss is None or sc is None:
         return False
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
     from pyspark.java_gateway import ensure_callback_server_started
 
     gateway = sc._gateway
-    catalog = jss.sharedState().externalCatalog()
-    key = int(gateway.jvm.System.identityHashCode(catalog))
-    if key in _HOOKED:
-        return True
-    ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
-    hook = CatalogHook(gateway, catalog)
-    catalog.addListener(hook)
+    try:
+        catalog = jss.sharedState().externalCatalog()
+        key = int(gateway.jvm.System.identityHashCode(catalog))
+        if key in _HOOKED:
+            return True
+        ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
+        hook = CatalogHook(gateway, catalog)
+        catalog.addListener(hook)
+    except (Py4JError, OSError) as exc:  # the data source still works; a column list stays refused
+        log.warning("lsm_lab: no CREATE TABLE hook on this session's catalog (%s): CREATE TABLE t (columns) "
+                    "USING lsm_lab will be refused", exc)
+        return False
     _HOOKED[key] = hook
     return True
 
