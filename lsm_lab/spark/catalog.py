@@ -171,14 +171,22 @@ def ensure_table(spec: SqlTable) -> None:
                           "path", path=spec.path)
 
 
-def catalog_schema(spec: SqlTable, error: str | None = None) -> Any:
+def catalog_schema(spec: SqlTable, error: LsmLabError | None = None) -> Any:
     """The declared columns, the first carrying the path and options (or the error) for the reader and writer."""
     opts: dict[str, str] = {**spec.options, "path": spec.path}
     if spec.partition_by:
         opts["partition_by"] = ",".join(spec.partition_by)
-    if error:
-        opts[ERROR_KEY] = error
+    if error is not None:
+        opts[ERROR_KEY] = str(error)
+        opts[ERROR_KEY + "_class"] = "SchemaError" if isinstance(error, SchemaError) else "InputError"
     return with_location(spec.columns, opts)
+
+
+def raise_refused(options: Mapping[str, str]) -> None:
+    """Raise the error of a `CREATE TABLE` the hook refused, when `options` (a catalog schema's) carry one."""
+    if options.get(ERROR_KEY):  # (the message names the path)
+        kind = SchemaError if options.get(ERROR_KEY + "_class") == "SchemaError" else InputError
+        raise kind(options[ERROR_KEY])
 
 
 # --------------------------------------------------------------------------- the path in the catalog's schema
@@ -242,19 +250,19 @@ class CatalogHook:
         if location.isDefined() and not options.get("path"):
             options["path"] = str(location.get().toString())
         partition_by = [str(c) for c in convert.asJava(table.partitionColumnNames())]
-        error: str | None = None
+        error: LsmLabError | None = None
         try:
             spec = SqlTable.of(name, columns, options, partition_by)
         except LsmLabError as exc:
-            log.error("lsm_lab: CREATE TABLE %s.%s refused: %s", db, name, exc)
             spec = SqlTable(name, options.get("path") or "", columns, {}, tuple(partition_by))
-            error = str(exc)
+            error = exc
         else:
             try:
                 ensure_table(spec)
             except LsmLabError as exc:
-                log.error("lsm_lab: CREATE TABLE %s.%s refused: %s", db, name, exc)
-                error = str(exc)
+                error = exc
+        if error is not None:
+            log.error("lsm_lab: CREATE TABLE %s.%s refused: %s", db, name, error)
         schema = catalog_schema(spec, error)
         as_json = jvm.org.apache.spark.sql.types.DataType.fromJson
         # the declared order, and no partition column for Spark (the Python table reports none anyway;
@@ -313,4 +321,4 @@ def install(spark: Any) -> bool:
 
 
 __all__ = ["LOCATION_METADATA", "CatalogHook", "SqlTable", "ensure_table", "install", "location_of", "lsm_options",
-           "with_location"]
+           "raise_refused", "with_location"]

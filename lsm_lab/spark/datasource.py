@@ -113,7 +113,7 @@ from pyspark.sql.datasource import (
 )
 
 from lsm_lab.api import Table, create_table, open_table
-from lsm_lab.errors import InputError, SchemaError, TableNotFoundError
+from lsm_lab.errors import InputError, TableNotFoundError
 from lsm_lab.filegroup import write as writer
 from lsm_lab.filegroup.fsview import FileSlice
 from lsm_lab.filegroup.read import ReadContext
@@ -173,8 +173,7 @@ class SourceOptions:
         if not opts.get("path") and schema is not None:  # the table's options, the statement's (WITH (...)) win
             opts = {**catalog.lsm_options(location_of(schema)), **opts}
         path = opts.get("path")
-        if opts.get(catalog.ERROR_KEY):  # a CREATE TABLE the catalog hook refused (catalog.py)
-            raise SchemaError(opts[catalog.ERROR_KEY])  # (the message names the path)
+        catalog.raise_refused(opts)  # a CREATE TABLE the catalog hook refused (catalog.py)
         if not path and not opts:
             raise InputError("lsm_lab got no options: PySpark (4.3) hands the reader and writer of a catalog table "
                              "(CREATE TABLE ... USING lsm_lab) none of its options, and this table's schema carries "

@@ -466,3 +466,15 @@ def test_sql_table_spec_and_its_typed_errors(tmp_path: Path) -> None:
     with pytest.raises(lsm_lab.InputError, match="no path"):
         SqlTable.of("t", cols, {"primaryKey": "id"})
     assert not (tmp_path / "b").exists()
+    # what the catalog keeps: the path and options in the first column's metadata — or the refusal, which the
+    # reader and writer raise with its own class
+    from lsm_lab.spark.catalog import catalog_schema
+    from lsm_lab.spark.datasource import SourceOptions
+
+    kept = SourceOptions.of({}, catalog_schema(spec))
+    assert (kept.path, kept.create["record_key"], kept.create["partition_by"]) == (str(tmp_path / "a"), "id", "city")
+    for error in (lsm_lab.SchemaError("other columns"), lsm_lab.InputError("needs a record key")):
+        with pytest.raises(type(error), match=str(error)):
+            SourceOptions.of({}, catalog_schema(spec, error))
+        with pytest.raises(type(error)):
+            LsmLabDataSource({}).writer(catalog_schema(spec, error), False)
