@@ -674,6 +674,10 @@ class Table(TableState):
                                                                                       REPLACE_COMMIT, CLUSTERING):
                 raise InputError(f"only the latest completed write (commit/deltacommit/replacecommit) can be rolled "
                                  f"back; {current} is not it — use savepoint() and restore() for older instants")
+            if str(self.instant_metadata(current).get("operationType") or "").lower() == upgrade.UPGRADE_OPERATION:
+                raise InputError(f"{current} is the upgrade to table version 10: it cannot be rolled back (the table "
+                                 "is version 10 from it on); restore a savepoint from before it instead",
+                                 path=self.path)
             if any(sp.get("savepointedInstant") == begin for sp in self.savepoints()):
                 raise InputError(f"{current} is savepointed: delete the savepoint before rolling it back (as "
                                  "Hudi's BaseRollbackActionExecutor.validateSavepointRollbacks)", path=self.path)

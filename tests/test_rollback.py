@@ -284,3 +284,16 @@ def test_rollback_of_a_completed_overwrite_cli_and_savepoints(tmp_table: MakeTab
     with pytest.raises(lsm_lab.InputError, match="no longer whole"):
         table.rollback(over)
     assert snapshot(table) == [("f", 6)]
+
+
+def test_the_upgrade_replacecommit_is_never_rolled_back(tmp_path: Path) -> None:
+    """The upgrade to version 10 is a replacecommit too, but `hoodie.properties` says version 10 from it on:
+    rolling it back would bring back files of the older dialect, so it is refused."""
+    table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", table_version=9, num_buckets=2)
+    table.upsert([{"id": f"k{i}", "v": i} for i in range(6)])
+    table = table.upgrade()
+    latest = table.completed_writes()[-1]
+    assert latest.action == "replacecommit" and table.config.version == 10
+    with pytest.raises(lsm_lab.InputError, match="upgrade to table version 10"):
+        table.rollback(latest)
+    assert snapshot(table) == [(f"k{i}", i) for i in range(6)]
