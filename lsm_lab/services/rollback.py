@@ -47,7 +47,9 @@ the groups it replaced are live again, and its new files are deleted by name
 (a bucket table's new slices too).  Upstream rolls a completed instant back
 the same way (`CopyOnWriteRollbackActionExecutor`: back to inflight, then
 its files deleted) and refuses a savepointed one
-(`BaseRollbackActionExecutor.validateSavepointRollbacks`), as `Table.rollback` does.
+(`BaseRollbackActionExecutor.validateSavepointRollbacks`), as `Table.rollback` does;
+`Table.rollback` also refuses the upgrade to version 10 (a replacecommit after
+which `hoodie.properties` says version 10: services/upgrade.py).
 
 Simplified compared with Apache Hudi: no rollback command blocks appended to
 v1 logs (lsm_lab never appends to an existing file), no rollback plan
