@@ -32,7 +32,8 @@ of the source and drops the others.  `.option("columns", "a,b")` narrows the sou
 
 **Options.**  read: `as_of` (an instant time: writes that began at or before it), `as_of_completion` (a
 completion time: writes completed at or before it), `columns`, `merge`; write: `operation` (upsert, the
-default, insert, bulk_insert, delete, insert_overwrite, insert_overwrite_table), `overwrite_mode`.  A table
+default, insert, bulk_insert, delete, insert_overwrite, insert_overwrite_table), `overwrite_mode`,
+`partition`.  A table
 that does not exist yet is created by the first write when `record_key` is given (with `partition_by`,
 `ordering_field`, `table_type`, `layout`, `name`; Hudi's SQL names `primaryKey`, `preCombineField` and
 `type` = cow | mor are accepted for the first three).  Options named `storage.<key>` are the `storage_options` of an
@@ -42,7 +43,10 @@ object-store table.
 `overwrite=True`) makes the rows the whole table: insert_overwrite_table, one replacecommit
 (services/overwrite.py); with the option `overwrite_mode` = dynamic (Hudi's `hoodie.datasource.overwrite.mode`:
 on the view or table, or per statement: `INSERT OVERWRITE t WITH ('overwrite_mode' = 'dynamic') SELECT ...`)
-only the partitions the rows go to are replaced (insert_overwrite).  A *static* partition overwrite
+only the partitions the rows go to are replaced (insert_overwrite); with the option `partition` (partition
+paths, comma-separated: `INSERT OVERWRITE t WITH ('partition' = 'city=pune') SELECT ...`) exactly those
+partitions are, a row outside them is an error and an empty SELECT empties them (`Table.insert_overwrite(
+rows, partitions=...)`, the static overwrite Hudi's SQL derives from a PARTITION clause).  A *static* partition overwrite
 (`INSERT OVERWRITE t PARTITION (city = 'x') SELECT ...`) cannot reach a Python data source in PySpark 4.3:
 `PythonTable.partitioning()` is the `Table` default (no partition column), so Spark's analyser refuses the
 clause (`[NON_PARTITION_COLUMN]`) before lsm_lab runs; nor can `spark.sql.sources.partitionOverwriteMode
@@ -164,6 +168,7 @@ class SourceOptions:
     operation: str
     create: dict[str, Any]
     dynamic_overwrite: bool = False
+    partitions: tuple[str, ...] | None = None  # option `partition`: a static insert_overwrite of these
 
     @classmethod
     def of(cls, options: Mapping[str, str], schema: Any = None) -> SourceOptions:
@@ -200,6 +205,11 @@ class SourceOptions:
         if mode not in ("static", "dynamic"):
             raise InputError(f"option overwrite_mode: {mode!r} is neither static (an overwrite replaces the whole "
                              "table) nor dynamic (only the partitions the rows go to)")
+        partitions = tuple(x.strip() for x in opts["partition"].split(",") if x.strip()) \
+            if opts.get("partition") else None
+        if partitions is not None and operation not in ("upsert", overwrite_op.INSERT_OVERWRITE):
+            raise InputError(f"option partition (a static partition overwrite) takes operation insert_overwrite, "
+                             f"not {operation}")
         create: dict[str, Any] = {}
         for key in ("record_key", "partition_by", "ordering_field", "table_type", "layout", "name"):
             if key in opts:
@@ -207,7 +217,7 @@ class SourceOptions:
                 if key in ("record_key", "partition_by") and "," in value:
                     value = [v.strip() for v in value.split(",")]
                 create[key] = value
-        return cls(path, storage, as_of, columns, opts.get("merge"), operation, create, mode == "dynamic")
+        return cls(path, storage, as_of, columns, opts.get("merge"), operation, create, mode == "dynamic", partitions)
 
     def open(self) -> Table:
         return open_table(self.path, self.storage_options)
@@ -250,8 +260,11 @@ class LsmLabDataSource(DataSource):
             if opts.operation == "delete":
                 raise InputError('mode("overwrite") with operation delete: a delete takes mode("append") only '
                                  "(as Hudi's datasource)")
-            opts = dataclasses.replace(opts, operation=overwrite_op.INSERT_OVERWRITE if opts.dynamic_overwrite
-                                       else overwrite_op.INSERT_OVERWRITE_TABLE)
+            opts = dataclasses.replace(opts, operation=overwrite_op.INSERT_OVERWRITE
+                                       if opts.dynamic_overwrite or opts.partitions else
+                                       overwrite_op.INSERT_OVERWRITE_TABLE)
+        elif opts.partitions is not None:
+            opts = dataclasses.replace(opts, operation=overwrite_op.INSERT_OVERWRITE)
         return StagedWriter(opts, f"{int(time.time() * 1000)}-{uuid.uuid4().hex[:12]}")
 
 
@@ -426,7 +439,11 @@ class StagedWriter(DataSourceArrowWriter):
             if names or overwriting:  # an overwrite with no rows still replaces (an empty table)
                 table = self._table()
                 with staging.Beating(self.root, self.job):
-                    getattr(table, self.opts.operation)(staged() if names else [])  # one commit, bounded memory
+                    rows = staged() if names else []
+                    if self.opts.partitions is not None:  # a static partition overwrite
+                        table.insert_overwrite(rows, partitions=self.opts.partitions)
+                    else:
+                        getattr(table, self.opts.operation)(rows)  # one commit, bounded memory
         finally:
             self._drop_staging()
 

@@ -361,7 +361,8 @@ def _sql_rows(spark: Any, query: str) -> list[tuple[Any, ...]]:
 def test_sql_create_table_with_columns_creates_the_table(lsm_spark: Any, tmp_path: Path) -> None:
     """CREATE TABLE t (columns) USING lsm_lab OPTIONS (path, primaryKey, preCombineField) PARTITIONED BY: the
     driver's catalog hook (spark/catalog.py) creates the table; INSERT INTO / SELECT / INSERT OVERWRITE (whole
-    table, and dynamic: the rows' partitions) follow a dict model; a static PARTITION clause is Spark's refusal;
+    table, dynamic: the rows' partitions, static through the option `partition`) follow a dict model; a static
+    PARTITION clause is Spark's refusal;
     a second CREATE TABLE on the path with other columns raises a SchemaError at its first use."""
     path = tmp_path / "trips"
     q = lsm_spark.sql
@@ -404,6 +405,10 @@ def test_sql_create_table_with_columns_creates_the_table(lsm_spark: Any, tmp_pat
         check()
         last = t.completed_writes()[-1]
         assert last.action == "replacecommit" and t.instant_metadata(last)["operationType"] == "INSERT_OVERWRITE"
+        # a static overwrite through the option `partition`: an empty SELECT empties chennai
+        q("INSERT OVERWRITE ct_trips WITH ('partition' = 'city=chennai') SELECT * FROM ct_trips WHERE false")
+        model = {k: v for k, v in model.items() if v[0] != "chennai"}
+        check()
         # a static PARTITION clause never reaches lsm_lab: the Python table reports no partition column
         with pytest.raises(Exception, match="NON_PARTITION_COLUMN"):
             q("INSERT OVERWRITE ct_trips PARTITION (city = 'pune') SELECT 'f', 6.0, 3L")
