@@ -283,6 +283,12 @@ def test_cli_write_operation(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert _read(lsm_lab.open_table(path)) == {("a", "k5"): 5, ("b", "k2"): 2}
     assert main(["write", str(path), str(src), "--op", "insert_overwrite_table"]) == 0
     assert _read(lsm_lab.open_table(path)) == {("a", "k5"): 5}
+    pq.write_table(_batch([(1, 6)], 2, 0), src)
+    assert main(["write", str(path), str(src), "--op", "insert_overwrite", "--partition", "p=b",
+                 "--partition", "p=a"]) == 0  # a static overwrite: p=a gets no row and reads empty
+    assert _read(lsm_lab.open_table(path)) == {("b", "k6"): 6}
+    assert main(["write", str(path), str(src), "--partition", "p=b"]) == 2  # (upsert: refused)
+    assert "takes --operation insert_overwrite" in capsys.readouterr().err
 
 
 REPLACING = st.sampled_from(["insert_overwrite", "insert_overwrite_table", "cluster"])
