@@ -76,7 +76,16 @@ from lsm_lab.table.state import TableState
 from lsm_lab.table.stats import LookupStats
 from lsm_lab.timeline import config as cfg
 from lsm_lab.timeline.active import ActiveTimeline
-from lsm_lab.timeline.instant import COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, Instant, normalize_time
+from lsm_lab.timeline.instant import (
+    CLUSTERING,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    LOG_COMPACTION,
+    REPLACE_COMMIT,
+    Instant,
+    normalize_time,
+)
 from lsm_lab.timeline.instanttime import TimeLike, completion_time
 from lsm_lab.timeline.metadata import WriteStat, summarize
 
@@ -220,11 +229,16 @@ class Table(TableState):
         a stream of such rows as `insert`'s."""
         return self._write(keys_or_data, "delete", buffer_rows)
 
-    def insert_overwrite(self, data: Any, *, buffer_rows: int | None = None) -> Instant:
+    def insert_overwrite(self, data: Any, *, buffer_rows: int | None = None,
+                         partitions: Sequence[str] | None = None) -> Instant:
         """Replace the partitions the rows go to: their file groups are replaced by new ones holding only
         these rows (one `replacecommit`, operation INSERT_OVERWRITE; partitions the rows do not touch keep
-        theirs).  `data` and `buffer_rows` as `insert`'s; see lsm_lab/services/overwrite.py."""
-        return self._write(data, overwrite.INSERT_OVERWRITE, buffer_rows)
+        theirs).  `partitions` (partition paths, e.g. ``["city=pune"]``): a static overwrite — exactly these
+        partitions are replaced, a row outside them is an `InputError` (nothing is committed), and one that
+        gets no row reads empty afterwards.  `data` and `buffer_rows` as `insert`'s; see
+        lsm_lab/services/overwrite.py."""
+        return self._write(data, overwrite.INSERT_OVERWRITE, buffer_rows,
+                           None if partitions is None else overwrite.static_partitions(self.config, partitions))
 
     def insert_overwrite_table(self, data: Any, *, buffer_rows: int | None = None) -> Instant:
         """Replace the whole table by these rows: every file group is replaced (one `replacecommit`, operation
@@ -240,15 +254,17 @@ class Table(TableState):
         return open_table(self.path)
 
     @_one_operation
-    def _write(self, data: Any, op: str, buffer_rows: int | None = None) -> Instant:
-        """One optimistic write (services.commit): files written without the lock, conflicts checked at commit."""
+    def _write(self, data: Any, op: str, buffer_rows: int | None = None,
+               static: tuple[str, ...] | None = None) -> Instant:
+        """One optimistic write (services.commit): files written without the lock, conflicts checked at commit.
+        `static`: an insert_overwrite's static partitions."""
         if stream_write.is_stream(data):
-            return self._write_stream(data, op, buffer_rows)
+            return self._write_stream(data, op, buffer_rows, static)
         if buffer_rows is not None:
             stream_write.buffer_rows_of(self.config.props, buffer_rows)  # a bad value is an error, even unused
         self.check_writable()
         commit.note_first_write(self)  # before the input is checked: a rejected first batch must not block create
-        over = overwrite.Replacement(self, op) if overwrite.is_overwrite(op) else None
+        over = overwrite.Replacement(self, op, static) if overwrite.is_overwrite(op) else None
         wop = "insert" if over is not None else op  # an overwrite writes its rows as an insert into new groups
         batch = writer.prepare(self.config, self.schema, data, wop)
 
@@ -265,7 +281,8 @@ class Table(TableState):
         commit.after_write(self)
         return done
 
-    def _write_stream(self, data: Any, op: str, buffer_rows: int | None) -> Instant:
+    def _write_stream(self, data: Any, op: str, buffer_rows: int | None,
+                      static: tuple[str, ...] | None = None) -> Instant:
         """A stream written in chunks as one commit (filegroup/stream_write.py); a stream that fits in one chunk
         is written as an in-memory batch."""
         limit = stream_write.buffer_rows_of(self.config.props, buffer_rows)
@@ -275,11 +292,11 @@ class Table(TableState):
         first = next(chunks, None)
         second = next(chunks, None) if first is not None else None
         if second is None:
-            return self._write([] if first is None else first, op)
+            return self._write([] if first is None else first, op, static=static)
         head = [first, second]  # handed over once, never held by this frame while the stream is read
         del first, second
         state: stream_write.StreamWrite | None = None
-        over = overwrite.Replacement(self, op) if overwrite.is_overwrite(op) else None
+        over = overwrite.Replacement(self, op, static) if overwrite.is_overwrite(op) else None
         wop = "insert" if over is not None else op  # an overwrite writes its rows as an insert into new groups
         config = overwrite.write_config(self.config) if over is not None else self.config
 
@@ -641,7 +658,13 @@ class Table(TableState):
         return clean.clean(self, policy=policy, retained=retained)
 
     def rollback(self, instant: Any = None) -> list[Instant]:
-        """Roll back dead pending writes (no argument), or one instant: pending and dead, or the latest write."""
+        """Roll back dead pending writes (no argument), or one instant: pending and dead, or the latest write.
+
+        The latest completed write may be a commit, a deltacommit or a replacecommit (insert_overwrite,
+        insert_overwrite_table, clustering): its files go, and the file groups it replaced are live again
+        (they are replaced only by a *completed* replacecommit's metadata), as upstream's rollback of a
+        completed instant (`CopyOnWriteRollbackActionExecutor`: back to inflight, its files deleted).  A
+        savepointed instant is refused, as upstream."""
 
         with table_lock(self.path):
             if instant is None:
@@ -655,9 +678,17 @@ class Table(TableState):
                     return []
                 return [rb.rollback_pending(self.path, self.active_timeline, current)]
             writes = self.completed_writes()
-            if not writes or writes[-1].begin_time != begin or current.action not in (COMMIT, DELTA_COMMIT):
-                raise InputError(f"only the latest completed write (commit/deltacommit) can be rolled back; "
-                                 f"{current} is not it — use savepoint() and restore() for older instants")
+            if not writes or writes[-1].begin_time != begin or current.action not in (COMMIT, DELTA_COMMIT,
+                                                                                      REPLACE_COMMIT, CLUSTERING):
+                raise InputError(f"only the latest completed write (commit/deltacommit/replacecommit) can be rolled "
+                                 f"back; {current} is not it — use savepoint() and restore() for older instants")
+            if str(self.instant_metadata(current).get("operationType") or "").lower() == upgrade.UPGRADE_OPERATION:
+                raise InputError(f"{current} is the upgrade to table version 10: it cannot be rolled back (the table "
+                                 "is version 10 from it on); restore a savepoint from before it instead",
+                                 path=self.path)
+            if any(sp.get("savepointedInstant") == begin for sp in self.savepoints()):
+                raise InputError(f"{current} is savepointed: delete the savepoint before rolling it back (as "
+                                 "Hudi's BaseRollbackActionExecutor.validateSavepointRollbacks)", path=self.path)
             self._check_state_before(writes)
             rb.drop_plans_reading(self.path, self.active_timeline, begin)
             clustering.drop_plans_reading(self, begin)

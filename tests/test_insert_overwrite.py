@@ -283,3 +283,100 @@ def test_cli_write_operation(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert _read(lsm_lab.open_table(path)) == {("a", "k5"): 5, ("b", "k2"): 2}
     assert main(["write", str(path), str(src), "--op", "insert_overwrite_table"]) == 0
     assert _read(lsm_lab.open_table(path)) == {("a", "k5"): 5}
+    pq.write_table(_batch([(1, 6)], 2, 0), src)
+    assert main(["write", str(path), str(src), "--op", "insert_overwrite", "--partition", "p=b",
+                 "--partition", "p=a"]) == 0  # a static overwrite: p=a gets no row and reads empty
+    assert _read(lsm_lab.open_table(path)) == {("b", "k6"): 6}
+    assert main(["write", str(path), str(src), "--partition", "p=b"]) == 2  # (upsert: refused)
+    assert "takes --operation insert_overwrite" in capsys.readouterr().err
+
+
+REPLACING = st.sampled_from(["insert_overwrite", "insert_overwrite_table", "cluster"])
+
+
+@pytest.mark.parametrize(("layout", "table_type"), [("lsm_tree", "MERGE_ON_READ"), ("default", "COPY_ON_WRITE")])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.tuples(st.sampled_from(["insert", "upsert", "delete"]), KEYS), min_size=1, max_size=4),
+       replacing=REPLACING, keys=KEYS)
+def test_rolling_back_a_completed_replacecommit_restores_the_replaced_groups(
+        tmp_path_factory: pytest.TempPathFactory, layout: str, table_type: str,
+        steps: list[tuple[str, list[tuple[int, int]]]], replacing: str, keys: list[tuple[int, int]]) -> None:
+    """`Table.rollback` of the latest write when it is a replacecommit (an overwrite, or a clustering): the
+    table reads — and looks keys up — as before it (the dict model), its files are gone, the next write
+    follows the model again."""
+    t = _make(tmp_path_factory.mktemp("t") / "t", layout, table_type)
+    model: Model = {}
+    for i, (op, ks) in enumerate(steps):
+        rows = _batch(ks, ts=i, value=100 * i)
+        getattr(t, op)(rows)
+        _apply(model, op, rows)
+    before = dict(model)
+    if replacing == "cluster":
+        done = t.cluster()
+        if done is None:
+            return  # nothing to cluster
+    else:
+        rows = _batch(keys, ts=50, value=5000)
+        done = getattr(t, replacing)(rows)
+        _apply(model, replacing, rows)
+    assert done.action in ("replacecommit", "clustering")  # (a completed clustering of table version 10)
+    assert t.completed_writes()[-1].begin_time == done.begin_time
+    assert _read(t) == model
+    (rolled,) = t.rollback(done)
+    assert rolled.action == "rollback"
+    assert t.instant_metadata(rolled)["instantsRollback"] == [{"commitTime": done.begin_time,
+                                                               "action": done.action}]
+    t = lsm_lab.open_table(t.path)
+    assert _read(t) == before
+    assert all(n.instant != done.begin_time for _, _, n in fsview.list_data_files(t.path))
+    names = sorted({f"k{k}" for _, k in keys} | {"k0", "k5"})
+    found = t.lookup(names, columns=["p", "id", "v"]) if before else None
+    if found is not None:
+        assert {(p, k): v for p, k, v in zip(*(found.column(c).to_pylist() for c in ("p", "id", "v")))} == \
+            {pk: v for pk, v in before.items() if pk[1] in names}
+    after = _batch([(0, 1), (2, 7)], ts=60, value=600)
+    t.upsert(after)
+    _apply(before, "upsert", after)
+    assert _read(t) == before
+
+
+@pytest.mark.parametrize(("layout", "table_type"), [("lsm_tree", "MERGE_ON_READ"), ("default", "COPY_ON_WRITE")])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.tuples(st.sampled_from(["insert", "upsert", "delete"]), KEYS), min_size=1, max_size=3),
+       static=st.sets(st.integers(0, 2), min_size=1), keys=KEYS, streamed=st.booleans())
+def test_a_static_partition_overwrite_replaces_exactly_its_partitions(
+        tmp_path_factory: pytest.TempPathFactory, layout: str, table_type: str,
+        steps: list[tuple[str, list[tuple[int, int]]]], static: set[int], keys: list[tuple[int, int]],
+        streamed: bool) -> None:
+    """`insert_overwrite(rows, partitions=[...])`: the partitions named are replaced by the rows (none: they
+    read empty), the others keep theirs — the dict model; in memory and streamed."""
+    t = _make(tmp_path_factory.mktemp("t") / "t", layout, table_type)
+    model: Model = {}
+    for i, (op, ks) in enumerate(steps):
+        rows = _batch(ks, ts=i, value=100 * i)
+        getattr(t, op)(rows)
+        _apply(model, op, rows)
+    rows = _batch([(p, k) for p, k in keys if p in static], ts=50, value=5000)
+    data: Any = rows.to_batches(max_chunksize=2) if streamed and rows.num_rows else rows
+    done = t.insert_overwrite(data, partitions=[f"p={PARTS[p]}" for p in static],
+                              **({"buffer_rows": 2} if streamed else {}))
+    model = {pk: v for pk, v in model.items() if pk[0] not in {PARTS[p] for p in static}}
+    _apply(model, "upsert", rows)
+    assert done.action == "replacecommit" and t.instant_metadata(done)["operationType"] == "INSERT_OVERWRITE"
+    assert _read(lsm_lab.open_table(t.path)) == model
+
+
+def test_a_static_partition_overwrite_refuses_rows_outside_and_bad_partitions(tmp_path: Path) -> None:
+    t = _make(tmp_path / "t", "lsm_tree", "MERGE_ON_READ")
+    t.insert(_batch([(0, 1), (1, 2), (2, 3)], 0, 0))
+    before, writes = _read(t), len(t.completed_writes())
+    files = {n.name for _, _, n in fsview.list_data_files(t.path)}
+    with pytest.raises(lsm_lab.InputError, match="p=b, outside them"):
+        t.insert_overwrite(_batch([(0, 4), (1, 5)], 1, 0), partitions=["p=a"])
+    assert _read(t) == before and len(t.completed_writes()) == writes
+    assert {n.name for _, _, n in fsview.list_data_files(t.path)} == files  # what it wrote is gone
+    for bad in (["a"], ["p=a/q=b"], ["p=.."], []):
+        with pytest.raises(lsm_lab.InputError):
+            t.insert_overwrite(_batch([(0, 4)], 1, 0), partitions=bad)
+    t.insert_overwrite([], partitions=["p=c", "p=a"])  # no row: both partitions read empty
+    assert _read(t) == {("b", "k2"): 2}

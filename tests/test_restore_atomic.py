@@ -32,7 +32,7 @@ from lsm_lab.filegroup import fsview
 from lsm_lab.services import heartbeat, markers, rollback
 from lsm_lab.storage import TablePath
 from lsm_lab.timeline import active
-from lsm_lab.timeline.instant import RESTORE
+from lsm_lab.timeline.instant import RESTORE, ROLLBACK
 
 MakeTable = Callable[..., lsm_lab.Table]  # the tmp_table fixture
 
@@ -65,8 +65,9 @@ def _build(path: Path) -> tuple[lsm_lab.Table, str]:
     return t, pinned.begin_time
 
 
-def _arm(monkeypatch: pytest.MonkeyPatch, crash_at: int) -> dict[str, int]:
-    """Count the steps of a restore from its requested plan on; raise `Crash` before step `crash_at`."""
+def _arm(monkeypatch: pytest.MonkeyPatch, crash_at: int, action: str = RESTORE) -> dict[str, int]:
+    """Count the steps of a restore (or, `action` ROLLBACK, of a rollback of a completed instant) from its
+    requested plan on; raise `Crash` before step `crash_at`."""
     state = {"armed": 0, "step": 0}
 
     def step() -> None:
@@ -80,10 +81,10 @@ def _arm(monkeypatch: pytest.MonkeyPatch, crash_at: int) -> dict[str, int]:
     real_create, real_unlink = active.ActiveTimeline._create, pathlib.Path.unlink
     real_markers, real_clear = markers.delete_markers, heartbeat.clear
 
-    def create(self: active.ActiveTimeline, begin: str, action: str, *a: Any, **kw: Any) -> Any:
+    def create(self: active.ActiveTimeline, begin: str, kind: str, *a: Any, **kw: Any) -> Any:
         step()
-        done = real_create(self, begin, action, *a, **kw)
-        if action == RESTORE and not state["step"]:
+        done = real_create(self, begin, kind, *a, **kw)
+        if kind == action and not state["step"]:
             state["armed"] = 1  # the plan is on the timeline: from here on a kill is "during the restore"
         return done
 
@@ -99,7 +100,8 @@ def _arm(monkeypatch: pytest.MonkeyPatch, crash_at: int) -> dict[str, int]:
         step()
         real_clear(*a)
 
-    real_run = rollback._run_restore
+    runner = "_run_restore" if action == RESTORE else "rollback_completed"
+    real_run = getattr(rollback, runner)
 
     def run(*a: Any, **kw: Any) -> Any:
         try:
@@ -111,7 +113,7 @@ def _arm(monkeypatch: pytest.MonkeyPatch, crash_at: int) -> dict[str, int]:
     monkeypatch.setattr(pathlib.Path, "unlink", unlink)
     monkeypatch.setattr(markers, "delete_markers", delete_markers)  # the modules rollback calls through
     monkeypatch.setattr(heartbeat, "clear", clear)
-    monkeypatch.setattr(rollback, "_run_restore", run)
+    monkeypatch.setattr(rollback, runner, run)
     return state
 
 
@@ -343,3 +345,105 @@ def test_v1_logs_named_for_a_pending_compaction_are_not_a_lost_commit(tmp_table:
     table.upsert([{"id": "k3", "ts": 4, "v": 30}])
     table.compact()
     assert sorted((r["id"], r["v"]) for r in table.read().to_pylist()) == [("k0", 0), ("k1", 10), ("k2", 20), ("k3", 30)]
+
+
+# --------------------------------------------------------------------------- rollback of a completed replacecommit
+def _overwritten(path: Path) -> tuple[lsm_lab.Table, str]:
+    """A bucket table whose latest write is an insert_overwrite of partition a (a completed replacecommit)."""
+    t = lsm_lab.create_table(path, name="t", record_key="id", partition_by="p", ordering_field="ts", num_buckets=2)
+    t.insert([{"id": f"k{i}", "p": "ab"[i % 2], "ts": 1, "v": i} for i in range(12)])
+    t.upsert([{"id": "k1", "p": "b", "ts": 2, "v": 100}, {"id": "k2", "p": "a", "ts": 2, "v": 200}])
+    done = t.insert_overwrite([{"id": "n1", "p": "a", "ts": 3, "v": 7}, {"id": "k4", "p": "a", "ts": 3, "v": 44}])
+    assert done.action == "replacecommit"
+    return t, done.begin_time
+
+
+def test_a_rollback_of_an_overwrite_killed_at_any_step_is_before_or_after_for_readers(tmp_path: Path) -> None:
+    """`Table.rollback` of a completed replacecommit, "killed" before each of its steps in turn: a fresh
+    reader sees the table with the overwrite or without it (from the rollback's plan on: without), and the
+    next writer finishes the rollback — the replaced file groups are live again."""
+    template, overwrite = _overwritten(tmp_path / "template")
+    before = rows(template)
+    keys = ["k2", "k4", "n1", "k1"]
+    before_lookup = sorted(template.lookup(keys).to_pylist(), key=lambda r: r["id"])
+    done_path = tmp_path / "done"
+    shutil.copytree(local(template.path), done_path)
+    lsm_lab.open_table(done_path).rollback(overwrite)
+    after = rows(lsm_lab.open_table(done_path))
+    after_lookup = sorted(lsm_lab.open_table(done_path).lookup(keys).to_pylist(), key=lambda r: r["id"])
+    assert ("k2", "a", 200) in after and ("n1", "a", 7) not in after and ("n1", "a", 7) in before
+    seen = {"before": 0, "after": 0}
+    crash_at = 1
+    while True:
+        path = tmp_path / f"kill{crash_at}"
+        shutil.copytree(local(template.path), path)
+        with pytest.MonkeyPatch.context() as mp:
+            state = _arm(mp, crash_at, ROLLBACK)
+            try:
+                lsm_lab.open_table(path).rollback(overwrite)
+            except Crash:
+                pass
+            killed = state["step"] >= crash_at
+        if not killed:
+            break
+        table = lsm_lab.open_table(path)
+        got = rows(table)
+        assert got in (before, after), f"killed before step {crash_at}: a state that is neither before nor after"
+        seen["before" if got == before else "after"] += 1
+        looked = sorted(table.lookup(keys).to_pylist(), key=lambda r: r["id"])
+        assert looked == (before_lookup if got == before else after_lookup)
+        table.upsert([{"id": "z", "p": "a", "ts": 9, "v": 1}])  # the next writer finishes the rollback
+        assert rows(table) == sorted([*after, ("z", "a", 1)])
+        assert all(i.begin_time != overwrite for i in table.instants())
+        assert not [f for f in data_files(table.path) if overwrite in f]
+        crash_at += 1
+    assert crash_at > 5 and seen["after"] == crash_at - 1  # the plan is the commit point: always "after"
+
+
+ROLLBACK_CHILD = r"""
+import pathlib, sys, time
+import lsm_lab
+real = pathlib.Path.unlink
+def slow(self, *a, **kw):  # every deletion takes a while: the kill lands inside the rollback
+    time.sleep(0.05)
+    real(self, *a, **kw)
+pathlib.Path.unlink = slow
+table = lsm_lab.open_table(sys.argv[1])
+print("ready", flush=True)
+table.rollback(sys.argv[2])
+print("done", flush=True)
+"""
+
+
+def test_a_rollback_of_an_overwrite_killed_by_sigkill_is_before_or_after_for_readers(tmp_path: Path) -> None:
+    """The same with a real SIGKILL of a process rolling the overwrite back, at a random moment."""
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    template, overwrite = _overwritten(tmp_path / "template")
+    before = rows(template)
+    done_path = tmp_path / "done"
+    shutil.copytree(local(template.path), done_path)
+    lsm_lab.open_table(done_path).rollback(overwrite)
+    after = rows(lsm_lab.open_table(done_path))
+    rng = random.Random(31)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    for round_ in range(4):
+        path = tmp_path / f"kill{round_}"
+        shutil.copytree(local(template.path), path)
+        proc = subprocess.Popen([sys.executable, "-c", ROLLBACK_CHILD, str(path), overwrite],
+                                stdout=subprocess.PIPE, env=env, text=True)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.0, 0.4))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+        table = lsm_lab.open_table(path)
+        got = rows(table)
+        assert got in (before, after), f"round {round_}: a state that is neither before nor after"
+        table.upsert([{"id": "z", "p": "a", "ts": 9, "v": 1}])  # finishes a killed rollback, if one began
+        begun = any(i.action == ROLLBACK for i in table.instants())
+        assert rows(table) == sorted([*(after if begun else before), ("z", "a", 1)])

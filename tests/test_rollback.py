@@ -255,3 +255,45 @@ def test_rolling_back_a_write_drops_the_plans_that_read_it(tmp_table: MakeTable)
     assert plan.begin_time not in {i.begin_time for i in table.instants()}
     assert snapshot(table) == [("a", 1)]
     assert table.compact() is None  # only a base file is left: nothing to compact, nothing broken
+
+
+def test_rollback_of_a_completed_overwrite_cli_and_savepoints(tmp_table: MakeTable,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """`lsm-lab rollback PATH --instant t` of the latest write when it is a replacecommit; a savepointed one is
+    refused (as upstream's `validateSavepointRollbacks`), and so is one that is no longer the latest."""
+    table = tmp_table(num_buckets=1, partition_by="p")
+    table.upsert([{"id": "a", "p": "x", "v": 1}, {"id": "b", "p": "y", "v": 2}])
+    over = table.insert_overwrite_table([{"id": "c", "p": "x", "v": 3}])
+    assert snapshot(table) == [("c", 3)]
+    assert main(["rollback", str(table.path), "--instant", over.begin_time]) == 0
+    assert over.begin_time in capsys.readouterr().out
+    assert snapshot(lsm_lab.open_table(table.path)) == [("a", 1), ("b", 2)]
+    table = lsm_lab.open_table(table.path)
+    over = table.insert_overwrite([{"id": "d", "p": "y", "v": 4}])
+    table.savepoint(over)
+    with pytest.raises(lsm_lab.InputError, match="savepointed"):
+        table.rollback(over)
+    table.delete_savepoint(over)
+    table.upsert([{"id": "e", "p": "x", "v": 5}])
+    with pytest.raises(lsm_lab.InputError, match="only the latest"):
+        table.rollback(over)
+    assert snapshot(table) == [("a", 1), ("d", 4), ("e", 5)]
+    # the cleaner deleted the replaced groups' files: rolling back would leave the table unreadable
+    over = table.insert_overwrite_table([{"id": "f", "p": "x", "v": 6}])
+    assert table.clean(retained=1) is not None
+    with pytest.raises(lsm_lab.InputError, match="no longer whole"):
+        table.rollback(over)
+    assert snapshot(table) == [("f", 6)]
+
+
+def test_the_upgrade_replacecommit_is_never_rolled_back(tmp_path: Path) -> None:
+    """The upgrade to version 10 is a replacecommit too, but `hoodie.properties` says version 10 from it on:
+    rolling it back would bring back files of the older dialect, so it is refused."""
+    table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", table_version=9, num_buckets=2)
+    table.upsert([{"id": f"k{i}", "v": i} for i in range(6)])
+    table = table.upgrade()
+    latest = table.completed_writes()[-1]
+    assert latest.action == "replacecommit" and table.config.version == 10
+    with pytest.raises(lsm_lab.InputError, match="upgrade to table version 10"):
+        table.rollback(latest)
+    assert snapshot(table) == [(f"k{i}", i) for i in range(6)]

@@ -274,12 +274,16 @@ class ServicesMachine(TableMachine):
     @precondition(lambda self: self.history)
     @rule()
     def rollback(self) -> None:
-        """Roll back the latest completed write: refused unless it is a commit/deltacommit still active."""
+        """Roll back the latest completed write: refused unless it is a commit, deltacommit or replacecommit
+        (an overwrite or a clustering, not the upgrade) still active."""
         latest, _ = self.history[-1]
         if latest.begin_time in self.savepoints.values():
             return  # a savepointed write: not modelled (restore is the way back to it)
         archived = {i.begin_time for i in self.t.archived_instants()}
-        ok = latest.action in ("commit", "deltacommit") and latest.begin_time not in archived
+        upgraded = latest.begin_time not in archived and \
+            self.t.instant_metadata(latest).get("operationType") == "UPGRADE_TO_V10"
+        ok = latest.action in ("commit", "deltacommit", "replacecommit", "clustering") and not upgraded \
+            and latest.begin_time not in archived
         self._note(f"rollback {'write' if ok else 'refused'}")
         if not ok:
             try:

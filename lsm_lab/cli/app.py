@@ -94,9 +94,15 @@ def cmd_write(args: argparse.Namespace) -> int:
     from lsm_lab.api import open_table  # start-up: on first use
     from lsm_lab.services.commit import describe_write  # start-up: on first use
 
+    if args.partition and args.op != "insert_overwrite":
+        raise InputError(f"--partition (a static partition overwrite) takes --operation insert_overwrite, "
+                         f"not {args.op}")
     table = open_table(args.path)
     data = open_input_stream(args.file)  # written in chunks of --buffer-rows rows, as one commit
-    instant = getattr(table, args.op)(data, buffer_rows=args.buffer_rows)
+    if args.partition:
+        instant = table.insert_overwrite(data, buffer_rows=args.buffer_rows, partitions=args.partition)
+    else:
+        instant = getattr(table, args.op)(data, buffer_rows=args.buffer_rows)
     print(f"{describe_write(table.instant_metadata(instant))} → {instant}")
     return 0
 
@@ -298,6 +304,9 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--buffer-rows", type=int, metavar="N",
                    help="rows read and routed at a time: the file is streamed and written as one commit in bounded "
                         "memory (default: the table property lsm_lab.write.buffer.rows, else 250,000)")
+    p.add_argument("--partition", action="append", metavar="PATH",
+                   help="with insert_overwrite: replace exactly this partition (e.g. city=pune; repeatable), even "
+                        "with no row for it; a row outside the partitions named is an error")
     p.set_defaults(func=cmd_write)
 
     p = sub.add_parser("read", help="read a snapshot (or time travel)", description="Read the table at PATH.")

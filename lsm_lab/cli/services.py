@@ -209,7 +209,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("rollback", help="roll back failed writes, or one instant",
                        description="Without --instant: roll back every pending write whose process is dead. "
                                    "With --instant: roll back that instant (pending and dead, or the latest "
-                                   "completed write).")
+                                   "completed write: a commit, a deltacommit, or a replacecommit — an overwrite or "
+                                   "a clustering, whose replaced file groups are live again).")
     p.add_argument("path", help=TABLE_HELP)
     p.add_argument("--instant", help="begin time of the instant to roll back")
     p.set_defaults(func=cmd_rollback)

@@ -37,9 +37,18 @@ snapshots around it (table/cdc.py): a key of a replaced group that is not writte
 written that existed is "u", a new key "i".  (Upstream's `HoodieCDCExtractor` reports a replaced file
 group as deletes of all its rows and the new groups as inserts, so an overwritten key is "d" + "i".)
 
-Simplified compared with Apache Hudi: no `hoodie.datasource.write.operation=insert_overwrite` with
-dynamic vs static partition modes (Spark SQL's `INSERT OVERWRITE ... PARTITION (p=v)`): the partitions
-replaced are those the rows go to, or all of them; no `delete_partition` operation.
+**Undo.**  `Table.rollback(t)` of the latest write when it is an overwrite: its files go, and the groups
+it replaced are live again (services/rollback.py); crash safe as every rollback of a completed instant.
+
+**Static partitions.**  `insert_overwrite(rows, partitions=[...])` replaces exactly the partitions named
+(`static_partitions` checks them against the table's partition fields), as Hudi's SQL does for
+`INSERT OVERWRITE ... PARTITION (p = v)` in its STATIC mode (`ProvidesHoodieConfig.deduceOverwriteConfig`):
+a partition with no new row reads empty, and a row outside them fails the write before its commit point
+(nothing is committed).
+
+Simplified compared with Apache Hudi: no `PARTITION (p = v)` clause (PySpark 4.3 cannot hand it to a Python
+data source: spark/datasource.py, "Overwrite"; the option `partition` says the same); no `delete_partition`
+operation.
 
 Taught in: no chapter (README "Streaming writes", "Overwriting"; docs/FORMAT.md "Insert overwrite")
 """
@@ -51,6 +60,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from lsm_lab.errors import InputError
 from lsm_lab.filegroup import cdclog
 from lsm_lab.filegroup.fsview import FileGroup
 from lsm_lab.format import hudi_bloom, naming, parquet_write
@@ -85,6 +95,7 @@ class Replacement:
 
     table: TableState
     op: str
+    static: tuple[str, ...] | None = None  # insert_overwrite's static partitions (`static_partitions`)
     replaced: dict[str, list[str]] = field(default_factory=dict)
 
     def finish(self, stats: list[WriteStat], *, instant: str, snapshot: str | None, mark: Mark,
@@ -92,13 +103,19 @@ class Replacement:
         """The stats of the commit: `stats` (the new rows' files), plus the empty base files of a bucket
         table's buckets that got no row; `self.replaced` filled for `partitionToReplaceFileIds`."""
         self.replaced = {}
+        if self.static is not None:
+            outside = sorted({s.partitionPath for s in stats} - set(self.static))
+            if outside:  # (raised before the commit point: the transaction deletes what it wrote)
+                raise InputError(f"insert_overwrite of the partitions {', '.join(self.static)}: rows go to "
+                                 f"{', '.join(outside)}, outside them; nothing was written",
+                                 path=self.table.path)
         snap = completion_time(snapshot)
         if snap is None:  # the table was empty when the write began: nothing to replace
             return stats
         if self.op == INSERT_OVERWRITE_TABLE:
             groups = self.table.file_groups(as_of=snap)
         else:
-            parts = sorted({s.partitionPath for s in stats})
+            parts = sorted({s.partitionPath for s in stats} if self.static is None else self.static)
             groups = self.table.file_groups(as_of=snap, partitions=parts) if parts else []
         config = self.table.config
         if not config.bucket_index:
@@ -135,5 +152,28 @@ class Replacement:
         return out
 
 
+def static_partitions(config: TableConfig, partitions: Sequence[str]) -> tuple[str, ...]:
+    """`partitions` checked as partition paths of this table (`city=pune` on a hive-style table, `pune`
+    otherwise; one level per partition field, `/` between levels): an `InputError` names a bad one."""
+    fields = list(config.partition_by)
+    if not fields:
+        raise InputError("insert_overwrite(partitions=...) on a table without partitions: use "
+                         "insert_overwrite_table")
+    out = []
+    for raw in partitions:
+        part = str(raw).strip().strip("/")
+        levels = part.split("/")
+        if len(levels) != len(fields) or any(not lv or lv in (".", "..") for lv in levels):
+            raise InputError(f"partition {raw!r}: expected {len(fields)} level(s), "
+                             f"{'/'.join(f'{f}=...' if config.hive_style else '...' for f in fields)}")
+        if config.hive_style and any(not lv.startswith(f"{f}=") for lv, f in zip(levels, fields)):
+            raise InputError(f"partition {raw!r}: this table's partition paths are "
+                             f"{'/'.join(f'{f}=<value>' for f in fields)}")
+        out.append(part)
+    if not out:
+        raise InputError("insert_overwrite(partitions=[]): name at least one partition")
+    return tuple(sorted(set(out)))
+
+
 __all__ = ["INSERT_OVERWRITE", "INSERT_OVERWRITE_TABLE", "OPERATIONS", "Replacement", "is_overwrite",
-           "write_config"]
+           "static_partitions", "write_config"]

@@ -39,6 +39,18 @@ Who may roll back what:
   `lsm-lab rollback PATH --instant t` still rolls it back when asked to
   (`refuse_lost_commits`).
 
+The latest completed write may be a replacecommit (insert_overwrite,
+insert_overwrite_table, clustering): the same steps apply — a file group is
+replaced only by a *completed* replacecommit's `partitionToReplaceFileIds`, so
+once its completed file is gone (for readers: once the rollback's plan exists)
+the groups it replaced are live again, and its new files are deleted by name
+(a bucket table's new slices too).  Upstream rolls a completed instant back
+the same way (`CopyOnWriteRollbackActionExecutor`: back to inflight, then
+its files deleted) and refuses a savepointed one
+(`BaseRollbackActionExecutor.validateSavepointRollbacks`), as `Table.rollback` does;
+`Table.rollback` also refuses the upgrade to version 10 (a replacecommit after
+which `hoodie.properties` says version 10: services/upgrade.py).
+
 Simplified compared with Apache Hudi: no rollback command blocks appended to
 v1 logs (lsm_lab never appends to an existing file), no rollback plan
 separate from the rollback instant's requested file, and only the latest

@@ -32,14 +32,27 @@ of the source and drops the others.  `.option("columns", "a,b")` narrows the sou
 
 **Options.**  read: `as_of` (an instant time: writes that began at or before it), `as_of_completion` (a
 completion time: writes completed at or before it), `columns`, `merge`; write: `operation` (upsert, the
-default, insert, bulk_insert, delete, insert_overwrite, insert_overwrite_table).  A table that does not
-exist yet is created by the first write when `record_key` is given (with `partition_by`, `ordering_field`,
-`table_type`, `layout`, `name`).  Options named `storage.<key>` are the `storage_options` of an
+default, insert, bulk_insert, delete, insert_overwrite, insert_overwrite_table), `overwrite_mode`,
+`partition`.  A table
+that does not exist yet is created by the first write when `record_key` is given (with `partition_by`,
+`ordering_field`, `table_type`, `layout`, `name`; Hudi's SQL names `primaryKey`, `preCombineField` and
+`type` = cow | mor are accepted for the first three).  Options named `storage.<key>` are the `storage_options` of an
 object-store table.
 
 **Overwrite.**  `mode("overwrite")` (and SQL `INSERT OVERWRITE`, which PySpark hands the writer as
 `overwrite=True`) makes the rows the whole table: insert_overwrite_table, one replacecommit
-(services/overwrite.py).  Hudi's datasource gets the same table differently: `HoodieSparkSqlWriter
+(services/overwrite.py); with the option `overwrite_mode` = dynamic (Hudi's `hoodie.datasource.overwrite.mode`:
+on the view or table, or per statement: `INSERT OVERWRITE t WITH ('overwrite_mode' = 'dynamic') SELECT ...`)
+only the partitions the rows go to are replaced (insert_overwrite); with the option `partition` (partition
+paths, comma-separated: `INSERT OVERWRITE t WITH ('partition' = 'city=pune') SELECT ...`) exactly those
+partitions are, a row outside them is an error and an empty SELECT empties them (`Table.insert_overwrite(
+rows, partitions=...)`, the static overwrite Hudi's SQL derives from a PARTITION clause).  A *static* partition overwrite
+(`INSERT OVERWRITE t PARTITION (city = 'x') SELECT ...`) cannot reach a Python data source in PySpark 4.3:
+`PythonTable.partitioning()` is the `Table` default (no partition column), so Spark's analyser refuses the
+clause (`[NON_PARTITION_COLUMN]`) before lsm_lab runs; nor can `spark.sql.sources.partitionOverwriteMode
+= dynamic` (`PythonTable` lacks the OVERWRITE_DYNAMIC capability and `PythonWriteBuilder` implements only
+`SupportsTruncate`: `[UNSUPPORTED_FEATURE.TABLE_OPERATION] ... does not support dynamic overwrite`); the
+writer learns only `overwrite=True`.  Hudi's datasource gets the same table differently: `HoodieSparkSqlWriter
 .handleSaveModes` deletes the table folder for SaveMode.Overwrite unless the operation is
 INSERT_OVERWRITE_TABLE (a TODO there, HUDI-6286, says it should not delete) — lsm_lab always takes
 the replacecommit: crash-safe, and time travel still reads the rows it replaced.  For a partition
@@ -54,9 +67,11 @@ schema)` and drops `properties`; `PythonTable.newScanBuilder(options)` / `newWri
 only the statement's own options, empty for SQL, to `create_data_source.py`).  What Spark does keep and
 hand back is the table's schema, with field metadata: so `schema()` of a catalog table (options holding
 `location`) puts the path and the read/write options (never `storage.*`, which may hold credentials)
-in the first field's metadata (`LOCATION_METADATA`), and the reader and writer read them from the schema
+in the first field's metadata (`catalog.LOCATION_METADATA`), and the reader and writer read them from the schema
 they are given.  A table created with a column list (`CREATE TABLE t (a INT, ...) USING lsm_lab ...`)
-never calls `schema()` and so has no path: its reads and writes fail with an `InputError` that says so.
+never calls `schema()`: `register(spark)` adds a hook to the driver's catalog that creates the table and
+writes the same metadata into the catalog's schema (spark/catalog.py).  Options given per statement
+(`INSERT ... WITH ('k' = 'v')`) do reach the writer, over the table's.
 
 **Staging.**  A job's staged rows live in a hidden folder kept alive by beats (services/staging.py); a
 driver that dies between its tasks and the end of its commit leaves it behind (the table still reads its
@@ -68,7 +83,8 @@ written into file groups by the driver's `commit` (one `Table` write: the Python
 shuffle before its write tasks, and lsm_lab routes every key to one file group — `write_table` is the
 distributed writer), so the driver streams the staged files into that one write (`filegroup/stream_write.py`:
 memory bounded by its buffer and one task's rows, not the job's); no streaming source or sink; no
-incremental or CDC query type through `format("lsm_lab")` (`read_cdc`); no `INSERT OVERWRITE ... PARTITION`.
+incremental or CDC query type through `format("lsm_lab")` (`read_cdc`); no `INSERT OVERWRITE ... PARTITION`
+(see "Overwrite").
 
 Taught in: no chapter (README, "Reading an lsm_lab table from other engines")
 """
@@ -77,7 +93,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -109,6 +124,8 @@ from lsm_lab.filegroup.read import ReadContext
 from lsm_lab.merge.records import META_COLUMNS
 from lsm_lab.services import overwrite as overwrite_op
 from lsm_lab.services import staging
+from lsm_lab.spark import catalog
+from lsm_lab.spark.catalog import location_of, with_location
 from lsm_lab.spark.jobs import arrow_schema_for, spark_schema
 from lsm_lab.storage import TablePath, open_read
 from lsm_lab.storage.atomic import create_file
@@ -120,10 +137,10 @@ from lsm_lab.timeline.instanttime import CompletionTime, TimeLike
 FORMAT = "lsm_lab"
 #: hidden folder of the table (listings skip it) where write tasks stage their rows until the commit
 STAGING = staging.STAGING
-#: field metadata in which a catalog table's schema carries its location (PySpark hands its reader no option)
-LOCATION_METADATA = "lsm_lab.location"
 #: every `operation` option a write takes
 WRITE_OPERATIONS = (*writer.OPERATIONS, *overwrite_op.OPERATIONS)
+#: Hudi's name of the `overwrite_mode` option (apache/hudi `DataSourceWriteOptions.OVERWRITE_MODE`)
+OVERWRITE_MODE_HUDI = "hoodie.datasource.overwrite.mode"
 #: Spark's switch for `DataSourceReader.pushFilters` (without it a reader that implements it is refused)
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
@@ -135,6 +152,7 @@ def register(spark: Any) -> None:
     """Make `format("lsm_lab")` and `USING lsm_lab` known to `spark` and turn on Python filter pushdown."""
     spark.conf.set(PUSHDOWN_CONF, "true")
     spark.dataSource.register(LsmLabDataSource)
+    catalog.install(spark)  # CREATE TABLE t (columns) USING lsm_lab: created by a hook on the driver (catalog.py)
 
 
 # --------------------------------------------------------------------------- options
@@ -149,21 +167,26 @@ class SourceOptions:
     merge: str | None
     operation: str
     create: dict[str, Any]
+    dynamic_overwrite: bool = False
+    partitions: tuple[str, ...] | None = None  # option `partition`: a static insert_overwrite of these
 
     @classmethod
     def of(cls, options: Mapping[str, str], schema: Any = None) -> SourceOptions:
         """`options` checked; with no `path` among them (a catalog table: PySpark hands its reader and writer
         no option), the path the table's `schema` carries (`LOCATION_METADATA`, see "SQL tables")."""
-        opts = {str(k).lower(): str(v) for k, v in options.items()}
-        if not opts.get("path") and schema is not None:
-            opts.update(location_of(schema))
+        opts = catalog.lsm_options(options)
+        if not opts.get("path") and schema is not None:  # the table's options, the statement's (WITH (...)) win
+            opts = {**catalog.lsm_options(location_of(schema)), **opts}
         path = opts.get("path")
+        catalog.raise_refused(opts)  # a CREATE TABLE the catalog hook refused (catalog.py)
         if not path and not opts:
             raise InputError("lsm_lab got no options: PySpark (4.3) hands the reader and writer of a catalog table "
                              "(CREATE TABLE ... USING lsm_lab) none of its options, and this table's schema carries "
-                             "no location (a table created with a column list, or by another version); create it "
-                             "as CREATE TABLE name USING lsm_lab LOCATION '...' (no columns), or use CREATE "
-                             "TEMPORARY VIEW name USING lsm_lab OPTIONS (path '...')")
+                             "no location: a table created with a column list while lsm_lab.spark.register(spark) "
+                             "had not run in this driver (or under Spark Connect, where its catalog hook cannot "
+                             "run); DROP it and create it again after register(spark), or create it as CREATE "
+                             "TABLE name USING lsm_lab LOCATION '...' (no columns), or use CREATE TEMPORARY VIEW "
+                             "name USING lsm_lab OPTIONS (path '...')")
         if not path:
             raise InputError('format("lsm_lab") needs a table path: .load(path), .save(path) or '
                              "OPTIONS (path '...')")
@@ -178,6 +201,15 @@ class SourceOptions:
         if operation not in WRITE_OPERATIONS:
             raise InputError(f"option operation: unknown operation {operation!r} "
                              f"(expected one of {', '.join(WRITE_OPERATIONS)})")
+        mode = opts.get("overwrite_mode", opts.get(OVERWRITE_MODE_HUDI, "static")).lower()
+        if mode not in ("static", "dynamic"):
+            raise InputError(f"option overwrite_mode: {mode!r} is neither static (an overwrite replaces the whole "
+                             "table) nor dynamic (only the partitions the rows go to)")
+        partitions = tuple(x.strip() for x in opts["partition"].split(",") if x.strip()) \
+            if opts.get("partition") else None
+        if partitions is not None and operation not in ("upsert", overwrite_op.INSERT_OVERWRITE):
+            raise InputError(f"option partition (a static partition overwrite) takes operation insert_overwrite, "
+                             f"not {operation}")
         create: dict[str, Any] = {}
         for key in ("record_key", "partition_by", "ordering_field", "table_type", "layout", "name"):
             if key in opts:
@@ -185,7 +217,7 @@ class SourceOptions:
                 if key in ("record_key", "partition_by") and "," in value:
                     value = [v.strip() for v in value.split(",")]
                 create[key] = value
-        return cls(path, storage, as_of, columns, opts.get("merge"), operation, create)
+        return cls(path, storage, as_of, columns, opts.get("merge"), operation, create, mode == "dynamic", partitions)
 
     def open(self) -> Table:
         return open_table(self.path, self.storage_options)
@@ -219,14 +251,20 @@ class LsmLabDataSource(DataSource):
     def writer(self, schema: Any, overwrite: bool) -> StagedWriter:
         """`overwrite` (mode "overwrite", SQL `INSERT OVERWRITE`): the rows replace the whole table, as
         Hudi's datasource (`HoodieSparkSqlWriter.handleSaveModes`) leaves it — there by deleting the table
-        folder, unless the operation is INSERT_OVERWRITE_TABLE; here always as insert_overwrite_table (one
-        replacecommit: crash-safe, time travel keeps the old rows).  A delete takes mode "append" only."""
+        folder, unless the operation is INSERT_OVERWRITE_TABLE; here as insert_overwrite_table (one
+        replacecommit: crash-safe, time travel keeps the old rows).  With `overwrite_mode` dynamic (or
+        `hoodie.datasource.overwrite.mode`), only the partitions the rows go to: insert_overwrite, as Hudi's
+        SQL deduces it (`ProvidesHoodieConfig.deduceOverwriteConfig`).  A delete takes mode "append" only."""
         opts = SourceOptions.of(self.options, schema)
         if overwrite:
             if opts.operation == "delete":
                 raise InputError('mode("overwrite") with operation delete: a delete takes mode("append") only '
                                  "(as Hudi's datasource)")
-            opts = dataclasses.replace(opts, operation=overwrite_op.INSERT_OVERWRITE_TABLE)
+            opts = dataclasses.replace(opts, operation=overwrite_op.INSERT_OVERWRITE
+                                       if opts.dynamic_overwrite or opts.partitions else
+                                       overwrite_op.INSERT_OVERWRITE_TABLE)
+        elif opts.partitions is not None:
+            opts = dataclasses.replace(opts, operation=overwrite_op.INSERT_OVERWRITE)
         return StagedWriter(opts, f"{int(time.time() * 1000)}-{uuid.uuid4().hex[:12]}")
 
 
@@ -279,36 +317,6 @@ class SliceReader(DataSourceReader):
         plan = plan_scan(ctx, [fs], columns=list(self.columns), filter=self.filters or None, engine=self.opts.merge)
         for batch in Scan(plan).batches():
             yield pa.Table.from_batches([batch]).cast(self.out_schema).to_batches()[0]
-
-
-def with_location(schema: Any, options: Mapping[str, str]) -> Any:
-    """`schema` whose first field's metadata carries the table's path and its read/write options (not its
-    `storage.*` ones, which may hold credentials): what a catalog table's reader and writer read back."""
-    from pyspark.sql.types import StructField, StructType
-
-    keep = {str(k).lower(): str(v) for k, v in options.items()
-            if str(k).lower() not in ("owner", "provider", "location") and not str(k).lower().startswith("storage.")}
-    keep["path"] = str(options.get("path") or options.get("location") or keep.get("path", ""))
-    fields = list(schema.fields)
-    first = fields[0]
-    fields[0] = StructField(first.name, first.dataType, first.nullable,
-                            {**(first.metadata or {}), LOCATION_METADATA: json.dumps(keep, sort_keys=True)})
-    return StructType(fields)
-
-
-def location_of(schema: Any) -> dict[str, str]:
-    """The options `with_location` put in a catalog table's schema ({} when it has none)."""
-    for f in getattr(schema, "fields", None) or []:
-        raw = (f.metadata or {}).get(LOCATION_METADATA)
-        if raw:
-            try:
-                found = json.loads(raw)
-            except ValueError:
-                raise InputError(f"the schema of this catalog table carries a damaged {LOCATION_METADATA}: "
-                                 f"{str(raw)[:200]!r}") from None
-            if isinstance(found, dict):
-                return {str(k).lower(): str(v) for k, v in found.items()}
-    return {}
 
 
 def filter_tuple(f: Filter, schema: pa.Schema) -> tuple[str, str, Any] | None:
@@ -431,7 +439,11 @@ class StagedWriter(DataSourceArrowWriter):
             if names or overwriting:  # an overwrite with no rows still replaces (an empty table)
                 table = self._table()
                 with staging.Beating(self.root, self.job):
-                    getattr(table, self.opts.operation)(staged() if names else [])  # one commit, bounded memory
+                    rows = staged() if names else []
+                    if self.opts.partitions is not None:  # a static partition overwrite
+                        table.insert_overwrite(rows, partitions=self.opts.partitions)
+                    else:
+                        getattr(table, self.opts.operation)(rows)  # one commit, bounded memory
         finally:
             self._drop_staging()
 

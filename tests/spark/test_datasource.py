@@ -351,3 +351,135 @@ def test_a_dead_jobs_staging_is_swept_but_never_a_live_ones(tmp_table: Callable[
     with pytest.raises(lsm_lab.InputError, match="staged are gone"):
         w.commit([staged])
     assert sorted(t.read().column("id").to_pylist()) == ["a", "b", "c"]
+
+
+# --------------------------------------------------------------------------- CREATE TABLE with a column list
+def _sql_rows(spark: Any, query: str) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in spark.sql(query).collect())
+
+
+def test_sql_create_table_with_columns_creates_the_table(lsm_spark: Any, tmp_path: Path) -> None:
+    """CREATE TABLE t (columns) USING lsm_lab OPTIONS (path, primaryKey, preCombineField) PARTITIONED BY: the
+    driver's catalog hook (spark/catalog.py) creates the table; INSERT INTO / SELECT / INSERT OVERWRITE (whole
+    table, dynamic: the rows' partitions, static through the option `partition`) follow a dict model; a static
+    PARTITION clause is Spark's refusal;
+    a second CREATE TABLE on the path with other columns raises a SchemaError at its first use."""
+    path = tmp_path / "trips"
+    q = lsm_spark.sql
+    for name in ("ct_trips", "ct_bad", "ct_same"):
+        q(f"DROP TABLE IF EXISTS {name}")
+    q(f"CREATE TABLE ct_trips (id STRING, city STRING, fare DOUBLE, ts BIGINT) USING lsm_lab "
+      f"OPTIONS (path '{path}', primaryKey 'id', preCombineField 'ts') PARTITIONED BY (city)")
+    try:
+        t = lsm_lab.open_table(path)
+        assert (t.config.record_key, t.config.partition_by, t.config.ordering_field) == (("id",), ("city",), "ts")
+        assert t.schema is not None and t.schema.names == ["id", "city", "fare", "ts"]
+        assert q("SELECT * FROM ct_trips").collect() == []
+        # the catalog keeps the declared order (and no partition column: the Python table reports none)
+        assert [r["col_name"] for r in q("DESCRIBE ct_trips").collect()][:4] == ["id", "city", "fare", "ts"]
+        model: dict[str, tuple[str, float, int]] = {}
+
+        def insert(rows: list[tuple[str, str, float, int]], how: str = "INSERT INTO ct_trips (id, city, fare, ts)",
+                   ) -> None:
+            values = ", ".join(f"('{i}', '{c}', {f}, {s})" for i, c, f, s in rows)
+            q(f"{how} VALUES {values}")
+
+        def check() -> None:
+            assert _sql_rows(lsm_spark, "SELECT id, city, fare, ts FROM ct_trips") == \
+                sorted((k, *v) for k, v in model.items())
+
+        first = [("a", "pune", 1.0, 0), ("b", "delhi", 2.0, 0), ("c", "pune", 3.0, 0)]
+        insert(first, "INSERT INTO ct_trips")  # positional: the declared order
+        model.update({i: (c, f, s) for i, c, f, s in first})
+        check()
+        later = [("a", "pune", 10.0, 1), ("d", "chennai", 4.0, 0), ("b", "delhi", 99.0, -1)]  # b: older ts loses
+        insert(later)
+        for i, c, f, s in later:
+            if i not in model or s >= model[i][2]:
+                model[i] = (c, f, s)
+        check()
+        assert _sql_rows(lsm_spark, "SELECT id FROM ct_trips WHERE city = 'pune'") == [("a",), ("c",)]
+        # dynamic overwrite, per statement: only pune is replaced
+        q("INSERT OVERWRITE ct_trips WITH ('overwrite_mode' = 'dynamic') SELECT 'e', 'pune', 5.0, 2L")
+        model = {k: v for k, v in model.items() if v[0] != "pune"} | {"e": ("pune", 5.0, 2)}
+        check()
+        last = t.completed_writes()[-1]
+        assert last.action == "replacecommit" and t.instant_metadata(last)["operationType"] == "INSERT_OVERWRITE"
+        # a static overwrite through the option `partition`: an empty SELECT empties chennai
+        q("INSERT OVERWRITE ct_trips WITH ('partition' = 'city=chennai') SELECT * FROM ct_trips WHERE false")
+        model = {k: v for k, v in model.items() if v[0] != "chennai"}
+        check()
+        # a static PARTITION clause never reaches lsm_lab: the Python table reports no partition column
+        with pytest.raises(Exception, match="NON_PARTITION_COLUMN"):
+            q("INSERT OVERWRITE ct_trips PARTITION (city = 'pune') SELECT 'f', 6.0, 3L")
+        check()
+        # INSERT OVERWRITE (static, no PARTITION clause): the whole table
+        q("INSERT OVERWRITE ct_trips SELECT 'g', 'delhi', 7.0, 3L")
+        model = {"g": ("delhi", 7.0, 3)}
+        check()
+        assert t.instant_metadata(t.completed_writes()[-1])["operationType"] == "INSERT_OVERWRITE_TABLE"
+
+        # the same path with other columns: refused, with a typed error at the first use (a listener cannot fail
+        # the CREATE statement); with the same columns: the table is attached, nothing created
+        q(f"CREATE TABLE ct_bad (id STRING, fare STRING) USING lsm_lab LOCATION '{path}' "
+          "TBLPROPERTIES (primaryKey 'id')")
+        with pytest.raises(Exception, match="SchemaError") as bad:
+            q("SELECT * FROM ct_bad").collect()
+        assert "other columns" in str(bad.value) and "fare: declared string, the table has double" in str(bad.value)
+        writes = len(t.completed_writes())
+        q(f"CREATE TABLE ct_same (id STRING, city STRING, fare DOUBLE, ts BIGINT) USING lsm_lab "
+          f"LOCATION '{path}' TBLPROPERTIES (primaryKey 'id') PARTITIONED BY (city)")
+        assert _sql_rows(lsm_spark, "SELECT id, fare FROM ct_same") == [("g", 7.0)]
+        assert len(t.completed_writes()) == writes
+    finally:
+        for name in ("ct_trips", "ct_bad", "ct_same"):
+            q(f"DROP TABLE IF EXISTS {name}")
+    assert lsm_lab.open_table(path).read().num_rows == 1  # DROP TABLE of a table at a path leaves the data
+
+
+def test_sql_table_spec_and_its_typed_errors(tmp_path: Path) -> None:
+    """spark/catalog.py without a JVM: Hudi's SQL option names, the table `CREATE TABLE` creates, and the
+    mistakes it refuses (no key, a key that is no column, options that disagree, a path with other columns)."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from lsm_lab.spark.catalog import SqlTable, ensure_table, lsm_options
+
+    assert lsm_options({"primaryKey": "id", "preCombineField": "ts", "type": "cow", "Path": "/x"}) == \
+        {"record_key": "id", "ordering_field": "ts", "table_type": "COPY_ON_WRITE", "path": "/x"}
+    with pytest.raises(lsm_lab.InputError, match="disagree"):
+        lsm_options({"primaryKey": "id", "record_key": "uuid"})
+    cols = StructType([StructField("id", StringType()), StructField("city", StringType()),
+                       StructField("v", LongType())])
+    spec = SqlTable.of("t", cols, {"path": f"file:{tmp_path / 'a'}", "primaryKey": "id", "type": "mor"}, ["city"])
+    assert spec.path == str(tmp_path / "a") and spec.partition_by == ("city",)
+    ensure_table(spec)
+    t = lsm_lab.open_table(tmp_path / "a")
+    assert t.config.table_type == "MERGE_ON_READ" and t.schema is not None and t.schema.names == ["id", "city", "v"]
+    ensure_table(spec)  # the same columns again: accepted
+    with pytest.raises(lsm_lab.SchemaError, match="v: declared string, the table has bigint"):
+        ensure_table(SqlTable.of("t", StructType([StructField("id", StringType()), StructField("city", StringType()),
+                                                  StructField("v", StringType())]),
+                                 {"path": str(tmp_path / "a"), "primaryKey": "id"}, ["city"]))
+    with pytest.raises(lsm_lab.SchemaError, match="record key"):
+        ensure_table(SqlTable.of("t", cols, {"path": str(tmp_path / "a"), "primaryKey": "v"}, ["city"]))
+    with pytest.raises(lsm_lab.InputError, match="needs a record key"):
+        ensure_table(SqlTable.of("t", cols, {"path": str(tmp_path / "b")}))
+    with pytest.raises(lsm_lab.SchemaError, match="record key 'uuid' is not among the columns"):
+        ensure_table(SqlTable.of("t", cols, {"path": str(tmp_path / "b"), "primaryKey": "uuid"}))
+    with pytest.raises(lsm_lab.InputError, match="disagree"):
+        SqlTable.of("t", cols, {"path": str(tmp_path / "b"), "primaryKey": "id", "partition_by": "v"}, ["city"])
+    with pytest.raises(lsm_lab.InputError, match="no path"):
+        SqlTable.of("t", cols, {"primaryKey": "id"})
+    assert not (tmp_path / "b").exists()
+    # what the catalog keeps: the path and options in the first column's metadata — or the refusal, which the
+    # reader and writer raise with its own class
+    from lsm_lab.spark.catalog import catalog_schema
+    from lsm_lab.spark.datasource import SourceOptions
+
+    kept = SourceOptions.of({}, catalog_schema(spec))
+    assert (kept.path, kept.create["record_key"], kept.create["partition_by"]) == (str(tmp_path / "a"), "id", "city")
+    for error in (lsm_lab.SchemaError("other columns"), lsm_lab.InputError("needs a record key")):
+        with pytest.raises(type(error), match=str(error)):
+            SourceOptions.of({}, catalog_schema(spec, error))
+        with pytest.raises(type(error)):
+            LsmLabDataSource({}).writer(catalog_schema(spec, error), False)
