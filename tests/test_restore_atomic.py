@@ -270,13 +270,29 @@ print("done", flush=True)
 """
 
 
-@pytest.mark.slow
-def test_a_restore_killed_by_sigkill_is_before_or_after_for_readers(tmp_path: Path) -> None:
-    import random
+def _killed_copy(template: lsm_lab.Table, path: Path, child: str, instant: str, delay: float) -> lsm_lab.Table:
+    """A copy of `template` at `path`, a process running `child` on it (it prints "ready" before its action on
+    `instant`), SIGKILLed `delay` seconds after that: the table as the next process finds it."""
     import signal
     import subprocess
     import sys
     import time
+
+    shutil.copytree(local(template.path), path)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen([sys.executable, "-c", child, str(path), instant], stdout=subprocess.PIPE, env=env,
+                            text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()
+    return lsm_lab.open_table(path)
+
+
+@pytest.mark.slow
+def test_a_restore_killed_by_sigkill_is_before_or_after_for_readers(tmp_path: Path) -> None:
+    import random
 
     template, pinned = _build(tmp_path / "template")
     before = rows(template)
@@ -285,18 +301,9 @@ def test_a_restore_killed_by_sigkill_is_before_or_after_for_readers(tmp_path: Pa
     lsm_lab.open_table(done_path).restore(pinned)
     after = rows(lsm_lab.open_table(done_path))
     rng = random.Random(28)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     seen = {"before": 0, "after": 0, "finished": 0}
     for round_ in range(8):
-        path = tmp_path / f"kill{round_}"
-        shutil.copytree(local(template.path), path)
-        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(path), pinned], stdout=subprocess.PIPE, env=env,
-                                text=True)
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.0, 0.6))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        table = lsm_lab.open_table(path)
+        table = _killed_copy(template, tmp_path / f"kill{round_}", CHILD, pinned, rng.uniform(0.0, 0.6))
         got = rows(table)
         assert got in (before, after), f"round {round_}: a state that is neither before nor after"
         restores = [i for i in table.instants() if i.action == RESTORE]
@@ -418,10 +425,6 @@ print("done", flush=True)
 def test_a_rollback_of_an_overwrite_killed_by_sigkill_is_before_or_after_for_readers(tmp_path: Path) -> None:
     """The same with a real SIGKILL of a process rolling the overwrite back, at a random moment."""
     import random
-    import signal
-    import subprocess
-    import sys
-    import time
 
     template, overwrite = _overwritten(tmp_path / "template")
     before = rows(template)
@@ -430,18 +433,8 @@ def test_a_rollback_of_an_overwrite_killed_by_sigkill_is_before_or_after_for_rea
     lsm_lab.open_table(done_path).rollback(overwrite)
     after = rows(lsm_lab.open_table(done_path))
     rng = random.Random(31)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     for round_ in range(4):
-        path = tmp_path / f"kill{round_}"
-        shutil.copytree(local(template.path), path)
-        proc = subprocess.Popen([sys.executable, "-c", ROLLBACK_CHILD, str(path), overwrite],
-                                stdout=subprocess.PIPE, env=env, text=True)
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.0, 0.4))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        proc.stdout.close()
-        table = lsm_lab.open_table(path)
+        table = _killed_copy(template, tmp_path / f"kill{round_}", ROLLBACK_CHILD, overwrite, rng.uniform(0.0, 0.4))
         got = rows(table)
         assert got in (before, after), f"round {round_}: a state that is neither before nor after"
         table.upsert([{"id": "z", "p": "a", "ts": 9, "v": 1}])  # finishes a killed rollback, if one began

@@ -112,20 +112,20 @@ def _fmix64(x: np.ndarray) -> np.ndarray:
     return cast("np.ndarray", x ^ (x >> np.uint64(33)))
 
 
-def _as_binary(keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> pa.Array:
+def key_bytes(keys: pa.Array | pa.ChunkedArray | Sequence[str], what: str = "bloom filter") -> pa.Array:
+    """Record keys (strings or bytes, no null) as one `large_binary` array, the form the hashes read;
+    `InputError` naming `what` otherwise.  Shared with Hudi's own filter (format/hudi_bloom.py)."""
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks()
     if not isinstance(keys, pa.Array):
         keys = pa.array(list(keys), pa.string())
     if keys.null_count:
-        raise InputError(f"cannot hash {keys.null_count} null key(s)")
-    if pa.types.is_string(keys.type) or pa.types.is_binary(keys.type):
+        raise InputError(f"cannot add or probe {keys.null_count} null key(s) in a {what}")
+    t = keys.type
+    if (pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+            or pa.types.is_string_view(t) or pa.types.is_binary_view(t)):
         return keys.cast(pa.large_binary())
-    if pa.types.is_large_string(keys.type) or pa.types.is_large_binary(keys.type):
-        return keys.cast(pa.large_binary())
-    if pa.types.is_string_view(keys.type) or pa.types.is_binary_view(keys.type):
-        return keys.cast(pa.large_binary())
-    raise InputError(f"bloom filter keys must be strings, not {keys.type}")
+    raise InputError(f"{what} keys must be strings, not {t}")
 
 
 def _hash_chunk(arr: pa.Array) -> np.ndarray:
@@ -183,7 +183,7 @@ def key_states(keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> np.ndarray:
 
     A writer that sizes its filter only when it closes keeps these (8 bytes a key) instead of
     (h1, h2) (16 bytes a key) and finishes them batch by batch in `BloomBuilder.add_states`."""
-    arr = _as_binary(keys)
+    arr = key_bytes(keys)
     if len(arr) <= _CHUNK:
         return _hash_chunk(arr)
     return np.concatenate([_hash_chunk(arr.slice(i, _CHUNK)) for i in range(0, len(arr), _CHUNK)])
@@ -221,7 +221,7 @@ def key_hashes(keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> tuple[np.nda
     if (isinstance(keys, (list, tuple)) and len(keys) <= _SCALAR_KEYS
             and all(isinstance(k, str) for k in keys)):
         return _scalar_hashes(keys)
-    arr = _as_binary(keys)
+    arr = key_bytes(keys)
     if len(arr) <= _CHUNK:
         return _finish(_hash_chunk(arr))
     parts = [_finish(_hash_chunk(arr.slice(i, _CHUNK))) for i in range(0, len(arr), _CHUNK)]  # finished in the cache
@@ -444,5 +444,5 @@ def union_all(filters: Iterable[BloomFilter]) -> BloomFilter:
     return acc
 
 
-__all__ = ["DEFAULT_FPP", "BloomBuilder", "BloomFilter", "decode_verdict", "key_hashes", "key_states", "optimal_size",
-           "union_all"]
+__all__ = ["DEFAULT_FPP", "BloomBuilder", "BloomFilter", "decode_verdict", "key_bytes", "key_hashes", "key_states",
+           "optimal_size", "union_all"]

@@ -54,6 +54,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lsm_lab.errors import CorruptFileError, InputError, UnsupportedFeatureError
+from lsm_lab.format.bloom import key_bytes
 
 #: footer keys (`HoodieBloomFilterWriteSupport`)
 FOOTER_KEY = "org.apache.hudi.bloomfilter"
@@ -133,19 +134,6 @@ def positions_reference(key: str, nb_hash: int, vector_size: int) -> list[int]:
         seed = murmur_reference(data, seed)
         out.append(abs(int(math.fmod(seed, vector_size))))
     return out
-
-
-def _as_binary(keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> pa.Array:
-    if isinstance(keys, pa.ChunkedArray):
-        keys = keys.combine_chunks()
-    if not isinstance(keys, pa.Array):
-        keys = pa.array(list(keys), pa.string())
-    if keys.null_count:
-        raise InputError(f"cannot add or probe {keys.null_count} null key(s) in a Hudi bloom filter")
-    if not (pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type) or pa.types.is_binary(keys.type)
-            or pa.types.is_large_binary(keys.type) or pa.types.is_string_view(keys.type)):
-        raise InputError(f"Hudi bloom filter keys must be strings, not {keys.type}")
-    return keys.cast(pa.large_binary())
 
 
 def _positions(arr: pa.Array, nb_hash: int, vector_size: int) -> np.ndarray:
@@ -268,7 +256,7 @@ class HudiBloomFilter:
     def add(self, keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> None:
         """Add keys in order (the order decides a DYNAMIC_V0 filter's rows once the first is full)."""
         self._check_hash()
-        arr = _as_binary(keys)
+        arr = key_bytes(keys, "Hudi bloom filter")
         for part in _chunks(arr):
             pos = _positions(part, self.nb_hash, self.vector_size)
             rows = self._assign(len(part))
@@ -279,7 +267,7 @@ class HudiBloomFilter:
     def might_contain(self, keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> np.ndarray:
         """One bool per key: False = certainly absent (`membershipTest`)."""
         self._check_hash()
-        arr = _as_binary(keys)
+        arr = key_bytes(keys, "Hudi bloom filter")
         out = np.zeros(len(arr), dtype=bool)
         at = 0
         for part in _chunks(arr):
