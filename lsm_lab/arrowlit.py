@@ -63,4 +63,16 @@ def repeat_text(value: str | bytes, n: int, type: pa.DataType = STRING) -> pa.Ar
     return pa.repeat(text([value], type)[0], n)
 
 
-__all__ = ["TEXT_TYPES", "bools", "empty_table", "int32_zeros", "repeat_text", "text"]
+def number(value: int | float, type: pa.DataType) -> pa.Scalar:
+    """One integer or float value as an Arrow scalar of `type` (a fill value, a bound to compare with)."""
+    if not (pa.types.is_integer(type) or pa.types.is_floating(type)):
+        raise TypeError(f"number() builds integer and float scalars, not {type}")
+    data = np.array([value], dtype=type.to_pandas_dtype())
+    return pa.Array.from_buffers(type, 1, [None, pa.py_buffer(data)])[0]
+
+
+#: `False` as an Arrow scalar: `fill_null(FALSE)` turns a mask's nulls into False with no conversion
+FALSE = bools(1, False)[0]
+
+
+__all__ = ["FALSE", "TEXT_TYPES", "bools", "empty_table", "int32_zeros", "number", "repeat_text", "text"]

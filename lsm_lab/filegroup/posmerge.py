@@ -64,6 +64,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lsm_lab import arrowlit
 from lsm_lab.filegroup import v1read
 from lsm_lab.filegroup.fsview import DataFile, FileSlice
 from lsm_lab.format import log_v2 as v2
@@ -73,10 +74,12 @@ from lsm_lab.merge.records import DELETE_FLAG, RECORD_KEY, one_array
 from lsm_lab.merge.semantics import (
     MergeMode,
     MergeSpec,
+    bool_array,
     check_keys_not_null,
     fixed_width_keys,
     indices_array,
     select_winners,
+    to_numpy,
 )
 from lsm_lab.timeline.config import TableConfig
 
@@ -314,7 +317,7 @@ def overlay_by_position(spec: MergeSpec, fs: FileSlice, sources: Sequence[pa.Tab
     at = at_all[w.rows]
     folded = keyed.select([spec.ordering]).take(indices_array(w.rows))
     wins = log_wins(base, at, folded, np.arange(len(at), dtype=np.int64), w.reset, spec)
-    keep = ~np.asarray(one_array(base.column(spec.delete)).fill_null(False), dtype=bool)
+    keep = ~to_numpy(one_array(base.column(spec.delete)).fill_null(arrowlit.FALSE))
     keep[at[wins & w.deleted]] = False  # deleted by the log winner
     replaced = wins & ~w.deleted
     keep[at[replaced]] = True
@@ -327,7 +330,7 @@ def overlay_by_position(spec: MergeSpec, fs: FileSlice, sources: Sequence[pa.Tab
         return decoded(out).cast(logs.schema)
     # a log row takes the place of the base row of its key: the key column is the base's, filtered (no copy
     # of the base keys into one array with the logs'); the other columns are taken from base and logs
-    mask = pa.array(keep)
+    mask = bool_array(keep)
     rows = indices_array(take)
     cols = [base.column(f.name).filter(mask) if f.name == spec.key
             else pa.chunked_array(decoded(base.select([f.name])).column(0).chunks + logs.column(f.name).chunks,

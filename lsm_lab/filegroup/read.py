@@ -232,7 +232,7 @@ def check_bucket(ctx: ReadContext, keys: Sequence[Any], partition: str, source: 
     if mine is None or bucket is None or bucket >= config.num_buckets or \
             mine.file_id != index.file_id_of_bucket(config.upstream_format, config.name, partition, bucket):
         return
-    ends = pa.array([k if isinstance(k, str) else None for k in keys], pa.string()).drop_null()
+    ends = arrowlit.text([k for k in keys if isinstance(k, str)])  # not pa.array: no pandas import (arrowlit)
     if not len(ends):
         return
     fields = index.key_values_from_keys(ends, config.record_key) if config.upstream_format else [ends]
@@ -417,7 +417,7 @@ def _merge_in_memory(ctx: ReadContext, fs: FileSlice, sources: list[pa.Table], s
     twin = field is not None and field != RECORD_KEY and field in needed and key_from_field(ctx)
     if twin and any(f.name.is_log and f.name.log_format == 1 for f in fs.files):
         twin = all(pc.all(pc.or_kleene(pc.equal(s.column(RECORD_KEY), s.column(field)), s.column(DELETE_FLAG))
-                          .fill_null(False)).as_py() for s in sources)
+                          .fill_null(arrowlit.FALSE)).as_py() for s in sources)
     if twin:
         sources = [s.drop_columns([field]) for s in sources]
     merged = posmerge.overlay_by_position(spec, fs, sources, footers) if footers is not None else None

@@ -73,8 +73,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lsm_lab import arrowlit
 from lsm_lab.merge.keymap import KeyMap
-from lsm_lab.merge.semantics import MergeMode, MergeSpec, Source, SourceInput, check_keys_not_null, select_winners
+from lsm_lab.merge.semantics import (
+    MergeMode,
+    MergeSpec,
+    Source,
+    SourceInput,
+    check_keys_not_null,
+    select_winners,
+    to_numpy,
+)
 
 
 def _log_map(logs: Sequence[SourceInput], schema: pa.Schema,
@@ -103,8 +112,8 @@ def _log_wins(base: pa.RecordBatch, base_rows: np.ndarray, folded: pa.Table, log
     b = base.column(spec.ordering).take(pa.array(base_rows, type=pa.int64()))
     lo = folded.column(spec.ordering).take(pa.array(log_rows, type=pa.int64()))
     lo = lo.combine_chunks() if isinstance(lo, pa.ChunkedArray) else lo
-    ge = np.asarray(pc.greater_equal(lo, b).fill_null(False), dtype=bool)
-    base_null = np.asarray(b.is_null(), dtype=bool)
+    ge = to_numpy(pc.greater_equal(lo, b).fill_null(arrowlit.FALSE))
+    base_null = to_numpy(b.is_null())
     return cast("np.ndarray", reset[log_rows] | base_null | ge)
 
 
@@ -162,7 +171,7 @@ def merge_hash(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSpec
         log_rows = found[matched]
         used[log_rows] = True
         wins = _log_wins(batch, base_rows, folded, log_rows, reset, spec)
-        base_deleted = np.asarray(batch.column(spec.delete).fill_null(False), dtype=bool)
+        base_deleted = to_numpy(batch.column(spec.delete).fill_null(arrowlit.FALSE))
         keep_base = ~matched & ~base_deleted
         keep_base[base_rows[~wins & ~base_deleted[base_rows]]] = True
         take_log = log_rows[wins & ~deleted[log_rows]]

@@ -52,13 +52,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lsm_lab import arrowlit
 from lsm_lab.merge.semantics import (
     MergeMode,
     MergeSpec,
+    bool_array,
     check_keys_not_null,
     fixed_width_keys,
+    indices_array,
     key_prefixes,
     select_winners,
+    to_numpy,
 )
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio, odd: a multiplicative hash step
@@ -117,7 +121,7 @@ def _fold(table: pa.Table, spec: MergeSpec) -> tuple[np.ndarray, pa.Table, np.nd
     rows = w.rows
     compared = table.select([spec.key] + ([spec.ordering] if spec.ordering else []))
     if not (len(rows) == table.num_rows and bool((rows[1:] > rows[:-1]).all())):  # else: one row per key already
-        compared = compared.take(pa.array(rows, type=pa.int64()))
+        compared = compared.take(indices_array(rows))
     return rows, compared, w.deleted, w.reset
 
 
@@ -127,10 +131,10 @@ def log_wins(base: pa.Table, base_rows: np.ndarray, folded: pa.Table, log_rows: 
     if spec.mode is MergeMode.COMMIT_TIME_ORDERING or len(base_rows) == 0:
         return np.ones(len(base_rows), dtype=bool)
     assert spec.ordering is not None
-    b = _as_array(base.column(spec.ordering).take(pa.array(base_rows, type=pa.int64())))
-    lo = _as_array(folded.column(spec.ordering).take(pa.array(log_rows, type=pa.int64())))
-    ge = np.asarray(pc.greater_equal(lo, b).fill_null(False), dtype=bool)
-    return cast("np.ndarray", reset[log_rows] | np.asarray(b.is_null(), dtype=bool) | ge)
+    b = _as_array(base.column(spec.ordering).take(indices_array(base_rows)))
+    lo = _as_array(folded.column(spec.ordering).take(indices_array(log_rows)))
+    ge = to_numpy(pc.greater_equal(lo, b).fill_null(arrowlit.FALSE))
+    return cast("np.ndarray", reset[log_rows] | to_numpy(b.is_null()) | ge)
 
 
 def _prefixes(fixed: np.ndarray) -> np.ndarray:
@@ -169,15 +173,15 @@ def _positions(base_keys: pa.Array, log_keys: pa.Array) -> tuple[np.ndarray, np.
         return _fixed_positions(fixed, log_fixed)
     # keys of several widths: Arrow's stable sort of both (base first, so a matching base key sorts just before)
     both = pa.concat_arrays([base_keys, log_keys])
-    order = np.asarray(pc.sort_indices(both), dtype=np.int64)
+    order = to_numpy(pc.sort_indices(both)).astype(np.int64, copy=False)
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
     at = rank[n:] - np.arange(len(log_keys))  # base keys sorted before each log key (logs are in key order)
     before = np.maximum(at - 1, 0)
     hit = at > 0
     if n and hit.any():
-        cand = base_keys.take(pa.array(before[hit], type=pa.int64()))
-        hit[hit] = np.asarray(pc.equal(cand, log_keys.filter(pa.array(hit))), dtype=bool)
+        cand = base_keys.take(indices_array(before[hit]))
+        hit[hit] = to_numpy(pc.equal(cand, log_keys.filter(bool_array(hit))).fill_null(arrowlit.FALSE))
     at = np.where(hit, before, at)
     return at, hit
 
@@ -209,14 +213,14 @@ def merge_overlay(sources: Sequence[pa.Table], spec: MergeSpec) -> pa.Table:
     if not ordered and has_repeated_key(base_keys):
         # keep one state per key, deletes included (a base delete still takes part)
         w = select_winners(base, spec)
-        base = base.take(pa.array(np.sort(w.rows), type=pa.int64()))
+        base = base.take(indices_array(np.sort(w.rows)))
         base_keys = _as_array(base.column(spec.key))
     n = base.num_rows
     logs = [s for s in sources[1:] if s.num_rows]
-    base_deleted = np.asarray(_as_array(base.column(spec.delete)).fill_null(False), dtype=bool)
+    base_deleted = to_numpy(_as_array(base.column(spec.delete)).fill_null(arrowlit.FALSE)).copy()
     if not logs:
         keep = np.flatnonzero(~base_deleted)
-        out = base if len(keep) == n else base.take(pa.array(keep, type=pa.int64()))
+        out = base if len(keep) == n else base.take(indices_array(keep))
         return decoded(out.drop_columns([spec.delete]))
     # one contiguous table of log rows: Arrow's take over several chunks is ~2x slower than over one
     log_table = pa.concat_tables(logs).combine_chunks()
@@ -228,7 +232,7 @@ def merge_overlay(sources: Sequence[pa.Table], spec: MergeSpec) -> pa.Table:
         base_rows = at[hit]
     else:
         # Arrow hashes the (fewer) log keys and probes them with every base key
-        found = np.asarray(pc.index_in(base_keys, value_set=log_keys).fill_null(-1), dtype=np.int64)
+        found = to_numpy(pc.index_in(base_keys, value_set=log_keys).fill_null(arrowlit.number(-1, pa.int32()))).astype(np.int64)
         base_rows = np.flatnonzero(found >= 0)
         log_rows = found[base_rows]
     wins = log_wins(base, base_rows, folded, log_rows, reset, spec)
@@ -241,8 +245,8 @@ def merge_overlay(sources: Sequence[pa.Table], spec: MergeSpec) -> pa.Table:
     base, log_table = base.drop_columns([spec.delete]), log_table.drop_columns([spec.delete])
     log_pick = winner_rows[l_idx]  # rows of log_table
     if not ordered:  # two takes: Arrow's take over a table of several chunks is ~2x slower than over one
-        return pa.concat_tables([decoded(base.take(pa.array(b_idx, type=pa.int64()))).cast(log_table.schema),
-                                 log_table.take(pa.array(log_pick, type=pa.int64()))])
+        return pa.concat_tables([decoded(base.take(indices_array(b_idx))).cast(log_table.schema),
+                                 log_table.take(indices_array(log_pick))])
     # each kept log row goes before the first kept base row whose key is not smaller
     log_pos = np.arange(len(l_idx)) + np.searchsorted(b_idx, at[l_idx], side="left")
     idx = np.empty(len(b_idx) + len(l_idx), dtype=np.int64)
@@ -251,7 +255,7 @@ def merge_overlay(sources: Sequence[pa.Table], spec: MergeSpec) -> pa.Table:
     idx[log_pos] = log_pick + n
     idx[~is_log] = b_idx
     return pa.concat_tables([decoded(base).cast(log_table.schema), log_table]).combine_chunks().take(
-        pa.array(idx, type=pa.int64()))
+        indices_array(idx))
 
 
 __all__ = ["decoded", "has_repeated_key", "log_wins", "merge_overlay", "strictly_sorted"]

@@ -70,6 +70,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.lib.stride_tricks import as_strided
 
+from lsm_lab import arrowlit
 from lsm_lab.errors import InputError, SchemaError
 
 
@@ -328,18 +329,22 @@ def to_numpy(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return cast("np.ndarray", values.to_numpy(zero_copy_only=False))
 
 
+#: 0 as an int64 scalar (a fill value built without converting a Python value: see `indices_array`)
+_ZERO = arrowlit.number(0, pa.int64())
+
+
 def _orderable(values: pa.Array) -> np.ndarray:
     """Ordering values as a NumPy array that orders like Arrow does (nulls filled, mask kept apart)."""
     t = values.type
     if pa.types.is_signed_integer(t) or (pa.types.is_unsigned_integer(t) and t.bit_width < 64):
         as_int = values.cast(pa.int64())
-        return to_numpy(as_int.fill_null(0) if as_int.null_count else as_int)
+        return to_numpy(as_int.fill_null(_ZERO) if as_int.null_count else as_int)
     if pa.types.is_boolean(t):
-        return cast("np.ndarray", values.cast(pa.int8()).fill_null(0).to_numpy().astype(np.int64))
+        return to_numpy(values.cast(pa.int64()).fill_null(_ZERO))
     if pa.types.is_timestamp(t) or pa.types.is_duration(t):
-        return to_numpy(values.cast(pa.int64()).fill_null(0))
+        return to_numpy(values.cast(pa.int64()).fill_null(_ZERO))
     if pa.types.is_floating(t):
-        arr = to_numpy(values.cast(pa.float64()).fill_null(0.0))
+        arr = to_numpy(values.cast(pa.float64()).fill_null(arrowlit.number(0.0, pa.float64())))
         if not np.isnan(arr).any():
             return arr
     # strings, dates, decimals, floats with NaN, ...: Arrow's own order as dense ranks
@@ -347,7 +352,7 @@ def _orderable(values: pa.Array) -> np.ndarray:
         ranks = pc.rank(values, sort_keys=[("", "ascending", "at_start")], tiebreaker="dense")
     except (TypeError, ValueError, pa.ArrowInvalid):
         ranks = pc.rank(values, sort_keys="ascending", null_placement="at_start", tiebreaker="dense")
-    return np.asarray(ranks).astype(np.int64)
+    return to_numpy(ranks).astype(np.int64)
 
 
 def _as_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -500,7 +505,7 @@ def _bool_column(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
     """A boolean column as a NumPy array (nulls as False), or None when it holds no True."""
     if not pc.any(col).as_py():
         return None
-    return to_numpy(_as_array(col).fill_null(False))
+    return to_numpy(_as_array(col).fill_null(arrowlit.FALSE))
 
 
 def _latest_of_repeats(order: np.ndarray, starts_flag: np.ndarray, values: np.ndarray) -> Winners:
@@ -614,6 +619,13 @@ def indices_array(rows: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.int64(), len(rows), [None, pa.py_buffer(rows)])
 
 
+def bool_array(mask: np.ndarray) -> pa.Array:
+    """A NumPy boolean mask as an Arrow ``bool`` array, built from its packed bits (not with ``pa.array``,
+    which imports pandas: see `indices_array`)."""
+    mask = np.ascontiguousarray(mask, dtype=bool)
+    return pa.Array.from_buffers(pa.bool_(), len(mask), [None, pa.py_buffer(np.packbits(mask, bitorder="little"))])
+
+
 def merge_resolved(table: pa.Table, spec: MergeSpec, *, presorted: bool = False,
                    fixed_keys: np.ndarray | None = None, common_prefix: int | None = None) -> pa.Table:
     """Merge the rows of one in-memory table (in fold order): one row per surviving key, key order."""
@@ -631,6 +643,7 @@ __all__ = [
     "Source",
     "SourceInput",
     "Winners",
+    "bool_array",
     "check_keys_not_null",
     "fixed_width_keys",
     "fold",
