@@ -147,6 +147,32 @@ def test_slices_merged_ahead_keep_their_order_and_their_errors(tmp_table: Callab
             pass
 
 
+def test_a_default_layout_scan_holds_one_whole_slice_at_a_time(tmp_table: Callable[..., lsm_lab.Table],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slices merged in memory are not read ahead: the next one starts only after the reader has had every
+    batch of the one before (the issue's "for the default layout, at most one slice in memory")."""
+    t = _mor(tmp_table, "default")
+    scan = t.scan(batch_size=200)
+    slices = list(scan.plan.slices)
+    assert len(slices) >= 3 and not any(stream.streams(scan.plan, fs) for fs in slices)
+    got: list[pa.RecordBatch] = []
+    started: list[int] = []  # batches the reader had when each slice's merge began
+    real = stream._in_memory
+
+    def watched(plan: Any, fs: Any) -> pa.Table:
+        started.append(len(got))
+        return real(plan, fs)
+
+    monkeypatch.setattr(stream, "_in_memory", watched)
+    for batch in scan.to_reader():
+        got.append(batch)
+    assert len(started) == len(slices)
+    sizes = [-(-real(scan.plan, fs).num_rows // 200) for fs in slices]  # at least this many batches each
+    for j in range(1, len(slices)):
+        assert started[j] >= sum(sizes[:j]), (j, started, sizes)
+    assert _by_key(pa.Table.from_batches(got, scan.schema)).equals(_by_key(t.read()))
+
+
 @pytest.mark.parametrize(("batch", "files", "rows"), [(65_536, 2, 65_536), (65_536, 3, 65_536), (65_536, 11, 17_873),
                                                       (65_536, 200, 4_096), (1_000, 50, 1_000), (100, 3, 100)])
 def test_source_rows_share_a_budget(batch: int, files: int, rows: int) -> None:

@@ -7,7 +7,7 @@
       │       slice after slice, each merged on a thread, the next one already started:
       │         lsm_tree, every file marked sorted ─► iter_sources ─► sorted k-way merge ─► batches
       │                                                (O(batch) memory, whatever the slice's size)
-      │         any other slice ─► read_slice in memory ─► batches
+      │         any other slice ─► read_slice in memory, one at a time ─► batches
       │       filter applied to every merged batch, then the asked-for columns
       └── to_table() ─► the same slices merged in memory, READ_THREADS at once (what `Table.read` returns)
 
@@ -29,7 +29,7 @@ Simplified compared with Apache Hudi / hudi-rs: Hudi's Spark reader streams a
 merge through its record iterators; hudi-rs's Python `read_snapshot` returns
 whole slices.  Here only sorted (`lsm_tree`) slices stream inside the slice;
 other slices (the default layout's hash merge, v1 logs, key-pruned reads) are
-merged whole.
+merged whole, one at a time (at most one whole slice in memory).
 
 **Two slices in flight.**  A streamed slice's merge is a pipeline (a reader
 thread decodes, the merge cuts rounds, a resolver sorts them), but alone it
@@ -258,7 +258,9 @@ def _slice_parts(plan: ScanPlan, batch_size: int) -> Iterator[pa.Table]:
     Each slice is merged on a thread of its own (`_Ahead`), and `SLICES_AHEAD` more slices are already
     being merged while the current one is handed out, each at most `PARTS_AHEAD` parts ahead: the next
     slice's opening (every file's first batch decoded before its first round) overlaps the current
-    slice's last rounds, where a lone slice would leave a core idle."""
+    slice's last rounds, where a lone slice would leave a core idle.  A slice merged in memory (the
+    default layout, v1 logs, key-pruned reads) is started only when no other such slice is held, so a
+    scan holds at most one whole slice at a time."""
     items = list(plan.slices)
 
     def parts_of(fs: FileSlice) -> Callable[[], Iterator[pa.Table]]:
@@ -266,17 +268,20 @@ def _slice_parts(plan: ScanPlan, batch_size: int) -> Iterator[pa.Table]:
             return lambda: _stream_slice(plan, fs, batch_size)
         return lambda: iter([_in_memory(plan, fs)])
 
-    running: deque[_Ahead] = deque()
+    whole = [not streams(plan, fs) for fs in items]
+    running: deque[tuple[int, _Ahead]] = deque()
     given = 0
     try:
         while given < len(items) or running:
             while given < len(items) and len(running) < 1 + SLICES_AHEAD:
-                running.append(_Ahead(parts_of(items[given]), PARTS_AHEAD))
+                if whole[given] and any(whole[i] for i, _ in running):
+                    break  # a slice merged in memory waits until no other one is held: one at a time
+                running.append((given, _Ahead(parts_of(items[given]), PARTS_AHEAD)))
                 given += 1
-            yield from running[0]
-            running.popleft().close()
+            yield from running[0][1]
+            running.popleft()[1].close()
     finally:
-        for ahead in running:
+        for _, ahead in running:
             ahead.close()
 
 
