@@ -58,7 +58,6 @@ Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata 
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -103,11 +102,6 @@ def open_metadata_table(data: TableState) -> MetadataTable | None:
     if not declared or not (path / ".hoodie" / "hoodie.properties").exists():
         return None
     return MetadataTable(data, TableState(path, read_config(path), strict=data.strict), declared)
-
-
-#: a partitioned record index's file id: `record-index-<data partition>-NNNN-0` (upstream 1.1
-#: `HoodieTableMetadataUtil.getFileIDForFileGroup` with a data partition name)
-_PARTITIONED_FILE_ID = re.compile(r"record-index-(.+)-(\d{4})-0")
 
 
 class MetadataTable:
@@ -274,18 +268,22 @@ class MetadataTable:
         return pa.Table.from_pylist(rows, schema=schema)
 
     # ------------------------------------------------------------------ indexes
-    def record_index(self, keys: Iterable[str]) -> pa.Table:
+    def record_index(self, keys: Iterable[str], *, partition: str | None = None) -> pa.Table:
         """`record_key, partition, file_id, instant_time` of each key the record index holds (others left out).
 
         Only the shards (MDT file groups) that can hold the keys are read, and in them only the base file's
         blocks the keys fall in (`_record_shards`, `table/mdt_lookup.py`); `lookup_counts` says what was read.
         A *partitioned* record index (upstream 1.1, `isPartitioned`: its file groups are
-        `record-index-<data partition>-NNNN-0`, a key sharded among its own partition's groups) holds a key
-        once per data partition: one row per partition that holds it (`_partitioned_shards`)."""
+        `record-index-<escaped data partition>-NNNN-0`, a key sharded among its own partition's groups) holds a key
+        once per data partition: one row per partition that holds it (`_partitioned_shards`); `partition` reads
+        that data partition's shards only (upstream `lookupEncodedKeysInDataTablePartition`).  With a global index,
+        `partition` keeps the rows located in that partition."""
         wanted = list(dict.fromkeys(str(k) for k in keys))
         by_partition = self._partitioned_readers()
         found: list[tuple[str, mr.MetadataValue]]
         if by_partition is not None:
+            if partition is not None:
+                by_partition = {partition: by_partition[partition]} if partition in by_partition else {}
             found = self._partitioned_shards(wanted, by_partition)
         else:
             recs = self._record_shards(wanted)
@@ -294,6 +292,8 @@ class MetadataTable:
         rows = []
         for key, rec in found:
             part, file_id, millis = mr.record_location(rec.payload.get("recordIndexMetadata") or {})
+            if partition is not None and part != partition:
+                continue
             rows.append((key, part, file_id, resolve(millis)))
         return pa.table({"record_key": pa.array([r[0] for r in rows], pa.string()),
                          "partition": pa.array([r[1] for r in rows], pa.string()),
@@ -305,8 +305,9 @@ class MetadataTable:
         return self._partitioned_readers() is not None
 
     def _partitioned_readers(self) -> dict[str, list[mdt_lookup.ShardReader]] | None:
-        """A partitioned record index's shard readers by the data-partition text of their file ids (each
-        partition's groups `…-0000-0`, `…-0001-0` … in sequence); None for a global one (or no record index)."""
+        """A partitioned record index's shard readers by the data partition their file ids name (unescaped,
+        `metadata_record.partition_of_file_id`; each partition's groups `…-0000-0`, `…-0001-0` … in sequence);
+        None for a global one (or no record index)."""
         if "record_index" not in self.declared:
             return None
         if self._by_partition is None:
@@ -316,11 +317,11 @@ class MetadataTable:
                                                 key=lambda fs: fs.file_id)
                 groups: dict[str, list[Any]] = {}
                 for fs in self._shard_slices:
-                    m = _PARTITIONED_FILE_ID.fullmatch(fs.file_id)
-                    if m is None:
+                    parsed = mr.partition_of_file_id(fs.file_id)
+                    if parsed is None:
                         self._by_partition = {}
                         return None
-                    groups.setdefault(m.group(1), []).append((int(m.group(2)), fs))
+                    groups.setdefault(parsed[0], []).append((parsed[1], fs))
                 if not groups or any([i for i, _ in g] != list(range(len(g))) for g in groups.values()):
                     self._by_partition = {}
                     return None
@@ -406,8 +407,17 @@ class MetadataTable:
 
     def record_keys(self) -> list[str]:
         """Every key the record index holds, sorted: the shards' raw cells merged, no value decoded
-        (a record-index record is live unless a delete block's tombstone is its newest entry)."""
+        (a record-index record is live unless a delete block's tombstone is its newest entry); a partitioned
+        index lists a key once per data partition that holds it."""
         part = self._require("record_index")
+        by_partition = self._partitioned_readers()
+        if by_partition is not None:
+            out: list[str] = []
+            with self.mdt.pinned():
+                for shard_readers in by_partition.values():
+                    for r in shard_readers:
+                        out.extend(k for k, cell in r.whole().items() if cell is not None)
+            return sorted(out)
         cached = self._cache.get(part)
         if cached is not None:
             return list(cached)
