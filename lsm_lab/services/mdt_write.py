@@ -845,14 +845,14 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
     unkept = [n for n in _declared(config) if not maintainable(n)]
     if unkept:  # partitions lsm_lab does not write (expression indexes): undeclared, then removed
         config = _undeclare(base_path, unkept)
-    rebuild = mi.RECORD_INDEX in _declared(config) and \
-        partitioned_record_index(base_path) != wants_partitioned_record_index(base_path, config)
-    if rebuild:  # the other kind of record index than the table's options ask for: built again (undeclared first)
-        config = _undeclare(base_path, [mi.RECORD_INDEX])
+    if mi.RECORD_INDEX in _declared(config) and \
+            partitioned_record_index(base_path) != wants_partitioned_record_index(base_path, config):
+        # the other kind of record index than the table's options ask for: the MDT is built again (undeclared and
+        # removed first, as after an upgrade: its timeline's commits name the old index's files)
+        drop(base_path)
+        config = read_config(base_path)
     added, deleted = changes_of(instant, metadata)
     timeline = _timeline(base_path, config)
-    if rebuild and mi.RECORD_INDEX not in _declared(read_config(base_path)):
-        initialise_partition(base_path, read_config(base_path), timeline, mi.RECORD_INDEX)
     config = read_config(base_path)
     _resume_rollbacks(base_path, config, timeline)
     mdt_services.resume_cleans(metadata_folder(base_path), timeline)  # a killed MDT clean: finished first

@@ -116,6 +116,7 @@ class MetadataTable:
         self._readers: list[mdt_lookup.ShardReader] | None = None  # record_index shards (`_shard_readers`)
         #: a partitioned record index's shards by data partition ({}: the index is not partitioned)
         self._by_partition: dict[str, list[mdt_lookup.ShardReader]] | None = None
+        self._partitioned = False
         #: what record-index lookups read (`mdt_lookup.LookupCounts`); the seek/whole-merge threshold
         self.lookup_counts = mdt_lookup.LookupCounts()
         self.whole_merge_share = mdt_lookup.WHOLE_MERGE_SHARE
@@ -307,7 +308,8 @@ class MetadataTable:
     def _partitioned_readers(self) -> dict[str, list[mdt_lookup.ShardReader]] | None:
         """A partitioned record index's shard readers by the data partition their file ids name (unescaped,
         `metadata_record.partition_of_file_id`; each partition's groups `…-0000-0`, `…-0001-0` … in sequence);
-        None for a global one (or no record index)."""
+        None for a global one (or no record index).  An index without any file group is a partitioned one of a
+        table without data partitions yet (a global index always has its minimum count of groups): {}."""
         if "record_index" not in self.declared:
             return None
         if self._by_partition is None:
@@ -316,22 +318,25 @@ class MetadataTable:
                     self._shard_slices = sorted(self.mdt.latest_slices(partitions=["record_index"]),
                                                 key=lambda fs: fs.file_id)
                 groups: dict[str, list[Any]] = {}
+                layout_ok = True
                 for fs in self._shard_slices:
                     parsed = mr.partition_of_file_id(fs.file_id)
                     if parsed is None:
-                        self._by_partition = {}
-                        return None
+                        layout_ok = False
+                        break
                     groups.setdefault(parsed[0], []).append((parsed[1], fs))
-                if not groups or any([i for i, _ in g] != list(range(len(g))) for g in groups.values()):
+                if not layout_ok or any([i for i, _ in g] != list(range(len(g))) for g in groups.values()):
+                    self._partitioned = False
                     self._by_partition = {}
                     return None
                 completion = self.mdt.completion_map()
                 valid = self.valid_instants()
+            self._partitioned = True
             self._by_partition = {
                 dp: [mdt_lookup.ShardReader(fs, completion, valid, self.lookup_counts, strict=self.mdt.strict,
                                             whole_merge_share=self.whole_merge_share) for _, fs in g]
                 for dp, g in sorted(groups.items())}
-        return self._by_partition or None
+        return self._by_partition if self._partitioned else None
 
     def _partitioned_shards(self, keys: Sequence[str], by_partition: Mapping[str, list[mdt_lookup.ShardReader]]
                             ) -> list[tuple[str, mr.MetadataValue]]:
