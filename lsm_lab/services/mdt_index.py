@@ -12,9 +12,12 @@ and Hudi itself read them:
     partition_stats      partition-stats-0000-0        (1)     b64 xxh64(column) + b64 xxh64(partition)
     bloom_filters        bloom-filters-000N-0          (4)     b64 xxh64(partition) + b64 md5(file)
     record_index         record-index-000N-0          (10+)    the record key
+      partitioned        record-index-<esc(p)>-000N-0  (1+ per data partition p; the record key)
     secondary_index_<n>  secondary-index-<n>-000N-0   (10+)    escape(value) + "$" + escape(record key)
 
     a cell goes to file group  mapRecordKeyToFileGroupIndex(key, N) = |(Java String.hashCode(key)) % N|
+    (partitioned record index, `hoodie.metadata.record.level.index.enable`: N = its data partition's groups,
+     esc = `PartitionPathEncodeUtils.escapeFileName`; docs/FORMAT.md, "The partitioned record index")
     (secondary index, index version 2 = table version 9: the hash of escape(value) + "$" only, so that
      every entry of one value sits in one file group — HoodieTableMetadataUtil
      .getSecondaryKeyToFileGroupMappingFunction; version 8 tables hash the whole key)

@@ -3,7 +3,10 @@
 A table of version 8, 9 or 10 with `hoodie.metadata.enable=true` keeps, under `.hoodie/metadata/`,
 a MOR table whose partitions index the data table: `files` (the listing; lsm_lab (table/mdt_listing.py) and hudi-rs list the
 table from it), `column_stats` and `partition_stats` (on by default, as upstream's `HoodieMetadataConfig`),
-`record_index` (`hoodie.metadata.record.index.enable=true` or `hoodie.index.type=RECORD_INDEX`),
+`record_index` (global: `hoodie.metadata.record.index.enable=true` or `hoodie.index.type=RECORD_INDEX`; partitioned,
+upstream 1.1's `PartitionedRecordIndexer`: `hoodie.metadata.record.level.index.enable=true` — file groups
+`record-index-<escaped data partition>-NNNN-0` per data partition, a data partition first written gets new ones in
+that deltacommit, the MDT compaction rewrites each group on its own),
 `bloom_filters` (`hoodie.metadata.index.bloom.filter.enable=true`: each base file's own footer filter,
 format/hudi_bloom.py) and `secondary_index_<name>` (`Table.create_index`).  This module is the protocol; which cells each
 partition gets, its file groups and keys are `services/mdt_index.py`'s.  lsm_lab writes it as
