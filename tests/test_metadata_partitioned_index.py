@@ -67,7 +67,7 @@ def test_file_group_names_are_upstreams() -> None:
         mi.partitioned_file_id("fare.currency=USD", 0)
 
 
-@given(st.text(st.characters(blacklist_characters=".", blacklist_categories=("Cs",)), max_size=20),
+@given(st.text(st.characters(blacklist_characters=".", blacklist_categories=["Cs"]), max_size=20),
        st.integers(0, 9999))
 def test_file_group_names_round_trip(partition: str, i: int) -> None:
     fid = mi.partitioned_file_id(partition, i)
@@ -145,7 +145,8 @@ def test_partitioned_index_against_a_dict_model(tmp_path_factory: pytest.TempPat
               **{"hoodie.metadata.compact.max.delta.commits": "2"})
     model: dict[tuple[str, str], float] = {}
     for step, (op, pairs) in enumerate(ops):
-        rows = [{"id": f"id{i:03d}", "city": c, "ts": step + 1, "fare": float(step * 100 + i)} for i, c in sorted(pairs)]
+        rows: list[dict[str, Any]] = [{"id": f"id{i:03d}", "city": c, "ts": step + 1, "fare": float(step * 100 + i)}
+                                      for i, c in sorted(pairs)]
         if op in ("insert", "upsert"):
             batch = rows if op == "upsert" else [r for r in rows if (f"city={r['city']}", r["id"]) not in model]
             if not batch:
@@ -172,12 +173,13 @@ def test_partitioned_index_against_a_dict_model(tmp_path_factory: pytest.TempPat
 
 
 def test_lookup_read_and_compaction_of_the_mdt(tmp_path: Path) -> None:
-    t = _make(tmp_path / "t", 9, "COPY_ON_WRITE", **{"hoodie.metadata.compact.max.delta.commits": "2",
+    path = tmp_path / "t"
+    t = _make(path, 9, "COPY_ON_WRITE", **{"hoodie.metadata.compact.max.delta.commits": "2",
                                                      mi.PROP_PRI_MIN_GROUPS: "2", mi.PROP_PRI_MAX_GROUPS: "2"})
     t.insert(_rows(range(12), "sf", 1, 0.0) + _rows(range(6), "nyc", 1, 100.0))  # id000..id005 in both
     t.insert(_rows(range(12, 20), "nyc", 2, 200.0))
     t = lsm_lab.open_table(t.path)
-    where = check_index(t.path)
+    where = check_index(path)
     m = t.metadata_table()
     assert m is not None
     groups = sorted(fs.file_id for fs in m.mdt.latest_slices(partitions=["record_index"]))
@@ -200,7 +202,7 @@ def test_lookup_read_and_compaction_of_the_mdt(tmp_path: Path) -> None:
         t.read(filter=flt, columns=["id", "city", "fare"], indexes=False).sort_by("fare"))
     for step in range(3):  # MDT compactions (every 2 deltacommits): each file group rewritten on its own
         t.upsert(_rows([1, 4, step], "nyc", 5 + step, 900.0) + _rows([4], "sf", 5 + step, 800.0))
-        check_index(t.path)
+        check_index(path)
     m = lsm_lab.open_table(t.path).metadata_table()
     assert m is not None and any(i.action == "compaction" and i.is_completed for i in m.mdt.instants())  # compacted
     assert sorted(fs.file_id for fs in m.mdt.latest_slices(partitions=["record_index"])) == groups
@@ -213,7 +215,8 @@ def test_record_level_index_type_never_tags_from_a_global_index(tmp_path: Path) 
     """A GLOBAL record index (one location per key) on a table of `RECORD_LEVEL_INDEX` whose keys repeat across
     partitions: tagged from it, the upsert of a key in the partition the index does not name would write the row
     again (a duplicate).  The writer reads the keys instead (upstream's SIMPLE fallback)."""
-    t = lsm_lab.create_table(tmp_path / "t", name="trips", record_key="id", ordering_field="ts", partition_by="city",
+    path = tmp_path / "t"
+    t = lsm_lab.create_table(path, name="trips", record_key="id", ordering_field="ts", partition_by="city",
                              layout="default", table_type="COPY_ON_WRITE", table_version=9,
                              properties={"hoodie.metadata.enable": "true", "hoodie.metadata.record.index.enable": "true",
                                          "hoodie.index.type": "RECORD_LEVEL_INDEX",
@@ -235,25 +238,26 @@ def test_record_level_index_type_never_tags_from_a_global_index(tmp_path: Path) 
         assert len(rows) == len(model), "a key written again in the partition the global index does not name"
         assert {(p, k): f for p, k, f in rows} == model
     # switching the table to the partitioned index: the next write builds it again, in upstream's layout
-    with open(t.path / ".hoodie" / "hoodie.properties", "a") as f:
+    with open(path / ".hoodie" / "hoodie.properties", "a") as f:
         f.write("hoodie.metadata.record.level.index.enable=true\n")
     t = lsm_lab.open_table(t.path)
     t.upsert(_rows([3], "sf", 7, 700.0))
     model[("city=sf", "id003")] = 703.0
-    assert set(check_index(t.path)) == set(model)
+    assert set(check_index(path)) == set(model)
     with mock.patch.object(fg_write, "_existing_hits", side_effect=AssertionError("keys read")):
         lsm_lab.open_table(t.path).upsert(_rows([0], "nyc", 8, 800.0))  # now tagged from the partitioned index
     model[("city=nyc", "id000")] = 800.0
-    assert set(check_index(t.path)) == set(model)
+    assert set(check_index(path)) == set(model)
 
 
 def test_a_global_type_never_tags_from_a_partitioned_index(tmp_path: Path) -> None:
-    t = _make(tmp_path / "t", 9, "COPY_ON_WRITE")
+    path = tmp_path / "t"
+    t = _make(path, 9, "COPY_ON_WRITE")
     t.insert(_rows(range(3), "sf", 1, 0.0) + _rows(range(3), "nyc", 1, 10.0))
     t = lsm_lab.open_table(t.path)
     maintained = mdt_maintained.maintained_partitions(t.config)
     assert mdt_use.record_index_locator(t, maintained) is not None
-    with open(t.path / ".hoodie" / "hoodie.properties", "a") as f:
+    with open(path / ".hoodie" / "hoodie.properties", "a") as f:
         f.write("hoodie.index.type=GLOBAL_RECORD_LEVEL_INDEX\n")
     t = lsm_lab.open_table(t.path)
     assert mdt_use.record_index_locator(t, mdt_maintained.maintained_partitions(t.config)) is None
@@ -308,3 +312,15 @@ def test_the_value_of_a_cell_names_its_partition(tmp_path: Path) -> None:
         cells = mdt_listing.merge_slice(fs, m.mdt.completion_map(), m.valid_instants())
         assert cells and all(mr.record_location(v.payload["recordIndexMetadata"])[0] == part for v in cells.values())
     assert pc.count_distinct(lsm_lab.open_table(t.path).read(columns=[KEY]).column(0)).as_py() == 3
+
+
+def test_cli_show_metadata_counts_every_entry(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lsm_lab.cli.app import main as cli_main
+    t = _make(tmp_path / "t", 9, "COPY_ON_WRITE")
+    t.insert(_rows(range(3), "sf", 1, 0.0) + _rows(range(3), "nyc", 1, 10.0))
+    m = lsm_lab.open_table(t.path).metadata_table()
+    assert m is not None
+    summary = {r["partition"]: r for r in m.summary().to_pylist()}
+    assert summary["record_index"]["records"] == 6 and summary["record_index"]["file_groups"] == 2
+    assert cli_main(["show", "metadata", str(tmp_path / "t"), "--json"]) == 0
+    assert "record_index" in capsys.readouterr().out

@@ -145,7 +145,8 @@ class MetadataTable:
         return self._valid
 
     def records(self, partition: str) -> dict[str, mr.MetadataValue]:
-        """The live records of one MDT partition: key → value (merged, tombstones dropped)."""
+        """The live records of one MDT partition: key → value (merged, tombstones dropped; a partitioned record
+        index's key held by several data partitions appears once here — `record_index` returns each)."""
         self._require(partition)
         cached = self._cache.get(partition)
         if cached is not None:
@@ -462,7 +463,9 @@ class MetadataTable:
         for p in self.partitions():
             names.append(p)
             groups.append(len(self.mdt.latest_slices(partitions=[p])))
-            counts.append(len(self.records(p)))
+            # (a partitioned record index holds a key once per data partition: its entries, not its distinct keys)
+            counts.append(len(self.record_keys()) if p == "record_index" and self.record_index_partitioned()
+                          else len(self.records(p)))
         return pa.table({"partition": pa.array(names, pa.string()), "file_groups": pa.array(groups, pa.int64()),
                          "records": pa.array(counts, pa.int64())})
 
