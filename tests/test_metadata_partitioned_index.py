@@ -324,3 +324,16 @@ def test_cli_show_metadata_counts_every_entry(tmp_path: Path, capsys: pytest.Cap
     assert summary["record_index"]["records"] == 6 and summary["record_index"]["file_groups"] == 2
     assert cli_main(["show", "metadata", str(tmp_path / "t"), "--json"]) == 0
     assert "record_index" in capsys.readouterr().out
+
+
+def test_a_partition_with_a_dot_is_refused_and_the_table_stays_readable(tmp_path: Path) -> None:
+    t = lsm_lab.create_table(tmp_path / "t", name="v", record_key="id", ordering_field="ts", partition_by="ver",
+                             layout="default", table_type="COPY_ON_WRITE", table_version=9, properties=PARTITIONED)
+    t.insert([{"id": "a", "ver": "v1", "ts": 1}])
+    with pytest.raises(UnsupportedFeatureError, match="record_index.*'ver=1.2'.*19750"):
+        lsm_lab.open_table(t.path).insert([{"id": "b", "ver": "1.2", "ts": 2}])
+    t = lsm_lab.open_table(t.path)
+    assert t.read(columns=["id"]).column(0).to_pylist() == ["a"]
+    t.insert([{"id": "c", "ver": "v2", "ts": 3}])  # the failed write rolled back: the next one goes on
+    assert sorted(lsm_lab.open_table(t.path).read(columns=["id"]).column(0).to_pylist()) == ["a", "c"]
+    check_index(tmp_path / "t")

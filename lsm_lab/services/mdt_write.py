@@ -82,7 +82,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lsm_lab.errors import InputError, LsmLabError
+from lsm_lab.errors import InputError, LsmLabError, UnsupportedFeatureError
 from lsm_lab.filegroup import fsview
 from lsm_lab.filegroup.planner import FULL, CompactionPlan, Operation
 from lsm_lab.format import hfile_log, hfile_write, naming
@@ -410,6 +410,7 @@ def _initialise_partitioned_record_index(base_path: TablePath, config: TableConf
     per_partition: dict[str, Cells] = {}
     for partition, cells in _slice_record_cells(config, data):
         per_partition.setdefault(partition, {}).update(cells)
+    _check_partition_names(base_path, per_partition)
     fids: list[str] = []
     per_group: dict[str, Cells] = {}
     for partition in sorted(per_partition):
@@ -716,6 +717,16 @@ def _partition_groups_on_disk(names: Iterable[str]) -> dict[str, int]:
     return {p: len(ids) for p, ids in seen.items()}
 
 
+def _check_partition_names(base_path: TablePath, partitions: Iterable[str]) -> None:
+    """A data partition whose partitioned-index file-group name upstream does not settle (a '.') is refused before
+    anything is written (`metadata_record.escape_file_name`), naming the MDT partition."""
+    for partition in sorted(set(partitions)):
+        try:
+            mi.escape_file_name(partition)
+        except UnsupportedFeatureError as exc:
+            raise UnsupportedFeatureError(exc.message, path=metadata_folder(base_path) / mi.RECORD_INDEX) from None
+
+
 def _by_group(partition: str, n: int, keys: list[str]) -> dict[str, list[str]]:
     """`keys` of one data partition by their file group among its `n` (`mapRecordKeyToFileGroupIndex`)."""
     out: dict[str, list[str]] = {}
@@ -738,6 +749,7 @@ def _partitioned_groups(base_path: TablePath, config: TableConfig, instant: Inst
     touched = set(per_cells) | set(per_gone)
     if instant.action not in (CLEAN, COMPACTION):
         touched |= {str(stat.get("partitionPath") or "") for stat in iter_write_stats(metadata)}
+    _check_partition_names(base_path, touched - set(counts))
     out: list[tuple[_FileIds, str, Cells, list[str]]] = []
     for partition in sorted(touched):
         n = counts.get(partition)
