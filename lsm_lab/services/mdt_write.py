@@ -171,10 +171,13 @@ def wants_partitioned_record_index(base_path: TablePath, config: TableConfig) ->
     """Which record index this table keeps: partitioned when `hoodie.metadata.record.level.index.enable` says true
     (upstream 1.1 `HoodieMetadataConfig.RECORD_LEVEL_INDEX_ENABLE_PROP`; `IndexerFactory` then picks
     `PartitionedRecordIndexer` even when the global flag is on too), global when it says false; unset, the kind the
-    table has (its index definition), so a table Hudi wrote keeps its own kind."""
+    table has (its index definition), so a table Hudi wrote keeps its own kind — unless the global flag says true
+    (`IndexerFactory` then picks the global `RecordIndexer`)."""
     flag = config.props.get(mi.PROP_PARTITIONED_RI, "").strip().lower()
     if flag in ("true", "false"):
         return flag == "true"
+    if any(config.props.get(p, "").strip().lower() == "true" for p in (mi.PROP_GLOBAL_RI, mi.PROP_RECORD_INDEX)):
+        return False
     return partitioned_record_index(base_path)
 
 
