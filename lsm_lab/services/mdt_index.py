@@ -63,7 +63,9 @@ property `hoodie.table.index.defs.path`).
 
 Simplified compared with Apache Hudi: column statistics of log files are not written (only Parquet
 base files'; upstream also indexes MOR log files); partition statistics are not re-tightened by MDT
-compaction; the record index is sized once (`estimateFileGroupCount` at initialisation, never re-sized);
+compaction; the record index is sized once (`estimateFileGroupCount` at initialisation, never re-sized; a partitioned one's
+data partition when first seen); a partitioned record index refuses a data partition with a '.' (upstream's
+file-group name for it is not settled: docs/FORMAT.md);
 the record index's key of a MOR log upsert is re-written with the log's instant (upstream keeps the
 insert's); expression indexes are not written.
 
