@@ -15,7 +15,8 @@ data partition, sharded among its partition's own MDT file groups
   next writer's rollback keeps it right;
 * the hazard of a GLOBAL record index under `RECORD_LEVEL_INDEX` (keys repeating across partitions): the
   upsert must not tag from it (a row of a second partition would be written again) — it reads the keys, and the
-  table equals the dict model; switching the table to the partitioned index rebuilds it.
+  table equals the dict model; no lookup goes through it either (it would lose a second partition's row);
+  switching the table to the partitioned index rebuilds it.
 """
 
 from __future__ import annotations
@@ -227,6 +228,8 @@ def test_record_level_index_type_never_tags_from_a_global_index(tmp_path: Path) 
     t = lsm_lab.open_table(t.path)
     m = t.metadata_table()
     assert m is not None and not m.record_index_partitioned()
+    # nor does a read: the global index names one partition of id001, a lookup through it lost the other's row
+    assert t.lookup(["id001"]).num_rows == 2 == t.read(filter=[(KEY, "=", "id001")]).num_rows
     for city, fare in (("sf", 500.0), ("nyc", 600.0)):
         batch = _rows([1, 2], city, 5, fare)
         t.upsert(batch)

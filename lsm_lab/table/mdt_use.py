@@ -32,7 +32,9 @@ hold the rows it wants, then reads only those, and still applies the whole filte
   unions every partition's locations of a key, an upsert of `RECORD_LEVEL_INDEX` tags a key from
   its own partition's file groups; lsm_lab's writer keeps either (services/mdt_write.py).  An upsert
   tags only from an index of its index type's semantics (`record_index_locator`): `RECORD_LEVEL_INDEX`
-  over a global index, or a global type over a partitioned one, tags by reading keys instead.
+  over a global index, or a global type over a partitioned one, tags by reading keys instead; and no
+  read or lookup of a `RECORD_LEVEL_INDEX` table uses a global index (a key several partitions hold has
+  one location in it: the others' rows would be lost).
 * the record index holds one location per key (the invariant upstream's writers keep): a table that
   holds a key in two file groups anyway (the shipped `v9_nonpartitioned_rollback` holds TXN-002 twice,
   after a rollback) reads that key from the indexed group only, as upstream's `RecordLevelIndexSupport`
@@ -192,8 +194,13 @@ class Indexes:
 
     def record_index_usable(self) -> bool:
         """A record index (global, or partitioned: `MetadataTable.record_index` reads either layout), current,
-        on a read of the latest snapshot."""
+        on a read of the latest snapshot — and not a global one on a table of `RECORD_LEVEL_INDEX`: its keys are
+        unique per partition only, and a global index names one partition of a key that several hold (a lookup
+        through it would lose the others' rows)."""
         if self.mdt is None or RECORD_INDEX not in self.partitions or not self.latest:
+            return False
+        index_type = self.table.config.props.get("hoodie.index.type", "").strip().upper()
+        if index_type == "RECORD_LEVEL_INDEX" and not self.mdt.record_index_partitioned():
             return False
         return self.current()
 
