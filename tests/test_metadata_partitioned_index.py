@@ -327,6 +327,9 @@ def test_cli_show_metadata_counts_every_entry(tmp_path: Path, capsys: pytest.Cap
     assert summary["record_index"]["records"] == 6 and summary["record_index"]["file_groups"] == 2
     assert cli_main(["show", "metadata", str(tmp_path / "t"), "--json"]) == 0
     assert "record_index" in capsys.readouterr().out
+    assert cli_main(["show", "metadata", str(tmp_path / "t"), "--partition", "record_index", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert out.count('"id001"') == 2 and "city=sf" in out and "city=nyc" in out  # one row per partition
 
 
 def test_a_partition_with_a_dot_is_refused_and_the_table_stays_readable(tmp_path: Path) -> None:
