@@ -114,7 +114,8 @@ class MetadataTable:
         self._cache: dict[str, dict[str, mr.MetadataValue]] = {}
         self._shard_slices: list[Any] | None = None
         self._readers: list[mdt_lookup.ShardReader] | None = None  # record_index shards (`_shard_readers`)
-        #: a partitioned record index's shards by data partition ({}: the index is not partitioned)
+        #: a partitioned record index's shards by data partition (None: not looked at yet), and whether the index is
+        #: partitioned (`_partitioned_readers`)
         self._by_partition: dict[str, list[mdt_lookup.ShardReader]] | None = None
         self._partitioned = False
         #: what record-index lookups read (`mdt_lookup.LookupCounts`); the seek/whole-merge threshold
