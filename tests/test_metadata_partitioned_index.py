@@ -343,3 +343,34 @@ def test_a_partition_with_a_dot_is_refused_and_the_table_stays_readable(tmp_path
     t.insert([{"id": "c", "ver": "v2", "ts": 3}])  # the failed write rolled back: the next one goes on
     assert sorted(lsm_lab.open_table(t.path).read(columns=["id"]).column(0).to_pylist()) == ["a", "c"]
     check_index(tmp_path / "t")
+
+
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_clustering_and_insert_overwrite(tmp_path: Path, partitioned: bool) -> None:
+    """A clustering moves keys (new files, same partition); an insert_overwrite's replaced file groups' keys leave
+    the index unless it writes them again (before, the global index kept them too)."""
+    path = tmp_path / "t"
+    props = {} if partitioned else {mi.PROP_PARTITIONED_RI: "false", "hoodie.metadata.record.index.enable": "true",
+                                    "hoodie.index.type": "SIMPLE"}
+    _make(path, 9, "MERGE_ON_READ", **props)
+    for k in range(3):
+        lsm_lab.open_table(path).insert(_rows(range(k * 5, k * 5 + 5), "sf", 1, 0.0) +
+                                        _rows(range(k * 5 + 100, k * 5 + 105), "nyc", 1, 0.0))
+    lsm_lab.open_table(path).upsert(_rows(range(0, 15, 2), "sf", 2, 5.0))
+    lsm_lab.open_table(path).cluster(options={"hoodie.clustering.plan.strategy.small.file.limit": str(10**9)})
+    assert len(_locations(lsm_lab.open_table(path))) == 30
+
+    def keys_match() -> None:
+        t = lsm_lab.open_table(path)
+        where = _locations(t)
+        if partitioned:
+            check_index(path)
+        m = t.metadata_table()
+        assert m is not None and m.record_keys() == sorted(k for _, k in where)
+
+    keys_match()
+    lsm_lab.open_table(path).insert_overwrite(_rows(range(3), "sf", 3, 1.0) + _rows([7], "sf", 3, 1.0))
+    keys_match()
+    assert len(_locations(lsm_lab.open_table(path))) == 19
+    lsm_lab.open_table(path).clean(retained=1)
+    keys_match()

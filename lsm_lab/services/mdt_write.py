@@ -693,8 +693,32 @@ def _record_index_changes(base_path: TablePath, config: TableConfig, instant: In
             gone.setdefault(partition, []).extend(deleted)
             for tb in tables:
                 mine.update(dict.fromkeys(_key_column(tb, config).to_pylist(), value))
+    if instant.action == REPLACE_COMMIT and str(metadata.get("operationType") or "").upper() in _OVERWRITES:
+        for partition, keys in _replaced_keys(base_path, config, metadata).items():
+            gone.setdefault(partition, []).extend(keys)
     out_gone = {p: [k for k in dict.fromkeys(keys) if k not in cells.get(p, {})] for p, keys in gone.items()}
     return {p: c for p, c in cells.items() if c}, {p: g for p, g in out_gone.items() if g}
+
+
+#: replace commits whose replaced file groups' rows are gone (not moved, as a clustering's are)
+_OVERWRITES = frozenset({"INSERT_OVERWRITE", "INSERT_OVERWRITE_TABLE", "DELETE_PARTITION"})
+
+
+def _replaced_keys(base_path: TablePath, config: TableConfig, metadata: Mapping[str, Any]) -> dict[str, list[str]]:
+    """partition → the keys of the file groups an overwrite replaces (`partitionToReplaceFileIds`), read from their
+    latest slices (the replace is still pending: they are live): keys it does not write again leave the index."""
+    replaced = {str(p): {str(f) for f in (fids or [])} for p, fids in (metadata.get("partitionToReplaceFileIds")
+                                                                       or {}).items()}
+    if not any(replaced.values()):
+        return {}
+    data = TableState(base_path, config)
+    ctx = data.read_context()
+    out: dict[str, list[str]] = {}
+    for fs in data.latest_slices(partitions=sorted(replaced)):
+        if fs.file_id in replaced.get(fs.partition, set()):
+            rows = scan_mod.snapshot(ctx, [fs], columns=["_hoodie_record_key"])
+            out.setdefault(fs.partition, []).extend(rows.column("_hoodie_record_key").to_pylist())
+    return out
 
 
 class _FileIds:
