@@ -52,7 +52,8 @@ partition, file id as two longs + index (`fileIdEncoding` 0, or the text with en
 is no `<uuid>-<n>`), the instant in epoch ms; all cells of one (partition, file id, instant) share one
 value, encoded once.  A deleted key is a delete-block entry.  Which keys: a COW base file's keys not in
 the file it replaces (same file group, `prevCommit`) are new, the replaced file's keys not in it are
-deleted; a clustering's new files move all their keys; a MOR log's data-block keys point to its file
+deleted; a clustering's new files move all their keys; an insert_overwrite's (or delete_partition's)
+replaced file groups' keys it does not write again are deleted; a MOR log's data-block keys point to its file
 group, its delete-block keys are deleted; compaction and clean move no key.  Keys are read back from
 the written files with Arrow (`_hoodie_record_key`), diffed with `pyarrow.compute.is_in`.
 Secondary index (`SecondaryIndexKeyUtils`, `HoodieMetadataPayload.createSecondaryIndexRecord`): the
