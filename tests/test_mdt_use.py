@@ -235,7 +235,7 @@ def _model(before: pa.Table, rows: pa.Table, key: str) -> dict[str, dict[str, An
     return model
 
 
-@pytest.mark.parametrize("index_type", ["RECORD_INDEX", "RECORD_LEVEL_INDEX"])
+@pytest.mark.parametrize("index_type", ["RECORD_INDEX", "GLOBAL_RECORD_LEVEL_INDEX"])
 def test_upsert_tags_existing_keys_through_the_record_index(real_table: Callable[[str], Path], tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch, index_type: str) -> None:
     t = lsm_lab.open_table(_copy(real_table, "v9_txns_simple_meta", tmp_path, index_type))
@@ -271,6 +271,22 @@ def test_upsert_tags_existing_keys_through_the_record_index(real_table: Callable
     model = _model(before, batch, "txn_id")
     got = {r[KEY]: {c: r[c] for c in batch.column_names} for r in after.to_pylist()}
     assert got == model
+
+
+def test_record_level_index_type_does_not_tag_from_a_global_index(real_table: Callable[[str], Path],
+                                                                 tmp_path: Path) -> None:
+    """The shipped table's record index is global; `RECORD_LEVEL_INDEX` keys are unique per partition only, so
+    the upsert reads the keys instead (tests/test_metadata_partitioned_index.py has the duplicate it avoids)."""
+    t = lsm_lab.open_table(_copy(real_table, "v9_txns_simple_meta", tmp_path, "RECORD_LEVEL_INDEX"))
+    assert "record_index" in mdt_maintained.maintained_partitions(t.config)
+    assert mdt_use.record_index_locator(t, mdt_maintained.maintained_partitions(t.config)) is None
+    before = t.read()
+    rows = _changed(t, 3, "Level")
+    t.upsert(rows)
+    after = lsm_lab.open_table(t.path).read()
+    assert after.num_rows == before.num_rows
+    assert sorted(r[KEY] for r in after.to_pylist() if r["merchant_name"] == "Level") == \
+        sorted(rows.column("txn_id").to_pylist())
 
 
 def test_upsert_falls_back_when_the_writer_does_not_keep_the_index(real_table: Callable[[str], Path],

@@ -40,6 +40,15 @@ encoding 1 stores `fileId` as text.  `instantTime` is the commit's time in epoch
 parsed from the instant time in the writer's time zone (`hoodie.table.timeline.timezone`,
 default the JVM's local zone): `metadata_table.py` maps it back to the data table's instant.
 
+**Partitioned record index file groups** (upstream 1.1, apache/hudi PR #13603): the record index of a table
+with `hoodie.metadata.record.level.index.enable=true` keeps a key once per data partition; each data partition has
+its own file groups, `HoodieTableMetadataUtil.getFileIDForFileGroup(RECORD_INDEX, i, "record_index",
+Option.of(partition))` = `record-index-` + `PartitionPathEncodeUtils.escapeFileName(partition)` + `-NNNN-0`
+(`city=sf` → `record-index-city%3Dsf-0000-0`; escapeFileName writes `%XX` for controls, `"#%'*/:=?\\` DEL `{[]^`
+and also `_` and `-`, so the partition piece holds no '-'); `getDataTablePartitionNameFromFileGroupName` unescapes
+the third '-' piece from the end.  Its cells carry the record key as the HFile key (`createRecordIndexUpdate`:
+`HoodieKey(recordKey, "record_index")`), the value names the partition as the global index's does.
+
 **Secondary index keys** (upstream `SecondaryIndexKeyUtils`): `escape(value) + "$" +
 escape(record key)`, where escape puts a backslash before `\\` and `$`; `split_secondary_key`
 undoes it (the first unescaped `$` separates the two).
@@ -67,7 +76,7 @@ from typing import Any
 
 import fastavro
 
-from lsm_lab.errors import CorruptFileError
+from lsm_lab.errors import CorruptFileError, UnsupportedFeatureError
 
 TYPE_PARTITION_LIST = 1
 TYPE_FILE_LIST = 2
@@ -376,6 +385,60 @@ def _unescape(text: str) -> str:
     return "".join(out)
 
 
+
+# --------------------------------------------------------------------------- partitioned record index file groups
+#: `PartitionPathEncodeUtils.charToEscapeFilename`: ASCII controls, `"#%'*/:=?\` DEL `{[]^`, and `_` and `-`
+_FILE_NAME_ESCAPES = frozenset([chr(c) for c in range(0x20)] + list("\"#%'*/:=?\\\x7f{[]^_-"))
+PARTITIONED_PREFIX = "record-index-"
+
+
+def escape_file_name(text: str) -> str:
+    """`PartitionPathEncodeUtils.escapeFileName`: each character of `_FILE_NAME_ESCAPES` as `%XX` (upper-case hex).
+
+    A partition with a '.' is refused (`UnsupportedFeatureError`): upstream's spelling of it is not settled — a dot
+    in a hive-style column name is escaped since apache/hudi#19751 and was not before, one in a value breaks
+    upstream's own log-file names (issue #19750; #18378 proposes escaping every dot)."""
+    if "." in text:
+        raise UnsupportedFeatureError(
+            f"data partition {text!r} holds a '.': the partitioned record index's file-group name for it differs "
+            "between Hudi versions (apache/hudi#19750, #19751, #18378); use the global record index")
+    return "".join(f"%{ord(c):02X}" if c in _FILE_NAME_ESCAPES else c for c in text)
+
+
+def unescape_path_name(text: str) -> str:
+    """`PartitionPathEncodeUtils.unescapePathName`: `%XX` (two hex digits) back to its character."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        code = text[i + 1:i + 3]
+        if c == "%" and i + 2 < len(text) and len(code) == 2 and all(ch in "0123456789abcdefABCDEF" for ch in code):
+            out.append(chr(int(code, 16)))
+            i += 3
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def partitioned_file_id(partition: str, i: int) -> str:
+    """`HoodieTableMetadataUtil.getFileIDForFileGroup(RECORD_INDEX, i, "record_index", Option.of(partition))`:
+    `record-index-` + escapeFileName(partition) + `-` + i as 4 digits + `-0` (upstream's test:
+    "record-index-test-0012-0"); the non-partitioned table's "" gives `record-index--0000-0`."""
+    return f"{PARTITIONED_PREFIX}{escape_file_name(partition)}-{i:04d}-0"
+
+
+def partition_of_file_id(file_id: str) -> tuple[str, int] | None:
+    """(data partition, index within it) of a partitioned record index's file id, None for any other id
+    (`getDataTablePartitionNameFromFileGroupName`: unescape the third piece from the end of the id split on '-';
+    `verifyRLIFile`: a partitioned id has four '-')."""
+    pieces = file_id.split("-")
+    if not file_id.startswith(PARTITIONED_PREFIX) or len(pieces) != 5 or pieces[4] != "0" \
+            or not (len(pieces[3]) == 4 and pieces[3].isdigit()):
+        return None
+    return unescape_path_name(pieces[2]), int(pieces[3])
+
+
 # ------------------------------------------------------------------------------------- keys (HashID)
 _M64 = (1 << 64) - 1
 _P1, _P2, _P3, _P4, _P5 = (0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x85EBCA77C2B2AE63,
@@ -452,6 +515,7 @@ __all__ = [
     "HASH_SEED",
     "HOODIE_METADATA_RECORD",
     "NON_PARTITIONED_KEY",
+    "PARTITIONED_PREFIX",
     "TYPE_BLOOM_FILTER",
     "TYPE_COLUMN_STATS",
     "TYPE_FILE_LIST",
@@ -464,14 +528,18 @@ __all__ = [
     "combine",
     "combine_file_lists",
     "decode_value",
+    "escape_file_name",
     "escape_secondary",
     "hash64_id",
     "hash128_id",
     "partition_identifier",
+    "partition_of_file_id",
+    "partitioned_file_id",
     "record_location",
     "split_secondary_key",
     "stat_text",
     "tombstone",
+    "unescape_path_name",
     "wrapper_of",
     "xxh64",
 ]

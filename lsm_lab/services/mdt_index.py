@@ -12,9 +12,12 @@ and Hudi itself read them:
     partition_stats      partition-stats-0000-0        (1)     b64 xxh64(column) + b64 xxh64(partition)
     bloom_filters        bloom-filters-000N-0          (4)     b64 xxh64(partition) + b64 md5(file)
     record_index         record-index-000N-0          (10+)    the record key
+      partitioned        record-index-<esc(p)>-000N-0  (1+ per data partition p; the record key)
     secondary_index_<n>  secondary-index-<n>-000N-0   (10+)    escape(value) + "$" + escape(record key)
 
     a cell goes to file group  mapRecordKeyToFileGroupIndex(key, N) = |(Java String.hashCode(key)) % N|
+    (partitioned record index, `hoodie.metadata.record.level.index.enable`: N = its data partition's groups,
+     esc = `PartitionPathEncodeUtils.escapeFileName`; docs/FORMAT.md, "The partitioned record index")
     (secondary index, index version 2 = table version 9: the hash of escape(value) + "$" only, so that
      every entry of one value sits in one file group — HoodieTableMetadataUtil
      .getSecondaryKeyToFileGroupMappingFunction; version 8 tables hash the whole key)
@@ -49,7 +52,8 @@ partition, file id as two longs + index (`fileIdEncoding` 0, or the text with en
 is no `<uuid>-<n>`), the instant in epoch ms; all cells of one (partition, file id, instant) share one
 value, encoded once.  A deleted key is a delete-block entry.  Which keys: a COW base file's keys not in
 the file it replaces (same file group, `prevCommit`) are new, the replaced file's keys not in it are
-deleted; a clustering's new files move all their keys; a MOR log's data-block keys point to its file
+deleted; a clustering's new files move all their keys; an insert_overwrite's (or delete_partition's)
+replaced file groups' keys it does not write again are deleted; a MOR log's data-block keys point to its file
 group, its delete-block keys are deleted; compaction and clean move no key.  Keys are read back from
 the written files with Arrow (`_hoodie_record_key`), diffed with `pyarrow.compute.is_in`.
 Secondary index (`SecondaryIndexKeyUtils`, `HoodieMetadataPayload.createSecondaryIndexRecord`): the
@@ -60,7 +64,9 @@ property `hoodie.table.index.defs.path`).
 
 Simplified compared with Apache Hudi: column statistics of log files are not written (only Parquet
 base files'; upstream also indexes MOR log files); partition statistics are not re-tightened by MDT
-compaction; the record index is sized once (`estimateFileGroupCount` at initialisation, never re-sized);
+compaction; the record index is sized once (`estimateFileGroupCount` at initialisation, never re-sized; a partitioned one's
+data partition when first seen); a partitioned record index refuses a data partition with a '.' (upstream's
+file-group name for it is not settled: docs/FORMAT.md);
 the record index's key of a MOR log upsert is re-written with the log's instant (upstream keeps the
 insert's); expression indexes are not written.
 
@@ -114,10 +120,20 @@ PROP_PARTSTATS_GROUPS = "hoodie.metadata.index.partition.stats.file.group.count"
 PROP_BLOOM_GROUPS = "hoodie.metadata.index.bloom.filter.file.group.count"
 PROP_RI_MIN_GROUPS = "hoodie.metadata.record.index.min.filegroup.count"
 PROP_RI_MAX_GROUPS = "hoodie.metadata.record.index.max.filegroup.count"
+#: upstream 1.1 `HoodieMetadataConfig.RECORD_LEVEL_INDEX_ENABLE_PROP`: the *partitioned* record index (a key unique per
+#: data partition); `GLOBAL_RECORD_LEVEL_INDEX_ENABLE_PROP` is the global one (alias `hoodie.metadata.record.index.enable`)
+PROP_PARTITIONED_RI = "hoodie.metadata.record.level.index.enable"
+PROP_GLOBAL_RI = "hoodie.metadata.global.record.level.index.enable"
+#: `RECORD_LEVEL_INDEX_MIN/MAX_FILE_GROUP_COUNT_PROP` (alternatives `hoodie.metadata.partitioned.record.index.*`):
+#: file groups of the partitioned record index *per data partition*
+PROP_PRI_MIN_GROUPS = "hoodie.metadata.record.level.index.min.filegroup.count"
+PROP_PRI_MAX_GROUPS = "hoodie.metadata.record.level.index.max.filegroup.count"
+_PRI_ALTERNATIVES = {PROP_PRI_MIN_GROUPS: "hoodie.metadata.partitioned.record.index.min.filegroup.count",
+                     PROP_PRI_MAX_GROUPS: "hoodie.metadata.partitioned.record.index.max.filegroup.count"}
 #: upstream `HoodieMetadataConfig` defaults (Hudi 1.x: column and partition statistics on, the rest off)
 DEFAULTS = {PROP_COLSTATS: "true", PROP_PARTSTATS: "true", PROP_BLOOM: "false", PROP_RECORD_INDEX: "false",
             PROP_MAX_COLUMNS: "32", PROP_COLSTATS_GROUPS: "2", PROP_PARTSTATS_GROUPS: "1", PROP_BLOOM_GROUPS: "4",
-            PROP_RI_MIN_GROUPS: "10", PROP_RI_MAX_GROUPS: "10000"}
+            PROP_RI_MIN_GROUPS: "10", PROP_RI_MAX_GROUPS: "10000", PROP_PRI_MIN_GROUPS: "1", PROP_PRI_MAX_GROUPS: "10"}
 META_INDEXED = ("_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_record_key")
 _META_FIELDS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
                 "_hoodie_file_name")
@@ -265,7 +281,8 @@ def wanted_partitions(config: TableConfig) -> list[str]:
         out.append(COLUMN_STATS)
     if _flag(config, PROP_BLOOM):  # each base file's own footer filter (format/hudi_bloom.py)
         out.append(BLOOM_FILTERS)
-    if _flag(config, PROP_RECORD_INDEX) or config.props.get(PROP_INDEX_TYPE, "").strip().upper() == "RECORD_INDEX":
+    if _flag(config, PROP_RECORD_INDEX) or _flag(config, PROP_GLOBAL_RI) or _flag(config, PROP_PARTITIONED_RI) \
+            or config.props.get(PROP_INDEX_TYPE, "").strip().upper() == "RECORD_INDEX":
         out.append(RECORD_INDEX)
     if _flag(config, PROP_PARTSTATS):
         out.append(PARTITION_STATS)
@@ -277,6 +294,38 @@ def estimate_groups(records: int, config: TableConfig) -> int:
     factor 2, 1 GiB a file group, within [min, max] file groups."""
     lo, hi = _int(config, PROP_RI_MIN_GROUPS), _int(config, PROP_RI_MAX_GROUPS)
     return max(lo, min(hi, math.ceil(records * 48 * 2.0 / (1 << 30))))
+
+
+def estimate_partition_groups(records: int, config: TableConfig) -> int:
+    """File groups of one data partition's share of a *partitioned* record index: upstream's
+    `HoodieTableMetadataUtil.estimateFileGroupCount` as `BaseRecordIndexer.estimateFileGroupCount` calls it for
+    `PartitionedRecordIndexer` — min == max: that count; else ceil(records × growth 2.0) // (1 GiB // 48 bytes),
+    kept within [min, max] (`RECORD_LEVEL_INDEX_MIN/MAX_FILE_GROUP_COUNT_PROP`, defaults 1 and 10)."""
+    lo, hi = _pri_int(config, PROP_PRI_MIN_GROUPS), _pri_int(config, PROP_PRI_MAX_GROUPS)
+    if lo == hi:
+        return lo
+    estimated = math.ceil(records * 2.0) // ((1 << 30) // 48)
+    return hi if estimated >= hi else lo if estimated <= lo else max(1, estimated)
+
+
+def new_partition_groups(config: TableConfig) -> int:
+    """File groups a data partition the partitioned record index has not seen gets: the minimum
+    (`HoodieBackedTableMetadataWriter.initializeNewFileGroupsForPartitionedRLIHelper`: "Always use the min")."""
+    return _pri_int(config, PROP_PRI_MIN_GROUPS)
+
+
+def _pri_int(config: TableConfig, prop: str) -> int:
+    text = config.props.get(prop, config.props.get(_PRI_ALTERNATIVES[prop], DEFAULTS[prop]))
+    try:
+        return max(1, int(text))
+    except ValueError:
+        return int(DEFAULTS[prop])
+
+
+# ------------------------------------------------------------------------------------- partitioned record index
+# its file-group names live with the record format (format/metadata_record.py), readers need them too
+PARTITIONED_PREFIX, escape_file_name, unescape_path_name = mr.PARTITIONED_PREFIX, mr.escape_file_name, mr.unescape_path_name
+partitioned_file_id, partition_of_file_id = mr.partitioned_file_id, mr.partition_of_file_id
 
 
 def spec_for(name: str, config: TableConfig, *, groups: int | None = None) -> PartitionSpec:

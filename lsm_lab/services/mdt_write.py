@@ -3,7 +3,10 @@
 A table of version 8, 9 or 10 with `hoodie.metadata.enable=true` keeps, under `.hoodie/metadata/`,
 a MOR table whose partitions index the data table: `files` (the listing; lsm_lab (table/mdt_listing.py) and hudi-rs list the
 table from it), `column_stats` and `partition_stats` (on by default, as upstream's `HoodieMetadataConfig`),
-`record_index` (`hoodie.metadata.record.index.enable=true` or `hoodie.index.type=RECORD_INDEX`),
+`record_index` (global: `hoodie.metadata.record.index.enable=true` or `hoodie.index.type=RECORD_INDEX`; partitioned,
+upstream 1.1's `PartitionedRecordIndexer`: `hoodie.metadata.record.level.index.enable=true` — file groups
+`record-index-<escaped data partition>-NNNN-0` per data partition, a data partition first written gets new ones in
+that deltacommit, the MDT compaction rewrites each group on its own),
 `bloom_filters` (`hoodie.metadata.index.bloom.filter.enable=true`: each base file's own footer filter,
 format/hudi_bloom.py) and `secondary_index_<name>` (`Table.create_index`).  This module is the protocol; which cells each
 partition gets, its file groups and keys are `services/mdt_index.py`'s.  lsm_lab writes it as
@@ -79,7 +82,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lsm_lab.errors import InputError, LsmLabError
+from lsm_lab.errors import InputError, LsmLabError, UnsupportedFeatureError
 from lsm_lab.filegroup import fsview
 from lsm_lab.filegroup.planner import FULL, CompactionPlan, Operation
 from lsm_lab.format import hfile_log, hfile_write, naming
@@ -158,10 +161,24 @@ def maintainable(name: str) -> bool:
 
 
 def partitioned_record_index(base_path: TablePath) -> bool:
-    """Whether the table's record index is upstream 1.1's partitioned one (`isPartitioned` in its index definition),
-    which lsm_lab reads (table/metadata_table.py) but does not write: a write undeclares and removes it."""
+    """Whether the table's record index is upstream 1.1's partitioned one (`isPartitioned` in its index definition,
+    upstream `HoodieRecordIndex.IS_PARTITIONED_OPTION`)."""
     options = (mi.index_definitions(base_path).get(mi.RECORD_INDEX) or {}).get("indexOptions") or {}
     return str(options.get("isPartitioned", "false")).strip().lower() == "true"
+
+
+def wants_partitioned_record_index(base_path: TablePath, config: TableConfig) -> bool:
+    """Which record index this table keeps: partitioned when `hoodie.metadata.record.level.index.enable` says true
+    (upstream 1.1 `HoodieMetadataConfig.RECORD_LEVEL_INDEX_ENABLE_PROP`; `IndexerFactory` then picks
+    `PartitionedRecordIndexer` even when the global flag is on too), global when it says false; unset, the kind the
+    table has (its index definition), so a table Hudi wrote keeps its own kind — unless the global flag says true
+    (`IndexerFactory` then picks the global `RecordIndexer`)."""
+    flag = config.props.get(mi.PROP_PARTITIONED_RI, "").strip().lower()
+    if flag in ("true", "false"):
+        return flag == "true"
+    if any(config.props.get(p, "").strip().lower() == "true" for p in (mi.PROP_GLOBAL_RI, mi.PROP_RECORD_INDEX)):
+        return False
+    return partitioned_record_index(base_path)
 
 
 def maintained_partitions(config: TableConfig) -> frozenset[str]:
@@ -362,6 +379,9 @@ def initialise_partition(base_path: TablePath, config: TableConfig, timeline: Ac
         if inst.action == DELTA_COMMIT and inst.begin_time.startswith(SOLO):
             _remove_timeline_files(timeline, inst.begin_time, states=(State.INFLIGHT, State.REQUESTED))
     data = TableState(base_path, config)
+    if name == mi.RECORD_INDEX and wants_partitioned_record_index(base_path, config):
+        _initialise_partitioned_record_index(base_path, config, data, timeline)
+        return
     built = _initial_cells(base_path, config, data, name)
     records = sum(len(c) for c in built)
     groups = mi.estimate_groups(records, config) if name == mi.RECORD_INDEX or name.startswith(
@@ -382,6 +402,43 @@ def initialise_partition(base_path: TablePath, config: TableConfig, timeline: Ac
                         replace=True)  # (over a partitioned one's definition, which a write removed)
         _point_at_index_defs(base_path)
     _declare(base_path, name)
+
+
+def _initialise_partitioned_record_index(base_path: TablePath, config: TableConfig, data: TableState,
+                                        timeline: ActiveTimeline) -> None:
+    """Upstream's `PartitionedRecordIndexer.buildInitialization`: per data partition holding file slices, its keys
+    (latest slices merged) in `estimate_partition_groups(its records)` file groups `record-index-<escaped
+    partition>-NNNN-0`, a key in group `mapRecordKeyToFileGroupIndex(key, that count)`; the definition says
+    `isPartitioned: true` (`createRecordIndexDefinition`); declared last."""
+    per_partition: dict[str, Cells] = {}
+    for partition, cells in _slice_record_cells(config, data):
+        per_partition.setdefault(partition, {}).update(cells)
+    _check_partition_names(base_path, per_partition)
+    fids: list[str] = []
+    per_group: dict[str, Cells] = {}
+    for partition in sorted(per_partition):
+        cells = per_partition[partition]
+        n = mi.estimate_partition_groups(len(cells), config)
+        fids += [mi.partitioned_file_id(partition, i) for i in range(n)]
+        for fid, keys in _by_group(partition, n, list(cells)).items():
+            per_group[fid] = {k: cells[k] for k in keys}
+    _write_initial(base_path, timeline, _FileIds(fids), _next_init_instant(timeline), per_group)  # type: ignore[arg-type]
+    mi.define_index(base_path, mi.RECORD_INDEX, mi.index_definition(mi.RECORD_INDEX, mi.RECORD_INDEX, "", [],
+                                                                    config.version, options={"isPartitioned": "true"},
+                                                                    version="V1"), replace=True)
+    _point_at_index_defs(base_path)
+    _declare(base_path, mi.RECORD_INDEX)
+
+
+def _slice_record_cells(config: TableConfig, data: TableState) -> Iterable[tuple[str, Cells]]:
+    """(data partition, key → record-index value) of each latest file slice (every slice, even one without rows)."""
+    ctx = data.read_context()
+    for fs in data.latest_slices():
+        rows = scan_mod.snapshot(ctx, [fs], columns=["_hoodie_record_key"])
+        base_instant = fs.base_file.name.instant if fs.base_file is not None else (
+            fs.log_files[0].name.instant if fs.log_files else "")
+        value = mi.record_index_value(fs.partition, fs.file_id, mi.instant_millis(base_instant, config))
+        yield fs.partition, dict.fromkeys(rows.column("_hoodie_record_key").to_pylist(), value)
 
 
 def _point_at_index_defs(base_path: TablePath) -> None:
@@ -427,25 +484,22 @@ def _initial_cells(base_path: TablePath, config: TableConfig, data: TableState, 
         return [mi.partition_stats_cells(per, tight=True)]
     if name == mi.BLOOM_FILTERS:
         return [mi.bloom_filter_cells(base_path, config, _committed_listing(base_path, config))]
-    if name == mi.RECORD_INDEX or name.startswith(mi.SECONDARY_PREFIX):
-        column = mi.secondary_definitions(base_path).get(name) if name != mi.RECORD_INDEX else None
+    if name == mi.RECORD_INDEX:
+        return [cells for _, cells in _slice_record_cells(config, data) if cells]
+    if name.startswith(mi.SECONDARY_PREFIX):
+        column = mi.secondary_definitions(base_path).get(name)
+        if column is None:
+            return []
         ctx = data.read_context()
         out = []
         for fs in data.latest_slices():
-            cols = ["_hoodie_record_key"] + ([column] if column else [])
-            rows = scan_mod.snapshot(ctx, [fs], columns=cols)
+            rows = scan_mod.snapshot(ctx, [fs], columns=["_hoodie_record_key", column])
             if rows.num_rows == 0:
                 continue
-            keys = rows.column("_hoodie_record_key")
-            if column is None:
-                base_instant = fs.base_file.name.instant if fs.base_file is not None else (
-                    fs.log_files[0].name.instant if fs.log_files else "")
-                value = mi.record_index_value(fs.partition, fs.file_id, mi.instant_millis(base_instant, config))
-                out.append(dict.fromkeys(keys.to_pylist(), value))
-            else:
-                cell = mi.secondary_cell_value()
-                out.append({mi.secondary_key(v, k): cell for k, v in zip(
-                    keys.to_pylist(), mi.secondary_value_text(rows.column(column)), strict=True)})
+            cell = mi.secondary_cell_value()
+            out.append({mi.secondary_key(v, k): cell for k, v in zip(
+                rows.column("_hoodie_record_key").to_pylist(), mi.secondary_value_text(rows.column(column)),
+                strict=True)})
         return out
     raise LsmLabError(f"lsm_lab does not write the metadata table partition {name!r}")
 
@@ -591,12 +645,26 @@ def _log_rows(path: Any, t: str, columns: list[str]) -> tuple[list[pa.Table], li
 def _record_index_cells(base_path: TablePath, config: TableConfig, instant: Instant,
                         metadata: Mapping[str, Any]) -> tuple[Cells, list[str]]:
     """Keys that moved or arrived → their file group; keys deleted → the delete block (module docstring)."""
-    if instant.action in (CLEAN, COMPACTION):  # a compaction keeps every key in its file group
-        return {}, []
-    t = instant.begin_time
-    millis = mi.instant_millis(t, config)
     cells: Cells = {}
     gone: list[str] = []
+    per_cells, per_gone = _record_index_changes(base_path, config, instant, metadata)
+    for partition in per_cells.keys() | per_gone.keys():
+        gone.extend(per_gone.get(partition, []))
+    for partition_cells in per_cells.values():
+        cells.update(partition_cells)
+    return cells, [k for k in dict.fromkeys(gone) if k not in cells]
+
+
+def _record_index_changes(base_path: TablePath, config: TableConfig, instant: Instant, metadata: Mapping[str, Any]
+                          ) -> tuple[dict[str, Cells], dict[str, list[str]]]:
+    """Per data partition: (keys that moved or arrived → their file group's value, keys deleted from it).  A key is
+    deleted from a partition only when the instant does not write it there again."""
+    if instant.action in (CLEAN, COMPACTION):  # a compaction keeps every key in its file group
+        return {}, {}
+    t = instant.begin_time
+    millis = mi.instant_millis(t, config)
+    cells: dict[str, Cells] = {}
+    gone: dict[str, list[str]] = {}
     key_cols = ["_hoodie_record_key", *[f.strip() for f in config.props.get(
         "hoodie.table.recordkey.fields", "").split(",") if f.strip()]]
     written: dict[str, dict[tuple[str, str], str]] = {}
@@ -609,21 +677,121 @@ def _record_index_cells(base_path: TablePath, config: TableConfig, instant: Inst
         file_id = str(stat.get("fileId") or "")
         path = base_path / rel
         value = mi.record_index_value(partition, file_id, millis)
+        mine = cells.setdefault(partition, {})
         if _is_base(os.path.basename(rel)):
             keys = _key_column(_read_columns(path, key_cols), config)
             prev = _prev_base(base_path, partition, file_id, str(stat.get("prevCommit") or ""), written, timeline)
             if prev is not None and instant.action != REPLACE_COMMIT:
                 old = _key_column(_read_columns(prev, key_cols), config)
                 new_keys = pc.filter(keys, pc.invert(pc.is_in(keys, value_set=old.combine_chunks())))
-                gone.extend(pc.filter(old, pc.invert(pc.is_in(old, value_set=keys.combine_chunks()))).to_pylist())
+                gone.setdefault(partition, []).extend(
+                    pc.filter(old, pc.invert(pc.is_in(old, value_set=keys.combine_chunks()))).to_pylist())
                 keys = new_keys
-            cells.update(dict.fromkeys(keys.to_pylist(), value))
+            mine.update(dict.fromkeys(keys.to_pylist(), value))
         elif _is_change_log(os.path.basename(rel)):
             tables, deleted = _log_rows(path, t, key_cols)
-            gone.extend(deleted)
+            gone.setdefault(partition, []).extend(deleted)
             for tb in tables:
-                cells.update(dict.fromkeys(_key_column(tb, config).to_pylist(), value))
-    return cells, [k for k in dict.fromkeys(gone) if k not in cells]
+                mine.update(dict.fromkeys(_key_column(tb, config).to_pylist(), value))
+    if instant.action == REPLACE_COMMIT and str(metadata.get("operationType") or "").upper() in _OVERWRITES:
+        for partition, keys in _replaced_keys(base_path, config, metadata).items():
+            gone.setdefault(partition, []).extend(keys)
+    out_gone = {p: [k for k in dict.fromkeys(keys) if k not in cells.get(p, {})] for p, keys in gone.items()}
+    return {p: c for p, c in cells.items() if c}, {p: g for p, g in out_gone.items() if g}
+
+
+#: replace commits whose replaced file groups' rows are gone (not moved, as a clustering's are)
+_OVERWRITES = frozenset({"INSERT_OVERWRITE", "INSERT_OVERWRITE_TABLE", "DELETE_PARTITION"})
+
+
+def _replaced_keys(base_path: TablePath, config: TableConfig, metadata: Mapping[str, Any]) -> dict[str, list[str]]:
+    """partition → the keys of the file groups an overwrite replaces (`partitionToReplaceFileIds`), read from their
+    latest slices (the replace is still pending: they are live): keys it does not write again leave the index."""
+    replaced = {str(p): {str(f) for f in (fids or [])} for p, fids in (metadata.get("partitionToReplaceFileIds")
+                                                                       or {}).items()}
+    if not any(replaced.values()):
+        return {}
+    data = TableState(base_path, config)
+    ctx = data.read_context()
+    out: dict[str, list[str]] = {}
+    for fs in data.latest_slices(partitions=sorted(replaced)):
+        if fs.file_id in replaced.get(fs.partition, set()):
+            rows = scan_mod.snapshot(ctx, [fs], columns=["_hoodie_record_key"])
+            out.setdefault(fs.partition, []).extend(rows.column("_hoodie_record_key").to_pylist())
+    return out
+
+
+class _FileIds:
+    """The file groups of a partitioned record index (`PartitionSpec`'s shape: name, count, i-th file id)."""
+
+    def __init__(self, fids: list[str]) -> None:
+        self.name = mi.RECORD_INDEX
+        self.fids = fids
+        self.groups = len(fids)
+
+    def file_id(self, i: int) -> str:
+        return self.fids[i]
+
+
+def _partition_groups_on_disk(names: Iterable[str]) -> dict[str, int]:
+    """data partition → its file groups in a partitioned record index, from the MDT partition's file names."""
+    seen: dict[str, set[int]] = {}
+    for name in names:
+        parsed = naming.parse(name)
+        where = mr.partition_of_file_id(parsed.file_id) if parsed is not None else None
+        if where is not None:
+            seen.setdefault(where[0], set()).add(where[1])
+    return {p: len(ids) for p, ids in seen.items()}
+
+
+def _check_partition_names(base_path: TablePath, partitions: Iterable[str]) -> None:
+    """A data partition whose partitioned-index file-group name upstream does not settle (a '.') is refused before
+    anything is written (`metadata_record.escape_file_name`), naming the MDT partition."""
+    for partition in sorted(set(partitions)):
+        try:
+            mi.escape_file_name(partition)
+        except UnsupportedFeatureError as exc:
+            raise UnsupportedFeatureError(exc.message, path=metadata_folder(base_path) / mi.RECORD_INDEX) from None
+
+
+def _by_group(partition: str, n: int, keys: list[str]) -> dict[str, list[str]]:
+    """`keys` of one data partition by their file group among its `n` (`mapRecordKeyToFileGroupIndex`)."""
+    out: dict[str, list[str]] = {}
+    if not keys:
+        return out
+    for key, g in zip(keys, mi.file_group_indexes(pa.array(keys, pa.large_string()), n).tolist(), strict=True):
+        out.setdefault(mi.partitioned_file_id(partition, int(g)), []).append(key)
+    return out
+
+
+def _partitioned_groups(base_path: TablePath, config: TableConfig, instant: Instant, metadata: Mapping[str, Any],
+                        names: list[str]) -> list[tuple[_FileIds, str, Cells, list[str]]]:
+    """One data instant's (spec, file id, cells, deleted keys) in a partitioned record index: a key's cell or delete
+    goes to its own data partition's file groups (upstream `getRecordTaggerPartitionedRLI`: the partition of the
+    value, or of the delete, `EmptyHoodieRecordPayloadWithPartition`); a data partition the index has no file groups
+    for yet gets `new_partition_groups` of them, every one with a log file in this deltacommit (an empty delete block
+    where no key lands) so that none is missing (`initializeNewFileGroupsForPartitionedRLIHelper`)."""
+    per_cells, per_gone = _record_index_changes(base_path, config, instant, metadata)
+    counts = _partition_groups_on_disk(names)
+    touched = set(per_cells) | set(per_gone)
+    if instant.action not in (CLEAN, COMPACTION):
+        touched |= {str(stat.get("partitionPath") or "") for stat in iter_write_stats(metadata)}
+    _check_partition_names(base_path, touched - set(counts))
+    out: list[tuple[_FileIds, str, Cells, list[str]]] = []
+    for partition in sorted(touched):
+        n = counts.get(partition)
+        fresh = n is None
+        if n is None:
+            n = mi.new_partition_groups(config)
+        cells = per_cells.get(partition, {})
+        by_cell = _by_group(partition, n, list(cells))
+        by_gone = _by_group(partition, n, per_gone.get(partition, []))
+        fids = [mi.partitioned_file_id(partition, i) for i in range(n)]
+        spec = _FileIds(fids)
+        for fid in fids:
+            if fresh or fid in by_cell or fid in by_gone:
+                out.append((spec, fid, {k: cells[k] for k in by_cell.get(fid, [])}, by_gone.get(fid, [])))
+    return out
 
 
 def _secondary_cells(base_path: TablePath, config: TableConfig, instant: Instant, metadata: Mapping[str, Any],
@@ -716,11 +884,15 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
             drop(base_path)
         return None
     config = read_config(base_path)  # as on disk now: the MDT may have been declared since the caller read it
-    unkept = [n for n in _declared(config) if not maintainable(n)
-              or (n == mi.RECORD_INDEX and partitioned_record_index(base_path))]
-    if unkept:  # partitions lsm_lab does not write (expression indexes, a partitioned record index):
-        # undeclared, then removed
+    unkept = [n for n in _declared(config) if not maintainable(n)]
+    if unkept:  # partitions lsm_lab does not write (expression indexes): undeclared, then removed
         config = _undeclare(base_path, unkept)
+    if mi.RECORD_INDEX in _declared(config) and \
+            partitioned_record_index(base_path) != wants_partitioned_record_index(base_path, config):
+        # the other kind of record index than the table's options ask for: the MDT is built again (undeclared and
+        # removed first, as after an upgrade: its timeline's commits name the old index's files)
+        drop(base_path)
+        config = read_config(base_path)
     added, deleted = changes_of(instant, metadata)
     timeline = _timeline(base_path, config)
     config = read_config(base_path)
@@ -733,10 +905,15 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
     mdt_services.clean_if_due(base_path, config, metadata_folder(base_path))
     compact_if_due(base_path, config, timeline)
     mdt_services.archive_if_due(base_path, config, metadata_folder(base_path))
-    groups: list[tuple[mi.PartitionSpec, str, Cells, list[str]]] = []
+    groups: list[tuple[mi.PartitionSpec | _FileIds, str, Cells, list[str]]] = []
     listing: dict[str, list[str]] = {}
     for name in _declared(config):
         if name not in mi.ORDER and not name.startswith(mi.SECONDARY_PREFIX):
+            continue
+        if name == mi.RECORD_INDEX and partitioned_record_index(base_path):
+            part = metadata_folder(base_path) / name
+            listing[name] = list_names(part) if part.exists() else []
+            groups.extend(_partitioned_groups(base_path, config, instant, metadata, listing[name]))
             continue
         cells, gone = _instant_cells(base_path, config, instant, metadata, name, added, deleted)
         if not cells and not gone:
@@ -757,20 +934,21 @@ def update(base_path: TablePath, instant: Instant, metadata: Mapping[str, Any], 
     folder = metadata_folder(base_path)
     stats = []
     header = {v1.HeaderKey.INSTANT_TIME: t, v1.HeaderKey.SCHEMA: SCHEMA_TEXT}
-    for spec, fid, cells, gone in groups:
+    for group_spec, fid, cells, gone in groups:
         if config.version >= NATIVE_LOGS_FROM:  # upstream's native HFile logs (format/hfile_log.py)
-            stats.extend(_write_native_logs(folder, spec.name, fid, t, cells, gone, _base_name(listing[spec.name], fid)))
+            stats.extend(_write_native_logs(folder, group_spec.name, fid, t, cells, gone, _base_name(listing[group_spec.name], fid)))
             continue
         blocks = []
-        if gone:  # upstream's record-index delete: the key in a delete block
+        if gone or not cells:  # upstream's record-index delete: the key in a delete block (or an empty one: a new
+            # partitioned-index file group, `initializeFileGroups`)
             blocks.append(v1.encode_block(v1.BlockType.DELETE, {v1.HeaderKey.INSTANT_TIME: t},
                                           encode_delete_records(pa.table({"record_key": pa.array(gone, pa.string())}))))
         if cells:
             blocks.append(v1.encode_block(v1.BlockType.HFILE, header, _hfile(cells, base=False)[0]))
         name = naming.v1_log_file_name(fid, t, 1, WRITE_TOKEN)
-        markers.create_marker(folder, t, spec.name, name, "APPEND")  # a kill before the MDT commit: a failed write
-        size = v1.write_log_file(folder / spec.name / name, blocks)
-        stats.append(_write_stat(spec.name, fid, name, size, len(cells) + len(gone), _base_name(listing[spec.name], fid)))
+        markers.create_marker(folder, t, group_spec.name, name, "APPEND")  # a kill before the MDT commit: a failed write
+        size = v1.write_log_file(folder / group_spec.name / name, blocks)
+        stats.append(_write_stat(group_spec.name, fid, name, size, len(cells) + len(gone), _base_name(listing[group_spec.name], fid)))
     done = timeline.complete(inflight, commit_metadata(stats, operation="upsert_prepped"))
     markers.delete_markers(folder, t)
     return done
@@ -791,7 +969,7 @@ def _write_native_logs(folder: TablePath, partition: str, fid: str, t: str, cell
         order = pc.sort_indices(keys)
         payload = hfile_log.data_log(keys.take(order), values.take(order), header, SCHEMA_TEXT)
         out.append(_native_file(folder, partition, fid, t, naming.NATIVE_DATA, payload, len(cells), base))
-    if gone:
+    if gone or not cells:  # (no cell and no key: a new partitioned-index file group's empty delete file)
         payload = hfile_log.delete_log(gone, header)
         out.append(_native_file(folder, partition, fid, t, naming.NATIVE_DELETES, payload, len(gone), base))
     return out
@@ -839,15 +1017,26 @@ def compact_if_due(base_path: TablePath, config: TableConfig, timeline: ActiveTi
     declared = [p for p in _declared(config) if (folder / p).exists()]
     view = MetadataTable(data, mdt, declared)
     ops: list[Operation] = []
-    outputs: list[tuple[mi.PartitionSpec, str, Cells]] = []
+    outputs: list[tuple[mi.PartitionSpec | _FileIds, str, Cells]] = []
     for name in declared:
-        spec = _spec(base_path, config, name)
-        per: dict[str, Cells] = {}
-        cells = {}
-        for key, rec in view.records(name).items():
-            cells[key] = _encode_record(rec)
-        _shard(spec, config, cells, per)
         slices = {s.file_id: s for s in mdt.latest_slices(partitions=[name])}
+        spec: mi.PartitionSpec | _FileIds
+        per: dict[str, Cells] = {}
+        if name == mi.RECORD_INDEX and partitioned_record_index(base_path):
+            # a key lives once per data partition: each file group is merged and rewritten on its own (the groups
+            # stay as they are; merging the partition whole would keep one entry per key)
+            spec = _FileIds(sorted(slices))
+            with mdt.pinned():
+                completion, valid = mdt.completion_map(), view.valid_instants()
+                for fid, fs in slices.items():
+                    per[fid] = {k: _encode_record(rec) for k, rec in sorted(mdt_listing.merge_slice(
+                        fs, completion, valid, strict=mdt.strict).items()) if not rec.deleted}
+        else:
+            spec = _spec(base_path, config, name)
+            cells = {}
+            for key, rec in view.records(name).items():
+                cells[key] = _encode_record(rec)
+            _shard(spec, config, cells, per)
         for i in range(spec.groups):
             fid = spec.file_id(i)
             current = slices.get(fid)

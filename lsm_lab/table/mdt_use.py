@@ -28,11 +28,13 @@ hold the rows it wants, then reads only those, and still applies the whole filte
   (`index_is_current`).  A writer that does not keep the metadata table (an lsm_lab write on a
   Hudi table whose MDT it does not maintain) makes it stale, and the read falls back to scanning.
 * the record index may be global or partitioned (upstream 1.1's `isPartitioned`: file groups
-  `record-index-<data partition>-NNNN-0`, a key once per data partition that holds it); a read
+  `record-index-<escaped data partition>-NNNN-0`, a key once per data partition that holds it); a read
   unions every partition's locations of a key, an upsert of `RECORD_LEVEL_INDEX` tags a key from
-  its own partition's entry.  lsm_lab's writer does not write the partitioned layout: the write
-  that tagged through it then removes it (services/mdt_write.py `partitioned_record_index`) rather
-  than leave it stale, and later upserts find their keys by reading them.
+  its own partition's file groups; lsm_lab's writer keeps either (services/mdt_write.py).  An upsert
+  tags only from an index of its index type's semantics (`record_index_locator`): `RECORD_LEVEL_INDEX`
+  over a global index, or a global type over a partitioned one, tags by reading keys instead; and no
+  read or lookup of a `RECORD_LEVEL_INDEX` table uses a global index (a key several partitions hold has
+  one location in it: the others' rows would be lost).
 * the record index holds one location per key (the invariant upstream's writers keep): a table that
   holds a key in two file groups anyway (the shipped `v9_nonpartitioned_rollback` holds TXN-002 twice,
   after a rollback) reads that key from the indexed group only, as upstream's `RecordLevelIndexSupport`
@@ -192,8 +194,13 @@ class Indexes:
 
     def record_index_usable(self) -> bool:
         """A record index (global, or partitioned: `MetadataTable.record_index` reads either layout), current,
-        on a read of the latest snapshot."""
+        on a read of the latest snapshot — and not a global one on a table of `RECORD_LEVEL_INDEX`: its keys are
+        unique per partition only, and a global index names one partition of a key that several hold (a lookup
+        through it would lose the others' rows)."""
         if self.mdt is None or RECORD_INDEX not in self.partitions or not self.latest:
+            return False
+        index_type = self.table.config.props.get("hoodie.index.type", "").strip().upper()
+        if index_type == "RECORD_LEVEL_INDEX" and not self.mdt.record_index_partitioned():
             return False
         return self.current()
 
@@ -455,13 +462,21 @@ def record_index_locator(table: TableState, maintained: Iterable[str]
     * `hoodie.index.type` is not a record-index type (RECORD_INDEX, RECORD_LEVEL_INDEX, GLOBAL_RECORD_LEVEL_INDEX);
     * the writer does not keep `record_index` up to date (`maintained`, services/mdt_maintained.py): the index
       would go stale after this very write, and a later upsert tagged from it would miss the keys written now;
-    * the table declares no record index, or it is not current (a write it does not know about).
+    * the table declares no record index, or it is not current (a write it does not know about);
+    * the index's semantics are not the index type's: a *global* index (one location per key) for
+      `RECORD_LEVEL_INDEX`, whose keys are unique per partition only — a key the global index places in
+      partition A may also live in B, and a batch row of B would be tagged as new and written again, a
+      duplicate; and a *partitioned* index (a key once per partition) for a global type.  The write then tags by
+      reading the partition's keys: upstream's rule for a record index it cannot use
+      (`SparkMetadataTableRecordLevelIndex.getFallbackIndexType()` = SIMPLE, partition-scoped; GLOBAL_SIMPLE for
+      the global class, checked `isGlobal() == fallbackIndex.isGlobal()`, "so that tagLocation is still accurate
+      and there are no duplicates"), which lsm_lab applies to an index of the other kind too.
 
-    A partitioned record index (`MetadataTable.record_index_partitioned`) answers for a key's own partition
-    (RECORD_LEVEL_INDEX), never for a global index type.  A global index type (RECORD_INDEX,
-    GLOBAL_RECORD_LEVEL_INDEX) keeps a key in one partition: a batch row
-    whose key the index places in another partition is refused (`UnsupportedFeatureError`): upstream moves
-    it (`hoodie.record.index.update.partition.path`) or updates it in place, lsm_lab does neither yet."""
+    A partitioned record index answers from the batch partition's own file groups
+    (`MetadataTable.record_index(keys, partition=...)`, upstream `lookupEncodedKeysInDataTablePartition`).  A global
+    index type keeps a key in one partition: a batch row whose key the index places in another partition is refused
+    (`UnsupportedFeatureError`): upstream moves it (`hoodie.record.index.update.partition.path`) or updates it in
+    place, lsm_lab does neither yet."""
     index_type = table.config.props.get("hoodie.index.type", "").strip().upper()
     if index_type not in RECORD_INDEX_TYPES or RECORD_INDEX not in set(maintained) or not declares(table, RECORD_INDEX):
         return None
@@ -471,13 +486,11 @@ def record_index_locator(table: TableState, maintained: Iterable[str]
     mdt = idx.mdt
     is_global = index_type in GLOBAL_RECORD_INDEX_TYPES
     partitioned = mdt.record_index_partitioned()
-    if partitioned and is_global:  # a partitioned index holds a key once per partition: no global answer
+    if partitioned == is_global:  # the index's semantics are not the index type's: read the keys instead
         return None
 
     def locate(keys: pa.Array, partition: str) -> tuple[pa.Array, pa.Array]:
-        loc = mdt.record_index(keys.to_pylist())
-        if partitioned:  # this partition's entries only (the key may live in others too)
-            loc = loc.filter(pc.equal(loc.column("partition"), partition))
+        loc = mdt.record_index(keys.to_pylist(), partition=partition if partitioned else None)
         at = pc.index_in(keys, value_set=loc.column("record_key"))
         where, fids = loc.column("partition").take(at), loc.column("file_id").take(at)
         if is_global:

@@ -58,7 +58,6 @@ Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata 
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -105,11 +104,6 @@ def open_metadata_table(data: TableState) -> MetadataTable | None:
     return MetadataTable(data, TableState(path, read_config(path), strict=data.strict), declared)
 
 
-#: a partitioned record index's file id: `record-index-<data partition>-NNNN-0` (upstream 1.1
-#: `HoodieTableMetadataUtil.getFileIDForFileGroup` with a data partition name)
-_PARTITIONED_FILE_ID = re.compile(r"record-index-(.+)-(\d{4})-0")
-
-
 class MetadataTable:
     """Hudi's metadata table of one data table, read as of now (see the module docstring)."""
 
@@ -120,8 +114,10 @@ class MetadataTable:
         self._cache: dict[str, dict[str, mr.MetadataValue]] = {}
         self._shard_slices: list[Any] | None = None
         self._readers: list[mdt_lookup.ShardReader] | None = None  # record_index shards (`_shard_readers`)
-        #: a partitioned record index's shards by data partition ({}: the index is not partitioned)
+        #: a partitioned record index's shards by data partition (None: not looked at yet), and whether the index is
+        #: partitioned (`_partitioned_readers`)
         self._by_partition: dict[str, list[mdt_lookup.ShardReader]] | None = None
+        self._partitioned = False
         #: what record-index lookups read (`mdt_lookup.LookupCounts`); the seek/whole-merge threshold
         self.lookup_counts = mdt_lookup.LookupCounts()
         self.whole_merge_share = mdt_lookup.WHOLE_MERGE_SHARE
@@ -150,7 +146,8 @@ class MetadataTable:
         return self._valid
 
     def records(self, partition: str) -> dict[str, mr.MetadataValue]:
-        """The live records of one MDT partition: key → value (merged, tombstones dropped)."""
+        """The live records of one MDT partition: key → value (merged, tombstones dropped; a partitioned record
+        index's key held by several data partitions appears once here — `record_index` returns each)."""
         self._require(partition)
         cached = self._cache.get(partition)
         if cached is not None:
@@ -274,18 +271,22 @@ class MetadataTable:
         return pa.Table.from_pylist(rows, schema=schema)
 
     # ------------------------------------------------------------------ indexes
-    def record_index(self, keys: Iterable[str]) -> pa.Table:
+    def record_index(self, keys: Iterable[str], *, partition: str | None = None) -> pa.Table:
         """`record_key, partition, file_id, instant_time` of each key the record index holds (others left out).
 
         Only the shards (MDT file groups) that can hold the keys are read, and in them only the base file's
         blocks the keys fall in (`_record_shards`, `table/mdt_lookup.py`); `lookup_counts` says what was read.
         A *partitioned* record index (upstream 1.1, `isPartitioned`: its file groups are
-        `record-index-<data partition>-NNNN-0`, a key sharded among its own partition's groups) holds a key
-        once per data partition: one row per partition that holds it (`_partitioned_shards`)."""
+        `record-index-<escaped data partition>-NNNN-0`, a key sharded among its own partition's groups) holds a key
+        once per data partition: one row per partition that holds it (`_partitioned_shards`); `partition` reads
+        that data partition's shards only (upstream `lookupEncodedKeysInDataTablePartition`).  With a global index,
+        `partition` keeps the rows located in that partition."""
         wanted = list(dict.fromkeys(str(k) for k in keys))
         by_partition = self._partitioned_readers()
         found: list[tuple[str, mr.MetadataValue]]
         if by_partition is not None:
+            if partition is not None:
+                by_partition = {partition: by_partition[partition]} if partition in by_partition else {}
             found = self._partitioned_shards(wanted, by_partition)
         else:
             recs = self._record_shards(wanted)
@@ -294,6 +295,8 @@ class MetadataTable:
         rows = []
         for key, rec in found:
             part, file_id, millis = mr.record_location(rec.payload.get("recordIndexMetadata") or {})
+            if partition is not None and part != partition:
+                continue
             rows.append((key, part, file_id, resolve(millis)))
         return pa.table({"record_key": pa.array([r[0] for r in rows], pa.string()),
                          "partition": pa.array([r[1] for r in rows], pa.string()),
@@ -305,8 +308,10 @@ class MetadataTable:
         return self._partitioned_readers() is not None
 
     def _partitioned_readers(self) -> dict[str, list[mdt_lookup.ShardReader]] | None:
-        """A partitioned record index's shard readers by the data-partition text of their file ids (each
-        partition's groups `…-0000-0`, `…-0001-0` … in sequence); None for a global one (or no record index)."""
+        """A partitioned record index's shard readers by the data partition their file ids name (unescaped,
+        `metadata_record.partition_of_file_id`; each partition's groups `…-0000-0`, `…-0001-0` … in sequence);
+        None for a global one (or no record index).  An index without any file group is a partitioned one of a
+        table without data partitions yet (a global index always has its minimum count of groups): {}."""
         if "record_index" not in self.declared:
             return None
         if self._by_partition is None:
@@ -315,22 +320,25 @@ class MetadataTable:
                     self._shard_slices = sorted(self.mdt.latest_slices(partitions=["record_index"]),
                                                 key=lambda fs: fs.file_id)
                 groups: dict[str, list[Any]] = {}
+                layout_ok = True
                 for fs in self._shard_slices:
-                    m = _PARTITIONED_FILE_ID.fullmatch(fs.file_id)
-                    if m is None:
-                        self._by_partition = {}
-                        return None
-                    groups.setdefault(m.group(1), []).append((int(m.group(2)), fs))
-                if not groups or any([i for i, _ in g] != list(range(len(g))) for g in groups.values()):
+                    parsed = mr.partition_of_file_id(fs.file_id)
+                    if parsed is None:
+                        layout_ok = False
+                        break
+                    groups.setdefault(parsed[0], []).append((parsed[1], fs))
+                if not layout_ok or any([i for i, _ in g] != list(range(len(g))) for g in groups.values()):
+                    self._partitioned = False
                     self._by_partition = {}
                     return None
                 completion = self.mdt.completion_map()
                 valid = self.valid_instants()
+            self._partitioned = True
             self._by_partition = {
                 dp: [mdt_lookup.ShardReader(fs, completion, valid, self.lookup_counts, strict=self.mdt.strict,
                                             whole_merge_share=self.whole_merge_share) for _, fs in g]
                 for dp, g in sorted(groups.items())}
-        return self._by_partition or None
+        return self._by_partition if self._partitioned else None
 
     def _partitioned_shards(self, keys: Sequence[str], by_partition: Mapping[str, list[mdt_lookup.ShardReader]]
                             ) -> list[tuple[str, mr.MetadataValue]]:
@@ -406,8 +414,17 @@ class MetadataTable:
 
     def record_keys(self) -> list[str]:
         """Every key the record index holds, sorted: the shards' raw cells merged, no value decoded
-        (a record-index record is live unless a delete block's tombstone is its newest entry)."""
+        (a record-index record is live unless a delete block's tombstone is its newest entry); a partitioned
+        index lists a key once per data partition that holds it."""
         part = self._require("record_index")
+        by_partition = self._partitioned_readers()
+        if by_partition is not None:
+            out: list[str] = []
+            with self.mdt.pinned():
+                for shard_readers in by_partition.values():
+                    for r in shard_readers:
+                        out.extend(k for k, cell in r.whole().items() if cell is not None)
+            return sorted(out)
         cached = self._cache.get(part)
         if cached is not None:
             return list(cached)
@@ -447,7 +464,9 @@ class MetadataTable:
         for p in self.partitions():
             names.append(p)
             groups.append(len(self.mdt.latest_slices(partitions=[p])))
-            counts.append(len(self.records(p)))
+            # (a partitioned record index holds a key once per data partition: its entries, not its distinct keys)
+            counts.append(len(self.record_keys()) if p == "record_index" and self.record_index_partitioned()
+                          else len(self.records(p)))
         return pa.table({"partition": pa.array(names, pa.string()), "file_groups": pa.array(groups, pa.int64()),
                          "records": pa.array(counts, pa.int64())})
 
