@@ -105,9 +105,36 @@ def clean_policy(data_props: Mapping[str, str]) -> tuple[str, int]:
     return policy, math.ceil(n * 1.2)
 
 
-def _last_compaction(instants: list[Instant]) -> Instant | None:
-    done = [i for i in instants if i.is_completed and i.action in (COMMIT, COMPACTION)]
-    return max(done, key=lambda i: i.begin_time) if done else None
+#: extraMetadata key of an MDT compaction that took in only some partitions (`mdt_write.compact_if_due`'s early
+#: compaction of `files`): its value names them.  A compaction without it took in every partition (a full one).
+PARTIAL_KEY = "lsm_lab.mdt.compacted.partitions"
+#: completed compaction file → whether it was partial (instant files are written once, never rewritten)
+_PARTIAL: dict[str, bool] = {}
+
+
+def is_partial(timeline: ActiveTimeline, inst: Instant) -> bool:
+    """Whether completed MDT compaction `inst` took in only some partitions (one GET, once per process)."""
+    key = str(timeline.folder / inst.file_name)
+    known = _PARTIAL.get(key)
+    if known is None:
+        extra = timeline.read_content(inst).get("extraMetadata") or {}
+        known = bool(extra.get(PARTIAL_KEY))
+        if len(_PARTIAL) > 100_000:
+            _PARTIAL.clear()
+        _PARTIAL[key] = known
+    return known
+
+
+def last_compaction(timeline: ActiveTimeline, instants: list[Instant], *, full: bool = True) -> Instant | None:
+    """The latest completed MDT compaction; with `full`, the latest that took in every partition — the one
+    where every latest slice of every partition starts (or later), which the barriers of the clean, the MDT's
+    archival and the data table's archival need.  Reads back from the newest compaction until a full one."""
+    done = sorted((i for i in instants if i.is_completed and i.action in (COMMIT, COMPACTION)),
+                  key=lambda i: i.begin_time, reverse=True)
+    for inst in done:
+        if not full or not is_partial(timeline, inst):
+            return inst
+    return None
 
 
 def resume_cleans(folder: TablePath, timeline: ActiveTimeline) -> list[Instant]:
@@ -122,7 +149,7 @@ def clean_if_due(base_path: TablePath, data_config: TableConfig, folder: TablePa
     instants = timeline.instants()
     if any(not i.is_completed for i in instants):
         return None
-    last = _last_compaction(instants)
+    last = last_compaction(timeline, instants)
     if last is None:  # one slice per file group: nothing is old yet
         return None
     # upstream counts after the instant's deltacommit; lsm_lab runs before it, so that one counts as well
@@ -202,7 +229,7 @@ def archive_barriers(data: TableState, mdt: TableState) -> dict[str, str]:
     mdt_pending = [i.begin_time for i in mine if not i.is_completed]
     if mdt_pending:
         out["pending MDT instant"] = min(map(normalize_time, mdt_pending))
-    last = _last_compaction(mine)
+    last = last_compaction(timeline, mine)
     out["latest MDT compaction"] = normalize_time(last.begin_time) if last is not None else ""
     cleans = timeline.completed([CLEAN])
     if cleans:
@@ -264,7 +291,8 @@ def data_archival_barrier(base_path: TablePath, data_config: TableConfig) -> str
     declared = [p.strip() for p in data_config.props.get("hoodie.table.metadata.partitions", "").split(",")]
     if "files" not in declared or not (folder / ".hoodie" / "hoodie.properties").exists():
         return None
-    last = _last_compaction(ActiveTimeline(folder, read_config(folder)).instants())
+    timeline = ActiveTimeline(folder, read_config(folder))
+    last = last_compaction(timeline, timeline.instants())
     return normalize_time(last.begin_time) if last is not None else ""
 
 
@@ -287,5 +315,6 @@ def describe(data_props: Mapping[str, str]) -> dict[str, Any]:
             "grace_instants": GRACE_INSTANTS}
 
 
-__all__ = ["DEFAULT_RETAINED", "GRACE_INSTANTS", "PROP_RETAINED", "archive_barriers", "archive_if_due", "clean_if_due",
-           "clean_policy", "data_archival_barrier", "describe", "resume_cleans", "view_files"]
+__all__ = ["DEFAULT_RETAINED", "GRACE_INSTANTS", "PARTIAL_KEY", "PROP_RETAINED", "archive_barriers", "archive_if_due",
+           "clean_if_due", "clean_policy", "data_archival_barrier", "describe", "is_partial", "last_compaction",
+           "resume_cleans", "view_files"]

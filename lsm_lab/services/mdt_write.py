@@ -118,6 +118,10 @@ PROP_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
 #: upstream `HoodieMetadataConfig.COMPACT_NUM_DELTA_COMMITS`: MDT deltacommits between two MDT compactions
 PROP_COMPACT_DELTAS = "hoodie.metadata.compact.max.delta.commits"
 DEFAULT_COMPACT_DELTAS = 10
+#: lsm_lab's own: compact the `files` partition alone once its slice holds this many log files (0: upstream's
+#: schedule only), so that a cold snapshot plan reads at most 1 + this many MDT files (module docstring)
+PROP_FILES_COMPACT_LOGS = "lsm_lab.metadata.files.compact.max.log.files"
+DEFAULT_FILES_COMPACT_LOGS = 2
 FILES = "files"
 #: `HoodieTableMetadataUtil.getFileIDForFileGroup(FILES, 0)`
 FILE_ID = "files-0000-0"
@@ -812,23 +816,42 @@ def _base_name(names: list[str], fid: str) -> str:
     return bases[-1] if bases else ""
 
 
-def compact_if_due(base_path: TablePath, config: TableConfig, timeline: ActiveTimeline) -> Instant | None:
-    """Compact every file group of every MDT partition when `hoodie.metadata.compact.max.delta.commits`
-    deltacommits completed since the last MDT compaction and every one of them is valid — no data instant is
-    pending with an MDT deltacommit of its own (upstream waits the same way: a compaction must not take in a
-    block that may still be rolled back).  Called before the new instant's deltacommit, whose log files then
-    complete after the compaction and belong to the new slices (slicing by completion time, table versions 8+)."""
+def _int_prop(config: TableConfig, key: str, default: int) -> int:
     try:
-        every = int(config.props.get(PROP_COMPACT_DELTAS, DEFAULT_COMPACT_DELTAS))
+        return int(config.props.get(key, default))
     except ValueError:
-        every = DEFAULT_COMPACT_DELTAS
+        return default
+
+
+def compact_if_due(base_path: TablePath, config: TableConfig, timeline: ActiveTimeline) -> Instant | None:
+    """Compact the MDT when due and every deltacommit it would take in is valid — no data instant is pending
+    with an MDT deltacommit of its own (upstream waits the same way: a compaction must not take in a block that
+    may still be rolled back).  Two schedules, the first that is due wins:
+
+    - upstream's: every file group of every MDT partition once `hoodie.metadata.compact.max.delta.commits`
+      deltacommits completed since the last compaction of every partition (a *full* one);
+    - lsm_lab's: the `files` partition's file group alone once `lsm_lab.metadata.files.compact.max.log.files`
+      deltacommits (each writes one `files` log) completed since the last compaction of any scope (every
+      compaction takes in `files`) — a plan naming a subset of the file groups, marked in its commit metadata
+      (`mdt_services.PARTIAL_KEY`) so that the barriers that need every latest slice stay at the last full one.
+
+    Called before the new instant's deltacommit, whose log files then complete after the compaction and
+    belong to the new slices (slicing by completion time, table versions 8+)."""
+    every = _int_prop(config, PROP_COMPACT_DELTAS, DEFAULT_COMPACT_DELTAS)
+    files_every = _int_prop(config, PROP_FILES_COMPACT_LOGS, DEFAULT_FILES_COMPACT_LOGS)
     instants = timeline.instants()
-    if every < 1 or any(not i.is_completed for i in instants):
+    if (every < 1 and files_every < 1) or any(not i.is_completed for i in instants):
         return None
-    last = max((i.begin_time for i in instants if i.action in (COMMIT, COMPACTION)), default=INIT_INSTANT)
-    deltas = [i for i in instants if i.action == DELTA_COMMIT and not i.begin_time.startswith(SOLO)
-              and (i.completion_time or i.begin_time) > last]
-    if len(deltas) < every:
+
+    def deltas_after(last: Instant | None) -> int:
+        t = last.begin_time if last is not None else INIT_INSTANT
+        return sum(1 for i in instants if i.action == DELTA_COMMIT and not i.begin_time.startswith(SOLO)
+                   and (i.completion_time or i.begin_time) > t)
+
+    full_due = every >= 1 and deltas_after(mdt_services.last_compaction(timeline, instants, full=True)) >= every
+    files_due = (not full_due and files_every >= 1 and FILES in _declared(config)
+                 and deltas_after(mdt_services.last_compaction(timeline, instants, full=False)) >= files_every)
+    if not full_due and not files_due:
         return None
     data = TableState(base_path, config)
     pending = {i.begin_time for i in data.instants() if not i.is_completed}
@@ -837,10 +860,13 @@ def compact_if_due(base_path: TablePath, config: TableConfig, timeline: ActiveTi
     folder = metadata_folder(base_path)
     mdt = TableState(folder, read_config(folder))
     declared = [p for p in _declared(config) if (folder / p).exists()]
+    scope = declared if full_due else [p for p in declared if p == FILES]
+    if not scope:
+        return None
     view = MetadataTable(data, mdt, declared)
     ops: list[Operation] = []
     outputs: list[tuple[mi.PartitionSpec, str, Cells]] = []
-    for name in declared:
+    for name in scope:
         spec = _spec(base_path, config, name)
         per: dict[str, Cells] = {}
         cells = {}
@@ -867,7 +893,8 @@ def compact_if_due(base_path: TablePath, config: TableConfig, timeline: ActiveTi
         markers.create_marker(folder, begin, spec.name, name, "CREATE")
         atomic.create_file(folder / spec.name / name, data_bytes)
         stats.append(_write_stat(spec.name, fid, name, len(data_bytes), count, name))
-    done = timeline.complete(inflight, commit_metadata(stats, operation="compact", compacted=True))
+    partial = {mdt_services.PARTIAL_KEY: ",".join(scope)} if scope != declared else None
+    done = timeline.complete(inflight, commit_metadata(stats, operation="compact", compacted=True, extra=partial))
     markers.delete_markers(folder, begin)
     return done
 
