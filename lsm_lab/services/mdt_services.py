@@ -149,6 +149,9 @@ def clean_if_due(base_path: TablePath, data_config: TableConfig, folder: TablePa
     instants = timeline.instants()
     if any(not i.is_completed for i in instants):
         return None
+    # upstream's grace counts from upstream's compaction, a full one: by begin time the deltacommit written with
+    # a compaction of `files` alone begins before it, so with that compaction every 2 writes the grace would
+    # never pass; the previous `files` slice is kept by the retention (20 MDT commits by default)
     last = last_compaction(timeline, instants)
     if last is None:  # one slice per file group: nothing is old yet
         return None
