@@ -15,7 +15,7 @@ does the same from `mdt_write.update`, under the data table's lock, before the i
                                           clean's earliestInstantToRetain, the last min+1 instants
 
 **Clean** (`HoodieBackedTableMetadataWriter.cleanIfNecessary`): only once at least 3 MDT instants
-follow the last MDT compaction (by begin time, the deltacommit about to be written included, as upstream
+follow the last full MDT compaction (by begin time, the deltacommit about to be written included, as upstream
 counts after it; upstream's grace for readers that opened the previous slice just before the compaction), with the data table's policy scaled as the newest upstream's
 `HoodieMetadataWriteUtils.createMetadataWriteConfig` scales it: KEEP_LATEST_COMMITS keeps
 max(`HoodieMetadataConfig.DEFAULT_METADATA_CLEANER_COMMITS_RETAINED` = 20, 1.2 × the data table's
@@ -31,7 +31,9 @@ readers unaffected; a pending MDT clean is finished by the next MDT write before
 (by completion) that ends before (upstream) the data table's first active commit and first pending
 instant (`TimelineUtils.getEarliestInstantForMetadataArchival`: an MDT deltacommit still named by the
 data table's timeline stays, for `HoodieTableMetadataUtil.processRollbackMetadata`), the MDT clean's
-earliestInstantToRetain and any pending MDT instant, and (lsm_lab) the latest completed MDT compaction:
+earliestInstantToRetain and any pending MDT instant, and (lsm_lab) the latest completed full MDT compaction
+(`last_compaction`: not one of the `files` partition alone, `mdt_write.compact_if_due`, which leaves the
+other partitions' slices where they were):
 lsm_lab's valid-instant rule (`mdt_listing.valid_instants`) reads the MDT's active timeline, so the
 deltacommits of the logs in the latest slices must stay active.  Archived instants go to the MDT's
 LSM timeline (`.hoodie/metadata/.hoodie/timeline/history/`, `timeline/archive.py`) before their
@@ -43,7 +45,7 @@ before the instant's MDT deltacommit (upstream: after it); the clean deletes one
 object store (no bulk DELETE).
 
 The other direction is upstream's too: the data table's archival (`services/archiver.py`) stops before
-the MDT's latest compaction (`data_archival_barrier`), so every MDT log block still in a latest slice
+the MDT's latest full compaction (`data_archival_barrier`), so every MDT log block still in a latest slice
 keeps its data instant active.
 
 Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata table (write)")
@@ -289,7 +291,8 @@ def archive_if_due(base_path: TablePath, data_config: TableConfig, folder: Table
 def data_archival_barrier(base_path: TablePath, data_config: TableConfig) -> str | None:
     """Where the data table's own archival must stop for its MDT (upstream `HoodieTimelineArchiver`: "limiting
     archiving of instants to latest compaction on metadata table"): the begin time of the MDT's latest
-    completed compaction, "" when it has none (nothing is archived), None when the table has no MDT."""
+    completed FULL compaction (`last_compaction`), "" when it has none (nothing is archived), None when the
+    table has no MDT."""
     folder = base_path / ".hoodie" / "metadata"
     declared = [p.strip() for p in data_config.props.get("hoodie.table.metadata.partitions", "").split(",")]
     if "files" not in declared or not (folder / ".hoodie" / "hoodie.properties").exists():

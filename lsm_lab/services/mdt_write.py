@@ -49,13 +49,23 @@ deltacommit, as upstream does for an MDT instant that already exists.
 one and none of them belongs to a pending data instant, the merged records of every partition become
 a new base file per file group `<fileId>_0-0-0_<c>.hfile` (`<c>.compaction.requested` → `.inflight` →
 `<c>_<d>.commit`, one plan operation per file group);
-the deltacommit written next completes after `c` and starts the new slice.  Before the compaction the
+the deltacommit written next completes after `c` and starts the new slice.  lsm_lab also compacts the
+`files` partition ALONE once `lsm_lab.metadata.files.compact.max.log.files` (default 2; 0 = off) deltacommits
+completed since its base — a plan naming only `files-0000-0`, marked partial in its commit's extraMetadata —
+so that a snapshot plan, which reads only `files`, needs at most a base and 2 logs (3 GETs in a cold process):
+
+    files          [base c1 + log + log] [base c2 + log + log] [base c3 + log ← plans]   every 2 deltacommits
+    record_index   [base c0 + log + log + log + log + log + … ← lookups]                  every 10 (upstream)
+
+Before the compaction the
 MDT's clean, after it the MDT's archival (`services/mdt_services.py`, upstream's `performTableServices`
 order) delete the slices no retained MDT commit reads and move old MDT instants to its LSM timeline.  A rollback of a
 deltacommit the MDT already compacted cannot delete its records (upstream refuses it in
 `validateRollback`): lsm_lab then drops the MDT, and the next write builds it again from a listing.
 
-Simplified compared with Apache Hudi: no expression indexes (see
+Simplified compared with Apache Hudi: upstream's MDT compaction always takes in every partition (the early
+compaction of `files` is lsm_lab's; the barriers that need every latest slice stay at the last full one); no
+expression indexes (see
 mdt_index.py for what each index simplifies); the MDT's compaction, clean and archival
 (`services/mdt_services.py`, upstream's retention and barriers) run inline, before the deltacommit of the
 write that finds them due, with fresh times from the data table's clock; no empty initial log file with a delete block next to
