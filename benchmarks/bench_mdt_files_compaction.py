@@ -13,7 +13,8 @@ Reported per table: insert seconds, the upserts' total and median seconds, the r
 files written (every file that ever appeared under `.hoodie/metadata/<partition>/`, the MDT's clean
 notwithstanding) and their bytes, MDT compactions, and the most `files` logs a plan had to read after any write
 (a cold plan's MDT GETs are 1 + that).  Times depend
-on the machine's load (quote `uptime` with them); file counts do not.
+on the machine's load (quote `uptime` with them); file counts do not.  `--s3` also counts the requests of the
+upserts on the local S3 server (each from a fresh writer), all and those of the MDT, per threshold.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -61,6 +63,40 @@ def _files_logs(path: Path) -> int:
     return next(len(s.log_files) for s in mdt.latest_slices(partitions=["files"]))
 
 
+def s3_requests(upserts: int) -> dict[str, dict[str, dict[str, int]]]:
+    """Requests of `upserts` small upserts on the local S3 server, each from a fresh writer (nothing of the MDT
+    kept), per threshold: all of them and those under `.hoodie/metadata/` (load does not change counts)."""
+    import collections
+
+    from lsm_lab.lab.s3local import LocalS3
+    from lsm_lab.table import mdt_listing
+
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    with LocalS3() as s3:
+        for threshold in ("2", "0"):
+            uri = s3.new_bucket()
+            lsm_lab.create_table(uri, name="w", record_key="id", ordering_field="ts", partition_by="p",
+                                 table_type="MERGE_ON_READ", layout="default", table_version=9,
+                                 storage_options=s3.options(),
+                                 properties={"hoodie.metadata.enable": "true",
+                                             mdt_write.PROP_FILES_COMPACT_LOGS: threshold})
+            every: collections.Counter[str] = collections.Counter()
+            mdt: collections.Counter[str] = collections.Counter()
+            for k in range(upserts + 1):
+                mdt_listing.forget()
+                t = lsm_lab.open_table(uri, storage_options=s3.options())
+                counts = t.storage.counts
+                counts.trace = []
+                rows = [{"id": f"id{i:04d}", "p": f"p{i % 4}", "ts": k + 1, "v": float(i)} for i in range(k, 400, 7)]
+                (t.insert if k == 0 else t.upsert)(rows)
+                trace, counts.trace = counts.trace, None
+                if k:
+                    every.update(kind for kind, _ in trace)
+                    mdt.update(kind for kind, key in trace if ".hoodie/metadata/" in key)
+            out[threshold] = {"all": dict(every), "mdt": dict(mdt)}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--keys", type=int, default=1_000_000, help="keys of the bulk insert (default 1,000,000)")
@@ -69,6 +105,8 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=8, help="data partitions (default 8)")
     ap.add_argument("--table-type", default="MERGE_ON_READ", help="MERGE_ON_READ or COPY_ON_WRITE")
     ap.add_argument("--record-index", action="store_true", help="also keep the MDT's record_index partition")
+    ap.add_argument("--s3", action="store_true", help="also count the requests of `--upserts` small upserts on the "
+                    "local S3 server, each from a fresh writer, per threshold")
     ap.add_argument("--json", help="write the results here too")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench_fcomp_"))
@@ -102,7 +140,7 @@ def main() -> None:
                 upsert_s[name].append(time.perf_counter() - t0)
                 seen[name].update(_mdt_files(root / names[name]))
                 most_logs[name] = max(most_logs[name], _files_logs(root / names[name]))
-        results = {}
+        results: dict[str, Any] = {}
         for name, threshold in names.items():
             path = root / threshold
             folder = mdt_write.metadata_folder(path)
@@ -123,6 +161,11 @@ def main() -> None:
             print(f"{name:20} {r['insert_s']:9.2f} {r['upserts_total_s']:10.2f} {r['upsert_median_s']:9.3f} "
                   f"{r['upserts_ratio']:6.2f} {r['mdt_files_written']:9d} {r['mdt_bytes_written'] / 1024:9.0f} "
                   f"{r['mdt_compactions']:>5} ({r['of_files_alone']} alone) {r['files_logs_max']:14d}")
+        if args.s3:
+            requests = s3_requests(args.upserts)
+            for threshold, r in requests.items():
+                print(f"S3, threshold {threshold}: {args.upserts} upserts send {r['all']}, under .hoodie/metadata/ {r['mdt']}")
+            results["s3_requests"] = requests
         if args.json:
             Path(args.json).write_text(json.dumps({"args": vars(args), "results": results}, indent=1))
     finally:
