@@ -180,10 +180,12 @@ def _rows(ids: Any, ts: int, fare: float) -> list[dict[str, Any]]:
 
 
 def _make(path: Path, version: int, table_type: str, compact_every: int = 10) -> lsm_lab.Table:
+    """`compact_every` 100 or more: an MDT never compacted (nor its `files` partition alone, early)."""
+    early = {mdt_write.PROP_FILES_COMPACT_LOGS: "0"} if compact_every >= 100 else {}
     return lsm_lab.create_table(path, name="trips", record_key="id", ordering_field="ts", partition_by="city",
                                 table_type=table_type, layout="default", table_version=version,
                                 properties={"hoodie.metadata.enable": "true",
-                                            "hoodie.metadata.compact.max.delta.commits": str(compact_every)})
+                                            "hoodie.metadata.compact.max.delta.commits": str(compact_every), **early})
 
 
 def model(path: Path) -> dict[tuple[str, str], int]:

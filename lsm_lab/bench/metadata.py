@@ -21,9 +21,10 @@ LIST of the table root or a data partition — the MDT's goal is 0), `timeline` 
 `.hoodie/` except the MDT: the active timeline, hoodie.properties, the commits' metadata) and `mdt`
 (under `.hoodie/metadata/`: its properties, timeline, partition folder and files).  The plans of
 both runs are checked equal (same slices, same files).  The issue's goal: 0 data LIST, at most 3
-GETs beyond the timeline.  The MDT's log files (one per deltacommit since its last compaction,
-at most `hoodie.metadata.compact.max.delta.commits`) are one GET each, so the count depends on
-where the table stands in its MDT compaction cycle: reported as `mdt logs`.  Plan time is the
+GETs beyond the timeline.  The `files` partition's log files (one per deltacommit since its last
+compaction, at most `lsm_lab.metadata.files.compact.max.log.files`, 2 by default: lsm_lab compacts that
+partition alone once it holds 2, services/mdt_write.py) are one GET each, so the count depends on where the
+table stands in that cycle: reported as `mdt logs`.  Plan time is the
 median of `repeats`.  Both modes are measured with the process's cache of commit metadata warm
 (`timeline.committed`: an instant file never changes, a long-lived reader reads each once; one
 uncounted plan first); a cold process adds one timeline GET per commit to either mode.

@@ -15,7 +15,7 @@ does the same from `mdt_write.update`, under the data table's lock, before the i
                                           clean's earliestInstantToRetain, the last min+1 instants
 
 **Clean** (`HoodieBackedTableMetadataWriter.cleanIfNecessary`): only once at least 3 MDT instants
-follow the last MDT compaction (by begin time, the deltacommit about to be written included, as upstream
+follow the last full MDT compaction (by begin time, the deltacommit about to be written included, as upstream
 counts after it; upstream's grace for readers that opened the previous slice just before the compaction), with the data table's policy scaled as the newest upstream's
 `HoodieMetadataWriteUtils.createMetadataWriteConfig` scales it: KEEP_LATEST_COMMITS keeps
 max(`HoodieMetadataConfig.DEFAULT_METADATA_CLEANER_COMMITS_RETAINED` = 20, 1.2 × the data table's
@@ -31,7 +31,9 @@ readers unaffected; a pending MDT clean is finished by the next MDT write before
 (by completion) that ends before (upstream) the data table's first active commit and first pending
 instant (`TimelineUtils.getEarliestInstantForMetadataArchival`: an MDT deltacommit still named by the
 data table's timeline stays, for `HoodieTableMetadataUtil.processRollbackMetadata`), the MDT clean's
-earliestInstantToRetain and any pending MDT instant, and (lsm_lab) the latest completed MDT compaction:
+earliestInstantToRetain and any pending MDT instant, and (lsm_lab) the latest completed full MDT compaction
+(`last_compaction`: not one of the `files` partition alone, `mdt_write.compact_if_due`, which leaves the
+other partitions' slices where they were):
 lsm_lab's valid-instant rule (`mdt_listing.valid_instants`) reads the MDT's active timeline, so the
 deltacommits of the logs in the latest slices must stay active.  Archived instants go to the MDT's
 LSM timeline (`.hoodie/metadata/.hoodie/timeline/history/`, `timeline/archive.py`) before their
@@ -43,7 +45,7 @@ before the instant's MDT deltacommit (upstream: after it); the clean deletes one
 object store (no bulk DELETE).
 
 The other direction is upstream's too: the data table's archival (`services/archiver.py`) stops before
-the MDT's latest compaction (`data_archival_barrier`), so every MDT log block still in a latest slice
+the MDT's latest full compaction (`data_archival_barrier`), so every MDT log block still in a latest slice
 keeps its data instant active.
 
 Taught in: notebooks/14_metadata_table.ipynb (and docs/FORMAT.md, "The metadata table (write)")
@@ -105,9 +107,36 @@ def clean_policy(data_props: Mapping[str, str]) -> tuple[str, int]:
     return policy, math.ceil(n * 1.2)
 
 
-def _last_compaction(instants: list[Instant]) -> Instant | None:
-    done = [i for i in instants if i.is_completed and i.action in (COMMIT, COMPACTION)]
-    return max(done, key=lambda i: i.begin_time) if done else None
+#: extraMetadata key of an MDT compaction that took in only some partitions (`mdt_write.compact_if_due`'s early
+#: compaction of `files`): its value names them.  A compaction without it took in every partition (a full one).
+PARTIAL_KEY = "lsm_lab.mdt.compacted.partitions"
+#: completed compaction file → whether it was partial (instant files are written once, never rewritten)
+_PARTIAL: dict[str, bool] = {}
+
+
+def is_partial(timeline: ActiveTimeline, inst: Instant) -> bool:
+    """Whether completed MDT compaction `inst` took in only some partitions (one GET, once per process)."""
+    key = str(timeline.folder / inst.file_name)
+    known = _PARTIAL.get(key)
+    if known is None:
+        extra = timeline.read_content(inst).get("extraMetadata") or {}
+        known = bool(extra.get(PARTIAL_KEY))
+        if len(_PARTIAL) > 100_000:
+            _PARTIAL.clear()
+        _PARTIAL[key] = known
+    return known
+
+
+def last_compaction(timeline: ActiveTimeline, instants: list[Instant], *, full: bool = True) -> Instant | None:
+    """The latest completed MDT compaction; with `full`, the latest that took in every partition — the one
+    where every latest slice of every partition starts (or later), which the barriers of the clean, the MDT's
+    archival and the data table's archival need.  Reads back from the newest compaction until a full one."""
+    done = sorted((i for i in instants if i.is_completed and i.action in (COMMIT, COMPACTION)),
+                  key=lambda i: i.begin_time, reverse=True)
+    for inst in done:
+        if not full or not is_partial(timeline, inst):
+            return inst
+    return None
 
 
 def resume_cleans(folder: TablePath, timeline: ActiveTimeline) -> list[Instant]:
@@ -122,7 +151,10 @@ def clean_if_due(base_path: TablePath, data_config: TableConfig, folder: TablePa
     instants = timeline.instants()
     if any(not i.is_completed for i in instants):
         return None
-    last = _last_compaction(instants)
+    # upstream's grace counts from upstream's compaction, a full one: by begin time the deltacommit written with
+    # a compaction of `files` alone begins before it, so with that compaction every 2 writes the grace would
+    # never pass; the previous `files` slice is kept by the retention (20 MDT commits by default)
+    last = last_compaction(timeline, instants)
     if last is None:  # one slice per file group: nothing is old yet
         return None
     # upstream counts after the instant's deltacommit; lsm_lab runs before it, so that one counts as well
@@ -202,7 +234,7 @@ def archive_barriers(data: TableState, mdt: TableState) -> dict[str, str]:
     mdt_pending = [i.begin_time for i in mine if not i.is_completed]
     if mdt_pending:
         out["pending MDT instant"] = min(map(normalize_time, mdt_pending))
-    last = _last_compaction(mine)
+    last = last_compaction(timeline, mine)
     out["latest MDT compaction"] = normalize_time(last.begin_time) if last is not None else ""
     cleans = timeline.completed([CLEAN])
     if cleans:
@@ -259,12 +291,14 @@ def archive_if_due(base_path: TablePath, data_config: TableConfig, folder: Table
 def data_archival_barrier(base_path: TablePath, data_config: TableConfig) -> str | None:
     """Where the data table's own archival must stop for its MDT (upstream `HoodieTimelineArchiver`: "limiting
     archiving of instants to latest compaction on metadata table"): the begin time of the MDT's latest
-    completed compaction, "" when it has none (nothing is archived), None when the table has no MDT."""
+    completed FULL compaction (`last_compaction`), "" when it has none (nothing is archived), None when the
+    table has no MDT."""
     folder = base_path / ".hoodie" / "metadata"
     declared = [p.strip() for p in data_config.props.get("hoodie.table.metadata.partitions", "").split(",")]
     if "files" not in declared or not (folder / ".hoodie" / "hoodie.properties").exists():
         return None
-    last = _last_compaction(ActiveTimeline(folder, read_config(folder)).instants())
+    timeline = ActiveTimeline(folder, read_config(folder))
+    last = last_compaction(timeline, timeline.instants())
     return normalize_time(last.begin_time) if last is not None else ""
 
 
@@ -287,5 +321,6 @@ def describe(data_props: Mapping[str, str]) -> dict[str, Any]:
             "grace_instants": GRACE_INSTANTS}
 
 
-__all__ = ["DEFAULT_RETAINED", "GRACE_INSTANTS", "PROP_RETAINED", "archive_barriers", "archive_if_due", "clean_if_due",
-           "clean_policy", "data_archival_barrier", "describe", "resume_cleans", "view_files"]
+__all__ = ["DEFAULT_RETAINED", "GRACE_INSTANTS", "PARTIAL_KEY", "PROP_RETAINED", "archive_barriers", "archive_if_due",
+           "clean_if_due", "clean_policy", "data_archival_barrier", "describe", "is_partial", "last_compaction",
+           "resume_cleans", "view_files"]

@@ -52,13 +52,23 @@ deltacommit, as upstream does for an MDT instant that already exists.
 one and none of them belongs to a pending data instant, the merged records of every partition become
 a new base file per file group `<fileId>_0-0-0_<c>.hfile` (`<c>.compaction.requested` → `.inflight` →
 `<c>_<d>.commit`, one plan operation per file group);
-the deltacommit written next completes after `c` and starts the new slice.  Before the compaction the
+the deltacommit written next completes after `c` and starts the new slice.  lsm_lab also compacts the
+`files` partition ALONE once `lsm_lab.metadata.files.compact.max.log.files` (default 2; 0 = off) deltacommits
+completed since its base — a plan naming only `files-0000-0`, marked partial in its commit's extraMetadata —
+so that a snapshot plan, which reads only `files`, needs at most a base and 2 logs (3 GETs in a cold process):
+
+    files          [base c1 + log + log] [base c2 + log + log] [base c3 + log ← plans]   every 2 deltacommits
+    record_index   [base c0 + log + log + log + log + log + … ← lookups]                  every 10 (upstream)
+
+Before the compaction the
 MDT's clean, after it the MDT's archival (`services/mdt_services.py`, upstream's `performTableServices`
 order) delete the slices no retained MDT commit reads and move old MDT instants to its LSM timeline.  A rollback of a
 deltacommit the MDT already compacted cannot delete its records (upstream refuses it in
 `validateRollback`): lsm_lab then drops the MDT, and the next write builds it again from a listing.
 
-Simplified compared with Apache Hudi: no expression indexes (see
+Simplified compared with Apache Hudi: upstream's MDT compaction always takes in every partition (the early
+compaction of `files` is lsm_lab's; the barriers that need every latest slice stay at the last full one); no
+expression indexes (see
 mdt_index.py for what each index simplifies); the MDT's compaction, clean and archival
 (`services/mdt_services.py`, upstream's retention and barriers) run inline, before the deltacommit of the
 write that finds them due, with fresh times from the data table's clock; no empty initial log file with a delete block next to
@@ -121,6 +131,10 @@ PROP_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
 #: upstream `HoodieMetadataConfig.COMPACT_NUM_DELTA_COMMITS`: MDT deltacommits between two MDT compactions
 PROP_COMPACT_DELTAS = "hoodie.metadata.compact.max.delta.commits"
 DEFAULT_COMPACT_DELTAS = 10
+#: lsm_lab's own: compact the `files` partition alone once its slice holds this many log files (0: upstream's
+#: schedule only), so that a cold snapshot plan reads at most 1 + this many MDT files (module docstring)
+PROP_FILES_COMPACT_LOGS = "lsm_lab.metadata.files.compact.max.log.files"
+DEFAULT_FILES_COMPACT_LOGS = 2
 FILES = "files"
 #: `HoodieTableMetadataUtil.getFileIDForFileGroup(FILES, 0)`
 FILE_ID = "files-0000-0"
@@ -990,23 +1004,42 @@ def _base_name(names: list[str], fid: str) -> str:
     return bases[-1] if bases else ""
 
 
-def compact_if_due(base_path: TablePath, config: TableConfig, timeline: ActiveTimeline) -> Instant | None:
-    """Compact every file group of every MDT partition when `hoodie.metadata.compact.max.delta.commits`
-    deltacommits completed since the last MDT compaction and every one of them is valid — no data instant is
-    pending with an MDT deltacommit of its own (upstream waits the same way: a compaction must not take in a
-    block that may still be rolled back).  Called before the new instant's deltacommit, whose log files then
-    complete after the compaction and belong to the new slices (slicing by completion time, table versions 8+)."""
+def _int_prop(config: TableConfig, key: str, default: int) -> int:
     try:
-        every = int(config.props.get(PROP_COMPACT_DELTAS, DEFAULT_COMPACT_DELTAS))
+        return int(config.props.get(key, default))
     except ValueError:
-        every = DEFAULT_COMPACT_DELTAS
+        return default
+
+
+def compact_if_due(base_path: TablePath, config: TableConfig, timeline: ActiveTimeline) -> Instant | None:
+    """Compact the MDT when due and every deltacommit it would take in is valid — no data instant is pending
+    with an MDT deltacommit of its own (upstream waits the same way: a compaction must not take in a block that
+    may still be rolled back).  Two schedules, the first that is due wins:
+
+    - upstream's: every file group of every MDT partition once `hoodie.metadata.compact.max.delta.commits`
+      deltacommits completed since the last compaction of every partition (a *full* one);
+    - lsm_lab's: the `files` partition's file group alone once `lsm_lab.metadata.files.compact.max.log.files`
+      deltacommits (each writes one `files` log) completed since the last compaction of any scope (every
+      compaction takes in `files`) — a plan naming a subset of the file groups, marked in its commit metadata
+      (`mdt_services.PARTIAL_KEY`) so that the barriers that need every latest slice stay at the last full one.
+
+    Called before the new instant's deltacommit, whose log files then complete after the compaction and
+    belong to the new slices (slicing by completion time, table versions 8+)."""
+    every = _int_prop(config, PROP_COMPACT_DELTAS, DEFAULT_COMPACT_DELTAS)
+    files_every = _int_prop(config, PROP_FILES_COMPACT_LOGS, DEFAULT_FILES_COMPACT_LOGS)
     instants = timeline.instants()
-    if every < 1 or any(not i.is_completed for i in instants):
+    if (every < 1 and files_every < 1) or any(not i.is_completed for i in instants):
         return None
-    last = max((i.begin_time for i in instants if i.action in (COMMIT, COMPACTION)), default=INIT_INSTANT)
-    deltas = [i for i in instants if i.action == DELTA_COMMIT and not i.begin_time.startswith(SOLO)
-              and (i.completion_time or i.begin_time) > last]
-    if len(deltas) < every:
+
+    def deltas_after(last: Instant | None) -> int:
+        t = last.begin_time if last is not None else INIT_INSTANT
+        return sum(1 for i in instants if i.action == DELTA_COMMIT and not i.begin_time.startswith(SOLO)
+                   and (i.completion_time or i.begin_time) > t)
+
+    full_due = every >= 1 and deltas_after(mdt_services.last_compaction(timeline, instants, full=True)) >= every
+    files_due = (not full_due and files_every >= 1 and FILES in _declared(config)
+                 and deltas_after(mdt_services.last_compaction(timeline, instants, full=False)) >= files_every)
+    if not full_due and not files_due:
         return None
     data = TableState(base_path, config)
     pending = {i.begin_time for i in data.instants() if not i.is_completed}
@@ -1015,10 +1048,13 @@ def compact_if_due(base_path: TablePath, config: TableConfig, timeline: ActiveTi
     folder = metadata_folder(base_path)
     mdt = TableState(folder, read_config(folder))
     declared = [p for p in _declared(config) if (folder / p).exists()]
+    scope = declared if full_due else [p for p in declared if p == FILES]
+    if not scope:
+        return None
     view = MetadataTable(data, mdt, declared)
     ops: list[Operation] = []
     outputs: list[tuple[mi.PartitionSpec | _FileIds, str, Cells]] = []
-    for name in declared:
+    for name in scope:
         slices = {s.file_id: s for s in mdt.latest_slices(partitions=[name])}
         spec: mi.PartitionSpec | _FileIds
         per: dict[str, Cells] = {}
@@ -1056,7 +1092,8 @@ def compact_if_due(base_path: TablePath, config: TableConfig, timeline: ActiveTi
         markers.create_marker(folder, begin, spec.name, name, "CREATE")
         atomic.create_file(folder / spec.name / name, data_bytes)
         stats.append(_write_stat(spec.name, fid, name, len(data_bytes), count, name))
-    done = timeline.complete(inflight, commit_metadata(stats, operation="compact", compacted=True))
+    partial = {mdt_services.PARTIAL_KEY: ",".join(scope)} if scope != declared else None
+    done = timeline.complete(inflight, commit_metadata(stats, operation="compact", compacted=True, extra=partial))
     markers.delete_markers(folder, begin)
     return done
 
