@@ -255,19 +255,25 @@ def test_a_killed_rollback_of_a_completed_write_is_still_finished(tmp_table: Mak
 
 
 # --------------------------------------------------------------------------- a real SIGKILL during restore
-CHILD = r"""
+def _slow_child(action: str, pause: float) -> str:
+    """A child process's script: `table.<action>(instant)` on the table named by its arguments, every file
+    deletion slowed by `pause` seconds so that a kill lands inside the action; "ready" printed before it."""
+    return f"""
 import pathlib, sys, time
 import lsm_lab
 real = pathlib.Path.unlink
-def slow(self, *a, **kw):  # every deletion takes a while: the kill lands inside the restore
-    time.sleep(0.02)
+def slow(self, *a, **kw):
+    time.sleep({pause})
     real(self, *a, **kw)
 pathlib.Path.unlink = slow
 table = lsm_lab.open_table(sys.argv[1])
 print("ready", flush=True)
-table.restore(sys.argv[2])
+table.{action}(sys.argv[2])
 print("done", flush=True)
 """
+
+
+CHILD = _slow_child("restore", 0.02)
 
 
 def _killed_copy(template: lsm_lab.Table, path: Path, child: str, instant: str, delay: float) -> lsm_lab.Table:
@@ -407,19 +413,7 @@ def test_a_rollback_of_an_overwrite_killed_at_any_step_is_before_or_after_for_re
     assert crash_at > 5 and seen["after"] == crash_at - 1  # the plan is the commit point: always "after"
 
 
-ROLLBACK_CHILD = r"""
-import pathlib, sys, time
-import lsm_lab
-real = pathlib.Path.unlink
-def slow(self, *a, **kw):  # every deletion takes a while: the kill lands inside the rollback
-    time.sleep(0.05)
-    real(self, *a, **kw)
-pathlib.Path.unlink = slow
-table = lsm_lab.open_table(sys.argv[1])
-print("ready", flush=True)
-table.rollback(sys.argv[2])
-print("done", flush=True)
-"""
+ROLLBACK_CHILD = _slow_child("rollback", 0.05)
 
 
 def test_a_rollback_of_an_overwrite_killed_by_sigkill_is_before_or_after_for_readers(tmp_path: Path) -> None:

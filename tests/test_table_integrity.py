@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import random
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -120,7 +121,9 @@ def _swap(a: Path, b: Path) -> None:
 def test_swapped_files_of_other_sizes_are_refused(tmp_path: Path) -> None:
     """Finding 5: the listing's size against the committed size."""
     t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", num_buckets=2, table_type="COPY_ON_WRITE")
-    t.insert([{"id": f"k{i}", "v": i} for i in range(8)])
+    # incompressible values of 2**i bytes: the two buckets' files cannot come out the same size (a sum of
+    # distinct powers of two names its subset), whatever the commit time inside them
+    t.insert([{"id": f"k{i}", "v": random.Random(i).randbytes(2 ** (i + 4)).hex()} for i in range(8)])
     a, b = sorted((tmp_path / "t").glob("*.parquet"))
     assert a.stat().st_size != b.stat().st_size
     _swap(a, b)
