@@ -39,12 +39,8 @@ def test_a_streamed_lsm_tree_scan_does_not_import_pandas(tmp_path: Path) -> None
                              table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=2)
     t.insert(gen.inserts(2_000))
     t.upsert(gen.updates(300))
-    code = ("import sys, lsm_lab\n"
-            f"n = sum(b.num_rows for b in lsm_lab.open_table({str(tmp_path / 't')!r}).scan(batch_size=100).to_reader())\n"
-            "print(n, 'pandas' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(Path(lsm_lab.__file__).parents[1])})
-    assert out.stdout.split() == [str(t.read().num_rows), "False"]
+    rows = f"sum(b.num_rows for b in lsm_lab.open_table({str(tmp_path / 't')!r}).scan(batch_size=100).to_reader())"
+    assert _rows_and_pandas(rows) == [str(t.read().num_rows), "False"]
 
 
 def test_a_snapshot_read_of_a_default_mor_table_does_not_import_pandas(tmp_path: Path) -> None:
@@ -59,10 +55,14 @@ def test_a_snapshot_read_of_a_default_mor_table_does_not_import_pandas(tmp_path:
     t.upsert(gen.updates(400))
     t.delete(rows.slice(0, 50).select(["uuid", "city"]))
     assert any(fs.log_files for fs in t.latest_slices())
-    code = ("import sys, lsm_lab\n"
-            f"n = lsm_lab.open_table({str(tmp_path / 't')!r}).read().num_rows\n"
-            "print(n, 'pandas' in sys.modules)\n")
+    assert _rows_and_pandas(f"lsm_lab.open_table({str(tmp_path / 't')!r}).read().num_rows") == \
+        [str(t.read().num_rows), "False"]
+
+
+def _rows_and_pandas(rows: str) -> list[str]:
+    """In a fresh process: the row count the expression `rows` gives, and whether pandas got imported."""
+    code = f"import sys, lsm_lab\nn = {rows}\nprint(n, 'pandas' in sys.modules)\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(Path(lsm_lab.__file__).parents[1])})
-    assert out.stdout.split() == [str(t.read().num_rows), "False"]
+    return out.stdout.split()
 

@@ -67,6 +67,7 @@ from lsm_lab.merge.semantics import (
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio, odd: a multiplicative hash step
 _SHIFT = np.uint64(29)
+_NOT_FOUND = arrowlit.number(-1, pa.int32())  # `index_in`'s miss, filled without converting a Python value
 
 
 def _as_array(col: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -217,7 +218,7 @@ def merge_overlay(sources: Sequence[pa.Table], spec: MergeSpec) -> pa.Table:
         base_keys = _as_array(base.column(spec.key))
     n = base.num_rows
     logs = [s for s in sources[1:] if s.num_rows]
-    base_deleted = to_numpy(_as_array(base.column(spec.delete)).fill_null(arrowlit.FALSE)).copy()
+    base_deleted = to_numpy(_as_array(base.column(spec.delete)).fill_null(arrowlit.FALSE))
     if not logs:
         keep = np.flatnonzero(~base_deleted)
         out = base if len(keep) == n else base.take(indices_array(keep))
@@ -232,7 +233,7 @@ def merge_overlay(sources: Sequence[pa.Table], spec: MergeSpec) -> pa.Table:
         base_rows = at[hit]
     else:
         # Arrow hashes the (fewer) log keys and probes them with every base key
-        found = to_numpy(pc.index_in(base_keys, value_set=log_keys).fill_null(arrowlit.number(-1, pa.int32()))).astype(np.int64)
+        found = to_numpy(pc.index_in(base_keys, value_set=log_keys).fill_null(_NOT_FOUND)).astype(np.int64)
         base_rows = np.flatnonzero(found >= 0)
         log_rows = found[base_rows]
     wins = log_wins(base, base_rows, folded, log_rows, reset, spec)
