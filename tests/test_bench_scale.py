@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,9 @@ def test_bench_scale_reports_every_operation_at_every_size(tmp_path: Path,
     assert [(p["rows"], p["op"]) for p in points] == [(n, op) for n in (300, 1200) for op in scale.OPS]
     for p in points:
         assert p["seconds"] > 0 and p["peak_rss_bytes"] > 2**20
+        # the child's own CPU and page faults around the call: some CPU, at most what two threads per core give
+        assert 0 < p["user_seconds"] + p["sys_seconds"] <= 2 * (os.cpu_count() or 1) * p["seconds"] + 0.05
+        assert p["page_faults"] >= 1  # the call's result is fresh memory
         if p["op"] in ("bulk_insert", "read"):
             assert p["out_rows"] == p["rows"]  # the bulk insert wrote N rows; the snapshot read returned N
         elif p["op"] == "upsert":
@@ -48,6 +52,8 @@ def test_bench_scale_reports_every_operation_at_every_size(tmp_path: Path,
         assert result["exponents"][op]["time"] == pytest.approx(want, abs=1e-3)
         want_rss = math.log(big["peak_rss_bytes"] / small["peak_rss_bytes"]) / math.log(4)
         assert result["exponents"][op]["rss"] == pytest.approx(want_rss, abs=1e-3)
+        want_user = math.log(big["user_seconds"] / small["user_seconds"]) / math.log(4)
+        assert result["exponents"][op]["user"] == pytest.approx(want_user, abs=1e-3)
         assert f"{op:<12} time e = {result['exponents'][op]['time']:.2f}" in text
         step, = result["exponents"][op]["steps"]  # two sizes: one step, the same slope
         assert (step["from"], step["to"], step["time"]) == (300, 1200, result["exponents"][op]["time"])

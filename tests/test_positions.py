@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -704,3 +705,32 @@ def test_unsorted_positions_past_the_base_fall_back_to_the_key_merge(tmp_path: P
     assert not _by_position_used(t)
     got = {r["id"]: r["v"] for r in t.read(columns=["id", "v"]).to_pylist()}
     assert got["k001"] == -1 and got["k002"] == -2
+
+
+_SWAP_TYPES = {"string": (pa.string(), st.one_of(st.none(), st.text(max_size=6))),
+               "int64": (pa.int64(), st.one_of(st.none(), st.integers(-(2**40), 2**40))),
+               "list": (pa.list_(pa.int32()), st.one_of(st.none(), st.lists(st.integers(0, 9), max_size=3))),
+               "struct": (pa.struct([("a", pa.string())]), st.one_of(st.none(), st.fixed_dictionaries(
+                   {"a": st.one_of(st.none(), st.text(max_size=3))})))}
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), kind=st.sampled_from(sorted(_SWAP_TYPES)), chunks=st.integers(1, 3))
+def test_a_log_winner_takes_its_base_rows_place_in_every_column_type(data: st.DataObject, kind: str,
+                                                                     chunks: int) -> None:
+    """`posmerge._swapped` (Arrow's replace kernel for flat types, one gather for nested ones) against a list
+    model: row `where[i]` of the base holds log row `winners[i]`, every other row is the base's."""
+    type_, values = _SWAP_TYPES[kind]
+    base = data.draw(st.lists(values, min_size=1, max_size=30))
+    logs = data.draw(st.lists(values, min_size=1, max_size=10))
+    where = sorted(data.draw(st.sets(st.integers(0, len(base) - 1), min_size=1, max_size=len(base))))
+    winners = data.draw(st.lists(st.integers(0, len(logs) - 1), min_size=len(where), max_size=len(where)))
+    cut = sorted(data.draw(st.lists(st.integers(0, len(base)), min_size=chunks - 1, max_size=chunks - 1)))
+    bounds = [0, *cut, len(base)]
+    base_col = pa.chunked_array([pa.array(base[a:b], type_) for a, b in itertools.pairwise(bounds)], type_)
+    got = posmerge._swapped(base_col, np.array(where, dtype=np.int64), pa.chunked_array([pa.array(logs, type_)]),
+                            np.array(winners, dtype=np.int64), type_)
+    want = list(base)
+    for at, w in zip(where, winners):
+        want[at] = logs[w]
+    assert got.type == type_ and got.to_pylist() == want

@@ -20,7 +20,11 @@ Then, per operation, the exponent e of time ∝ N^e (and of peak RSS ∝ N^e) is
 least-squares slope of log(value) against log(N) over the measured sizes: e ≈ 1
 is linear, e > 1 grows faster than the data (issue 33's target: e <= 1.1); the
 slope between each two consecutive sizes is reported too (a fit over three sizes
-can hide a last step that bends up). A
+can hide a last step that bends up). Each child also reports its CPU in user and in
+kernel mode and its page faults (`getrusage` around the call), with their exponents: on
+a virtual machine a page touched for the first time can cost the kernel (and the host
+behind it) more than the work done in it, so wall time can bend up where the user CPU
+stays linear; the split says which one grew. A
 process's peak RSS includes the interpreter and its libraries (about 100 MiB),
 so its exponent is below 1 at small N; a write holds its input table, so its
 RSS grows with N by design.
@@ -56,6 +60,8 @@ DEFAULT_ROWS = (250_000, 1_000_000)
 #: rows generated per chunk while the inputs are written (bounds the parent's memory)
 CHUNK = 1_000_000
 TARGET_EXPONENT = 1.1
+#: what each child reports, medians kept: wall time, peak RSS, CPU in user and kernel mode, page faults
+MEASURES = ("seconds", "peak_rss_bytes", "user_seconds", "sys_seconds", "page_faults")
 
 
 def fit_exponent(sizes: Sequence[float], values: Sequence[float]) -> float | None:
@@ -109,6 +115,9 @@ def child_main(job_json: str) -> None:
                              table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=4)
     else:
         table = open_table(path)
+    import resource  # start-up: only the child measures its CPU (POSIX; the bench runs where `fork` does)
+
+    before = resource.getrusage(resource.RUSAGE_SELF)
     started = time.perf_counter()
     if op == "bulk_insert":
         table.bulk_insert(data)
@@ -125,7 +134,10 @@ def child_main(job_json: str) -> None:
     else:
         raise InputError(f"bench scale: unknown operation {op!r}; choose one of {', '.join(OPS)}")
     seconds = time.perf_counter() - started
-    print_result({"seconds": seconds, "rows": rows, "peak_rss_bytes": peak_rss_bytes()})
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    print_result({"seconds": seconds, "rows": rows, "peak_rss_bytes": peak_rss_bytes(),
+                  "user_seconds": after.ru_utime - before.ru_utime, "sys_seconds": after.ru_stime - before.ru_stime,
+                  "page_faults": after.ru_minflt - before.ru_minflt})
 
 
 def run_op(op: str, table: Path, inputs: dict[str, Path], *, timeout: float = 7200) -> dict[str, Any]:
@@ -161,8 +173,7 @@ def run(rows: Sequence[int] = DEFAULT_ROWS, repeats: int = 1, log: Callable[[str
             if read_rows != {n}:
                 raise InputError(f"bench scale: the snapshot read of the {n:,}-row table returned {read_rows} rows")
             for op, recs in runs.items():
-                points.append({"rows": n, "op": op, "seconds": statistics.median(x["seconds"] for x in recs),
-                               "peak_rss_bytes": statistics.median(x["peak_rss_bytes"] for x in recs),
+                points.append({"rows": n, "op": op, **{k: statistics.median(x[k] for x in recs) for k in MEASURES},
                                "out_rows": recs[0]["rows"], "load_1m_before": max(x["load_1m_before"] for x in recs)})
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -176,11 +187,15 @@ def run(rows: Sequence[int] = DEFAULT_ROWS, repeats: int = 1, log: Callable[[str
 
 
 def _exponents(points: list[dict[str, Any]]) -> dict[str, float | None]:
-    """The time and peak-RSS exponents fitted through `points` (rounded; None below two sizes)."""
+    """The exponents of time, peak RSS, user CPU, kernel CPU and page faults fitted through `points` (rounded;
+    None below two sizes, or for a measure a point lacks)."""
     ns = [p["rows"] for p in points]
-    e_time = fit_exponent(ns, [p["seconds"] for p in points])
-    e_rss = fit_exponent(ns, [p["peak_rss_bytes"] for p in points])
-    return {"time": None if e_time is None else round(e_time, 3), "rss": None if e_rss is None else round(e_rss, 3)}
+    out: dict[str, float | None] = {}
+    for name, key in (("time", "seconds"), ("rss", "peak_rss_bytes"), ("user", "user_seconds"),
+                      ("sys", "sys_seconds"), ("faults", "page_faults")):
+        e = fit_exponent(ns, [p[key] for p in points]) if all(key in p for p in points) else None
+        out[name] = None if e is None else round(e, 3)
+    return out
 
 
 def _short(n: int) -> str:
@@ -191,11 +206,14 @@ def report(result: dict[str, Any]) -> str:
     """One line per operation and size, then the fitted exponents against the target."""
     lines = [f"cost against size: {', '.join(f'{n:,}' for n in result['rows'])} rows; each operation in its own "
              f"process; median of {result['repeats']}; {result['cpus']} CPUs",
-             f"{'operation':<12}{'rows':>12}{'seconds':>10}{'Mrows/s':>9}{'peak RSS MiB':>14}{'load':>6}"]
+             f"{'operation':<12}{'rows':>12}{'seconds':>10}{'Mrows/s':>9}{'peak RSS MiB':>14}{'user s':>8}{'sys s':>7}"
+             f"{'faults k':>10}{'load':>6}"]
     for p in result["points"]:
         speed = p["rows"] / p["seconds"] / 1e6 if p["seconds"] > 0 else float("nan")
         lines.append(f"{p['op']:<12}{p['rows']:>12,}{p['seconds']:>10.2f}{speed:>9.2f}"
-                     f"{p['peak_rss_bytes'] / 2**20:>14.0f}{p['load_1m_before']:>6.1f}")
+                     f"{p['peak_rss_bytes'] / 2**20:>14.0f}{p.get('user_seconds', float('nan')):>8.2f}"
+                     f"{p.get('sys_seconds', float('nan')):>7.2f}{p.get('page_faults', 0) / 1e3:>10.0f}"
+                     f"{p['load_1m_before']:>6.1f}")
 
     def show(e: float | None) -> str:
         return "-" if e is None else f"{e:.2f}"
@@ -208,7 +226,9 @@ def report(result: dict[str, Any]) -> str:
         local = ("   between sizes: " + ", ".join(f"{_short(s['from'])}->{_short(s['to'])} {show(s['time'])}"
                                                   for s in steps)
                  if len(steps) > 1 else "")
-        lines.append(f"  {op:<12} time e = {show(e['time'])}   peak RSS e = {show(e['rss'])}{verdict}{local}")
+        lines.append(f"  {op:<12} time e = {show(e['time'])}   peak RSS e = {show(e['rss'])}   user CPU e = "
+                     f"{show(e.get('user'))}   kernel CPU e = {show(e.get('sys'))}   page faults e = "
+                     f"{show(e.get('faults'))}{verdict}{local}")
     return "\n".join(lines)
 
 

@@ -306,7 +306,6 @@ def overlay_by_position(spec: MergeSpec, fs: FileSlice, sources: Sequence[pa.Tab
     for i, s in enumerate(sources):
         check_keys_not_null(s.column(spec.key), i)
     base = sources[0]
-    n = base.num_rows
     logs = pa.concat_tables(sources[1:]).combine_chunks()
     at_all = np.concatenate(found)
     # the fold, keyed by base position: 8 big-endian bytes per row order like the integers
@@ -321,22 +320,44 @@ def overlay_by_position(spec: MergeSpec, fs: FileSlice, sources: Sequence[pa.Tab
     keep[at[wins & w.deleted]] = False  # deleted by the log winner
     replaced = wins & ~w.deleted
     keep[at[replaced]] = True
-    take = np.arange(n, dtype=np.int64)
-    take[at[replaced]] = n + w.rows[replaced]
-    take = take[keep]
     base, logs = base.drop_columns([spec.delete]), logs.drop_columns([spec.delete])
+    dropped = not bool(keep.all())
+    kept = bool_array(keep)
     if not replaced.any():
-        out = base if len(take) == n else base.take(indices_array(take))
+        out = base.filter(kept) if dropped else base
         return decoded(out).cast(logs.schema)
-    # a log row takes the place of the base row of its key: the key column is the base's, filtered (no copy
-    # of the base keys into one array with the logs'); the other columns are taken from base and logs
-    mask = bool_array(keep)
-    rows = indices_array(take)
-    cols = [base.column(f.name).filter(mask) if f.name == spec.key
-            else pa.chunked_array(decoded(base.select([f.name])).column(0).chunks + logs.column(f.name).chunks,
-                                  type=f.type).combine_chunks().take(rows)
+    # a log winner takes the place of its base row: each column is the base's with those rows' values
+    # swapped for the winners' (one pass, `replace_with_mask`, which takes the replacements in row order),
+    # then the deleted rows dropped; the key column is the base's (a position names its row's key). No
+    # copy of base and logs into one array first: at 16M rows each such copy was a fresh mapping of
+    # 50 MB or more, paid in page faults (docs/PERFORMANCE.md, "Stop 41")
+    where = at[replaced]
+    order = np.argsort(where, kind="stable")
+    where, winners = where[order], w.rows[replaced][order]
+    cols = [base.column(f.name) if f.name == spec.key
+            else _swapped(decoded(base.select([f.name])).column(0), where, logs.column(f.name), winners, f.type)
             for f in logs.schema]
-    return pa.Table.from_arrays(cols, schema=logs.schema)
+    out = pa.Table.from_arrays(cols, schema=logs.schema)
+    return out.filter(kept) if dropped else out
+
+
+def _swapped(values: pa.ChunkedArray, where: np.ndarray, logs: pa.ChunkedArray, winners: np.ndarray,
+             type_: pa.DataType) -> pa.ChunkedArray:
+    """`values` with row `where[i]` (ascending) replaced by log row `winners[i]`."""
+    if _replaceable(type_):
+        swap = np.zeros(len(values), dtype=bool)
+        swap[where] = True
+        return pc.replace_with_mask(values, bool_array(swap), one_array(logs.take(indices_array(winners))))
+    # Arrow has no replace kernel for nested types: one gather from base and logs side by side
+    n = len(values)
+    at = np.arange(n, dtype=np.int64)
+    at[where] = n + winners
+    return pa.chunked_array(values.chunks + logs.chunks, type=type_).take(indices_array(at))
+
+
+def _replaceable(t: pa.DataType) -> bool:
+    """Whether Arrow's `replace_with_mask` has a kernel for `t` (flat types; not nested, dictionary or extension)."""
+    return not (pa.types.is_nested(t) or pa.types.is_dictionary(t) or isinstance(t, pa.ExtensionType))
 
 
 __all__ = ["BASE_KEY_CACHE_BYTES", "KEY_WRITE_POSITIONS", "base_keys", "forget_base_keys", "last_of_each",
