@@ -160,3 +160,22 @@ def test_a_write_says_what_it_did(tmp_path: Path, table_type: str, layout: str) 
         "delete: 2 keys in → 0 deleted; 2 named no live row")
     assert said("delete", [{"id": "a", "ts": 9}, {"id": "b", "ts": 9}]) == "delete: 2 keys in → 2 deleted"
     assert sorted(t.read().column("id").to_pylist()) == ["c", "z"]
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 8, 13])
+def test_the_columns_a_write_adds_are_the_same_in_chunks(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
+    """`_meta_columns` builds its columns in chunks of META_CHUNK_ROWS (reused memory, not one large mapping):
+    every row holds what one whole column would (commit time, `{instant}_{task}_{i}`, the file name)."""
+    from lsm_lab.filegroup import write as fw
+
+    monkeypatch.setattr(fw, "META_CHUNK_ROWS", 4)
+    rows = pa.table({"_hoodie_record_key": [f"k{i}" for i in range(n)], "_hoodie_partition_path": ["p"] * n,
+                     "v": list(range(n))}, schema=pa.schema([("_hoodie_record_key", pa.string()),
+                                                             ("_hoodie_partition_path", pa.string()),
+                                                             ("v", pa.int64())]))
+    out = fw._meta_columns(rows, "20261129000000000", "f-0_1-0-0_20261129000000000.parquet", 7)
+    assert out.column("_hoodie_commit_time").to_pylist() == ["20261129000000000"] * n
+    assert out.column("_hoodie_commit_seqno").to_pylist() == [f"20261129000000000_7_{i}" for i in range(n)]
+    assert out.column("_hoodie_file_name").to_pylist() == ["f-0_1-0-0_20261129000000000.parquet"] * n
+    assert out.column("v").to_pylist() == list(range(n)) and out.num_rows == n
+    assert all(len(c) <= 4 for c in out.column("_hoodie_file_name").chunks)

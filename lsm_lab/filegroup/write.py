@@ -430,15 +430,36 @@ def run_in_threads(calls: Sequence[Callable[[], T]], threads: int = WRITE_THREAD
 
 
 # --------------------------------------------------------------------------- one file group
+#: rows per chunk of the columns a write adds (`_meta_columns`): each chunk's buffers stay below glibc's
+#: largest mmap threshold (32 MiB), so that the C library reuses their memory from one file group to the
+#: next; one column of a 1.3M-row group (a file name repeated: 100 MiB) was mapped fresh each time, and
+#: each of its pages paid a fault (docs/PERFORMANCE.md, "Stop 41")
+META_CHUNK_ROWS = 1 << 16
+
+
+def _constant(value: str, n: int) -> pa.ChunkedArray:
+    """`value` n times, as chunks of at most META_CHUNK_ROWS rows that share one buffer (not n copies)."""
+    chunk = pa.repeat(pa.scalar(value, pa.string()), min(n, META_CHUNK_ROWS))
+    whole, rest = divmod(n, META_CHUNK_ROWS)
+    return pa.chunked_array([chunk] * whole + ([chunk.slice(0, rest)] if rest else []), pa.string())
+
+
+def _sequence_numbers(instant: str, task: int, n: int) -> pa.ChunkedArray:
+    """`_hoodie_commit_seqno` of n rows: `{instant}_{task}_{i}`, chunk by chunk (META_CHUNK_ROWS)."""
+    prefix = f"{instant}_{task}_"
+    return pa.chunked_array([pc.binary_join_element_wise(prefix, pc.cast(pa.array(np.arange(a, min(a + META_CHUNK_ROWS, n))),
+                                                                         pa.string()), "")
+                             for a in range(0, n, META_CHUNK_ROWS)], pa.string())
+
+
 def _meta_columns(rows: pa.Table, instant: str, file_name: str, task: int) -> pa.Table:
     n = rows.num_rows
-    seq = pc.binary_join_element_wise(f"{instant}_{task}_", pc.cast(pa.array(np.arange(n)), pa.string()), "")
     cols = {
-        COMMIT_TIME: pa.repeat(pa.scalar(instant, pa.string()), n),
-        COMMIT_SEQNO: seq,
+        COMMIT_TIME: _constant(instant, n),
+        COMMIT_SEQNO: _sequence_numbers(instant, task, n),
         RECORD_KEY: rows.column(RECORD_KEY),
         PARTITION_PATH: rows.column(PARTITION_PATH),
-        FILE_NAME: pa.repeat(pa.scalar(file_name, pa.string()), n),
+        FILE_NAME: _constant(file_name, n),
     }
     user = [c for c in rows.column_names if c not in cols and c != DELETE_FLAG]
     return pa.table({**cols, **{c: rows.column(c) for c in user}})
