@@ -298,6 +298,37 @@ def test_event_time_overlay_by_position_keeps_the_higher_ordering_value(tmp_path
                                                    {"id": "d", "v": 2}]
 
 
+def test_event_time_overlay_by_position_takes_dictionary_text_with_nulls(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A few-valued text column, read dictionary-encoded from the base, with nulls in the base and in the logs,
+    and values the base never held: the overlay takes its dictionary indices (the text is decoded once, for the
+    output rows) and gives the rows and order of the merge by key and the values of a dict model."""
+    t = lsm_lab.create_table(tmp_path / "ev", name="ev", record_key="id", ordering_field="ts", num_buckets=1)
+    model = {f"k{j:03d}": (5, [None, "sf", "nyc"][j % 3]) for j in range(60)}
+    t.insert([{"id": k, "ts": ts, "city": c} for k, (ts, c) in model.items()])
+    for step, cities in enumerate(([None, "la", "sf", "rome"], ["paris", None])):
+        rows = {f"k{j:03d}": (4 if (j + step) % 5 == 0 else 6 + step, cities[j % len(cities)])
+                for j in range(step, 60, 3 + step)}
+        t.upsert([{"id": k, "ts": ts, "city": c} for k, (ts, c) in rows.items()])
+        model.update({k: v for k, v in rows.items() if v[0] >= model[k][0]})  # a lower ordering value loses
+    t.delete(pa.table({"id": ["k001", "k002"], "ts": pa.array([9, 1], pa.int64())}))
+    del model["k001"]  # k002's delete carries a lower ordering value: it loses
+    base_types = []
+    real = posmerge._taken
+
+    def spy(base_col: pa.ChunkedArray, *args: Any) -> pa.Array:
+        base_types.append(base_col.type)
+        return real(base_col, *args)
+
+    monkeypatch.setattr(posmerge, "_taken", spy)
+    got, used = _overlaid_by_position(t, monkeypatch)
+    assert used == 1 and pa.dictionary(pa.int32(), pa.string()) in base_types
+    assert {r["id"]: (r["ts"], r["city"]) for r in got.select(["id", "ts", "city"]).to_pylist()} == model
+    fs = t.latest_slices()[0]
+    by_key = reader.read_slice(t.read_context(), fs, positions=False).select(got.column_names)
+    assert got.equals(by_key.cast(got.schema))
+
+
 @pytest.mark.parametrize("ordering", [None, "ts"])
 def test_positions_that_name_other_rows_are_not_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         ordering: str | None) -> None:

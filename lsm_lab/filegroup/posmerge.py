@@ -306,12 +306,13 @@ def overlay_by_position(spec: MergeSpec, fs: FileSlice, sources: Sequence[pa.Tab
     for i, s in enumerate(sources):
         check_keys_not_null(s.column(spec.key), i)
     base = sources[0]
-    logs = pa.concat_tables(sources[1:]).combine_chunks()
+    logs = pa.concat_tables(sources[1:])  # not combined: a log row is copied once, if it wins
     at_all = np.concatenate(found)
     # the fold, keyed by base position: 8 big-endian bytes per row order like the integers
     fixed = at_all.astype(">u8").view("S8")
     keyed = pa.table({spec.key: pa.Array.from_buffers(pa.binary(8), len(fixed), [None, pa.py_buffer(fixed)]),
-                      spec.delete: logs.column(spec.delete), spec.ordering: logs.column(spec.ordering)})
+                      spec.delete: one_array(logs.column(spec.delete)),
+                      spec.ordering: one_array(logs.column(spec.ordering))})
     w = select_winners(keyed, spec, fixed_keys=fixed, common_prefix=0)
     at = at_all[w.rows]
     folded = keyed.select([spec.ordering]).take(indices_array(w.rows))
@@ -330,20 +331,26 @@ def overlay_by_position(spec: MergeSpec, fs: FileSlice, sources: Sequence[pa.Tab
     # swapped for the winners' (one pass, `replace_with_mask`, which takes the replacements in row order),
     # then the deleted rows dropped; the key column is the base's (a position names its row's key). No
     # copy of base and logs into one array first: at 16M rows each such copy was a fresh mapping of
-    # 50 MB or more, paid in page faults (docs/PERFORMANCE.md, "Stop 41")
+    # 50 MB or more, paid in page faults (docs/PERFORMANCE.md, "Stop 41"). A dictionary-encoded base
+    # column stays encoded until the rows are final (`_swapped_indices`): its text is written once.
     where = at[replaced]
     order = np.argsort(where, kind="stable")
     where, winners = where[order], w.rows[replaced][order]
     cols = [base.column(f.name) if f.name == spec.key
-            else _swapped(decoded(base.select([f.name])).column(0), where, logs.column(f.name), winners, f.type)
+            else _swapped(base.column(f.name), where, logs.column(f.name), winners, f.type)
             for f in logs.schema]
-    out = pa.Table.from_arrays(cols, schema=logs.schema)
-    return out.filter(kept) if dropped else out
+    out = pa.Table.from_arrays(cols, schema=pa.schema([f.with_type(c.type) for f, c in zip(logs.schema, cols)],
+                                                      metadata=logs.schema.metadata))
+    return decoded(out.filter(kept) if dropped else out).cast(logs.schema)
 
 
 def _swapped(values: pa.ChunkedArray, where: np.ndarray, logs: pa.ChunkedArray, winners: np.ndarray,
-             type_: pa.DataType) -> pa.ChunkedArray:
-    """`values` with row `where[i]` (ascending) replaced by log row `winners[i]`."""
+             type_: pa.DataType) -> pa.ChunkedArray | pa.Array:
+    """`values` with row `where[i]` (ascending) replaced by log row `winners[i]` (of type `type_`, or still
+    dictionary-encoded when `values` is a dictionary of `type_`: the caller decodes the final rows)."""
+    if pa.types.is_dictionary(values.type) and values.type.value_type == type_:
+        return _swapped_indices(values, where, logs, winners)
+    values = decoded(pa.table({"c": values})).column(0)
     if _replaceable(type_):
         swap = np.zeros(len(values), dtype=bool)
         swap[where] = True
@@ -358,6 +365,24 @@ def _swapped(values: pa.ChunkedArray, where: np.ndarray, logs: pa.ChunkedArray, 
 def _replaceable(t: pa.DataType) -> bool:
     """Whether Arrow's `replace_with_mask` has a kernel for `t` (flat types; not nested, dictionary or extension)."""
     return not (pa.types.is_nested(t) or pa.types.is_dictionary(t) or isinstance(t, pa.ExtensionType))
+
+
+def _swapped_indices(values: pa.ChunkedArray, where: np.ndarray, logs: pa.ChunkedArray,
+                     winners: np.ndarray) -> pa.Array:
+    """`_swapped` of a dictionary-encoded base column (`load_sources`' read of few-valued text: a file name,
+    a partition, a category), still encoded: the winners' values are encoded too, the dictionaries unified
+    and the indices gathered, so that the text is written once, when the caller decodes the final rows
+    (decoding the whole base column first wrote it once more; a 990,000-row read of the peers workload
+    allocated ~1.36 GiB of Arrow memory before this and the logs not combined, ~0.93 GiB after;
+    `lsm-lab bench startup` reports it)."""
+    encoded = one_array(logs.take(indices_array(winners))).dictionary_encode()
+    if encoded.type != values.type:
+        encoded = encoded.cast(values.type)
+    both = pa.chunked_array([*values.chunks, encoded], type=values.type).unify_dictionaries()
+    n = len(values)
+    at = np.arange(n, dtype=np.int64)
+    at[where] = n + np.arange(len(where), dtype=np.int64)
+    return both.combine_chunks().take(indices_array(at))
 
 
 __all__ = ["BASE_KEY_CACHE_BYTES", "KEY_WRITE_POSITIONS", "base_keys", "forget_base_keys", "last_of_each",

@@ -104,23 +104,7 @@ def _value(d: bytes, p: int, k: int, depth: int) -> tuple[Any, int]:
     if k == _STRUCT:
         return _struct(d, p, depth + 1)
     if k in (_LIST, _SET):
-        head = d[p]
-        p += 1
-        n, elem = head >> 4, head & 0x0F
-        if n == 15:
-            n, p = _varint(d, p)
-        if n > len(d) - p:
-            raise _Bad(f"a list of {n} elements cannot fit")
-        out = []
-        if elem <= 2:
-            for _ in range(n):
-                out.append(d[p] == 1)
-                p += 1
-            return out, p
-        for _ in range(n):
-            v, p = _value(d, p, elem, depth + 1)
-            out.append(v)
-        return out, p
+        return _list(d, p, depth)
     if k == _MAP:
         n, p = _varint(d, p)
         if n == 0:
@@ -138,8 +122,65 @@ def _value(d: bytes, p: int, k: int, depth: int) -> tuple[Any, int]:
     raise _Bad(f"unknown Thrift type {k}")
 
 
+def _list(d: bytes, p: int, depth: int) -> tuple[list[Any], int]:
+    """A list (or set) at `p`, whose elements sit at `depth + 1`: `_value` of each, with the common
+    element types (one-byte integers, structs, binaries) decoded inline (this walk is the CPU a cold
+    read spends holding the GIL)."""
+    head = d[p]
+    p += 1
+    n, elem = head >> 4, head & 0x0F
+    if n == 15:
+        n, p = _varint(d, p)
+    if n > len(d) - p:
+        raise _Bad(f"a list of {n} elements cannot fit")
+    out: list[Any] = []
+    append = out.append
+    if elem <= 2:
+        for _ in range(n):
+            append(d[p] == 1)
+            p += 1
+        return out, p
+    if elem == _STRUCT:
+        if n and depth + 1 > _MAX_DEPTH:  # (as `_value` would find at the first element)
+            raise _Bad("footer nested too deeply")
+        for _ in range(n):
+            v, p = _struct(d, p, depth + 2)
+            append(v)
+        return out, p
+    if _BYTE < elem <= _I64:
+        for _ in range(n):
+            b = d[p]
+            if b < 0x80:
+                append((b >> 1) ^ -(b & 1))
+                p += 1
+            else:
+                v, p = _varint(d, p)
+                append((v >> 1) ^ -(v & 1))
+        return out, p
+    if elem == _BINARY:
+        size = len(d)
+        for _ in range(n):
+            m = d[p]
+            if m < 0x80:
+                p += 1
+            else:
+                m, p = _varint(d, p)
+            if p + m > size:
+                raise _Bad("footer ends inside a binary value")
+            append(d[p:p + m])
+            p += m
+        return out, p
+    for _ in range(n):
+        v, p = _value(d, p, elem, depth + 1)
+        append(v)
+    return out, p
+
+
 def _struct(d: bytes, p: int, depth: int = 0) -> tuple[dict[int, Any], int]:
-    """A Thrift struct at `p` as {field id: value}, and where it ends."""
+    """A Thrift struct at `p` as {field id: value}, and where it ends.
+
+    The same values as `_value` would give for each field; integers, binaries and nested structs
+    are decoded inline (one Python call per struct or list rather than per value)."""
     out: dict[int, Any] = {}
     last = 0
     while True:
@@ -157,10 +198,43 @@ def _struct(d: bytes, p: int, depth: int = 0) -> tuple[dict[int, Any], int]:
             raise _Bad(f"field {fid} twice in one struct")
         if k <= 2:
             out[fid] = k == 1
-        elif k <= _I64 and d[p] < 0x80:  # the common case, inline: a one-byte integer
+        elif k <= _I64:
             b = d[p]
-            out[fid] = b if k == _BYTE else (b >> 1) ^ -(b & 1)
             p += 1
+            if k == _BYTE:
+                out[fid] = b
+            elif b < 0x80:  # the common case: a one-byte integer
+                out[fid] = (b >> 1) ^ -(b & 1)
+            else:  # a longer varint (offsets, sizes, counts), as `_varint` reads it
+                v, shift = b & 0x7F, 7
+                while True:
+                    b = d[p]
+                    p += 1
+                    v |= (b & 0x7F) << shift
+                    if b < 0x80:
+                        break
+                    shift += 7
+                    if shift > 70:
+                        raise _Bad("varint too long")
+                out[fid] = (v >> 1) ^ -(v & 1)
+        elif k == _BINARY:
+            n = d[p]
+            if n < 0x80:
+                p += 1
+            else:
+                n, p = _varint(d, p)
+            if p + n > len(d):
+                raise _Bad("footer ends inside a binary value")
+            out[fid] = d[p:p + n]
+            p += n
+        elif k == _STRUCT:
+            if depth > _MAX_DEPTH:
+                raise _Bad("footer nested too deeply")
+            out[fid], p = _struct(d, p, depth + 1)
+        elif k in (_LIST, _SET):
+            if depth > _MAX_DEPTH:
+                raise _Bad("footer nested too deeply")
+            out[fid], p = _list(d, p, depth)
         else:
             out[fid], p = _value(d, p, k, depth)
         last = fid
