@@ -144,8 +144,8 @@ def _list(d: bytes, p: int, depth: int) -> tuple[list[Any], int]:
         if n and depth + 1 > _MAX_DEPTH:  # (as `_value` would find at the first element)
             raise _Bad("footer nested too deeply")
         for _ in range(n):
-            v, p = _struct(d, p, depth + 2)
-            append(v)
+            item, p = _struct(d, p, depth + 2)
+            append(item)
         return out, p
     if _BYTE < elem <= _I64:
         for _ in range(n):
