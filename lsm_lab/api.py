@@ -43,7 +43,7 @@ import pyarrow.compute as pc
 
 from lsm_lab import checks
 from lsm_lab.errors import CorruptTableError, InputError, LsmLabError, TableConfigError, UnsupportedFeatureError
-from lsm_lab.filegroup import cdclog, compat, fsview, stream_write
+from lsm_lab.filegroup import cdclog, compat, fsview
 from lsm_lab.filegroup import read as reader
 from lsm_lab.filegroup import write as writer
 from lsm_lab.filegroup.fsview import FileGroup, FileSlice
@@ -52,21 +52,6 @@ from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.format import naming
 from lsm_lab.merge import records
 from lsm_lab.progress import bar
-from lsm_lab.services import (
-    archiver,
-    clean,
-    clustering,
-    commit,
-    compaction,
-    mdt_maintained,
-    mdt_write,
-    occ,
-    overwrite,
-    savepoint,
-    upgrade,
-)
-from lsm_lab.services import rollback as rb
-from lsm_lab.services.lock import table_lock
 from lsm_lab.storage import StoragePath, as_path, paths, request_scope
 from lsm_lab.table import cdc, inspect, mdt_use, scan, schema_history, stream
 from lsm_lab.table import lookup as key_lookup
@@ -91,6 +76,9 @@ from lsm_lab.timeline.metadata import WriteStat, summarize
 
 if TYPE_CHECKING:  # pandas (0.3 s to import) only when a frame is asked for: a read never returns one
     import pandas as pd
+
+    from lsm_lab.filegroup import stream_write
+    from lsm_lab.services import clustering, occ
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -237,12 +225,14 @@ class Table(TableState):
         partitions are replaced, a row outside them is an `InputError` (nothing is committed), and one that
         gets no row reads empty afterwards.  `data` and `buffer_rows` as `insert`'s; see
         lsm_lab/services/overwrite.py."""
+        from lsm_lab.services import overwrite  # start-up: a snapshot read loads no write service
         return self._write(data, overwrite.INSERT_OVERWRITE, buffer_rows,
                            None if partitions is None else overwrite.static_partitions(self.config, partitions))
 
     def insert_overwrite_table(self, data: Any, *, buffer_rows: int | None = None) -> Instant:
         """Replace the whole table by these rows: every file group is replaced (one `replacecommit`, operation
         INSERT_OVERWRITE_TABLE; no rows: the table reads empty).  `data` and `buffer_rows` as `insert`'s."""
+        from lsm_lab.services import overwrite  # start-up: a snapshot read loads no write service
         return self._write(data, overwrite.INSERT_OVERWRITE_TABLE, buffer_rows)
 
     def upgrade(self) -> Table:
@@ -250,6 +240,7 @@ class Table(TableState):
 
         Returns the reopened table; see `lsm_lab.services.upgrade`.
         """
+        from lsm_lab.services import upgrade  # start-up: a snapshot read loads no write service
         upgrade.upgrade_to_v10(self)
         return open_table(self.path)
 
@@ -258,6 +249,8 @@ class Table(TableState):
                static: tuple[str, ...] | None = None) -> Instant:
         """One optimistic write (services.commit): files written without the lock, conflicts checked at commit.
         `static`: an insert_overwrite's static partitions."""
+        from lsm_lab.filegroup import stream_write  # start-up: a snapshot read loads no write service
+        from lsm_lab.services import commit, overwrite  # start-up: a snapshot read loads no write service
         if stream_write.is_stream(data):
             return self._write_stream(data, op, buffer_rows, static)
         if buffer_rows is not None:
@@ -285,6 +278,8 @@ class Table(TableState):
                       static: tuple[str, ...] | None = None) -> Instant:
         """A stream written in chunks as one commit (filegroup/stream_write.py); a stream that fits in one chunk
         is written as an in-memory batch."""
+        from lsm_lab.filegroup import stream_write  # start-up: a snapshot read loads no write service
+        from lsm_lab.services import commit, overwrite  # start-up: a snapshot read loads no write service
         limit = stream_write.buffer_rows_of(self.config.props, buffer_rows)
         self.check_writable()
         commit.note_first_write(self)  # before the input is read: a rejected first batch must not block create
@@ -342,6 +337,7 @@ class Table(TableState):
 
         `fresh` (an overwrite): every row goes to a new file group (or a new slice of its bucket's group),
         none is tagged against the snapshot's groups, and no CDC log is written."""
+        from lsm_lab.services import mdt_maintained, overwrite  # start-up: a snapshot read loads no write service
         config = overwrite.write_config(self.config) if fresh else self.config
         rows = batch.rows
         if rows.num_rows == 0:
@@ -608,6 +604,8 @@ class Table(TableState):
         `CREATE INDEX name ON t (column)`): built now from the committed rows, then kept up to date by every
         write.  The table needs `hoodie.metadata.enable=true`.  Returns the index's MDT partition name;
         read it with `t.metadata_table().secondary_index(name, values)`."""
+        from lsm_lab.services import mdt_write  # start-up: a snapshot read loads no write service
+        from lsm_lab.services.lock import table_lock  # start-up: a snapshot read loads no write service
         with table_lock(self.path):
             return mdt_write.create_index(self.path, name, column)
 
@@ -622,6 +620,7 @@ class Table(TableState):
         `options` override the planner thresholds of hoodie.properties.
         Returns the completed (or, with `plan_only`, requested) instant, or None.
         """
+        from lsm_lab.services import compaction  # start-up: a snapshot read loads no write service
         checks.bool_arg(plan_only, "plan_only")
         if progress is not None:
             checks.bool_arg(progress, "progress")
@@ -638,22 +637,26 @@ class Table(TableState):
         `hoodie.clustering.plan.strategy.*` limits.  With the bucket index each
         bucket is clustered on its own (services/clustering.py).
         """
+        from lsm_lab.services import clustering  # start-up: a snapshot read loads no write service
         checks.bool_arg(plan_only, "plan_only")
         return clustering.cluster(self, plan_only=plan_only, options=options, merge=merge)
 
     def clustering_plans(self) -> list[tuple[Instant, clustering.ClusteringPlan]]:
         """(instant, ClusteringPlan) of the pending clusterings, oldest first."""
+        from lsm_lab.services import clustering  # start-up: a snapshot read loads no write service
 
         return clustering.pending_plans(self.active_timeline)
 
     def compaction_plans(self, *, include_completed: bool = True) -> list[tuple[Instant, CompactionPlan]]:
         """(instant, CompactionPlan) of the compactions on the active timeline, oldest first."""
+        from lsm_lab.services import compaction  # start-up: a snapshot read loads no write service
 
         return compaction.plans(self, include_completed=include_completed)
 
     @_one_operation
     def clean(self, policy: str | None = None, retained: int | None = None) -> Instant | None:
         """Delete files no retained snapshot needs (KEEP_LATEST_COMMITS or KEEP_LATEST_FILE_VERSIONS)."""
+        from lsm_lab.services import clean  # start-up: a snapshot read loads no write service
 
         return clean.clean(self, policy=policy, retained=retained)
 
@@ -665,6 +668,9 @@ class Table(TableState):
         (they are replaced only by a *completed* replacecommit's metadata), as upstream's rollback of a
         completed instant (`CopyOnWriteRollbackActionExecutor`: back to inflight, its files deleted).  A
         savepointed instant is refused, as upstream."""
+        from lsm_lab.services import clustering, upgrade  # start-up: a snapshot read loads no write service
+        from lsm_lab.services import rollback as rb  # start-up: a snapshot read loads no write service
+        from lsm_lab.services.lock import table_lock  # start-up: a snapshot read loads no write service
 
         with table_lock(self.path):
             if instant is None:
@@ -711,21 +717,25 @@ class Table(TableState):
 
     def savepoint(self, instant: Any = None, *, user: str | None = None, comment: str = "") -> Instant:
         """Pin a completed write (default: the latest): its files survive cleaning, restore() can return to it."""
+        from lsm_lab.services import savepoint  # start-up: a snapshot read loads no write service
 
         return savepoint.create_savepoint(self, instant, user=user, comment=comment)
 
     def delete_savepoint(self, instant: Any) -> None:
 
+        from lsm_lab.services import savepoint  # start-up: a snapshot read loads no write service
         savepoint.delete_savepoint(self, instant)
 
     def restore(self, instant: Any) -> Instant:
         """Put the table back to a savepoint (every later instant rolled back, a `restore` instant recorded)."""
+        from lsm_lab.services import savepoint  # start-up: a snapshot read loads no write service
 
         return savepoint.restore(self, instant)
 
     @_one_operation
     def archive(self, keep: int | None = None) -> list[Instant]:
         """Move old completed instants into the LSM timeline (`.hoodie/timeline/history/`)."""
+        from lsm_lab.services import archiver  # start-up: a snapshot read loads no write service
 
         return archiver.archive(self, keep=keep)
 

@@ -59,6 +59,29 @@ def test_a_snapshot_read_of_a_default_mor_table_does_not_import_pandas(tmp_path:
         [str(t.read().num_rows), "False"]
 
 
+def test_a_snapshot_read_loads_no_write_service_nor_merge_engine(tmp_path: Path) -> None:
+    """A whole-process `read()` of a default-layout MOR table with updates and deletes (its logs laid over the
+    base in memory, by position) imports none of the write services (`lsm_lab.services`: commit, compaction,
+    clustering, rollback, ...) and none of the merge engines (`lsm_lab.merge.sorted`, `loser_tree`, `hashmerge`,
+    `heap`): `lsm_lab.api` and `lsm_lab.merge` import them when a write or an engine's merge runs."""
+    gen = TripsGenerator(5)
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="uuid", partition_by="city", ordering_field="ts",
+                             table_type="MERGE_ON_READ")
+    rows = gen.inserts(2_000)
+    t.insert(rows)
+    t.upsert(gen.updates(300))
+    t.delete(rows.slice(0, 40).select(["uuid", "city"]))
+    engines = ("lsm_lab.merge.sorted", "lsm_lab.merge.loser_tree", "lsm_lab.merge.hashmerge", "lsm_lab.merge.heap")
+    code = (f"import sys, lsm_lab\nn = lsm_lab.open_table({str(tmp_path / 't')!r}).read().num_rows\n"
+            f"print(n, sorted(m for m in sys.modules if m.startswith('lsm_lab.services') or m in {engines!r}))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(lsm_lab.__file__).parents[1])})
+    assert out.stdout.split(maxsplit=1) == [str(t.read().num_rows), "[]\n"]
+    # the names the package re-exports still resolve, on first use
+    from lsm_lab.merge import LoserTree, trace_merge
+    assert LoserTree.__module__ == "lsm_lab.merge.loser_tree" and callable(trace_merge)
+
+
 def _rows_and_pandas(rows: str) -> list[str]:
     """In a fresh process: the row count the expression `rows` gives, and whether pandas got imported."""
     code = f"import sys, lsm_lab\nn = {rows}\nprint(n, 'pandas' in sys.modules)\n"

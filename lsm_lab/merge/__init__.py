@@ -6,22 +6,23 @@ same rows, and all but ``hash`` give them in key order (UTF-8 byte order).
 See semantics.py for the rules, loser_tree.py for the RFC-103 state machine,
 sorted.py for the production engine, hashmerge.py for Hudi's classic merge.
 
-This package's only code beyond re-exports is the small dispatch below.
+This package's only code beyond re-exports is the small dispatch below.  The
+engines are imported when a merge runs (and the loser tree's names on first use):
+a snapshot read, which lays its logs over the base in memory (overlay.py,
+filegroup/posmerge.py), loads none of them.
 
 Taught in: notebooks/05_loser_tree.ipynb, notebooks/06_merge_semantics.ipynb
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from lsm_lab.errors import InputError
-from lsm_lab.merge.hashmerge import merge_hash
-from lsm_lab.merge.heap import merge_heapq
-from lsm_lab.merge.loser_tree import LeafState, LeafView, LoserTree, MergeIterator, Step, merge_batches, trace_merge
 from lsm_lab.merge.policy import (
     ENGINES,
     SORTED_ENGINES,
@@ -31,7 +32,18 @@ from lsm_lab.merge.policy import (
     fell_back,
 )
 from lsm_lab.merge.semantics import MergeMode, MergeSpec, Source, fold, model_merge, prepare_sources
-from lsm_lab.merge.sorted import merge_sorted
+
+if TYPE_CHECKING:
+    from lsm_lab.merge.loser_tree import LeafState, LeafView, LoserTree, MergeIterator, Step, trace_merge
+
+#: names re-exported from the loser tree's module, imported on first use (PEP 562)
+_LOSER_TREE_NAMES = frozenset({"LeafState", "LeafView", "LoserTree", "MergeIterator", "Step", "trace_merge"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LOSER_TREE_NAMES:
+        return getattr(importlib.import_module("lsm_lab.merge.loser_tree"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def open_merge(sources: Sequence[Source], spec: MergeSpec, *, engine: str = "sorted",
@@ -48,12 +60,20 @@ def open_merge(sources: Sequence[Source], spec: MergeSpec, *, engine: str = "sor
     if schema is None:
         return None, iter(())
     if engine == "sorted":
+        from lsm_lab.merge.sorted import merge_sorted  # start-up: an engine is imported when it merges
+
         it = merge_sorted(inputs, schema, spec, batch_size, read_ahead=read_ahead, stats=stats)
     elif engine == "loser_tree":
+        from lsm_lab.merge.loser_tree import merge_batches  # start-up: an engine is imported when it merges
+
         it = merge_batches(inputs, schema, spec, batch_size, stats=stats)
     elif engine == "heapq":
+        from lsm_lab.merge.heap import merge_heapq  # start-up: an engine is imported when it merges
+
         it = merge_heapq(inputs, schema, spec, batch_size, count_comparisons=count_comparisons, stats=stats)
     else:
+        from lsm_lab.merge.hashmerge import merge_hash  # start-up: an engine is imported when it merges
+
         it = merge_hash(inputs, schema, spec, batch_size, base_source=sources[0] if sources else None,
                         stats=stats)
     return spec.output_schema(schema), it
