@@ -43,11 +43,9 @@ import pyarrow.compute as pc
 
 from lsm_lab import checks
 from lsm_lab.errors import CorruptTableError, InputError, LsmLabError, TableConfigError, UnsupportedFeatureError
-from lsm_lab.filegroup import cdclog, compat, fsview
+from lsm_lab.filegroup import fsview
 from lsm_lab.filegroup import read as reader
-from lsm_lab.filegroup import write as writer
 from lsm_lab.filegroup.fsview import FileGroup, FileSlice
-from lsm_lab.filegroup.planner import CompactionPlan
 from lsm_lab.filegroup.readstats import ReadStats
 from lsm_lab.format import naming
 from lsm_lab.merge import records
@@ -78,6 +76,8 @@ if TYPE_CHECKING:  # pandas (0.3 s to import) only when a frame is asked for: a 
     import pandas as pd
 
     from lsm_lab.filegroup import stream_write
+    from lsm_lab.filegroup import write as writer
+    from lsm_lab.filegroup.planner import CompactionPlan
     from lsm_lab.services import clustering, occ
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -250,6 +250,7 @@ class Table(TableState):
         """One optimistic write (services.commit): files written without the lock, conflicts checked at commit.
         `static`: an insert_overwrite's static partitions."""
         from lsm_lab.filegroup import stream_write  # start-up: a snapshot read loads no write service
+        from lsm_lab.filegroup import write as writer  # start-up: a snapshot read loads no write path
         from lsm_lab.services import commit, overwrite  # start-up: a snapshot read loads no write service
         if stream_write.is_stream(data):
             return self._write_stream(data, op, buffer_rows, static)
@@ -337,6 +338,8 @@ class Table(TableState):
 
         `fresh` (an overwrite): every row goes to a new file group (or a new slice of its bucket's group),
         none is tagged against the snapshot's groups, and no CDC log is written."""
+        from lsm_lab.filegroup import cdclog  # start-up: a snapshot read loads no write path
+        from lsm_lab.filegroup import write as writer  # start-up: a snapshot read loads no write path
         from lsm_lab.services import mdt_maintained, overwrite  # start-up: a snapshot read loads no write service
         config = overwrite.write_config(self.config) if fresh else self.config
         rows = batch.rows
@@ -851,6 +854,7 @@ def create_table(
                             table_type=table_type, layout=layout, version=table_version, hive_style=hive_style,
                             num_buckets=int(num_buckets), extra=extra, cdc=cdc, cdc_mode=cdc_mode.strip().upper())
     if table_version < 9:  # compatibility mode: the keys and formats of that version (lsm_lab.filegroup.compat)
+        from lsm_lab.filegroup import compat  # start-up: a snapshot read loads no write path
 
         props = compat.compat_props(props, table_version)
         props.update(extra)

@@ -62,8 +62,10 @@ def test_a_snapshot_read_of_a_default_mor_table_does_not_import_pandas(tmp_path:
 def test_a_snapshot_read_loads_no_write_service_nor_merge_engine(tmp_path: Path) -> None:
     """A whole-process `read()` of a default-layout MOR table with updates and deletes (its logs laid over the
     base in memory, by position) imports none of the write services (`lsm_lab.services`: commit, compaction,
-    clustering, rollback, ...) and none of the merge engines (`lsm_lab.merge.sorted`, `loser_tree`, `hashmerge`,
-    `heap`): `lsm_lab.api` and `lsm_lab.merge` import them when a write or an engine's merge runs."""
+    clustering, rollback, ...), not the writers (`filegroup.write`, `stream_write`, `compat`), none of the merge
+    engines (`lsm_lab.merge.sorted`, `loser_tree`, `hashmerge`, `heap`) and no v1 log or HFile reader (the table
+    has native logs and no metadata table): each is imported where a write, an engine's merge, a v1 log or a
+    metadata table needs it."""
     gen = TripsGenerator(5)
     t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="uuid", partition_by="city", ordering_field="ts",
                              table_type="MERGE_ON_READ")
@@ -71,9 +73,11 @@ def test_a_snapshot_read_loads_no_write_service_nor_merge_engine(tmp_path: Path)
     t.insert(rows)
     t.upsert(gen.updates(300))
     t.delete(rows.slice(0, 40).select(["uuid", "city"]))
-    engines = ("lsm_lab.merge.sorted", "lsm_lab.merge.loser_tree", "lsm_lab.merge.hashmerge", "lsm_lab.merge.heap")
+    unused = ("lsm_lab.merge.sorted", "lsm_lab.merge.loser_tree", "lsm_lab.merge.hashmerge", "lsm_lab.merge.heap",
+              "lsm_lab.filegroup.write", "lsm_lab.filegroup.stream_write", "lsm_lab.filegroup.compat",
+              "lsm_lab.format.log_v1", "lsm_lab.format.hfile")
     code = (f"import sys, lsm_lab\nn = lsm_lab.open_table({str(tmp_path / 't')!r}).read().num_rows\n"
-            f"print(n, sorted(m for m in sys.modules if m.startswith('lsm_lab.services') or m in {engines!r}))\n")
+            f"print(n, sorted(m for m in sys.modules if m.startswith('lsm_lab.services') or m in {unused!r}))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(Path(lsm_lab.__file__).parents[1])})
     assert out.stdout.split(maxsplit=1) == [str(t.read().num_rows), "[]\n"]

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -60,9 +61,11 @@ import pyarrow.compute as pc
 from lsm_lab.errors import CorruptFileError, UnsupportedFeatureError
 from lsm_lab.filegroup.fsview import DataFile, FileSlice
 from lsm_lab.filegroup.readstats import ReadStats
-from lsm_lab.format import log_v1 as v1
 from lsm_lab.merge import records
 from lsm_lab.timeline.instant import normalize_time
+
+if TYPE_CHECKING:
+    from lsm_lab.format import log_v1 as v1
 
 #: (completion time, begin time, position of the file in the slice, position of the block in the file)
 OrderKey = tuple[str, str, int, int]
@@ -121,6 +124,8 @@ def v1_blocks(files: Sequence[DataFile], *, strict: bool = False,
     being read, so its blocks are committed data or a torn write Hudi would skip.
     A kept CORRUPT block is counted in `stats` and logged as a warning (`ReadStats.skip_corrupt_block`).
     """
+    from lsm_lab.format import log_v1 as v1  # start-up: decoded only for v1 logs
+
     out: list[tuple[int, DataFile, v1.LogBlock]] = []
     for pos, f in enumerate(files):
         if f.name.content == "cdc":
@@ -152,6 +157,8 @@ def ordered_units(ctx_completion: dict[str, str], read_time: str | None, fs: Fil
         units.append(LogUnit((normalize_time(done), normalize_time(f.instant), pos, 0 if not f.name.is_delete else 1),
                              f))
     if v1_files:
+        from lsm_lab.format import log_v1 as v1  # start-up: decoded only when a slice holds v1 logs
+
         positions = {id(f): logs.index(f) for f in v1_files}
         raw = v1_blocks(v1_files, strict=strict, stats=stats)
         by_identity = {id(b): (p, f) for p, f, b in raw}
@@ -178,6 +185,8 @@ def block_table(unit: LogUnit) -> tuple[str, pa.Table]:
     schema). Delete rows are `record_key`, `partition_path`, `ordering_val`, where
     Hudi's "always wins" deletes (null or `IntWrapper(0)`) have a NULL `ordering_val`.
     """
+    from lsm_lab.format import log_v1 as v1  # start-up: decoded only for v1 logs
+
     block = unit.block
     assert block is not None
     if block.records is None:  # pragma: no cover - command/corrupt blocks never reach here

@@ -43,7 +43,6 @@ Taught in: notebooks/01_build_a_table.ipynb, notebooks/03_sorted_writes_and_leve
 
 from __future__ import annotations
 
-import base64
 import functools
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -55,7 +54,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lsm_lab.errors import CorruptFileError, InputError, LsmLabError
+from lsm_lab.errors import InputError, LsmLabError
 from lsm_lab.filegroup import cdclog, compat, index, posmerge, smallfiles
 from lsm_lab.filegroup.deletes import live_deletes
 from lsm_lab.filegroup.fsview import FileGroup, FileSlice
@@ -66,23 +65,13 @@ from lsm_lab.merge import merge_to_table, records
 from lsm_lab.merge.records import COMMIT_SEQNO, COMMIT_TIME, DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from lsm_lab.storage import TablePath, atomic, is_local
 from lsm_lab.timeline.config import TableConfig
+from lsm_lab.timeline.metadata import SCHEMA_KEY as SCHEMA_KEY  # (re-exported: the writers' name for it)
 from lsm_lab.timeline.metadata import WriteStat
+from lsm_lab.timeline.metadata import schema_from_text as schema_from_text
+from lsm_lab.timeline.metadata import schema_to_text as schema_to_text
 
 OPERATIONS = ("insert", "upsert", "bulk_insert", "delete")
-SCHEMA_KEY = "lsm_lab.arrow_schema"
 DEFAULT_MAX_RECORDS_PER_GROUP = 1_000_000
-
-
-def schema_to_text(schema: pa.Schema) -> str:
-    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
-
-
-def schema_from_text(text: str) -> pa.Schema:
-    try:
-        return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text, validate=True)))
-    except (ValueError, TypeError, OSError, pa.ArrowException) as exc:  # binascii.Error is a ValueError
-        raise CorruptFileError(f"extraMetadata['{SCHEMA_KEY}'] is not a serialized Arrow schema: "
-                               f"{type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 @dataclass(frozen=True)

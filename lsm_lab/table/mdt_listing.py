@@ -69,9 +69,8 @@ from lsm_lab.errors import CorruptFileError, LsmLabError, TableConfigError, Tabl
 from lsm_lab.filegroup import fsview, v1read
 from lsm_lab.filegroup.fsview import DataFile, FileSlice
 from lsm_lab.filegroup.readstats import ReadStats
-from lsm_lab.format import hfile, hfile_log, naming
-from lsm_lab.format import log_v1 as v1
 from lsm_lab.format import metadata_record as mr
+from lsm_lab.format import naming
 from lsm_lab.format.naming import FileName
 from lsm_lab.storage import TablePath, list_stamped
 from lsm_lab.timeline.config import TableConfig, read_config, table_checksum
@@ -217,6 +216,8 @@ def rolled_back(data: DataState, inst: Instant) -> set[str]:
 
 def base_cells(f: DataFile) -> dict[str, mr.MetadataValue]:
     """The decoded cells of an MDT base HFile."""
+    from lsm_lab.format import hfile  # start-up: HFiles are read only for a metadata table
+
     if f.name.ext != "hfile":
         raise LsmLabError(f"metadata table base file {f.path.name} is not an HFile", path=f.path)
     h = hfile.read_hfile(f.path)
@@ -259,6 +260,9 @@ def log_parts(fs: FileSlice, completion: Mapping[str, str], valid: set[str], *,
     """The slice's log changes that count: v1 HFILE_DATA_BLOCKs and delete blocks, and native `.log.hfile` /
     `.deletes.hfile` files, in completion order (`v1read.ordered_units`: rollback blocks applied), each kept
     only if its instant is valid (`valid_instants`)."""
+    from lsm_lab.format import hfile_log  # start-up: HFiles are read only for a metadata table
+    from lsm_lab.format import log_v1 as v1  # start-up: decoded only for a metadata table's logs
+
     parts: list[LogPart] = []
     for unit in v1read.ordered_units(dict(completion), None, fs, strict=strict, stats=ReadStats()):
         block = unit.block

@@ -45,16 +45,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lsm_lab.errors import LsmLabError
 from lsm_lab.filegroup.fsview import FileSlice
-from lsm_lab.format import hfile
 from lsm_lab.format import metadata_record as mr
 from lsm_lab.table import mdt_listing
+
+if TYPE_CHECKING:
+    from lsm_lab.format import hfile
 
 #: a shard's keys are looked up by seek while fewer than this share of its cells; else merged whole
 WHOLE_MERGE_SHARE = 0.25
@@ -106,6 +108,8 @@ class ShardReader:
 
     # -------------------------------------------------------------- reading
     def base(self) -> hfile.HFile | None:
+        from lsm_lab.format import hfile  # start-up: HFiles are read only for a metadata table
+
         if self._base is None and self.fs.base_file is not None:
             f = self.fs.base_file
             if f.name.ext != "hfile":

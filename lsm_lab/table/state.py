@@ -53,7 +53,6 @@ from lsm_lab.errors import (
 )
 from lsm_lab.filegroup import fsview
 from lsm_lab.filegroup import read as reader
-from lsm_lab.filegroup import write as writer
 from lsm_lab.filegroup.fsview import DataFile, FileGroup, FileSlice
 from lsm_lab.format import naming, parquet_footer
 from lsm_lab.merge import records
@@ -79,6 +78,7 @@ from lsm_lab.timeline.instant import (
     normalize_time,
 )
 from lsm_lab.timeline.instanttime import InstantTime, TimeLike, is_completion_time
+from lsm_lab.timeline.metadata import SCHEMA_KEY, schema_from_text
 
 # (table, begin time, instant file) → what a log compaction's plan replaced; plans never change once written
 _LOG_COMPACTION_CACHE: dict[tuple[str, str, str], dict[tuple[str, str], frozenset[str]]] = {}
@@ -356,9 +356,9 @@ class TableState:
         """The table schema a completed write recorded in its `extraMetadata` (lsm_lab's Arrow schema, else
         the Avro `schema` Hudi writers put there); None when it recorded none."""
         extra = self.instant_metadata(inst).get("extraMetadata") or {}
-        text = extra.get(writer.SCHEMA_KEY)
+        text = extra.get(SCHEMA_KEY)
         if text:
-            return writer.schema_from_text(text)
+            return schema_from_text(text)
         if extra.get("schema"):
             return _schema_from_avro(extra["schema"])
         return None

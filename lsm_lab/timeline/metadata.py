@@ -36,13 +36,14 @@ Taught in: notebooks/02_timeline.ipynb
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import io
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsm_lab.avro_schema import arrow_to_avro_schema, avro_schema_json, hudi_record_names
 from lsm_lab.errors import CorruptFileError, LsmLabError
@@ -50,7 +51,30 @@ from lsm_lab.storage import paths
 from lsm_lab.timeline import avro_models
 from lsm_lab.timeline.instant import WRITE_ACTIONS
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 AVRO_MAGIC = b"Obj\x01"
+
+#: the `extraMetadata` key of lsm_lab's Arrow schema (base64 of its IPC serialisation) in a write's metadata
+SCHEMA_KEY = "lsm_lab.arrow_schema"
+
+
+def schema_to_text(schema: pa.Schema) -> str:
+    """`schema` as the text stored under `SCHEMA_KEY`."""
+    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
+
+
+def schema_from_text(text: str) -> pa.Schema:
+    """The Arrow schema stored under `SCHEMA_KEY` (every read asks for it; here, not in the write path's
+    module, so that a snapshot read does not import the writers)."""
+    import pyarrow as pa  # start-up: the timeline is read without Arrow (`lsm-lab show timeline`)
+
+    try:
+        return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text, validate=True)))
+    except (ValueError, TypeError, OSError, pa.ArrowException) as exc:  # binascii.Error is a ValueError
+        raise CorruptFileError(f"extraMetadata['{SCHEMA_KEY}'] is not a serialized Arrow schema: "
+                               f"{type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 @dataclass
