@@ -148,8 +148,11 @@ def test_bench_startup_measures_every_entry_point() -> None:
     assert base["heavy_modules"] == [] and points["lsm-lab --help"]["heavy_modules"] == []
     assert {"pyarrow", "lsm_lab.api"} <= set(points["lsm_lab.open_table(T)"]["heavy_modules"])
     assert "pandas" not in points["lsm-lab show timeline T"]["heavy_modules"]
+    # the children inherit this process's environment, the Arrow pool included: the result says which
+    assert result["children_arrow_pool"] == (os.environ.get("ARROW_DEFAULT_MEMORY_POOL") or "default")
     text = startup.report(result)
     assert all(label in text for label in points) and "target <= 0.2 s" in text and "Paimon" not in text
+    assert f"the children's Arrow pool: {result['children_arrow_pool']}" in text
 
 
 def test_bench_startup_needs_an_existing_peer(tmp_path: Path) -> None:

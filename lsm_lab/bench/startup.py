@@ -31,6 +31,12 @@ read runs `repeats` times, alternated, as a user's `python -c` would run it:
 The ratio lsm_lab / Paimon is of medians of the same run (issue 33's target <= 0.6x);
 both must return the same number of rows.
 
+**Environment.**  Every child inherits this process's environment. Run as the `lsm-lab`
+command, that includes `ARROW_DEFAULT_MEMORY_POOL=system`, which the command sets before
+pyarrow loads (lsm_lab/allocator.py): the children's Arrow (pypaimon's too) then allocates
+from the C library, not from mimalloc, as a plain `python -c` would. `children_arrow_pool`
+in the result names the pool the children were given ("default": pyarrow's own choice).
+
 **Bytecode.**  Before timing, lsm_lab's modules are compiled to `__pycache__` (what
 `pip install` does for an installed package, and what the first run of a source checkout
 leaves behind; an interpreter reads that cache even under `PYTHONDONTWRITEBYTECODE`).
@@ -62,6 +68,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lsm_lab.allocator import POOL_VARIABLE
 from lsm_lab.errors import InputError
 
 #: the modules whose loading start-up is about (a prefix matches its submodules too)
@@ -232,6 +239,7 @@ def run(*, repeats: int = 5, peer_python: Path | None = None, rows: int = 1_000_
         log(f"start-up: {repeats} fresh process(es) per entry point …")
         result: dict[str, Any] = {"repeats": repeats, "python": sys.version.split()[0], "cpus": os.cpu_count(),
                                   "load_1m_before": round(load, 2), "bytecode_compiled": compiled,
+                                  "children_arrow_pool": os.environ.get(POOL_VARIABLE) or "default",
                                   "entry_points": measure_entry_points(folder, repeats, log)}
         if peer_python is not None:
             result["peer_read"] = peer_read(folder, rows, peer_python, repeats, log)
@@ -245,7 +253,7 @@ def report(result: dict[str, Any]) -> str:
     """The figures as text: one line per entry point, then the read against Paimon's if measured."""
     lines = [f"start-up of each entry point: median of {result['repeats']} whole process(es); python "
              f"{result['python']}, {result['cpus']} CPUs, load (1 min) {result['load_1m_before']} before, "
-             f"{result['load_1m_after']} after",
+             f"{result['load_1m_after']} after; the children's Arrow pool: {result.get('children_arrow_pool', '?')}",
              f"{'entry point':<28}{'seconds':>9}{'min':>8}{'above python':>14}  heavy modules loaded"]
     for e in result["entry_points"]:
         lines.append(f"{e['entry_point']:<28}{e['seconds']:>9.3f}{e['min_seconds']:>8.3f}"
