@@ -155,6 +155,16 @@ def test_bench_startup_measures_every_entry_point() -> None:
     assert f"the children's Arrow pool: {result['children_arrow_pool']}" in text
 
 
+def test_bench_startup_footprint_counts_modules_and_arrow_bytes(tmp_path: Path) -> None:
+    """The census wrapper of `bench startup`: the modules a process loaded, and what Arrow's pool allocated in its
+    life (none without pyarrow; at least the buffer an array of a million int64 needs with it)."""
+    names, allocated = startup.footprint(["-c", "pass"], tmp_path)
+    assert "pyarrow" not in names and allocated == 0
+    names, allocated = startup.footprint(["-c", "import pyarrow as pa; pa.array(range(1_000_000), pa.int64())"],
+                                         tmp_path)
+    assert "pyarrow" in names and allocated >= 8_000_000
+
+
 def test_bench_startup_needs_an_existing_peer(tmp_path: Path) -> None:
     from lsm_lab.errors import InputError
 

@@ -17,7 +17,9 @@ One more run of each, inside a small wrapper that prints `sys.modules` at exit
 (`python -X importtime` misses what `importlib.import_module` loads, as
 `lsm_lab.__getattr__` does), lists which heavy modules it loaded (pyarrow, numpy,
 pandas, matplotlib, pyspark, duckdb, the merge engines, the table API): what each
-entry point pays for.
+entry point pays for. The same wrapper gives, for lsm_lab's read against Paimon (below),
+how many modules it loaded and the bytes Arrow's pool allocated in its life: in a
+fresh process most of those bytes are fresh pages, which the kernel zeroes on first touch.
 
 With `--peer-python` (the peers' venv of `lsm-lab bench peers`, `make bench-peers`)
 the whole-process snapshot read of a `--rows` table is compared with Apache
@@ -92,10 +94,15 @@ print(rb.new_read().to_arrow(rb.new_scan().plan().splits()).num_rows)
 """
 
 #: runs `python -c CODE ARGS` or `python -m MODULE ARGS` (its own arguments: -c|-m, CODE|MODULE, ARGS) and
-#: prints the loaded modules' names on stderr at exit (after a SystemExit too)
+#: prints the loaded modules' names on stderr at exit (after a SystemExit too), and the bytes Arrow's default
+#: pool allocated in the process's life (0 without pyarrow)
 CENSUS = """\
 import atexit, json, runpy, sys
-atexit.register(lambda: sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n"))
+def _census():
+    pa = sys.modules.get("pyarrow")
+    allocated = getattr(pa.default_memory_pool(), "total_bytes_allocated", lambda: 0)() if pa else 0
+    sys.stderr.write("\\nARROW_BYTES " + str(allocated) + "\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
+atexit.register(_census)
 mode, target, *rest = sys.argv[1:]
 sys.argv = [target if mode == "-m" else "-c", *rest]
 if mode == "-m":
@@ -140,12 +147,19 @@ def heavy_modules(loaded: list[str]) -> list[str]:
 
 def loaded_modules(args: list[str], cwd: Path) -> list[str]:
     """The modules `python ARGS` has loaded when it exits (ARGS: `-c CODE ...` or `-m MODULE ...`)."""
+    return footprint(args, cwd)[0]
+
+
+def footprint(args: list[str], cwd: Path) -> tuple[list[str], int]:
+    """The modules `python ARGS` has loaded when it exits, and the bytes Arrow's pool allocated in its life."""
     _, _, err = _run([sys.executable, "-c", CENSUS, *args], cwd, " ".join(args[:2]))
-    line = next((ln for ln in reversed(err.splitlines()) if ln.startswith("MODULES ")), None)
-    if line is None:
+    lines = err.splitlines()
+    line = next((ln for ln in reversed(lines) if ln.startswith("MODULES ")), None)
+    allocated = next((ln for ln in reversed(lines) if ln.startswith("ARROW_BYTES ")), None)
+    if line is None or allocated is None:
         raise InputError(f"bench startup: {' '.join(args[:2])} printed no module list")
     names: list[str] = json.loads(line[len("MODULES "):])
-    return names
+    return names, int(allocated.split()[1])
 
 
 def small_table(folder: Path) -> Path:
@@ -206,8 +220,11 @@ def peer_read(folder: Path, rows: int, peer: Path, repeats: int, log: Callable[[
     mine, theirs = (statistics.median(walls[n]) for n in cmds)
     if len(counts["lsm_lab"] | counts["paimon_rust"]) != 1:
         raise InputError(f"bench startup: the two reads returned different row counts: {counts}")
+    names, allocated = footprint(cmds["lsm_lab"][1:], folder)  # one more lsm_lab read: what it loaded and allocated
     return {"rows_written": rows, "rows_read": counts["lsm_lab"].pop(), "lsm_lab_s": round(mine, 3),
             "paimon_rust_s": round(theirs, 3), "ratio": round(mine / theirs, 3),
+            "lsm_lab_modules": len(names), "lsm_lab_own_modules": sum(n.split(".")[0] == "lsm_lab" for n in names),
+            "lsm_lab_arrow_mib_allocated": round(allocated / 2**20, 1),
             "commands": {n: " ".join(c[:2]) + " ..." for n, c in cmds.items()}}
 
 
@@ -266,6 +283,9 @@ def report(result: dict[str, Any]) -> str:
         lines.append(f"snapshot read of the {p['rows_written']:,}-row upsert workload ({p['rows_read']:,} rows), "
                      f"whole process: lsm_lab {p['lsm_lab_s']:.3f} s, Paimon Rust reader {p['paimon_rust_s']:.3f} s, "
                      f"lsm_lab/Paimon = {p['ratio']:.2f}x (target <= 0.6x)")
+        if "lsm_lab_modules" in p:
+            lines.append(f"lsm_lab's read loaded {p['lsm_lab_modules']} modules ({p['lsm_lab_own_modules']} of lsm_lab) "
+                         f"and allocated {p['lsm_lab_arrow_mib_allocated']:,.1f} MiB of Arrow memory")
     return "\n".join(lines)
 
 
@@ -291,5 +311,5 @@ def run_from_args(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["HEAVY", "add_arguments", "entry_points", "heavy_modules", "loaded_modules", "report", "run",
+__all__ = ["HEAVY", "add_arguments", "entry_points", "footprint", "heavy_modules", "loaded_modules", "report", "run",
            "run_from_args"]
