@@ -313,16 +313,16 @@ def test_event_time_overlay_by_position_takes_dictionary_text_with_nulls(tmp_pat
         model.update({k: v for k, v in rows.items() if v[0] >= model[k][0]})  # a lower ordering value loses
     t.delete(pa.table({"id": ["k001", "k002"], "ts": pa.array([9, 1], pa.int64())}))
     del model["k001"]  # k002's delete carries a lower ordering value: it loses
-    base_types = []
-    real = posmerge._taken
+    encoded = []
+    real = posmerge._swapped_indices
 
-    def spy(base_col: pa.ChunkedArray, *args: Any) -> pa.Array:
-        base_types.append(base_col.type)
-        return real(base_col, *args)
+    def spy(values: pa.ChunkedArray, *args: Any) -> pa.Array:
+        encoded.append(values.type)
+        return real(values, *args)
 
-    monkeypatch.setattr(posmerge, "_taken", spy)
+    monkeypatch.setattr(posmerge, "_swapped_indices", spy)
     got, used = _overlaid_by_position(t, monkeypatch)
-    assert used == 1 and pa.dictionary(pa.int32(), pa.string()) in base_types
+    assert used == 1 and pa.dictionary(pa.int32(), pa.string()) in encoded
     assert {r["id"]: (r["ts"], r["city"]) for r in got.select(["id", "ts", "city"]).to_pylist()} == model
     fs = t.latest_slices()[0]
     by_key = reader.read_slice(t.read_context(), fs, positions=False).select(got.column_names)
@@ -765,3 +765,27 @@ def test_a_log_winner_takes_its_base_rows_place_in_every_column_type(data: st.Da
     for at, w in zip(where, winners):
         want[at] = logs[w]
     assert got.type == type_ and got.to_pylist() == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), chunks=st.integers(1, 3))
+def test_a_log_winner_takes_its_place_in_a_dictionary_encoded_base_column(data: st.DataObject, chunks: int) -> None:
+    """`posmerge._swapped` of a base column read dictionary-encoded (each chunk its own dictionary, as Parquet row
+    groups give them; nulls; log values the base never held): still encoded (the caller decodes the final rows),
+    and row `where[i]` holds log row `winners[i]`, every other row the base's."""
+    values = st.one_of(st.none(), st.sampled_from(["a", "b", "c", "dd", ""]))
+    base = data.draw(st.lists(values, min_size=1, max_size=30))
+    logs = data.draw(st.lists(st.one_of(values, st.text(max_size=3)), min_size=1, max_size=10))
+    where = sorted(data.draw(st.sets(st.integers(0, len(base) - 1), min_size=1, max_size=len(base))))
+    winners = data.draw(st.lists(st.integers(0, len(logs) - 1), min_size=len(where), max_size=len(where)))
+    cut = sorted(data.draw(st.lists(st.integers(0, len(base)), min_size=chunks - 1, max_size=chunks - 1)))
+    bounds = [0, *cut, len(base)]
+    encoded = pa.dictionary(pa.int32(), pa.string())
+    base_col = pa.chunked_array([pa.array(base[a:b], pa.string()).dictionary_encode()
+                                 for a, b in itertools.pairwise(bounds)], encoded)
+    got = posmerge._swapped(base_col, np.array(where, dtype=np.int64), pa.chunked_array([pa.array(logs, pa.string())]),
+                            np.array(winners, dtype=np.int64), pa.string())
+    want = list(base)
+    for at, w in zip(where, winners):
+        want[at] = logs[w]
+    assert got.type == encoded and got.to_pylist() == want

@@ -372,8 +372,8 @@ def _swapped_indices(values: pa.ChunkedArray, where: np.ndarray, logs: pa.Chunke
     """`_swapped` of a dictionary-encoded base column (`load_sources`' read of few-valued text: a file name,
     a partition, a category), still encoded: the winners' values are encoded too, the dictionaries unified
     and the indices gathered, so that the text is written once, when the caller decodes the final rows
-    (decoding the whole base column first wrote it once more; a 990,000-row read of the peers workload
-    allocated ~1.36 GiB of Arrow memory before this and the logs not combined, ~0.93 GiB after;
+    (decoding the whole base column first wrote it once more: with that and the logs no longer combined,
+    a 990,000-row read of the peers workload allocates ~1.1 GiB of Arrow memory instead of ~1.46;
     `lsm-lab bench startup` reports it)."""
     encoded = one_array(logs.take(indices_array(winners))).dictionary_encode()
     if encoded.type != values.type:
