@@ -750,7 +750,8 @@ _SWAP_TYPES = {"string": (pa.string(), st.one_of(st.none(), st.text(max_size=6))
 def test_a_log_winner_takes_its_base_rows_place_in_every_column_type(data: st.DataObject, kind: str,
                                                                      chunks: int) -> None:
     """`posmerge._swapped` (Arrow's replace kernel for flat types, one gather for nested ones) against a list
-    model: row `where[i]` of the base holds log row `winners[i]`, every other row is the base's."""
+    model: row `where[i]` of the base holds log row `winners[i]`, every other row is the base's; then only the rows
+    `kept` stay (a gather from base and logs side by side), or all of them."""
     type_, values = _SWAP_TYPES[kind]
     base = data.draw(st.lists(values, min_size=1, max_size=30))
     logs = data.draw(st.lists(values, min_size=1, max_size=10))
@@ -759,12 +760,14 @@ def test_a_log_winner_takes_its_base_rows_place_in_every_column_type(data: st.Da
     cut = sorted(data.draw(st.lists(st.integers(0, len(base)), min_size=chunks - 1, max_size=chunks - 1)))
     bounds = [0, *cut, len(base)]
     base_col = pa.chunked_array([pa.array(base[a:b], type_) for a, b in itertools.pairwise(bounds)], type_)
+    kept = data.draw(st.none() | st.sets(st.integers(0, len(base) - 1)).map(sorted))  # None: no row dropped
     got = posmerge._swapped(base_col, np.array(where, dtype=np.int64), pa.chunked_array([pa.array(logs, type_)]),
-                            np.array(winners, dtype=np.int64), type_)
+                            np.array(winners, dtype=np.int64), type_,
+                            None if kept is None else np.array(kept, dtype=np.int64))
     want = list(base)
     for at, w in zip(where, winners):
         want[at] = logs[w]
-    assert got.type == type_ and got.to_pylist() == want
+    assert got.type == type_ and got.to_pylist() == (want if kept is None else [want[i] for i in kept])
 
 
 @settings(max_examples=60, deadline=None)
@@ -783,9 +786,11 @@ def test_a_log_winner_takes_its_place_in_a_dictionary_encoded_base_column(data: 
     encoded = pa.dictionary(pa.int32(), pa.string())
     base_col = pa.chunked_array([pa.array(base[a:b], pa.string()).dictionary_encode()
                                  for a, b in itertools.pairwise(bounds)], encoded)
+    kept = data.draw(st.none() | st.sets(st.integers(0, len(base) - 1)).map(sorted))  # None: no row dropped
     got = posmerge._swapped(base_col, np.array(where, dtype=np.int64), pa.chunked_array([pa.array(logs, pa.string())]),
-                            np.array(winners, dtype=np.int64), pa.string())
+                            np.array(winners, dtype=np.int64), pa.string(),
+                            None if kept is None else np.array(kept, dtype=np.int64))
     want = list(base)
     for at, w in zip(where, winners):
         want[at] = logs[w]
-    assert got.type == encoded and got.to_pylist() == want
+    assert got.type == encoded and got.to_pylist() == (want if kept is None else [want[i] for i in kept])

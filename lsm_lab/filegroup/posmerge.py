@@ -327,39 +327,43 @@ def overlay_by_position(spec: MergeSpec, fs: FileSlice, sources: Sequence[pa.Tab
     if not replaced.any():
         out = base.filter(kept) if dropped else base
         return decoded(out).cast(logs.schema)
-    # a log winner takes the place of its base row: each column is the base's with those rows' values
-    # swapped for the winners' (one pass, `replace_with_mask`, which takes the replacements in row order),
-    # then the deleted rows dropped; the key column is the base's (a position names its row's key). No
-    # copy of base and logs into one array first: at 16M rows each such copy was a fresh mapping of
-    # 50 MB or more, paid in page faults (docs/PERFORMANCE.md, "Stop 41"). A dictionary-encoded base
-    # column stays encoded until the rows are final (`_swapped_indices`): its text is written once.
+    # a log winner takes the place of its base row, and the deleted rows go: each column is written once,
+    # into the output. With no row dropped, the base's values with the winners' swapped in (one pass,
+    # `replace_with_mask`, which takes the replacements in row order); with rows dropped, one gather from
+    # the base's and the logs' chunks side by side (a swap, then a filter, would write it twice). No copy of
+    # base and logs into one array first: at 16M rows each such copy was a fresh mapping of 50 MB or more,
+    # paid in page faults (docs/PERFORMANCE.md, "Stop 41"). The key column is the base's (a position names
+    # its row's key). A dictionary-encoded base column stays encoded until the rows are final
+    # (`_swapped_indices`): its text is written once.
     where = at[replaced]
     order = np.argsort(where, kind="stable")
     where, winners = where[order], w.rows[replaced][order]
-    cols = [base.column(f.name) if f.name == spec.key
-            else _swapped(base.column(f.name), where, logs.column(f.name), winners, f.type)
+    rows = np.flatnonzero(keep) if dropped else None
+    cols = [(base.column(f.name).filter(kept) if dropped else base.column(f.name)) if f.name == spec.key
+            else _swapped(base.column(f.name), where, logs.column(f.name), winners, f.type, rows)
             for f in logs.schema]
     out = pa.Table.from_arrays(cols, schema=pa.schema([f.with_type(c.type) for f, c in zip(logs.schema, cols)],
                                                       metadata=logs.schema.metadata))
-    return decoded(out.filter(kept) if dropped else out).cast(logs.schema)
+    return decoded(out).cast(logs.schema)
 
 
 def _swapped(values: pa.ChunkedArray, where: np.ndarray, logs: pa.ChunkedArray, winners: np.ndarray,
-             type_: pa.DataType) -> pa.ChunkedArray | pa.Array:
-    """`values` with row `where[i]` (ascending) replaced by log row `winners[i]` (of type `type_`, or still
-    dictionary-encoded when `values` is a dictionary of `type_`: the caller decodes the final rows)."""
+             type_: pa.DataType, rows: np.ndarray | None = None) -> pa.ChunkedArray | pa.Array:
+    """`values` with row `where[i]` (ascending) replaced by log row `winners[i]`, then only the rows `rows`
+    (ascending; None: all) kept; of type `type_`, or still dictionary-encoded when `values` is a dictionary
+    of `type_` (the caller decodes the final rows)."""
     if pa.types.is_dictionary(values.type) and values.type.value_type == type_:
-        return _swapped_indices(values, where, logs, winners)
+        return _swapped_indices(values, where, logs, winners, rows)
     values = decoded(pa.table({"c": values})).column(0)
-    if _replaceable(type_):
+    if rows is None and _replaceable(type_):
         swap = np.zeros(len(values), dtype=bool)
         swap[where] = True
         return pc.replace_with_mask(values, bool_array(swap), one_array(logs.take(indices_array(winners))))
-    # Arrow has no replace kernel for nested types: one gather from base and logs side by side
+    # rows dropped, or a nested type (no replace kernel): one gather from base and logs side by side
     n = len(values)
     at = np.arange(n, dtype=np.int64)
     at[where] = n + winners
-    return pa.chunked_array(values.chunks + logs.chunks, type=type_).take(indices_array(at))
+    return pa.chunked_array(values.chunks + logs.chunks, type=type_).take(indices_array(at if rows is None else at[rows]))
 
 
 def _replaceable(t: pa.DataType) -> bool:
@@ -368,7 +372,7 @@ def _replaceable(t: pa.DataType) -> bool:
 
 
 def _swapped_indices(values: pa.ChunkedArray, where: np.ndarray, logs: pa.ChunkedArray,
-                     winners: np.ndarray) -> pa.Array:
+                     winners: np.ndarray, rows: np.ndarray | None = None) -> pa.Array:
     """`_swapped` of a dictionary-encoded base column (`load_sources`' read of few-valued text: a file name,
     a partition, a category), still encoded: the winners' values are encoded too, the dictionaries unified
     and the indices gathered, so that the text is written once, when the caller decodes the final rows
@@ -382,7 +386,7 @@ def _swapped_indices(values: pa.ChunkedArray, where: np.ndarray, logs: pa.Chunke
     n = len(values)
     at = np.arange(n, dtype=np.int64)
     at[where] = n + np.arange(len(where), dtype=np.int64)
-    return both.combine_chunks().take(indices_array(at))
+    return both.combine_chunks().take(indices_array(at if rows is None else at[rows]))
 
 
 __all__ = ["BASE_KEY_CACHE_BYTES", "KEY_WRITE_POSITIONS", "base_keys", "forget_base_keys", "last_of_each",
