@@ -15,6 +15,15 @@ into row groups of ``row_group_size`` rows by the one data-file writer
 in the footer, temp file then rename), which encodes on its own thread (Arrow
 releases the GIL while encoding), up to `parquet_write.ENCODE_QUEUE` row groups queued.
 
+**The first batch on the reader thread.** Each input goes to the engine as a
+``RecordBatchReader`` whose schema is the footer's, so the merge never reads a
+first batch of each file on the caller's thread to learn it. That peek used to
+put every file's first row group reader state (decoded dictionaries, page and
+decompression buffers, ~6 MiB a file) in the main thread's malloc arena and all
+later row groups' in the reader thread's: glibc's arenas do not lend each other
+free memory, so from a file's second row group on that state was held twice
+(16M rows, k = 8: peak RSS -50 MiB; docs/PERFORMANCE.md, "Stop 41").
+
 Errors a user can make are caught up front and name the file: a missing file,
 a missing key/ordering/delete column, schemas that differ, an input that is
 also the output; an unsorted input is detected while streaming and reported
@@ -210,7 +219,10 @@ def merge_parquet_files(out_path: str | os.PathLike[str], input_paths: Sequence[
     writer: parquet_write.ParquetFileWriter | None = None
     releaser = _Releaser((release_mib if release_mib is not None else _release_mib()) << 20)
     try:
-        sources = [_batches(pf, schema, batch_size, add_delete, bar) for pf in files]
+        # readers with a known schema: no first batch of each file read here to learn it (see "The first
+        # batch on the reader thread" above: each file's batches are all decoded on the engine's reader thread)
+        sources = [pa.RecordBatchReader.from_batches(schema, _batches(pf, schema, batch_size, add_delete, bar))
+                   for pf in files]
         out_schema, batches = open_merge(sources, spec, engine=engine, batch_size=batch_size,
                                          read_ahead=read_ahead and engine == "sorted",
                                          count_comparisons=count_comparisons, stats=stats)
