@@ -70,7 +70,8 @@ def test_rounds_in_parts_give_the_rows_of_one_round_and_of_the_model(
 
 
 def test_a_round_of_k_batches_is_resolved_in_parts_of_about_a_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """8 runs of alike spread keys, batches of 1,000 rows: unsplit, one round takes nearly 8,000 rows."""
+    """8 runs of alike spread keys, batches of 1,000 rows: unsplit, one round takes nearly 8,000 rows; with
+    `round_rows` 1,000 it comes in parts of about 1,000."""
     from lsm_lab.merge import sorted as engine
 
     rng = random.Random(33)
@@ -87,12 +88,13 @@ def test_a_round_of_k_batches_is_resolved_in_parts_of_about_a_batch(monkeypatch:
 
     monkeypatch.setattr(engine, "_resolve", spy)
     by_limit = {}
-    for round_rows in (0, None):  # never split; the default (ROUND_BATCHES merge batches)
+    for round_rows in (0, 1_000, None):  # never split; parts of ~1,000 rows; the default
         sizes.clear()
         rows, stats = merged(sources, spec, 1_000, round_rows)
         assert {r["k"]: r for r in rows} == model_merge(sources, spec)
         assert stats["rounds"] == len(sizes)
         by_limit[round_rows] = list(sizes)
-    assert engine.ROUND_BATCHES == 1
     assert max(by_limit[0]) > 6_000  # one round takes nearly every input's whole batch
-    assert max(by_limit[None]) <= 1_300 and sum(by_limit[None]) == sum(by_limit[0]) == 32_000
+    assert max(by_limit[1_000]) <= 1_300 and sum(by_limit[1_000]) == sum(by_limit[0]) == 32_000
+    # the default splits only rounds above MIN_ROUND_ROWS (32,768): these are smaller, left whole
+    assert engine.ROUND_BATCHES * 1_000 < engine.MIN_ROUND_ROWS and by_limit[None] == by_limit[0]

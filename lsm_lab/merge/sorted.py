@@ -36,7 +36,8 @@ smallest tail ``t`` across all inputs is a safe horizon:
 **Rounds in parts.** Runs whose keys are spread alike have their batches end
 at nearly the same keys, so one round takes nearly all k batches (k x batch
 rows) and the next few take slivers. Any key h < t is a valid horizon too, so
-a round of more than `ROUND_BATCHES` x batch rows is resolved in parts: the
+a round of more than `ROUND_BATCHES` x batch rows (and more than `MIN_ROUND_ROWS`)
+is resolved in parts: the
 keys of the input with the most rows in the round, every `step` rows, are the
 parts' horizons (`_sub_horizons`), each part about one batch of rows. The
 resolver's temporaries and outputs then have about one size, not k sizes in
@@ -102,9 +103,11 @@ _READ_THREADS = 1  # one reader thread: decoding needs one core; more threads on
 #: for the resolver (the k-way merge: -11% wall time with three and the writer's deeper queue, PERFORMANCE.md
 #: "Seventh pass"); each round holds at most one batch per input, so memory stays O(k x batch)
 ROUNDS_IN_FLIGHT = 3
-#: a round holds at most about this many merge batches of rows: a larger one is resolved in parts
-#: (`_sub_horizons`; 0 = never split)
+#: a round holds at most about this many merge batches of rows, and never needs to hold fewer than
+#: MIN_ROUND_ROWS: a larger one is resolved in parts (`_sub_horizons`; ROUND_BATCHES 0 = never split).
+#: Small rounds cost little memory, and splitting them only adds rounds (and smaller output batches)
 ROUND_BATCHES = 1
+MIN_ROUND_ROWS = 32_768
 
 
 @dataclass(frozen=True)
@@ -310,7 +313,8 @@ def merge_sorted(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSp
             while pending and (len(pending) >= ROUNDS_IN_FLIGHT or pending[0].done()):
                 yield from emit(pending.popleft().result())
 
-        limit = round_rows if round_rows is not None else ROUND_BATCHES * batch_size
+        limit = round_rows if round_rows is not None else \
+            ROUND_BATCHES and max(ROUND_BATCHES * batch_size, MIN_ROUND_ROWS)
         while not tree.is_exhausted():
             head = tree.peek()
             assert head is not None
