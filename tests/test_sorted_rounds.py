@@ -1,4 +1,5 @@
-"""The sorted engine resolves a large round in parts (`ROUND_BATCHES`, `_sub_horizons`): same rows, smaller rounds.
+"""The sorted engine can resolve a large round in parts (`round_rows`, `ROUND_BATCHES`; off by default):
+same rows, smaller rounds.
 
 k sorted sources whose batches end at nearly the same keys (the common case: runs of alike key
 spread) make one round of about k batches followed by slivers; split, each part holds about one
@@ -96,5 +97,12 @@ def test_a_round_of_k_batches_is_resolved_in_parts_of_about_a_batch(monkeypatch:
         by_limit[round_rows] = list(sizes)
     assert max(by_limit[0]) > 6_000  # one round takes nearly every input's whole batch
     assert max(by_limit[1_000]) <= 1_300 and sum(by_limit[1_000]) == sum(by_limit[0]) == 32_000
-    # the default splits only rounds above MIN_ROUND_ROWS (32,768): these are smaller, left whole
-    assert engine.ROUND_BATCHES * 1_000 < engine.MIN_ROUND_ROWS and by_limit[None] == by_limit[0]
+    assert by_limit[None] == by_limit[0]  # the default: ROUND_BATCHES 0, never split
+    monkeypatch.setattr(engine, "ROUND_BATCHES", 1)  # on: only rounds above MIN_ROUND_ROWS (32,768) are split
+    sizes.clear()
+    merged(sources, spec, 1_000, None)
+    assert sizes == by_limit[0]  # (these are all smaller)
+    monkeypatch.setattr(engine, "MIN_ROUND_ROWS", 1_000)
+    sizes.clear()
+    merged(sources, spec, 1_000, None)
+    assert sizes == by_limit[1_000]

@@ -33,16 +33,15 @@ smallest tail ``t`` across all inputs is a safe horizon:
 4. Pop the champion's group (every input whose tail was ``t``: their batches
    are used up) and advance those inputs: the tree reads their next batches.
 
-**Rounds in parts.** Runs whose keys are spread alike have their batches end
-at nearly the same keys, so one round takes nearly all k batches (k x batch
-rows) and the next few take slivers. Any key h < t is a valid horizon too, so
-a round of more than `ROUND_BATCHES` x batch rows (and more than `MIN_ROUND_ROWS`)
-is resolved in parts: the
-keys of the input with the most rows in the round, every `step` rows, are the
-parts' horizons (`_sub_horizons`), each part about one batch of rows. The
-resolver's temporaries and outputs then have about one size, not k sizes in
-turn (issue 33: peak RSS ~25 MiB lower at 1M and 16M rows, k = 8; more rounds,
-docs/PERFORMANCE.md "Stop 41: merge memory").
+**Rounds in parts (off by default).** Runs whose keys are spread alike have
+their batches end at nearly the same keys, so one round takes nearly all k
+batches (k x batch rows) and the next few take slivers. Any key h < t is a
+valid horizon too, so with `ROUND_BATCHES` > 0 (or `round_rows=`) a round of
+more than that many batches of rows is resolved in parts: the keys of the input
+with the most rows in the round, every `step` rows, are the parts' horizons
+(`_sub_horizons`). The resolver's temporaries are then about one batch, not k
+batches: a lower peak RSS, for more rounds and 1.05-1.10x the CPU (issue 33,
+docs/PERFORMANCE.md "Stop 41: merge memory"), so it is not the default.
 
 Memory stays O(k x batch): at most one batch per input plus one cut. The loser
 tree keeps its role: it is the same state machine (``LoserTree``), its leaves'
@@ -103,10 +102,12 @@ _READ_THREADS = 1  # one reader thread: decoding needs one core; more threads on
 #: for the resolver (the k-way merge: -11% wall time with three and the writer's deeper queue, PERFORMANCE.md
 #: "Seventh pass"); each round holds at most one batch per input, so memory stays O(k x batch)
 ROUNDS_IN_FLIGHT = 3
-#: a round holds at most about this many merge batches of rows, and never needs to hold fewer than
-#: MIN_ROUND_ROWS: a larger one is resolved in parts (`_sub_horizons`; ROUND_BATCHES 0 = never split).
-#: Small rounds cost little memory, and splitting them only adds rounds (and smaller output batches)
-ROUND_BATCHES = 1
+#: with ROUND_BATCHES > 0 a round holds at most about this many merge batches of rows, and never needs to
+#: hold fewer than MIN_ROUND_ROWS: a larger one is resolved in parts (`_sub_horizons`). Off (0) by default:
+#: at 16M rows, k = 8 it lowered the peak RSS by 25-45 MiB (1M rows: by ~25) but cost 1.05x (2) to 1.10x (1)
+#: the CPU, more rounds (docs/PERFORMANCE.md, "Stop 41: merge memory"). Small rounds cost little memory,
+#: and splitting them only adds rounds (and smaller output batches)
+ROUND_BATCHES = 0
 MIN_ROUND_ROWS = 32_768
 
 
