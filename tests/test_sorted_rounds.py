@@ -106,3 +106,19 @@ def test_a_round_of_k_batches_is_resolved_in_parts_of_about_a_batch(monkeypatch:
     sizes.clear()
     merged(sources, spec, 1_000, None)
     assert sizes == by_limit[1_000]
+
+
+def test_the_environment_turns_rounds_in_parts_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lsm_lab.errors import InputError
+    from lsm_lab.merge import sorted as engine
+
+    sources = [[{"k": f"{i:05d}", "ts": r, "v": i, "d": False} for i in range(r, 3_000, 2)] for r in range(3)]
+    spec = MergeSpec(MergeMode.COMMIT_TIME_ORDERING, key="k", ordering="ts", delete="d")
+    _, whole = merged(sources, spec, 500, None)
+    monkeypatch.setattr(engine, "MIN_ROUND_ROWS", 1)
+    monkeypatch.setenv(engine.ROUND_BATCHES_VARIABLE, "1")
+    rows, parts = merged(sources, spec, 500, None)
+    assert parts["rounds"] > whole["rounds"] and {r["k"]: r for r in rows} == model_merge(sources, spec)
+    monkeypatch.setenv(engine.ROUND_BATCHES_VARIABLE, "lots")
+    with pytest.raises(InputError, match="LSM_LAB_MERGE_ROUND_BATCHES"):
+        merged(sources, spec, 500, None)

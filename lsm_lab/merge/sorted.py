@@ -36,7 +36,8 @@ smallest tail ``t`` across all inputs is a safe horizon:
 **Rounds in parts (off by default).** Runs whose keys are spread alike have
 their batches end at nearly the same keys, so one round takes nearly all k
 batches (k x batch rows) and the next few take slivers. Any key h < t is a
-valid horizon too, so with `ROUND_BATCHES` > 0 (or `round_rows=`) a round of
+valid horizon too, so with `ROUND_BATCHES` > 0 (the environment's
+`LSM_LAB_MERGE_ROUND_BATCHES`, or `round_rows=`) a round of
 more than that many batches of rows is resolved in parts: the keys of the input
 with the most rows in the round, every `step` rows, are the parts' horizons
 (`_sub_horizons`). The resolver's temporaries are then about one batch, not k
@@ -73,6 +74,7 @@ Taught in: notebooks/06_merge_semantics.ipynb, notebooks/10_sorted_vs_hash_on_sp
 from __future__ import annotations
 
 import bisect
+import os
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -109,6 +111,15 @@ ROUNDS_IN_FLIGHT = 3
 #: and splitting them only adds rounds (and smaller output batches)
 ROUND_BATCHES = 0
 MIN_ROUND_ROWS = 32_768
+ROUND_BATCHES_VARIABLE = "LSM_LAB_MERGE_ROUND_BATCHES"  # overrides ROUND_BATCHES (benchmarks/merge_memory.py --env)
+
+
+def _round_batches() -> int:
+    text = os.environ.get(ROUND_BATCHES_VARIABLE)
+    try:
+        return max(0, int(text)) if text else ROUND_BATCHES
+    except ValueError:
+        raise InputError(f"{ROUND_BATCHES_VARIABLE} must be a whole number of batches, not {text!r}") from None
 
 
 @dataclass(frozen=True)
@@ -314,8 +325,8 @@ def merge_sorted(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSp
             while pending and (len(pending) >= ROUNDS_IN_FLIGHT or pending[0].done()):
                 yield from emit(pending.popleft().result())
 
-        limit = round_rows if round_rows is not None else \
-            ROUND_BATCHES and max(ROUND_BATCHES * batch_size, MIN_ROUND_ROWS)
+        parts_of = _round_batches()
+        limit = round_rows if round_rows is not None else parts_of and max(parts_of * batch_size, MIN_ROUND_ROWS)
         while not tree.is_exhausted():
             head = tree.peek()
             assert head is not None
