@@ -41,7 +41,7 @@ valid horizon too, so with `ROUND_BATCHES` > 0 (the environment's
 more than that many batches of rows is resolved in parts: the keys of the input
 with the most rows in the round, every `step` rows, are the parts' horizons
 (`_sub_horizons`). The resolver's temporaries are then about one batch, not k
-batches: a lower peak RSS, for more rounds and 1.05-1.10x the CPU (issue 33,
+batches: a lower peak RSS, for more rounds and 1.02-1.10x the CPU (issue 33,
 docs/PERFORMANCE.md "Stop 41: merge memory"), so it is not the default.
 
 Memory stays O(k x batch): at most one batch per input plus one cut. The loser
@@ -106,8 +106,8 @@ _READ_THREADS = 1  # one reader thread: decoding needs one core; more threads on
 ROUNDS_IN_FLIGHT = 3
 #: with ROUND_BATCHES > 0 a round holds at most about this many merge batches of rows, and never needs to
 #: hold fewer than MIN_ROUND_ROWS: a larger one is resolved in parts (`_sub_horizons`). Off (0) by default:
-#: at 16M rows, k = 8 it lowered the peak RSS by 25-45 MiB (1M rows: by ~25) but cost 1.05x (2) to 1.10x (1)
-#: the CPU, more rounds (docs/PERFORMANCE.md, "Stop 41: merge memory"). Small rounds cost little memory,
+#: at 16M rows, k = 8 it lowered the peak RSS by ~40 MiB (1M rows: by ~20), not the 16M/1M ratio below 1.2,
+#: for 1.02-1.10x the CPU (more rounds; docs/PERFORMANCE.md, "Stop 41: merge memory"). Small rounds cost little memory,
 #: and splitting them only adds rounds (and smaller output batches)
 ROUND_BATCHES = 0
 MIN_ROUND_ROWS = 32_768
