@@ -24,7 +24,9 @@ falls on each alike.
 `--heap` instead runs the sorted engine once per N in a child that samples, every 50 ms, Arrow's bytes in
 use and glibc's heap (`mallinfo2`: the bytes its heaps hold, and of them in use), and prints the most of
 each and the heap at the end: what grows with N, live data or memory the C library keeps for reuse (Linux
-with glibc >= 2.33 only).
+with glibc >= 2.33 only), the merge's CPU seconds, and the most each thread's malloc arena held (the
+reader, resolver and encoder threads and the main one: glibc keeps one arena per thread, and one arena's
+free memory is not reused by another thread; x86-64 only, see `_Arenas`).
 The last column is the peak over the peak at the smallest N (the issue's target for the
 sorted engine: <= 1.2 at the largest N).  `--plot FILE` draws peak RSS against N (matplotlib).
 
@@ -96,9 +98,68 @@ class _MallInfo2(ctypes.Structure):
                                                      "fsmblks", "uordblks", "fordblks", "keepcost")]
 
 
+#: glibc's `struct malloc_state` on x86-64 (glibc 2.26 on; measured on 2.36): the offset of `system_mem`, the
+#: bytes an arena holds.  A non-main arena's heaps are aligned to HEAP_MAX_SIZE (64 MiB), and each starts
+#: with a `heap_info` whose first field points to its arena.
+_SYSTEM_MEM, _HEAP_MAX = 2184, 64 << 20
+
+
+class _Arenas:
+    """Which glibc arena each Python thread allocates from, and the bytes each arena holds (`--heap`).
+
+    glibc gives every thread an arena of its own (up to 8 per core): the memory one arena holds
+    free is not lent to another thread.  A thread's arena is found from one of its chunks (the heap
+    it lies in points to the arena); the main thread uses the main arena (not reachable from a
+    chunk: its size is the total of `mallinfo2` minus the others').  Reads glibc's private structs
+    (x86-64 only, checked against `mallinfo2`'s total; `ok` False when they do not add up).
+    """
+
+    def __init__(self, libc: Any) -> None:
+        self.libc = libc
+        libc.malloc.restype = ctypes.c_void_p
+        libc.malloc.argtypes = [ctypes.c_size_t]
+        libc.free.argtypes = [ctypes.c_void_p]
+        self.of_thread: dict[str, int] = {}  # thread name -> arena address (non-main arenas only)
+        self.ok = os.uname().machine == "x86_64"
+
+    def note_thread(self) -> None:
+        """Called on a new thread: remember its arena."""
+        chunk = self.libc.malloc(64)
+        self.libc.free(chunk)
+        if chunk is None:
+            return
+        heap = chunk & ~(_HEAP_MAX - 1)
+        # a non-main arena's heap is a mapping of its own that starts at that aligned address; a chunk of the
+        # main arena (the brk heap) is in no such mapping (and the aligned address may not be mapped at all)
+        with open("/proc/self/maps") as maps:  # (the brk heap is named "[heap]" there)
+            if not any(line.startswith(f"{heap:x}-") and not line.rstrip().endswith("[heap]") for line in maps):
+                return
+        self.of_thread[threading.current_thread().name] = ctypes.c_size_t.from_address(heap).value  # ar_ptr
+
+    def sizes(self, total: int) -> dict[str, int]:
+        """Bytes held per thread's arena now (threads sharing an arena: the first name), and by the rest
+        (the main arena, and arenas of threads Python did not start) as 'main+other'."""
+        out: dict[str, int] = {}
+        seen: set[int] = set()
+        for name, arena in list(self.of_thread.items()):
+            if arena in seen:
+                continue
+            seen.add(arena)
+            held = ctypes.c_size_t.from_address(arena + _SYSTEM_MEM).value
+            if held % 4096 or held > total:
+                self.ok = False
+            out[name] = held
+        rest = total - sum(out.values())
+        if rest < 0:
+            self.ok = False
+        out["main+other"] = rest
+        return out
+
+
 def heap_child(spec_json: str) -> None:
     """Inside the child: merge the runs with the sorted engine while a thread samples the memory; print one
-    RESULT line with the sample at the RSS peak and the last one (MiB)."""
+    RESULT line with the sample at the RSS peak and the last one (MiB), the most each thread's malloc
+    arena held (`_Arenas`), and the merge's CPU seconds (user + system)."""
     import pyarrow as pa
 
     from lsm_lab.merge.files import merge_parquet_files
@@ -106,9 +167,18 @@ def heap_child(spec_json: str) -> None:
     job = json.loads(spec_json)
     libc = ctypes.CDLL("libc.so.6")
     libc.mallinfo2.restype = _MallInfo2  # glibc >= 2.33 (mallinfo's ints wrap past 2 GiB)
+    arenas = _Arenas(libc)
+    real_run = threading.Thread.run
+
+    def run_noting_arena(self: threading.Thread) -> None:  # every thread started from here on
+        arenas.note_thread()
+        real_run(self)
+
+    threading.Thread.run = run_noting_arena  # type: ignore[method-assign]
     page = os.sysconf("SC_PAGE_SIZE")
     mib = 1 << 20
     samples: list[dict[str, float]] = []
+    arena_most: dict[str, float] = {}
     done = threading.Event()
 
     def sample() -> None:
@@ -120,18 +190,26 @@ def heap_child(spec_json: str) -> None:
                 samples.append({"t": time.perf_counter() - t0, "rss": int(statm.read().split()[1]) * page / mib,
                                 "arrow": pa.total_allocated_bytes() / mib, "heap": (mi.arena + mi.hblkhd) / mib,
                                 "heap_used": (mi.uordblks + mi.hblkhd) / mib, "heap_free": mi.fordblks / mib})
+                for name, held in arenas.sizes(mi.arena).items():
+                    name = name.rstrip("_0123456789") or name  # "lsm-merge-read_0" -> "lsm-merge-read"
+                    arena_most[name] = max(arena_most.get(name, 0.0), held / mib)
                 if done.wait(0.05):
                     return
 
-    sampler = threading.Thread(target=sample, daemon=True)
+    sampler = threading.Thread(target=sample, daemon=True, name="sampler")
     sampler.start()
+    cpu0 = os.times()
     merge_parquet_files(job["out"], job["paths"], key=KEY, ordering=ORDERING, engine="sorted",
                         batch_size=job["batch_size"])
+    cpu1 = os.times()
     done.set()
     sampler.join()
     most = {name: max(r[name] for r in samples) for name in ("rss", "arrow", "heap", "heap_used", "heap_free")}
+    arena_most.pop("sampler", None)
     print("RESULT " + json.dumps({"max": most, "last": samples[-1], "vmhwm": peak_rss_bytes() / mib,
-                                  "seconds": samples[-1]["t"], "samples": len(samples)}), flush=True)
+                                  "seconds": samples[-1]["t"], "samples": len(samples),
+                                  "cpu_seconds": (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system),
+                                  "arenas": arena_most if arenas.ok else None}), flush=True)
 
 
 def heap_run(rows: Sequence[int], k: int, batch: int, data_dir: str, overlap: float = 0.3) -> list[dict[str, Any]]:
@@ -152,12 +230,22 @@ def heap_run(rows: Sequence[int], k: int, batch: int, data_dir: str, overlap: fl
 
 
 def heap_table(records: Sequence[dict[str, Any]]) -> str:
-    lines = [f"{'N':>12}{'seconds':>9}{'VmHWM':>7} | most while merging: {'Arrow':>6}{'heap used':>10}"
+    lines = [f"{'N':>12}{'seconds':>9}{'cpu s':>7}{'VmHWM':>7} | most while merging: {'Arrow':>6}{'heap used':>10}"
              f"{'heap':>6} | at the end: {'heap':>5}{'free':>6}   (MiB; glibc's heap: in use + free)"]
     for r in records:
         m, e = r["max"], r["last"]
-        lines.append(f"{r['rows']:>12,}{r['seconds']:>9.2f}{r['vmhwm']:>7.0f} | {'':>19}{m['arrow']:>6.0f}"
+        lines.append(f"{r['rows']:>12,}{r['seconds']:>9.2f}{r.get('cpu_seconds', float('nan')):>7.2f}"
+                     f"{r['vmhwm']:>7.0f} | {'':>19}{m['arrow']:>6.0f}"
                      f"{m['heap_used']:>10.0f}{m['heap']:>6.0f} | {'':>12}{e['heap']:>5.0f}{e['heap_free']:>6.0f}")
+    names = list(dict.fromkeys(name for r in records for name in (r.get("arenas") or {})))
+    if names:
+        lines.append("most each thread's malloc arena held (MiB; main+other: the main thread's and threads not "
+                     "started from Python):")
+        lines.append(f"{'N':>12}" + "".join(f"{name:>22}" for name in names))
+        for r in records:
+            held = r.get("arenas") or {}
+            lines.append(f"{r['rows']:>12,}" + "".join(
+                f"{held[name]:>22.0f}" if name in held else f"{'-':>22}" for name in names))
     return "\n".join(lines)
 
 

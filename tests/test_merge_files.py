@@ -171,3 +171,35 @@ def test_memory_release_while_merging_keeps_the_result(tmp_path: Path, monkeypat
     monkeypatch.setenv("LSM_LAB_MERGE_RELEASE_MIB", "lots")
     with pytest.raises(InputError, match="LSM_LAB_MERGE_RELEASE_MIB"):
         merge_parquet_files(tmp_path / "c.parquet", paths, key="id", ordering="ts", delete_column="del")
+
+
+@pytest.mark.parametrize("read_ahead", [True, False])
+def test_every_input_batch_is_decoded_on_the_reader_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           read_ahead: bool) -> None:
+    """With read-ahead no batch of a file is decoded on the caller's thread, not even the first (the merge
+    learns the schema from the footer): each thread's allocator arena keeps what it decoded (issue 33,
+    docs/PERFORMANCE.md "Stop 41"). Without read-ahead everything is read on the caller's thread."""
+    import threading
+
+    from lsm_lab.merge import files
+
+    threads: list[str] = []
+    real = files._batches
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        for batch in real(*args, **kwargs):
+            threads.append(threading.current_thread().name)
+            yield batch
+
+    monkeypatch.setattr(files, "_batches", spy)
+    paths = write_runs(tmp_path, k=3)
+    out = tmp_path / "out.parquet"
+    merge_parquet_files(out, paths, key="id", ordering="ts", delete_column="del", batch_size=64,
+                        read_ahead=read_ahead)
+    main = threading.main_thread().name
+    assert len(threads) == sum(1 for p in paths for _ in pq.ParquetFile(p).iter_batches(batch_size=64))
+    if read_ahead:
+        assert main not in threads and all(t.startswith("lsm-merge-read") for t in threads)
+    else:
+        assert set(threads) == {main}
+    assert {r["id"]: r for r in pq.read_table(out).to_pylist()} == expected(paths, "ts", True)

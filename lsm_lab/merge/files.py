@@ -15,6 +15,16 @@ into row groups of ``row_group_size`` rows by the one data-file writer
 in the footer, temp file then rename), which encodes on its own thread (Arrow
 releases the GIL while encoding), up to `parquet_write.ENCODE_QUEUE` row groups queued.
 
+**The first batch on the reader thread.** Each input goes to the engine as a
+``RecordBatchReader`` whose schema is the footer's, so the merge never reads a
+first batch of each file on the caller's thread to learn it. That peek used to
+put every file's reader state for its first row group (dictionaries, page and
+decompression buffers) in the main thread's malloc arena and the state for all
+later row groups in the reader thread's: glibc's arenas do not lend each other
+free memory, so from a file's second row group on that state was held twice
+(16M rows, k = 8: peak RSS 357-380 MiB before, 297-337 after; docs/PERFORMANCE.md,
+"Stop 41: merge memory").
+
 Errors a user can make are caught up front and name the file: a missing file,
 a missing key/ordering/delete column, schemas that differ, an input that is
 also the output; an unsorted input is detected while streaming and reported
@@ -56,8 +66,9 @@ MERGE_BATCH_ROWS = 32_768
 #: whenever the process's RSS has grown by `release_mib` MiB since the last time (RSS read every
 #: `RELEASE_CHECK` output batches from /proc/self/statm; elsewhere nothing is done).  glibc keeps the pages of
 #: freed batches resident in the heaps of the reader, resolver and encoder threads, so without it the peak
-#: RSS creeps up with N (k = 8, 32,768-row batches: ~250 MiB at 1M rows, 370-384 at 16M, 1.5x); with 32 MiB
-#: it is 1.16-1.23x (281-293 MiB) but costs 1.2-1.3x the CPU: the pages given back are faulted in again (58
+#: RSS creeps up with N (k = 8, 32,768-row batches: ~250 MiB at 1M rows, 370-384 at 16M, 1.5x; since stop 41,
+#: which reads every input batch on the reader thread, ~240 and 297-337, 1.26-1.39x); with 32 MiB it was
+#: 1.16-1.23x (281-293 MiB) but cost 1.2-1.3x the CPU: the pages given back are faulted in again (58
 #: trims of ~32 MiB at 16M rows).  Off by default (the CPU bar was 1.1x); `LSM_LAB_MERGE_RELEASE_MIB` or
 #: `release_mib=` turn it on.  benchmarks/merge_memory.py, docs/PERFORMANCE.md.
 RELEASE_MIB = 0
@@ -210,7 +221,10 @@ def merge_parquet_files(out_path: str | os.PathLike[str], input_paths: Sequence[
     writer: parquet_write.ParquetFileWriter | None = None
     releaser = _Releaser((release_mib if release_mib is not None else _release_mib()) << 20)
     try:
-        sources = [_batches(pf, schema, batch_size, add_delete, bar) for pf in files]
+        # readers with a known schema: no first batch of each file read here to learn it (see "The first
+        # batch on the reader thread" above: each file's batches are all decoded on the engine's reader thread)
+        sources = [pa.RecordBatchReader.from_batches(schema, _batches(pf, schema, batch_size, add_delete, bar))
+                   for pf in files]
         out_schema, batches = open_merge(sources, spec, engine=engine, batch_size=batch_size,
                                          read_ahead=read_ahead and engine == "sorted",
                                          count_comparisons=count_comparisons, stats=stats)

@@ -33,6 +33,17 @@ smallest tail ``t`` across all inputs is a safe horizon:
 4. Pop the champion's group (every input whose tail was ``t``: their batches
    are used up) and advance those inputs: the tree reads their next batches.
 
+**Rounds in parts (off by default).** Runs whose keys are spread alike have
+their batches end at nearly the same keys, so one round takes nearly all k
+batches (k x batch rows) and the next few take slivers. Any key h < t is a
+valid horizon too, so with `ROUND_BATCHES` > 0 (the environment's
+`LSM_LAB_MERGE_ROUND_BATCHES`, or `round_rows=`) a round of
+more than that many batches of rows is resolved in parts: the keys of the input
+with the most rows in the round, every `step` rows, are the parts' horizons
+(`_sub_horizons`). The resolver's temporaries are then about one batch, not k
+batches: a lower peak RSS, for more rounds and 1.02-1.10x the CPU (issue 33,
+docs/PERFORMANCE.md "Stop 41: merge memory"), so it is not the default.
+
 Memory stays O(k x batch): at most one batch per input plus one cut. The loser
 tree keeps its role: it is the same state machine (``LoserTree``), its leaves'
 records are batches and its keys are batch tails (which strictly increase
@@ -63,6 +74,7 @@ Taught in: notebooks/06_merge_semantics.ipynb, notebooks/10_sorted_vs_hash_on_sp
 from __future__ import annotations
 
 import bisect
+import os
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -92,6 +104,22 @@ _READ_THREADS = 1  # one reader thread: decoding needs one core; more threads on
 #: for the resolver (the k-way merge: -11% wall time with three and the writer's deeper queue, PERFORMANCE.md
 #: "Seventh pass"); each round holds at most one batch per input, so memory stays O(k x batch)
 ROUNDS_IN_FLIGHT = 3
+#: with ROUND_BATCHES > 0 a round holds at most about this many merge batches of rows, and never needs to
+#: hold fewer than MIN_ROUND_ROWS: a larger one is resolved in parts (`_sub_horizons`). Off (0) by default:
+#: at 16M rows, k = 8 it lowered the peak RSS by ~40 MiB (1M rows: by ~20), not the 16M/1M ratio below 1.2,
+#: for 1.02-1.10x the CPU (more rounds; docs/PERFORMANCE.md, "Stop 41: merge memory"). Small rounds cost little memory,
+#: and splitting them only adds rounds (and smaller output batches)
+ROUND_BATCHES = 0
+MIN_ROUND_ROWS = 32_768
+ROUND_BATCHES_VARIABLE = "LSM_LAB_MERGE_ROUND_BATCHES"  # overrides ROUND_BATCHES (benchmarks/merge_memory.py --env)
+
+
+def _round_batches() -> int:
+    text = os.environ.get(ROUND_BATCHES_VARIABLE)
+    try:
+        return max(0, int(text)) if text else ROUND_BATCHES
+    except ValueError:
+        raise InputError(f"{ROUND_BATCHES_VARIABLE} must be a whole number of batches, not {text!r}") from None
 
 
 @dataclass(frozen=True)
@@ -169,30 +197,61 @@ class _Run:
             yield b.tail, None
         self.rest, self.fixed = None, None
 
-    def cut(self, horizon: str, horizon_bytes: bytes) -> _Piece | None:
-        """Take the rows with key <= horizon from the current batch (None when there are none)."""
+    def count(self, horizon: str, horizon_bytes: bytes) -> int:
+        """How many rows of the current batch have a key <= horizon."""
         rest = self.rest
         if rest is None or rest.num_rows == 0:
-            return None
-        keys = rest.column(self.key_name)
-        n = rest.num_rows
+            return 0
         fixed = self.fixed
         if fixed is not None and fixed.dtype.itemsize == len(horizon_bytes):
-            i = int(np.searchsorted(fixed, horizon_bytes, side="right"))
-        elif keys[0].as_py() > horizon:
-            i = 0
-        elif keys[n - 1].as_py() <= horizon:
-            i = n
-        else:
-            i = bisect.bisect_right(_Keys(keys), horizon, 0, n)
+            return int(np.searchsorted(fixed, horizon_bytes, side="right"))
+        keys = rest.column(self.key_name)
+        n = int(rest.num_rows)
+        if keys[0].as_py() > horizon:
+            return 0
+        if keys[n - 1].as_py() <= horizon:
+            return n
+        return int(bisect.bisect_right(_Keys(keys), horizon, 0, n))
+
+    def cut(self, horizon: str, horizon_bytes: bytes) -> _Piece | None:
+        """Take the rows with key <= horizon from the current batch (None when there are none)."""
+        i = self.count(horizon, horizon_bytes)
         if i == 0:
             return None
+        rest, fixed = self.rest, self.fixed
+        assert rest is not None
+        n = rest.num_rows
         if i == n:
             self.rest, self.fixed = rest.slice(n), None if fixed is None else fixed[n:]
             return _Piece(self.index, rest, fixed)
         self.rest = rest.slice(i)
         self.fixed = None if fixed is None else fixed[i:]
         return _Piece(self.index, rest.slice(0, i), None if fixed is None else fixed[:i])
+
+
+def _sub_horizons(runs: Sequence[_Run], horizon: str, horizon_bytes: bytes, limit: int) -> list[tuple[str, bytes]]:
+    """Horizons below `horizon` that split its round into rounds of about `limit` rows (none when it is smaller).
+
+    Every key <= horizon is in a current batch, so any key h < horizon is a valid horizon too: the rows
+    <= h form a round of their own. The run with the most rows in the round guides: its keys at every
+    `step` rows, so each part holds about `limit` rows when the runs are alike (and never more rows than
+    the whole round).
+    """
+    counts = [run.count(horizon, horizon_bytes) for run in runs]
+    total = sum(counts)
+    if total <= limit:
+        return []
+    guide = max(range(len(runs)), key=counts.__getitem__)
+    rows = counts[guide]
+    step = max(1, rows * limit // total)
+    rest = runs[guide].rest
+    assert rest is not None
+    keys = rest.column(runs[guide].key_name)
+    out = []
+    for i in range(step - 1, rows - 1, step):  # strictly below the guide's last key <= horizon
+        key = keys[i].as_py()
+        out.append((key, key.encode("utf-8")))
+    return out
 
 
 def _read_ahead(it: Iterator[T], pool: ThreadPoolExecutor) -> Iterator[T]:
@@ -225,7 +284,8 @@ def _resolve(pieces: list[_Piece], spec: MergeSpec, horizon: bytes) -> pa.Table:
 
 
 def merge_sorted(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSpec, batch_size: int, *,
-                 read_ahead: bool = False, stats: dict[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
+                 read_ahead: bool = False, stats: dict[str, Any] | None = None,
+                 round_rows: int | None = None) -> Iterator[pa.RecordBatch]:
     """The ``sorted`` engine: merged batches (at most `batch_size` rows) in key order.
 
     With `read_ahead`, inputs are read and checked one batch ahead on a small
@@ -251,25 +311,35 @@ def merge_sorted(inputs: Sequence[SourceInput], schema: pa.Schema, spec: MergeSp
                     yield batch if batch.schema.equals(out_schema) else \
                         pa.RecordBatch.from_arrays(batch.columns, schema=out_schema)
 
-        while not tree.is_exhausted():
-            head = tree.peek()
-            assert head is not None
-            horizon = head[0]
-            horizon_bytes = horizon.encode("utf-8")
-            pieces = [piece for run in runs if (piece := run.cut(horizon, horizon_bytes)) is not None]
+        def resolve(pieces: list[_Piece], horizon_bytes: bytes) -> Iterator[pa.RecordBatch]:
+            """Resolve one round (here, or on the resolver thread) and hand out what is done."""
+            nonlocal rounds, sorted_cuts
             rounds += 1
             sorted_cuts += len(pieces) > 1
-            # every input whose batch ended at the horizon is used up: advance those (the tree reads)
-            tree.pop_group()
-            tree.advance_popped()
             if resolver is None:
                 yield from emit(_resolve(pieces, spec, horizon_bytes))
-                continue
+                return
             pending.append(resolver.submit(_resolve, pieces, spec, horizon_bytes))
             # hand out every round already resolved (the first batch does not wait for a full queue),
             # and block on the oldest only when ROUNDS_IN_FLIGHT are in flight
             while pending and (len(pending) >= ROUNDS_IN_FLIGHT or pending[0].done()):
                 yield from emit(pending.popleft().result())
+
+        parts_of = _round_batches()
+        limit = round_rows if round_rows is not None else parts_of and max(parts_of * batch_size, MIN_ROUND_ROWS)
+        while not tree.is_exhausted():
+            head = tree.peek()
+            assert head is not None
+            horizon = head[0]
+            horizon_bytes = horizon.encode("utf-8")
+            # a round that would hold more than `limit` rows is resolved in parts (see ROUND_BATCHES)
+            for sub, sub_bytes in (_sub_horizons(runs, horizon, horizon_bytes, limit) if limit > 0 else ()):
+                yield from resolve([piece for run in runs if (piece := run.cut(sub, sub_bytes)) is not None], sub_bytes)
+            pieces = [piece for run in runs if (piece := run.cut(horizon, horizon_bytes)) is not None]
+            # every input whose batch ended at the horizon is used up: advance those (the tree reads)
+            tree.pop_group()
+            tree.advance_popped()
+            yield from resolve(pieces, horizon_bytes)
         while pending:
             yield from emit(pending.popleft().result())
         if stats is not None:
