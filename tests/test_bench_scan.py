@@ -47,13 +47,7 @@ def test_a_snapshot_read_of_a_default_mor_table_does_not_import_pandas(tmp_path:
     """The same for `read()` of a default-layout MOR table with updates (merged by position) and deletes: a
     whole-process read (`python -c "...open_table(T).read()"`, bench startup's comparison with Paimon) does not
     pay pandas' import (~0.25 s) for a table it never turns into a frame."""
-    gen = TripsGenerator(4)
-    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="uuid", partition_by="city", ordering_field="ts",
-                             table_type="MERGE_ON_READ")
-    rows = gen.inserts(3_000)
-    t.insert(rows)
-    t.upsert(gen.updates(400))
-    t.delete(rows.slice(0, 50).select(["uuid", "city"]))
+    t = _mor_table(tmp_path / "t", seed=4, inserts=3_000, updates=400, deletes=50)
     assert any(fs.log_files for fs in t.latest_slices())
     assert _rows_and_pandas(f"lsm_lab.open_table({str(tmp_path / 't')!r}).read().num_rows") == \
         [str(t.read().num_rows), "False"]
@@ -66,13 +60,7 @@ def test_a_snapshot_read_loads_no_write_service_nor_merge_engine(tmp_path: Path)
     engines (`lsm_lab.merge.sorted`, `loser_tree`, `hashmerge`, `heap`) and no v1 log or HFile reader (the table
     has native logs and no metadata table): each is imported where a write, an engine's merge, a v1 log or a
     metadata table needs it."""
-    gen = TripsGenerator(5)
-    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="uuid", partition_by="city", ordering_field="ts",
-                             table_type="MERGE_ON_READ")
-    rows = gen.inserts(2_000)
-    t.insert(rows)
-    t.upsert(gen.updates(300))
-    t.delete(rows.slice(0, 40).select(["uuid", "city"]))
+    t = _mor_table(tmp_path / "t", seed=5, inserts=2_000, updates=300, deletes=40)
     unused = ("lsm_lab.merge.sorted", "lsm_lab.merge.loser_tree", "lsm_lab.merge.hashmerge", "lsm_lab.merge.heap",
               "lsm_lab.filegroup.write", "lsm_lab.filegroup.stream_write", "lsm_lab.filegroup.compat",
               "lsm_lab.format.log_v1", "lsm_lab.format.hfile")
@@ -84,6 +72,18 @@ def test_a_snapshot_read_loads_no_write_service_nor_merge_engine(tmp_path: Path)
     # the names the package re-exports still resolve, on first use
     from lsm_lab.merge import LoserTree, trace_merge
     assert LoserTree.__module__ == "lsm_lab.merge.loser_tree" and callable(trace_merge)
+
+
+def _mor_table(path: Path, *, seed: int, inserts: int, updates: int, deletes: int) -> lsm_lab.Table:
+    """A default-layout MOR trips table with updates and deletes in its logs (merged by position on read)."""
+    gen = TripsGenerator(seed)
+    t = lsm_lab.create_table(path, name="t", record_key="uuid", partition_by="city", ordering_field="ts",
+                             table_type="MERGE_ON_READ")
+    rows = gen.inserts(inserts)
+    t.insert(rows)
+    t.upsert(gen.updates(updates))
+    t.delete(rows.slice(0, deletes).select(["uuid", "city"]))
+    return t
 
 
 def _rows_and_pandas(rows: str) -> list[str]:
