@@ -22,12 +22,13 @@ from typing import Any
 
 import pytest
 from test_metadata_index_write import check_indexes
+from test_metadata_listing import traced_plan
 from test_metadata_maintenance import _hudi_rs_check
+from test_metadata_write import KILL_AFTER_MDT_UPDATE
 
 import lsm_lab
 from lsm_lab.interop.hudi_tables import hudi_available
 from lsm_lab.services import mdt_services, mdt_write
-from lsm_lab.storage import request_scope
 from lsm_lab.table import mdt_listing
 from lsm_lab.table.state import TableState
 from lsm_lab.timeline.active import ActiveTimeline
@@ -134,15 +135,7 @@ def test_threshold_one_keeps_a_single_log(tmp_path: Path) -> None:
     assert _logs_in_latest_slice(path, "record_index") != [1] * len(_logs_in_latest_slice(path, "record_index"))
 
 
-_KILL_AFTER_MDT = textwrap.dedent("""
-    import os, signal, sys
-    import lsm_lab
-    from lsm_lab.services import mdt_write
-    real = mdt_write.update
-    def die(*a, **kw):
-        real(*a, **kw)
-        os.kill(os.getpid(), signal.SIGKILL)   # after the MDT deltacommit, before the data commit
-    mdt_write.update = die
+_KILL_AFTER_MDT = KILL_AFTER_MDT_UPDATE + textwrap.dedent("""
     lsm_lab.open_table(sys.argv[1]).upsert([{"id": "id003", "city": "sf", "ts": 50, "fare": -9.0, "merchant": "x"}])
 """)
 
@@ -220,14 +213,7 @@ def test_cold_plan_at_most_three_mdt_gets_on_s3(s3_table: Any, version: int) -> 
         else:
             t.upsert(rows)
         mdt_listing.forget()  # a cold process: nothing of the MDT kept
-        u = lsm_lab.open_table(t.path)
-        counts = u.storage.counts
-        counts.trace = []
-        with request_scope(), u.pinned():
-            slices = _slices(u)
-        trace, counts.trace = counts.trace, None
-        root = u.storage._key("")  # type: ignore[attr-defined]
-        lists = [key[len(root):].lstrip("/") for kind, key in trace if kind == "LIST"]
+        slices, lists, trace = traced_plan(lsm_lab.open_table(t.path), _slices)
         assert not [key for key in lists if not key.startswith(".hoodie")], lists  # no LIST of the data
         mdt_gets = [key for kind, key in trace if kind == "GET" and "/.hoodie/metadata/" in key
                     and "/.hoodie/metadata/.hoodie/" not in key]  # beyond the MDT's timeline

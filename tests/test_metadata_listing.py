@@ -78,6 +78,19 @@ def _slices(t: lsm_lab.Table, as_of: Any = None) -> list[tuple[Any, ...]]:
                   for s in t.latest_slices(as_of))
 
 
+def traced_plan(t: lsm_lab.Table, slices_of: Callable[[lsm_lab.Table], Any] = _slices
+                ) -> tuple[Any, list[str], list[tuple[str, str]]]:
+    """A snapshot plan of `t` (an S3 table) with its requests traced: (`slices_of(t)`, the keys it LISTed,
+    relative to the table, and every (kind, key) request)."""
+    counts = t.storage.counts
+    counts.trace = []
+    with request_scope(), t.pinned():
+        slices = slices_of(t)
+    trace, counts.trace = counts.trace, None
+    root = t.storage._key("")  # type: ignore[attr-defined]
+    return slices, [key[len(root):].lstrip("/") for kind, key in trace if kind == "LIST"], trace
+
+
 def _plans(t: lsm_lab.Table) -> list[Any]:
     """Every service plan lsm_lab can make of the table now (dry runs), or the typed error each gives."""
     out = [_outcome(lambda: repr(clustering.plan(t))),
@@ -288,15 +301,7 @@ def test_no_list_of_the_data_on_the_s3_server(s3_table: Any, version: int) -> No
     for use, forget in ((True, True), (True, False), (False, False)):
         if forget:
             mdt_listing.forget()
-        u = lsm_lab.open_table(t.path, use_metadata=use)
-        counts = u.storage.counts
-        counts.trace = []
-        with request_scope(), u.pinned():
-            slices = _slices(u)
-        trace, counts.trace = counts.trace, None
-        root = u.storage._key("")  # type: ignore[attr-defined]
-        lists = [k[len(root):].lstrip("/") for kind, k in trace if kind == "LIST"]
-        runs[(use, forget)] = (slices, lists, trace)
+        runs[(use, forget)] = traced_plan(lsm_lab.open_table(t.path, use_metadata=use))
     cold, warm, listing = runs[(True, True)], runs[(True, False)], runs[(False, False)]
     assert cold[0] == warm[0] == listing[0]
     for r in (cold, warm):

@@ -367,7 +367,8 @@ def test_enabled_later_starts_from_a_listing(tmp_path: Path) -> None:
     assert hfile.read_hfile(base[0]).entry_count == 4  # three partitions + __all_partitions__
 
 
-_CRASH = textwrap.dedent("""
+#: a child script's start: the process kills itself once the MDT deltacommit is written, before the data commit
+KILL_AFTER_MDT_UPDATE = textwrap.dedent("""
     import os, signal, sys
     import lsm_lab
     from lsm_lab.services import mdt_write
@@ -376,6 +377,9 @@ _CRASH = textwrap.dedent("""
         real(*a, **kw)
         os.kill(os.getpid(), signal.SIGKILL)   # after the MDT deltacommit, before the data commit
     mdt_write.update = die
+""")
+
+_CRASH = KILL_AFTER_MDT_UPDATE + textwrap.dedent("""
     t = lsm_lab.open_table(sys.argv[1])
     t.upsert([{"id": f"id{i:03d}", "city": ("sf", "nyc", "chennai")[i % 3], "ts": 50, "fare": -9.0}
               for i in range(0, 30, 2)])
