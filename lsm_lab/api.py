@@ -725,8 +725,9 @@ class Table(TableState):
         return savepoint.create_savepoint(self, instant, user=user, comment=comment)
 
     def delete_savepoint(self, instant: Any) -> None:
-
+        """Remove a savepoint (its files become cleanable again)."""
         from lsm_lab.services import savepoint  # start-up: a snapshot read loads no write service
+
         savepoint.delete_savepoint(self, instant)
 
     def restore(self, instant: Any) -> Instant:
