@@ -257,10 +257,13 @@ def test_a_killed_rollback_of_a_completed_write_is_still_finished(tmp_table: Mak
 # --------------------------------------------------------------------------- a real SIGKILL during restore
 def _slow_child(action: str, pause: float) -> str:
     """A child process's script: `table.<action>(instant)` on the table named by its arguments, every file
-    deletion slowed by `pause` seconds so that a kill lands inside the action; "ready" printed before it."""
+    deletion slowed by `pause` seconds so that a kill lands inside the action; "ready" printed before it. The
+    services a restore or rollback uses are imported before "ready" (the table layer imports them on first
+    use), so that the kill's delay falls on the action, not on module loading."""
     return f"""
 import pathlib, sys, time
 import lsm_lab
+import lsm_lab.services.clustering, lsm_lab.services.rollback, lsm_lab.services.savepoint, lsm_lab.services.upgrade
 real = pathlib.Path.unlink
 def slow(self, *a, **kw):
     time.sleep({pause})
