@@ -387,15 +387,22 @@ def _cpu_note(a: dict[str, Any], b: dict[str, Any]) -> str:
     return ""
 
 
+#: sorted / io_floor, wall time (issue 33's restated target)
+FLOOR_TARGET = 1.3
+
+
 def summarize_targets(records: Sequence[dict[str, Any]]) -> list[str]:
-    """Check the issue's targets for each k where the needed contenders ran."""
+    """Check the issue's targets for each k where the needed contenders ran.
+
+    The I/O-floor target is issue 33's restatement, 1.3x: the first one, 0.9x, cannot be reached with
+    these means (docs/PERFORMANCE.md, "Why 0.9x of the floor is out of reach")."""
     out = []
     for k in sorted({r["k"] for r in records}):
         by = {r["contender"]: r for r in records if r["k"] == k and "error" not in r}
         if "sorted" in by and "io_floor" in by:
             ratio = by["sorted"]["seconds"] / by["io_floor"]["seconds"]
-            out.append(f"k={k}: sorted / io_floor = {ratio:.2f}x (target <= 0.9x) "
-                       f"{'OK' if ratio <= 0.9 else 'MISSED'}{_cpu_note(by['sorted'], by['io_floor'])}")
+            out.append(f"k={k}: sorted / io_floor = {ratio:.2f}x (target <= {FLOOR_TARGET}x) "
+                       f"{'OK' if ratio <= FLOOR_TARGET else 'MISSED'}{_cpu_note(by['sorted'], by['io_floor'])}")
         if "sorted" in by and "duckdb" in by:
             ratio = by["sorted"]["seconds"] / by["duckdb"]["seconds"]
             out.append(f"k={k}: sorted / duckdb = {ratio:.2f}x (target <= 0.6x) "
