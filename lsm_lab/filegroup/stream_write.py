@@ -565,4 +565,5 @@ class StreamWrite:
         return out
 
 
-__all__ = ["BUFFER_PROPERTY", "DEFAULT_BUFFER_ROWS", "StreamWrite", "buffer_rows_of", "chunks", "is_stream"]
+__all__ = ["BUFFER_PROPERTY", "DEFAULT_BUFFER_ROWS", "SPILL_PREFIX", "StreamWrite", "buffer_rows_of", "chunks",
+           "is_stream", "owner_alive", "spill_prefix", "sweep_spill_folders"]
