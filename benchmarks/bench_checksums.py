@@ -85,36 +85,38 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", default=None, help="where inputs are generated (default: a temp folder)")
     args = ap.parse_args(argv)
     base = Path(args.data_dir or tempfile.mkdtemp(prefix="lsm_lab_crc_"))
-    base.mkdir(parents=True, exist_ok=True)
-    inputs = {c: _merge_inputs(base, args.rows, args.k, c) for c in (True, False)}
-    tables = {c: _table(base, args.rows, c) for c in (True, False)}
-    times: dict[tuple[str, bool], list[float]] = {}
-    cpu: dict[tuple[str, bool], list[float]] = {}
-    for r in range(args.repeat):
-        for c in ((True, False) if r % 2 == 0 else (False, True)):
-            _set(c)
-            out = base / f"out_{c}.parquet"
-            t0, c0 = time.perf_counter(), time.process_time()
-            stats = merge_parquet_files(out, inputs[c], key=KEY, ordering=ORDERING, engine="sorted")
-            times.setdefault(("merge", c), []).append(time.perf_counter() - t0)
-            cpu.setdefault(("merge", c), []).append(time.process_time() - c0)
-            out.unlink()
-            t0, c0 = time.perf_counter(), time.process_time()
-            n = lsm_lab.open_table(tables[c].path).read().num_rows
-            times.setdefault(("snapshot", c), []).append(time.perf_counter() - t0)
-            cpu.setdefault(("snapshot", c), []).append(time.process_time() - c0)
-            assert n == args.rows and stats["rows_out"] > 0
-    _set(True)
-    print(f"rows={args.rows:,} k={args.k} repeat={args.repeat} (seconds: median / best)")
-    for what in ("merge", "snapshot"):
-        on, off = times[(what, True)], times[(what, False)]
-        med_on, med_off, min_on, min_off = statistics.median(on), statistics.median(off), min(on), min(off)
-        print(f"{what:9s} with checksums {med_on:7.3f} / {min_on:7.3f} s   without {med_off:7.3f} / {min_off:7.3f} s"
-              f"   ratio {med_on / med_off:5.3f} / {min_on / min_off:5.3f}")
-        cpu_on, cpu_off = statistics.median(cpu[(what, True)]), statistics.median(cpu[(what, False)])
-        print(f"{'':9s} CPU time (all threads, median): {cpu_on:7.3f} s vs {cpu_off:7.3f} s   ratio {cpu_on / cpu_off:5.3f}")
-    if not args.data_dir:
-        shutil.rmtree(base, ignore_errors=True)
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        inputs = {c: _merge_inputs(base, args.rows, args.k, c) for c in (True, False)}
+        tables = {c: _table(base, args.rows, c) for c in (True, False)}
+        times: dict[tuple[str, bool], list[float]] = {}
+        cpu: dict[tuple[str, bool], list[float]] = {}
+        for r in range(args.repeat):
+            for c in ((True, False) if r % 2 == 0 else (False, True)):
+                _set(c)
+                out = base / f"out_{c}.parquet"
+                t0, c0 = time.perf_counter(), time.process_time()
+                stats = merge_parquet_files(out, inputs[c], key=KEY, ordering=ORDERING, engine="sorted")
+                times.setdefault(("merge", c), []).append(time.perf_counter() - t0)
+                cpu.setdefault(("merge", c), []).append(time.process_time() - c0)
+                out.unlink()
+                t0, c0 = time.perf_counter(), time.process_time()
+                n = lsm_lab.open_table(tables[c].path).read().num_rows
+                times.setdefault(("snapshot", c), []).append(time.perf_counter() - t0)
+                cpu.setdefault(("snapshot", c), []).append(time.process_time() - c0)
+                assert n == args.rows and stats["rows_out"] > 0
+        _set(True)
+        print(f"rows={args.rows:,} k={args.k} repeat={args.repeat} (seconds: median / best)")
+        for what in ("merge", "snapshot"):
+            on, off = times[(what, True)], times[(what, False)]
+            med_on, med_off, min_on, min_off = statistics.median(on), statistics.median(off), min(on), min(off)
+            print(f"{what:9s} with checksums {med_on:7.3f} / {min_on:7.3f} s   without {med_off:7.3f} / {min_off:7.3f} s"
+                  f"   ratio {med_on / med_off:5.3f} / {min_on / min_off:5.3f}")
+            cpu_on, cpu_off = statistics.median(cpu[(what, True)]), statistics.median(cpu[(what, False)])
+            print(f"{'':9s} CPU time (all threads, median): {cpu_on:7.3f} s vs {cpu_off:7.3f} s   ratio {cpu_on / cpu_off:5.3f}")
+    finally:  # the generated inputs and tables; a --data-dir given is kept
+        if not args.data_dir:
+            shutil.rmtree(base, ignore_errors=True)
     return 0
 
 

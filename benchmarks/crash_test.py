@@ -155,11 +155,33 @@ def run(kills: int, *, workdir: Path | None = None, seed: int = 0, max_delay: fl
 
     `location` puts the table on an object store (`s3://bucket/prefix`, credentials from the
     AWS_* environment variables, which the writer processes inherit) instead of `workdir`; `stream`: the
-    writers hand every batch over as a stream (several chunks, one commit)."""
+    writers hand every batch over as a stream (several chunks, one commit).
+
+    Without `workdir` the table lives in a new temporary folder, removed when the run ends, unless the
+    run found an inconsistency (AssertionError): then the table is the evidence, kept, and the error says
+    where."""
+    root = Path(workdir or tempfile.mkdtemp(prefix="lsm_lab_crash_"))
+    try:
+        stats = _run_in(root, kills, seed=seed, max_delay=max_delay, verbose=verbose, layout=layout,
+                        location=location, stream=stream)
+    except AssertionError as exc:
+        if workdir is None:
+            exc.add_note(f"the table is kept in {root} (remove it when done)")
+        raise
+    except BaseException:
+        if workdir is None:
+            shutil.rmtree(root, ignore_errors=True)
+        raise
+    if workdir is None:
+        shutil.rmtree(root, ignore_errors=True)
+    return stats
+
+
+def _run_in(root: Path, kills: int, *, seed: int, max_delay: float, verbose: bool, layout: str,
+            location: str | None, stream: bool) -> dict[str, Any]:
     import lsm_lab
 
     rng = random.Random(seed)
-    root = Path(workdir or tempfile.mkdtemp(prefix="lsm_lab_crash_"))
     path: Any = location if location else root / "table"
     ack = root / "acks"
     if location is None and path.exists():
@@ -171,7 +193,10 @@ def run(kills: int, *, workdir: Path | None = None, seed: int = 0, max_delay: fl
     started = time.monotonic()
     stats: dict[str, Any] = {"kills": 0, "batches": 0, "unacked_commits": 0, "pending_at_kill": 0,
                              "killed_in": {}}
-    env = dict(os.environ, TQDM_DISABLE="1", PYTHONUNBUFFERED="1", **{STREAM_ENV: "1" if stream else "0"})
+    spill = root / "tmp"  # the children's temporary folder: a killed stream writer's spill stays inside `root`
+    spill.mkdir(exist_ok=True)
+    env = dict(os.environ, TQDM_DISABLE="1", PYTHONUNBUFFERED="1", TMPDIR=str(spill),
+               **{STREAM_ENV: "1" if stream else "0"})
     for k in range(kills):
         proc = subprocess.Popen([sys.executable, __file__, "--child", str(path), str(applied), str(ack)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
@@ -225,8 +250,6 @@ def run(kills: int, *, workdir: Path | None = None, seed: int = 0, max_delay: fl
     stats["instants_active"] = len(table.instants())
     stats["instants_archived"] = len(table.archived_instants())
     stats["seconds"] = round(time.monotonic() - started, 1)
-    if workdir is None:
-        shutil.rmtree(root, ignore_errors=True)
     return stats
 
 

@@ -69,27 +69,28 @@ def parse_env(spec: str) -> dict[str, str]:
 def run(rows: Sequence[int], k: int, batches: Sequence[int], contenders: Sequence[str], *,
         mmap_threshold: int | None, data_dir: str, overlap: float = 0.3,
         envs: Sequence[dict[str, str]] = ()) -> list[dict[str, Any]]:
-    out_dir = Path(tempfile.mkdtemp(prefix="lsm_lab_merge_memory_"))
-    records: list[dict[str, Any]] = []
-    for n in rows:
-        ds = make_runs(data_dir, n, k, overlap)
-        jobs: list[tuple[str, int | None, dict[str, str] | None, str]] = []
-        for c in contenders:
-            if c == "sorted":
-                jobs += [("sorted", b, None, f"sorted b={b}") for b in batches]
-                if mmap_threshold:
-                    jobs.append(("sorted", batches[0], {"MALLOC_MMAP_THRESHOLD_": str(mmap_threshold)},
-                                 f"sorted b={batches[0]} mmap>={mmap_threshold}"))
-                for extra in envs:
-                    jobs.append(("sorted", batches[0], extra,
-                                 f"sorted b={batches[0]} " + ",".join(f"{k_}={v_}" for k_, v_ in extra.items())))
-            else:
-                jobs.append((c, None, None, c))
-        for contender, batch, env, label in jobs:
-            print(f"N={n:,} {label} ...", file=sys.stderr, flush=True)
-            rec = run_contender(contender, ds, out_dir, batch_size=batch, env=env)
-            rec.update(rows=ds.rows, label=label)
-            records.append(rec)
+    with tempfile.TemporaryDirectory(prefix="lsm_lab_merge_memory_") as tmp:  # merged outputs, removed at the end
+        out_dir = Path(tmp)
+        records: list[dict[str, Any]] = []
+        for n in rows:
+            ds = make_runs(data_dir, n, k, overlap)
+            jobs: list[tuple[str, int | None, dict[str, str] | None, str]] = []
+            for c in contenders:
+                if c == "sorted":
+                    jobs += [("sorted", b, None, f"sorted b={b}") for b in batches]
+                    if mmap_threshold:
+                        jobs.append(("sorted", batches[0], {"MALLOC_MMAP_THRESHOLD_": str(mmap_threshold)},
+                                     f"sorted b={batches[0]} mmap>={mmap_threshold}"))
+                    for extra in envs:
+                        jobs.append(("sorted", batches[0], extra,
+                                     f"sorted b={batches[0]} " + ",".join(f"{k_}={v_}" for k_, v_ in extra.items())))
+                else:
+                    jobs.append((c, None, None, c))
+            for contender, batch, env, label in jobs:
+                print(f"N={n:,} {label} ...", file=sys.stderr, flush=True)
+                rec = run_contender(contender, ds, out_dir, batch_size=batch, env=env)
+                rec.update(rows=ds.rows, label=label)
+                records.append(rec)
     return records
 
 
@@ -214,18 +215,20 @@ def heap_child(spec_json: str) -> None:
 
 def heap_run(rows: Sequence[int], k: int, batch: int, data_dir: str, overlap: float = 0.3) -> list[dict[str, Any]]:
     """`--heap`: one sampled sorted merge per N, each in its own process (the `lsm-lab` command's pool)."""
-    out_dir = Path(tempfile.mkdtemp(prefix="lsm_lab_merge_heap_"))
-    records = []
-    for n in rows:
-        ds = make_runs(data_dir, n, k, overlap)
-        job = {"paths": list(ds.paths), "out": str(out_dir / f"heap_{n}.parquet"), "batch_size": batch}
-        print(f"N={n:,} sorted b={batch}, sampled ...", file=sys.stderr, flush=True)
-        proc = subprocess.run([sys.executable, __file__, "--heap-child", json.dumps(job)], capture_output=True,
-                              text=True, env=command_env())
-        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-        if proc.returncode != 0 or not lines:
-            raise SystemExit(f"N={n}: {(proc.stderr or proc.stdout).strip()[-2000:]}")
-        records.append({"rows": ds.rows, **json.loads(lines[-1][len("RESULT "):])})
+    with tempfile.TemporaryDirectory(prefix="lsm_lab_merge_heap_") as tmp:  # merged outputs, removed at the end
+        out_dir = Path(tmp)
+        records = []
+        for n in rows:
+            ds = make_runs(data_dir, n, k, overlap)
+            job = {"paths": list(ds.paths), "out": str(out_dir / f"heap_{n}.parquet"), "batch_size": batch}
+            print(f"N={n:,} sorted b={batch}, sampled ...", file=sys.stderr, flush=True)
+            proc = subprocess.run([sys.executable, __file__, "--heap-child", json.dumps(job)], capture_output=True,
+                                  text=True, env=command_env())
+            Path(str(job["out"])).unlink(missing_ok=True)  # hundreds of MiB each: one N's output at a time
+            lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+            if proc.returncode != 0 or not lines:
+                raise SystemExit(f"N={n}: {(proc.stderr or proc.stdout).strip()[-2000:]}")
+            records.append({"rows": ds.rows, **json.loads(lines[-1][len("RESULT "):])})
     return records
 
 

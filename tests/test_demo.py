@@ -168,3 +168,28 @@ def test_an_update_batch_repeats_exactly_the_keys_asked_for(fraction: float) -> 
     assert len(pc.unique(batch.column("uuid"))) == 1_000 - int(1_000 * fraction)
     deletes = gen.deletes(300)
     assert deletes.num_rows == len(pc.unique(deletes.column("uuid"))) == 300
+
+
+def test_run_demo_without_a_folder_keeps_its_table_and_says_so(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without `directory` the table (the result) stays in a new temporary folder the last line names; a demo that
+    fails otherwise than by a model disagreement removes that folder."""
+    import tempfile
+
+    from lsm_lab.lab import demo
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    lines: list[str] = []
+    table = run_demo(rows=50, rounds=0, echo=lines.append)
+    (kept,) = tmp_path.iterdir()
+    assert kept.name.startswith("lsm_lab_demo_") and table.path == kept / "trips"
+    assert lines[-1] == f"kept {kept} (a new temporary folder: remove it when done)"
+
+    def broken(path: Path, *a: object, **kw: object) -> None:
+        path.mkdir(parents=True)
+        raise OSError("disk full")
+
+    monkeypatch.setattr(demo, "_run", broken)
+    with pytest.raises(OSError, match="disk full"):
+        run_demo(rows=50, rounds=0, echo=lines.append)
+    assert list(tmp_path.iterdir()) == [kept]

@@ -12,6 +12,14 @@ in a file group gives the same rows.
 from __future__ import annotations
 
 import itertools
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +36,7 @@ from lsm_lab.filegroup import stream_write
 from lsm_lab.merge import records
 from lsm_lab.services.commit import describe_write
 
+ROOT = Path(__file__).resolve().parents[1]
 Row = tuple[int, str, int]  # key number, partition, ordering value
 
 ROWS = st.lists(st.tuples(st.integers(0, 25), st.sampled_from(["a", "b"]), st.integers(0, 4)), max_size=60)
@@ -246,3 +255,111 @@ def test_bench_write_stream_small() -> None:
     assert set(result["contenders"]) == {"floor", "table", "stream"}
     assert all(c["peak_rss_bytes"] > 0 for c in result["contenders"].values())
     assert "stream / table: peak RSS" in write_stream.report(result)
+
+
+# --------------------------------------------------------------------------- spill folders of killed writers
+_SPILLING_CHILD = textwrap.dedent("""
+    import sys, tempfile, time
+    from pathlib import Path
+    import pyarrow as pa
+    import lsm_lab
+
+    t = lsm_lab.open_table(sys.argv[1])
+    spill = Path(tempfile.gettempdir())  # the child's TMPDIR: the test's spill folder
+
+    def stream():
+        for i in range(1000):
+            if i == 3:  # the write's first two chunks were taken before its spill folder was made
+                assert any(spill.glob("lsm_lab-stream-*")), list(spill.iterdir())
+                print("ready", flush=True)
+                time.sleep(120)  # killed here, the spill folder on disk
+            yield pa.record_batch({"id": [f"c{i:04d}"], "p": ["a"], "v": [i]})
+
+    t.upsert(stream(), buffer_rows=1)
+""")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="a streamed write's owner is judged from /proc")
+def test_a_killed_writers_spill_folder_is_swept_by_the_next_streamed_write(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A streamed writer SIGKILLed while its chunks are spilled leaves its spill folder; the next streamed write in
+    the same spill folder removes it, and leaves alone a live process's folder (this test's, named by the same
+    helper), a folder of the old random-only name, and what a symlink of a spill folder's name points to."""
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", partition_by="p")
+    env = {**os.environ, "TMPDIR": str(spill), "TQDM_DISABLE": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-c", _SPILLING_CHILD, str(t.path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        ready, _, _ = select.select([proc.stdout], [], [], 120)
+        line = proc.stdout.readline() if ready else ""
+        assert line.strip() == "ready", f"child did not get ready: {line!r} {proc.stderr.read()[-2000:] if proc.poll() is not None else ''}"
+        dead = [p.name for p in spill.iterdir()]
+        assert len(dead) == 1 and dead[0].startswith(f"lsm_lab-stream-{proc.pid}-"), dead
+        assert any((spill / dead[0]).iterdir())  # its chunks are spilled
+        assert stream_write.owner_alive(dead[0]) is True  # not yet killed
+    finally:
+        proc.kill()  # SIGKILL
+        proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    assert stream_write.owner_alive(dead[0]) is False
+    live = Path(tempfile.mkdtemp(prefix=stream_write.spill_prefix(), dir=spill))  # this process's: alive
+    (live / "0.arrow").write_bytes(b"x")
+    legacy = spill / "lsm_lab-stream-ab12cd34"  # the old name: no owner to judge
+    legacy.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not a spill")
+    link = spill / f"{dead[0]}x"  # a symlink named as a dead owner's folder: never followed
+    link.symlink_to(outside, target_is_directory=True)
+
+    monkeypatch.setattr(tempfile, "tempdir", str(spill))  # this process's streamed writes spill there too
+    t = lsm_lab.open_table(t.path)
+    t.upsert(_stream(pa.table({"id": ["k1", "k2", "k3"], "p": ["a", "a", "a"], "v": [1, 2, 3]}), 1), buffer_rows=1)
+    assert sorted(p.name for p in spill.iterdir()) == sorted([live.name, legacy.name, link.name])
+    assert (live / "0.arrow").exists() and (outside / "keep.txt").read_text() == "not a spill"
+    assert {r["id"]: r["v"] for r in t.read().to_pylist()} == {"k1": 1, "k2": 2, "k3": 3}  # the killed write: none
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="start times come from /proc")
+def test_spill_owner_is_judged_by_pid_and_start_time(tmp_path: Path) -> None:
+    """A folder of this pid with another start time is a dead owner's (the pid was reused); one of another pid
+    namespace is not ours to judge; a sweep that cannot remove a folder logs it and goes on."""
+    prefix = stream_write.spill_prefix()
+    pid, start, ns = (int(x) for x in prefix[len(stream_write.SPILL_PREFIX):].rstrip("-").split("-"))
+    assert pid == os.getpid() and start > 0
+    assert stream_write.owner_alive(f"{prefix}abc") is True
+    reused = tmp_path / f"{stream_write.SPILL_PREFIX}{pid}-{start + 1}-{ns}-abc"
+    other_ns = tmp_path / f"{stream_write.SPILL_PREFIX}{pid}-{start + 1}-{ns + 1}-abc"
+    for p in (reused, other_ns):
+        p.mkdir()
+        (p / "0.arrow").write_bytes(b"x")
+    assert stream_write.owner_alive(reused.name) is False
+    assert stream_write.owner_alive(other_ns.name) is None
+    assert stream_write.sweep_spill_folders(tmp_path) == [reused]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [other_ns.name]
+    assert stream_write.sweep_spill_folders(tmp_path / "missing") == []  # an unreadable parent: nothing, no error
+
+
+def test_a_failing_sweep_does_not_fail_the_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    dead = spill / f"{stream_write.SPILL_PREFIX}999999999-1-0-abc"  # no such pid (above any pid_max)
+    dead.mkdir()
+    monkeypatch.setattr(stream_write, "owner_alive", lambda name: False if name == dead.name else None)
+
+    real = shutil.rmtree
+
+    def refuse(path: Any, *a: Any, **kw: Any) -> None:
+        if Path(path) == dead:
+            raise PermissionError(13, "Permission denied", str(path))
+        real(path, *a, **kw)
+
+    monkeypatch.setattr(shutil, "rmtree", refuse)
+    monkeypatch.setattr(tempfile, "tempdir", str(spill))
+    t = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id")
+    t.upsert(_stream(pa.table({"id": ["a", "b"], "v": [1, 2]}), 1), buffer_rows=1)
+    assert t.read().num_rows == 2 and dead.exists()

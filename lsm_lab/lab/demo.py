@@ -74,6 +74,10 @@ def run_demo(directory: str | Path | None = None, *, rows: int = 100_000, rounds
              cdc_mode: str | None = None) -> Table:
     """Run the main job; returns the table. Raises AssertionError if a read disagrees with the model.
 
+    The table is written under `directory`; without one (local storage), under a new temporary folder that
+    is kept — the table is the result — and named in the last line printed (`lsm-lab demo` uses
+    `demo_folder`, which removes its folder unless --keep).
+
     `cdc_mode` (None: no CDC logs) creates a CDC-enabled table logging in that mode.
 
     `storage="s3"` starts a local S3 server (moto, `lsm_lab.lab.s3local`), runs the demo on a bucket
@@ -87,9 +91,21 @@ def run_demo(directory: str | Path | None = None, *, rows: int = 100_000, rounds
             echo(f"local S3 server (moto) at {s3.endpoint}")
             return _run(f"{s3.new_bucket('demo')}/trips", s3.options(), rows=rows, rounds=rounds, seed=seed,
                         engine=engine, echo=echo, cdc_mode=cdc_mode)
-    base = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="lsm_lab_demo_"))
-    return _run(base / "trips", None, rows=rows, rounds=rounds, seed=seed, engine=engine, echo=echo,
-                cdc_mode=cdc_mode)
+    if directory:
+        return _run(Path(directory) / "trips", None, rows=rows, rounds=rounds, seed=seed, engine=engine, echo=echo,
+                    cdc_mode=cdc_mode)
+    base = Path(tempfile.mkdtemp(prefix="lsm_lab_demo_"))  # the table is the result: kept, and the message says so
+    try:
+        table = _run(base / "trips", None, rows=rows, rounds=rounds, seed=seed, engine=engine, echo=echo,
+                     cdc_mode=cdc_mode)
+    except AssertionError as exc:  # a read disagreed with the model: the table is the evidence
+        exc.add_note(f"the table is kept in {base} (remove it when done)")
+        raise
+    except BaseException:
+        shutil.rmtree(base, ignore_errors=True)
+        raise
+    echo(f"kept {base} (a new temporary folder: remove it when done)")
+    return table
 
 
 def _run(path: Any, storage_options: dict[str, str] | None, *, rows: int, rounds: int, seed: int, engine: str,
