@@ -60,7 +60,7 @@ def test_sigkill_loop_streamed_writes(tmp_path: Path) -> None:
     assert stats["batches"] > 0
     # the writers spilled into the run's folder (their TMPDIR): each swept its killed predecessors' spill
     # folders; what the last ones left has a dead owner, so one more sweep leaves none
-    from lsm_lab.filegroup.stream_write import SPILL_PREFIX, sweep_spill_folders
+    from lsm_lab.filegroup.spill import SPILL_PREFIX, sweep_spill_folders
 
     sweep_spill_folders(tmp_path / "tmp")
     assert not [p.name for p in (tmp_path / "tmp").iterdir() if p.name.startswith(SPILL_PREFIX)]

@@ -32,7 +32,9 @@ from hypothesis import strategies as st
 
 import lsm_lab
 from lsm_lab.errors import InputError, SchemaError
+from lsm_lab.filegroup import spill as spill_module
 from lsm_lab.filegroup import stream_write
+from lsm_lab.filegroup.spill import SPILL_PREFIX, owner_alive, spill_prefix, sweep_spill_folders
 from lsm_lab.merge import records
 from lsm_lab.services.commit import describe_write
 
@@ -300,13 +302,13 @@ def test_a_killed_writers_spill_folder_is_swept_by_the_next_streamed_write(tmp_p
         dead = [p.name for p in spill.iterdir()]
         assert len(dead) == 1 and dead[0].startswith(f"lsm_lab-stream-{proc.pid}-"), dead
         assert any((spill / dead[0]).iterdir())  # its chunks are spilled
-        assert stream_write.owner_alive(dead[0]) is True  # not yet killed
+        assert owner_alive(dead[0]) is True  # not yet killed
     finally:
         proc.kill()  # SIGKILL
         proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL
-    assert stream_write.owner_alive(dead[0]) is False
-    live = Path(tempfile.mkdtemp(prefix=stream_write.spill_prefix(), dir=spill))  # this process's: alive
+    assert owner_alive(dead[0]) is False
+    live = Path(tempfile.mkdtemp(prefix=spill_prefix(), dir=spill))  # this process's: alive
     (live / "0.arrow").write_bytes(b"x")
     legacy = spill / "lsm_lab-stream-ab12cd34"  # the old name: no owner to judge
     legacy.mkdir()
@@ -328,28 +330,28 @@ def test_a_killed_writers_spill_folder_is_swept_by_the_next_streamed_write(tmp_p
 def test_spill_owner_is_judged_by_pid_and_start_time(tmp_path: Path) -> None:
     """A folder of this pid with another start time is a dead owner's (the pid was reused); one of another pid
     namespace is not ours to judge; a sweep that cannot remove a folder logs it and goes on."""
-    prefix = stream_write.spill_prefix()
-    pid, start, ns = (int(x) for x in prefix[len(stream_write.SPILL_PREFIX):].rstrip("-").split("-"))
+    prefix = spill_prefix()
+    pid, start, ns = (int(x) for x in prefix[len(SPILL_PREFIX):].rstrip("-").split("-"))
     assert pid == os.getpid() and start > 0
-    assert stream_write.owner_alive(f"{prefix}abc") is True
-    reused = tmp_path / f"{stream_write.SPILL_PREFIX}{pid}-{start + 1}-{ns}-abc"
-    other_ns = tmp_path / f"{stream_write.SPILL_PREFIX}{pid}-{start + 1}-{ns + 1}-abc"
+    assert owner_alive(f"{prefix}abc") is True
+    reused = tmp_path / f"{SPILL_PREFIX}{pid}-{start + 1}-{ns}-abc"
+    other_ns = tmp_path / f"{SPILL_PREFIX}{pid}-{start + 1}-{ns + 1}-abc"
     for p in (reused, other_ns):
         p.mkdir()
         (p / "0.arrow").write_bytes(b"x")
-    assert stream_write.owner_alive(reused.name) is False
-    assert stream_write.owner_alive(other_ns.name) is None
-    assert stream_write.sweep_spill_folders(tmp_path) == [reused]
+    assert owner_alive(reused.name) is False
+    assert owner_alive(other_ns.name) is None
+    assert sweep_spill_folders(tmp_path) == [reused]
     assert sorted(p.name for p in tmp_path.iterdir()) == [other_ns.name]
-    assert stream_write.sweep_spill_folders(tmp_path / "missing") == []  # an unreadable parent: nothing, no error
+    assert sweep_spill_folders(tmp_path / "missing") == []  # an unreadable parent: nothing, no error
 
 
 def test_a_failing_sweep_does_not_fail_the_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spill = tmp_path / "spill"
     spill.mkdir()
-    dead = spill / f"{stream_write.SPILL_PREFIX}999999999-1-0-abc"  # no such pid (above any pid_max)
+    dead = spill / f"{SPILL_PREFIX}999999999-1-0-abc"  # no such pid (above any pid_max)
     dead.mkdir()
-    monkeypatch.setattr(stream_write, "owner_alive", lambda name: False if name == dead.name else None)
+    monkeypatch.setattr(spill_module, "owner_alive", lambda name: False if name == dead.name else None)
 
     real = shutil.rmtree
 
