@@ -22,6 +22,11 @@ With the `lsm_tree` layout every file written is sorted by record key with no
 key twice (the batch is de-duplicated first — on bucket tables each file group's
 share, after its sort; COW merges use the sorted engine).
 
+On a bucket table `tag` copies no rows: it finds each file group's rows (their row numbers, in key
+order on an lsm_tree table), and the thread that writes the group gathers them from the batch
+(`GroupRows`), so that a write holds the batch and the rows of the groups in flight, not a reordered
+copy of the whole batch.
+
 `write_file_group` does the work for one file group from plain arguments, so
 that a Spark task can call it for its partition of the data.
 
