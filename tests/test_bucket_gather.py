@@ -71,9 +71,9 @@ def _batch(n: int, chunks: int, seed: int) -> pa.Table:
 def test_group_rows_are_the_groups_rows_in_order(tmp_path: Path, layout: str, chunks: int) -> None:
     """Every row of the batch in exactly one group, of its partition; an lsm_tree group's in key order (ties in
     arrival order), another's in arrival order; each group a table of its own rows, one chunk a column."""
+    options: dict[str, Any] = {"hoodie.index.type": "BUCKET"}  # (the default layout's default: SIMPLE)
     table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", partition_by="city", ordering_field="ts",
-                                 table_type="MERGE_ON_READ", layout=layout, num_buckets=4,
-                                 **{"hoodie.index.type": "BUCKET"})
+                                 table_type="MERGE_ON_READ", layout=layout, num_buckets=4, **options)
     assert table.config.bucket_index
     batch = writer.prepare(table.config, None, _batch(3000, chunks, 1), "bulk_insert").rows
     tagged = writer.tag(table.config, batch, {}, None, op="bulk_insert")
