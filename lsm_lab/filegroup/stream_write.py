@@ -246,9 +246,10 @@ class StreamWrite:
         by_partition = {p: self._groups[p] for p in parts}
         ctx = self.ctx_of(self.batch_schema)
         if config.bucket_index:
-            for p, fid, share, latest, _ in writer.tag(config, rows, by_partition, ctx, op=self.op):
-                if not config.is_lsm:  # runs sorted by key (stable): key ranges can be cut at the end
-                    share = records.sort_by_key(share)
+            tagged = writer.tag(config, rows, by_partition, ctx, op=self.op)
+            # each group's rows gathered on the write threads (`write.GroupRows`); a chunk is spilled whole
+            shares = writer.run_in_threads([functools.partial(self._run_of, share) for _, _, share, _, _ in tagged])
+            for (p, fid, _, latest, _), share in zip(tagged, shares):
                 self._spill_group(spill, (("group", p, fid)), share, latest, None)
             return
         hits, fresh = writer.split_existing(rows, by_partition, ctx, self._keys_cache)
@@ -257,6 +258,12 @@ class StreamWrite:
         if self.op == "delete" or fresh.num_rows == 0:  # a delete of a key no group holds deletes nothing
             return
         self._spill_new_keys(spill, fresh)
+
+    def _run_of(self, share: pa.Table | writer.GroupRows) -> pa.Table:
+        """A bucket group's rows of one chunk as a spilled run: sorted by key (stable), so that key ranges can be
+        cut at the end (an lsm_tree group's come sorted from `tag`)."""
+        rows = writer.rows_table(share)
+        return rows if self.config.is_lsm else records.sort_by_key(rows)
 
     def _spill_group(self, spill: Spill[Dest], dest: Dest, share: pa.Table, latest: FileSlice | None,
                      stored: pa.Array | None) -> None:

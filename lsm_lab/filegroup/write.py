@@ -22,6 +22,11 @@ With the `lsm_tree` layout every file written is sorted by record key with no
 key twice (the batch is de-duplicated first — on bucket tables each file group's
 share, after its sort; COW merges use the sorted engine).
 
+On a bucket table `tag` copies no rows: it finds each file group's rows (their row numbers, in key
+order on an lsm_tree table), and the thread that writes the group gathers them from the batch
+(`GroupRows`), so that a write holds the batch and the rows of the groups in flight, not a reordered
+copy of the whole batch.
+
 `write_file_group` does the work for one file group from plain arguments, so
 that a Spark task can call it for its partition of the data.
 
@@ -159,8 +164,9 @@ def planned_files(config: TableConfig, base_path: TablePath, partition: str, fil
 
 
 # --------------------------------------------------------------------------- tagging
-Tagged = tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]
-"""(partition, file id, the group's rows, its latest slice or None for a new group, the keys it holds or None)"""
+Tagged = tuple[str, str, "pa.Table | GroupRows", FileSlice | None, pa.Array | None]
+"""(partition, file id, the group's rows, its latest slice or None for a new group, the keys it holds or None).
+The rows are a table, or on a bucket table a `GroupRows` (gathered by `write_file_group`; `rows_table`)."""
 Locator = Callable[[pa.Array, str], tuple[pa.Array, pa.Array]]
 """(keys, their partition) → (partition, file id) per key, null where unknown: a record index (table/mdt_use.py)"""
 
@@ -173,6 +179,7 @@ def tag(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list
 
     The rows keep the batch's order (sorted by key unless the batch was bucket-placed, see `prepare`);
     a bucket-placed lsm_tree group's rows come sorted by key, repeated keys kept (`_one_per_key`).
+    On a bucket table each group's rows are a `GroupRows`, gathered from `rows` when the group is written.
     A delete's keys that no file group holds delete nothing: they go to no group (never packed into a
     small one, which would only write a useless delete log there).  `keys_cache`: the keys of each
     (partition, file id) already read (a streamed write tags many chunks against one snapshot).
@@ -271,13 +278,12 @@ def _existing_hits(partition: str, prow: pa.Table, existing: dict[str, FileGroup
 
 def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[str, list[FileGroup]]
                  ) -> list[Tagged]:
-    """`tag` for bucket tables: one hash of the batch, one grouping sort, one take per column.
+    """`tag` for bucket tables: one hash of the batch, one grouping sort; each group's rows as a `GroupRows`.
 
     Groups come partition by partition, buckets ascending; an lsm_tree group's rows come sorted by
     key (sorted on the write threads, `records.key_sort_indices`), other groups' in arrival order."""
     if rows.num_rows == 0:
         return []
-    schema = rows.schema
     parts = records.one_array(rows.column(PARTITION_PATH)).dictionary_encode()
     names = parts.dictionary.to_pylist()
     by_rank = sorted(names)
@@ -289,26 +295,24 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
     buckets = index.bucket_ids_of(config.upstream_format, key_cols, keys, config.num_buckets).astype(np.int64)
     group = rank[parts.indices.to_numpy(zero_copy_only=False)] * config.num_buckets + buckets
     # the rows of each group, found with one O(n) grouping sort of the small group ids (not one filter of the
-    # whole batch per group); then each group's rows sorted by key (on the write threads), and the batch put
-    # in that order with one take per column (in parallel, from the batch's chunks as they are: no copy to
-    # make them contiguous first), so that each group's share is a slice of it
+    # whole batch per group); then each group's rows sorted by key (on the write threads).  The rows
+    # themselves are gathered later, group by group, by the thread that writes the group (`GroupRows`)
     order = np.argsort(group.astype(np.uint16) if group.max() < 1 << 16 else group, kind="stable")
     counts = np.bincount(group)
     ids = np.flatnonzero(counts).tolist()
     ends = np.cumsum(counts)
-    spans = [(int(ends[g] - counts[g]), int(ends[g])) for g in ids]
+    spans = [order[int(ends[g] - counts[g]):int(ends[g])] for g in ids]
     if config.is_lsm:
-        order = np.concatenate(list(run_in_threads([functools.partial(_by_key, keys, order[a:b]) for a, b in spans])))
+        spans = list(run_in_threads([functools.partial(_by_key, keys, span) for span in spans]))
     # a key that is one string field holds that field's values: gathered once, used for both columns
     alias = (config.record_key[0] if len(config.record_key) == 1 and config.record_key[0] in rows.column_names
              and pa.types.is_string(rows.schema.field(config.record_key[0]).type) else None)
     # the partition path is one value per group: repeated per share, not gathered
-    rows = _gather(rows.drop_columns([PARTITION_PATH]), order, alias)
-    at = schema.get_field_index(PARTITION_PATH)
-    out: list[tuple[str, str, pa.Table, FileSlice | None, pa.Array | None]] = []
-    for g, (a, b) in zip(ids, spans):
+    source = rows.drop_columns([PARTITION_PATH])
+    out: list[Tagged] = []
+    for g, span in zip(ids, spans):
         partition, bucket = by_rank[g // config.num_buckets], g % config.num_buckets
-        share = rows.slice(a, b - a).add_column(at, schema.field(at), pa.repeat(pa.scalar(partition, pa.string()), b - a))
+        share = GroupRows(source, span, alias=alias, partition=partition, schema=rows.schema)
         existing = {grp.file_id: grp for grp in groups_by_partition.get(partition, [])}
         fid = index.file_id_of_bucket(config.upstream_format, config.name, partition, bucket)
         grp = existing.get(fid)
@@ -321,16 +325,91 @@ def _by_key(keys: pa.Array, idx: np.ndarray) -> np.ndarray:
     return idx[records.key_sort_indices(keys.take(pa.array(idx)))] if len(idx) > 1 else idx
 
 
-def _gather(rows: pa.Table, order: np.ndarray, alias: str | None) -> pa.Table:
-    """The rows in `order`: one take per column, on the write threads (Arrow's take releases the GIL).
+class GroupRows:
+    """The rows of one file group of a bucket table, gathered from the batch only when they are written.
 
-    `alias`: a column holding the same strings as `_hoodie_record_key`, which is then not gathered twice."""
-    idx = pa.array(order)
-    names = [n for n in rows.column_names if not (alias is not None and n == RECORD_KEY)]
-    taken = dict(zip(names, run_in_threads([functools.partial(rows.column(n).take, idx) for n in names])))
-    if alias is not None:
-        taken[RECORD_KEY] = taken[alias]
-    return pa.Table.from_arrays([taken[n] for n in rows.column_names], schema=rows.schema)
+        batch (N rows, as handed in)        GroupRows of group g: the batch + g's row numbers (key order)
+          │                                    │ table(), on the write thread that writes g
+          └── take g's rows, column by column ─┴─► g's table (its rows only)  → written, then freed
+
+    `_tag_buckets` finds every group's rows (row numbers, in key order on an lsm_tree table) but copies
+    none: `write_file_group` calls `table()` on the thread that writes the group, so only the groups being
+    written (at most `WRITE_THREADS`) have their reordered rows in memory at once, not a reordered copy of
+    the whole batch; each group's columns are that group's size, which the C library can reuse from one
+    group to the next (docs/PERFORMANCE.md, "Bulk insert: one file group's rows at a time").
+
+    The table is the one a gather of the whole batch would give, sliced: the partition path is repeated
+    (one value per group, not gathered); a key that is one string field is gathered once, from
+    whichever of that field and `_hoodie_record_key` has fewer chunks, and used for both; a column of
+    several chunks is taken chunk by chunk (`_take`), since Arrow's take first copies such a column
+    whole, which per group would be a copy of the batch each time."""
+
+    __slots__ = ("_alias", "_field", "_order", "_partition", "_position", "_source")
+
+    def __init__(self, source: pa.Table, order: np.ndarray, *, alias: str | None, partition: str,
+                 schema: pa.Schema) -> None:
+        """`source`: the batch without its partition path; `order`: the group's rows in it; `schema`: the
+        batch's, which says where the partition path goes back; `alias`: a string column holding the
+        same values as `_hoodie_record_key`."""
+        self._source, self._order, self._alias, self._partition = source, order, alias, partition
+        self._position = schema.get_field_index(PARTITION_PATH)
+        self._field = schema.field(self._position)
+
+    @property
+    def num_rows(self) -> int:
+        return len(self._order)
+
+    def table(self) -> pa.Table:
+        """The group's rows, gathered now (a new table each call)."""
+        source, idx = self._source, pa.array(self._order)
+        both = (self._alias, RECORD_KEY) if self._alias is not None else ()
+        once = min(both, key=lambda n: source.column(n).num_chunks) if both else None
+        splits: dict[tuple[int, ...], _ChunkSplit] = {}
+        taken = {n: _take(source.column(n), self._order, idx, splits) for n in source.column_names
+                 if n not in both or n == once}
+        for n in both:
+            taken[n] = taken[once]
+        rows = pa.Table.from_arrays([taken[n] for n in source.column_names], schema=source.schema)
+        return rows.add_column(self._position, self._field,
+                               pa.repeat(pa.scalar(self._partition, pa.string()), rows.num_rows))
+
+
+def rows_table(rows: pa.Table | GroupRows) -> pa.Table:
+    """A file group's rows as a table: `rows` itself, or a bucket group's rows gathered now."""
+    return rows.table() if isinstance(rows, GroupRows) else rows
+
+
+_ChunkSplit = tuple[list[np.ndarray], np.ndarray]
+"""(each chunk's rows wanted, as row numbers in the chunk; where each row wanted is among them, chunk after chunk)"""
+
+
+def _take(column: pa.ChunkedArray, order: np.ndarray, idx: pa.Array,
+          splits: dict[tuple[int, ...], _ChunkSplit]) -> pa.Array | pa.ChunkedArray:
+    """`column.take(idx)` (`idx` = `order`, the rows wanted) as one array, without copying the whole column first.
+
+    Arrow's take of a column of several chunks concatenates them into one array first (pyarrow 26, every type).
+    So each chunk gives its own rows, in chunk order, those pieces are joined (the group's size) and put in
+    `order`'s order with one take of them.  `splits` keeps that plan per chunk layout, for the other columns."""
+    if column.num_chunks == 1:
+        return column.chunk(0).take(idx)
+    if column.num_chunks == 0 or pa.types.is_dictionary(column.type):  # (a dictionary column: the Arrow way,
+        return column.take(idx)                                       # whose result has its unified dictionary)
+    lengths = tuple(len(c) for c in column.chunks)
+    split = splits.get(lengths)
+    if split is None:
+        starts = np.cumsum((0, *lengths))
+        chunk_of = np.searchsorted(starts, order, side="right") - 1
+        by_chunk = np.argsort(chunk_of.astype(np.uint16) if len(lengths) < 1 << 16 else chunk_of, kind="stable")
+        bounds = np.searchsorted(chunk_of[by_chunk], np.arange(len(lengths) + 1))
+        local = [order[by_chunk[bounds[c]:bounds[c + 1]]] - starts[c] for c in range(len(lengths))]
+        inverse = np.empty(len(order), np.int64)
+        inverse[by_chunk] = np.arange(len(order))
+        split = splits[lengths] = (local, inverse)
+    local, inverse = split
+    pieces = [column.chunk(c).take(pa.array(rows)) for c, rows in enumerate(local) if len(rows)]
+    if len(pieces) == 1:  # all in one chunk: taken in `order`'s order already
+        return pieces[0]
+    return pa.concat_arrays(pieces).take(pa.array(inverse)) if pieces else column.take(idx)
 
 
 def _one_per_key(config: TableConfig, rows: pa.Table, is_delete: bool) -> pa.Table:
@@ -474,7 +553,7 @@ def write_file_group(
     ctx: ReadContext,
     partition: str,
     file_id: str,
-    rows: pa.Table,
+    rows: pa.Table | GroupRows,
     latest: FileSlice | None,
     existing_keys: pa.Array | None,
     instant: str,
@@ -486,7 +565,9 @@ def write_file_group(
     """Write one file group's share of a batch; returns the write stats (empty when nothing to do).
 
     On a CDC table the file group's CDC log follows the data file (filegroup/cdclog.py).
+    `rows`: a table, or a bucket group's `GroupRows` from `tag`, gathered here (on the thread writing the group).
     """
+    rows = rows_table(rows)
     token = token or naming.write_token(task, 0, 0)
     if config.is_lsm:  # sorted by tag(); a bucket-placed batch is de-duplicated here, per file group
         rows = _one_per_key(config, rows, op == "delete")  # before the CDC log: both see the same rows
