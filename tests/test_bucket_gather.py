@@ -67,7 +67,7 @@ def _batch(n: int, chunks: int, seed: int) -> pa.Table:
 
 
 @pytest.mark.parametrize("layout", ["lsm_tree", "default"])
-@pytest.mark.parametrize("chunks", [1, 4])
+@pytest.mark.parametrize("chunks", [1, 4, writer.MAX_TAKE_CHUNKS + 36])  # the last: made contiguous first
 def test_group_rows_are_the_groups_rows_in_order(tmp_path: Path, layout: str, chunks: int) -> None:
     """Every row of the batch in exactly one group, of its partition; an lsm_tree group's in key order (ties in
     arrival order), another's in arrival order; each group a table of its own rows, one chunk a column."""

@@ -309,7 +309,9 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
              and pa.types.is_string(rows.schema.field(config.record_key[0]).type) else None)
     # the partition path is one value per group: repeated per share, not gathered
     source = rows.drop_columns([PARTITION_PATH])
-    out: list[Tagged] = []
+    if max((c.num_chunks for c in source.columns), default=0) > MAX_TAKE_CHUNKS:
+        source = source.combine_chunks()  # many small chunks (a stream of small batches): one copy, then each
+    out: list[Tagged] = []                # group's take is one take per column, not one per chunk
     for g, span in zip(ids, spans):
         partition, bucket = by_rank[g // config.num_buckets], g % config.num_buckets
         share = GroupRows(source, span, alias=alias, partition=partition, schema=rows.schema)
@@ -379,7 +381,12 @@ def rows_table(rows: pa.Table | GroupRows) -> pa.Table:
     return rows.table() if isinstance(rows, GroupRows) else rows
 
 
-_ChunkSplit = tuple[list[np.ndarray], np.ndarray]
+#: a batch whose columns have more chunks than this is made contiguous before its groups are gathered: `_take`
+#: costs one Arrow call per chunk, per column and per group, which for a stream of small batches (thousands of
+#: chunks) would cost more than the one copy it saves
+MAX_TAKE_CHUNKS = 64
+
+_ChunkSplit = tuple[list[pa.Array], pa.Array]
 """(each chunk's rows wanted, as row numbers in the chunk; where each row wanted is among them, chunk after chunk)"""
 
 
@@ -401,15 +408,15 @@ def _take(column: pa.ChunkedArray, order: np.ndarray, idx: pa.Array,
         chunk_of = np.searchsorted(starts, order, side="right") - 1
         by_chunk = np.argsort(chunk_of.astype(np.uint16) if len(lengths) < 1 << 16 else chunk_of, kind="stable")
         bounds = np.searchsorted(chunk_of[by_chunk], np.arange(len(lengths) + 1))
-        local = [order[by_chunk[bounds[c]:bounds[c + 1]]] - starts[c] for c in range(len(lengths))]
+        local = [pa.array(order[by_chunk[bounds[c]:bounds[c + 1]]] - starts[c]) for c in range(len(lengths))]
         inverse = np.empty(len(order), np.int64)
         inverse[by_chunk] = np.arange(len(order))
-        split = splits[lengths] = (local, inverse)
+        split = splits[lengths] = (local, pa.array(inverse))
     local, inverse = split
-    pieces = [column.chunk(c).take(pa.array(rows)) for c, rows in enumerate(local) if len(rows)]
+    pieces = [column.chunk(c).take(rows) for c, rows in enumerate(local) if len(rows)]
     if len(pieces) == 1:  # all in one chunk: taken in `order`'s order already
         return pieces[0]
-    return pa.concat_arrays(pieces).take(pa.array(inverse)) if pieces else column.take(idx)
+    return pa.concat_arrays(pieces).take(inverse) if pieces else column.take(idx)
 
 
 def _one_per_key(config: TableConfig, rows: pa.Table, is_delete: bool) -> pa.Table:
