@@ -1,4 +1,5 @@
-"""A real Spark standalone cluster (master + 2 workers on 127.0.0.1): write, compact, read; rows equal local mode.
+"""A real Spark standalone cluster (master + 2 workers on 127.0.0.1): write, compact, read; rows equal local mode
+(the campaign test) and the library's (the S3 test in make test).
 
 The cluster's driver runs in a child process (one SparkContext per process;
 the test run's local session stays up). The daemons are started and stopped
