@@ -2,6 +2,9 @@
 
 `local[2,3]`: two cores, and a failed task is tried up to three times, so
 tests can inject a failure into the first attempt and watch the retry.
+
+The driver JVM runs with C1 only and the serial collector: the tests' jobs are small and many, and on
+2 cores the C2 compiler threads (and G1's) took CPU from them; nothing a test checks depends on the JIT.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ SPARK_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
     "spark.driver.memory": "1g",
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
 }
 
 
