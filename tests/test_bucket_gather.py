@@ -67,10 +67,14 @@ def _batch(n: int, chunks: int, seed: int) -> pa.Table:
 
 
 @pytest.mark.parametrize("layout", ["lsm_tree", "default"])
-@pytest.mark.parametrize("chunks", [1, 4, writer.MAX_TAKE_CHUNKS + 36])  # the last: made contiguous first
-def test_group_rows_are_the_groups_rows_in_order(tmp_path: Path, layout: str, chunks: int) -> None:
+@pytest.mark.parametrize(("chunks", "min_rows"), [(1, None), (4, 0), (4, None), (100, None)])
+def test_group_rows_are_the_groups_rows_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str,
+                                                 chunks: int, min_rows: int | None) -> None:
     """Every row of the batch in exactly one group, of its partition; an lsm_tree group's in key order (ties in
-    arrival order), another's in arrival order; each group a table of its own rows, one chunk a column."""
+    arrival order), another's in arrival order; each group a table of its own rows, one chunk a column.
+    Chunks of 750 or 30 rows are made contiguous first (`MIN_TAKE_CHUNK_ROWS`); with it 0 they are taken from."""
+    if min_rows is not None:
+        monkeypatch.setattr(writer, "MIN_TAKE_CHUNK_ROWS", min_rows)
     options: dict[str, Any] = {"hoodie.index.type": "BUCKET"}  # (the default layout's default: SIMPLE)
     table = lsm_lab.create_table(tmp_path / "t", name="t", record_key="id", partition_by="city", ordering_field="ts",
                                  table_type="MERGE_ON_READ", layout=layout, num_buckets=4, **options)

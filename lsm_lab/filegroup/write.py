@@ -309,8 +309,9 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
              and pa.types.is_string(rows.schema.field(config.record_key[0]).type) else None)
     # the partition path is one value per group: repeated per share, not gathered
     source = rows.drop_columns([PARTITION_PATH])
-    if max((c.num_chunks for c in source.columns), default=0) > MAX_TAKE_CHUNKS:
-        source = source.combine_chunks()  # many small chunks (a stream of small batches): one copy, then each
+    chunks = max((c.num_chunks for c in source.columns), default=0)
+    if chunks > 1 and source.num_rows < MIN_TAKE_CHUNK_ROWS * chunks:
+        source = source.combine_chunks()  # small chunks (a stream of small batches): one copy, then each
     out: list[Tagged] = []                # group's take is one take per column, not one per chunk
     for g, span in zip(ids, spans):
         partition, bucket = by_rank[g // config.num_buckets], g % config.num_buckets
@@ -381,10 +382,11 @@ def rows_table(rows: pa.Table | GroupRows) -> pa.Table:
     return rows.table() if isinstance(rows, GroupRows) else rows
 
 
-#: a batch whose columns have more chunks than this is made contiguous before its groups are gathered: `_take`
-#: costs one Arrow call per chunk, per column and per group, which for a stream of small batches (thousands of
-#: chunks) would cost more than the one copy it saves
-MAX_TAKE_CHUNKS = 64
+#: a batch whose chunks hold fewer rows than this on average is made contiguous before its groups are gathered:
+#: `_take` costs one Arrow call per chunk, per column and per group, which for a stream of small batches (thousands
+#: of chunks of a few rows) would cost more than the one copy it saves; a Parquet file read whole comes in chunks
+#: of 131,072 rows (16M rows: 122 chunks), which are taken from as they are
+MIN_TAKE_CHUNK_ROWS = 16_384
 
 _ChunkSplit = tuple[list[pa.Array], pa.Array]
 """(each chunk's rows wanted, as row numbers in the chunk; where each row wanted is among them, chunk after chunk)"""
