@@ -48,11 +48,16 @@ demo: $(STAMP)
 demo-s3: $(STAMP)
 	$(BIN)/lsm-lab demo --storage s3
 
-test: $(STAMP) lint
+# mypy (~35 s of one core) runs beside the tests, its report printed after them; either failing fails the target
+test: $(STAMP)
+	$(BIN)/ruff check lsm_lab tests benchmarks tools data
 	@rm -rf $(TEST_TMP) && mkdir -p $(TEST_TMP)
-	TMPDIR=$(TEST_TMP) SPARK_LOCAL_DIRS=$(TEST_TMP) LSM_LAB_SCRATCH=$(TEST_TMP)/scratch \
+	@$(BIN)/mypy > $(TEST_TMP)/mypy.log 2>&1 & mypy=$$!; \
+	 TMPDIR=$(TEST_TMP) SPARK_LOCAL_DIRS=$(TEST_TMP) LSM_LAB_SCRATCH=$(TEST_TMP)/scratch \
 	  $(BIN)/python -m pytest -q -p no:cacheprovider --basetemp=$(TEST_TMP)/pytest -m "not campaign" \
-	  -n $(TEST_WORKERS) --dist worksteal --durations=15 $(PYTEST_ARGS) --nbmake tests notebooks
+	  -n $(TEST_WORKERS) --dist worksteal --durations=15 $(PYTEST_ARGS) --nbmake tests notebooks; tests=$$?; \
+	 wait $$mypy; typed=$$?; echo "mypy:"; cat $(TEST_TMP)/mypy.log; \
+	 [ $$tests -eq 0 ] && [ $$typed -eq 0 ] || exit 1
 	@rm -rf $(TEST_TMP)
 
 lint: $(STAMP)
