@@ -7,8 +7,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 # make test spreads the tests over one worker more than the cores (pytest-xdist): many tests wait on a child
-# process, a local server or a JVM, and the extra worker fills that time (2 cores: 856 s with 3 workers against
-# 922-986 s with 2, docs/PERFORMANCE.md stop 42); TEST_WORKERS=0 runs them in one process
+# process, a local server or a JVM, and the extra worker can fill that time (2 cores: 856 and 990 s with 3 workers,
+# 922 and 986 s with 2: this machine's speed varied more; docs/PERFORMANCE.md stop 42); TEST_WORKERS=0: one process
 TEST_WORKERS ?= $(shell echo $$(( $$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1) + 1 )))
 # make test's temporary files (pytest's tmp_path, notebook tables, Spark's scratch) stay inside the repo's
 # ignored .tmp/, emptied at the start of every run, so nothing is left behind in the system temp folder
