@@ -1,7 +1,7 @@
 """Peak memory of a k-way merge against the number of rows N: sorted, hash and DuckDB (issue 33, item 2).
 
     python benchmarks/merge_memory.py [--rows 1000000 4000000 16000000] [--k 8] [--batch 32768 65536 16384]
-                                      [--contenders sorted hash duckdb] [--mmap-threshold 262144]
+                                      [--contenders sorted hash duckdb io_floor] [--mmap-threshold 262144]
                                       [--env VAR=VALUE[,VAR=VALUE] ...]
                                       [--plot memory.png] [--json OUT]
 
@@ -11,7 +11,9 @@ allocator as the `lsm-lab` command has it), on the same k sorted runs of N rows 
 (30% of the rows update a key of another run).  The sorted engine's memory should not depend
 on N: it holds, per input, the batch being merged and the one read ahead, a few rounds in
 flight and the writer's queued row groups, all O(k x batch).  The hash engine holds the map
-of the log records (O(N)); DuckDB sorts, spilling past its memory limit.
+of the log records (O(N)); DuckDB sorts, spilling past its memory limit.  `io_floor` merges
+nothing: it reads the k files one after another and writes their rows with the merge's writer
+(`lsm-lab bench merge`'s floor), so its curve is what reading and writing alone cost.
 
 `--batch` runs the sorted engine once per merge batch (the hash engine and DuckDB have no
 such knob: they run once).  `--mmap-threshold BYTES` adds a run of the sorted engine with
@@ -52,7 +54,7 @@ from lsm_lab.allocator import command_env
 from lsm_lab.bench.merge import KEY, ORDERING, make_runs, peak_rss_bytes, run_contender
 from lsm_lab.merge.files import MERGE_BATCH_ROWS
 
-CONTENDERS = ("sorted", "hash", "duckdb")
+CONTENDERS = ("sorted", "hash", "duckdb", "io_floor")
 
 
 def parse_env(spec: str) -> dict[str, str]:
