@@ -424,3 +424,38 @@ def test_record_keys_of_a_chunked_column_equal_the_combined_ones(rows: list[tupl
         assert isinstance(got, pa.ChunkedArray) and got.num_chunks == chunked.column("s").num_chunks
         assert all(g.buffers()[2] is None or g.buffers()[2].address == c.buffers()[2].address
                    for g, c in zip(got.chunks, chunked.column("s").chunks))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32), st.lists(st.tuples(st.integers(0, 199), st.sampled_from(["", "0", "~", "é"]),
+                                                 st.booleans()), max_size=30),
+       st.lists(st.integers(0, 260), max_size=5), st.floats(0.05, 1.0))
+def test_prefix_sort_of_some_rows_of_chunked_keys_is_arrows_sort(seed: int, extra: list[tuple[int, str, bool]],
+                                                                 cuts: list[int], share: float) -> None:
+    """Some rows (ascending) of a chunked key column, sorted from the column's prefixes (`key_prefixes`, chunk
+    by chunk) and only their tied keys (`prefix_sort_indices`, as a bucket write sorts a file group): Arrow's
+    stable sort of those rows' keys, with few ties, many (the whole sort) or repeated keys."""
+    import numpy as np
+    import pyarrow.compute as pc
+    rng = random.Random(seed)
+    keys = [f"{rng.getrandbits(64):016x}" for _ in range(200)]
+    for at, tail, cut in extra:  # same first 8 bytes as keys[at], then something else (or the same key again)
+        keys.insert(rng.randrange(len(keys) + 1), keys[at][:8] + tail if cut else keys[at])
+    bounds = [0, *sorted(min(c, len(keys)) for c in cuts), len(keys)]
+    column = pa.chunked_array([pa.array(keys[a:b], pa.string()) for a, b in itertools.pairwise(bounds)], pa.string())
+    rows = np.array(sorted(rng.sample(range(len(keys)), max(1, int(share * len(keys))))), dtype=np.int64)
+    prefixes = records.key_prefixes(column)
+    assert prefixes is not None and len(prefixes) == len(keys)
+    asked: list[int] = []
+
+    def keys_at(at: np.ndarray | None) -> pa.Array:
+        picked = rows if at is None else rows[at]
+        asked.append(len(picked))
+        return pa.array([keys[i] for i in picked], pa.string())
+
+    got = records.prefix_sort_indices(prefixes[rows], keys_at)
+    expected = pc.sort_indices(pa.array([keys[i] for i in rows], pa.string())).to_numpy()
+    assert np.array_equal(got, expected)
+    assert all(n <= 2 * len(extra) for n in asked) or asked == [len(rows)]  # the tied keys, or all at once
+    assert records.key_prefixes(pa.chunked_array([], pa.string())) is not None
+    assert records.key_prefixes(pa.chunked_array([pa.array(["a", None])])) is None  # a null: no prefixes

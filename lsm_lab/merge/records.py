@@ -25,7 +25,7 @@ Taught in: notebooks/03_sorted_writes_and_levels.ipynb
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -367,6 +367,19 @@ def _prefixes(arr: pa.Array) -> np.ndarray | None:
     return cast("np.ndarray | None", words & keep)
 
 
+def key_prefixes(keys: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
+    """The first 8 UTF-8 bytes of every key as big-endian uint64 (`key_sort_indices`' sort keys), chunk by
+    chunk (no joined copy of the keys); None when they are not plain strings without nulls."""
+    chunks = keys.chunks if isinstance(keys, pa.ChunkedArray) else [keys]
+    parts = []
+    for c in chunks:
+        prefix = _prefixes(c)
+        if prefix is None:
+            return None
+        parts.append(prefix)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+
+
 def key_sort_indices(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Indices that sort string keys by UTF-8 bytes, as `pc.sort_indices` (stable) returns them.
 
@@ -380,7 +393,16 @@ def key_sort_indices(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
     arr = one_array(keys)
     if len(arr) <= 1:
         return np.arange(len(arr), dtype=np.int64)
-    prefix = _prefixes(arr)
+    return prefix_sort_indices(_prefixes(arr), lambda at: arr if at is None else arr.take(pa.array(at)))
+
+
+def prefix_sort_indices(prefix: np.ndarray | None,
+                        keys_at: Callable[[np.ndarray | None], pa.Array | pa.ChunkedArray]) -> np.ndarray:
+    """`key_sort_indices` of keys given by their prefixes (`key_prefixes`; None: unknown) and `keys_at(rows)`,
+    the keys at those ascending positions (None: all of them), asked only for the keys whose prefix ties.
+
+    A bucket write sorts each file group's keys this way from the batch's prefixes (`write._tag_buckets`):
+    8 bytes a row gathered per group, and only the few tied keys themselves, not all of the group's."""
     if prefix is not None:
         order = np.argsort(prefix).astype(np.int64, copy=False)
         ranked = prefix[order]
@@ -393,9 +415,9 @@ def key_sort_indices(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
         places = np.flatnonzero(tied)
         if len(places) <= _FEW_TIES * len(order):
             members = np.sort(order[places])  # ascending row numbers: Arrow's stable sort keeps their order
-            order[places] = members[pc.sort_indices(arr.take(pa.array(members))).to_numpy()]
+            order[places] = members[pc.sort_indices(keys_at(members)).to_numpy()]
             return order
-    return cast("np.ndarray", pc.sort_indices(arr).to_numpy().astype(np.int64, copy=False))
+    return cast("np.ndarray", pc.sort_indices(keys_at(None)).to_numpy().astype(np.int64, copy=False))
 
 
 #: at most this share of the keys in equal-prefix runs for `key_sort_indices` to sort only those with Arrow
