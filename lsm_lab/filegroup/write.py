@@ -25,7 +25,9 @@ share, after its sort; COW merges use the sorted engine).
 On a bucket table `tag` copies no rows: it finds each file group's rows (their row numbers, in key
 order on an lsm_tree table), and the thread that writes the group gathers them from the batch
 (`GroupRows`), so that a write holds the batch and the rows of the groups in flight, not a reordered
-copy of the whole batch.
+copy of the whole batch.  Nor does `prepare` copy it there: the record key is the key field's column
+itself (chunks and all), and the partition path one index per row into the partition names
+(`records.partition_codes`), repeated as text in each group's rows.
 
 `write_file_group` does the work for one file group from plain arguments, so
 that a Spark task can call it for its partition of the data.
@@ -286,7 +288,8 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
     """`tag` for bucket tables: one hash of the batch, one grouping sort; each group's rows as a `GroupRows`.
 
     Groups come partition by partition, buckets ascending; an lsm_tree group's rows come sorted by
-    key (sorted on the write threads, `records.key_sort_indices`), other groups' in arrival order."""
+    key (sorted on the write threads from the batch's key prefixes, `records.prefix_sort_indices`), other
+    groups' in arrival order."""
     if rows.num_rows == 0:
         return []
     # (a dictionary-encoded partition path, `prepare`'s on an lsm_tree table, is used as it is)
