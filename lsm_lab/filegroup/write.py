@@ -25,9 +25,9 @@ share, after its sort; COW merges use the sorted engine).
 On a bucket table `tag` copies no rows: it finds each file group's rows (their row numbers, in key
 order on an lsm_tree table), and the thread that writes the group gathers them from the batch
 (`GroupRows`), so that a write holds the batch and the rows of the groups in flight, not a reordered
-copy of the whole batch.  Nor does `prepare` copy it there: the record key is the key field's column
-itself (chunks and all), and the partition path one index per row into the partition names
-(`records.partition_codes`), repeated as text in each group's rows.
+copy of the whole batch.  Nor does `prepare` copy its key and partition path: a key of one string field
+is that column itself (chunks and all), and the partition path one index per row into the partition
+names (`records.partition_codes`), repeated as text in each group's rows.
 
 `write_file_group` does the work for one file group from plain arguments, so
 that a Spark task can call it for its partition of the data.
