@@ -140,3 +140,36 @@ def test_writer_gets_one_groups_rows_at_a_time(tmp_path: Path, monkeypatch: pyte
         model[(row["city"], row["id"])] = row
     got = {(r["city"], r["id"]): r for r in table.read(columns=["id", "city", "ts", "rider", "fare"]).to_pylist()}
     assert got == model
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(2, 400), cuts=st.lists(st.integers(0, 400), max_size=6), seed=st.integers(0, 2**16),
+       key=st.sampled_from([["id"], ["id", "ts"]]), version=st.sampled_from([10, 9]), hive=st.booleans())
+def test_a_chunked_batch_is_tagged_as_the_combined_one(tmp_path_factory: pytest.TempPathFactory, n: int,
+                                                       cuts: list[int], seed: int, key: list[str], version: int,
+                                                       hive: bool) -> None:
+    """`prepare` keeps the key's chunks and dictionary-encodes the partition path (no per-row copy of either);
+    the groups `tag` makes of it, their rows and order, and the tables the writer gets (partition path as
+    text) are those of the same batch as one chunk (Hudi's and the CRC-32 bucket hash, one- and two-field keys)."""
+    table = lsm_lab.create_table(tmp_path_factory.mktemp("t") / "t", name="t", record_key=key, partition_by="city",
+                                 ordering_field="ts", table_type="MERGE_ON_READ", layout="lsm_tree", num_buckets=4,
+                                 table_version=version, hive_style=hive)
+    data = _batch(n, 1, seed)
+    bounds = [0, *sorted(min(c, n) for c in cuts), n]
+    chunked = pa.Table.from_batches([b for a, e in itertools.pairwise(bounds) for b in data.slice(a, e - a).to_batches()],
+                                    schema=data.schema)
+    batch = writer.prepare(table.config, None, chunked, "bulk_insert").rows
+    whole = writer.prepare(table.config, None, data.combine_chunks(), "bulk_insert").rows
+    assert pa.types.is_dictionary(batch.schema.field(records.PARTITION_PATH).type)
+    if key == ["id"]:  # the key is the field's column itself
+        assert batch.column(records.RECORD_KEY).num_chunks == chunked.column("id").num_chunks
+    got = writer.tag(table.config, batch, {}, None, op="bulk_insert")
+    expected = writer.tag(table.config, whole, {}, None, op="bulk_insert")
+    assert [(p, f) for p, f, *_ in got] == [(p, f) for p, f, *_ in expected]
+    for (partition, _, share, _, _), (_, _, other, _, _) in zip(got, expected):
+        assert isinstance(share, writer.GroupRows) and isinstance(other, writer.GroupRows)
+        rows = writer.rows_table(share)
+        assert rows.schema.field(records.PARTITION_PATH).type == pa.string()
+        assert rows.equals(writer.rows_table(other).cast(rows.schema))
+        assert set(rows.column(records.PARTITION_PATH).to_pylist()) == {partition}
+        assert share.table().schema == batch.schema  # the batch's own types, before `rows_table`

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 
@@ -363,3 +364,98 @@ def test_partition_paths_equal_a_row_by_row_reference(rows: list[tuple[str | Non
                       for k, v in cols.items()})
     got = records.partition_paths(table, fields, hive_style=hive).to_pylist()
     assert got == _reference_partition_paths(table, fields, hive)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), st.sampled_from(["", "sf", "chennai", "são_paulo"])),
+                          st.one_of(st.none(), st.integers(-3, 3)), st.one_of(st.none(), st.booleans())),
+                max_size=30),
+       st.lists(st.sampled_from(["c", "n", "b", "d"]), max_size=3, unique=True), st.booleans(), st.integers(1, 4))
+def test_partition_codes_are_the_partition_paths_encoded(rows: list[tuple[str | None, int | None, bool | None]],
+                                                         fields: list[str], hive: bool, chunks: int) -> None:
+    """`partition_codes` decodes to `partition_paths` (and the row-by-row definition), each folder name once in
+    its dictionary ("" and null, both the default partition, share one entry), for one field, several or none."""
+    cols = {"c": pa.array([r[0] for r in rows], pa.string()), "n": pa.array([r[1] for r in rows], pa.int64()),
+            "b": pa.array([r[2] for r in rows], pa.bool_()),
+            "d": pa.array([r[0] for r in rows], pa.string()).dictionary_encode()}
+    cut = max(1, len(rows) // chunks)
+    table = pa.table({k: pa.chunked_array([v[i:i + cut] for i in range(0, len(v), cut)] or [v], v.type)
+                      for k, v in cols.items()})
+    codes = records.partition_codes(table, fields, hive_style=hive)
+    assert isinstance(codes, pa.DictionaryArray) and codes.indices.null_count == 0
+    names = codes.dictionary.to_pylist()
+    assert len(names) == len(set(names))
+    assert codes.cast(pa.string()).to_pylist() == _reference_partition_paths(table, fields, hive)
+    assert codes.cast(pa.string()).equals(records.partition_paths(table, fields, hive_style=hive))
+
+
+def test_partition_codes_check_the_values_as_partition_paths_do() -> None:
+    with pytest.raises(PartitionValueError, match="city"):
+        records.partition_codes(pa.table({"city": ["ok", "a/b"]}), ["city"], hive_style=False)
+    with pytest.raises(PartitionValueError, match="255"):
+        records.partition_codes(pa.table({"city": ["x" * 256]}), ["city"], hive_style=False)
+    with pytest.raises(SchemaError, match="city"):
+        records.partition_codes(pa.table({"x": [1]}), ["city"], hive_style=False)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), st.sampled_from(["", "a", "b,c", "é"])), st.integers(-2, 2)),
+                min_size=1, max_size=30),
+       st.lists(st.integers(0, 30), max_size=4), st.sampled_from([["s"], ["i"], ["s", "i"], ["i", "s"]]))
+def test_record_keys_of_a_chunked_column_equal_the_combined_ones(rows: list[tuple[str | None, int]],
+                                                                 cuts: list[int], fields: list[str]) -> None:
+    """The keys keep the column's chunks (no combined copy) and are the keys of the same column as one chunk,
+    the same errors included (a null or empty single-field key)."""
+    s = [r[0] for r in rows]
+    i = [r[1] for r in rows]
+    bounds = [0, *sorted(min(c, len(rows)) for c in cuts), len(rows)]
+    chunked = pa.table({"s": pa.chunked_array([pa.array(s[a:b], pa.string()) for a, b in itertools.pairwise(bounds)]),
+                        "i": pa.chunked_array([pa.array(i[a:b], pa.int64()) for a, b in itertools.pairwise(bounds)])})
+    combined = chunked.combine_chunks()
+    try:
+        expected = records.record_keys(combined, fields)
+    except SchemaError as exc:
+        with pytest.raises(SchemaError, match=re.escape(str(exc))):
+            records.record_keys(chunked, fields)
+        return
+    got = records.record_keys(chunked, fields)
+    assert records.one_array(got).equals(records.one_array(expected))
+    if fields == ["s"]:  # one string field: the column itself, chunks and buffers
+        assert isinstance(got, pa.ChunkedArray) and got.num_chunks == chunked.column("s").num_chunks
+        assert all(g.buffers()[2] is None or g.buffers()[2].address == c.buffers()[2].address
+                   for g, c in zip(got.chunks, chunked.column("s").chunks))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32), st.lists(st.tuples(st.integers(0, 199), st.sampled_from(["", "0", "~", "é"]),
+                                                 st.booleans()), max_size=30),
+       st.lists(st.integers(0, 260), max_size=5), st.floats(0.05, 1.0))
+def test_prefix_sort_of_some_rows_of_chunked_keys_is_arrows_sort(seed: int, extra: list[tuple[int, str, bool]],
+                                                                 cuts: list[int], share: float) -> None:
+    """Some rows (ascending) of a chunked key column, sorted from the column's prefixes (`key_prefixes`, chunk
+    by chunk) and only their tied keys (`prefix_sort_indices`, as a bucket write sorts a file group): Arrow's
+    stable sort of those rows' keys, with few ties, many (the whole sort) or repeated keys."""
+    import numpy as np
+    import pyarrow.compute as pc
+    rng = random.Random(seed)
+    keys = [f"{rng.getrandbits(64):016x}" for _ in range(200)]
+    for at, tail, cut in extra:  # same first 8 bytes as keys[at], then something else (or the same key again)
+        keys.insert(rng.randrange(len(keys) + 1), keys[at][:8] + tail if cut else keys[at])
+    bounds = [0, *sorted(min(c, len(keys)) for c in cuts), len(keys)]
+    column = pa.chunked_array([pa.array(keys[a:b], pa.string()) for a, b in itertools.pairwise(bounds)], pa.string())
+    rows = np.array(sorted(rng.sample(range(len(keys)), max(1, int(share * len(keys))))), dtype=np.int64)
+    prefixes = records.key_prefixes(column)
+    assert prefixes is not None and len(prefixes) == len(keys)
+    asked: list[int] = []
+
+    def keys_at(at: np.ndarray | None) -> pa.Array:
+        picked = rows if at is None else rows[at]
+        asked.append(len(picked))
+        return pa.array([keys[i] for i in picked], pa.string())
+
+    got = records.prefix_sort_indices(prefixes[rows], keys_at)
+    expected = pc.sort_indices(pa.array([keys[i] for i in rows], pa.string())).to_numpy()
+    assert np.array_equal(got, expected)
+    assert all(n <= 2 * len(extra) for n in asked) or asked == [len(rows)]  # the tied keys, or all at once
+    assert records.key_prefixes(pa.chunked_array([], pa.string())) is not None
+    assert records.key_prefixes(pa.chunked_array([pa.array(["a", None])])) is None  # a null: no prefixes

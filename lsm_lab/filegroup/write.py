@@ -25,7 +25,9 @@ share, after its sort; COW merges use the sorted engine).
 On a bucket table `tag` copies no rows: it finds each file group's rows (their row numbers, in key
 order on an lsm_tree table), and the thread that writes the group gathers them from the batch
 (`GroupRows`), so that a write holds the batch and the rows of the groups in flight, not a reordered
-copy of the whole batch.
+copy of the whole batch.  Nor does `prepare` copy its key and partition path: a key of one string field
+is that column itself (chunks and all), and the partition path one index per row into the partition
+names (`records.partition_codes`), repeated as text in each group's rows.
 
 `write_file_group` does the work for one file group from plain arguments, so
 that a Spark task can call it for its partition of the data.
@@ -53,7 +55,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pyarrow as pa
@@ -94,7 +96,10 @@ def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) 
 
     On a bucket-placed lsm_tree table the batch keeps its order and its repeated keys: `tag`
     sorts each file group's share by key, and `write_file_group` de-duplicates a share that holds
-    a key twice (one sort per file group instead of one over the batch, and none to find duplicates)."""
+    a key twice (one sort per file group instead of one over the batch, and none to find duplicates).
+    Its partition path is dictionary-encoded (`records.partition_codes`: each folder name once, an index
+    per row); a file group's rows get it back as text when they are gathered (`GroupRows`, `rows_table`).
+    The record key keeps the input's chunks (`records.record_keys`)."""
     if op not in OPERATIONS:
         raise InputError(f"unknown operation '{op}' (expected one of {', '.join(OPERATIONS)})")
     is_delete = op == "delete"
@@ -111,11 +116,13 @@ def prepare(config: TableConfig, current: pa.Schema | None, data: Any, op: str) 
     ordering = config.ordering_field if config.merge_mode == "EVENT_TIME_ORDERING" else None
     if schema is not None and not is_delete:
         table = records.conform(table, schema)
-    keys = records.record_keys(table, config.record_key)
-    parts = records.partition_paths(table, config.partition_by, hive_style=config.hive_style)
+    keys = records.record_keys(table, config.record_key)  # (chunks kept: a string key field is not copied)
+    placed = config.is_lsm and config.bucket_index  # bucket-placed lsm tables: de-duplicated per file group
+    parts = (records.partition_codes if placed else records.partition_paths)(  # (_one_per_key)
+        table, config.partition_by, hive_style=config.hive_style)
     table = table.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
     input_rows = table.num_rows
-    if not (config.is_lsm and config.bucket_index):  # bucket-placed lsm tables: per file group (_one_per_key)
+    if not placed:
         table = records.dedupe(table, [PARTITION_PATH, RECORD_KEY],
                                ordering if ordering in table.column_names else None,
                                deletes=is_delete, keep_order=not config.is_lsm)
@@ -281,14 +288,16 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
     """`tag` for bucket tables: one hash of the batch, one grouping sort; each group's rows as a `GroupRows`.
 
     Groups come partition by partition, buckets ascending; an lsm_tree group's rows come sorted by
-    key (sorted on the write threads, `records.key_sort_indices`), other groups' in arrival order."""
+    key (sorted on the write threads from the batch's key prefixes, `records.prefix_sort_indices`), other
+    groups' in arrival order."""
     if rows.num_rows == 0:
         return []
+    # (a dictionary-encoded partition path, `prepare`'s on an lsm_tree table, is used as it is)
     parts = records.one_array(rows.column(PARTITION_PATH)).dictionary_encode()
     names = parts.dictionary.to_pylist()
     by_rank = sorted(names)
     rank = np.array([by_rank.index(n) for n in names], dtype=np.int64)  # a loop over partitions, not rows
-    keys = records.one_array(rows.column(RECORD_KEY))
+    keys = rows.column(RECORD_KEY)  # chunks kept (hashed chunk by chunk; each group's keys taken from them)
     # one key field: its text is the record key itself (`records.record_keys`), no second conversion
     key_cols = ([] if not config.upstream_format else [keys] if len(config.record_key) == 1
                 else records.key_parts(rows, config.record_key))
@@ -302,8 +311,9 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
     ids = np.flatnonzero(counts).tolist()
     ends = np.cumsum(counts)
     spans = [order[int(ends[g] - counts[g]):int(ends[g])] for g in ids]
-    if config.is_lsm:
-        spans = list(run_in_threads([functools.partial(_by_key, keys, span) for span in spans]))
+    if config.is_lsm:  # each group sorted by its keys' first 8 bytes, found once for the batch (8 bytes a row)
+        prefixes = records.key_prefixes(keys)
+        spans = list(run_in_threads([functools.partial(_by_key, keys, prefixes, span) for span in spans]))
     # a key that is one string field holds that field's values: gathered once, used for both columns
     alias = (config.record_key[0] if len(config.record_key) == 1 and config.record_key[0] in rows.column_names
              and pa.types.is_string(rows.schema.field(config.record_key[0]).type) else None)
@@ -315,7 +325,9 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
     out: list[Tagged] = []                # group's take is one take per column, not one per chunk
     for g, span in zip(ids, spans):
         partition, bucket = by_rank[g // config.num_buckets], g % config.num_buckets
-        share = GroupRows(source, span, alias=alias, partition=partition, schema=rows.schema)
+        # the group's partition path: the value of any of its rows, in the batch's type (text or dictionary)
+        share = GroupRows(source, span, alias=alias, partition=rows.column(PARTITION_PATH)[int(span[0])],
+                          schema=rows.schema)
         existing = {grp.file_id: grp for grp in groups_by_partition.get(partition, [])}
         fid = index.file_id_of_bucket(config.upstream_format, config.name, partition, bucket)
         grp = existing.get(fid)
@@ -323,9 +335,20 @@ def _tag_buckets(config: TableConfig, rows: pa.Table, groups_by_partition: dict[
     return out
 
 
-def _by_key(keys: pa.Array, idx: np.ndarray) -> np.ndarray:
-    """`idx` (rows of one group, ascending) reordered so that their keys are sorted (stable)."""
-    return idx[records.key_sort_indices(keys.take(pa.array(idx)))] if len(idx) > 1 else idx
+def _by_key(keys: pa.ChunkedArray, prefixes: np.ndarray | None, idx: np.ndarray) -> np.ndarray:
+    """`idx` (rows of one group, ascending) reordered so that their keys are sorted (stable).
+
+    Sorted by the rows' key prefixes (`records.prefix_sort_indices`): of the keys themselves only those whose
+    prefix another row shares are taken (for UUIDs a few per 100k), chunk by chunk (`_take`: Arrow's take would
+    join the batch's chunks first); a group's keys taken whole were 32 MB of fresh pages per 800k-row group."""
+    if len(idx) <= 1:
+        return idx
+
+    def keys_at(at: np.ndarray | None) -> pa.Array | pa.ChunkedArray:
+        rows = idx if at is None else idx[at]
+        return _take(keys, rows, pa.array(rows), {})
+
+    return cast("np.ndarray", idx[records.prefix_sort_indices(None if prefixes is None else prefixes[idx], keys_at)])
 
 
 class GroupRows:
@@ -342,16 +365,18 @@ class GroupRows:
     group to the next (docs/PERFORMANCE.md, "Bulk insert: one file group's rows at a time").
 
     The table is the one a gather of the whole batch would give, sliced: the partition path is repeated
-    (one value per group, not gathered); a key that is one string field is gathered once, from
+    (one value per group, not gathered; `rows_table` gives the writer text, `as_text`, where the batch holds
+    it dictionary-encoded, see `prepare`); a key that is one string field is gathered once, from
     whichever of that field and `_hoodie_record_key` has fewer chunks, and used for both; a column of
     several chunks is taken chunk by chunk (`_take`), since Arrow's take first copies such a column
     whole, which per group would be a copy of the batch each time."""
 
     __slots__ = ("_alias", "_field", "_order", "_partition", "_position", "_source")
 
-    def __init__(self, source: pa.Table, order: np.ndarray, *, alias: str | None, partition: str,
+    def __init__(self, source: pa.Table, order: np.ndarray, *, alias: str | None, partition: pa.Scalar,
                  schema: pa.Schema) -> None:
-        """`source`: the batch without its partition path; `order`: the group's rows in it; `schema`: the
+        """`source`: the batch without its partition path; `order`: the group's rows in it; `partition`: the
+        group's partition path, a scalar of the batch's column (a string or a dictionary value); `schema`: the
         batch's, which says where the partition path goes back; `alias`: a string column holding the
         same values as `_hoodie_record_key`."""
         self._source, self._order, self._alias, self._partition = source, order, alias, partition
@@ -363,7 +388,7 @@ class GroupRows:
         return len(self._order)
 
     def table(self) -> pa.Table:
-        """The group's rows, gathered now (a new table each call)."""
+        """The group's rows, gathered now (a new table each call), in the batch's types."""
         source, idx = self._source, pa.array(self._order)
         both = (self._alias, RECORD_KEY) if self._alias is not None else ()
         once = min(both, key=lambda n: source.column(n).num_chunks) if both else None
@@ -373,13 +398,21 @@ class GroupRows:
         for n in both:
             taken[n] = taken[once]
         rows = pa.Table.from_arrays([taken[n] for n in source.column_names], schema=source.schema)
-        return rows.add_column(self._position, self._field,
-                               pa.repeat(pa.scalar(self._partition, pa.string()), rows.num_rows))
+        return rows.add_column(self._position, self._field, pa.repeat(self._partition, rows.num_rows))
+
+    def as_text(self, rows: pa.Table) -> pa.Table:
+        """`rows` (from `table`) with the partition path as plain strings, as files hold it: the group's one
+        value repeated (`rows` as they are when the batch holds it as text)."""
+        if not isinstance(self._partition, pa.DictionaryScalar):
+            return rows
+        value = self._partition.value
+        return rows.set_column(self._position, self._field.with_type(value.type), pa.repeat(value, rows.num_rows))
 
 
 def rows_table(rows: pa.Table | GroupRows) -> pa.Table:
-    """A file group's rows as a table: `rows` itself, or a bucket group's rows gathered now."""
-    return rows.table() if isinstance(rows, GroupRows) else rows
+    """A file group's rows as a table to write: `rows` itself, or a bucket group's rows gathered now (the
+    partition path as text)."""
+    return rows.as_text(rows.table()) if isinstance(rows, GroupRows) else rows
 
 
 #: a batch whose chunks hold fewer rows than this on average is made contiguous before its groups are gathered:
@@ -388,8 +421,9 @@ def rows_table(rows: pa.Table | GroupRows) -> pa.Table:
 #: of 131,072 rows (16M rows: 122 chunks), which are taken from as they are
 MIN_TAKE_CHUNK_ROWS = 16_384
 
-_ChunkSplit = tuple[list[pa.Array], pa.Array]
-"""(each chunk's rows wanted, as row numbers in the chunk; where each row wanted is among them, chunk after chunk)"""
+_ChunkSplit = tuple[list[pa.Array], pa.Array | None]
+"""(each chunk's rows wanted, as row numbers in the chunk; where each row wanted is among them, chunk after chunk,
+None when they come in that order already)"""
 
 
 def _take(column: pa.ChunkedArray, order: np.ndarray, idx: pa.Array,
@@ -398,7 +432,8 @@ def _take(column: pa.ChunkedArray, order: np.ndarray, idx: pa.Array,
 
     Arrow's take of a column of several chunks concatenates them into one array first (pyarrow 26, every type).
     So each chunk gives its own rows, in chunk order, those pieces are joined (the group's size) and put in
-    `order`'s order with one take of them.  `splits` keeps that plan per chunk layout, for the other columns."""
+    `order`'s order with one take of them (none when `order` visits the chunks in turn, as ascending row
+    numbers do).  `splits` keeps that plan per chunk layout, for the other columns."""
     if column.num_chunks == 1:
         return column.chunk(0).take(idx)
     if column.num_chunks == 0 or pa.types.is_dictionary(column.type):  # (a dictionary column: the Arrow way,
@@ -408,17 +443,25 @@ def _take(column: pa.ChunkedArray, order: np.ndarray, idx: pa.Array,
     if split is None:
         starts = np.cumsum((0, *lengths))
         chunk_of = np.searchsorted(starts, order, side="right") - 1
-        by_chunk = np.argsort(chunk_of.astype(np.uint16) if len(lengths) < 1 << 16 else chunk_of, kind="stable")
-        bounds = np.searchsorted(chunk_of[by_chunk], np.arange(len(lengths) + 1))
-        local = [pa.array(order[by_chunk[bounds[c]:bounds[c + 1]]] - starts[c]) for c in range(len(lengths))]
-        inverse = np.empty(len(order), np.int64)
-        inverse[by_chunk] = np.arange(len(order))
-        split = splits[lengths] = (local, pa.array(inverse))
+        if bool((chunk_of[1:] >= chunk_of[:-1]).all()):  # chunk after chunk already: no reordering
+            bounds = np.searchsorted(chunk_of, np.arange(len(lengths) + 1))
+            split = ([pa.array(order[bounds[c]:bounds[c + 1]] - starts[c]) for c in range(len(lengths))], None)
+        else:
+            by_chunk = np.argsort(chunk_of.astype(np.uint16) if len(lengths) < 1 << 16 else chunk_of, kind="stable")
+            bounds = np.searchsorted(chunk_of[by_chunk], np.arange(len(lengths) + 1))
+            local = [pa.array(order[by_chunk[bounds[c]:bounds[c + 1]]] - starts[c]) for c in range(len(lengths))]
+            back = np.empty(len(order), np.int64)
+            back[by_chunk] = np.arange(len(order))
+            split = (local, pa.array(back))
+        splits[lengths] = split
     local, inverse = split
     pieces = [column.chunk(c).take(rows) for c, rows in enumerate(local) if len(rows)]
     if len(pieces) == 1:  # all in one chunk: taken in `order`'s order already
         return pieces[0]
-    return pa.concat_arrays(pieces).take(inverse) if pieces else column.take(idx)
+    if not pieces:
+        return column.take(idx)
+    joined = pa.concat_arrays(pieces)
+    return joined if inverse is None else joined.take(inverse)
 
 
 def _one_per_key(config: TableConfig, rows: pa.Table, is_delete: bool) -> pa.Table:

@@ -8,6 +8,7 @@ Arrow kernels (no per-row Python):
       │ evolve_schema       Hudi's evolution rules: added/left-out nullable columns, promotions (evolution.py)
       │ record_keys         "uuid-1"  or  "id:7,name:x" for composite keys (Hudi's complex keygen)
       │ partition_paths     "chennai" or "city=chennai";  a/b for composite partitions
+      │                     (partition_codes: the same, dictionary-encoded: each folder name once)
       │ dedupe              one row per (partition, key): greatest ordering value, ties to the later row
       ▼ sort_by_key         UTF-8 byte order of the record key (lsm_tree layout)
 
@@ -24,7 +25,7 @@ Taught in: notebooks/03_sorted_writes_and_levels.ipynb
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -158,18 +159,22 @@ def one_array(col: pa.ChunkedArray | pa.Array) -> pa.Array:
     return col
 
 
-def _as_text(col: pa.ChunkedArray | pa.Array) -> pa.Array:
-    arr = one_array(col)
-    if pa.types.is_string(arr.type):
-        return arr
+def _as_text(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """`col` as strings, chunks kept: a string column as it is (no copy), another type cast chunk by chunk."""
+    if pa.types.is_string(col.type):
+        return col
     try:
-        return pc.cast(arr, pa.string())
+        return pc.cast(col, pa.string())
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as exc:
-        raise SchemaError(f"cannot use a column of type {arr.type} in a key or partition path: {exc}") from None
+        raise SchemaError(f"cannot use a column of type {col.type} in a key or partition path: {exc}") from None
 
 
-def record_keys(table: pa.Table, fields: Sequence[str]) -> pa.Array:
-    """Record keys as strings: the value for one field, `f1:v1,f2:v2` for several (Hudi complex keygen)."""
+def record_keys(table: pa.Table, fields: Sequence[str]) -> pa.Array | pa.ChunkedArray:
+    """Record keys as strings: the value for one field, `f1:v1,f2:v2` for several (Hudi complex keygen).
+
+    The keys keep the table's chunks: a key that is one string field is that column itself (a 16M-row
+    batch read from Parquet comes in 122 chunks; combining them was a 640 MB copy held by the whole write).
+    Callers that need one array make it (`one_array`) from what they take of it."""
     check_columns(table, fields, "record key")
     if len(fields) == 1:
         keys = _as_text(table.column(fields[0]))
@@ -192,7 +197,7 @@ def record_keys(table: pa.Table, fields: Sequence[str]) -> pa.Array:
     return pc.binary_join_element_wise(*parts, ",")
 
 
-def key_parts(table: pa.Table, fields: Sequence[str]) -> list[pa.Array]:
+def key_parts(table: pa.Table, fields: Sequence[str]) -> list[pa.Array | pa.ChunkedArray]:
     """The key field values as text, one array per field (nulls stay null): what Hudi's bucket index hashes."""
     check_columns(table, fields, "record key")
     return [_as_text(table.column(f)) for f in fields]
@@ -213,39 +218,78 @@ def _check_partition_values(values: pa.Array, field: str) -> None:
 
 
 def _distinct(col: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, pa.Array | None]:
-    """(the distinct values, a null among them, and each row's index into them); (the column, None) for a type
-    Arrow cannot dictionary-encode."""
-    arr = one_array(col)
+    """(the distinct values, a null among them, and each row's index into them); (the column as one array,
+    None) for a type Arrow cannot dictionary-encode.  A column of several chunks is encoded as it is (Arrow
+    gives every chunk the whole dictionary): only the indices are joined, not the values."""
     try:
-        enc = pc.dictionary_encode(arr, null_encoding="encode")
+        enc = pc.dictionary_encode(col, null_encoding="encode")
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
-        return arr, None
+        return one_array(col), None
+    if isinstance(enc, pa.ChunkedArray):
+        pieces = enc.chunks
+        if not pieces or any(not p.dictionary.equals(pieces[-1].dictionary) for p in pieces):
+            enc = pc.dictionary_encode(one_array(col), null_encoding="encode")  # (not seen: one dictionary)
+        else:
+            enc = pa.DictionaryArray.from_arrays(one_array(pa.chunked_array([p.indices for p in pieces])),
+                                                 pieces[-1].dictionary)
     if enc.indices.null_count:  # an input already dictionary-encoded keeps null indices: use the rows as they are
-        return arr, None
+        return one_array(col), None
     return enc.dictionary, enc.indices
 
 
+def _folder_names(col: pa.ChunkedArray | pa.Array, field: str, *, hive_style: bool) -> tuple[pa.Array, pa.Array | None]:
+    """The folder names of one partition column's distinct values (checked, `f=v` when hive-style) and each
+    row's index into them; (one name per row, None) for a type Arrow cannot dictionary-encode."""
+    # a batch has few partition values: each folder name is built and checked once, from the column's
+    # distinct values
+    values, rows = _distinct(col)
+    txt = _as_text(values)
+    txt = pc.if_else(pc.equal(txt, ""), DEFAULT_PARTITION, txt).fill_null(DEFAULT_PARTITION)
+    _check_partition_values(txt, field)
+    names = pc.binary_join_element_wise(f"{field}=", txt, "") if hive_style else txt
+    longest = pc.max(pc.binary_length(names)).as_py() or 0
+    if longest > 255:  # a folder name longer than that fails in the file system (OSError)
+        raise PartitionValueError(f"partition column '{field}' has a value whose folder name is {longest} bytes "
+                                  "long; the limit is 255")
+    return names, rows
+
+
 def partition_paths(table: pa.Table, fields: Sequence[str], *, hive_style: bool) -> pa.Array:
-    """Relative partition folder of every row ("" for a non-partitioned table)."""
+    """Relative partition folder of every row ("" for a non-partitioned table), one string per row."""
     n = table.num_rows
     if not fields:
         return pa.array([""] * n, pa.string()) if n else pa.array([], pa.string())
     check_columns(table, fields, "partition")
     parts = []
     for f in fields:
-        # a batch has few partition values: each folder name is built and checked once, from the column's
-        # distinct values, then laid out per row with one take
-        values, rows = _distinct(table.column(f))
-        txt = _as_text(values)
-        txt = pc.if_else(pc.equal(txt, ""), DEFAULT_PARTITION, txt).fill_null(DEFAULT_PARTITION)
-        _check_partition_values(txt, f)
-        names = pc.binary_join_element_wise(f"{f}=", txt, "") if hive_style else txt
-        parts.append(names if rows is None else names.take(rows))
-        longest = pc.max(pc.binary_length(names)).as_py() or 0
-        if longest > 255:  # a folder name longer than that fails in the file system (OSError)
-            raise PartitionValueError(f"partition column '{f}' has a value whose folder name is {longest} bytes "
-                                      "long; the limit is 255")
+        names, rows = _folder_names(table.column(f), f, hive_style=hive_style)
+        parts.append(names if rows is None else names.take(rows))  # laid out per row with one take
     return parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, "/")
+
+
+def partition_codes(table: pa.Table, fields: Sequence[str], *, hive_style: bool) -> pa.DictionaryArray:
+    """`partition_paths` dictionary-encoded: each partition's folder once (no name twice) and an index per row.
+
+        city: chennai, pune, chennai, …      →   dictionary ["chennai", "pune"],  indices [0, 1, 0, …]
+
+    A batch has few partitions, so the rows need not carry the name each: a 16M-row batch partitioned by
+    city held 210 MB of per-row strings, against 64 MB of indices.  The bucket write keeps its batch's
+    partition path this way (`write.prepare`); a file group's rows get it back as text, one repeated value
+    (`write.GroupRows`), so files hold plain strings either way.  A partition path of several fields is
+    joined per row first, then encoded."""
+    n = table.num_rows
+    if not fields:
+        return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([""], pa.string()))
+    if len(fields) == 1:
+        check_columns(table, fields, "partition")
+        names, rows = _folder_names(table.column(fields[0]), fields[0], hive_style=hive_style)
+        if rows is None:  # (a type Arrow cannot dictionary-encode: one name per row already)
+            return names.dictionary_encode()
+        distinct = pc.dictionary_encode(names)  # "" and null both name the default partition: one entry
+        if len(distinct.dictionary) < len(names):
+            names, rows = distinct.dictionary, distinct.indices.take(rows)
+        return pa.DictionaryArray.from_arrays(rows, names)
+    return partition_paths(table, fields, hive_style=hive_style).dictionary_encode()
 
 
 def check_partition_path(path: str) -> None:
@@ -323,6 +367,19 @@ def _prefixes(arr: pa.Array) -> np.ndarray | None:
     return cast("np.ndarray | None", words & keep)
 
 
+def key_prefixes(keys: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
+    """The first 8 UTF-8 bytes of every key as big-endian uint64 (`key_sort_indices`' sort keys), chunk by
+    chunk (no joined copy of the keys); None when they are not plain strings without nulls."""
+    chunks = keys.chunks if isinstance(keys, pa.ChunkedArray) else [keys]
+    parts = []
+    for c in chunks:
+        prefix = _prefixes(c)
+        if prefix is None:
+            return None
+        parts.append(prefix)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+
+
 def key_sort_indices(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Indices that sort string keys by UTF-8 bytes, as `pc.sort_indices` (stable) returns them.
 
@@ -336,7 +393,16 @@ def key_sort_indices(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
     arr = one_array(keys)
     if len(arr) <= 1:
         return np.arange(len(arr), dtype=np.int64)
-    prefix = _prefixes(arr)
+    return prefix_sort_indices(_prefixes(arr), lambda at: arr if at is None else arr.take(pa.array(at)))
+
+
+def prefix_sort_indices(prefix: np.ndarray | None,
+                        keys_at: Callable[[np.ndarray | None], pa.Array | pa.ChunkedArray]) -> np.ndarray:
+    """`key_sort_indices` of keys given by their prefixes (`key_prefixes`; None: unknown) and `keys_at(rows)`,
+    the keys at those ascending positions (None: all of them), asked only for the keys whose prefix ties.
+
+    A bucket write sorts each file group's keys this way from the batch's prefixes (`write._tag_buckets`):
+    8 bytes a row gathered per group, and only the few tied keys themselves, not all of the group's."""
     if prefix is not None:
         order = np.argsort(prefix).astype(np.int64, copy=False)
         ranked = prefix[order]
@@ -349,9 +415,9 @@ def key_sort_indices(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
         places = np.flatnonzero(tied)
         if len(places) <= _FEW_TIES * len(order):
             members = np.sort(order[places])  # ascending row numbers: Arrow's stable sort keeps their order
-            order[places] = members[pc.sort_indices(arr.take(pa.array(members))).to_numpy()]
+            order[places] = members[pc.sort_indices(keys_at(members)).to_numpy()]
             return order
-    return cast("np.ndarray", pc.sort_indices(arr).to_numpy().astype(np.int64, copy=False))
+    return cast("np.ndarray", pc.sort_indices(keys_at(None)).to_numpy().astype(np.int64, copy=False))
 
 
 #: at most this share of the keys in equal-prefix runs for `key_sort_indices` to sort only those with Arrow
