@@ -346,6 +346,16 @@ def _reference_partition_paths(table: pa.Table, fields: list[str], hive_style: b
 DEFAULT = records.DEFAULT_PARTITION
 
 
+def _partition_columns(rows: list[tuple[str | None, int | None, bool | None]], chunks: int) -> pa.Table:
+    """Columns c (text), n (integers), b (booleans) and d (c dictionary-encoded) of `rows`, in `chunks` chunks."""
+    cols = {"c": pa.array([r[0] for r in rows], pa.string()), "n": pa.array([r[1] for r in rows], pa.int64()),
+            "b": pa.array([r[2] for r in rows], pa.bool_()),
+            "d": pa.array([r[0] for r in rows], pa.string()).dictionary_encode()}
+    cut = max(1, len(rows) // chunks)
+    return pa.table({k: pa.chunked_array([v[i:i + cut] for i in range(0, len(v), cut)] or [v], v.type)
+                     for k, v in cols.items()})
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.one_of(st.none(), st.sampled_from(["", "sf", "chennai", "são_paulo"])),
                           st.one_of(st.none(), st.integers(-3, 3)), st.one_of(st.none(), st.booleans())),
@@ -356,12 +366,7 @@ def test_partition_paths_equal_a_row_by_row_reference(rows: list[tuple[str | Non
                                                       fields: list[str], hive: bool, chunks: int) -> None:
     """Folder names built once per distinct value (then taken per row) equal the row-by-row definition, for
     strings, integers, booleans, an already dictionary-encoded column, nulls and "", in chunked columns."""
-    cols = {"c": pa.array([r[0] for r in rows], pa.string()), "n": pa.array([r[1] for r in rows], pa.int64()),
-            "b": pa.array([r[2] for r in rows], pa.bool_()),
-            "d": pa.array([r[0] for r in rows], pa.string()).dictionary_encode()}
-    cut = max(1, len(rows) // chunks)
-    table = pa.table({k: pa.chunked_array([v[i:i + cut] for i in range(0, len(v), cut)] or [v], v.type)
-                      for k, v in cols.items()})
+    table = _partition_columns(rows, chunks)
     got = records.partition_paths(table, fields, hive_style=hive).to_pylist()
     assert got == _reference_partition_paths(table, fields, hive)
 
@@ -375,12 +380,7 @@ def test_partition_codes_are_the_partition_paths_encoded(rows: list[tuple[str | 
                                                          fields: list[str], hive: bool, chunks: int) -> None:
     """`partition_codes` decodes to `partition_paths` (and the row-by-row definition), each folder name once in
     its dictionary ("" and null, both the default partition, share one entry), for one field, several or none."""
-    cols = {"c": pa.array([r[0] for r in rows], pa.string()), "n": pa.array([r[1] for r in rows], pa.int64()),
-            "b": pa.array([r[2] for r in rows], pa.bool_()),
-            "d": pa.array([r[0] for r in rows], pa.string()).dictionary_encode()}
-    cut = max(1, len(rows) // chunks)
-    table = pa.table({k: pa.chunked_array([v[i:i + cut] for i in range(0, len(v), cut)] or [v], v.type)
-                      for k, v in cols.items()})
+    table = _partition_columns(rows, chunks)
     codes = records.partition_codes(table, fields, hive_style=hive)
     assert isinstance(codes, pa.DictionaryArray) and codes.indices.null_count == 0
     names = codes.dictionary.to_pylist()
