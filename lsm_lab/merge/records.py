@@ -258,7 +258,7 @@ def partition_paths(table: pa.Table, fields: Sequence[str], *, hive_style: bool)
     """Relative partition folder of every row ("" for a non-partitioned table), one string per row."""
     n = table.num_rows
     if not fields:
-        return pa.array([""] * n, pa.string()) if n else pa.array([], pa.string())
+        return pa.repeat(pa.scalar("", pa.string()), n)  # (not a Python list of n strings: 1.4 s at 16M rows)
     check_columns(table, fields, "partition")
     parts = []
     for f in fields:
