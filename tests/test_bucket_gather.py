@@ -110,12 +110,12 @@ def test_writer_gets_one_groups_rows_at_a_time(tmp_path: Path, monkeypatch: pyte
     live, peak, sizes, buffers = [0], [0], [], []
     real_table, real_write, real_inner = writer.GroupRows.table, writer.write_file_group, writer._write_file_group
 
-    def counted_table(self: writer.GroupRows) -> pa.Table:
+    def counted_table(self: writer.GroupRows, **kw: Any) -> pa.Table:
         with lock:
             live[0] += self.num_rows
             peak[0] = max(peak[0], live[0])
             sizes.append(self.num_rows)
-        return real_table(self)
+        return real_table(self, **kw)
 
     def counted_write(**kw: Any) -> Any:
         try:

@@ -365,8 +365,8 @@ class GroupRows:
     group to the next (docs/PERFORMANCE.md, "Bulk insert: one file group's rows at a time").
 
     The table is the one a gather of the whole batch would give, sliced: the partition path is repeated
-    (one value per group, not gathered; `rows_table` gives the writer text, `as_text`, where the batch holds
-    it dictionary-encoded, see `prepare`); a key that is one string field is gathered once, from
+    (one value per group, not gathered; `rows_table` gives the writer text, `table(text=True)`, where the
+    batch holds it dictionary-encoded, see `prepare`); a key that is one string field is gathered once, from
     whichever of that field and `_hoodie_record_key` has fewer chunks, and used for both; a column of
     several chunks is taken chunk by chunk (`_take`), since Arrow's take first copies such a column
     whole, which per group would be a copy of the batch each time."""
@@ -387,8 +387,9 @@ class GroupRows:
     def num_rows(self) -> int:
         return len(self._order)
 
-    def table(self) -> pa.Table:
-        """The group's rows, gathered now (a new table each call), in the batch's types."""
+    def table(self, *, text: bool = False) -> pa.Table:
+        """The group's rows, gathered now (a new table each call), in the batch's types; with `text`, the
+        partition path as plain strings, as files hold it (where the batch holds it dictionary-encoded)."""
         source, idx = self._source, pa.array(self._order)
         both = (self._alias, RECORD_KEY) if self._alias is not None else ()
         once = min(both, key=lambda n: source.column(n).num_chunks) if both else None
@@ -398,21 +399,17 @@ class GroupRows:
         for n in both:
             taken[n] = taken[once]
         rows = pa.Table.from_arrays([taken[n] for n in source.column_names], schema=source.schema)
-        return rows.add_column(self._position, self._field, pa.repeat(self._partition, rows.num_rows))
-
-    def as_text(self, rows: pa.Table) -> pa.Table:
-        """`rows` (from `table`) with the partition path as plain strings, as files hold it: the group's one
-        value repeated (`rows` as they are when the batch holds it as text)."""
-        if not isinstance(self._partition, pa.DictionaryScalar):
-            return rows
-        value = self._partition.value
-        return rows.set_column(self._position, self._field.with_type(value.type), pa.repeat(value, rows.num_rows))
+        value, field = self._partition, self._field
+        if text and isinstance(value, pa.DictionaryScalar):
+            value = value.value
+            field = field.with_type(value.type)
+        return rows.add_column(self._position, field, pa.repeat(value, rows.num_rows))
 
 
 def rows_table(rows: pa.Table | GroupRows) -> pa.Table:
     """A file group's rows as a table to write: `rows` itself, or a bucket group's rows gathered now (the
     partition path as text)."""
-    return rows.as_text(rows.table()) if isinstance(rows, GroupRows) else rows
+    return rows.table(text=True) if isinstance(rows, GroupRows) else rows
 
 
 #: a batch whose chunks hold fewer rows than this on average is made contiguous before its groups are gathered:
