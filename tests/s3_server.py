@@ -62,7 +62,10 @@ def shared_server() -> S3Server:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's HTTP server logs every request
         from moto.server import ThreadedMotoServer  # moto[server] is a dev dependency
 
+        from lsm_lab.lab.s3local import atomic_conditional_writes
+
         port = free_port()
+        atomic_conditional_writes()  # moto checks a precondition, then writes: one step, as on S3
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
         server.start()
         atexit.register(server.stop)

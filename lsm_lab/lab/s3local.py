@@ -10,6 +10,13 @@ the S3 protocol, conditional PUTs included, so lsm_lab runs against it exactly
 as against a real bucket (the same obstore and pyarrow clients, the same
 requests).  `moto[server]` is a development dependency (`pip install -e .[dev]`).
 
+**Conditional writes made atomic** (`atomic_conditional_writes`): moto checks a PUT's `If-Match` /
+`If-None-Match` (and a DELETE's `If-Match`) and then writes, in two steps, on whichever server thread
+took the request, so two concurrent conditional PUTs against the same ETag can both succeed; S3 lets
+one win and refuses the other (412). A compare-and-swap test of the test suite lost an update this way
+(4 threads counting to 20 on the server: 19). Every server started here, and the tests' server,
+serialise moto's object writes and deletes with one lock, so the check and the write are one step.
+
 Simplified compared with a real store: no network latency and no request
 pricing, so it measures request counts and per-request overhead, not bandwidth.
 
@@ -20,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 import uuid
 from typing import Any
 
@@ -30,6 +38,27 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+_WRITES = threading.Lock()
+
+
+def atomic_conditional_writes() -> None:
+    """Serialise moto's S3 object writes and deletes (once per process): its precondition check and its
+    write then happen as one step, as S3's do (see the module docstring)."""
+    from moto.s3.responses import S3Response  # the s3 extra: imported only here
+
+    if getattr(S3Response, "_lsm_lab_atomic", False):
+        return
+    for name in ("put_object", "delete_object"):
+        original = getattr(S3Response, name)
+
+        def locked(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            with _WRITES:
+                return _original(self, *args, **kwargs)
+
+        setattr(S3Response, name, locked)
+    S3Response._lsm_lab_atomic = True  # type: ignore[attr-defined]
 
 
 class LocalS3:
@@ -44,6 +73,7 @@ class LocalS3:
         from moto.server import ThreadedMotoServer  # the s3 extra: imported only here
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's HTTP server logs every request
         port = _free_port()
+        atomic_conditional_writes()
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
         self._server.start()
         self.endpoint = f"http://127.0.0.1:{port}"
@@ -81,4 +111,4 @@ class LocalS3:
         return f"s3://{name}"
 
 
-__all__ = ["LocalS3"]
+__all__ = ["LocalS3", "atomic_conditional_writes"]
